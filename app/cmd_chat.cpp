@@ -1,0 +1,107 @@
+// `wormchat chat`: a line-mode chat REPL. The conversation stays in the KV cache across turns;
+// commands start with '/' so they cannot collide with a real prompt.
+#include <unistd.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "app/stdout_sink.h"
+#include "serving/conversation.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+struct ChatCmdOptions {
+  ModelRunOptions run;
+  int max_new_tokens = 256;
+  SamplingParams sampling;
+  uint64_t seed = 0;
+};
+
+const char kHelp[] =
+    "Type a message and press Enter. Commands: /reset (new conversation), /help, /quit.\n";
+
+void RunChat(const ChatCmdOptions& o) {
+  o.sampling.Validate();
+  if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
+  const FalconConfig& c = m.model->config();
+  const ChatFormat format = m.chat_format.value_or(ChatFormat{});
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv_dtype);
+  Conversation conv(*m.model, cache, 0);
+  Sampler sampler(o.sampling, o.seed);
+  StdoutSink sink;
+  const bool interactive = isatty(STDIN_FILENO);
+  if (interactive) {
+    std::printf("wormchat — %s (%d layers, hidden %d, %d heads / %d KV heads), context %d\n%s",
+                m.dir.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, m.ctx, kHelp);
+  }
+  bool end_previous_turn = false;  // feed EOS before the next user turn (format's end_of_turn)
+  std::string line;
+  while (true) {
+    if (interactive) std::printf("\n> ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) break;
+    if (line == "/quit" || line == "/exit") break;
+    if (line == "/help") {
+      std::printf("%s", kHelp);
+      continue;
+    }
+    if (line == "/reset") {
+      conv.Reset();
+      end_previous_turn = false;
+      std::printf("(new conversation)\n");
+      continue;
+    }
+    if (!line.empty() && line[0] == '/') {
+      std::printf("unknown command %s; %s", line.c_str(), kHelp);
+      continue;
+    }
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    std::vector<int> ids;
+    if (conv.cur_pos() == 0 && format.add_bos) ids.push_back(c.bos_token_id);
+    if (end_previous_turn) ids.push_back(c.eos_token_id);
+    const std::vector<int> turn = format.EncodeUserTurn(*m.tokenizer, line);
+    ids.insert(ids.end(), turn.begin(), turn.end());
+    if (conv.cur_pos() + static_cast<int>(ids.size()) + 1 >= m.ctx) {
+      conv.Reset();
+      std::printf("(context of %d tokens is full: starting a new conversation)\n", m.ctx);
+      ids.clear();
+      if (format.add_bos) ids.push_back(c.bos_token_id);
+      ids.insert(ids.end(), turn.begin(), turn.end());
+      if (static_cast<int>(ids.size()) + 1 >= m.ctx) {
+        std::printf("(message of %zu tokens is too long for the context of %d; shorten it)\n",
+                    ids.size(), m.ctx);
+        continue;
+      }
+    }
+    conv.Feed(ids);
+    GenerateOptions g;
+    g.max_new_tokens = o.max_new_tokens;
+    g.stop = format.stop;
+    g.trim_leading_space = true;
+    if (interactive) std::printf("\n");
+    conv.Generate(*m.tokenizer, g, sampler, sink);
+    std::printf("\n");
+    end_previous_turn = format.eos_ends_turn;
+  }
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void RegisterChat(CLI::App& app) {
+  auto o = std::make_shared<ChatCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("chat", "Chat with the model (line mode)");
+  AddModelRunOptions(cmd, o->run);
+  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
+      ->capture_default_str();
+  AddSamplingOptions(cmd, o->sampling, o->seed);
+  cmd->callback([o] { RunChat(*o); });
+}
+
+}  // namespace wc

@@ -1,0 +1,59 @@
+#include "app/model_options.h"
+
+#include <omp.h>
+
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+
+void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
+  cmd->add_option("--model", o.model_dir,
+                  "Model directory: config.json, model.safetensors (or sharded), tokenizer.model "
+                  "[default: the model in assets/]");
+  cmd->add_option("--threads", o.threads, "Host threads (0 = all cores)")->capture_default_str();
+  cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache format: bf16 or f32")->capture_default_str();
+  cmd->add_option("--ctx", o.ctx, "Context length in tokens (0 = max_position_embeddings)")
+      ->capture_default_str();
+  cmd->add_option("--lm-head-fractures", o.lm_head_fractures,
+                  "Slices the padded LM head is computed in (seed fracture_vocab_factor)")
+      ->capture_default_str();
+}
+
+void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
+  cmd->add_option("--temperature", s.temperature, "Sampling temperature (0 = greedy)")
+      ->capture_default_str();
+  cmd->add_option("--top-k", s.top_k, "Sample from the k most likely tokens (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  cmd->add_option("--seed", seed, "Random seed: same seed, same tokens")->capture_default_str();
+}
+
+std::string DefaultModelDir() {
+  const std::string dir = JoinPath(WORMCHAT_ASSETS_DIR, "default-model");
+  if (!DirExists(dir))
+    throw Error(Cat(dir, ": the default model is missing; pass --model DIR with a Falcon checkpoint"));
+  return dir;
+}
+
+void ApplyThreads(int threads) {
+  if (threads < 0) throw Error(Cat("--threads must be >= 0 (0 = all cores), got ", threads));
+  if (threads > 0) omp_set_num_threads(threads);
+}
+
+LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
+  ApplyThreads(o.threads);
+  LoadedModel m;
+  m.dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
+  m.kv_dtype = ParseKVDType(o.kv_dtype);
+  ModelOptions mo;
+  mo.lm_head_fractures = o.lm_head_fractures;
+  m.model = FalconModel::Load(m.dir, mo);
+  if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
+  m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
+  if (need_tokenizer) m.tokenizer = Tokenizer::FromModelDir(m.dir);
+  m.chat_format = ChatFormat::Load(m.dir);
+  return m;
+}
+
+}  // namespace wc

@@ -1,0 +1,47 @@
+// Options every model-running command shares, and the loading they drive.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "kvcache/kv_cache.h"
+#include "model/chat_format.h"
+#include "model/falcon.h"
+#include "model/tokenizer.h"
+#include "serving/sampler.h"
+
+namespace wc {
+
+struct ModelRunOptions {
+  std::string model_dir;         // --model (default: the model shipped in assets/)
+  int threads = 0;               // --threads (0 = all cores)
+  std::string kv_dtype = "bf16"; // --kv-dtype
+  int ctx = 0;                   // --ctx (0 = the model's max_position_embeddings)
+  int lm_head_fractures = 8;     // --lm-head-fractures
+};
+
+// Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
+void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
+// Registers --temperature, --top-k, --top-p, --seed.
+void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
+
+// The default model directory (assets/default-model). Throws wc::Error if it is missing.
+std::string DefaultModelDir();
+// Applies --threads (OpenMP). Throws wc::Error if negative.
+void ApplyThreads(int threads);
+
+// Everything a text command needs, loaded from ModelRunOptions.
+struct LoadedModel {
+  std::string dir;
+  std::unique_ptr<FalconModel> model;
+  std::unique_ptr<Tokenizer> tokenizer;    // null if `need_tokenizer` was false and none exists
+  std::optional<ChatFormat> chat_format;
+  KVDType kv_dtype = KVDType::kBF16;
+  int ctx = 0;                             // positions per user row
+};
+LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
+
+}  // namespace wc

@@ -1,0 +1,195 @@
+#include "kernels/matmul.h"
+
+#include <omp.h>
+
+#include <cstring>
+
+#include "util/bf16.h"
+#include "util/error.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+struct TagF32 {
+  using T = float;
+};
+struct TagBF16 {
+  using T = uint16_t;
+};
+struct TagF16 {
+  using T = uint16_t;
+};
+
+template <class D>
+HWY_INLINE hn::Vec<D> LoadW(TagF32, D df, const float* p) {
+  return hn::LoadU(df, p);
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadW(TagBF16, D df, const uint16_t* p) {
+  const hn::RebindToUnsigned<D> du32;
+  const hn::Rebind<uint16_t, D> du16;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> LoadW(TagF16, D df, const uint16_t* p) {
+  const hn::Rebind<hwy::float16_t, D> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+
+HWY_INLINE float ScalarW(TagF32, const float* p) {
+  float f;
+  std::memcpy(&f, p, 4);
+  return f;
+}
+HWY_INLINE float ScalarW(TagBF16, const uint16_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return BF16ToF32(h);
+}
+HWY_INLINE float ScalarW(TagF16, const uint16_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+
+// res[t] = dot(x[t * x_stride, 0:cols], w[0:cols]) for t < NT. Two accumulators per token; the
+// operation sequence for each token is the same for every NT (see the header's contract).
+template <int NT, class Tag>
+HWY_INLINE void DotTokens(const float* HWY_RESTRICT x, int64_t x_stride,
+                          const typename Tag::T* HWY_RESTRICT w, int64_t cols, float* res) {
+  const hn::ScalableTag<float> df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  using V = hn::Vec<decltype(df)>;
+  V a0[NT], a1[NT];
+  for (int t = 0; t < NT; ++t) a0[t] = a1[t] = hn::Zero(df);
+  int64_t k = 0;
+  for (; k + 2 * nl <= cols; k += 2 * nl) {
+    const V w0 = LoadW(Tag(), df, w + k);
+    const V w1 = LoadW(Tag(), df, w + k + nl);
+    for (int t = 0; t < NT; ++t) {
+      const float* xt = x + t * x_stride + k;
+      a0[t] = hn::MulAdd(hn::LoadU(df, xt), w0, a0[t]);
+      a1[t] = hn::MulAdd(hn::LoadU(df, xt + nl), w1, a1[t]);
+    }
+  }
+  for (int t = 0; t < NT; ++t) {
+    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0[t], a1[t])));
+    for (int64_t kk = k; kk < cols; ++kk) s += x[t * x_stride + kk] * ScalarW(Tag(), w + kk);
+    res[t] = s;
+  }
+}
+
+template <class Tag>
+void RowsImpl(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
+              const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t r0,
+              int64_t r1) {
+  const auto* base = static_cast<const typename Tag::T*>(w.data);
+  float res[4];
+  for (int64_t r = r0; r < r1; ++r) {
+    const typename Tag::T* wr = base + r * w.row_stride;
+    const float b = bias != nullptr ? bias[r] : 0.0f;
+    int64_t t = 0;
+    for (; t + 4 <= n_tokens; t += 4) {
+      DotTokens<4, Tag>(x + t * x_stride, x_stride, wr, w.cols, res);
+      for (int i = 0; i < 4; ++i) y[(t + i) * y_stride + (r - row_begin)] = res[i] + b;
+    }
+    for (; t < n_tokens; ++t) {
+      DotTokens<1, Tag>(x + t * x_stride, x_stride, wr, w.cols, res);
+      y[t * y_stride + (r - row_begin)] = res[0] + b;
+    }
+  }
+}
+
+void MatMulRows(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
+                const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t r0,
+                int64_t r1) {
+  switch (w.dtype) {
+    case DType::kF32:
+      return RowsImpl<TagF32>(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
+    case DType::kBF16:
+      return RowsImpl<TagBF16>(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
+    case DType::kF16:
+      return RowsImpl<TagF16>(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
+  }
+}
+
+void AxpyBF16Impl(float a, const uint16_t* v, float* out, int64_t n) {
+  const hn::ScalableTag<float> df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  const auto va = hn::Set(df, a);
+  int64_t i = 0;
+  for (; i + nl <= n; i += nl) {
+    hn::StoreU(hn::MulAdd(va, LoadW(TagBF16(), df, v + i), hn::LoadU(df, out + i)), df, out + i);
+  }
+  for (; i < n; ++i) out[i] += a * BF16ToF32(v[i]);
+}
+
+const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(MatMulRows);
+HWY_EXPORT(AxpyBF16Impl);
+HWY_EXPORT(TargetName);
+
+const char* DTypeName(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "F32";
+    case DType::kBF16:
+      return "BF16";
+    case DType::kF16:
+      return "F16";
+  }
+  return "?";
+}
+
+int DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+
+void MatMulSerial(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
+                  const float* bias, float* y, int64_t y_stride, int64_t row_begin,
+                  int64_t row_end) {
+  WC_CHECK(row_begin >= 0 && row_end <= w.rows && row_begin <= row_end, "bad row range");
+  HWY_DYNAMIC_DISPATCH(MatMulRows)
+  (x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, row_begin, row_end);
+}
+
+void MatMul(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
+            const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  WC_CHECK(row_begin >= 0 && row_end <= w.rows && row_begin <= row_end, "bad row range");
+  const int64_t n_rows = row_end - row_begin;
+  // Blocks of 16 rows keep each thread on contiguous weight memory.
+  const int64_t block = 16;
+  const int64_t n_blocks = (n_rows + block - 1) / block;
+  if (n_blocks <= 1 || omp_in_parallel()) {
+    MatMulSerial(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, row_end);
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const int64_t r0 = row_begin + b * block;
+    const int64_t r1 = std::min(row_end, r0 + block);
+    HWY_DYNAMIC_DISPATCH(MatMulRows)(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
+  }
+}
+
+void AxpyBF16(float a, const uint16_t* v, float* out, int64_t n) {
+  HWY_DYNAMIC_DISPATCH(AxpyBF16Impl)(a, v, out, n);
+}
+
+const char* SimdTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+
+}  // namespace wc
+#endif  // HWY_ONCE

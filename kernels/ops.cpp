@@ -1,0 +1,57 @@
+#include "kernels/ops.h"
+
+#include <cmath>
+
+#include "util/error.h"
+
+namespace wc {
+
+void LayerNorm(const float* x, const float* gamma, const float* beta, float eps, float* y,
+               int64_t n) {
+  double sum = 0.0;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  double sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double d = x[i] - mean;
+    sq += d * d;
+  }
+  const float rstd = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
+}
+
+void GeluErf(float* x, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+}
+
+Rope::Rope(int head_dim, double theta) : head_dim_(head_dim) {
+  WC_CHECK(head_dim % 2 == 0 && head_dim / 2 <= 512, "head_dim ", head_dim);
+  for (int i = 0; i < head_dim / 2; ++i)
+    inv_freq_[i] = static_cast<float>(1.0 / std::pow(theta, (2.0 * i) / head_dim));
+}
+
+void Rope::Apply(float* x, int pos) const {
+  const int half = head_dim_ / 2;
+  for (int i = 0; i < half; ++i) {
+    // Angle in float as PyTorch computes it (pos * inv_freq in fp32), then cos/sin.
+    const float angle = static_cast<float>(pos) * inv_freq_[i];
+    const float c = std::cos(angle), s = std::sin(angle);
+    const float x0 = x[i], x1 = x[i + half];
+    x[i] = x0 * c - x1 * s;
+    x[i + half] = x1 * c + x0 * s;
+  }
+}
+
+void Softmax(float* x, int64_t n) {
+  float m = x[0];
+  for (int64_t i = 1; i < n; ++i) m = std::max(m, x[i]);
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    x[i] = std::exp(x[i] - m);
+    sum += x[i];
+  }
+  const float inv = 1.0f / sum;
+  for (int64_t i = 0; i < n; ++i) x[i] *= inv;
+}
+
+}  // namespace wc

@@ -1,0 +1,33 @@
+// Element-wise and row-wise operations of the decoder (FP32 activations).
+#pragma once
+
+#include <cstdint>
+
+namespace wc {
+
+// y[i] = (x[i] - mean) / sqrt(var + eps) * gamma[i] + beta[i] over one row of n values.
+void LayerNorm(const float* x, const float* gamma, const float* beta, float eps, float* y,
+               int64_t n);
+
+// Exact GELU: 0.5 x (1 + erf(x / sqrt 2)), in place.
+void GeluErf(float* x, int64_t n);
+
+// Rotary embedding tables, GPT-NeoX rotate-half form:
+//   inv_freq[i] = theta^(-2i / head_dim), angle = pos * inv_freq[i], for i < head_dim / 2.
+class Rope {
+ public:
+  Rope(int head_dim, double theta);
+  // Rotates one head vector in place: x' = x * cos + rotate_half(x) * sin, where
+  // rotate_half(x) = [-x[d/2:], x[:d/2]].  x: [head_dim]
+  void Apply(float* x, int pos) const;
+  int head_dim() const { return head_dim_; }
+
+ private:
+  int head_dim_;
+  float inv_freq_[512];  // [head_dim / 2]
+};
+
+// In-place softmax over n values; returns nothing. n >= 1.
+void Softmax(float* x, int64_t n);
+
+}  // namespace wc

@@ -1,0 +1,68 @@
+#include "model/chat_format.h"
+
+#include <nlohmann/json.hpp>
+
+#include "model/tokenizer.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+
+std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
+  const std::string path = JoinPath(dir, "chat_format.json");
+  if (!FileExists(path)) return std::nullopt;
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ReadTextFile(path));
+  } catch (const nlohmann::json::parse_error& e) {
+    throw Error(Cat(path, ": invalid JSON: ", e.what()));
+  }
+  if (!j.is_object()) throw Error(Cat(path, ": expected a JSON object"));
+  ChatFormat f;
+  auto str = [&](const char* key, std::string* out) {
+    if (!j.contains(key)) return;
+    if (!j[key].is_string()) throw Error(Cat(path, ": key '", key, "' must be a string"));
+    *out = j[key].get<std::string>();
+  };
+  str("user_prefix", &f.user_prefix);
+  str("user_suffix", &f.user_suffix);
+  str("assistant_prefix", &f.assistant_prefix);
+  if (j.contains("add_bos")) {
+    if (!j["add_bos"].is_boolean()) throw Error(Cat(path, ": key 'add_bos' must be true or false"));
+    f.add_bos = j["add_bos"].get<bool>();
+  }
+  if (j.contains("end_of_turn")) {
+    if (j["end_of_turn"] != "eos" && j["end_of_turn"] != "none")
+      throw Error(Cat(path, ": key 'end_of_turn' must be \"eos\" or \"none\""));
+    f.eos_ends_turn = j["end_of_turn"] == "eos";
+  }
+  if (j.contains("stop")) {
+    if (!j["stop"].is_array()) throw Error(Cat(path, ": key 'stop' must be an array of strings"));
+    f.stop.clear();
+    for (const auto& s : j["stop"]) {
+      if (!s.is_string() || s.get<std::string>().empty())
+        throw Error(Cat(path, ": key 'stop' must hold non-empty strings"));
+      f.stop.push_back(s.get<std::string>());
+    }
+  }
+  return f;
+}
+
+std::vector<int> ChatFormat::EncodeUserTurn(const Tokenizer& tok, const std::string& message) const {
+  return tok.Encode(user_prefix + message + user_suffix + assistant_prefix);
+}
+
+}  // namespace wc
+
+namespace wc {
+
+std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                              const std::string& text, bool raw, int bos_token_id) {
+  std::vector<int> ids;
+  if (format && format->add_bos) ids.push_back(bos_token_id);
+  const std::vector<int> body = format && !raw ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+}  // namespace wc

@@ -1,0 +1,40 @@
+// How a conversation is framed into tokens, read from DIR/chat_format.json beside the model, so the
+// training recipe (tools/train) and the runtime cannot drift apart:
+//   [bos if add_bos] then per turn:
+//   Encode(user_prefix + message + user_suffix + assistant_prefix) + Encode(reply) + [eos]
+// (each Encode one sentencepiece call). Generation stops at EOS or any `stop` string.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace wc {
+
+class Tokenizer;
+
+struct ChatFormat {
+  bool add_bos = false;
+  std::string user_prefix = "User: ";
+  std::string user_suffix = "\n";
+  std::string assistant_prefix = "Assistant:";
+  bool eos_ends_turn = true;  // "end_of_turn": "eos"
+  std::vector<std::string> stop = {"\nUser:"};
+
+  // Reads DIR/chat_format.json; nullopt if absent. Throws wc::Error naming the file and key if bad.
+  static std::optional<ChatFormat> Load(const std::string& model_dir);
+
+  // Tokens that open a user turn and cue the assistant's reply.
+  std::vector<int> EncodeUserTurn(const Tokenizer& tok, const std::string& message) const;
+};
+
+}  // namespace wc
+
+namespace wc {
+
+// The token ids `generate` and `logits --prompt` feed for a prompt: [bos if the chat format adds
+// one] + the prompt framed as one user turn (or, with `raw` or no chat_format.json, as it is).
+std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                              const std::string& text, bool raw, int bos_token_id);
+
+}  // namespace wc

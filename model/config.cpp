@@ -1,0 +1,233 @@
+#include "model/config.h"
+
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+namespace {
+
+using nlohmann::json;
+
+// Returns the first present key among `names`, or nullptr.
+const json* Find(const json& j, std::initializer_list<const char*> names, std::string* found) {
+  for (const char* n : names) {
+    auto it = j.find(n);
+    if (it != j.end() && !it->is_null()) {
+      *found = n;
+      return &*it;
+    }
+  }
+  return nullptr;
+}
+
+int GetInt(const json& j, std::initializer_list<const char*> names, const std::string& src,
+           const int* fallback) {
+  std::string key;
+  const json* v = Find(j, names, &key);
+  if (v == nullptr) {
+    if (fallback != nullptr) return *fallback;
+    throw Error(Cat(src, ": missing key '", *names.begin(), "'"));
+  }
+  if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (1LL << 30))
+    throw Error(Cat(src, ": key '", key, "' must be a non-negative integer, got ", v->dump()));
+  return v->get<int>();
+}
+
+bool GetBool(const json& j, std::initializer_list<const char*> names, const std::string& src,
+             bool fallback) {
+  std::string key;
+  const json* v = Find(j, names, &key);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) throw Error(Cat(src, ": key '", key, "' must be true or false, got ", v->dump()));
+  return v->get<bool>();
+}
+
+double GetNumber(const json& j, std::initializer_list<const char*> names, const std::string& src,
+                 double fallback) {
+  std::string key;
+  const json* v = Find(j, names, &key);
+  if (v == nullptr) return fallback;
+  if (!v->is_number() || !(v->get<double>() > 0))
+    throw Error(Cat(src, ": key '", key, "' must be a positive number, got ", v->dump()));
+  return v->get<double>();
+}
+
+}  // namespace
+
+QkvLayout FalconConfig::qkv_layout() const {
+  if (new_decoder_architecture) return QkvLayout::kGrouped;
+  return multi_query ? QkvLayout::kMultiQuery : QkvLayout::kMultiHead;
+}
+
+int64_t FalconConfig::n_params() const {
+  const int64_t h = hidden_size, hd = head_dim();
+  int64_t per_layer = static_cast<int64_t>(qkv_rows()) * h      // query_key_value
+                      + h * h                                     // dense
+                      + 2 * h * static_cast<int64_t>(ffn_hidden_size);  // MLP
+  if (bias) per_layer += qkv_rows() + h + ffn_hidden_size + h;
+  const int n_ln = two_layernorms() || !parallel_attn ? 2 : 1;
+  per_layer += n_ln * 2 * h;
+  (void)hd;
+  int64_t total = per_layer * n_layers + static_cast<int64_t>(vocab_size) * h + 2 * h;
+  if (!tie_word_embeddings) total += static_cast<int64_t>(vocab_size) * h;
+  return total;
+}
+
+FalconConfig FalconConfig::FromJson(const json& j, const std::string& src) {
+  if (!j.is_object()) throw Error(Cat(src, ": expected a JSON object"));
+  if (GetBool(j, {"alibi"}, src, false))
+    throw Error(Cat(src, ": 'alibi': true (ALiBi position bias) is not supported; wormchat runs "
+                         "RoPE Falcon models (7B/40B/180B layouts)"));
+  if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
+    throw Error(Cat(src, ": 'rope_scaling' is not supported; remove it or set it to null"));
+  if (GetBool(j, {"apply_residual_connection_post_layernorm"}, src, false))
+    throw Error(Cat(src, ": 'apply_residual_connection_post_layernorm': true is not supported"));
+  if (j.contains("activation") && j["activation"] != "gelu")
+    throw Error(Cat(src, ": 'activation' ", j["activation"].dump(), " is not supported; Falcon "
+                         "uses \"gelu\""));
+  FalconConfig c;
+  c.hidden_size = GetInt(j, {"hidden_size", "n_embed"}, src, nullptr);
+  c.n_head = GetInt(j, {"num_attention_heads", "n_head"}, src, nullptr);
+  c.n_layers = GetInt(j, {"num_hidden_layers", "n_layer"}, src, nullptr);
+  c.vocab_size = GetInt(j, {"vocab_size"}, src, nullptr);
+  c.new_decoder_architecture = GetBool(j, {"new_decoder_architecture"}, src, false);
+  c.multi_query = GetBool(j, {"multi_query"}, src, true);  // HF FalconConfig default
+  c.parallel_attn = GetBool(j, {"parallel_attn"}, src, true);
+  c.bias = GetBool(j, {"bias"}, src, false);
+  c.tie_word_embeddings = GetBool(j, {"tie_word_embeddings"}, src, true);
+  const int kv_default = c.n_head;
+  const int kv = GetInt(j, {"num_kv_heads", "n_head_kv"}, src, &kv_default);
+  if (c.new_decoder_architecture)
+    c.n_kv_heads = kv;
+  else
+    c.n_kv_heads = c.multi_query ? 1 : c.n_head;
+  const int ffn_default = 4 * c.hidden_size;
+  c.ffn_hidden_size = GetInt(j, {"ffn_hidden_size"}, src, &ffn_default);
+  const int ln_default = 2;
+  c.num_ln_in_parallel_attn = GetInt(j, {"num_ln_in_parallel_attn"}, src, &ln_default);
+  c.layer_norm_epsilon = static_cast<float>(GetNumber(j, {"layer_norm_epsilon"}, src, 1e-5));
+  c.rope_theta = GetNumber(j, {"rope_theta"}, src, 10000.0);
+  const int pos_default = 2048;
+  c.max_position_embeddings = GetInt(j, {"max_position_embeddings"}, src, &pos_default);
+  const int tok_default = 11;
+  c.bos_token_id = GetInt(j, {"bos_token_id"}, src, &tok_default);
+  c.eos_token_id = GetInt(j, {"eos_token_id"}, src, &tok_default);
+  c.Validate(src);
+  return c;
+}
+
+void FalconConfig::Validate(const std::string& src) const {
+  auto need_positive = [&](int v, const char* key) {
+    if (v <= 0) throw Error(Cat(src, ": '", key, "' must be positive, got ", v));
+  };
+  need_positive(hidden_size, "hidden_size");
+  need_positive(n_head, "num_attention_heads");
+  need_positive(n_kv_heads, "num_kv_heads");
+  need_positive(n_layers, "num_hidden_layers");
+  need_positive(vocab_size, "vocab_size");
+  need_positive(ffn_hidden_size, "ffn_hidden_size");
+  need_positive(max_position_embeddings, "max_position_embeddings");
+  if (hidden_size % n_head != 0)
+    throw Error(Cat(src, ": hidden_size ", hidden_size, " is not divisible by num_attention_heads ",
+                    n_head, "; head_dim must be a whole number"));
+  if (n_head % n_kv_heads != 0)
+    throw Error(Cat(src, ": num_attention_heads ", n_head, " is not divisible by num_kv_heads ",
+                    n_kv_heads, "; each KV head must serve the same number of query heads"));
+  if (head_dim() % 2 != 0 || head_dim() > 1024)
+    throw Error(Cat(src, ": head_dim ", head_dim(), " (hidden_size / num_attention_heads) must be "
+                         "even and at most 1024 for RoPE"));
+  if (new_decoder_architecture && num_ln_in_parallel_attn != 1 && num_ln_in_parallel_attn != 2)
+    throw Error(Cat(src, ": 'num_ln_in_parallel_attn' must be 1 or 2, got ", num_ln_in_parallel_attn));
+  if (new_decoder_architecture && !parallel_attn && num_ln_in_parallel_attn == 2)
+    throw Error(Cat(src, ": new_decoder_architecture with parallel_attn false needs "
+                         "num_ln_in_parallel_attn 1"));
+  if (bos_token_id >= vocab_size || eos_token_id >= vocab_size)
+    throw Error(Cat(src, ": bos_token_id ", bos_token_id, " / eos_token_id ", eos_token_id,
+                    " must be below vocab_size ", vocab_size));
+}
+
+nlohmann::json FalconConfig::ToJson() const {
+  json j;
+  j["model_type"] = "falcon";
+  j["architectures"] = {"FalconForCausalLM"};
+  j["hidden_size"] = hidden_size;
+  j["num_attention_heads"] = n_head;
+  j["num_kv_heads"] = n_kv_heads;
+  j["num_hidden_layers"] = n_layers;
+  j["vocab_size"] = vocab_size;
+  j["ffn_hidden_size"] = ffn_hidden_size;
+  j["max_position_embeddings"] = max_position_embeddings;
+  j["new_decoder_architecture"] = new_decoder_architecture;
+  j["multi_query"] = multi_query;
+  j["parallel_attn"] = parallel_attn;
+  j["bias"] = bias;
+  j["alibi"] = false;
+  if (new_decoder_architecture) j["num_ln_in_parallel_attn"] = num_ln_in_parallel_attn;
+  j["layer_norm_epsilon"] = layer_norm_epsilon;
+  j["rope_theta"] = rope_theta;
+  j["bos_token_id"] = bos_token_id;
+  j["eos_token_id"] = eos_token_id;
+  j["tie_word_embeddings"] = tie_word_embeddings;
+  return j;
+}
+
+FalconConfig LoadConfig(const std::string& model_dir) {
+  if (!DirExists(model_dir)) throw Error(Cat(model_dir, ": model directory not found"));
+  const std::string path = JoinPath(model_dir, "config.json");
+  if (!FileExists(path)) throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
+  json j;
+  try {
+    j = json::parse(ReadTextFile(path));
+  } catch (const json::parse_error& e) {
+    throw Error(Cat(path, ": invalid JSON: ", e.what()));
+  }
+  return FalconConfig::FromJson(j, path);
+}
+
+FalconConfig PresetConfig(const std::string& name) {
+  FalconConfig c;
+  if (name == "falcon-40b") {  // ../shared/seeds/001: RWConfig of tiiuae/falcon-40b-instruct
+    c.hidden_size = 8192;
+    c.n_head = 128;
+    c.n_kv_heads = 8;
+    c.n_layers = 60;
+    c.vocab_size = 65024;
+    c.new_decoder_architecture = true;
+    c.parallel_attn = true;
+    c.bias = false;
+    c.bos_token_id = c.eos_token_id = 11;
+  } else if (name == "falcon-7b") {
+    c.hidden_size = 4544;
+    c.n_head = 71;
+    c.n_kv_heads = 1;
+    c.n_layers = 32;
+    c.vocab_size = 65024;
+    c.multi_query = true;
+    c.parallel_attn = true;
+    c.bias = false;
+    c.bos_token_id = c.eos_token_id = 11;
+  } else if (name == "tiny") {  // the default model's shape (assets/default-model)
+    c.hidden_size = 512;
+    c.n_head = 8;
+    c.n_kv_heads = 2;
+    c.n_layers = 4;
+    c.vocab_size = 8192;
+    c.new_decoder_architecture = true;
+    c.parallel_attn = true;
+    c.bias = false;
+    c.max_position_embeddings = 512;
+    c.bos_token_id = 1;
+    c.eos_token_id = 2;
+  } else {
+    std::string names;
+    for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
+    throw Error(Cat("unknown preset '", name, "'; choose one of: ", names));
+  }
+  c.ffn_hidden_size = 4 * c.hidden_size;
+  c.Validate(Cat("preset ", name));
+  return c;
+}
+
+std::vector<std::string> PresetNames() { return {"falcon-40b", "falcon-7b", "tiny"}; }
+
+}  // namespace wc

@@ -1,0 +1,182 @@
+#include "model/falcon.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "attention/reference_attention.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+const float* OrNull(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+// Row offsets (in values) of query head h, and of K and V of KV head g, within one token's fused
+// query_key_value output (HF FalconAttention._split_heads).
+struct QkvIndex {
+  QkvLayout layout;
+  int n_head, n_kv, head_dim, q_per_kv;
+  int64_t Q(int h) const {
+    switch (layout) {
+      case QkvLayout::kGrouped:
+        return (static_cast<int64_t>(h / q_per_kv) * (q_per_kv + 2) + h % q_per_kv) * head_dim;
+      case QkvLayout::kMultiQuery:
+        return static_cast<int64_t>(h) * head_dim;
+      case QkvLayout::kMultiHead:
+        return static_cast<int64_t>(3 * h) * head_dim;
+    }
+    return 0;
+  }
+  int64_t K(int g) const {
+    switch (layout) {
+      case QkvLayout::kGrouped:
+        return (static_cast<int64_t>(g) * (q_per_kv + 2) + q_per_kv) * head_dim;
+      case QkvLayout::kMultiQuery:
+        return static_cast<int64_t>(n_head) * head_dim;
+      case QkvLayout::kMultiHead:
+        return static_cast<int64_t>(3 * g + 1) * head_dim;
+    }
+    return 0;
+  }
+  int64_t V(int g) const { return K(g) + head_dim; }
+};
+
+}  // namespace
+
+std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir, const ModelOptions& options) {
+  FalconConfig config = LoadConfig(dir);
+  FalconWeights weights = FalconWeights::Load(config, dir);
+  return std::make_unique<FalconModel>(config, std::move(weights), options);
+}
+
+FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
+                         const ModelOptions& options)
+    : config_(config),
+      weights_(std::move(weights)),
+      lm_head_(weights_.lm_head, options.lm_head_fractures),
+      rope_(config.head_dim(), config.rope_theta) {}
+
+KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
+  KVCacheShape s;
+  s.n_layers = config_.n_layers;
+  s.user_rows = user_rows;
+  s.n_kv_heads = config_.n_kv_heads;
+  s.max_seq = max_seq;
+  s.head_dim = config_.head_dim();
+  return s;
+}
+
+void FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits) const {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t hidden = config_.hidden_size;
+  WC_CHECK(batch.user_rows.size() == batch.tokens.size() &&
+               batch.positions.size() == batch.tokens.size(),
+           "ragged batch");
+  for (int64_t i = 0; i < n; ++i) {
+    if (batch.tokens[i] < 0 || batch.tokens[i] >= config_.vocab_size)
+      throw Error(Cat("token id ", batch.tokens[i], " is outside the vocabulary [0, ",
+                      config_.vocab_size, ")"));
+    if (batch.positions[i] < 0 || batch.positions[i] >= cache.shape().max_seq)
+      throw Error(Cat("position ", batch.positions[i], " is beyond the context of ",
+                      cache.shape().max_seq, " tokens; raise --ctx or shorten the input"));
+    WC_CHECK(batch.user_rows[i] >= 0 && batch.user_rows[i] < cache.shape().user_rows, "user row");
+  }
+  std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
+  for (int64_t i = 0; i < n; ++i) GatherRow(weights_.embeddings, batch.tokens[i], &x[i * hidden]);
+  for (int l = 0; l < config_.n_layers; ++l) Layer(l, batch, cache, x);
+
+  const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
+  std::vector<float> normed(static_cast<size_t>(n_out * hidden));  // [n_out, hidden]
+  for (int64_t r = 0; r < n_out; ++r)
+    LayerNorm(&x[batch.logit_rows[r] * hidden], weights_.ln_f_w.data(), weights_.ln_f_b.data(),
+              config_.layer_norm_epsilon, &normed[r * hidden], hidden);
+  logits->assign(static_cast<size_t>(n_out * config_.vocab_size), 0.0f);
+  if (n_out > 0) lm_head_.Compute(normed.data(), n_out, logits->data());
+}
+
+void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x) const {
+  const FalconConfig& c = config_;
+  const LayerWeights& w = weights_.layers[l];
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int64_t hidden = c.hidden_size, hd = c.head_dim(), ffn = c.ffn_hidden_size;
+  const int n_head = c.n_head, n_kv = c.n_kv_heads, q_per_kv = n_head / n_kv;
+  const int64_t qkv_rows = c.qkv_rows(), attn_dim = static_cast<int64_t>(n_head) * hd;
+  const QkvIndex idx{c.qkv_layout(), n_head, n_kv, static_cast<int>(hd), q_per_kv};
+
+  // LayerNorms of the residual stream.  xa, xm: [n, hidden]
+  std::vector<float> xa(x.size()), xm;
+  for (int64_t t = 0; t < n; ++t)
+    LayerNorm(&x[t * hidden], w.ln_attn_w.data(), w.ln_attn_b.data(), c.layer_norm_epsilon,
+              &xa[t * hidden], hidden);
+  if (c.two_layernorms()) {
+    xm.resize(x.size());
+    for (int64_t t = 0; t < n; ++t)
+      LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
+                &xm[t * hidden], hidden);
+  }
+
+  // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
+  std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
+  MatMul(xa.data(), n, w.qkv, OrNull(w.qkv_b), qkv.data());
+  std::vector<float> q(static_cast<size_t>(n * attn_dim));           // [n, n_head, head_dim]
+  std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
+  for (int64_t t = 0; t < n; ++t) {
+    const float* row = &qkv[t * qkv_rows];
+    const int pos = batch.positions[t];
+    for (int h = 0; h < n_head; ++h) {
+      float* qh = &q[(t * n_head + h) * hd];
+      std::memcpy(qh, row + idx.Q(h), static_cast<size_t>(hd) * sizeof(float));
+      rope_.Apply(qh, pos);
+    }
+    for (int g = 0; g < n_kv; ++g) {
+      std::memcpy(&k[g * hd], row + idx.K(g), static_cast<size_t>(hd) * sizeof(float));
+      std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
+      rope_.Apply(&k[g * hd], pos);
+    }
+    cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
+  }
+
+  // Attention of each (token, KV group) over its user's cached positions [0, pos].
+  std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  int max_len = 0;
+  for (int64_t t = 0; t < n; ++t) max_len = std::max(max_len, batch.positions[t] + 1);
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(q_per_kv) * max_len);  // [q_per_kv, kv_len]
+#pragma omp for schedule(static)
+    for (int64_t work = 0; work < n * n_kv; ++work) {
+      const int64_t t = work / n_kv;
+      const int g = static_cast<int>(work % n_kv);
+      const int len = batch.positions[t] + 1, user = batch.user_rows[t];
+      ReferenceAttentionGroup(&q[(t * n_head + g * q_per_kv) * hd], q_per_kv,
+                              cache.Keys(l, user, g, len), cache.Values(l, user, g, len), scale,
+                              scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
+    }
+  }
+  std::vector<float> attn_out(x.size());  // [n, hidden]
+  MatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data());
+
+  auto mlp = [&](const std::vector<float>& in, std::vector<float>& out) {
+    std::vector<float> h4(static_cast<size_t>(n * ffn));  // [n, ffn_hidden]
+    MatMul(in.data(), n, w.fc1, OrNull(w.fc1_b), h4.data());
+    GeluErf(h4.data(), n * ffn);
+    out.resize(x.size());
+    MatMul(h4.data(), n, w.fc2, OrNull(w.fc2_b), out.data());
+  };
+  std::vector<float> mlp_out;  // [n, hidden]
+  if (c.parallel_attn) {
+    mlp(c.two_layernorms() ? xm : xa, mlp_out);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = (mlp_out[i] + attn_out[i]) + x[i];
+  } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
+    for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];
+    xm.resize(x.size());
+    for (int64_t t = 0; t < n; ++t)
+      LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
+                &xm[t * hidden], hidden);
+    mlp(xm, mlp_out);
+    for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
+  }
+}
+
+}  // namespace wc

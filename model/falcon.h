@@ -1,0 +1,68 @@
+// The Falcon decoder: embeddings -> n_layers x (LayerNorm, fused QKV, RoPE, attention over the KV
+// cache, dense; parallel MLP with exact GELU; residual) -> ln_f -> padded, fractured LM head.
+// Covers the three HF layouts: new_decoder_architecture (Falcon-40B), multi_query (Falcon-7B) and
+// plain multi-head (see QkvLayout).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "kernels/ops.h"
+#include "kvcache/kv_cache.h"
+#include "model/config.h"
+#include "model/lm_head.h"
+#include "model/weights.h"
+
+namespace wc {
+
+// A set of tokens to run together: any mix of user rows and positions (prefill chunks, one decode
+// token per user row, ...). Entry i writes its K/V at (user_rows[i], positions[i]) and attends to
+// positions [0, positions[i]] of its row, so a prompt may be fed whole or token by token with
+// identical results. (user_row, position) pairs must be distinct within a batch.
+struct TokenBatch {
+  std::vector<int32_t> tokens;     // [n]
+  std::vector<int32_t> user_rows;  // [n]
+  std::vector<int32_t> positions;  // [n]
+  std::vector<int32_t> logit_rows; // entries whose logits are wanted, in output order
+
+  void Add(int token, int user_row, int pos, bool want_logits) {
+    if (want_logits) logit_rows.push_back(static_cast<int32_t>(tokens.size()));
+    tokens.push_back(token);
+    user_rows.push_back(user_row);
+    positions.push_back(pos);
+  }
+  size_t size() const { return tokens.size(); }
+};
+
+struct ModelOptions {
+  int lm_head_fractures = 8;  // --lm-head-fractures
+};
+
+class FalconModel {
+ public:
+  // Loads DIR/config.json and the safetensors weights. Throws wc::Error naming the file on failure.
+  static std::unique_ptr<FalconModel> Load(const std::string& model_dir, const ModelOptions& options);
+  FalconModel(const FalconConfig& config, FalconWeights weights, const ModelOptions& options);
+
+  const FalconConfig& config() const { return config_; }
+  const FalconWeights& weights() const { return weights_; }
+  const FracturedLMHead& lm_head() const { return lm_head_; }
+  KVCacheShape CacheShape(int user_rows, int max_seq) const;
+
+  // Runs `batch` through the decoder, writing each token's K/V into `cache`.
+  //   logits: resized to [batch.logit_rows.size(), vocab_size]
+  // Throws wc::Error for a token id outside the vocabulary or a position beyond the cache.
+  void Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits) const;
+
+ private:
+  void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x) const;
+
+  FalconConfig config_;
+  FalconWeights weights_;
+  FracturedLMHead lm_head_;
+  Rope rope_;
+};
+
+}  // namespace wc

@@ -1,0 +1,72 @@
+#include "serving/sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "util/error.h"
+
+namespace wc {
+
+void SamplingParams::Validate() const {
+  if (!(temperature >= 0.0f) || !std::isfinite(temperature))
+    throw Error(Cat("--temperature must be a finite number >= 0 (0 = greedy), got ", temperature));
+  if (top_k < 0) throw Error(Cat("--top-k must be >= 0 (0 = no limit), got ", top_k));
+  if (!(top_p > 0.0f && top_p <= 1.0f))
+    throw Error(Cat("--top-p must be in (0, 1], got ", top_p));
+}
+
+Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), rng_(seed) {
+  params_.Validate();
+}
+
+int Sampler::Sample(const float* logits, int vocab) {
+  WC_CHECK(vocab > 0, "empty vocabulary");
+  // Higher logit first, lower id on ties; NaN last.
+  auto better = [logits](int a, int b) {
+    const float la = logits[a], lb = logits[b];
+    const bool na = std::isnan(la), nb = std::isnan(lb);
+    if (na || nb) return na == nb ? a < b : nb;  // numbers before NaN
+    return la > lb || (la == lb && a < b);
+  };
+  if (params_.temperature == 0.0f) {
+    int best = 0;
+    for (int i = 1; i < vocab; ++i)
+      if (better(i, best)) best = i;
+    if (std::isnan(logits[best])) throw Error("all logits are NaN; the model produced no number");
+    return best;
+  }
+  const int k = params_.top_k == 0 ? vocab : std::min(params_.top_k, vocab);
+  order_.resize(vocab);
+  std::iota(order_.begin(), order_.end(), 0);
+  std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), better);
+  if (std::isnan(logits[order_[0]])) throw Error("all logits are NaN; the model produced no number");
+  // Softmax of logits / T over the top k, in double.
+  probs_.assign(k, 0.0);
+  const double top = logits[order_[0]];
+  double sum = 0.0;
+  int n = 0;
+  for (; n < k && !std::isnan(logits[order_[n]]); ++n) {
+    probs_[n] = std::exp((logits[order_[n]] - top) / params_.temperature);
+    sum += probs_[n];
+  }
+  // Top-p: the smallest prefix whose mass reaches top_p (at least one token).
+  double mass = 0.0;
+  int keep = 0;
+  while (keep < n) {
+    mass += probs_[keep] / sum;
+    ++keep;
+    if (mass >= params_.top_p) break;
+  }
+  double kept = 0.0;
+  for (int i = 0; i < keep; ++i) kept += probs_[i];
+  const double u = rng_.Uniform() * kept;
+  double acc = 0.0;
+  for (int i = 0; i < keep; ++i) {
+    acc += probs_[i];
+    if (u < acc) return order_[i];
+  }
+  return order_[keep - 1];
+}
+
+}  // namespace wc

@@ -1,0 +1,545 @@
+#!/usr/bin/python3
+"""Independent PyTorch reference of Hugging Face's Falcon (FalconForCausalLM) forward pass.
+
+Written from the structure of transformers' `modeling_falcon.py`; no HF code is
+imported. Full-sequence only (no KV cache), rotary positions 0..T-1, always
+float32 (bf16/f16 checkpoints are upcast on load). It is a plain `nn.Module`,
+so it can be trained too; `state_dict()` keys are exactly HF's.
+
+Public API (kept stable; tools/train imports it):
+    FalconConfig.from_dict(d) / .to_dict()
+    Falcon(cfg)                         forward(ids [B, T] long) -> logits [B, T, vocab] f32
+    Falcon.init_weights(std, generator, bias_std=, ln_std=)
+    load_checkpoint(dir) -> (cfg, model)
+    save_checkpoint(dir, cfg_dict, model, dtype="f32"|"bf16"|"f16", shards=1)
+
+CLI:
+    python3 tools/falcon_ref.py logits --model DIR --ids "1 2 3" --out FILE.npy
+    python3 tools/falcon_ref.py selftest
+
+Shape legend: B batch, T tokens, C hidden_size, H query heads, K kv heads,
+G = H // K query heads per kv head, D head_dim = C // H, F ffn_hidden_size, V vocab.
+"""
+
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+from typing import Optional
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import safetensors_io  # noqa: E402  (sibling module)
+
+
+# --------------------------------------------------------------------------- config
+
+@dataclasses.dataclass(frozen=True)
+class FalconConfig:
+    """Resolved Falcon hyper-parameters (defaults are HF FalconConfig's)."""
+
+    vocab_size: int = 65024
+    hidden_size: int = 4544
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 71
+    num_kv_heads: int = 1             # effective kv heads (see from_dict)
+    new_decoder_architecture: bool = False
+    multi_query: bool = True
+    parallel_attn: bool = True
+    bias: bool = False
+    layer_norm_epsilon: float = 1e-5
+    rope_theta: float = 10000.0
+    ffn_hidden_size: int = 4 * 4544
+    num_ln_in_parallel_attn: Optional[int] = None  # 1 or 2 for new arch, None otherwise
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = True
+    bos_token_id: Optional[int] = 11
+    eos_token_id: Optional[int] = 11
+
+    # ---- derived
+    @property
+    def head_dim(self):
+        return self.hidden_size // self.num_attention_heads
+
+    @property
+    def group_size(self):
+        """Query heads sharing one kv head (G)."""
+        return self.num_attention_heads // self.num_kv_heads
+
+    @property
+    def qkv_out_dim(self):
+        """Rows of the fused query_key_value weight: (H + 2K) * D."""
+        return (self.num_attention_heads + 2 * self.num_kv_heads) * self.head_dim
+
+    @property
+    def layernorm_names(self):
+        """Per-layer LayerNorm module names, as in HF FalconDecoderLayer.__init__."""
+        if not self.parallel_attn:
+            return ("input_layernorm", "post_attention_layernorm")
+        if self.new_decoder_architecture and self.num_ln_in_parallel_attn == 2:
+            return ("ln_attn", "ln_mlp")
+        return ("input_layernorm",)
+
+    # ---- (de)serialisation
+    @classmethod
+    def from_dict(cls, d):
+        """Build from an HF (or RW-era) config.json dict.
+
+        RW-era aliases: n_head -> num_attention_heads, n_head_kv -> num_kv_heads,
+        n_layer -> num_hidden_layers, n_embed -> hidden_size.
+        Effective kv heads: new_decoder_architecture -> num_kv_heads
+        (default num_attention_heads); elif multi_query -> 1; else num_attention_heads.
+        Raises ValueError for configurations HF cannot run or this reference
+        does not implement (alibi, rope_scaling, non-gelu activation, ...).
+        """
+        d = dict(d)
+
+        def pick(hf_key, rw_key, default):
+            a, b = d.get(hf_key), d.get(rw_key)
+            if a is not None and b is not None and a != b:
+                raise ValueError(f"config has conflicting {hf_key}={a} and {rw_key}={b}")
+            return a if a is not None else (b if b is not None else default)
+
+        if d.get("alibi", False):
+            raise ValueError("alibi=true is not supported (rotary Falcon only)")
+        if d.get("rope_scaling") is not None:
+            raise ValueError(f"rope_scaling={d['rope_scaling']!r} is not supported")
+        if d.get("activation", "gelu") != "gelu":
+            raise ValueError(f"activation={d['activation']!r} is not supported (only exact 'gelu')")
+        if d.get("apply_residual_connection_post_layernorm", False):
+            raise ValueError("apply_residual_connection_post_layernorm=true is not supported")
+
+        hidden = int(pick("hidden_size", "n_embed", 4544))
+        n_head = int(pick("num_attention_heads", "n_head", 71))
+        n_layer = int(pick("num_hidden_layers", "n_layer", 32))
+        kv_raw = pick("num_kv_heads", "n_head_kv", None)
+        new_arch = bool(d.get("new_decoder_architecture", False))
+        multi_query = bool(d.get("multi_query", True))
+        parallel = bool(d.get("parallel_attn", True))
+        n_ln = d.get("num_ln_in_parallel_attn")
+
+        if n_head <= 0 or hidden % n_head != 0:
+            raise ValueError(f"hidden_size={hidden} is not divisible by num_attention_heads={n_head}")
+        if new_arch:
+            n_kv = n_head if kv_raw is None else int(kv_raw)
+            if not parallel:
+                raise ValueError("new_decoder_architecture with parallel_attn=false is not "
+                                 "runnable in HF Falcon")
+            n_ln = 2 if n_ln is None else int(n_ln)
+            if n_ln not in (1, 2):
+                raise ValueError(f"num_ln_in_parallel_attn must be 1 or 2, got {n_ln}")
+        else:
+            if multi_query:
+                n_kv = 1
+            else:
+                if kv_raw is not None and int(kv_raw) != n_head:
+                    raise ValueError(f"multi-head Falcon with num_kv_heads={kv_raw} != "
+                                     f"num_attention_heads={n_head} is not runnable in HF")
+                n_kv = n_head
+            if n_ln not in (None, 1):
+                raise ValueError("num_ln_in_parallel_attn=2 requires new_decoder_architecture")
+            n_ln = None
+        if n_kv <= 0 or n_head % n_kv != 0:
+            raise ValueError(f"num_attention_heads={n_head} not divisible by num_kv_heads={n_kv}")
+
+        ffn = d.get("ffn_hidden_size")
+        return cls(
+            vocab_size=int(d.get("vocab_size", 65024)),
+            hidden_size=hidden,
+            num_hidden_layers=n_layer,
+            num_attention_heads=n_head,
+            num_kv_heads=n_kv,
+            new_decoder_architecture=new_arch,
+            multi_query=multi_query,
+            parallel_attn=parallel,
+            bias=bool(d.get("bias", False)),
+            layer_norm_epsilon=float(d.get("layer_norm_epsilon", 1e-5)),
+            rope_theta=float(d.get("rope_theta", 10000.0)),
+            ffn_hidden_size=4 * hidden if ffn is None else int(ffn),
+            num_ln_in_parallel_attn=n_ln,
+            max_position_embeddings=int(d.get("max_position_embeddings", 2048)),
+            tie_word_embeddings=bool(d.get("tie_word_embeddings", True)),
+            bos_token_id=d.get("bos_token_id", 11),
+            eos_token_id=d.get("eos_token_id", 11),
+        )
+
+    def to_dict(self):
+        """HF-style config.json dict (without model_type/architectures/torch_dtype)."""
+        d = dataclasses.asdict(self)
+        if d["num_ln_in_parallel_attn"] is None:
+            del d["num_ln_in_parallel_attn"]
+        d["alibi"] = False
+        return d
+
+
+# --------------------------------------------------------------------------- rotary
+
+def rotary_cos_sin(cfg, seq_len, device=None):
+    """cos, sin tables, each [T, D] float32, GPT-NeoX (rotate-half) layout.
+
+    inv_freq[i] = 1 / theta^(2i / D) (i < D/2), angle[t, i] = t * inv_freq[i],
+    emb = cat(angle, angle) so column j and j + D/2 share a frequency.
+    Computed in float32 like HF.
+    """
+    d = cfg.head_dim
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, d, 2, dtype=torch.int64, device=device).float() / d))
+    t = torch.arange(seq_len, dtype=torch.float32, device=device)
+    freqs = torch.outer(t, inv_freq)           # [T, D/2]
+    emb = torch.cat((freqs, freqs), dim=-1)    # [T, D]
+    return emb.cos(), emb.sin()
+
+
+def rotate_half(x):
+    """[..., D] -> [..., D]: (x1, x2) -> (-x2, x1) with x1 = x[..., :D/2]."""
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def apply_rotary(x, cos, sin):
+    """x [B, n, T, D], cos/sin [T, D] -> [B, n, T, D]."""
+    return x * cos + rotate_half(x) * sin
+
+
+# --------------------------------------------------------------------------- modules
+
+class FalconAttention(nn.Module):
+    """Causal self-attention with a fused QKV projection (HF `self_attention`)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.query_key_value = nn.Linear(cfg.hidden_size, cfg.qkv_out_dim, bias=cfg.bias)
+        self.dense = nn.Linear(cfg.hidden_size, cfg.hidden_size, bias=cfg.bias)
+
+    def split_qkv(self, fused):
+        """fused [B, T, (H + 2K) * D] -> q [B, T, H, D], k [B, T, K, D], v [B, T, K, D].
+
+        Row layouts of query_key_value.weight (each block D rows), as HF `_split_heads`:
+          new arch:    for g in K groups: [q_{gG}, ..., q_{gG+G-1}, k_g, v_g]
+          multi_query: [q_0, ..., q_{H-1}, k, v]                       (K = 1)
+          multi-head:  for h in H heads:  [q_h, k_h, v_h]              (K = H)
+        """
+        c = self.cfg
+        b, t, _ = fused.shape
+        h, k, d, g = c.num_attention_heads, c.num_kv_heads, c.head_dim, c.group_size
+        if c.new_decoder_architecture:
+            x = fused.view(b, t, k, g + 2, d)                 # [B, T, K, G+2, D]
+            q = x[:, :, :, :g].reshape(b, t, h, d)            # [B, T, H, D]
+            return q, x[:, :, :, g], x[:, :, :, g + 1]        # k, v: [B, T, K, D]
+        if c.multi_query:
+            x = fused.view(b, t, h + 2, d)                    # [B, T, H+2, D]
+            return x[:, :, :h], x[:, :, h:h + 1], x[:, :, h + 1:h + 2]
+        x = fused.view(b, t, h, 3, d)                         # [B, T, H, 3, D]
+        return x[:, :, :, 0], x[:, :, :, 1], x[:, :, :, 2]
+
+    def forward(self, x, cos, sin):
+        """x [B, T, C], cos/sin [T, D] -> [B, T, C]."""
+        c = self.cfg
+        b, t, _ = x.shape
+        q, k, v = self.split_qkv(self.query_key_value(x))
+        q, k, v = (y.transpose(1, 2) for y in (q, k, v))     # [B, H|K, T, D]
+        q = apply_rotary(q, cos, sin)
+        k = apply_rotary(k, cos, sin)
+        if c.group_size > 1:                                  # query head i uses kv head i // G
+            k = k.repeat_interleave(c.group_size, dim=1)      # [B, H, T, D]
+            v = v.repeat_interleave(c.group_size, dim=1)
+        scores = (q @ k.transpose(-1, -2)) / math.sqrt(c.head_dim)   # [B, H, T, T]
+        causal = torch.ones(t, t, dtype=torch.bool, device=x.device).triu(1)
+        scores = scores.masked_fill(causal, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)                 # [B, H, T, T]
+        out = (probs @ v).transpose(1, 2).reshape(b, t, c.hidden_size)   # [B, T, C]
+        return self.dense(out)
+
+
+class FalconMLP(nn.Module):
+    """dense_4h_to_h(gelu_erf(dense_h_to_4h(x))): [B, T, C] -> [B, T, C] via [B, T, F]."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(cfg.hidden_size, cfg.ffn_hidden_size, bias=cfg.bias)
+        self.dense_4h_to_h = nn.Linear(cfg.ffn_hidden_size, cfg.hidden_size, bias=cfg.bias)
+
+    def forward(self, x):
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(x)))
+
+
+class FalconDecoderLayer(nn.Module):
+    """One block, wired like HF FalconDecoderLayer.forward (dropout = 0).
+
+    new arch, 2 LNs:    out = x + attn(ln_attn(x)) + mlp(ln_mlp(x))
+    parallel, 1 LN:     y = input_layernorm(x); out = x + attn(y) + mlp(y)
+    sequential:         r = x + attn(input_layernorm(x)); out = r + mlp(post_attention_layernorm(r))
+    """
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        for name in cfg.layernorm_names:
+            setattr(self, name, nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_epsilon))
+        self.self_attention = FalconAttention(cfg)
+        self.mlp = FalconMLP(cfg)
+
+    def forward(self, x, cos, sin):
+        """x [B, T, C] -> [B, T, C]."""
+        c = self.cfg
+        if not c.parallel_attn:
+            r = x + self.self_attention(self.input_layernorm(x), cos, sin)
+            return r + self.mlp(self.post_attention_layernorm(r))
+        if c.new_decoder_architecture and c.num_ln_in_parallel_attn == 2:
+            attn_in, mlp_in = self.ln_attn(x), self.ln_mlp(x)
+        else:
+            attn_in = mlp_in = self.input_layernorm(x)
+        return x + (self.mlp(mlp_in) + self.self_attention(attn_in, cos, sin))
+
+
+class FalconModel(nn.Module):
+    """HF `transformer`: word_embeddings -> h[0..L-1] -> ln_f."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.word_embeddings = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.h = nn.ModuleList(FalconDecoderLayer(cfg) for _ in range(cfg.num_hidden_layers))
+        self.ln_f = nn.LayerNorm(cfg.hidden_size, eps=cfg.layer_norm_epsilon)
+
+    def forward(self, ids):
+        """ids [B, T] long -> final hidden states [B, T, C]."""
+        cos, sin = rotary_cos_sin(self.cfg, ids.shape[1], device=ids.device)
+        x = self.word_embeddings(ids)
+        for layer in self.h:
+            x = layer(x, cos, sin)
+        return self.ln_f(x)
+
+
+class Falcon(nn.Module):
+    """FalconForCausalLM. With tied embeddings there is no `lm_head` module:
+    logits use transformer.word_embeddings.weight directly."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        self.transformer = FalconModel(cfg)
+        if not cfg.tie_word_embeddings:
+            self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+
+    @property
+    def output_weight(self):
+        """[V, C] matrix mapping final hidden states to logits."""
+        if self.cfg.tie_word_embeddings:
+            return self.transformer.word_embeddings.weight
+        return self.lm_head.weight
+
+    def forward(self, ids):
+        """ids [B, T] (or [T]) long -> logits [B, T, V] (or [T, V]) float32."""
+        squeeze = ids.dim() == 1
+        if squeeze:
+            ids = ids.unsqueeze(0)
+        logits = F.linear(self.transformer(ids), self.output_weight)
+        return logits.squeeze(0) if squeeze else logits
+
+    @torch.no_grad()
+    def init_weights(self, std=0.02, generator=None, *, bias_std=0.0, ln_std=0.0):
+        """Random init in place; returns self.
+
+        Linear/Embedding weights ~ N(0, std); Linear biases ~ N(0, bias_std);
+        LayerNorm weight ~ 1 + N(0, ln_std), bias ~ N(0, ln_std).
+        The defaults (bias_std = ln_std = 0) are HF's init: biases 0, LayerNorm (1, 0).
+        """
+        def normal_(t, mean, s):
+            if s == 0.0:
+                t.fill_(mean)
+            else:
+                t.normal_(mean, s, generator=generator)
+
+        for m in self.modules():
+            if isinstance(m, (nn.Linear, nn.Embedding)):
+                normal_(m.weight, 0.0, std)
+                if getattr(m, "bias", None) is not None:
+                    normal_(m.bias, 0.0, bias_std)
+            elif isinstance(m, nn.LayerNorm):
+                normal_(m.weight, 1.0, ln_std)
+                normal_(m.bias, 0.0, ln_std)
+        return self
+
+
+# --------------------------------------------------------------------------- checkpoints
+
+CONFIG_NAME = "config.json"
+SINGLE_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+TORCH_DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+
+
+def _read_all_tensors(model_dir):
+    """{name: float32 ndarray} from model.safetensors or the sharded index."""
+    single = os.path.join(model_dir, SINGLE_NAME)
+    index = os.path.join(model_dir, INDEX_NAME)
+    if os.path.exists(single):
+        return safetensors_io.read_safetensors(single)[0]
+    if not os.path.exists(index):
+        raise FileNotFoundError(f"{model_dir}: neither {SINGLE_NAME} nor {INDEX_NAME}")
+    with open(index) as f:
+        weight_map = json.load(f)["weight_map"]
+    tensors = {}
+    for shard in sorted(set(weight_map.values())):
+        part = safetensors_io.read_safetensors(os.path.join(model_dir, shard))[0]
+        for name, arr in part.items():
+            if weight_map.get(name) != shard:
+                raise ValueError(f"{shard}: tensor {name!r} not mapped to this shard in {INDEX_NAME}")
+            tensors[name] = arr
+    missing = set(weight_map) - set(tensors)
+    if missing:
+        raise ValueError(f"{INDEX_NAME} lists tensors missing from shards: {sorted(missing)[:5]}")
+    return tensors
+
+
+def load_checkpoint(model_dir):
+    """Read config.json + safetensors weights from `model_dir` -> (cfg, model in eval mode, float32).
+
+    Strict: every expected tensor must be present with the right shape; unknown
+    tensors are an error, except `lm_head.weight` when embeddings are tied (ignored,
+    HF ties it to word_embeddings) and rotary `inv_freq` buffers.
+    """
+    with open(os.path.join(model_dir, CONFIG_NAME)) as f:
+        cfg = FalconConfig.from_dict(json.load(f))
+    model = Falcon(cfg)
+    tensors = _read_all_tensors(model_dir)
+    expected = model.state_dict()
+    state = {}
+    for name, arr in tensors.items():
+        if name not in expected:
+            if (name == "lm_head.weight" and cfg.tie_word_embeddings) or name.endswith("inv_freq"):
+                continue
+            raise ValueError(f"{model_dir}: unexpected tensor {name!r}")
+        if tuple(arr.shape) != tuple(expected[name].shape):
+            raise ValueError(f"{model_dir}: {name} has shape {list(arr.shape)}, "
+                             f"expected {list(expected[name].shape)}")
+        state[name] = torch.from_numpy(np.array(arr, dtype=np.float32))
+    missing = sorted(set(expected) - set(state))
+    if missing:
+        raise ValueError(f"{model_dir}: missing tensors {missing[:5]}{' ...' if len(missing) > 5 else ''}")
+    model.load_state_dict(state, strict=True)
+    return cfg, model.eval()
+
+
+def _shard_groups(names, sizes, shards):
+    """Split ordered `names` into `shards` contiguous non-empty groups of ~equal bytes."""
+    if shards > len(names):
+        raise ValueError(f"cannot split {len(names)} tensors into {shards} shards")
+    total = sum(sizes)
+    groups, start, cum = [], 0, 0
+    for i, s in enumerate(sizes):
+        cum += s
+        k = len(groups) + 1                      # index of the cut we are looking for
+        remaining_after = len(names) - (i + 1)
+        if k < shards and (cum >= total * k / shards or remaining_after == shards - k):
+            groups.append(names[start:i + 1])
+            start = i + 1
+    groups.append(names[start:])
+    assert len(groups) == shards and all(groups)
+    return groups
+
+
+def save_checkpoint(model_dir, cfg_dict, model, dtype="f32", shards=1):
+    """Write config.json + safetensors for `model` into `model_dir`.
+
+    cfg_dict: the config.json content (HF or RW-era key names, written as given)
+              or a FalconConfig; it must resolve to model.cfg.
+              "model_type": "falcon", "architectures": ["FalconForCausalLM"] and
+              "torch_dtype" are added.
+    dtype:    "f32" | "bf16" | "f16" storage type (bf16 = RNE-rounded upper 16 bits of fp32).
+    shards:   1 -> model.safetensors; N > 1 -> model-0000i-of-0000N.safetensors +
+              model.safetensors.index.json {"metadata": {"total_size"}, "weight_map"}.
+    """
+    st_dtype = safetensors_io.canonical_dtype(dtype)
+    cfg_json = cfg_dict.to_dict() if isinstance(cfg_dict, FalconConfig) else dict(cfg_dict)
+    if FalconConfig.from_dict(cfg_json) != model.cfg:
+        raise ValueError("cfg_dict does not describe the model's configuration")
+    cfg_json["model_type"] = "falcon"
+    cfg_json["architectures"] = ["FalconForCausalLM"]
+    cfg_json["torch_dtype"] = TORCH_DTYPE_NAMES[st_dtype]
+
+    os.makedirs(model_dir, exist_ok=True)
+    for name in os.listdir(model_dir):           # drop stale weights from a previous layout
+        if name == INDEX_NAME or (name.startswith("model") and name.endswith(".safetensors")):
+            os.remove(os.path.join(model_dir, name))
+    with open(os.path.join(model_dir, CONFIG_NAME), "w") as f:
+        json.dump(cfg_json, f, indent=2)
+        f.write("\n")
+
+    state = {k: v.detach().cpu().float().numpy() for k, v in model.state_dict().items()}
+    meta = {"format": "pt"}
+    if shards <= 1:
+        safetensors_io.write_safetensors(os.path.join(model_dir, SINGLE_NAME), state, st_dtype, meta)
+        return
+    names = list(state)
+    sizes = [state[n].size * safetensors_io.DTYPE_SIZES[st_dtype] for n in names]
+    weight_map = {}
+    for i, group in enumerate(_shard_groups(names, sizes, shards)):
+        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
+        safetensors_io.write_safetensors(os.path.join(model_dir, fname),
+                                         {n: state[n] for n in group}, st_dtype, meta)
+        weight_map.update({n: fname for n in group})
+    index = {"metadata": {"total_size": sum(sizes)}, "weight_map": dict(sorted(weight_map.items()))}
+    with open(os.path.join(model_dir, INDEX_NAME), "w") as f:
+        json.dump(index, f, indent=2)
+        f.write("\n")
+
+
+# --------------------------------------------------------------------------- CLI
+
+def parse_ids(text):
+    """'1 2 3' or '1,2,3' -> [1, 2, 3]."""
+    return [int(tok) for tok in text.replace(",", " ").split()]
+
+
+@torch.no_grad()
+def compute_logits(model, ids):
+    """ids: list[int] (length T) -> float32 ndarray [T, V] (C order)."""
+    if not ids:
+        raise ValueError("no token ids given")
+    v = model.cfg.vocab_size
+    bad = [i for i in ids if not 0 <= i < v]
+    if bad:
+        raise ValueError(f"token ids out of range [0, {v}): {bad[:5]}")
+    logits = model(torch.tensor(ids, dtype=torch.long))
+    return np.ascontiguousarray(logits.float().numpy(), dtype=np.float32)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    sub = p.add_subparsers(dest="cmd", required=True)
+    pl = sub.add_parser("logits", help="write float32 logits [n_tokens, vocab] as .npy")
+    pl.add_argument("--model", required=True, help="checkpoint dir (config.json + safetensors)")
+    ids_src = pl.add_mutually_exclusive_group(required=True)
+    ids_src.add_argument("--ids", help='token ids, e.g. "1 2 3"')
+    ids_src.add_argument("--ids-file", help="file holding whitespace-separated token ids")
+    pl.add_argument("--out", required=True, help="output .npy path")
+    sub.add_parser("selftest", help="check layouts against a slow per-head loop reference")
+    args = p.parse_args(argv)
+
+    if args.cmd == "selftest":
+        import falcon_selftest
+        return falcon_selftest.main()
+
+    torch.set_grad_enabled(False)
+    if args.ids_file:
+        with open(args.ids_file) as f:
+            ids = parse_ids(f.read())
+    else:
+        ids = parse_ids(args.ids)
+    _, model = load_checkpoint(args.model)
+    logits = compute_logits(model, ids)
+    np.save(args.out, logits)
+    print(f"wrote {args.out}: float32 {list(logits.shape)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

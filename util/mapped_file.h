@@ -1,0 +1,35 @@
+// A read-only memory-mapped file. Weights are used in place from the mapping (no copies).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace wc {
+
+class MappedFile {
+ public:
+  // Maps `path` read-only. Throws wc::Error naming the path if it cannot be opened or mapped.
+  explicit MappedFile(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+};
+
+// Reads a whole (small) file into a string. Throws wc::Error naming the path on failure.
+std::string ReadTextFile(const std::string& path);
+
+bool FileExists(const std::string& path);
+bool DirExists(const std::string& path);
+std::string JoinPath(const std::string& dir, const std::string& name);
+
+}  // namespace wc
