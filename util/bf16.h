@@ -1,6 +1,7 @@
 // Scalar conversions between float and the 16-bit float formats stored in checkpoints and caches.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 
@@ -47,6 +48,24 @@ inline float F16ToF32(uint16_t h) {
   float f;
   std::memcpy(&f, &u, 4);
   return f;
+}
+
+// Round-to-nearest-even float -> IEEE half; overflow becomes inf, NaN stays NaN.
+inline uint16_t F32ToF16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return sign | 0x7e00u;   // NaN
+  if (u >= 0x477ff000u) return sign | 0x7c00u;  // rounds past 65504: inf
+  if (u < 0x38800000u) {                        // below 2^-14: subnormal half (or zero)
+    float a;
+    std::memcpy(&a, &u, 4);
+    return sign | static_cast<uint16_t>(std::nearbyint(a * 16777216.0f));
+  }
+  uint32_t r = u + 0xfffu + ((u >> 13) & 1u);
+  r -= (127u - 15u) << 23;
+  return sign | static_cast<uint16_t>(r >> 13);
 }
 
 }  // namespace wc

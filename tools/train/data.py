@@ -44,6 +44,9 @@ ABSTRACT_THE = re.compile(
     r"occupation|status|manner|way|characteristic|sum|totality|whole|field|discipline|"
     r"doctrine|theory|belief|principle|means|methods?|making|time|period|extent|"
     r"capability|practices|events?)\b")
+# lexicographer files whose nouns are mostly uncountable: attribute, feeling, phenomenon,
+# process, state, substance
+MASS_LEXFILES = {7, 12, 19, 22, 26, 27}
 MASS_SUFFIX = ("ness", "ity", "ism", "hood", "ship", "ing", "ics")
 NO_ARTICLE_START = {"that", "what", "whatever", "how", "something", "those", "these", "all",
                     "its", "his", "her", "their", "your", "my", "our", "much", "more",
@@ -194,10 +197,10 @@ class Morph:
 
     def head_is_plural(self, d):
         """Guess the head noun of a bare noun phrase: last word before a stop word."""
-        words = re.findall(r"[A-Za-z-]+", d)[:5]
+        words = re.findall(r"[A-Za-z-]+", re.sub(r"\([^()]*\)", " ", d))[:5]
         head = None
         for w in words:
-            if w.lower() in HEAD_STOP or (head and w.endswith(("ing", "ed"))):
+            if w.lower() in HEAD_STOP or (head and "-" not in w and w.endswith(("ing", "ed"))):
                 break
             head = w
         return head is not None and self.is_plural(head)
@@ -235,7 +238,8 @@ def noun_answer(form, ss, morph):
     first = d.split()[0].lower() if d.split() else ""
     if form[:1].isupper():                                  # proper noun
         person = ss.lexfile == 18
-        dead = person and re.search(r"\(\d{2,4}\s*-\s*\d{2,4}\)|\bBC\)|\(died", d)
+        dead = person and re.search(r"\(\d{2,4}\s*-\s*\d{2,4}\)|\bBC\)|\(died",
+                                    " ".join(ss.defs))
         verb = "was" if dead else "is"
         if first in DETERMINERS or first == "the" or morph.head_is_plural(d):
             body = d
@@ -243,21 +247,23 @@ def noun_answer(form, ss, morph):
             body = f"{article(d)} {d}"
         return sentence(f"{ctx}{form} {verb} {body}"), ("person" if person else "proper")
     verb = "is"
+    mass = (ss.lexfile in MASS_LEXFILES
+            or any(form.endswith(x) and len(form) > len(x) + 3 for x in MASS_SUFFIX)
+            or (first == "the" and ABSTRACT_THE.match(d)))
     if morph.is_plural(form.split()[-1]):                   # "armed forces", "clothes"
-        subj, body, kind, verb = form, d, "plural", "are"
-    elif first in DETERMINERS:
-        subj, body, kind = f"{article(form)} {form}", d, "count"
-    elif first == "the":
-        if ABSTRACT_THE.match(d) or form.endswith(MASS_SUFFIX):
-            subj, body, kind = form, d, "mass"
-        else:
-            subj, body, kind = f"{article(form)} {form}", d, "count"
-    elif morph.head_is_plural(d):
-        subj, body, kind = f"{article(form)} {form}", f"one of the {d}", "count"
-    elif first in NO_ARTICLE_START or first.endswith("ing") or first in ("(",):
-        subj, body, kind = form, d, "mass"
+        subj, kind, verb = form, "plural", "are"
+    elif mass:
+        subj, kind = form, "mass"
     else:
-        subj, body, kind = form, f"{article(d)} {d}", "mass"
+        subj, kind = f"{article(form)} {form}", "count"
+    if first in DETERMINERS or first in NO_ARTICLE_START or first == "the" or kind == "plural":
+        body = d
+    elif morph.head_is_plural(d):
+        body = d if kind == "mass" else f"one of the {d}"
+    elif first.endswith("ing"):
+        body = d
+    else:
+        body = f"{article(d)} {d}"
     if not ctx:
         subj = cap(subj)
     return sentence(f"{ctx}{subj} {verb} {body}"), kind

@@ -1,0 +1,117 @@
+// config.json parsing: HF and RW-era key names, the three layouts, presets, and refusals.
+#include <gtest/gtest.h>
+
+#include "kvcache/kv_cache.h"
+#include "model/config.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+using nlohmann::json;
+
+void ExpectConfigError(const json& j, const std::string& needle) {
+  try {
+    FalconConfig::FromJson(j, "cfg.json");
+    FAIL() << "accepted: " << j.dump();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(msg.rfind("cfg.json: ", 0), 0u) << msg;
+    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
+  }
+}
+
+json Falcon40bHF() {
+  return {{"hidden_size", 8192},        {"num_attention_heads", 128}, {"num_kv_heads", 8},
+          {"num_hidden_layers", 60},    {"vocab_size", 65024},        {"new_decoder_architecture", true},
+          {"parallel_attn", true},      {"bias", false},              {"alibi", false}};
+}
+
+TEST(Config, ReadsHfKeys) {
+  const FalconConfig c = FalconConfig::FromJson(Falcon40bHF(), "cfg.json");
+  EXPECT_EQ(c.head_dim(), 64);
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_EQ(c.qkv_layout(), QkvLayout::kGrouped);
+  EXPECT_EQ(c.qkv_rows(), (128 + 16) * 64);
+  EXPECT_EQ(c.ffn_hidden_size, 4 * 8192);
+  EXPECT_TRUE(c.two_layernorms());
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+}
+
+TEST(Config, ReadsRwEraKeysOfTheSeed) {
+  const json rw = {{"hidden_size", 8192}, {"n_head", 128},         {"n_head_kv", 8},
+                   {"n_layer", 60},       {"vocab_size", 65024},   {"new_decoder_architecture", true},
+                   {"parallel_attn", true}, {"bias", false},       {"model_type", "RefinedWeb"}};
+  const FalconConfig c = FalconConfig::FromJson(rw, "cfg.json");
+  EXPECT_EQ(c.n_head, 128);
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_EQ(c.n_layers, 60);
+}
+
+TEST(Config, MultiQueryAndMultiHeadLayouts) {
+  json mq = {{"hidden_size", 4544}, {"num_attention_heads", 71}, {"num_hidden_layers", 32},
+             {"vocab_size", 65024}, {"multi_query", true}};
+  FalconConfig c = FalconConfig::FromJson(mq, "cfg.json");
+  EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiQuery);
+  EXPECT_EQ(c.n_kv_heads, 1);
+  EXPECT_FALSE(c.two_layernorms());
+  mq["multi_query"] = false;
+  c = FalconConfig::FromJson(mq, "cfg.json");
+  EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiHead);
+  EXPECT_EQ(c.n_kv_heads, 71);
+  EXPECT_EQ(c.qkv_rows(), 3 * 4544);
+}
+
+TEST(Config, RefusesInconsistentShapes) {
+  json j = Falcon40bHF();
+  j["hidden_size"] = 8000;
+  ExpectConfigError(j, "hidden_size 8000 is not divisible by num_attention_heads 128");
+  j = Falcon40bHF();
+  j["num_kv_heads"] = 3;
+  ExpectConfigError(j, "num_attention_heads 128 is not divisible by num_kv_heads 3");
+  j = Falcon40bHF();
+  j.erase("vocab_size");
+  ExpectConfigError(j, "missing key 'vocab_size'");
+  j = Falcon40bHF();
+  j["num_hidden_layers"] = "sixty";
+  ExpectConfigError(j, "key 'num_hidden_layers' must be a non-negative integer");
+  j = Falcon40bHF();
+  j["num_hidden_layers"] = 0;
+  ExpectConfigError(j, "'num_hidden_layers' must be positive");
+  j = Falcon40bHF();
+  j["alibi"] = true;
+  ExpectConfigError(j, "alibi");
+  j = Falcon40bHF();
+  j["rope_scaling"] = {{"type", "linear"}};
+  ExpectConfigError(j, "rope_scaling");
+  j = Falcon40bHF();
+  j["bos_token_id"] = 70000;
+  ExpectConfigError(j, "must be below vocab_size");
+  ExpectConfigError(json::array(), "expected a JSON object");
+}
+
+TEST(Config, PresetsAndTheSeedsKvFigures) {
+  const FalconConfig c = PresetConfig("falcon-40b");
+  EXPECT_EQ(c.n_layers, 60);
+  EXPECT_EQ(c.hidden_size, 8192);
+  EXPECT_EQ(c.n_head, 128);
+  EXPECT_EQ(c.n_kv_heads, 8);
+  EXPECT_EQ(c.head_dim(), 64);
+  EXPECT_EQ(c.vocab_size, 65024);
+  KVCacheShape s{c.n_layers, 32, c.n_kv_heads, 2048, c.head_dim()};
+  // ../shared/seeds/001: K and V caches are 64 MB each per layer, 7680 MB for 60 layers.
+  EXPECT_EQ(KVBytesPerLayerK(s, KVDType::kBF16), 64LL << 20);
+  EXPECT_EQ(2 * KVBytesPerLayerK(s, KVDType::kBF16) * c.n_layers, 7680LL << 20);
+  EXPECT_EQ(PresetConfig("falcon-7b").qkv_layout(), QkvLayout::kMultiQuery);
+  EXPECT_EQ(PresetConfig("falcon-7b").head_dim(), 64);
+  EXPECT_THROW(PresetConfig("falcon-1t"), Error);
+}
+
+TEST(Config, RoundTripsThroughJson) {
+  const FalconConfig a = PresetConfig("tiny");
+  const FalconConfig b = FalconConfig::FromJson(a.ToJson(), "x");
+  EXPECT_EQ(a.ToJson(), b.ToJson());
+}
+
+}  // namespace
+}  // namespace wc

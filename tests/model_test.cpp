@@ -1,0 +1,204 @@
+// The Falcon decoder against the independent PyTorch reference (tests/fixtures, made by
+// tools/make_fixtures.py), and the decoder's own invariants: token-by-token == whole prompt,
+// fractured == unfractured LM head, any thread count gives the same bits.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include <gtest/gtest.h>
+
+#include "model/falcon.h"
+#include "model/tokenizer.h"
+#include "tests/test_util.h"
+#include "util/error.h"
+#include "util/npy.h"
+
+namespace wc {
+namespace {
+
+std::vector<int> ReadIds(const std::string& dir) {
+  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
+  std::vector<int> ids;
+  int id;
+  while (in >> id) ids.push_back(id);
+  return ids;
+}
+
+// Logits [n, vocab] of `ids` fed as one batch (or one token per call).
+std::vector<float> RunLogits(const FalconModel& model, const std::vector<int>& ids, KVDType kv,
+                             bool one_at_a_time) {
+  KVCache cache(model.CacheShape(1, model.config().max_position_embeddings), kv);
+  std::vector<float> all, logits;
+  if (one_at_a_time) {
+    for (size_t i = 0; i < ids.size(); ++i) {
+      TokenBatch b;
+      b.Add(ids[i], 0, static_cast<int>(i), true);
+      model.Forward(b, cache, &logits);
+      all.insert(all.end(), logits.begin(), logits.end());
+    }
+  } else {
+    TokenBatch b;
+    for (size_t i = 0; i < ids.size(); ++i) b.Add(ids[i], 0, static_cast<int>(i), true);
+    model.Forward(b, cache, &all);
+  }
+  return all;
+}
+
+// max |a - b| / max |b|
+double RelMaxError(const std::vector<float>& a, const std::vector<float>& b) {
+  double err = 0, scale = 0;
+  for (size_t i = 0; i < b.size(); ++i) {
+    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return err / scale;
+}
+
+const char* kFixtures[] = {"newarch_gqa_f32", "newarch_gqa_bias_bf16", "newarch_1ln_f16", "mq_f32",
+                           "mq_bias_bf16",    "mha_bias_f32",          "mha_seq_bf16"};
+
+class FixtureTest : public ::testing::TestWithParam<const char*> {
+ protected:
+  void SetUp() override {
+    dir_ = test::FixtureDir(GetParam());
+    model_ = FalconModel::Load(dir_, ModelOptions{});
+    ids_ = ReadIds(dir_);
+    ref_ = ReadNpyF32(dir_ + "/logits.npy");
+    ASSERT_EQ(ref_.shape, (std::vector<int64_t>{static_cast<int64_t>(ids_.size()),
+                                                model_->config().vocab_size}));
+  }
+  std::string dir_;
+  std::unique_ptr<FalconModel> model_;
+  std::vector<int> ids_;
+  NpyArray ref_;
+};
+
+TEST_P(FixtureTest, MatchesPyTorchReferenceWithF32Cache) {
+  // The weights as stored are exact in FP32, so only accumulation order differs: the F32 bound.
+  const double err = RelMaxError(RunLogits(*model_, ids_, KVDType::kF32, false), ref_.data);
+  EXPECT_LE(err, 1e-4) << GetParam();
+}
+
+TEST_P(FixtureTest, MatchesPyTorchReferenceWithBf16Cache) {
+  // The bf16 KV cache rounds K and V (2^-9 relative): the BF16 bound.
+  const double err = RelMaxError(RunLogits(*model_, ids_, KVDType::kBF16, false), ref_.data);
+  EXPECT_LE(err, 2e-2) << GetParam();
+  EXPECT_GT(err, 0.0) << "a bf16 cache that changes nothing is suspicious";
+}
+
+TEST_P(FixtureTest, TokenByTokenEqualsWholePromptBitForBit) {
+  for (KVDType kv : {KVDType::kBF16, KVDType::kF32}) {
+    const auto whole = RunLogits(*model_, ids_, kv, false);
+    const auto step = RunLogits(*model_, ids_, kv, true);
+    ASSERT_EQ(whole.size(), step.size());
+    EXPECT_EQ(0, std::memcmp(whole.data(), step.data(), whole.size() * sizeof(float)))
+        << GetParam() << " kv " << KVDTypeName(kv);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Layouts, FixtureTest, ::testing::ValuesIn(kFixtures));
+
+TEST(LmHead, FracturedEqualsUnfracturedAndPaddingIsDropped) {
+  const std::string dir = test::FixtureDir("mq_bias_bf16");  // vocab 503 -> padded 512
+  const std::vector<int> ids = ReadIds(dir);
+  std::vector<float> base;
+  for (int f : {1, 2, 4, 8, 16}) {
+    ModelOptions o;
+    o.lm_head_fractures = f;
+    auto model = FalconModel::Load(dir, o);
+    EXPECT_EQ(model->lm_head().padded_vocab(), 512);
+    const auto logits = RunLogits(*model, ids, KVDType::kBF16, false);
+    ASSERT_EQ(logits.size(), ids.size() * 503);  // the real vocabulary only
+    if (f == 1) {
+      base = logits;
+    } else {
+      EXPECT_EQ(0, std::memcmp(base.data(), logits.data(), base.size() * sizeof(float))) << f;
+    }
+  }
+  ModelOptions bad;
+  bad.lm_head_fractures = 3;
+  EXPECT_THROW(FalconModel::Load(dir, bad), Error);
+}
+
+TEST(Determinism, SameBitsOnAnyThreadCount) {
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  const auto ids = ReadIds(dir);
+  omp_set_num_threads(1);
+  const auto one = RunLogits(*model, ids, KVDType::kBF16, false);
+  for (int t : {2, 3, 8}) {
+    omp_set_num_threads(t);
+    const auto many = RunLogits(*model, ids, KVDType::kBF16, false);
+    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << t;
+  }
+  omp_set_num_threads(omp_get_num_procs());
+}
+
+TEST(Batch, RowsAtDifferentPositionsMatchSeparateRuns) {
+  // Two user rows in one batch at different positions give the same logits as each alone.
+  const std::string dir = test::FixtureDir("newarch_gqa_f32");
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  const auto ids = ReadIds(dir);
+  const auto alone = RunLogits(*model, ids, KVDType::kBF16, true);
+  KVCache cache(model->CacheShape(2, 64), KVDType::kBF16);
+  std::vector<float> logits;
+  TokenBatch first;  // row 1 gets a 3-token head start
+  for (int i = 0; i < 3; ++i) first.Add(ids[i], 1, i, false);
+  model->Forward(first, cache, &logits);
+  const int64_t vocab = model->config().vocab_size;
+  for (size_t step = 0; step + 3 < ids.size(); ++step) {
+    TokenBatch b;
+    b.Add(ids[step], 0, static_cast<int>(step), true);
+    b.Add(ids[step + 3], 1, static_cast<int>(step + 3), true);
+    model->Forward(b, cache, &logits);
+    EXPECT_EQ(0, std::memcmp(&logits[0], &alone[step * vocab], vocab * sizeof(float))) << step;
+    EXPECT_EQ(0, std::memcmp(&logits[vocab], &alone[(step + 3) * vocab], vocab * sizeof(float)));
+  }
+}
+
+TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
+  auto model = FalconModel::Load(test::FixtureDir("mq_f32"), ModelOptions{});
+  KVCache cache(model->CacheShape(1, 8), KVDType::kBF16);
+  std::vector<float> logits;
+  TokenBatch bad_token;
+  bad_token.Add(model->config().vocab_size, 0, 0, true);
+  EXPECT_THROW(model->Forward(bad_token, cache, &logits), Error);
+  TokenBatch bad_pos;
+  bad_pos.Add(1, 0, 8, true);
+  EXPECT_THROW(model->Forward(bad_pos, cache, &logits), Error);
+}
+
+TEST(Tokenizer, RoundTripsTextIncludingBytesOutsideTheVocabulary) {
+  Tokenizer tok(test::FixtureDir("tokenizer") + "/tokenizer.model");
+  for (const std::string text :
+       {"a harbor is a sheltered port", "Hello, world!", "naïve café — 日本語 🦅", "x\ty\nz"}) {
+    const auto ids = tok.Encode(text);
+    ASSERT_FALSE(ids.empty());
+    std::string decoded = tok.Decode(ids);
+    ASSERT_FALSE(decoded.empty());
+    if (decoded[0] == ' ') decoded.erase(0, 1);  // the dummy-prefix word boundary
+    EXPECT_EQ(decoded, text);
+  }
+  EXPECT_EQ(tok.bos_id(), 1);
+  EXPECT_EQ(tok.eos_id(), 2);
+  EXPECT_EQ(tok.TokenBytes(2), "");           // control tokens print nothing
+  EXPECT_EQ(tok.TokenBytes(1 << 20), "");     // ids past the tokenizer print nothing
+}
+
+TEST(Tokenizer, MissingOrCorruptModelIsAClearError) {
+  test::TempDir dir;
+  try {
+    Tokenizer::FromModelDir(dir.path());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer.model: missing"), std::string::npos) << e.what();
+  }
+  test::WriteFile(dir.File("tokenizer.model"), "not a model");
+  EXPECT_THROW(Tokenizer::FromModelDir(dir.path()), Error);
+}
+
+}  // namespace
+}  // namespace wc

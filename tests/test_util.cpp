@@ -1,0 +1,88 @@
+#include "tests/test_util.h"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace wc::test {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void WriteFile(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input) {
+  TempDir io;
+  WriteFile(io.File("in"), input);
+  std::vector<std::string> argv_s = {WORMCHAT_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, io.File("in").c_str(), O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, io.File("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, io.File("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
+    throw std::runtime_error(std::string("cannot run ") + argv[0]);
+  posix_spawn_file_actions_destroy(&fa);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  RunResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = ReadFile(io.File("out"));
+  r.err = ReadFile(io.File("err"));
+  return r;
+}
+
+TempDir::TempDir() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/wormchat-test-XXXXXX";
+  if (mkdtemp(tmpl.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = tmpl;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  std::filesystem::remove_all(path_, ec);
+}
+
+std::string FixtureDir(const std::string& name) {
+  return std::string(WORMCHAT_TEST_DATA) + "/fixtures/" + name;
+}
+
+void CopyDir(const std::string& from, const std::string& to) {
+  std::filesystem::create_directories(to);
+  for (const auto& e : std::filesystem::directory_iterator(from))
+    std::filesystem::copy(e.path(), to + "/" + e.path().filename().string(),
+                          std::filesystem::copy_options::recursive |
+                              std::filesystem::copy_options::overwrite_existing);
+}
+
+int CountLines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  if (!text.empty() && text.back() != '\n') ++n;
+  return n;
+}
+
+}  // namespace wc::test

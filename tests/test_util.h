@@ -1,0 +1,36 @@
+// Helpers for end-to-end tests of the real `wormchat` binary.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wc::test {
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;  // stdout
+  std::string err;  // stderr
+};
+
+// Runs the wormchat binary with `args` (no shell), stdin from `input`.
+RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input = "");
+
+// A fresh directory under $TMPDIR, removed when the object dies.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+std::string FixtureDir(const std::string& name);  // tests/fixtures/NAME
+std::string ReadFile(const std::string& path);
+void WriteFile(const std::string& path, const std::string& bytes);
+void CopyDir(const std::string& from, const std::string& to);
+int CountLines(const std::string& text);
+
+}  // namespace wc::test
