@@ -26,7 +26,8 @@ void RunGenerate(const GenerateCmdOptions& o) {
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
-  const std::vector<int> ids = EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);
+  const std::vector<int> ids =
+      EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);
   if (ids.empty()) throw Error("--prompt is empty; give some text");
   if (static_cast<int>(ids.size()) >= m.ctx)
     throw Error(Cat("--prompt is ", ids.size(), " tokens, too long for the context of ", m.ctx,
@@ -51,7 +52,8 @@ void RunGenerate(const GenerateCmdOptions& o) {
 
 void RegisterGenerate(CLI::App& app) {
   auto o = std::make_shared<GenerateCmdOptions>();
-  CLI::App* cmd = app.add_subcommand("generate", "Generate a reply to one prompt, streamed to stdout");
+  CLI::App* cmd =
+      app.add_subcommand("generate", "Generate a reply to one prompt, streamed to stdout");
   AddModelRunOptions(cmd, o->run);
   cmd->add_option("--prompt", o->prompt, "The prompt text")->required();
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens to generate")

@@ -98,8 +98,9 @@ void RunInfo(const InfoCmdOptions& o) {
   }
   std::printf("model        %s\n", source.c_str());
   std::printf("layout       %s\n", LayoutName(c.qkv_layout()));
-  std::printf("shape        %d layers, hidden %d, %d query heads / %d KV heads, head_dim %d, ffn %d\n",
-              c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.head_dim(), c.ffn_hidden_size);
+  std::printf(
+      "shape        %d layers, hidden %d, %d query heads / %d KV heads, head_dim %d, ffn %d\n",
+      c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.head_dim(), c.ffn_hidden_size);
   std::printf("vocabulary   %d (LM head padded to %d rows)\n", c.vocab_size, padded_vocab);
   std::printf("parameters   %.3f B (%lld)\n", static_cast<double>(c.n_params()) / 1e9,
               static_cast<long long>(c.n_params()));
@@ -117,7 +118,8 @@ void RegisterInfo(CLI::App& app) {
   auto o = std::make_shared<InfoCmdOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Parameters, weight bytes and KV-cache bytes");
   auto* model = cmd->add_option("--model", o->model_dir, "Model directory [default: assets model]");
-  auto* preset = cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny");
+  auto* preset =
+      cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny");
   model->excludes(preset);
   cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();
   cmd->add_option("--ctx", o->ctx, "Positions per user (0 = max_position_embeddings)");

@@ -50,8 +50,8 @@ void RunInit(const InitCmdOptions& o) {
     c.vocab_size = tok.piece_count();
   }
   if (c.vocab_size < tok.piece_count())
-    throw Error(Cat("--vocab ", c.vocab_size, " is smaller than the tokenizer's ", tok.piece_count(),
-                    " pieces (", tok_path, ")"));
+    throw Error(Cat("--vocab ", c.vocab_size, " is smaller than the tokenizer's ",
+                    tok.piece_count(), " pieces (", tok_path, ")"));
   // Special tokens are the tokenizer's: a random model is generated through it.
   if (tok.bos_id() >= 0) c.bos_token_id = tok.bos_id();
   if (tok.eos_id() >= 0) c.eos_token_id = tok.eos_id();
@@ -61,16 +61,18 @@ void RunInit(const InitCmdOptions& o) {
   std::ofstream out(JoinPath(o.out, "tokenizer.model"), std::ios::binary);
   out.write(tok_bytes.data(), static_cast<std::streamsize>(tok_bytes.size()));
   if (!out) throw Error(Cat(JoinPath(o.out, "tokenizer.model"), ": cannot write"));
-  std::printf("wrote %s: %d layers, hidden %d, %d heads / %d KV heads, vocab %d, %.1f M parameters, %s\n",
-              o.out.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.vocab_size,
-              static_cast<double>(c.n_params()) / 1e6, DTypeName(dtype));
+  std::printf(
+      "wrote %s: %d layers, hidden %d, %d heads / %d KV heads, vocab %d, %.1f M parameters, %s\n",
+      o.out.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.vocab_size,
+      static_cast<double>(c.n_params()) / 1e6, DTypeName(dtype));
 }
 
 }  // namespace
 
 void RegisterInit(CLI::App& app) {
   auto o = std::make_shared<InitCmdOptions>();
-  CLI::App* cmd = app.add_subcommand("init", "Write a seeded random checkpoint for tests and benchmarks");
+  CLI::App* cmd =
+      app.add_subcommand("init", "Write a seeded random checkpoint for tests and benchmarks");
   cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny")
       ->capture_default_str();
   cmd->add_option("--layers", o->layers, "Override the number of layers");
@@ -81,7 +83,8 @@ void RegisterInit(CLI::App& app) {
   cmd->add_option("--ctx", o->ctx, "Override max_position_embeddings");
   cmd->add_option("--dtype", o->dtype, "Weight dtype: bf16 or f32")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--tokenizer", o->tokenizer, "tokenizer.model to copy [default: the default model's]");
+  cmd->add_option("--tokenizer", o->tokenizer,
+                  "tokenizer.model to copy [default: the default model's]");
   cmd->add_option("--out", o->out, "Output directory")->required();
   int threads = 0;
   cmd->add_option("--threads", threads, "Host threads (unused here)");

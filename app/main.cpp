@@ -7,7 +7,8 @@
 #include "util/error.h"
 
 int main(int argc, char** argv) {
-  CLI::App app{"wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
+  CLI::App app{
+      "wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
   app.set_version_flag("--version", "wormchat 0.1.0");
   app.require_subcommand(1);
   wc::RegisterChat(app);

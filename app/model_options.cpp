@@ -32,7 +32,8 @@ void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
 std::string DefaultModelDir() {
   const std::string dir = JoinPath(WORMCHAT_ASSETS_DIR, "default-model");
   if (!DirExists(dir))
-    throw Error(Cat(dir, ": the default model is missing; pass --model DIR with a Falcon checkpoint"));
+    throw Error(
+        Cat(dir, ": the default model is missing; pass --model DIR with a Falcon checkpoint"));
   return dir;
 }
 

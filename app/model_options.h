@@ -16,11 +16,11 @@
 namespace wc {
 
 struct ModelRunOptions {
-  std::string model_dir;         // --model (default: the model shipped in assets/)
-  int threads = 0;               // --threads (0 = all cores)
-  std::string kv_dtype = "bf16"; // --kv-dtype
-  int ctx = 0;                   // --ctx (0 = the model's max_position_embeddings)
-  int lm_head_fractures = 8;     // --lm-head-fractures
+  std::string model_dir;          // --model (default: the model shipped in assets/)
+  int threads = 0;                // --threads (0 = all cores)
+  std::string kv_dtype = "bf16";  // --kv-dtype
+  int ctx = 0;                    // --ctx (0 = the model's max_position_embeddings)
+  int lm_head_fractures = 8;      // --lm-head-fractures
 };
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
@@ -37,10 +37,10 @@ void ApplyThreads(int threads);
 struct LoadedModel {
   std::string dir;
   std::unique_ptr<FalconModel> model;
-  std::unique_ptr<Tokenizer> tokenizer;    // null if `need_tokenizer` was false and none exists
+  std::unique_ptr<Tokenizer> tokenizer;  // null if `need_tokenizer` was false and none exists
   std::optional<ChatFormat> chat_format;
   KVDType kv_dtype = KVDType::kBF16;
-  int ctx = 0;                             // positions per user row
+  int ctx = 0;  // positions per user row
 };
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 

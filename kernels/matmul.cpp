@@ -131,7 +131,9 @@ void AxpyBF16Impl(float a, const uint16_t* v, float* out, int64_t n) {
   for (; i < n; ++i) out[i] += a * BF16ToF32(v[i]);
 }
 
-const char* TargetName() { return hwy::TargetName(HWY_TARGET); }
+const char* TargetName() {
+  return hwy::TargetName(HWY_TARGET);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace wc
@@ -156,7 +158,9 @@ const char* DTypeName(DType dtype) {
   return "?";
 }
 
-int DTypeSize(DType dtype) { return dtype == DType::kF32 ? 4 : 2; }
+int DTypeSize(DType dtype) {
+  return dtype == DType::kF32 ? 4 : 2;
+}
 
 void MatMulSerial(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
                   const float* bias, float* y, int64_t y_stride, int64_t row_begin,
@@ -181,7 +185,8 @@ void MatMul(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef&
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int64_t r0 = row_begin + b * block;
     const int64_t r1 = std::min(row_end, r0 + block);
-    HWY_DYNAMIC_DISPATCH(MatMulRows)(x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
+    HWY_DYNAMIC_DISPATCH(MatMulRows)
+    (x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, r0, r1);
   }
 }
 
@@ -189,7 +194,9 @@ void AxpyBF16(float a, const uint16_t* v, float* out, int64_t n) {
   HWY_DYNAMIC_DISPATCH(AxpyBF16Impl)(a, v, out, n);
 }
 
-const char* SimdTargetName() { return HWY_DYNAMIC_DISPATCH(TargetName)(); }
+const char* SimdTargetName() {
+  return HWY_DYNAMIC_DISPATCH(TargetName)();
+}
 
 }  // namespace wc
 #endif  // HWY_ONCE

@@ -16,8 +16,9 @@ enum class DType : uint8_t { kF32, kBF16, kF16 };
 const char* DTypeName(DType dtype);
 int DTypeSize(DType dtype);
 
-// A read-only row-major matrix [rows, cols] (weights, or a view of cached K/V rows), `data` not necessarily aligned (it may point into a
-// memory-mapped checkpoint). Row r starts at data + r * row_stride elements.
+// A read-only row-major matrix [rows, cols] (weights, or a view of cached K/V rows), `data` not
+// necessarily aligned (it may point into a memory-mapped checkpoint). Row r starts at data + r *
+// row_stride elements.
 struct MatrixRef {
   DType dtype = DType::kF32;
   int64_t rows = 0;

@@ -21,7 +21,8 @@ void LayerNorm(const float* x, const float* gamma, const float* beta, float eps,
 }
 
 void GeluErf(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
 }
 
 Rope::Rope(int head_dim, double theta) : head_dim_(head_dim) {

@@ -13,8 +13,12 @@ KVDType ParseKVDType(const std::string& name) {
   throw Error(Cat("--kv-dtype '", name, "' is not supported; choose bf16 or f32"));
 }
 
-const char* KVDTypeName(KVDType dtype) { return dtype == KVDType::kBF16 ? "bf16" : "f32"; }
-int KVDTypeBytes(KVDType dtype) { return dtype == KVDType::kBF16 ? 2 : 4; }
+const char* KVDTypeName(KVDType dtype) {
+  return dtype == KVDType::kBF16 ? "bf16" : "f32";
+}
+int KVDTypeBytes(KVDType dtype) {
+  return dtype == KVDType::kBF16 ? 2 : 4;
+}
 
 int64_t KVBytesPerToken(const KVCacheShape& s, KVDType dtype) {
   return 2LL * s.n_layers * s.n_kv_heads * s.head_dim * KVDTypeBytes(dtype);
@@ -26,8 +30,8 @@ int64_t KVBytesPerLayerK(const KVCacheShape& s, KVDType dtype) {
 }
 
 KVCache::KVCache(const KVCacheShape& shape, KVDType dtype) : shape_(shape), dtype_(dtype) {
-  WC_CHECK(shape.n_layers > 0 && shape.user_rows > 0 && shape.n_kv_heads > 0 &&
-               shape.max_seq > 0 && shape.head_dim > 0,
+  WC_CHECK(shape.n_layers > 0 && shape.user_rows > 0 && shape.n_kv_heads > 0 && shape.max_seq > 0 &&
+               shape.head_dim > 0,
            "empty KV cache shape");
   const int64_t bytes = KVBytesPerLayerK(shape, dtype);
   const int64_t total = 2 * bytes * shape.n_layers;
@@ -47,8 +51,8 @@ int64_t KVCache::Offset(int user, int kv_head, int pos) const {
 }
 
 void KVCache::Write(int layer, int user, int pos, const float* k, const float* v) {
-  WC_CHECK(layer >= 0 && layer < shape_.n_layers && user >= 0 && user < shape_.user_rows,
-           "layer ", layer, " user ", user);
+  WC_CHECK(layer >= 0 && layer < shape_.n_layers && user >= 0 && user < shape_.user_rows, "layer ",
+           layer, " user ", user);
   if (pos < 0 || pos >= shape_.max_seq)
     throw Error(Cat("KV cache full: position ", pos, " is beyond the context of ", shape_.max_seq,
                     " tokens; raise --ctx or shorten the conversation"));

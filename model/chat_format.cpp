@@ -48,7 +48,8 @@ std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   return f;
 }
 
-std::vector<int> ChatFormat::EncodeUserTurn(const Tokenizer& tok, const std::string& message) const {
+std::vector<int> ChatFormat::EncodeUserTurn(const Tokenizer& tok,
+                                            const std::string& message) const {
   return tok.Encode(user_prefix + message + user_suffix + assistant_prefix);
 }
 
@@ -60,7 +61,8 @@ std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatForm
                               const std::string& text, bool raw, int bos_token_id) {
   std::vector<int> ids;
   if (format && format->add_bos) ids.push_back(bos_token_id);
-  const std::vector<int> body = format && !raw ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
+  const std::vector<int> body =
+      format && !raw ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }

@@ -38,7 +38,8 @@ bool GetBool(const json& j, std::initializer_list<const char*> names, const std:
   std::string key;
   const json* v = Find(j, names, &key);
   if (v == nullptr) return fallback;
-  if (!v->is_boolean()) throw Error(Cat(src, ": key '", key, "' must be true or false, got ", v->dump()));
+  if (!v->is_boolean())
+    throw Error(Cat(src, ": key '", key, "' must be true or false, got ", v->dump()));
   return v->get<bool>();
 }
 
@@ -61,8 +62,8 @@ QkvLayout FalconConfig::qkv_layout() const {
 
 int64_t FalconConfig::n_params() const {
   const int64_t h = hidden_size, hd = head_dim();
-  int64_t per_layer = static_cast<int64_t>(qkv_rows()) * h      // query_key_value
-                      + h * h                                     // dense
+  int64_t per_layer = static_cast<int64_t>(qkv_rows()) * h              // query_key_value
+                      + h * h                                           // dense
                       + 2 * h * static_cast<int64_t>(ffn_hidden_size);  // MLP
   if (bias) per_layer += qkv_rows() + h + ffn_hidden_size + h;
   const int n_ln = two_layernorms() || !parallel_attn ? 2 : 1;
@@ -76,15 +77,17 @@ int64_t FalconConfig::n_params() const {
 FalconConfig FalconConfig::FromJson(const json& j, const std::string& src) {
   if (!j.is_object()) throw Error(Cat(src, ": expected a JSON object"));
   if (GetBool(j, {"alibi"}, src, false))
-    throw Error(Cat(src, ": 'alibi': true (ALiBi position bias) is not supported; wormchat runs "
-                         "RoPE Falcon models (7B/40B/180B layouts)"));
+    throw Error(Cat(src,
+                    ": 'alibi': true (ALiBi position bias) is not supported; wormchat runs "
+                    "RoPE Falcon models (7B/40B/180B layouts)"));
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
     throw Error(Cat(src, ": 'rope_scaling' is not supported; remove it or set it to null"));
   if (GetBool(j, {"apply_residual_connection_post_layernorm"}, src, false))
     throw Error(Cat(src, ": 'apply_residual_connection_post_layernorm': true is not supported"));
   if (j.contains("activation") && j["activation"] != "gelu")
-    throw Error(Cat(src, ": 'activation' ", j["activation"].dump(), " is not supported; Falcon "
-                         "uses \"gelu\""));
+    throw Error(Cat(src, ": 'activation' ", j["activation"].dump(),
+                    " is not supported; Falcon "
+                    "uses \"gelu\""));
   FalconConfig c;
   c.hidden_size = GetInt(j, {"hidden_size", "n_embed"}, src, nullptr);
   c.n_head = GetInt(j, {"num_attention_heads", "n_head"}, src, nullptr);
@@ -134,13 +137,16 @@ void FalconConfig::Validate(const std::string& src) const {
     throw Error(Cat(src, ": num_attention_heads ", n_head, " is not divisible by num_kv_heads ",
                     n_kv_heads, "; each KV head must serve the same number of query heads"));
   if (head_dim() % 2 != 0 || head_dim() > 1024)
-    throw Error(Cat(src, ": head_dim ", head_dim(), " (hidden_size / num_attention_heads) must be "
-                         "even and at most 1024 for RoPE"));
+    throw Error(Cat(src, ": head_dim ", head_dim(),
+                    " (hidden_size / num_attention_heads) must be "
+                    "even and at most 1024 for RoPE"));
   if (new_decoder_architecture && num_ln_in_parallel_attn != 1 && num_ln_in_parallel_attn != 2)
-    throw Error(Cat(src, ": 'num_ln_in_parallel_attn' must be 1 or 2, got ", num_ln_in_parallel_attn));
+    throw Error(
+        Cat(src, ": 'num_ln_in_parallel_attn' must be 1 or 2, got ", num_ln_in_parallel_attn));
   if (new_decoder_architecture && !parallel_attn && num_ln_in_parallel_attn == 2)
-    throw Error(Cat(src, ": new_decoder_architecture with parallel_attn false needs "
-                         "num_ln_in_parallel_attn 1"));
+    throw Error(Cat(src,
+                    ": new_decoder_architecture with parallel_attn false needs "
+                    "num_ln_in_parallel_attn 1"));
   if (bos_token_id >= vocab_size || eos_token_id >= vocab_size)
     throw Error(Cat(src, ": bos_token_id ", bos_token_id, " / eos_token_id ", eos_token_id,
                     " must be below vocab_size ", vocab_size));
@@ -174,7 +180,8 @@ nlohmann::json FalconConfig::ToJson() const {
 FalconConfig LoadConfig(const std::string& model_dir) {
   if (!DirExists(model_dir)) throw Error(Cat(model_dir, ": model directory not found"));
   const std::string path = JoinPath(model_dir, "config.json");
-  if (!FileExists(path)) throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
+  if (!FileExists(path))
+    throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
   json j;
   try {
     j = json::parse(ReadTextFile(path));
@@ -228,6 +235,8 @@ FalconConfig PresetConfig(const std::string& name) {
   return c;
 }
 
-std::vector<std::string> PresetNames() { return {"falcon-40b", "falcon-7b", "tiny"}; }
+std::vector<std::string> PresetNames() {
+  return {"falcon-40b", "falcon-7b", "tiny"};
+}
 
 }  // namespace wc

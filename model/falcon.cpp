@@ -9,7 +9,9 @@
 namespace wc {
 namespace {
 
-const float* OrNull(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+const float* OrNull(const std::vector<float>& v) {
+  return v.empty() ? nullptr : v.data();
+}
 
 // Row offsets (in values) of query head h, and of K and V of KV head g, within one token's fused
 // query_key_value output (HF FalconAttention._split_heads).
@@ -43,7 +45,8 @@ struct QkvIndex {
 
 }  // namespace
 
-std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir, const ModelOptions& options) {
+std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
+                                               const ModelOptions& options) {
   FalconConfig config = LoadConfig(dir);
   FalconWeights weights = FalconWeights::Load(config, dir);
   return std::make_unique<FalconModel>(config, std::move(weights), options);
@@ -66,7 +69,8 @@ KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   return s;
 }
 
-void FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits) const {
+void FalconModel::Forward(const TokenBatch& batch, KVCache& cache,
+                          std::vector<float>* logits) const {
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t hidden = config_.hidden_size;
   WC_CHECK(batch.user_rows.size() == batch.tokens.size() &&
@@ -94,7 +98,8 @@ void FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   if (n_out > 0) lm_head_.Compute(normed.data(), n_out, logits->data());
 }
 
-void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x) const {
+void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
+                        std::vector<float>& x) const {
   const FalconConfig& c = config_;
   const LayerWeights& w = weights_.layers[l];
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -118,7 +123,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
   MatMul(xa.data(), n, w.qkv, OrNull(w.qkv_b), qkv.data());
-  std::vector<float> q(static_cast<size_t>(n * attn_dim));           // [n, n_head, head_dim]
+  std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
   for (int64_t t = 0; t < n; ++t) {
     const float* row = &qkv[t * qkv_rows];

@@ -22,10 +22,10 @@ namespace wc {
 // positions [0, positions[i]] of its row, so a prompt may be fed whole or token by token with
 // identical results. (user_row, position) pairs must be distinct within a batch.
 struct TokenBatch {
-  std::vector<int32_t> tokens;     // [n]
-  std::vector<int32_t> user_rows;  // [n]
-  std::vector<int32_t> positions;  // [n]
-  std::vector<int32_t> logit_rows; // entries whose logits are wanted, in output order
+  std::vector<int32_t> tokens;      // [n]
+  std::vector<int32_t> user_rows;   // [n]
+  std::vector<int32_t> positions;   // [n]
+  std::vector<int32_t> logit_rows;  // entries whose logits are wanted, in output order
 
   void Add(int token, int user_row, int pos, bool want_logits) {
     if (want_logits) logit_rows.push_back(static_cast<int32_t>(tokens.size()));
@@ -43,7 +43,8 @@ struct ModelOptions {
 class FalconModel {
  public:
   // Loads DIR/config.json and the safetensors weights. Throws wc::Error naming the file on failure.
-  static std::unique_ptr<FalconModel> Load(const std::string& model_dir, const ModelOptions& options);
+  static std::unique_ptr<FalconModel> Load(const std::string& model_dir,
+                                           const ModelOptions& options);
   FalconModel(const FalconConfig& config, FalconWeights weights, const ModelOptions& options);
 
   const FalconConfig& config() const { return config_; }

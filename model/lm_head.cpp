@@ -23,7 +23,8 @@ void FracturedLMHead::Compute(const float* x, int64_t n, float* logits) const {
     const int64_t begin = f * slice;
     const int64_t real_end = std::min(vocab, begin + slice);  // rows past vocab are padding
     std::fill(part.begin(), part.end(), 0.0f);
-    if (real_end > begin) MatMul(x, n, weights_.cols, weights_, nullptr, part.data(), slice, begin, real_end);
+    if (real_end > begin)
+      MatMul(x, n, weights_.cols, weights_, nullptr, part.data(), slice, begin, real_end);
     // Combine: concatenate the fracture's real rows into the logits, dropping its padding.
     for (int64_t t = 0; t < n && real_end > begin; ++t)
       std::memcpy(logits + t * vocab + begin, part.data() + t * slice,

@@ -1,7 +1,7 @@
 // The LM head as the seed's Galaxy deployment ran it (../shared/seeds/001, `padded_lmh`,
 // `fracture_vocab`): the vocabulary is padded to a multiple of 512 rows and split into F fractures,
-// each computed independently into its own buffer; the host concatenates them and drops the padding,
-// so padded rows never reach sampling. Every logit is one dot product, so the result is
+// each computed independently into its own buffer; the host concatenates them and drops the
+// padding, so padded rows never reach sampling. Every logit is one dot product, so the result is
 // bit-identical for any F.
 #pragma once
 
@@ -16,7 +16,8 @@ class FracturedLMHead {
  public:
   static constexpr int kPadMultiple = 512;
 
-  // weights: [vocab, hidden]. Throws wc::Error if `fractures` does not divide the padded vocabulary.
+  // weights: [vocab, hidden]. Throws wc::Error if `fractures` does not divide the padded
+  // vocabulary.
   FracturedLMHead(const MatrixRef& weights, int fractures);
 
   int vocab_size() const { return static_cast<int>(weights_.rows); }

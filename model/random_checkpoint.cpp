@@ -80,7 +80,8 @@ int64_t RandomCheckpointBytes(const FalconConfig& c, DType dtype) {
   return total;
 }
 
-void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed, const std::string& dir) {
+void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
+                           const std::string& dir) {
   WC_CHECK(dtype == DType::kF32 || dtype == DType::kBF16, "init writes F32 or BF16");
   if (!DirExists(dir) && ::mkdir(dir.c_str(), 0755) != 0)
     throw Error(Cat(dir, ": cannot create directory: ", std::strerror(errno)));
@@ -114,7 +115,8 @@ void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed, co
         float v = s.init == Init::kOnes ? 1.0f : 0.0f;
         if (s.init == Init::kNormal) {  // Box-Muller
           const double u1 = 1.0 - rng.Uniform(), u2 = rng.Uniform();
-          v = static_cast<float>(0.02 * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2));
+          v = static_cast<float>(0.02 * std::sqrt(-2.0 * std::log(u1)) *
+                                 std::cos(6.283185307179586 * u2));
         }
         if (dtype == DType::kBF16) {
           const uint16_t b = F32ToBF16(v);

@@ -18,9 +18,9 @@ using nlohmann::json;
 // Element sizes of the dtypes the safetensors format defines.
 int ElementSize(const std::string& dtype) {
   static const std::map<std::string, int> sizes = {
-      {"F64", 8}, {"F32", 4},  {"F16", 2}, {"BF16", 2}, {"I64", 8},     {"I32", 4},      {"I16", 2},
-      {"I8", 1},  {"U64", 8},  {"U32", 4}, {"U16", 2},  {"U8", 1},      {"BOOL", 1},     {"F8_E4M3", 1},
-      {"F8_E5M2", 1}};
+      {"F64", 8}, {"F32", 4}, {"F16", 2},  {"BF16", 2},    {"I64", 8},
+      {"I32", 4}, {"I16", 2}, {"I8", 1},   {"U64", 8},     {"U32", 4},
+      {"U16", 2}, {"U8", 1},  {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}};
   auto it = sizes.find(dtype);
   return it == sizes.end() ? 0 : it->second;
 }
@@ -41,12 +41,13 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
   const size_t size = file_.size();
-  if (size < 8) throw Error(Cat(path, ": truncated safetensors file (", size, " bytes, no header)"));
+  if (size < 8)
+    throw Error(Cat(path, ": truncated safetensors file (", size, " bytes, no header)"));
   uint64_t header_len;
   std::memcpy(&header_len, file_.data(), 8);
   if (header_len > size - 8)
-    throw Error(Cat(path, ": header length ", header_len, " runs past the end of the file (",
-                    size, " bytes); the file is truncated or not safetensors"));
+    throw Error(Cat(path, ": header length ", header_len, " runs past the end of the file (", size,
+                    " bytes); the file is truncated or not safetensors"));
   json header;
   try {
     header = json::parse(file_.data() + 8, file_.data() + 8 + header_len);
@@ -72,7 +73,7 @@ SafetensorsFile::SafetensorsFile(const std::string& path) : file_(path) {
     const int elem = ElementSize(t.dtype_name);
     if (elem == 0) throw Error(Cat(where, ": unknown dtype '", t.dtype_name, "'"));
     t.readable = t.dtype_name == "F32" || t.dtype_name == "BF16" || t.dtype_name == "F16";
-    t.dtype = t.dtype_name == "BF16" ? DType::kBF16
+    t.dtype = t.dtype_name == "BF16"  ? DType::kBF16
               : t.dtype_name == "F16" ? DType::kF16
                                       : DType::kF32;
     if (!e["shape"].is_array()) throw Error(Cat(where, ": shape is not an array"));
@@ -153,13 +154,14 @@ std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
   return ck;
 }
 
-const TensorInfo& Checkpoint::Get(const std::string& name, const std::vector<int64_t>& shape) const {
+const TensorInfo& Checkpoint::Get(const std::string& name,
+                                  const std::vector<int64_t>& shape) const {
   auto it = index_.find(name);
   if (it == index_.end()) throw Error(Cat(source_, ": missing tensor '", name, "'"));
   const TensorInfo& t = *it->second;
   if (t.shape != shape)
-    throw Error(Cat(t.file, ": tensor '", name, "' has shape ", ShapeString(t.shape),
-                    ", expected ", ShapeString(shape), " from config.json"));
+    throw Error(Cat(t.file, ": tensor '", name, "' has shape ", ShapeString(t.shape), ", expected ",
+                    ShapeString(shape), " from config.json"));
   if (!t.readable)
     throw Error(Cat(t.file, ": tensor '", name, "' has dtype ", t.dtype_name,
                     "; wormchat reads F32, BF16 and F16 weights"));
@@ -186,8 +188,8 @@ void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>&
   for (const auto& t : tensors) {
     uint64_t n = static_cast<uint64_t>(DTypeSize(t.dtype));
     for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
-    header[t.name] = {{"dtype", DTypeName(t.dtype)}, {"shape", t.shape},
-                      {"data_offsets", {offset, offset + n}}};
+    header[t.name] = {
+        {"dtype", DTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
   header["__metadata__"] = {{"format", "pt"}};

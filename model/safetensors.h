@@ -1,5 +1,5 @@
-// safetensors checkpoints: one file or shards listed in model.safetensors.index.json, memory-mapped.
-// Every header is validated when opened; tensors are used in place from the mapping.
+// safetensors checkpoints: one file or shards listed in model.safetensors.index.json,
+// memory-mapped. Every header is validated when opened; tensors are used in place from the mapping.
 #pragma once
 
 #include <cstdint>
@@ -16,9 +16,9 @@ namespace wc {
 
 struct TensorInfo {
   std::string name;
-  std::string dtype_name;      // as in the header, e.g. "BF16"
-  bool readable = false;       // dtype is F32, BF16 or F16 (what the engine computes with)
-  DType dtype = DType::kF32;   // valid when readable
+  std::string dtype_name;     // as in the header, e.g. "BF16"
+  bool readable = false;      // dtype is F32, BF16 or F16 (what the engine computes with)
+  DType dtype = DType::kF32;  // valid when readable
   std::vector<int64_t> shape;
   const uint8_t* data = nullptr;  // into the mapping
   size_t n_bytes = 0;

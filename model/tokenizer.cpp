@@ -18,7 +18,8 @@ Tokenizer::Tokenizer(const std::string& path)
     if (sp_->IsControl(id) || sp_->IsUnknown(id)) continue;
     const std::string piece = sp_->IdToPiece(id);
     if (sp_->IsByte(id)) {  // "<0xAB>"
-      token_bytes_[id] = std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
+      token_bytes_[id] =
+          std::string(1, static_cast<char>(std::stoi(piece.substr(3, 2), nullptr, 16)));
       continue;
     }
     std::string bytes;
@@ -39,8 +40,9 @@ Tokenizer::~Tokenizer() = default;
 std::unique_ptr<Tokenizer> Tokenizer::FromModelDir(const std::string& dir) {
   const std::string path = JoinPath(dir, "tokenizer.model");
   if (!FileExists(path))
-    throw Error(Cat(path, ": missing; wormchat needs a sentencepiece tokenizer.model beside "
-                          "config.json for text input and output (or use --ids)"));
+    throw Error(Cat(path,
+                    ": missing; wormchat needs a sentencepiece tokenizer.model beside "
+                    "config.json for text input and output (or use --ids)"));
   return std::make_unique<Tokenizer>(path);
 }
 
@@ -57,8 +59,12 @@ std::string Tokenizer::Decode(const std::vector<int>& ids) const {
   return out;
 }
 
-int Tokenizer::bos_id() const { return sp_->bos_id(); }
-int Tokenizer::eos_id() const { return sp_->eos_id(); }
+int Tokenizer::bos_id() const {
+  return sp_->bos_id();
+}
+int Tokenizer::eos_id() const {
+  return sp_->eos_id();
+}
 
 const std::string& Tokenizer::TokenBytes(int id) const {
   if (id < 0 || id >= static_cast<int>(token_bytes_.size())) return empty_;

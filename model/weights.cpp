@@ -62,8 +62,9 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir)
   if (!w.lm_head_tied) {
     w.lm_head = mat("lm_head.weight", c.vocab_size, h);
   } else if (!c.tie_word_embeddings) {
-    throw Error(Cat(ck.source(), ": missing tensor 'lm_head.weight' (config.json sets "
-                                 "tie_word_embeddings false)"));
+    throw Error(Cat(ck.source(),
+                    ": missing tensor 'lm_head.weight' (config.json sets "
+                    "tie_word_embeddings false)"));
   } else {
     w.lm_head = w.embeddings;
   }

@@ -15,15 +15,16 @@ namespace wc {
 
 struct LayerWeights {
   std::vector<float> ln_attn_w, ln_attn_b;  // [hidden]: ln_attn, or input_layernorm
-  std::vector<float> ln_mlp_w, ln_mlp_b;    // [hidden]: ln_mlp or post_attention_layernorm; else empty
-  MatrixRef qkv;                            // [qkv_rows, hidden]  self_attention.query_key_value
-  std::vector<float> qkv_b;                 // [qkv_rows] or empty
-  MatrixRef dense;                          // [hidden, n_head * head_dim]  self_attention.dense
-  std::vector<float> dense_b;               // [hidden] or empty
-  MatrixRef fc1;                            // [ffn_hidden, hidden]  mlp.dense_h_to_4h
-  std::vector<float> fc1_b;                 // [ffn_hidden] or empty
-  MatrixRef fc2;                            // [hidden, ffn_hidden]  mlp.dense_4h_to_h
-  std::vector<float> fc2_b;                 // [hidden] or empty
+  std::vector<float> ln_mlp_w,
+      ln_mlp_b;                // [hidden]: ln_mlp or post_attention_layernorm; else empty
+  MatrixRef qkv;               // [qkv_rows, hidden]  self_attention.query_key_value
+  std::vector<float> qkv_b;    // [qkv_rows] or empty
+  MatrixRef dense;             // [hidden, n_head * head_dim]  self_attention.dense
+  std::vector<float> dense_b;  // [hidden] or empty
+  MatrixRef fc1;               // [ffn_hidden, hidden]  mlp.dense_h_to_4h
+  std::vector<float> fc1_b;    // [ffn_hidden] or empty
+  MatrixRef fc2;               // [hidden, ffn_hidden]  mlp.dense_4h_to_h
+  std::vector<float> fc2_b;    // [hidden] or empty
 };
 
 struct FalconWeights {
@@ -31,8 +32,8 @@ struct FalconWeights {
   MatrixRef embeddings;                    // [vocab, hidden]  transformer.word_embeddings
   MatrixRef lm_head;                       // [vocab, hidden]  lm_head, or the embeddings when tied
   bool lm_head_tied = true;
-  std::vector<float> ln_f_w, ln_f_b;       // [hidden]
-  std::vector<LayerWeights> layers;        // [n_layers]
+  std::vector<float> ln_f_w, ln_f_b;  // [hidden]
+  std::vector<LayerWeights> layers;   // [n_layers]
 
   // Binds every tensor `config` needs. Throws wc::Error naming file and tensor when one is missing,
   // mis-shaped or of an unsupported dtype.

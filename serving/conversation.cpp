@@ -22,14 +22,19 @@ const char* StopReasonName(StopReason reason) {
   return "?";
 }
 
-Conversation::Conversation(const FalconModel& model, KVCache& cache, int user_row, int prefill_chunk)
-    : model_(model), cache_(cache), user_row_(user_row), prefill_chunk_(std::max(1, prefill_chunk)) {}
+Conversation::Conversation(const FalconModel& model, KVCache& cache, int user_row,
+                           int prefill_chunk)
+    : model_(model),
+      cache_(cache),
+      user_row_(user_row),
+      prefill_chunk_(std::max(1, prefill_chunk)) {}
 
 void Conversation::Feed(const std::vector<int>& ids) {
   if (ids.empty()) return;
   if (cur_pos_ + static_cast<int64_t>(ids.size()) > context())
     throw Error(Cat("input of ", ids.size(), " tokens does not fit the context of ", context(),
-                    " tokens (", cur_pos_, " already used); raise --ctx, shorten the input, or "
+                    " tokens (", cur_pos_,
+                    " already used); raise --ctx, shorten the input, or "
                     "start over"));
   for (size_t begin = 0; begin < ids.size(); begin += prefill_chunk_) {
     const size_t end = std::min(ids.size(), begin + prefill_chunk_);

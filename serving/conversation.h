@@ -16,10 +16,10 @@
 namespace wc {
 
 struct GenerateOptions {
-  int max_new_tokens = 256;            // -n
-  std::vector<std::string> stop;       // stop strings (text before them is kept)
+  int max_new_tokens = 256;       // -n
+  std::vector<std::string> stop;  // stop strings (text before them is kept)
   bool stop_at_eos = true;
-  bool trim_leading_space = false;     // drop the reply's leading word-boundary space
+  bool trim_leading_space = false;  // drop the reply's leading word-boundary space
 };
 
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull, kCancelled };

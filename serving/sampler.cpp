@@ -12,8 +12,7 @@ void SamplingParams::Validate() const {
   if (!(temperature >= 0.0f) || !std::isfinite(temperature))
     throw Error(Cat("--temperature must be a finite number >= 0 (0 = greedy), got ", temperature));
   if (top_k < 0) throw Error(Cat("--top-k must be >= 0 (0 = no limit), got ", top_k));
-  if (!(top_p > 0.0f && top_p <= 1.0f))
-    throw Error(Cat("--top-p must be in (0, 1], got ", top_p));
+  if (!(top_p > 0.0f && top_p <= 1.0f)) throw Error(Cat("--top-p must be in (0, 1], got ", top_p));
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), rng_(seed) {
@@ -40,7 +39,8 @@ int Sampler::Sample(const float* logits, int vocab) {
   order_.resize(vocab);
   std::iota(order_.begin(), order_.end(), 0);
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), better);
-  if (std::isnan(logits[order_[0]])) throw Error("all logits are NaN; the model produced no number");
+  if (std::isnan(logits[order_[0]]))
+    throw Error("all logits are NaN; the model produced no number");
   // Softmax of logits / T over the top k, in double.
   probs_.assign(k, 0.0);
   const double top = logits[order_[0]];

@@ -14,7 +14,9 @@ int SeqLen(unsigned char c) {
   return 0;
 }
 
-bool IsCont(unsigned char c) { return (c & 0xC0) == 0x80; }
+bool IsCont(unsigned char c) {
+  return (c & 0xC0) == 0x80;
+}
 
 }  // namespace
 
@@ -108,7 +110,8 @@ bool TextStream::Add(std::string_view bytes) {
       }
     }
   }
-  const size_t safe = Utf8CompletePrefix(std::string_view(pending_).substr(0, pending_.size() - hold));
+  const size_t safe =
+      Utf8CompletePrefix(std::string_view(pending_).substr(0, pending_.size() - hold));
   Emit(std::string_view(pending_).substr(0, safe));
   pending_.erase(0, safe);
   return false;

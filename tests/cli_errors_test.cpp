@@ -84,8 +84,9 @@ TEST(CliErrors, MisshapedTensorAndInconsistentConfig) {
   wrong = cfg;
   wrong.replace(wrong.find("\"num_kv_heads\": 2"), 17, "\"num_kv_heads\": 4");
   test::WriteFile(m.File("config.json"), wrong);
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi"},
-              {"model.safetensors", "query_key_value.weight' has shape [192, 128], expected [256, 128]"});
+  ExpectError(
+      {"generate", "--model", m.path(), "--prompt", "hi"},
+      {"model.safetensors", "query_key_value.weight' has shape [192, 128], expected [256, 128]"});
   test::WriteFile(m.File("config.json"), "{\"hidden_size\": ");
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi"}, {"config.json", "invalid JSON"});
 }
@@ -111,7 +112,8 @@ TEST(CliErrors, InvalidSamplingParameters) {
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-k", "-3"}, {"--top-k"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "-n", "-1"}, {"-n"});
   ExpectError({"chat", "--model", m.path(), "--temperature", "nan"}, {"--temperature"});
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--threads", "-2"}, {"--threads"});
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--threads", "-2"},
+              {"--threads"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--kv-dtype", "int3"},
               {"--kv-dtype 'int3'"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--lm-head-fractures", "3"},
@@ -136,10 +138,12 @@ TEST(CliErrors, UnknownPresetAndBadInitArguments) {
   ExpectError({"init", "--preset", "falcon-40b", "--layers", "1", "--hidden", "256", "--heads", "8",
                "--kv-heads", "3", "--tokenizer", tok, "--out", out.path()},
               {"num_attention_heads 8 is not divisible by num_kv_heads 3"});
-  ExpectError({"init", "--preset", "tiny", "--vocab", "100", "--tokenizer", tok, "--out", out.path()},
-              {"--vocab 100 is smaller than the tokenizer's 512 pieces"});
-  ExpectError({"init", "--preset", "tiny", "--dtype", "int4", "--tokenizer", tok, "--out", out.path()},
-              {"--dtype 'int4'"});
+  ExpectError(
+      {"init", "--preset", "tiny", "--vocab", "100", "--tokenizer", tok, "--out", out.path()},
+      {"--vocab 100 is smaller than the tokenizer's 512 pieces"});
+  ExpectError(
+      {"init", "--preset", "tiny", "--dtype", "int4", "--tokenizer", tok, "--out", out.path()},
+      {"--dtype 'int4'"});
 }
 
 TEST(CliErrors, UsageErrorsExitNonZero) {

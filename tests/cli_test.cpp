@@ -20,9 +20,10 @@ class CliTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir();
-    const auto r = RunWormchat({"init", "--preset", "falcon-40b", "--layers", "2", "--hidden", "256",
-                                "--heads", "8", "--kv-heads", "2", "--vocab", "700", "--ctx", "128",
-                                "--seed", "5", "--tokenizer", kTokenizer, "--out", dir_->path()});
+    const auto r = RunWormchat(
+        {"init",    "--preset", "falcon-40b", "--layers",    "2",        "--hidden", "256",
+         "--heads", "8",        "--kv-heads", "2",           "--vocab",  "700",      "--ctx",
+         "128",     "--seed",   "5",          "--tokenizer", kTokenizer, "--out",    dir_->path()});
     ASSERT_EQ(r.exit_code, 0) << r.err;
   }
   static void TearDownTestSuite() { delete dir_; }
@@ -38,9 +39,10 @@ TEST_F(CliTest, InitWritesALoadableSeededCheckpoint) {
   EXPECT_EQ(cfg["new_decoder_architecture"], true);
   EXPECT_EQ(cfg["vocab_size"], 700);
   test::TempDir again;
-  const auto r = RunWormchat({"init", "--preset", "falcon-40b", "--layers", "2", "--hidden", "256",
-                              "--heads", "8", "--kv-heads", "2", "--vocab", "700", "--ctx", "128",
-                              "--seed", "5", "--tokenizer", kTokenizer, "--out", again.path()});
+  const auto r = RunWormchat(
+      {"init",    "--preset", "falcon-40b", "--layers",    "2",        "--hidden", "256",
+       "--heads", "8",        "--kv-heads", "2",           "--vocab",  "700",      "--ctx",
+       "128",     "--seed",   "5",          "--tokenizer", kTokenizer, "--out",    again.path()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(test::ReadFile(Model() + "/model.safetensors"),
             test::ReadFile(again.File("model.safetensors")));
@@ -49,9 +51,9 @@ TEST_F(CliTest, InitWritesALoadableSeededCheckpoint) {
 
 TEST_F(CliTest, GenerateIsDeterministicForASeedOnAnyThreadCount) {
   auto gen = [&](const std::string& seed, const std::string& threads) {
-    const auto r = RunWormchat({"generate", "--model", Model(), "--prompt", "The harbor", "-n", "24",
-                                "--seed", seed, "--threads", threads, "--top-k", "0",
-                                "--top-p", "1"});
+    const auto r =
+        RunWormchat({"generate", "--model", Model(), "--prompt", "The harbor", "-n", "24", "--seed",
+                     seed, "--threads", threads, "--top-k", "0", "--top-p", "1"});
     EXPECT_EQ(r.exit_code, 0) << r.err;
     return r.out;
   };
@@ -64,8 +66,8 @@ TEST_F(CliTest, GenerateIsDeterministicForASeedOnAnyThreadCount) {
 
 TEST_F(CliTest, LogitsWritesEveryPositionOfTheRealVocabulary) {
   test::TempDir out;
-  const auto r = RunWormchat({"logits", "--model", Model(), "--ids", "5 6 7 699 0", "--out",
-                              out.File("l.npy")});
+  const auto r = RunWormchat(
+      {"logits", "--model", Model(), "--ids", "5 6 7 699 0", "--out", out.File("l.npy")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const NpyArray a = ReadNpyF32(out.File("l.npy"));
   EXPECT_EQ(a.shape, (std::vector<int64_t>{5, 700}));
@@ -73,11 +75,11 @@ TEST_F(CliTest, LogitsWritesEveryPositionOfTheRealVocabulary) {
   // --prompt is tokenized as `tokenize` prints it (this model has no chat format).
   const auto ids = RunWormchat({"tokenize", "--model", Model(), "--text", "a harbor"});
   ASSERT_EQ(ids.exit_code, 0) << ids.err;
-  const auto r2 = RunWormchat({"logits", "--model", Model(), "--prompt", "a harbor", "--out",
-                               out.File("p.npy")});
+  const auto r2 = RunWormchat(
+      {"logits", "--model", Model(), "--prompt", "a harbor", "--out", out.File("p.npy")});
   ASSERT_EQ(r2.exit_code, 0) << r2.err;
-  const auto r3 = RunWormchat({"logits", "--model", Model(), "--ids", ids.out, "--out",
-                               out.File("q.npy")});
+  const auto r3 =
+      RunWormchat({"logits", "--model", Model(), "--ids", ids.out, "--out", out.File("q.npy")});
   ASSERT_EQ(r3.exit_code, 0) << r3.err;
   EXPECT_EQ(ReadNpyF32(out.File("p.npy")).data, ReadNpyF32(out.File("q.npy")).data);
 }
@@ -103,12 +105,14 @@ TEST_F(CliTest, TokenizePrintsIdsOnOneLine) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(test::CountLines(r.out), 1);
   EXPECT_NE(r.out.find(' '), std::string::npos);
-  for (char c : r.out) EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(c)) || c == ' ' || c == '\n');
+  for (char c : r.out)
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(c)) || c == ' ' || c == '\n');
 }
 
 TEST_F(CliTest, ChatReadsLinesKeepsTheConversationAndHandlesCommands) {
-  const auto r = RunWormchat({"chat", "--model", Model(), "-n", "8", "--temperature", "0"},
-                             "hello\n/help\n/bogus\nwhat is a harbor?\n/reset\nhello\n/quit\nnever\n");
+  const auto r =
+      RunWormchat({"chat", "--model", Model(), "-n", "8", "--temperature", "0"},
+                  "hello\n/help\n/bogus\nwhat is a harbor?\n/reset\nhello\n/quit\nnever\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Commands: /reset"), std::string::npos);
   EXPECT_NE(r.out.find("unknown command /bogus"), std::string::npos);
@@ -123,10 +127,11 @@ TEST(Cli, InfoShowsTheSeedsFalcon40bKvFigures) {
   const auto r = RunWormchat({"info", "--preset", "falcon-40b", "--users", "32", "--ctx", "2048"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("K 64 MiB + V 64 MiB = 128 MiB for 32 users x 2048 positions"),
-            std::string::npos) << r.out;
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("7680 MiB for all 60 layers"), std::string::npos) << r.out;
-  const auto j = RunWormchat({"info", "--preset", "falcon-40b", "--users", "32", "--ctx", "2048",
-                              "--json"});
+  const auto j =
+      RunWormchat({"info", "--preset", "falcon-40b", "--users", "32", "--ctx", "2048", "--json"});
   ASSERT_EQ(j.exit_code, 0) << j.err;
   const auto info = nlohmann::json::parse(j.out);
   EXPECT_EQ(info["kv_bytes_per_layer_k"], 64LL << 20);

@@ -22,9 +22,11 @@ void ExpectConfigError(const json& j, const std::string& needle) {
 }
 
 json Falcon40bHF() {
-  return {{"hidden_size", 8192},        {"num_attention_heads", 128}, {"num_kv_heads", 8},
-          {"num_hidden_layers", 60},    {"vocab_size", 65024},        {"new_decoder_architecture", true},
-          {"parallel_attn", true},      {"bias", false},              {"alibi", false}};
+  return {{"hidden_size", 8192},   {"num_attention_heads", 128},
+          {"num_kv_heads", 8},     {"num_hidden_layers", 60},
+          {"vocab_size", 65024},   {"new_decoder_architecture", true},
+          {"parallel_attn", true}, {"bias", false},
+          {"alibi", false}};
 }
 
 TEST(Config, ReadsHfKeys) {
@@ -39,9 +41,10 @@ TEST(Config, ReadsHfKeys) {
 }
 
 TEST(Config, ReadsRwEraKeysOfTheSeed) {
-  const json rw = {{"hidden_size", 8192}, {"n_head", 128},         {"n_head_kv", 8},
-                   {"n_layer", 60},       {"vocab_size", 65024},   {"new_decoder_architecture", true},
-                   {"parallel_attn", true}, {"bias", false},       {"model_type", "RefinedWeb"}};
+  const json rw = {
+      {"hidden_size", 8192},   {"n_head", 128},       {"n_head_kv", 8},
+      {"n_layer", 60},         {"vocab_size", 65024}, {"new_decoder_architecture", true},
+      {"parallel_attn", true}, {"bias", false},       {"model_type", "RefinedWeb"}};
   const FalconConfig c = FalconConfig::FromJson(rw, "cfg.json");
   EXPECT_EQ(c.n_head, 128);
   EXPECT_EQ(c.n_kv_heads, 8);
@@ -49,8 +52,11 @@ TEST(Config, ReadsRwEraKeysOfTheSeed) {
 }
 
 TEST(Config, MultiQueryAndMultiHeadLayouts) {
-  json mq = {{"hidden_size", 4544}, {"num_attention_heads", 71}, {"num_hidden_layers", 32},
-             {"vocab_size", 65024}, {"multi_query", true}};
+  json mq = {{"hidden_size", 4544},
+             {"num_attention_heads", 71},
+             {"num_hidden_layers", 32},
+             {"vocab_size", 65024},
+             {"multi_query", true}};
   FalconConfig c = FalconConfig::FromJson(mq, "cfg.json");
   EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiQuery);
   EXPECT_EQ(c.n_kv_heads, 1);

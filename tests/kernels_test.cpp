@@ -65,7 +65,8 @@ TEST_P(MatMulTest, MatchesNaiveLoop) {
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t r = 0; r < rows; ++r) {
       double ref = bias[r];
-      for (int64_t k = 0; k < cols; ++k) ref += static_cast<double>(x[t * cols + k]) * w.exact[r * cols + k];
+      for (int64_t k = 0; k < cols; ++k)
+        ref += static_cast<double>(x[t * cols + k]) * w.exact[r * cols + k];
       EXPECT_NEAR(y[t * rows + r], ref, 1e-4) << "t=" << t << " r=" << r;
     }
   }

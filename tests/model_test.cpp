@@ -173,8 +173,8 @@ TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
 
 TEST(Tokenizer, RoundTripsTextIncludingBytesOutsideTheVocabulary) {
   Tokenizer tok(test::FixtureDir("tokenizer") + "/tokenizer.model");
-  for (const std::string text :
-       {"a harbor is a sheltered port", "Hello, world!", "naïve café — 日本語 🦅", "x\ty\nz"}) {
+  for (const std::string text : {"a harbor is a sheltered port", "Hello, world!",
+                                 "naïve café — 日本語 🦅", "x\ty\nz"}) {
     const auto ids = tok.Encode(text);
     ASSERT_FALSE(ids.empty());
     std::string decoded = tok.Decode(ids);
@@ -184,8 +184,8 @@ TEST(Tokenizer, RoundTripsTextIncludingBytesOutsideTheVocabulary) {
   }
   EXPECT_EQ(tok.bos_id(), 1);
   EXPECT_EQ(tok.eos_id(), 2);
-  EXPECT_EQ(tok.TokenBytes(2), "");           // control tokens print nothing
-  EXPECT_EQ(tok.TokenBytes(1 << 20), "");     // ids past the tokenizer print nothing
+  EXPECT_EQ(tok.TokenBytes(2), "");        // control tokens print nothing
+  EXPECT_EQ(tok.TokenBytes(1 << 20), "");  // ids past the tokenizer print nothing
 }
 
 TEST(Tokenizer, MissingOrCorruptModelIsAClearError) {
@@ -194,7 +194,8 @@ TEST(Tokenizer, MissingOrCorruptModelIsAClearError) {
     Tokenizer::FromModelDir(dir.path());
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("tokenizer.model: missing"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("tokenizer.model: missing"), std::string::npos)
+        << e.what();
   }
   test::WriteFile(dir.File("tokenizer.model"), "not a model");
   EXPECT_THROW(Tokenizer::FromModelDir(dir.path()), Error);

@@ -58,7 +58,9 @@ TEST(Safetensors, RejectsTruncatedHeader) {
   ExpectRejected(big + "{}", "header length 1048576 runs past the end");
 }
 
-TEST(Safetensors, RejectsInvalidJson) { ExpectRejected(MakeFile("{\"a\": [", 0), "not valid JSON"); }
+TEST(Safetensors, RejectsInvalidJson) {
+  ExpectRejected(MakeFile("{\"a\": [", 0), "not valid JSON");
+}
 
 TEST(Safetensors, RejectsUnknownDtype) {
   ExpectRejected(MakeFile(R"({"w":{"dtype":"F12","shape":[2],"data_offsets":[0,4]}})", 4),
@@ -99,8 +101,10 @@ TEST(Checkpoint, NamesMissingAndMisshapedTensors) {
     ck->Get("transformer.h.9.mlp.dense_h_to_4h.weight", {4, 4});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("missing tensor 'transformer.h.9.mlp.dense_h_to_4h.weight'"),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("missing tensor 'transformer.h.9.mlp.dense_h_to_4h.weight'"),
+        std::string::npos)
+        << e.what();
   }
   try {
     ck->Get("transformer.ln_f.weight", {65});
@@ -123,8 +127,10 @@ TEST(Checkpoint, ConfigThatDoesNotMatchTheWeightsIsRefusedByName) {
     FalconModel::Load(dir.path(), ModelOptions{});
     FAIL();
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("word_embeddings.weight' has shape [347, 64], expected [348, 64]"),
-              std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(
+                  "word_embeddings.weight' has shape [347, 64], expected [348, 64]"),
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -138,7 +144,8 @@ TEST(Checkpoint, ShardedIndexProblemsAreNamed) {
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("model-00002-of-00002.safetensors' listed for tensor"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
   test::WriteFile(dir.File("model.safetensors.index.json"), "{\"weight_map\": 3}");
   EXPECT_THROW(Checkpoint::Open(dir.path()), Error);

@@ -39,8 +39,10 @@ RunResult RunWormchat(const std::vector<std::string>& args, const std::string& i
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_addopen(&fa, 0, io.File("in").c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, io.File("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, io.File("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 1, io.File("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
+  posix_spawn_file_actions_addopen(&fa, 2, io.File("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                   0644);
   pid_t pid;
   if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
     throw std::runtime_error(std::string("cannot run ") + argv[0]);

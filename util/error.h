@@ -29,11 +29,12 @@ std::string Cat(const Args&... args) {
   return os.str();
 }
 
-[[noreturn]] void ThrowInternal(const char* file, int line, const char* cond, const std::string& msg);
+[[noreturn]] void ThrowInternal(const char* file, int line, const char* cond,
+                                const std::string& msg);
 
 }  // namespace wc
 
-#define WC_CHECK(cond, ...)                                                             \
-  do {                                                                                  \
+#define WC_CHECK(cond, ...)                                                              \
+  do {                                                                                   \
     if (!(cond)) ::wc::ThrowInternal(__FILE__, __LINE__, #cond, ::wc::Cat(__VA_ARGS__)); \
   } while (0)

@@ -61,7 +61,8 @@ NpyArray ReadNpyF32(const std::string& path) {
   size_t pos = 0;
   while (pos < dims.size()) {
     size_t comma = dims.find(',', pos);
-    std::string tok = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string tok =
+        dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
     if (tok.find_first_not_of(' ') != std::string::npos) {
       arr.shape.push_back(std::stoll(tok));
       count *= arr.shape.back();
