@@ -45,11 +45,24 @@ def segments(convs, fmt):
 
 
 def train_tokenizer(convs, fmt, model_prefix, vocab_size, seed):
-    """Train BPE SentencePiece on the training conversations -> model_prefix + '.model'."""
-    os.makedirs(os.path.dirname(model_prefix) or ".", exist_ok=True)
+    """Train BPE SentencePiece on the training conversations -> model_prefix + ".model".
+    `seed` is recorded by the caller only: with input_sentence_size=0 BPE training uses no
+    randomness, so the result depends on the corpus alone."""
+    out_dir = os.path.dirname(os.path.abspath(model_prefix))
+    os.makedirs(out_dir, exist_ok=True)
+    cwd = os.getcwd()
+    os.chdir(out_dir)            # relative prefix: the .model does not embed the work path
+    try:
+        _train(convs, fmt, os.path.basename(model_prefix), vocab_size)
+    finally:
+        os.chdir(cwd)
+    return model_prefix + ".model"
+
+
+def _train(convs, fmt, prefix, vocab_size):
     spm.SentencePieceTrainer.train(
         sentence_iterator=iter(list(segments(convs, fmt))),
-        model_prefix=model_prefix,
+        model_prefix=prefix,
         model_type="bpe",
         vocab_size=vocab_size,
         character_coverage=1.0,
@@ -66,7 +79,6 @@ def train_tokenizer(convs, fmt, model_prefix, vocab_size, seed):
         num_threads=1,
         minloglevel=2,
     )
-    return model_prefix + ".model"
 
 
 def encode_conversations(sp, convs, fmt):

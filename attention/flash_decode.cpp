@@ -1,0 +1,372 @@
+#include "attention/flash_decode.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+#include <memory>
+
+#include "attention/reference_attention.h"
+#include "attention/softmax_partial.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+
+// Tile geometry of one op: Q rows of a KV group padded to a half (16-row) or full tile.
+struct Geometry {
+  int qpk = 0;          // query heads per KV head (rows of the Q tile)
+  int q_tile_rows = 0;  // 32-row tiles the Q rows occupy
+  int q_tile_bytes = 0; // bf16 tile (2048 B) or half tile (1024 B) for <= 16 rows
+  int hd_tiles = 0;     // head_dim in tiles of 32
+  int partial_bytes = 0;  // one partial (O, m, l) as bf16 tiles: what a worker sends
+};
+
+Geometry MakeGeometry(const DecodeAttentionOp& op) {
+  Geometry g;
+  g.qpk = op.n_q_heads / op.n_kv_heads;
+  g.q_tile_rows = CeilDiv(g.qpk, 32);
+  g.q_tile_bytes = g.qpk <= 16 ? 1024 : 2048;
+  g.hd_tiles = CeilDiv(op.head_dim, 32);
+  g.partial_bytes = g.q_tile_rows * (g.hd_tiles + 2) * g.q_tile_bytes;
+  return g;
+}
+
+// Hops from core a to core b over NoC0 (+x, +y) on the chip's NoC torus; the compute grid sits at
+// offset (1, 1) of the 10 x 12 NoC grid (DRAM and ethernet columns/rows around it).
+int NocHops(const WormholeChipSpec& chip, int a, int b) {
+  const int noc_x = chip.grid_x + 2, noc_y = chip.grid_y + 2;
+  const int ax = a % chip.compute_x, ay = a / chip.compute_x;
+  const int bx = b % chip.compute_x, by = b / chip.compute_x;
+  return ((bx - ax) % noc_x + noc_x) % noc_x + ((by - ay) % noc_y + noc_y) % noc_y;
+}
+
+// One work (batch entry, KV head) and the chunks it reads.
+struct Work {
+  int b = 0, g = 0;
+  int n_chunks = 0;  // valid chunks
+  int limit = 0;     // rows attended: cur_pos + 1 (causal) or kv_len
+};
+
+// One active emulated core and what it runs.
+struct CoreTask {
+  int chip = 0, core = 0;
+  std::vector<int> works;  // indices into the chip's works
+  int group_size = 1, rank = 0;
+  int chunk_begin = 0, chunk_end = 0;  // with group_size > 1: its range of the work's chunks
+  int reducer_task = -1;               // task index of its group's rank 0
+  std::vector<int> group_tasks;        // (reducer only) task indices of ranks 0..n_active-1
+};
+
+// The L1 state of an emulated core: its outgoing partials, and (reducers/receivers) the slots
+// workers write into and the semaphore they increment.
+struct CoreL1 {
+  std::vector<PartialNode> out;                 // partials ready to send (the out CB)
+  std::vector<std::vector<PartialNode>> slots;  // [group rank] received partials
+  std::atomic<int> semaphore{0};
+};
+
+}  // namespace
+
+const char* ReductionName(Reduction r) { return r == Reduction::kFlat ? "flat" : "tree"; }
+
+Reduction ParseReduction(const std::string& name) {
+  if (name == "flat") return Reduction::kFlat;
+  if (name == "tree") return Reduction::kTree;
+  throw Error(Cat("--reduction '", name, "' is not supported; choose flat or tree"));
+}
+
+FlashDecodeEngine::FlashDecodeEngine(const MeshSpec& mesh, const FlashDecodeConfig& config)
+    : mesh_(mesh), config_(config) {
+  const int c = config.k_chunk_size;
+  if (c != 0 && (c < 32 || c % 32 != 0 || (c & (c - 1)) != 0))
+    throw Error(Cat("k_chunk_size ", c, " must be a power of two and a multiple of 32 (or 0 = auto)"));
+  if (config.max_cores_per_head_batch < 1)
+    throw Error(Cat("max_cores_per_head_batch must be >= 1, got ", config.max_cores_per_head_batch));
+}
+
+int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk, int group_size) const {
+  const Geometry g = MakeGeometry(op);
+  const int kv_tile_bytes = static_cast<int>(std::ceil(op.kv->RowBytes() * 32));  // 32 rows
+  const int64_t chunk_tiles = static_cast<int64_t>(chunk / 32) * g.hd_tiles;
+  int64_t bytes = 0;
+  bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // Q
+  bytes += 2 * 2 * chunk_tiles * kv_tile_bytes;                                 // K, V double-buffered
+  bytes += 2 * static_cast<int64_t>(g.q_tile_rows) * (chunk / 32) * g.q_tile_bytes;  // scores, exp
+  bytes += 2 * static_cast<int64_t>(g.partial_bytes);        // running and previous partial
+  bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // output
+  // Reduction slots: flat reducers hold every worker's partials; tree receivers one at a time.
+  const int slots = config_.reduction == Reduction::kFlat ? std::max(0, group_size - 1)
+                                                           : (group_size > 1 ? 1 : 0);
+  bytes += static_cast<int64_t>(slots) * g.partial_bytes;
+  return bytes;
+}
+
+int FlashDecodeEngine::ChunkSizeFor(const DecodeAttentionOp& op) const {
+  const int64_t l1 = mesh_.chip.l1_bytes;
+  const int groups = std::min(config_.max_cores_per_head_batch, mesh_.cores_per_chip());
+  if (config_.k_chunk_size != 0) {
+    const int64_t need = L1BytesPerCore(op, config_.k_chunk_size, groups);
+    if (need > l1)
+      throw Error(Cat("k_chunk_size ", config_.k_chunk_size, " needs ", need >> 10,
+                      " KiB of L1 per core but a Wormhole core has ", l1 >> 10,
+                      " KiB; lower k_chunk_size (or use 0 = auto)"));
+    return config_.k_chunk_size;
+  }
+  const int64_t padded = (static_cast<int64_t>(op.kv_len) + 31) / 32 * 32;
+  int chunk = 32;
+  while (chunk < 512 && padded % (2 * chunk) == 0) chunk *= 2;
+  while (chunk > 32 && L1BytesPerCore(op, chunk, groups) > l1) chunk /= 2;  // as the real op must
+  if (L1BytesPerCore(op, chunk, groups) > l1)
+    throw Error(Cat("attention with head_dim ", op.head_dim, " and ", op.n_q_heads / op.n_kv_heads,
+                    " query heads per KV head does not fit a core's L1 even with 32-row chunks"));
+  return chunk;
+}
+
+OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const {
+  if (op.bsz < 1 || op.n_q_heads < 1 || op.n_kv_heads < 1 || op.head_dim < 1 || op.kv_len < 1)
+    throw Error(Cat("attention shape bsz ", op.bsz, ", heads ", op.n_q_heads, "/", op.n_kv_heads,
+                    ", head_dim ", op.head_dim, ", kv_len ", op.kv_len, " has an empty dimension"));
+  if (op.n_q_heads % op.n_kv_heads != 0)
+    throw Error(Cat("n_q_heads ", op.n_q_heads, " is not divisible by n_kv_heads ", op.n_kv_heads));
+  WC_CHECK(op.kv != nullptr && op.kv->head_dim() == op.head_dim, "K/V view");
+  WC_CHECK(!op.causal || op.cur_pos != nullptr, "causal attention needs cur_pos");
+  WC_CHECK(!compute || (op.q != nullptr && op.out != nullptr), "compute needs q and out");
+  for (int b = 0; op.causal && b < op.bsz; ++b) {
+    if (op.cur_pos[b] < -1 || op.cur_pos[b] >= op.kv_len)
+      throw Error(Cat("cur_pos ", op.cur_pos[b], " of batch entry ", b, " is outside [-1, kv_len ",
+                      op.kv_len, ")"));
+  }
+  const Geometry geo = MakeGeometry(op);
+  const WormholeChipSpec& chip = mesh_.chip;
+  const int n_cores = mesh_.cores_per_chip();
+  const int chunk = ChunkSizeFor(op);
+  const int64_t padded_len = (static_cast<int64_t>(op.kv_len) + 31) / 32 * 32;
+
+  OpTrace trace;
+  trace.k_chunk_size = chunk;
+
+  // ---- Plan: KV heads over chips, works over cores, chunks over a work's cores.
+  std::vector<std::vector<Work>> chip_works(mesh_.chips);
+  std::vector<CoreTask> tasks;
+  for (int c = 0; c < mesh_.chips; ++c) {
+    const int h0 = static_cast<int>(static_cast<int64_t>(op.n_kv_heads) * c / mesh_.chips);
+    const int h1 = static_cast<int>(static_cast<int64_t>(op.n_kv_heads) * (c + 1) / mesh_.chips);
+    if (h1 == h0) continue;
+    ++trace.chips_used;
+    std::vector<Work>& works = chip_works[c];
+    for (int b = 0; b < op.bsz; ++b) {
+      for (int g = h0; g < h1; ++g) {
+        Work w{b, g, 0, 0};
+        w.limit = op.causal ? op.cur_pos[b] + 1 : op.kv_len;
+        w.n_chunks = CeilDiv(w.limit, chunk);
+        works.push_back(w);
+      }
+    }
+    const int n_works = static_cast<int>(works.size());
+    if (n_works >= n_cores) {  // several works per core, each whole: no reduction
+      trace.cores_per_work = 1;
+      for (int core = 0; core < n_cores; ++core) {
+        CoreTask t;
+        t.chip = c;
+        t.core = core;
+        for (int w = n_works * core / n_cores; w < n_works * (core + 1) / n_cores; ++w)
+          t.works.push_back(w);
+        t.reducer_task = static_cast<int>(tasks.size());
+        tasks.push_back(t);
+      }
+      continue;
+    }
+    const int cpw = std::min(n_cores / n_works, config_.max_cores_per_head_batch);
+    trace.cores_per_work = cpw;
+    for (int w = 0; w < n_works; ++w) {
+      const int n = works[w].n_chunks;
+      const int active = std::max(1, std::min(cpw, n));  // rank 0 runs even with no chunks
+      const int reducer = static_cast<int>(tasks.size());
+      for (int r = 0; r < active; ++r) {
+        CoreTask t;
+        t.chip = c;
+        t.core = w * cpw + r;
+        t.works = {w};
+        t.group_size = active;
+        t.rank = r;
+        t.chunk_begin = r * (n / active) + std::min(r, n % active);
+        t.chunk_end = t.chunk_begin + n / active + (r < n % active ? 1 : 0);
+        t.reducer_task = reducer;
+        tasks.push_back(t);
+        tasks[reducer].group_tasks.push_back(reducer + r);
+      }
+    }
+  }
+  int max_group = 1;
+  for (const auto& t : tasks) max_group = std::max(max_group, t.group_size);
+  trace.l1_bytes_per_core = L1BytesPerCore(op, chunk, max_group);
+
+  // ---- Phase A (all cores in parallel): read chunks, compute partials, fold them canonically.
+  const int n_tasks = static_cast<int>(tasks.size());
+  std::vector<CoreTrace> traces(n_tasks);
+  std::vector<std::unique_ptr<CoreL1>> l1(n_tasks);
+  for (int i = 0; i < n_tasks; ++i) {
+    l1[i] = std::make_unique<CoreL1>();
+    l1[i]->slots.resize(tasks[i].group_size);
+  }
+  const PartialLayout layout(geo.qpk, op.head_dim);
+  const int64_t merge_tiles = 3LL * geo.q_tile_rows * (geo.hd_tiles + 2);
+  auto q_of = [&](const Work& w) {
+    return compute ? op.q + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim
+                   : nullptr;
+  };
+
+  // The last step of a work: merge the optional new-token part, normalize, write the output.
+  auto finish_work = [&](const Work& w, PartialNode cache_part, CoreTrace& ct, float* scores) {
+    ct.merge_tiles += static_cast<int64_t>(geo.q_tile_rows) * geo.hd_tiles;  // normalize
+    if (op.new_kv != nullptr) {
+      ct.dram_bytes += 2 * op.new_kv->RowBytes();
+      ct.merge_tiles += merge_tiles;
+    }
+    if (!compute) return;
+    if (op.new_kv != nullptr) {
+      PartialNode extra;
+      ChunkPartial(q_of(w), layout, op.new_kv->Keys(w.b, w.g, 0, 1), op.new_kv->Values(w.b, w.g, 0, 1),
+                   op.scale, nullptr, 0, scores, &extra);
+      layout.Merge(cache_part, extra);
+    }
+    layout.Normalize(cache_part,
+                     op.out + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim);
+  };
+
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);  // [qpk, chunk] scratch
+#pragma omp for schedule(static)
+    for (int i = 0; i < n_tasks; ++i) {
+      const CoreTask& t = tasks[i];
+      CoreTrace& ct = traces[i];
+      ct.chip = t.chip;
+      ct.core = t.core;
+      ct.works = static_cast<int>(t.works.size());
+      ct.group_size = t.group_size;
+      ct.rank = t.rank;
+      ct.chunk_rows = chunk;
+      for (int wi : t.works) {
+        const Work& w = chip_works[t.chip][wi];
+        const int c0 = t.group_size > 1 ? t.chunk_begin : 0;
+        const int c1 = t.group_size > 1 ? t.chunk_end : w.n_chunks;
+        CanonicalMerger merger(layout);
+        for (int c = c0; c < c1; ++c) {
+          const int start = c * chunk;
+          const int rows = std::min(chunk, w.limit - start);  // attended rows
+          const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);  // whole tiles
+          ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();
+          const int64_t kt = CeilDiv(read_rows, 32);
+          ct.matmul_tiles += 2LL * geo.q_tile_rows * kt * geo.hd_tiles;  // Q K^T and P V
+          ct.sfpu_tiles += static_cast<int64_t>(geo.q_tile_rows) * (4 * kt + geo.hd_tiles + 2);
+          ++ct.chunks;
+          PartialNode node{0, c, {}};
+          if (compute) {
+            const float* mask =
+                op.mask == nullptr ? nullptr
+                                   : op.mask + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) *
+                                                   op.kv_len + start;
+            ChunkPartial(q_of(w), layout, op.kv->Keys(w.b, w.g, start, rows),
+                         op.kv->Values(w.b, w.g, start, rows), op.scale, mask, op.kv_len,
+                         scores.data(), &node);
+          }
+          merger.Push(std::move(node));
+        }
+        if (t.group_size == 1) {
+          PartialNode result = merger.Finish(compute);
+          ct.merge_tiles += merge_tiles * merger.merges();
+          finish_work(w, std::move(result), ct, scores.data());
+        } else {
+          ct.merge_tiles += merge_tiles * merger.merges();
+          l1[i]->out = merger.TakeNodes();
+        }
+      }
+    }
+  }
+
+  // ---- Reduction: NoC writes of partials into the receiver's L1 slot + a semaphore increment.
+  auto noc_write = [&](int src, int dst, int step) {
+    const int64_t bytes = static_cast<int64_t>(l1[src]->out.size()) * geo.partial_bytes;
+    traces[src].writes.push_back(
+        {tasks[dst].core, bytes, NocHops(chip, tasks[src].core, tasks[dst].core), step});
+    l1[dst]->slots[tasks[src].rank] = std::move(l1[src]->out);
+    l1[src]->out.clear();
+    l1[dst]->semaphore.fetch_add(1);
+  };
+  // Receiver side: wait for `expected` increments, then fold its own and the received partials.
+  auto receive = [&](int i, int expected, int from_rank, int to_rank, int step) {
+    CoreTrace& ct = traces[i];
+    ++ct.sem_waits;
+    WC_CHECK(l1[i]->semaphore.load() == expected, "semaphore ", l1[i]->semaphore.load(),
+             " != ", expected);
+    l1[i]->semaphore.store(0);
+    ct.received_per_step.resize(step + 1, 0);
+    ct.received_per_step[step] = expected;
+    CanonicalMerger merger(layout);
+    for (auto& n : l1[i]->out) merger.Push(std::move(n));
+    for (int r = from_rank; r < to_rank; ++r)
+      for (auto& n : l1[i]->slots[r]) merger.Push(std::move(n));
+    ct.merge_tiles += merge_tiles * merger.merges();
+    return merger;
+  };
+  std::vector<int> reducers;
+  for (int i = 0; i < n_tasks; ++i)
+    if (tasks[i].group_size > 1 && tasks[i].rank == 0) reducers.push_back(i);
+  const int n_reducers = static_cast<int>(reducers.size());
+  if (config_.reduction == Reduction::kFlat) {
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < n_tasks; ++i)
+      if (tasks[i].group_size > 1 && tasks[i].rank > 0) noc_write(i, tasks[i].reducer_task, 0);
+  } else {
+    // Binary tree: at step s, rank r with r % 2^(s+1) == 2^s writes to rank r - 2^s.
+    for (int step = 0; (1 << step) < max_group; ++step) {
+      const int stride = 1 << step;
+#pragma omp parallel for schedule(static)
+      for (int i = 0; i < n_tasks; ++i) {
+        const CoreTask& t = tasks[i];
+        if (t.group_size > 1 && t.rank % (2 * stride) == stride)
+          noc_write(i, tasks[t.reducer_task].group_tasks[t.rank - stride], step);
+      }
+#pragma omp parallel for schedule(static)
+      for (int i = 0; i < n_tasks; ++i) {
+        const CoreTask& t = tasks[i];
+        if (t.group_size <= 1 || t.rank % (2 * stride) != 0 || t.rank + stride >= t.group_size) continue;
+        CanonicalMerger merger = receive(i, 1, t.rank + stride, t.rank + stride + 1, step);
+        l1[i]->out = merger.TakeNodes();
+      }
+    }
+  }
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);
+#pragma omp for schedule(static)
+    for (int k = 0; k < n_reducers; ++k) {
+      const int i = reducers[k];
+      const CoreTask& t = tasks[i];
+      CanonicalMerger merger(layout);
+      if (config_.reduction == Reduction::kFlat) {
+        merger = receive(i, t.group_size - 1, 1, t.group_size, 0);
+      } else {
+        for (auto& n : l1[i]->out) merger.Push(std::move(n));
+      }
+      const int64_t counted = config_.reduction == Reduction::kFlat ? merger.merges() : 0;
+      PartialNode result = merger.Finish(compute);
+      traces[i].merge_tiles += merge_tiles * (merger.merges() - counted);
+      finish_work(chip_works[t.chip][t.works[0]], std::move(result), traces[i], scores.data());
+    }
+  }
+
+  for (auto& ct : traces) {
+    trace.dram_bytes += ct.dram_bytes;
+    for (const auto& w : ct.writes) trace.noc_bytes += static_cast<double>(w.bytes);
+  }
+  trace.cores_used = n_tasks;
+  trace.cores = std::move(traces);
+  return trace;
+}
+
+}  // namespace wc

@@ -1,0 +1,56 @@
+// Tenstorrent Wormhole chip and mesh figures (from Tenstorrent's public documentation), kept in one
+// place. Everything the emulator and the performance model assume about the hardware is here.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace wc {
+
+struct WormholeChipSpec {
+  int grid_x = 8;                   // Tensix grid columns
+  int grid_y = 10;                  // Tensix grid rows
+  int compute_x = 8;                // compute grid used by ops: 8 x 8 = 64 cores
+  int compute_y = 8;
+  int l1_bytes = 1464 * 1024;       // L1 per core (1.5 MB, 1464 KiB usable)
+  double clock_ghz = 1.0;           // 1 cycle = 1 ns
+  int dram_channels = 12;           // GDDR6, 12 GB
+  double dram_peak_gbps = 288.0;
+  double dram_achievable_gbps = 256.0;  // measured ~250-267 GB/s
+  double dram_latency_ns = 600.0;       // first byte of a read request
+  double core_dram_read_gbps = 32.0;    // one core's NoC read port (32 B/cycle)
+  double noc_bytes_per_cycle = 32.0;    // per link, per direction
+  double noc_large_transfer_bytes_per_cycle = 30.0;  // effective for transfers >= 2 KB
+  int noc_hop_cycles = 9;               // router + link per hop
+  int noc_write_overhead_cycles = 68;   // per transfer issue/ack; small writes are slow
+  int semaphore_inc_cycles = 40;        // a remote atomic increment round trip
+  int tile_dim = 32;                    // 32 x 32 tiles of four 16 x 16 faces
+  int matmul_tile_cycles_lofi = 16;     // per 32x32x32 tile matmul at each math fidelity
+  int matmul_tile_cycles_hifi2 = 32;
+  int matmul_tile_cycles_hifi4 = 64;
+  int sfpu_tile_cycles = 64;            // exp/max/sum/scale on one tile (vector unit)
+  int bfp8_tile_bytes = 1088;           // 1024 mantissa bytes + 64 shared exponents (1 per 16)
+  int kernel_launch_cycles = 2000;      // dispatch + program start of one op
+};
+
+struct EthernetSpec {
+  double link_gbps = 12.5;   // per direction
+  double hop_latency_us = 0.7;
+};
+
+// A mesh of chips joined by ethernet. Attention heads are split over `chips`.
+struct MeshSpec {
+  std::string name;
+  int chips = 1;
+  int rows = 1, cols = 1;  // logical arrangement
+  WormholeChipSpec chip;
+  EthernetSpec eth;
+  int cores_per_chip() const { return chip.compute_x * chip.compute_y; }
+};
+
+// n150 (1 chip), n300 (2), n300x2 (4, two n300 cards), t3k (8 as 2x4), galaxy (32 as 4x8).
+// Throws wc::Error naming --mesh for an unknown name.
+MeshSpec MeshPreset(const std::string& name);
+std::vector<std::string> MeshPresetNames();
+
+}  // namespace wc
