@@ -18,6 +18,18 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option("--lm-head-fractures", o.lm_head_fractures,
                   "Slices the padded LM head is computed in (seed fracture_vocab_factor)")
       ->capture_default_str();
+  cmd->add_option("--attention", o.attention,
+                  "Attention engine: flash (FlashDecode on the emulated mesh) or reference")
+      ->capture_default_str();
+  cmd->add_option("--mesh", o.mesh, "Emulated Wormhole mesh: n150, n300, n300x2, t3k, galaxy")
+      ->capture_default_str();
+  cmd->add_option("--reduction", o.reduction, "FlashDecode reduction: flat or tree")
+      ->capture_default_str();
+  cmd->add_option("--max-cores-per-head", o.max_cores_per_head,
+                  "FlashDecode max_cores_per_head_batch")
+      ->capture_default_str();
+  cmd->add_option("--k-chunk-size", o.k_chunk_size, "FlashDecode K/V chunk rows (0 = auto)")
+      ->capture_default_str();
 }
 
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
@@ -49,6 +61,14 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   m.kv_dtype = ParseKVDType(o.kv_dtype);
   ModelOptions mo;
   mo.lm_head_fractures = o.lm_head_fractures;
+  if (o.attention != "flash" && o.attention != "reference")
+    throw Error(Cat("--attention '", o.attention, "' is not supported; choose flash or reference"));
+  mo.attention = o.attention == "flash" ? AttentionImpl::kFlashDecode : AttentionImpl::kReference;
+  mo.mesh = o.mesh;
+  MeshPreset(o.mesh);  // validates the name before any file is read
+  mo.flash.reduction = ParseReduction(o.reduction);
+  mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
+  mo.flash.k_chunk_size = o.k_chunk_size;
   m.model = FalconModel::Load(m.dir, mo);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;

@@ -75,19 +75,19 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
   }
 }
 
-MatrixRef KVCache::Keys(int layer, int user, int kv_head, int len) const {
-  WC_CHECK(len >= 0 && len <= shape_.max_seq, "len ", len);
+MatrixRef KVCache::Keys(int layer, int user, int kv_head, int start, int len) const {
+  WC_CHECK(start >= 0 && len >= 0 && start + len <= shape_.max_seq, "rows ", start, "+", len);
   MatrixRef m;
   m.dtype = dtype_ == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
   m.rows = len;
   m.cols = m.row_stride = shape_.head_dim;
-  m.data = k_[layer].data() + Offset(user, kv_head, 0) * KVDTypeBytes(dtype_);
+  m.data = k_[layer].data() + Offset(user, kv_head, start) * KVDTypeBytes(dtype_);
   return m;
 }
 
-MatrixRef KVCache::Values(int layer, int user, int kv_head, int len) const {
-  MatrixRef m = Keys(layer, user, kv_head, len);
-  m.data = v_[layer].data() + Offset(user, kv_head, 0) * KVDTypeBytes(dtype_);
+MatrixRef KVCache::Values(int layer, int user, int kv_head, int start, int len) const {
+  MatrixRef m = Keys(layer, user, kv_head, start, len);
+  m.data = v_[layer].data() + Offset(user, kv_head, start) * KVDTypeBytes(dtype_);
   return m;
 }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kvcache/kv_view.h"
 
 namespace wc {
 
@@ -45,9 +46,11 @@ class KVCache {
   // Throws wc::Error if pos is outside [0, max_seq) ("KV cache full").
   void Write(int layer, int user, int pos, const float* k, const float* v);
 
-  // Views of the first `len` cached rows of one KV head: [len, head_dim] in the stored dtype.
-  MatrixRef Keys(int layer, int user, int kv_head, int len) const;
-  MatrixRef Values(int layer, int user, int kv_head, int len) const;
+  // Views of cached rows [start, start + len) of one KV head: [len, head_dim], stored dtype.
+  MatrixRef Keys(int layer, int user, int kv_head, int start, int len) const;
+  MatrixRef Values(int layer, int user, int kv_head, int start, int len) const;
+  // Bytes of one stored K (or V) row.
+  double RowBytes() const { return static_cast<double>(shape_.head_dim) * KVDTypeBytes(dtype_); }
 
  private:
   int64_t Offset(int user, int kv_head, int pos) const;
@@ -57,6 +60,29 @@ class KVCache {
   // Per layer: [user_rows, n_kv_heads, max_seq, head_dim] elements of dtype_, as raw bytes.
   std::vector<std::vector<uint8_t>> k_;
   std::vector<std::vector<uint8_t>> v_;
+};
+
+// One layer of a KVCache seen by an attention engine: batch entry b reads user row users[b],
+// shifted by offsets[b] rows (0 for the cache part; the token's own position for the seed-001 "new
+// token" part). The arrays must outlive the view.
+class KVCacheLayerView : public KVView {
+ public:
+  KVCacheLayerView(const KVCache& cache, int layer, const int32_t* users, const int32_t* offsets)
+      : cache_(cache), layer_(layer), users_(users), offsets_(offsets) {}
+  MatrixRef Keys(int b, int h, int start, int len) const override {
+    return cache_.Keys(layer_, users_[b], h, offsets_[b] + start, len);
+  }
+  MatrixRef Values(int b, int h, int start, int len) const override {
+    return cache_.Values(layer_, users_[b], h, offsets_[b] + start, len);
+  }
+  double RowBytes() const override { return cache_.RowBytes(); }
+  int head_dim() const override { return cache_.shape().head_dim; }
+
+ private:
+  const KVCache& cache_;
+  int layer_;
+  const int32_t* users_;
+  const int32_t* offsets_;
 };
 
 }  // namespace wc

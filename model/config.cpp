@@ -217,8 +217,8 @@ FalconConfig PresetConfig(const std::string& name) {
     c.hidden_size = 512;
     c.n_head = 8;
     c.n_kv_heads = 2;
-    c.n_layers = 4;
-    c.vocab_size = 8192;
+    c.n_layers = 3;
+    c.vocab_size = 4096;
     c.new_decoder_architecture = true;
     c.parallel_attn = true;
     c.bias = false;
@@ -230,7 +230,7 @@ FalconConfig PresetConfig(const std::string& name) {
     for (const auto& n : PresetNames()) names += (names.empty() ? "" : ", ") + n;
     throw Error(Cat("unknown preset '", name, "'; choose one of: ", names));
   }
-  c.ffn_hidden_size = 4 * c.hidden_size;
+  c.ffn_hidden_size = name == "tiny" ? 2048 : 4 * c.hidden_size;
   c.Validate(Cat("preset ", name));
   return c;
 }

@@ -54,10 +54,12 @@ std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
 
 FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
                          const ModelOptions& options)
-    : config_(config),
+    : options_(options),
+      config_(config),
       weights_(std::move(weights)),
       lm_head_(weights_.lm_head, options.lm_head_fractures),
-      rope_(config.head_dim(), config.rope_theta) {}
+      rope_(config.head_dim(), config.rope_theta),
+      engine_(MeshPreset(options.mesh), options.flash) {}
 
 KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   KVCacheShape s;
@@ -141,24 +143,8 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
     cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
   }
 
-  // Attention of each (token, KV group) over its user's cached positions [0, pos].
   std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  int max_len = 0;
-  for (int64_t t = 0; t < n; ++t) max_len = std::max(max_len, batch.positions[t] + 1);
-#pragma omp parallel
-  {
-    std::vector<float> scores(static_cast<size_t>(q_per_kv) * max_len);  // [q_per_kv, kv_len]
-#pragma omp for schedule(static)
-    for (int64_t work = 0; work < n * n_kv; ++work) {
-      const int64_t t = work / n_kv;
-      const int g = static_cast<int>(work % n_kv);
-      const int len = batch.positions[t] + 1, user = batch.user_rows[t];
-      ReferenceAttentionGroup(&q[(t * n_head + g * q_per_kv) * hd], q_per_kv,
-                              cache.Keys(l, user, g, len), cache.Values(l, user, g, len), scale,
-                              scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
-    }
-  }
+  Attention(l, batch, cache, q.data(), attn.data());
   std::vector<float> attn_out(x.size());  // [n, hidden]
   MatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data());
 
@@ -181,6 +167,56 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
                 &xm[t * hidden], hidden);
     mlp(xm, mlp_out);
     for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
+  }
+}
+
+void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache, const float* q,
+                            float* attn) const {
+  const int64_t n = static_cast<int64_t>(batch.size());
+  const int n_head = config_.n_head, n_kv = config_.n_kv_heads, q_per_kv = n_head / n_kv;
+  const int64_t hd = config_.head_dim();
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  if (options_.attention == AttentionImpl::kFlashDecode) {
+    // Seed 001 split: each token attends its row's cached positions [0, pos) and, as a second
+    // part merged at the end, its own K/V (already written at pos, so prefill and decode agree).
+    std::vector<int32_t> cur_pos(n), zeros(n, 0);  // [n]
+    for (int64_t t = 0; t < n; ++t) cur_pos[t] = batch.positions[t] - 1;
+    const KVCacheLayerView cached(cache, l, batch.user_rows.data(), zeros.data());
+    const KVCacheLayerView own(cache, l, batch.user_rows.data(), batch.positions.data());
+    DecodeAttentionOp op;
+    op.bsz = static_cast<int>(n);
+    op.n_q_heads = n_head;
+    op.n_kv_heads = n_kv;
+    op.head_dim = static_cast<int>(hd);
+    op.kv_len = cache.shape().max_seq;
+    op.q = q;
+    op.kv = &cached;
+    op.cur_pos = cur_pos.data();
+    op.new_kv = &own;
+    op.scale = scale;
+    op.out = attn;
+    const OpTrace trace = engine_.Run(op);
+    ++totals_.ops;
+    totals_.dram_bytes += trace.dram_bytes;
+    totals_.noc_bytes += trace.noc_bytes;
+    totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);
+    return;
+  }
+  // Reference (the oracle): each (token, KV group) over its row's positions [0, pos].
+  int max_len = 0;
+  for (int64_t t = 0; t < n; ++t) max_len = std::max(max_len, batch.positions[t] + 1);
+#pragma omp parallel
+  {
+    std::vector<float> scores(static_cast<size_t>(q_per_kv) * max_len);  // [q_per_kv, kv_len]
+#pragma omp for schedule(static)
+    for (int64_t work = 0; work < n * n_kv; ++work) {
+      const int64_t t = work / n_kv;
+      const int g = static_cast<int>(work % n_kv);
+      const int len = batch.positions[t] + 1, user = batch.user_rows[t];
+      ReferenceAttentionGroup(&q[(t * n_head + g * q_per_kv) * hd], q_per_kv,
+                              cache.Keys(l, user, g, 0, len), cache.Values(l, user, g, 0, len),
+                              scale, scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
+    }
   }
 }
 

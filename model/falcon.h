@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/flash_decode.h"
 #include "kernels/ops.h"
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
@@ -36,8 +37,21 @@ struct TokenBatch {
   size_t size() const { return tokens.size(); }
 };
 
+enum class AttentionImpl { kFlashDecode, kReference };
+
 struct ModelOptions {
-  int lm_head_fractures = 8;  // --lm-head-fractures
+  int lm_head_fractures = 8;                              // --lm-head-fractures
+  AttentionImpl attention = AttentionImpl::kFlashDecode;  // --attention flash|reference
+  std::string mesh = "n150";                              // --mesh
+  FlashDecodeConfig flash;  // --k-chunk-size, --max-cores-per-head, --reduction
+};
+
+// What the emulated mesh did for the attention of the forward passes so far.
+struct AttentionTotals {
+  int64_t ops = 0;        // engine runs (one per layer per Forward)
+  double dram_bytes = 0;  // K/V bytes read, stored format
+  double noc_bytes = 0;   // partials moved between cores
+  int64_t max_cores_used = 0;
 };
 
 class FalconModel {
@@ -51,6 +65,9 @@ class FalconModel {
   const FalconWeights& weights() const { return weights_; }
   const FracturedLMHead& lm_head() const { return lm_head_; }
   KVCacheShape CacheShape(int user_rows, int max_seq) const;
+  const ModelOptions& options() const { return options_; }
+  // Totals of the emulated attention ops since construction (FlashDecode only).
+  const AttentionTotals& attention_totals() const { return totals_; }
 
   // Runs `batch` through the decoder, writing each token's K/V into `cache`.
   //   logits: resized to [batch.logit_rows.size(), vocab_size]
@@ -59,11 +76,17 @@ class FalconModel {
 
  private:
   void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x) const;
+  // attn [n, n_head, head_dim] = attention of q [n, n_head, head_dim] over each token's user row.
+  void Attention(int layer, const TokenBatch& batch, const KVCache& cache, const float* q,
+                 float* attn) const;
 
+  ModelOptions options_;
   FalconConfig config_;
   FalconWeights weights_;
   FracturedLMHead lm_head_;
   Rope rope_;
+  FlashDecodeEngine engine_;
+  mutable AttentionTotals totals_;
 };
 
 }  // namespace wc
