@@ -13,5 +13,7 @@ void RegisterLogits(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterInfo(CLI::App& app);
 void RegisterInit(CLI::App& app);
+void RegisterMeshBench(CLI::App& app);
+void RegisterBench(CLI::App& app);
 
 }  // namespace wc

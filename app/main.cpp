@@ -17,6 +17,8 @@ int main(int argc, char** argv) {
   wc::RegisterTokenize(app);
   wc::RegisterInfo(app);
   wc::RegisterInit(app);
+  wc::RegisterMeshBench(app);
+  wc::RegisterBench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -89,7 +89,8 @@ FlashDecodeEngine::FlashDecodeEngine(const MeshSpec& mesh, const FlashDecodeConf
 
 int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk, int group_size) const {
   const Geometry g = MakeGeometry(op);
-  const int kv_tile_bytes = static_cast<int>(std::ceil(op.kv->RowBytes() * 32));  // 32 rows
+  // One 32 x 32 tile: 32 rows of 32 of the head_dim values (the row bytes cover head_dim values).
+  const int kv_tile_bytes = static_cast<int>(std::ceil(op.kv->RowBytes() * 32 * 32 / op.head_dim));
   const int64_t chunk_tiles = static_cast<int64_t>(chunk / 32) * g.hd_tiles;
   int64_t bytes = 0;
   bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // Q
@@ -221,10 +222,13 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
 
   // The last step of a work: merge the optional new-token part, normalize, write the output.
   auto finish_work = [&](const Work& w, PartialNode cache_part, CoreTrace& ct, float* scores) {
-    ct.merge_tiles += static_cast<int64_t>(geo.q_tile_rows) * geo.hd_tiles;  // normalize
+    const int64_t normalize_tiles = static_cast<int64_t>(geo.q_tile_rows) * geo.hd_tiles;
+    ct.merge_tiles += normalize_tiles;
+    ct.final_merge_tiles += normalize_tiles;
     if (op.new_kv != nullptr) {
       ct.dram_bytes += 2 * op.new_kv->RowBytes();
       ct.merge_tiles += merge_tiles;
+      ct.final_merge_tiles += merge_tiles;
     }
     if (!compute) return;
     if (op.new_kv != nullptr) {
@@ -237,10 +241,12 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
                      op.out + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim);
   };
 
+  // Tasks are handed out dynamically (a busy host thread must not hold the others up); every
+  // task's result depends only on the task, so the schedule never changes a bit.
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);  // [qpk, chunk] scratch
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic, 1)
     for (int i = 0; i < n_tasks; ++i) {
       const CoreTask& t = tasks[i];
       CoreTrace& ct = traces[i];
@@ -267,12 +273,18 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
           PartialNode node{0, c, {}};
           if (compute) {
             const float* mask =
-                op.mask == nullptr ? nullptr
-                                   : op.mask + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) *
-                                                   op.kv_len + start;
+                op.mask == nullptr
+                    ? nullptr
+                    : op.mask +
+                          (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.kv_len +
+                          start;
+            const int next = start + chunk;  // prefetched while this chunk is summed
+            const MatrixRef next_k =
+                c + 1 < c1 ? op.kv->Keys(w.b, w.g, next, std::min(chunk, w.limit - next))
+                           : MatrixRef{};
             ChunkPartial(q_of(w), layout, op.kv->Keys(w.b, w.g, start, rows),
                          op.kv->Values(w.b, w.g, start, rows), op.scale, mask, op.kv_len,
-                         scores.data(), &node);
+                         scores.data(), &node, next_k);
           }
           merger.Push(std::move(node));
         }
@@ -289,6 +301,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   }
 
   // ---- Reduction: NoC writes of partials into the receiver's L1 slot + a semaphore increment.
+  // It merges a few small partials per core, so it runs on the calling thread: no parallel region
+  // per step to wait in on a busy host.
   auto noc_write = [&](int src, int dst, int step) {
     const int64_t bytes = static_cast<int64_t>(l1[src]->out.size()) * geo.partial_bytes;
     traces[src].writes.push_back(
@@ -311,6 +325,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     for (int r = from_rank; r < to_rank; ++r)
       for (auto& n : l1[i]->slots[r]) merger.Push(std::move(n));
     ct.merge_tiles += merge_tiles * merger.merges();
+    ct.merge_tiles_per_step.resize(step + 1, 0);
+    ct.merge_tiles_per_step[step] += merge_tiles * merger.merges();
     return merger;
   };
   std::vector<int> reducers;
@@ -318,20 +334,17 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     if (tasks[i].group_size > 1 && tasks[i].rank == 0) reducers.push_back(i);
   const int n_reducers = static_cast<int>(reducers.size());
   if (config_.reduction == Reduction::kFlat) {
-#pragma omp parallel for schedule(static)
     for (int i = 0; i < n_tasks; ++i)
       if (tasks[i].group_size > 1 && tasks[i].rank > 0) noc_write(i, tasks[i].reducer_task, 0);
   } else {
     // Binary tree: at step s, rank r with r % 2^(s+1) == 2^s writes to rank r - 2^s.
     for (int step = 0; (1 << step) < max_group; ++step) {
       const int stride = 1 << step;
-#pragma omp parallel for schedule(static)
       for (int i = 0; i < n_tasks; ++i) {
         const CoreTask& t = tasks[i];
         if (t.group_size > 1 && t.rank % (2 * stride) == stride)
           noc_write(i, tasks[t.reducer_task].group_tasks[t.rank - stride], step);
       }
-#pragma omp parallel for schedule(static)
       for (int i = 0; i < n_tasks; ++i) {
         const CoreTask& t = tasks[i];
         if (t.group_size <= 1 || t.rank % (2 * stride) != 0 || t.rank + stride >= t.group_size) continue;
@@ -340,10 +353,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
       }
     }
   }
-#pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);
-#pragma omp for schedule(static)
     for (int k = 0; k < n_reducers; ++k) {
       const int i = reducers[k];
       const CoreTask& t = tasks[i];
@@ -356,6 +367,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
       const int64_t counted = config_.reduction == Reduction::kFlat ? merger.merges() : 0;
       PartialNode result = merger.Finish(compute);
       traces[i].merge_tiles += merge_tiles * (merger.merges() - counted);
+      traces[i].final_merge_tiles += merge_tiles * (merger.merges() - counted);
       finish_work(chip_works[t.chip][t.works[0]], std::move(result), traces[i], scores.data());
     }
   }

@@ -68,6 +68,12 @@ struct CoreTrace {
   std::vector<int> received_per_step;  // partial messages received at each reduction step
   int64_t sem_waits = 0;
   int64_t merge_tiles = 0;  // tile operations spent merging and normalizing partials
+  // The part of merge_tiles spent after each reduction step's semaphore wait (parallel to
+  // received_per_step), and after the last step (reducer's final fold, new-token merge and
+  // normalization; for a core without reduction: its normalization). The rest is the fold of its
+  // own chunk partials, which the hardware does as the per-chunk online-softmax rescale.
+  std::vector<int64_t> merge_tiles_per_step;
+  int64_t final_merge_tiles = 0;
 };
 
 struct OpTrace {

@@ -1,10 +1,11 @@
 #include "attention/softmax_partial.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "attention/reference_attention.h"
-#include "kernels/ops.h"
+#include "kernels/decode_attention.h"
 #include "util/error.h"
 
 namespace wc {
@@ -50,37 +51,38 @@ void PartialLayout::Normalize(const PartialNode& n, float* out) const {
   }
 }
 
-void ChunkPartial(const float* q, const PartialLayout& layout, const MatrixRef& k, const MatrixRef& v,
-                  float scale, const float* mask, int64_t mask_stride, float* scores, PartialNode* node) {
-  const int n_heads = layout.n_heads(), head_dim = layout.head_dim();
+void ChunkPartial(const float* q, const PartialLayout& layout, const MatrixRef& k,
+                  const MatrixRef& v, float scale, const float* mask, int64_t mask_stride,
+                  float* scores, PartialNode* node, const MatrixRef& next_k) {
+  const int n_heads = layout.n_heads();
   const int64_t rows = k.rows;
   node->data.assign(layout.floats(), 0.0f);
-  MatMulSerial(q, n_heads, head_dim, k, nullptr, scores, rows, 0, rows);
+  // Memory streams while the core computes: K's first rows now (the scores kernel prefetches the
+  // rest, and V along), the next chunk's K along the P.V sum.
+  PrefetchRows(k, kChunkPrefetchRows);
+  // scores [n_heads, rows] = scale * q k^T (+ mask), then exp(s - m) in place: the P.V weights.
+  AttentionScores(q, n_heads, k, scale, scores, v);
   for (int h = 0; h < n_heads; ++h) {
     float* s = scores + h * rows;
-    float mx = -std::numeric_limits<float>::infinity();
-    for (int64_t p = 0; p < rows; ++p) {
-      s[p] *= scale;
-      if (mask != nullptr) s[p] += mask[h * mask_stride + p];
-      mx = std::max(mx, s[p]);
-    }
+    if (mask != nullptr)
+      for (int64_t p = 0; p < rows; ++p) s[p] += mask[h * mask_stride + p];
+    const float mx = MaxOf(s, rows);
     layout.m(*node)[h] = mx;
-    if (mx == -std::numeric_limits<float>::infinity()) continue;  // all masked: empty
-    float sum = 0.0f;
-    float* o = layout.o(*node) + static_cast<int64_t>(h) * head_dim;
-    for (int64_t p = 0; p < rows; ++p) {
-      const float e = std::exp(s[p] - mx);
-      sum += e;
-      AccumulateRow(e, v, p, o);
+    if (mx == -std::numeric_limits<float>::infinity()) {  // all masked: an empty partial
+      std::fill(s, s + rows, 0.0f);
+      continue;
     }
-    layout.l(*node)[h] = sum;
+    layout.l(*node)[h] = ExpShiftSum(s, rows, mx);
   }
+  // O [n_heads, head_dim] = sum over rows, in order, of the weights times V.
+  AccumulateWeightedRows(scores, rows, n_heads, v, layout.o(*node), next_k);
 }
 
 void CanonicalMerger::Push(PartialNode node) {
   while (!stack_.empty()) {
     PartialNode& top = stack_.back();
-    const bool siblings = top.level == node.level && top.index % 2 == 0 && top.index + 1 == node.index;
+    const bool siblings =
+        top.level == node.level && top.index % 2 == 0 && top.index + 1 == node.index;
     if (!siblings) break;
     layout_->Merge(top, node);
     ++merges_;

@@ -1,0 +1,478 @@
+#include "kernels/decode_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include "util/bf16.h"
+#include "util/error.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/decode_attention.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// (after highway.h, which they need; a blank line keeps clang-format from sorting them first)
+
+#include "hwy/cache_control.h"
+#include "hwy/contrib/math/math-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+
+// Loads of N consecutive 16-bit values as f32 lanes, and the scalar equivalent for tails.
+HWY_INLINE VF LoadHalf(DF df, const uint16_t* p, DType dtype) {
+  if (dtype == DType::kBF16) {
+    const hn::RebindToUnsigned<DF> du32;
+    const hn::Rebind<uint16_t, DF> du16;
+    return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du32, hn::LoadU(du16, p))));
+  }
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+HWY_INLINE float Scalar(const uint16_t* p, DType dtype) {
+  return dtype == DType::kBF16 ? BF16ToF32(*p) : F16ToF32(*p);
+}
+
+// A row source: F32 rows, or 16-bit rows of one dtype.
+struct F32Rows {
+  const float* base;
+  int64_t stride;
+  HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
+    for (int64_t c = 0; c < cols; c += 16) hwy::Prefetch(base + r * stride + c);
+  }
+  HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
+    return hn::LoadU(df, base + r * stride + c);
+  }
+  HWY_INLINE float At(int64_t r, int64_t c) const { return base[r * stride + c]; }
+};
+template <DType kDType>
+struct Half16Rows {
+  const uint16_t* base;
+  int64_t stride;
+  HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
+    for (int64_t c = 0; c < cols; c += 32) hwy::Prefetch(base + r * stride + c);
+  }
+  HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
+    return LoadHalf(df, base + r * stride + c, kDType);
+  }
+  HWY_INLINE float At(int64_t r, int64_t c) const { return Scalar(base + r * stride + c, kDType); }
+};
+
+// Rows ahead of the one being computed whose cache lines are prefetched: the chunk streams from
+// DRAM, and the prefetches keep enough misses in flight while the core computes.
+constexpr int64_t kPrefetchRows = kChunkPrefetchRows;
+
+// The rows of a second matrix (the V of this chunk, the K of the next), prefetched into L2 at the
+// pace a kernel walks its own rows, so memory keeps streaming while the core computes.
+struct Along {
+  const uint8_t* base = nullptr;
+  int64_t rows = 0, row_bytes = 0, stride = 0;
+  explicit Along(const MatrixRef& m)
+      : base(static_cast<const uint8_t*>(m.data)),
+        rows(m.data != nullptr ? m.rows : 0),
+        row_bytes(m.cols * DTypeSize(m.dtype)),
+        stride(m.row_stride * DTypeSize(m.dtype)) {}
+  HWY_INLINE void Row(int64_t r) const {
+    if (r >= rows) return;
+    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(base + r * stride + b, 0, 1);
+  }
+};
+
+#if HWY_TARGET != HWY_SCALAR
+// The 128-bit blocks of v added together (one block for 128-bit targets).
+template <class D>
+HWY_INLINE auto FoldBlocks(D d, hn::Vec<D> v) {
+  if constexpr (hn::MaxLanes(D()) <= 4) {
+    (void)d;
+    return v;
+  } else {
+    const hn::Half<D> dh;
+    return FoldBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
+  }
+}
+#endif
+
+// out[i] = scale * (sum of the lanes of (a, b, c, d)[i]), i < 4, each with the same fixed pairing
+// (so a vector's sum does not depend on its position or on the other three).
+HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
+#if HWY_TARGET == HWY_SCALAR
+  out[0] = hn::GetLane(a) * scale;
+  out[1] = hn::GetLane(b) * scale;
+  out[2] = hn::GetLane(c) * scale;
+  out[3] = hn::GetLane(d) * scale;
+  (void)df;
+#else
+  const hn::Repartition<uint64_t, DF> du64;
+  // Per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3] and the same for c, d.
+  const VF ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
+  const VF cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
+  // Per block: [a, b, c, d] partial sums; then the blocks added together.
+  const VF abcd = hn::Add(
+      hn::BitCast(df, hn::InterleaveLower(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))),
+      hn::BitCast(df, hn::InterleaveUpper(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))));
+  const hn::Full128<float> d4;
+  hn::StoreU(hn::Mul(FoldBlocks(df, abcd), hn::Set(d4, scale)), d4, out);
+#endif
+}
+
+// The dot products of NR <= 4 rows (from row p) with NH <= 4 heads, one accumulator per row and
+// head: each Q vector is loaded once for the NR rows. A row's operations never depend on NR or
+// on the other rows, so grouping rows does not change any score.
+template <int NR, int NH, class Rows>
+HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows& k, int64_t p,
+                          int64_t rows, float scale, float* HWY_RESTRICT scores) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[NH][4];
+  for (int h = 0; h < NH; ++h)
+    for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
+  int64_t c = 0;
+  for (; c + nl <= cols; c += nl) {
+    VF kv[NR];
+    for (int r = 0; r < NR; ++r) kv[r] = k.Vec(df, p + r, c);
+    for (int h = 0; h < NH; ++h) {
+      const VF qv = hn::LoadU(df, q + h * cols + c);
+      for (int r = 0; r < NR; ++r) acc[h][r] = hn::MulAdd(qv, kv[r], acc[h][r]);
+    }
+  }
+  if (NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
+    for (int h = 0; h < NH; ++h)
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, scores + h * rows + p);
+    return;
+  }
+  for (int h = 0; h < NH; ++h) {
+    float sums[4];
+    Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], 1.0f, sums);
+    for (int r = 0; r < NR; ++r) {
+      float sum = sums[r];
+      for (int64_t cc = c; cc < cols; ++cc) sum += q[h * cols + cc] * k.At(p + r, cc);
+      scores[h * rows + p + r] = sum * scale;
+    }
+  }
+}
+
+// Scores of NH <= 4 heads against every row, four rows at a time.
+template <int NH, class Rows>
+HWY_INLINE void ScoresHeads(const float* HWY_RESTRICT q, int64_t cols, const Rows& k, int64_t rows,
+                            float scale, float* HWY_RESTRICT scores, const Along& along) {
+  static_assert(NH >= 1 && NH <= 4, "up to 4 heads per pass");
+  int64_t p = 0;
+  for (; p + 4 <= rows; p += 4) {
+    for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
+      k.Prefetch(r, cols);
+    for (int64_t r = p; r < p + 4; ++r) along.Row(r);
+    ScoreRows<4, NH>(q, cols, k, p, rows, scale, scores);
+  }
+  for (; p < rows; ++p) ScoreRows<1, NH>(q, cols, k, p, rows, scale, scores);
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// ScoreRows for BF16 K rows, 2 * lanes columns per load: one 32-bit load holds columns 2i (low
+// half) and 2i + 1 (high half), so the even columns are (bits << 16) and the odd ones
+// (bits & 0xffff0000) - no widening shuffles. qd is Q with each 2 * lanes block deinterleaved the
+// same way: [even columns, odd columns].
+template <int NR, int NH>
+HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
+                              const Half16Rows<DType::kBF16>& k, int64_t p, int64_t rows,
+                              float scale, float* HWY_RESTRICT scores) {
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  const auto high = hn::Set(du, 0xffff0000u);
+  VF acc[NH][4];
+  for (int h = 0; h < NH; ++h)
+    for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
+  for (int64_t c = 0; c < cols; c += 2 * nl) {
+    VF ke[NR], ko[NR];
+    for (int r = 0; r < NR; ++r) {
+      const auto bits =
+          hn::LoadU(du, reinterpret_cast<const uint32_t*>(k.base + (p + r) * k.stride + c));
+      ke[r] = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+      ko[r] = hn::BitCast(df, hn::And(bits, high));
+    }
+    for (int h = 0; h < NH; ++h) {
+      const VF qe = hn::LoadU(df, qd + h * cols + c), qo = hn::LoadU(df, qd + h * cols + c + nl);
+      for (int r = 0; r < NR; ++r) {
+        acc[h][r] = hn::MulAdd(qe, ke[r], acc[h][r]);
+        acc[h][r] = hn::MulAdd(qo, ko[r], acc[h][r]);
+      }
+    }
+  }
+  for (int h = 0; h < NH; ++h) {
+    if (NR == 4) {
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, scores + h * rows + p);
+    } else {
+      float sums[4];
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, sums);
+      for (int r = 0; r < NR; ++r) scores[h * rows + p + r] = sums[r];
+    }
+  }
+}
+
+template <int NH>
+HWY_INLINE void ScoresHeadsBF16(const float* HWY_RESTRICT qd, int64_t cols,
+                                const Half16Rows<DType::kBF16>& k, int64_t rows, float scale,
+                                float* HWY_RESTRICT scores, const Along& along) {
+  int64_t p = 0;
+  for (; p + 4 <= rows; p += 4) {
+    for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
+      k.Prefetch(r, cols);
+    for (int64_t r = p; r < p + 4; ++r) along.Row(r);
+    ScoreRowsBF16<4, NH>(qd, cols, k, p, rows, scale, scores);
+  }
+  for (; p < rows; ++p) ScoreRowsBF16<1, NH>(qd, cols, k, p, rows, scale, scores);
+}
+
+void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, int64_t rows,
+                int64_t cols, float scale, float* scores, const Along& along) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  std::vector<float> qd(static_cast<size_t>(n_heads) * cols);  // [n_heads, cols] deinterleaved
+  for (int h = 0; h < n_heads; ++h)
+    for (int64_t c = 0; c < cols; c += 2 * nl)
+      for (int64_t i = 0; i < nl; ++i) {
+        qd[h * cols + c + i] = q[h * cols + c + 2 * i];
+        qd[h * cols + c + nl + i] = q[h * cols + c + 2 * i + 1];
+      }
+  int h = 0;
+  for (; h + 4 <= n_heads; h += 4)
+    ScoresHeadsBF16<4>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
+                       h == 0 ? along : Along(MatrixRef{}));
+  switch (n_heads - h) {
+    case 3:
+      ScoresHeadsBF16<3>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
+                         h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 2:
+      ScoresHeadsBF16<2>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
+                         h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 1:
+      ScoresHeadsBF16<1>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
+                         h == 0 ? along : Along(MatrixRef{}));
+      break;
+    default:
+      break;
+  }
+}
+#endif
+
+template <class Rows>
+void ScoresImpl(const float* q, int n_heads, const Rows& k, int64_t rows, int64_t cols, float scale,
+                float* scores, const Along& along) {
+  int h = 0;
+  for (; h + 4 <= n_heads; h += 4)
+    ScoresHeads<4>(q + h * cols, cols, k, rows, scale, scores + h * rows,
+                   h == 0 ? along : Along(MatrixRef{}));
+  switch (n_heads - h) {
+    case 3:
+      ScoresHeads<3>(q + h * cols, cols, k, rows, scale, scores + h * rows,
+                     h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 2:
+      ScoresHeads<2>(q + h * cols, cols, k, rows, scale, scores + h * rows,
+                     h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 1:
+      ScoresHeads<1>(q + h * cols, cols, k, rows, scale, scores + h * rows,
+                     h == 0 ? along : Along(MatrixRef{}));
+      break;
+    default:
+      break;
+  }
+}
+
+void AttentionScoresImpl(const float* q, int n_heads, const MatrixRef& k, float scale,
+                         float* scores, const MatrixRef& along_m) {
+  const Along along(along_m);
+  switch (k.dtype) {
+    case DType::kF32:
+      return ScoresImpl(q, n_heads, F32Rows{static_cast<const float*>(k.data), k.row_stride},
+                        k.rows, k.cols, scale, scores, along);
+    case DType::kBF16: {
+      const Half16Rows<DType::kBF16> rows{static_cast<const uint16_t*>(k.data), k.row_stride};
+#if HWY_TARGET != HWY_SCALAR
+      if (k.cols % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
+        return ScoresBF16(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
+#endif
+      return ScoresImpl(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
+    }
+    case DType::kF16:
+      return ScoresImpl(q, n_heads,
+                        Half16Rows<DType::kF16>{static_cast<const uint16_t*>(k.data), k.row_stride},
+                        k.rows, k.cols, scale, scores, along);
+  }
+}
+
+float MaxOfImpl(const float* x, int64_t n) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  VF m = hn::Set(df, -std::numeric_limits<float>::infinity());
+  int64_t i = 0;
+  for (; i + nl <= n; i += nl) m = hn::Max(m, hn::LoadU(df, x + i));
+  float r = hn::GetLane(hn::MaxOfLanes(df, m));
+  for (; i < n; ++i) r = std::max(r, x[i]);
+  return r;
+}
+
+float ExpShiftSumImpl(float* x, int64_t n, float shift) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  const VF vs = hn::Set(df, shift);
+  VF sum = hn::Zero(df);
+  int64_t i = 0;
+  for (; i + nl <= n; i += nl) {
+    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vs));
+    hn::StoreU(e, df, x + i);
+    sum = hn::Add(sum, e);
+  }
+  if (i < n) {  // the tail through the same vector code, padded with -inf (exp = 0)
+    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
+    std::fill(tail, tail + nl, -std::numeric_limits<float>::infinity());
+    std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
+    const VF e = hn::Exp(df, hn::Sub(hn::Load(df, tail), vs));
+    hn::Store(e, df, tail);
+    std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
+    sum = hn::Add(sum, e);
+  }
+  return hn::GetLane(hn::SumOfLanes(df, sum));
+}
+
+// o[h, c0:c0 + NV * lanes] for NH heads over every row, accumulators in registers.
+template <int NH, int NV, class Rows>
+HWY_INLINE void WeightedBlock(const float* HWY_RESTRICT w, int64_t w_stride, const Rows& v,
+                              int64_t rows, int64_t cols, int64_t c0, float* HWY_RESTRICT o,
+                              const Along& along) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  VF acc[NH][NV];
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NV; ++j) acc[h][j] = hn::LoadU(df, o + h * cols + c0 + j * nl);
+  for (int64_t p = 0; p < rows; ++p) {
+    if (c0 == 0) {
+      if (p + kPrefetchRows < rows) v.Prefetch(p + kPrefetchRows, cols);
+      along.Row(p);
+    }
+    VF vv[NV];
+    for (int j = 0; j < NV; ++j) vv[j] = v.Vec(df, p, c0 + j * nl);
+    for (int h = 0; h < NH; ++h) {
+      const VF a = hn::Set(df, w[h * w_stride + p]);
+      for (int j = 0; j < NV; ++j) acc[h][j] = hn::MulAdd(a, vv[j], acc[h][j]);
+    }
+  }
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NV; ++j) hn::StoreU(acc[h][j], df, o + h * cols + c0 + j * nl);
+}
+
+template <int NH, class Rows>
+HWY_INLINE void WeightedHeads(const float* w, int64_t w_stride, const Rows& v, int64_t rows,
+                              int64_t cols, float* o, const Along& along) {
+  const DF df;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  int64_t c = 0;
+  for (; c + 4 * nl <= cols; c += 4 * nl)
+    WeightedBlock<NH, 4>(w, w_stride, v, rows, cols, c, o, along);
+  for (; c + nl <= cols; c += nl)
+    WeightedBlock<NH, 1>(w, w_stride, v, rows, cols, c, o, c == 0 ? along : Along(MatrixRef{}));
+  for (; c < cols; ++c) {  // scalar tail columns, same order over rows
+    for (int h = 0; h < NH; ++h) {
+      float acc = o[h * cols + c];
+      for (int64_t p = 0; p < rows; ++p) acc = std::fma(w[h * w_stride + p], v.At(p, c), acc);
+      o[h * cols + c] = acc;
+    }
+  }
+}
+
+template <class Rows>
+void WeightedImpl(const float* w, int64_t w_stride, int n_heads, const Rows& v, int64_t rows,
+                  int64_t cols, float* o, const Along& along) {
+  int h = 0;
+  for (; h + 4 <= n_heads; h += 4)
+    WeightedHeads<4>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
+                     h == 0 ? along : Along(MatrixRef{}));
+  switch (n_heads - h) {
+    case 3:
+      WeightedHeads<3>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
+                       h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 2:
+      WeightedHeads<2>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
+                       h == 0 ? along : Along(MatrixRef{}));
+      break;
+    case 1:
+      WeightedHeads<1>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
+                       h == 0 ? along : Along(MatrixRef{}));
+      break;
+    default:
+      break;
+  }
+}
+
+void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
+                                float* o, const MatrixRef& along_m) {
+  const Along along(along_m);
+  switch (v.dtype) {
+    case DType::kF32:
+      return WeightedImpl(w, w_stride, n_heads,
+                          F32Rows{static_cast<const float*>(v.data), v.row_stride}, v.rows, v.cols,
+                          o, along);
+    case DType::kBF16:
+      return WeightedImpl(
+          w, w_stride, n_heads,
+          Half16Rows<DType::kBF16>{static_cast<const uint16_t*>(v.data), v.row_stride}, v.rows,
+          v.cols, o, along);
+    case DType::kF16:
+      return WeightedImpl(
+          w, w_stride, n_heads,
+          Half16Rows<DType::kF16>{static_cast<const uint16_t*>(v.data), v.row_stride}, v.rows,
+          v.cols, o, along);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(AttentionScoresImpl);
+HWY_EXPORT(MaxOfImpl);
+HWY_EXPORT(ExpShiftSumImpl);
+HWY_EXPORT(AccumulateWeightedRowsImpl);
+
+void AttentionScores(const float* q, int n_heads, const MatrixRef& k, float scale, float* scores,
+                     const MatrixRef& along) {
+  HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q, n_heads, k, scale, scores, along);
+}
+
+void PrefetchRows(const MatrixRef& m, int64_t n) {
+  const auto* base = static_cast<const uint8_t*>(m.data);
+  const int64_t row_bytes = m.cols * DTypeSize(m.dtype), stride = m.row_stride * DTypeSize(m.dtype);
+  for (int64_t r = 0; r < std::min(n, m.rows); ++r)
+    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(base + r * stride + b);
+}
+
+float MaxOf(const float* x, int64_t n) {
+  return HWY_DYNAMIC_DISPATCH(MaxOfImpl)(x, n);
+}
+
+float ExpShiftSum(float* x, int64_t n, float shift) {
+  WC_CHECK(std::isfinite(shift), "ExpShiftSum needs a finite shift");
+  return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, shift);
+}
+
+void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
+                            float* o, const MatrixRef& along) {
+  HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
+}
+
+}  // namespace wc
+#endif  // HWY_ONCE

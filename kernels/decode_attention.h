@@ -1,0 +1,43 @@
+// SIMD kernels of one decode-attention chunk: the FlashDecode engine's hot path on the host
+// (attention/softmax_partial.cpp). A few query heads of one KV group against rows of K and V
+// stored in F32 or BF16, with run-time SIMD dispatch (Highway) and FP32 accumulation.
+//
+// Determinism contract: every output is computed with a fixed sequence of operations that depends
+// only on the inputs and their sizes (never on threads or on what else is in the batch), so a
+// chunk's result is a pure function of the chunk.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/matmul.h"
+
+namespace wc {
+
+// Both matrix kernels take `along`: another matrix (no data = none) whose rows they prefetch into
+// the cache at the pace they walk their own rows - the V of the chunk while its scores are
+// computed, the next chunk's K while its values are summed - so DRAM keeps streaming.
+
+// scores[h * rows + p] = scale * dot(q[h, :], k[p, :]) for h < n_heads, p < rows = k.rows.
+//   q: [n_heads, k.cols] f32; k: [rows, head_dim] view (F32, BF16 or F16); scores: [n_heads, rows].
+void AttentionScores(const float* q, int n_heads, const MatrixRef& k, float scale, float* scores,
+                     const MatrixRef& along = {});
+
+// Maximum of x[0:n] (-inf for n == 0).
+float MaxOf(const float* x, int64_t n);
+
+// x[p] = exp(x[p] - shift) for p < n, in place (exp(-inf) = 0); returns the sum of the results.
+// Requires shift finite.
+float ExpShiftSum(float* x, int64_t n, float shift);
+
+// o[h, :] += sum over p = 0, 1, ... (in that order) of w[h * w_stride + p] * v[p, :], h < n_heads.
+//   w: [n_heads, w_stride] f32 weights (the first v.rows of each row are read);
+//   v: [rows, head_dim] view (F32, BF16 or F16); o: [n_heads, head_dim] f32.
+void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
+                            float* o, const MatrixRef& along = {});
+
+// Prefetches the cache lines of the first min(n, m.rows) rows of `m` (a hint; never faults).
+void PrefetchRows(const MatrixRef& m, int64_t n);
+// Rows ahead of the current one that AttentionScores / AccumulateWeightedRows prefetch.
+constexpr int64_t kChunkPrefetchRows = 16;
+
+}  // namespace wc
