@@ -16,15 +16,6 @@ namespace {
 
 const std::string kModel = std::string(WORMCHAT_ASSETS_DIR) + "/default-model";
 
-double RelMaxError(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return err / scale;
-}
-
 TEST(DefaultModel, IsTheFalcon40bShapeScaledDown) {
   const FalconConfig c = LoadConfig(kModel);
   EXPECT_TRUE(c.new_decoder_architecture);
@@ -57,7 +48,7 @@ TEST(DefaultModel, LogitsMatchThePyTorchReference) {
     std::vector<float> logits;
     model->Forward(batch, cache, &logits);
     // The shipped weights are F32: the F32 bound.
-    EXPECT_LE(RelMaxError(logits, ref.data), 1e-4);
+    EXPECT_LE(test::RelMaxError(logits, ref.data), 1e-4);
   }
 }
 

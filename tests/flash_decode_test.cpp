@@ -12,6 +12,7 @@
 #include "attention/flash_decode.h"
 #include "attention/reference_attention.h"
 #include "serving/rng.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -155,19 +156,10 @@ std::vector<float> RunEngine(const Case& c, const Inputs& in, OpTrace* trace = n
   return out;
 }
 
-double RelError(const std::vector<float>& got, const std::vector<float>& ref) {
-  double err = 0, scale = 1e-30;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::fabs(double(got[i]) - ref[i]));
-    scale = std::max(scale, std::fabs(double(ref[i])));
-  }
-  return err / scale;
-}
-
 void ExpectMatches(const Case& c, const char* what) {
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5)
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5)
       << what << ": bsz " << c.bsz << " heads " << c.n_q << "/" << c.n_kv << " hd " << c.head_dim
       << " kv_len " << c.kv_len << " mesh " << c.mesh << " max_cores " << c.max_cores << " "
       << ReductionName(c.reduction);
@@ -263,7 +255,7 @@ TEST(FlashDecode, OneWorkOverSixtyFourCores) {
   OpTrace trace;
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in, &trace);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5);
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5);
   EXPECT_EQ(trace.cores_per_work, 64);
   EXPECT_EQ(trace.cores_used, 64);
 }
@@ -277,7 +269,7 @@ TEST(FlashDecode, MoreWorksThanCoresNeedNoReduction) {
   OpTrace trace;
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in, &trace);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5);
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5);
   EXPECT_EQ(trace.cores_per_work, 1);
   EXPECT_EQ(trace.noc_bytes, 0.0);
 }
