@@ -13,5 +13,6 @@ void RegisterLogits(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterInfo(CLI::App& app);
 void RegisterInit(CLI::App& app);
+void RegisterPerplexity(CLI::App& app);
 
 }  // namespace wc

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   wc::RegisterTokenize(app);
   wc::RegisterInfo(app);
   wc::RegisterInit(app);
+  wc::RegisterPerplexity(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
