@@ -1,7 +1,10 @@
 // `wormchat chat`: a line-mode chat REPL. The conversation stays in the KV cache across turns;
 // commands start with '/' so they cannot collide with a real prompt.
+#include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <csignal>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -22,6 +25,19 @@ struct ChatCmdOptions {
   uint64_t seed = 0;
 };
 
+// Ctrl-C while a reply streams cancels that reply; at the prompt it ends the chat as usual.
+std::atomic<bool> g_generating{false};
+std::atomic<bool> g_cancel{false};
+
+void OnInterrupt(int) {
+  if (g_generating.load()) {
+    g_cancel.store(true);
+  } else {
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+  }
+}
+
 const char kHelp[] =
     "Type a message and press Enter. Commands: /reset (new conversation), /help, /quit.\n";
 
@@ -40,6 +56,9 @@ void RunChat(const ChatCmdOptions& o) {
     std::printf("wormchat — %s (%d layers, hidden %d, %d heads / %d KV heads), context %d\n%s",
                 m.dir.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, m.ctx, kHelp);
   }
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
   bool end_previous_turn = false;  // feed EOS before the next user turn (format's end_of_turn)
   std::string line;
   while (true) {
@@ -85,8 +104,11 @@ void RunChat(const ChatCmdOptions& o) {
     g.stop = format.stop;
     g.trim_leading_space = true;
     if (interactive) std::printf("\n");
-    conv.Generate(*m.tokenizer, g, sampler, sink);
-    std::printf("\n");
+    g_cancel.store(false);
+    g_generating.store(true);
+    const GenerationResult r = conv.Generate(*m.tokenizer, g, sampler, sink, &g_cancel);
+    g_generating.store(false);
+    std::printf(r.reason == StopReason::kCancelled ? " [cancelled]\n" : "\n");
     end_previous_turn = format.eos_ends_turn;
   }
   std::fflush(stdout);

@@ -1,4 +1,6 @@
 // `wormchat generate`: one prompt in, generated text streamed to stdout.
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <memory>
 
@@ -19,6 +21,7 @@ struct GenerateCmdOptions {
   uint64_t seed = 0;
   std::vector<std::string> stop;
   bool raw = false;
+  bool stats = false;
 };
 
 void RunGenerate(const GenerateCmdOptions& o) {
@@ -34,7 +37,9 @@ void RunGenerate(const GenerateCmdOptions& o) {
                     " tokens; shorten it or raise --ctx"));
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv_dtype);
   Conversation conv(*m.model, cache, 0);
+  const auto t0 = std::chrono::steady_clock::now();
   conv.Feed(ids);
+  const auto t1 = std::chrono::steady_clock::now();
   GenerateOptions g;
   g.max_new_tokens = o.max_new_tokens;
   g.stop = o.stop;
@@ -43,9 +48,26 @@ void RunGenerate(const GenerateCmdOptions& o) {
   g.trim_leading_space = framed;
   Sampler sampler(o.sampling, o.seed);
   StdoutSink sink;
-  conv.Generate(*m.tokenizer, g, sampler, sink);
+  const GenerationResult r = conv.Generate(*m.tokenizer, g, sampler, sink);
+  const auto t2 = std::chrono::steady_clock::now();
   sink.Write("\n");
   sink.Flush();
+  if (o.stats) {
+    const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
+    const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+    const auto& at = m.model->attention_totals();
+    std::fprintf(stderr,
+                 "prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
+                 "(%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
+                 "NoC, up to %lld cores\n",
+                 ids.size(), prefill_s, ids.size() / std::max(prefill_s, 1e-9), r.tokens.size(),
+                 decode_s, r.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(r.reason),
+                 m.model->options().attention == AttentionImpl::kFlashDecode
+                     ? ("FlashDecode on " + m.model->options().mesh).c_str()
+                     : "reference",
+                 static_cast<long long>(at.ops), at.dram_bytes / 1e6, at.noc_bytes / 1e3,
+                 static_cast<long long>(at.max_cores_used));
+  }
 }
 
 }  // namespace
@@ -61,6 +83,7 @@ void RegisterGenerate(CLI::App& app) {
   AddSamplingOptions(cmd, o->sampling, o->seed);
   cmd->add_option("--stop", o->stop, "Stop string (repeatable); the text before it is kept");
   cmd->add_flag("--raw", o->raw, "Feed the prompt as it is, without the chat format's framing");
+  cmd->add_flag("--stats", o->stats, "Print speed and emulated-attention figures to stderr");
   cmd->callback([o] { RunGenerate(*o); });
 }
 

@@ -15,5 +15,6 @@ void RegisterInfo(CLI::App& app);
 void RegisterInit(CLI::App& app);
 void RegisterMeshBench(CLI::App& app);
 void RegisterBench(CLI::App& app);
+void RegisterPerplexity(CLI::App& app);
 
 }  // namespace wc

@@ -11,6 +11,10 @@ int main(int argc, char** argv) {
       "wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
   app.set_version_flag("--version", "wormchat 0.1.0");
   app.require_subcommand(1);
+  // Usage errors on one line, like every other error.
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("wormchat: error: ") + e.what() + " (see --help)\n";
+  });
   wc::RegisterChat(app);
   wc::RegisterGenerate(app);
   wc::RegisterLogits(app);
@@ -19,6 +23,7 @@ int main(int argc, char** argv) {
   wc::RegisterInit(app);
   wc::RegisterMeshBench(app);
   wc::RegisterBench(app);
+  wc::RegisterPerplexity(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

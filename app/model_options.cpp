@@ -72,7 +72,13 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   m.model = FalconModel::Load(m.dir, mo);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
-  if (need_tokenizer) m.tokenizer = Tokenizer::FromModelDir(m.dir);
+  if (need_tokenizer) {
+    m.tokenizer = Tokenizer::FromModelDir(m.dir);
+    if (m.tokenizer->piece_count() > m.model->config().vocab_size)
+      throw Error(Cat(m.tokenizer->path(), " has ", m.tokenizer->piece_count(),
+                      " pieces but config.json's vocab_size is ", m.model->config().vocab_size,
+                      "; the tokenizer does not belong to this model"));
+  }
   m.chat_format = ChatFormat::Load(m.dir);
   return m;
 }

@@ -92,7 +92,7 @@ TEST(CliErrors, MisshapedTensorAndInconsistentConfig) {
 }
 
 TEST(CliErrors, PromptLongerThanTheContext) {
-  ModelCopy m;
+  ModelCopy m("mha_seq_bf16");  // vocab 613 covers the test tokenizer's 512 pieces
   std::string long_prompt;
   for (int i = 0; i < 200; ++i) long_prompt += "harbor ";
   ExpectError({"generate", "--model", m.path(), "--prompt", long_prompt},
@@ -146,11 +146,23 @@ TEST(CliErrors, UnknownPresetAndBadInitArguments) {
       {"--dtype 'int4'"});
 }
 
-TEST(CliErrors, UsageErrorsExitNonZero) {
-  const auto r = RunWormchat({"generate", "--bogus"});
-  EXPECT_NE(r.exit_code, 0);
-  const auto r2 = RunWormchat({});
-  EXPECT_NE(r2.exit_code, 0);
+TEST(CliErrors, UsageErrorsAreOneLineAndExitNonZero) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"generate", "--bogus"},
+                                             {},
+                                             {"generate"},
+                                             {"generate", "--prompt", "x", "-n", "many"}}) {
+    const auto r = RunWormchat(args);
+    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(test::CountLines(r.err), 1) << r.err;
+    EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << r.err;
+  }
+}
+
+TEST(CliErrors, TokenizerLargerThanTheVocabulary) {
+  ModelCopy m;  // vocab 331, the test tokenizer has 512 pieces
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi"},
+              {"tokenizer.model has 512 pieces but config.json's vocab_size is 331"});
 }
 
 }  // namespace

@@ -92,12 +92,7 @@ TEST(Cli, LogitsMatchTheFixtureReference) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const NpyArray got = ReadNpyF32(out.File("l.npy")), ref = ReadNpyF32(dir + "/logits.npy");
   ASSERT_EQ(got.shape, ref.shape);
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < ref.data.size(); ++i) {
-    err = std::max(err, static_cast<double>(std::fabs(got.data[i] - ref.data[i])));
-    scale = std::max(scale, static_cast<double>(std::fabs(ref.data[i])));
-  }
-  EXPECT_LE(err, 1e-4 * scale);
+  EXPECT_LE(test::RelMaxError(got.data, ref.data), 1e-4);
 }
 
 TEST_F(CliTest, TokenizePrintsIdsOnOneLine) {

@@ -12,6 +12,7 @@
 #include "attention/flash_decode.h"
 #include "attention/reference_attention.h"
 #include "serving/rng.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -29,12 +30,12 @@ struct Case {
 
 // Inputs of one op, generated from a seed.
 struct Inputs {
-  std::vector<float> q;                 // [bsz, n_q, hd]
-  std::vector<float> k, v;              // [bsz, n_kv, kv_len, hd] exact values
-  std::vector<uint16_t> k16, v16;       // bf16 copies when the case is bf16
-  std::vector<float> nk, nv;            // [bsz, n_kv, 1, hd]
-  std::vector<int32_t> cur_pos;         // [bsz]
-  std::vector<float> mask;              // [bsz, n_q, kv_len]
+  std::vector<float> q;            // [bsz, n_q, hd]
+  std::vector<float> k, v;         // [bsz, n_kv, kv_len, hd] exact values
+  std::vector<uint16_t> k16, v16;  // bf16 copies when the case is bf16
+  std::vector<float> nk, nv;       // [bsz, n_kv, 1, hd]
+  std::vector<int32_t> cur_pos;    // [bsz]
+  std::vector<float> mask;         // [bsz, n_q, kv_len]
 };
 
 Inputs MakeInputs(const Case& c) {
@@ -64,7 +65,8 @@ Inputs MakeInputs(const Case& c) {
     in.cur_pos[b] = b == 0 ? c.kv_len - 1 : static_cast<int32_t>(rng.Next() % (c.kv_len + 1)) - 1;
   if (c.masked) {
     in.mask.resize(size_t(c.bsz) * c.n_q * c.kv_len);
-    for (auto& m : in.mask) m = rng.Uniform() < 0.3 ? -std::numeric_limits<float>::infinity() : 0.0f;
+    for (auto& m : in.mask)
+      m = rng.Uniform() < 0.3 ? -std::numeric_limits<float>::infinity() : 0.0f;
   }
   return in;
 }
@@ -115,8 +117,8 @@ std::vector<float> Reference(const Case& c, const Inputs& in) {
       if (rows == 0) continue;  // skipped user: zeros
       std::vector<float> scores(size_t(qpk) * rows);
       ReferenceAttentionGroup(q, qpk, MatrixRef{DType::kF32, rows, hd, hd, kk.data()},
-                              MatrixRef{DType::kF32, rows, hd, hd, vv.data()}, scale,
-                              scores.data(), o);
+                              MatrixRef{DType::kF32, rows, hd, hd, vv.data()}, scale, scores.data(),
+                              o);
     }
   }
   return out;
@@ -129,10 +131,10 @@ std::vector<float> RunEngine(const Case& c, const Inputs& in, OpTrace* trace = n
   cfg.k_chunk_size = c.chunk;
   cfg.reduction = c.reduction;
   FlashDecodeEngine engine(MeshPreset(c.mesh), cfg);
-  ContiguousKV kv = c.bf16 ? ContiguousKV(DType::kBF16, in.k16.data(), in.v16.data(), c.n_kv, c.kv_len,
-                                          c.head_dim)
-                           : ContiguousKV(DType::kF32, in.k.data(), in.v.data(), c.n_kv, c.kv_len,
-                                          c.head_dim);
+  ContiguousKV kv =
+      c.bf16
+          ? ContiguousKV(DType::kBF16, in.k16.data(), in.v16.data(), c.n_kv, c.kv_len, c.head_dim)
+          : ContiguousKV(DType::kF32, in.k.data(), in.v.data(), c.n_kv, c.kv_len, c.head_dim);
   ContiguousKV new_kv(DType::kF32, in.nk.data(), in.nv.data(), c.n_kv, 1, c.head_dim);
   std::vector<float> out(in.q.size(), -99.0f);
   DecodeAttentionOp op;
@@ -154,26 +156,18 @@ std::vector<float> RunEngine(const Case& c, const Inputs& in, OpTrace* trace = n
   return out;
 }
 
-double RelError(const std::vector<float>& got, const std::vector<float>& ref) {
-  double err = 0, scale = 1e-30;
-  for (size_t i = 0; i < ref.size(); ++i) {
-    err = std::max(err, std::fabs(double(got[i]) - ref[i]));
-    scale = std::max(scale, std::fabs(double(ref[i])));
-  }
-  return err / scale;
-}
-
 void ExpectMatches(const Case& c, const char* what) {
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5)
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5)
       << what << ": bsz " << c.bsz << " heads " << c.n_q << "/" << c.n_kv << " hd " << c.head_dim
       << " kv_len " << c.kv_len << " mesh " << c.mesh << " max_cores " << c.max_cores << " "
       << ReductionName(c.reduction);
 }
 
 TEST(FlashDecode, MhaMqaGqaAcrossBatchSizes) {
-  for (auto [nq, nkv] : std::vector<std::pair<int, int>>{{4, 4}, {8, 1}, {8, 2}, {32, 8}, {16, 16}}) {
+  for (auto [nq, nkv] :
+       std::vector<std::pair<int, int>>{{4, 4}, {8, 1}, {8, 2}, {32, 8}, {16, 16}}) {
     for (int bsz : {1, 3, 8, 32}) {
       Case c;
       c.n_q = nq;
@@ -261,7 +255,7 @@ TEST(FlashDecode, OneWorkOverSixtyFourCores) {
   OpTrace trace;
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in, &trace);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5);
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5);
   EXPECT_EQ(trace.cores_per_work, 64);
   EXPECT_EQ(trace.cores_used, 64);
 }
@@ -275,7 +269,7 @@ TEST(FlashDecode, MoreWorksThanCoresNeedNoReduction) {
   OpTrace trace;
   const Inputs in = MakeInputs(c);
   const auto got = RunEngine(c, in, &trace);
-  EXPECT_LE(RelError(got, Reference(c, in)), 1e-5);
+  EXPECT_LE(test::RelMaxError(got, Reference(c, in)), 1e-5);
   EXPECT_EQ(trace.cores_per_work, 1);
   EXPECT_EQ(trace.noc_bytes, 0.0);
 }

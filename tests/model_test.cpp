@@ -47,16 +47,6 @@ std::vector<float> RunLogits(const FalconModel& model, const std::vector<int>& i
   return all;
 }
 
-// max |a - b| / max |b|
-double RelMaxError(const std::vector<float>& a, const std::vector<float>& b) {
-  double err = 0, scale = 0;
-  for (size_t i = 0; i < b.size(); ++i) {
-    err = std::max(err, std::fabs(static_cast<double>(a[i]) - b[i]));
-    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
-  }
-  return err / scale;
-}
-
 const char* kFixtures[] = {"newarch_gqa_f32", "newarch_gqa_bias_bf16", "newarch_1ln_f16", "mq_f32",
                            "mq_bias_bf16",    "mha_bias_f32",          "mha_seq_bf16"};
 
@@ -78,13 +68,13 @@ class FixtureTest : public ::testing::TestWithParam<const char*> {
 
 TEST_P(FixtureTest, MatchesPyTorchReferenceWithF32Cache) {
   // The weights as stored are exact in FP32, so only accumulation order differs: the F32 bound.
-  const double err = RelMaxError(RunLogits(*model_, ids_, KVDType::kF32, false), ref_.data);
+  const double err = test::RelMaxError(RunLogits(*model_, ids_, KVDType::kF32, false), ref_.data);
   EXPECT_LE(err, 1e-4) << GetParam();
 }
 
 TEST_P(FixtureTest, MatchesPyTorchReferenceWithBf16Cache) {
   // The bf16 KV cache rounds K and V (2^-9 relative): the BF16 bound.
-  const double err = RelMaxError(RunLogits(*model_, ids_, KVDType::kBF16, false), ref_.data);
+  const double err = test::RelMaxError(RunLogits(*model_, ids_, KVDType::kBF16, false), ref_.data);
   EXPECT_LE(err, 2e-2) << GetParam();
   EXPECT_GT(err, 0.0) << "a bf16 cache that changes nothing is suspicious";
 }

@@ -32,5 +32,7 @@ std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& bytes);
 void CopyDir(const std::string& from, const std::string& to);
 int CountLines(const std::string& text);
+// max |got - ref| / max |ref|: the relative error bound the numeric tests use.
+double RelMaxError(const std::vector<float>& got, const std::vector<float>& ref);
 
 }  // namespace wc::test

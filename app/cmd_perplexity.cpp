@@ -1,0 +1,57 @@
+// `wormchat perplexity`: teacher-forced perplexity of a text file through the decode path.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "serving/perplexity.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+namespace {
+
+struct PerplexityCmdOptions {
+  ModelRunOptions run;
+  std::string text_file;
+  bool json = false;
+};
+
+void RunPerplexity(const PerplexityCmdOptions& o) {
+  const std::string text = ReadTextFile(o.text_file);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error(Cat(o.text_file, ": is empty; give some text to score"));
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
+  std::vector<int> ids;
+  if (m.chat_format && m.chat_format->add_bos) ids.push_back(m.model->config().bos_token_id);
+  const std::vector<int> body = m.tokenizer->Encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, m.ctx, m.kv_dtype);
+  if (o.json) {
+    const nlohmann::json j = {{"kv_dtype", KVDTypeName(m.kv_dtype)},
+                              {"kv_scale", "none"},
+                              {"tokens", r.tokens},
+                              {"perplexity", r.perplexity()}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s: %lld tokens scored, perplexity %.4f (kv %s, context %d)\n",
+                o.text_file.c_str(), static_cast<long long>(r.tokens), r.perplexity(),
+                KVDTypeName(m.kv_dtype), m.ctx);
+  }
+}
+
+}  // namespace
+
+void RegisterPerplexity(CLI::App& app) {
+  auto o = std::make_shared<PerplexityCmdOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("perplexity", "Teacher-forced perplexity of a text, token by token");
+  AddModelRunOptions(cmd, o->run);
+  cmd->add_option("--text", o->text_file, "Text file to score")->required();
+  cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->callback([o] { RunPerplexity(*o); });
+}
+
+}  // namespace wc

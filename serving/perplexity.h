@@ -1,0 +1,30 @@
+// Teacher-forced perplexity: the text's tokens are fed one at a time through the decode path (so
+// every token's K/V is written to the cache in its format and read back by attention), and the
+// log-probability of each next token is summed. Text longer than the context is scored in
+// consecutive windows of `ctx` tokens, each starting from an empty cache.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvcache/kv_cache.h"
+#include "model/falcon.h"
+
+namespace wc {
+
+struct PerplexityResult {
+  int64_t tokens = 0;  // predicted tokens (each window's first token is context only)
+  double nll = 0;      // summed negative log-likelihood, nats
+  double perplexity() const { return tokens > 0 ? std::exp(nll / tokens) : 0.0; }
+};
+
+// ids: the text's tokens (with BOS if the model uses one). Throws wc::Error if fewer than two.
+PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
+                                         int ctx, KVDType kv_dtype);
+
+// log softmax(logits)[target] in double. logits: [vocab]
+double LogProb(const float* logits, int vocab, int target);
+
+}  // namespace wc

@@ -1,0 +1,72 @@
+// Teacher-forced perplexity against the PyTorch reference logits, windowing, and the command.
+#include <cmath>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "serving/perplexity.h"
+#include "tests/test_util.h"
+#include "util/error.h"
+#include "util/npy.h"
+
+namespace wc {
+namespace {
+
+std::vector<int> FixtureIds(const std::string& dir) {
+  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
+  std::vector<int> ids;
+  for (int id; in >> id;) ids.push_back(id);
+  return ids;
+}
+
+TEST(Perplexity, LogProbIsTheLogSoftmax) {
+  const float logits[3] = {1.0f, 2.0f, 3.0f};
+  const double z = std::exp(1.0) + std::exp(2.0) + std::exp(3.0);
+  EXPECT_NEAR(LogProb(logits, 3, 2), 3.0 - std::log(z), 1e-12);
+  EXPECT_NEAR(LogProb(logits, 3, 0), 1.0 - std::log(z), 1e-12);
+}
+
+TEST(Perplexity, MatchesThePyTorchReferenceLogits) {
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
+  const auto ids = FixtureIds(dir);
+  const NpyArray ref = ReadNpyF32(dir + "/logits.npy");
+  const int vocab = static_cast<int>(ref.shape[1]);
+  double nll = 0;
+  for (size_t i = 0; i + 1 < ids.size(); ++i)
+    nll -= LogProb(&ref.data[i * vocab], vocab, ids[i + 1]);
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, 64, KVDType::kF32);
+  EXPECT_EQ(r.tokens, static_cast<int64_t>(ids.size()) - 1);
+  EXPECT_NEAR(r.nll, nll, 1e-4 * std::fabs(nll));
+}
+
+TEST(Perplexity, LongTextIsScoredInContextWindows) {
+  const std::string dir = test::FixtureDir("mq_f32");
+  const auto ids = FixtureIds(dir);  // 12 tokens
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, 5, KVDType::kBF16);
+  EXPECT_EQ(r.tokens, 4 + 4 + 1);  // windows [0,5) [5,10) [10,12): n - 1 each
+  EXPECT_GT(r.perplexity(), 1.0);
+  EXPECT_THROW(TeacherForcedPerplexity(*model, {ids[0]}, 5, KVDType::kBF16), Error);
+}
+
+TEST(Perplexity, CommandPrintsJson) {
+  test::TempDir dir;
+  test::CopyDir(test::FixtureDir("mha_seq_bf16"), dir.path());
+  test::CopyDir(test::FixtureDir("tokenizer"), dir.path());
+  test::WriteFile(dir.File("text.txt"), "a harbor is a sheltered port where ships can dock.\n");
+  const auto r = test::RunWormchat(
+      {"perplexity", "--model", dir.path(), "--text", dir.File("text.txt"), "--json"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["kv_dtype"], "bf16");
+  EXPECT_GT(j["tokens"].get<int>(), 5);
+  EXPECT_GT(j["perplexity"].get<double>(), 1.0);
+  const auto bad = test::RunWormchat({"perplexity", "--model", dir.path(), "--text", "/nope.txt"});
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("/nope.txt"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace wc
