@@ -209,11 +209,13 @@ PerfEstimate EstimateBaselineAttention(const MeshSpec& mesh, const AttentionShap
   const double cyc = NsPerCycle(chip);
   const int64_t n_cores = mesh.cores_per_chip();
   const int64_t hd_tiles = CeilDiv(shape.head_dim, 32);
-  const int64_t rows =
-      CeilDiv(shape.n_q_heads / shape.n_kv_heads, 32);  // score tile rows per group
-  const int64_t lt = CeilDiv(shape.kv_len, 32);         // score tiles per row
+  // Vanilla attention (seed 000 section 2.2): the query's seqlen of 1 sits in the tile's row
+  // dimension, padded to one 32-row tile per query head, and K/V are broadcast to every query
+  // head of their group, so each query head is its own group reading its own K and V.
+  const int64_t rows = 1;                        // score tile rows per query head
+  const int64_t lt = CeilDiv(shape.kv_len, 32);  // score tiles per row
   const int64_t chips_used = std::min<int64_t>(mesh.chips, shape.n_kv_heads);
-  const int64_t groups = static_cast<int64_t>(shape.bsz) * CeilDiv(shape.n_kv_heads, chips_used);
+  const int64_t groups = static_cast<int64_t>(shape.bsz) * CeilDiv(shape.n_q_heads, chips_used);
   const double kv_tile = KVTileBytes(shape), s_tile = chip.bf16_tile_bytes;
   const int mm = MatmulTileCycles(chip, fidelity);
 

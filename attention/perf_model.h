@@ -58,11 +58,13 @@ struct PerfEstimate {
 PerfEstimate EstimateFlashDecode(const OpTrace& trace, const MeshSpec& mesh,
                                  const AttentionShape& shape, MathFidelity fidelity);
 
-// Device time of the unfused TTNN baseline with inputs and outputs in DRAM: Q K^T writes the
-// scores [bsz, n_kv_heads, 32 * ceil(q heads per KV head / 32), kv_len] (bf16) to DRAM, softmax
-// reads and writes them, scores V reads them and V. Each op runs on up to all cores of a chip
-// (parallel over its output tiles / tile rows) and pays a kernel launch. Not feasible (feasible =
-// false, emulated_us = 0) when a softmax tile row of scores does not fit a core's L1.
+// Device time of the unfused TTNN baseline with inputs and outputs in DRAM, laid out as vanilla
+// attention (seed 000 section 2.2): Q [bsz, n_q_heads, 1 -> 32 padded rows, head_dim], K/V
+// broadcast to each query head. Q K^T writes the scores [bsz, n_q_heads, 32, kv_len] (bf16) to
+// DRAM, softmax reads and writes them, scores V reads them and each query head's V. Each op runs on
+// up to all cores of a chip (parallel over its output tiles / tile rows) and pays a kernel launch.
+// Not feasible (feasible = false, emulated_us = 0) when a softmax tile row of scores does not fit a
+// core's L1.
 PerfEstimate EstimateBaselineAttention(const MeshSpec& mesh, const AttentionShape& shape,
                                        MathFidelity fidelity);
 

@@ -73,29 +73,30 @@ class SeedExperiments : public ::testing::Test {
 std::vector<MeshBenchRow>* SeedExperiments::fig34_ = nullptr;
 std::vector<MeshBenchRow>* SeedExperiments::fig5_ = nullptr;
 
-// Seed §4.1: "on average 2-10x faster than the baseline". The model gives 1.1-3.1x: faster on every
-// shape, at least 2x wherever the score matrix is large next to K/V (head_dim 64, kv_len >= 4k),
-// never beyond 10x (attention/README.md explains the gap at large head_dim).
+// Seed §4.1: "on average 2-10x faster than the baseline". With the vanilla layout of §2.2 (one
+// padded tile row per query head, K/V read per query head) the model gives 5.6-20x: inside the
+// seed's range at head_dim 256, above it at 64 and 128 (attention/README.md explains why).
 TEST_F(SeedExperiments, FlashDecodeBeatsTheBaselineOnEveryFig34Shape) {
   const auto idx = Index(*fig34_);
   int pairs = 0;
-  double log_sum = 0;
+  double log_sum = 0, log_sum_256 = 0;
   for (const auto& b : *fig34_) {
     if (!b.config.baseline) continue;
     const MeshBenchConfig& c = b.config;
     const auto f = idx.find({"seed-fig3-4", "n150", c.bsz, c.head_dim, c.kv_len, 16, "flat"});
     ASSERT_NE(f, idx.end());
     const double speedup = b.emulated_us / f->second.emulated_us;
-    EXPECT_GT(speedup, 1.1) << "bsz " << c.bsz << " head_dim " << c.head_dim << " kv " << c.kv_len;
-    EXPECT_LT(speedup, 10.0);
-    if (c.head_dim == 64 && c.kv_len >= 4096) {
-      EXPECT_GE(speedup, 2.0) << "bsz " << c.bsz;
-    }
+    EXPECT_GT(speedup, 2.0) << "bsz " << c.bsz << " head_dim " << c.head_dim << " kv " << c.kv_len;
+    EXPECT_LT(speedup, 25.0);
     log_sum += std::log(speedup);
+    if (c.head_dim == 256) log_sum_256 += std::log(speedup);
     ++pairs;
   }
   EXPECT_EQ(pairs, 45);  // 3 bsz x 3 head_dim x 5 lengths (1k-16k)
-  EXPECT_GT(std::exp(log_sum / pairs), 1.5);
+  EXPECT_GT(std::exp(log_sum / pairs), 5.0);
+  const double mean_256 = std::exp(log_sum_256 / 15);
+  EXPECT_GE(mean_256, 2.0);
+  EXPECT_LE(mean_256, 10.0);
 }
 
 // Seed §4.1: "up to 180 GB/s ... ~70% of" the achievable bandwidth, at long kv_len.
