@@ -18,6 +18,7 @@ struct InfoCmdOptions {
   int users = 1;
   int ctx = 0;
   std::string kv_dtype = "bf16";
+  std::string kv_scale = "token-head";
   bool json = false;
 };
 
@@ -67,8 +68,9 @@ void RunInfo(const InfoCmdOptions& o) {
   shape.n_kv_heads = c.n_kv_heads;
   shape.max_seq = o.ctx > 0 ? o.ctx : c.max_position_embeddings;
   shape.head_dim = c.head_dim();
-  const int64_t per_token = KVBytesPerToken(shape, kv_dtype);
-  const int64_t layer_k = KVBytesPerLayerK(shape, kv_dtype);
+  const ScaleMode scale = ParseScaleMode(o.kv_scale);
+  const int64_t per_token = KVBytesPerToken(shape, kv_dtype, scale);
+  const int64_t layer_k = KVBytesPerLayerK(shape, kv_dtype, scale);
   const int64_t total = 2 * layer_k * c.n_layers;
   const int padded_vocab = (c.vocab_size + 511) / 512 * 512;
   if (o.json) {
@@ -123,7 +125,11 @@ void RegisterInfo(CLI::App& app) {
   model->excludes(preset);
   cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();
   cmd->add_option("--ctx", o->ctx, "Positions per user (0 = max_position_embeddings)");
-  cmd->add_option("--kv-dtype", o->kv_dtype, "KV cache format")->capture_default_str();
+  cmd->add_option("--kv-dtype", o->kv_dtype,
+                  "KV cache format: bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
+      ->capture_default_str();
+  cmd->add_option("--kv-scale", o->kv_scale, "int8/fp8 scales: token-head or tensor")
+      ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   int threads = 0;
   cmd->add_option("--threads", threads, "Host threads (unused here)");

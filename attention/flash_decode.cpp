@@ -13,14 +13,16 @@
 namespace wc {
 namespace {
 
-int CeilDiv(int64_t a, int64_t b) { return static_cast<int>((a + b - 1) / b); }
+int CeilDiv(int64_t a, int64_t b) {
+  return static_cast<int>((a + b - 1) / b);
+}
 
 // Tile geometry of one op: Q rows of a KV group padded to a half (16-row) or full tile.
 struct Geometry {
-  int qpk = 0;          // query heads per KV head (rows of the Q tile)
-  int q_tile_rows = 0;  // 32-row tiles the Q rows occupy
-  int q_tile_bytes = 0; // bf16 tile (2048 B) or half tile (1024 B) for <= 16 rows
-  int hd_tiles = 0;     // head_dim in tiles of 32
+  int qpk = 0;            // query heads per KV head (rows of the Q tile)
+  int q_tile_rows = 0;    // 32-row tiles the Q rows occupy
+  int q_tile_bytes = 0;   // bf16 tile (2048 B) or half tile (1024 B) for <= 16 rows
+  int hd_tiles = 0;       // head_dim in tiles of 32
   int partial_bytes = 0;  // one partial (O, m, l) as bf16 tiles: what a worker sends
 };
 
@@ -68,9 +70,30 @@ struct CoreL1 {
   std::atomic<int> semaphore{0};
 };
 
+// A core's K and V chunk buffers (its L1 circular buffers): rows of a view that cannot be read in
+// place (pages, quantized rows) are gathered here a chunk at a time and computed from L1.
+struct ChunkBuffers {
+  std::vector<uint8_t> k, v;
+  std::pair<MatrixRef, MatrixRef> Read(const KVView& view, int b, int g, int start, int rows) {
+    const MatrixRef mk = view.Keys(b, g, start, rows), mv = view.Values(b, g, start, rows);
+    if (mk.data != nullptr) return {mk, mv};
+    const DType dt = view.GatherDType();
+    const int hd = view.head_dim();
+    const size_t bytes = static_cast<size_t>(rows) * hd * DTypeSize(dt);
+    if (k.size() < bytes) {
+      k.resize(bytes);
+      v.resize(bytes);
+    }
+    view.Gather(b, g, start, rows, k.data(), v.data());
+    return {MatrixRef{dt, rows, hd, hd, k.data()}, MatrixRef{dt, rows, hd, hd, v.data()}};
+  }
+};
+
 }  // namespace
 
-const char* ReductionName(Reduction r) { return r == Reduction::kFlat ? "flat" : "tree"; }
+const char* ReductionName(Reduction r) {
+  return r == Reduction::kFlat ? "flat" : "tree";
+}
 
 Reduction ParseReduction(const std::string& name) {
   if (name == "flat") return Reduction::kFlat;
@@ -82,25 +105,28 @@ FlashDecodeEngine::FlashDecodeEngine(const MeshSpec& mesh, const FlashDecodeConf
     : mesh_(mesh), config_(config) {
   const int c = config.k_chunk_size;
   if (c != 0 && (c < 32 || c % 32 != 0 || (c & (c - 1)) != 0))
-    throw Error(Cat("k_chunk_size ", c, " must be a power of two and a multiple of 32 (or 0 = auto)"));
+    throw Error(
+        Cat("k_chunk_size ", c, " must be a power of two and a multiple of 32 (or 0 = auto)"));
   if (config.max_cores_per_head_batch < 1)
-    throw Error(Cat("max_cores_per_head_batch must be >= 1, got ", config.max_cores_per_head_batch));
+    throw Error(
+        Cat("max_cores_per_head_batch must be >= 1, got ", config.max_cores_per_head_batch));
 }
 
-int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk, int group_size) const {
+int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk,
+                                          int group_size) const {
   const Geometry g = MakeGeometry(op);
   // One 32 x 32 tile: 32 rows of 32 of the head_dim values (the row bytes cover head_dim values).
   const int kv_tile_bytes = static_cast<int>(std::ceil(op.kv->RowBytes() * 32 * 32 / op.head_dim));
   const int64_t chunk_tiles = static_cast<int64_t>(chunk / 32) * g.hd_tiles;
   int64_t bytes = 0;
   bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // Q
-  bytes += 2 * 2 * chunk_tiles * kv_tile_bytes;                                 // K, V double-buffered
+  bytes += 2 * 2 * chunk_tiles * kv_tile_bytes;  // K, V double-buffered
   bytes += 2 * static_cast<int64_t>(g.q_tile_rows) * (chunk / 32) * g.q_tile_bytes;  // scores, exp
-  bytes += 2 * static_cast<int64_t>(g.partial_bytes);        // running and previous partial
+  bytes += 2 * static_cast<int64_t>(g.partial_bytes);  // running and previous partial
   bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // output
   // Reduction slots: flat reducers hold every worker's partials; tree receivers one at a time.
   const int slots = config_.reduction == Reduction::kFlat ? std::max(0, group_size - 1)
-                                                           : (group_size > 1 ? 1 : 0);
+                                                          : (group_size > 1 ? 1 : 0);
   bytes += static_cast<int64_t>(slots) * g.partial_bytes;
   return bytes;
 }
@@ -221,7 +247,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   };
 
   // The last step of a work: merge the optional new-token part, normalize, write the output.
-  auto finish_work = [&](const Work& w, PartialNode cache_part, CoreTrace& ct, float* scores) {
+  auto finish_work = [&](const Work& w, PartialNode cache_part, CoreTrace& ct, float* scores,
+                         ChunkBuffers& buffers) {
     const int64_t normalize_tiles = static_cast<int64_t>(geo.q_tile_rows) * geo.hd_tiles;
     ct.merge_tiles += normalize_tiles;
     ct.final_merge_tiles += normalize_tiles;
@@ -233,12 +260,13 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     if (!compute) return;
     if (op.new_kv != nullptr) {
       PartialNode extra;
-      ChunkPartial(q_of(w), layout, op.new_kv->Keys(w.b, w.g, 0, 1), op.new_kv->Values(w.b, w.g, 0, 1),
-                   op.scale, nullptr, 0, scores, &extra);
+      const auto [k, v] = buffers.Read(*op.new_kv, w.b, w.g, 0, 1);
+      ChunkPartial(q_of(w), layout, k, v, op.scale, nullptr, 0, scores, &extra);
       layout.Merge(cache_part, extra);
     }
-    layout.Normalize(cache_part,
-                     op.out + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim);
+    layout.Normalize(
+        cache_part,
+        op.out + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim);
   };
 
   // Tasks are handed out dynamically (a busy host thread must not hold the others up); every
@@ -246,6 +274,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);  // [qpk, chunk] scratch
+    ChunkBuffers buffers;
 #pragma omp for schedule(dynamic, 1)
     for (int i = 0; i < n_tasks; ++i) {
       const CoreTask& t = tasks[i];
@@ -263,7 +292,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
         CanonicalMerger merger(layout);
         for (int c = c0; c < c1; ++c) {
           const int start = c * chunk;
-          const int rows = std::min(chunk, w.limit - start);  // attended rows
+          const int rows = std::min(chunk, w.limit - start);                       // attended rows
           const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);  // whole tiles
           ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();
           const int64_t kt = CeilDiv(read_rows, 32);
@@ -282,16 +311,16 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
             const MatrixRef next_k =
                 c + 1 < c1 ? op.kv->Keys(w.b, w.g, next, std::min(chunk, w.limit - next))
                            : MatrixRef{};
-            ChunkPartial(q_of(w), layout, op.kv->Keys(w.b, w.g, start, rows),
-                         op.kv->Values(w.b, w.g, start, rows), op.scale, mask, op.kv_len,
-                         scores.data(), &node, next_k);
+            const auto [k, v] = buffers.Read(*op.kv, w.b, w.g, start, rows);
+            ChunkPartial(q_of(w), layout, k, v, op.scale, mask, op.kv_len, scores.data(), &node,
+                         next_k);
           }
           merger.Push(std::move(node));
         }
         if (t.group_size == 1) {
           PartialNode result = merger.Finish(compute);
           ct.merge_tiles += merge_tiles * merger.merges();
-          finish_work(w, std::move(result), ct, scores.data());
+          finish_work(w, std::move(result), ct, scores.data(), buffers);
         } else {
           ct.merge_tiles += merge_tiles * merger.merges();
           l1[i]->out = merger.TakeNodes();
@@ -347,7 +376,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
       }
       for (int i = 0; i < n_tasks; ++i) {
         const CoreTask& t = tasks[i];
-        if (t.group_size <= 1 || t.rank % (2 * stride) != 0 || t.rank + stride >= t.group_size) continue;
+        if (t.group_size <= 1 || t.rank % (2 * stride) != 0 || t.rank + stride >= t.group_size)
+          continue;
         CanonicalMerger merger = receive(i, 1, t.rank + stride, t.rank + stride + 1, step);
         l1[i]->out = merger.TakeNodes();
       }
@@ -355,6 +385,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   }
   {
     std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);
+    ChunkBuffers buffers;
     for (int k = 0; k < n_reducers; ++k) {
       const int i = reducers[k];
       const CoreTask& t = tasks[i];
@@ -368,7 +399,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
       PartialNode result = merger.Finish(compute);
       traces[i].merge_tiles += merge_tiles * (merger.merges() - counted);
       traces[i].final_merge_tiles += merge_tiles * (merger.merges() - counted);
-      finish_work(chip_works[t.chip][t.works[0]], std::move(result), traces[i], scores.data());
+      finish_work(chip_works[t.chip][t.works[0]], std::move(result), traces[i], scores.data(),
+                  buffers);
     }
   }
 

@@ -1,42 +1,112 @@
 #include "kvcache/kv_cache.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "util/bf16.h"
 #include "util/error.h"
 
 namespace wc {
+namespace {
+
+KVQuant QuantOf(KVDType d) {
+  switch (d) {
+    case KVDType::kInt8:
+      return KVQuant::kInt8;
+    case KVDType::kFP8E4M3:
+      return KVQuant::kFP8E4M3;
+    case KVDType::kFP8E5M2:
+      return KVQuant::kFP8E5M2;
+    default:
+      return KVQuant::kBFP8;
+  }
+}
+
+}  // namespace
 
 KVDType ParseKVDType(const std::string& name) {
-  if (name == "bf16") return KVDType::kBF16;
-  if (name == "f32") return KVDType::kF32;
-  throw Error(Cat("--kv-dtype '", name, "' is not supported; choose bf16 or f32"));
+  for (KVDType d : {KVDType::kBF16, KVDType::kF32, KVDType::kInt8, KVDType::kFP8E4M3,
+                    KVDType::kFP8E5M2, KVDType::kBFP8})
+    if (name == KVDTypeName(d)) return d;
+  throw Error(Cat("--kv-dtype '", name,
+                  "' is not supported; choose bf16, f32, int8, fp8-e4m3, fp8-e5m2 or bfp8"));
 }
 
 const char* KVDTypeName(KVDType dtype) {
-  return dtype == KVDType::kBF16 ? "bf16" : "f32";
-}
-int KVDTypeBytes(KVDType dtype) {
-  return dtype == KVDType::kBF16 ? 2 : 4;
+  switch (dtype) {
+    case KVDType::kBF16:
+      return "bf16";
+    case KVDType::kF32:
+      return "f32";
+    case KVDType::kInt8:
+      return "int8";
+    case KVDType::kFP8E4M3:
+      return "fp8-e4m3";
+    case KVDType::kFP8E5M2:
+      return "fp8-e5m2";
+    case KVDType::kBFP8:
+      return "bfp8";
+  }
+  return "?";
 }
 
-int64_t KVBytesPerToken(const KVCacheShape& s, KVDType dtype) {
-  return 2LL * s.n_layers * s.n_kv_heads * s.head_dim * KVDTypeBytes(dtype);
+bool IsQuantized(KVDType dtype) {
+  return dtype != KVDType::kBF16 && dtype != KVDType::kF32;
 }
 
-int64_t KVBytesPerLayerK(const KVCacheShape& s, KVDType dtype) {
-  return static_cast<int64_t>(s.user_rows) * s.n_kv_heads * s.max_seq * s.head_dim *
-         KVDTypeBytes(dtype);
+ScaleMode ParseScaleMode(const std::string& name) {
+  if (name == "token-head") return ScaleMode::kTokenHead;
+  if (name == "tensor") return ScaleMode::kTensor;
+  throw Error(Cat("--kv-scale '", name, "' is not supported; choose token-head or tensor"));
 }
 
-KVCache::KVCache(const KVCacheShape& shape, KVDType dtype) : shape_(shape), dtype_(dtype) {
+const char* ScaleModeName(ScaleMode mode) {
+  return mode == ScaleMode::kTokenHead ? "token-head" : "tensor";
+}
+
+int64_t KVRowBytes(KVDType dtype, ScaleMode scale, int head_dim) {
+  if (dtype == KVDType::kBF16) return 2LL * head_dim;
+  if (dtype == KVDType::kF32) return 4LL * head_dim;
+  if (dtype == KVDType::kBFP8 && head_dim % 16 != 0)
+    throw Error(
+        Cat("--kv-dtype bfp8 needs head_dim to be a multiple of 16 (blocks of 16 values "
+            "share an exponent); this model's head_dim is ",
+            head_dim));
+  return EncodedRowBytes(QuantOf(dtype), scale, head_dim);
+}
+
+int64_t KVBytesPerToken(const KVCacheShape& s, KVDType dtype, ScaleMode scale) {
+  return 2LL * s.n_layers * s.n_kv_heads * KVRowBytes(dtype, scale, s.head_dim);
+}
+
+int64_t KVBytesPerLayerK(const KVCacheShape& s, KVDType dtype, ScaleMode scale) {
+  return static_cast<int64_t>(s.user_rows) * s.n_kv_heads * s.max_seq *
+         KVRowBytes(dtype, scale, s.head_dim);
+}
+
+KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
+    : shape_(shape), options_(options) {
   WC_CHECK(shape.n_layers > 0 && shape.user_rows > 0 && shape.n_kv_heads > 0 && shape.max_seq > 0 &&
                shape.head_dim > 0,
            "empty KV cache shape");
-  const int64_t bytes = KVBytesPerLayerK(shape, dtype);
-  const int64_t total = 2 * bytes * shape.n_layers;
-  if (total > (int64_t{1} << 40))
-    throw Error(Cat("KV cache of ", total >> 20, " MiB is too large; lower --ctx or --users"));
+  row_bytes_ = KVRowBytes(options.dtype, options.scale, shape.head_dim);
+  if (IsQuantized(options.dtype) && options.dtype != KVDType::kBFP8 &&
+      options.scale == ScaleMode::kTensor &&
+      options.tensor_scales.size() != static_cast<size_t>(2 * shape.n_layers))
+    throw Error(Cat("--kv-scale tensor needs calibrated scales for ", shape.n_layers,
+                    " layers; run `wormchat calibrate` first"));
+  int64_t rows_per_layer = static_cast<int64_t>(shape.user_rows) * shape.n_kv_heads * shape.max_seq;
+  if (options.block_size > 0) {
+    const int blocks_per_user = (shape.max_seq + options.block_size - 1) / options.block_size;
+    pool_ = std::make_unique<BlockPool>(shape.user_rows * blocks_per_user, options.block_size);
+    for (int u = 0; u < shape.user_rows; ++u) tables_.emplace_back(*pool_);
+    rows_per_layer =
+        static_cast<int64_t>(pool_->n_blocks()) * shape.n_kv_heads * options.block_size;
+  }
+  const int64_t bytes = rows_per_layer * row_bytes_;
+  if (2 * bytes * shape.n_layers > (int64_t{1} << 40))
+    throw Error(Cat("KV cache of ", (2 * bytes * shape.n_layers) >> 20,
+                    " MiB is too large; lower --ctx or --users"));
   k_.resize(shape.n_layers);
   v_.resize(shape.n_layers);
   for (int l = 0; l < shape.n_layers; ++l) {
@@ -45,9 +115,13 @@ KVCache::KVCache(const KVCacheShape& shape, KVDType dtype) : shape_(shape), dtyp
   }
 }
 
-int64_t KVCache::Offset(int user, int kv_head, int pos) const {
-  return ((static_cast<int64_t>(user) * shape_.n_kv_heads + kv_head) * shape_.max_seq + pos) *
-         shape_.head_dim;
+int64_t KVCache::RowOffset(int user, int kv_head, int pos) const {
+  if (pool_ == nullptr)
+    return ((static_cast<int64_t>(user) * shape_.n_kv_heads + kv_head) * shape_.max_seq + pos) *
+           row_bytes_;
+  const int bs = options_.block_size;
+  const int64_t block = tables_[user].block(pos);
+  return ((block * shape_.n_kv_heads + kv_head) * bs + pos % bs) * row_bytes_;
 }
 
 void KVCache::Write(int layer, int user, int pos, const float* k, const float* v) {
@@ -57,38 +131,92 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
     throw Error(Cat("KV cache full: position ", pos, " is beyond the context of ", shape_.max_seq,
                     " tokens; raise --ctx or shorten the conversation"));
   const int hd = shape_.head_dim;
+  for (int i = 0; i < shape_.n_kv_heads * hd; ++i) {
+    if (!std::isfinite(k[i]) || !std::isfinite(v[i]))
+      throw Error(Cat("non-finite ", std::isfinite(k[i]) ? "V" : "K", " value (",
+                      std::isfinite(k[i]) ? v[i] : k[i], ") at layer ", layer, ", user row ", user,
+                      ", position ", pos, ", KV head ", i / hd,
+                      "; the model's activations overflowed"));
+  }
+  if (pool_ != nullptr) tables_[user].Reserve(pos + 1);
+  const KVQuant q = QuantOf(options_.dtype);
   for (int h = 0; h < shape_.n_kv_heads; ++h) {
-    const int64_t off = Offset(user, h, pos);
-    const float* kh = k + static_cast<int64_t>(h) * hd;
-    const float* vh = v + static_cast<int64_t>(h) * hd;
-    if (dtype_ == KVDType::kBF16) {
-      auto* kd = reinterpret_cast<uint16_t*>(k_[layer].data()) + off;
-      auto* vd = reinterpret_cast<uint16_t*>(v_[layer].data()) + off;
-      for (int d = 0; d < hd; ++d) {
-        kd[d] = F32ToBF16(kh[d]);
-        vd[d] = F32ToBF16(vh[d]);
+    const int64_t off = RowOffset(user, h, pos);
+    for (int kv = 0; kv < 2; ++kv) {
+      const float* src = (kv == 0 ? k : v) + static_cast<int64_t>(h) * hd;
+      uint8_t* dst = (kv == 0 ? k_ : v_)[layer].data() + off;
+      switch (options_.dtype) {
+        case KVDType::kBF16:
+          for (int d = 0; d < hd; ++d) {
+            const uint16_t b = F32ToBF16(src[d]);
+            std::memcpy(dst + 2 * d, &b, 2);
+          }
+          break;
+        case KVDType::kF32:
+          std::memcpy(dst, src, static_cast<size_t>(hd) * sizeof(float));
+          break;
+        default: {
+          const float scale =
+              options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
+                  ? options_.tensor_scales[2 * layer + kv]
+                  : 0.0f;
+          WC_CHECK(EncodeRow(q, options_.scale, scale, src, hd, dst), "checked finite above");
+        }
       }
-    } else {
-      std::memcpy(reinterpret_cast<float*>(k_[layer].data()) + off, kh, hd * sizeof(float));
-      std::memcpy(reinterpret_cast<float*>(v_[layer].data()) + off, vh, hd * sizeof(float));
     }
   }
 }
 
+void KVCache::ResetUser(int user) {
+  if (pool_ != nullptr) tables_[user].Clear();
+}
+
 MatrixRef KVCache::Keys(int layer, int user, int kv_head, int start, int len) const {
   WC_CHECK(start >= 0 && len >= 0 && start + len <= shape_.max_seq, "rows ", start, "+", len);
+  if (pool_ != nullptr || IsQuantized(options_.dtype)) return {};
   MatrixRef m;
-  m.dtype = dtype_ == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
+  m.dtype = options_.dtype == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
   m.rows = len;
   m.cols = m.row_stride = shape_.head_dim;
-  m.data = k_[layer].data() + Offset(user, kv_head, start) * KVDTypeBytes(dtype_);
+  m.data = k_[layer].data() + RowOffset(user, kv_head, start);
   return m;
 }
 
 MatrixRef KVCache::Values(int layer, int user, int kv_head, int start, int len) const {
   MatrixRef m = Keys(layer, user, kv_head, start, len);
-  m.data = v_[layer].data() + Offset(user, kv_head, start) * KVDTypeBytes(dtype_);
+  if (m.data != nullptr) m.data = v_[layer].data() + RowOffset(user, kv_head, start);
   return m;
+}
+
+DType KVCache::GatherDType() const {
+  return options_.dtype == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
+}
+
+void KVCache::GatherRows(const std::vector<uint8_t>& store, int layer, int user, int kv_head,
+                         int start, int len, void* out, int kv) const {
+  const int hd = shape_.head_dim;
+  const KVQuant q = QuantOf(options_.dtype);
+  const float scale = options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
+                          ? options_.tensor_scales[2 * layer + kv]
+                          : 0.0f;
+  const int64_t out_row = static_cast<int64_t>(hd) * DTypeSize(GatherDType());
+  for (int r = 0; r < len; ++r) {
+    const uint8_t* src = store.data() + RowOffset(user, kv_head, start + r);
+    uint8_t* dst = static_cast<uint8_t*>(out) + r * out_row;
+    if (!IsQuantized(options_.dtype)) {
+      std::memcpy(dst, src, static_cast<size_t>(out_row));  // a page row, as stored
+    } else {
+      DecodeRow(q, options_.scale, scale, src, hd, reinterpret_cast<float*>(dst));
+    }
+  }
+}
+
+void KVCache::Gather(int layer, int user, int kv_head, int start, int len, void* k_out,
+                     void* v_out) const {
+  WC_CHECK(start >= 0 && len >= 0 && start + len <= shape_.max_seq, "rows ", start, "+", len);
+  WC_CHECK(pool_ == nullptr || start + len <= tables_[user].capacity(), "gathering unwritten rows");
+  GatherRows(k_[layer], layer, user, kv_head, start, len, k_out, 0);
+  GatherRows(v_[layer], layer, user, kv_head, start, len, v_out, 1);
 }
 
 }  // namespace wc

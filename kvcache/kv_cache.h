@@ -1,24 +1,34 @@
-// The KV cache: per layer, K and V laid out contiguously as
-//   [user_rows, n_kv_heads, max_seq, head_dim]   (the seed-001 layout)
-// in bf16 (default) or f32. Tokens are converted once, when written; readers get row views.
-// The KV-cache issue extends this with quantized formats and paged blocks behind the same calls.
+// The KV cache: per layer, K and V rows of head_dim values in one of the formats of
+// kv_formats.h (or plain bf16 / f32), laid out
+//   contiguous: [user_rows, n_kv_heads, max_seq, row_bytes]   (the seed-001 layout), or
+//   paged:      [n_blocks, n_kv_heads, block_size, row_bytes] from one BlockPool, with a block
+//               table per user row (vLLM-style, seed 002).
+// A token is encoded once, when written. Attention reads rows in place where the storage allows
+// (contiguous bf16/f32) and otherwise gathers a chunk at a time (pages copied, quantized rows
+// decoded), never materializing a decoded copy of the cache.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kvcache/block_pool.h"
+#include "kvcache/kv_formats.h"
 #include "kvcache/kv_view.h"
 
 namespace wc {
 
-enum class KVDType : uint8_t { kBF16, kF32 };
+enum class KVDType : uint8_t { kBF16, kF32, kInt8, kFP8E4M3, kFP8E5M2, kBFP8 };
 
-// Parses "bf16" / "f32". Throws wc::Error naming --kv-dtype on anything else.
+// Parses bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8. Throws wc::Error naming --kv-dtype otherwise.
 KVDType ParseKVDType(const std::string& name);
 const char* KVDTypeName(KVDType dtype);
-int KVDTypeBytes(KVDType dtype);
+bool IsQuantized(KVDType dtype);
+// Parses token-head / tensor. Throws wc::Error naming --kv-scale otherwise.
+ScaleMode ParseScaleMode(const std::string& name);
+const char* ScaleModeName(ScaleMode mode);
 
 struct KVCacheShape {
   int n_layers = 0;
@@ -28,37 +38,69 @@ struct KVCacheShape {
   int head_dim = 0;
 };
 
+struct KVCacheOptions {
+  KVDType dtype = KVDType::kBF16;
+  ScaleMode scale = ScaleMode::kTokenHead;  // int8/fp8 only
+  int block_size = 0;                       // 0: contiguous; else paged blocks of this many tokens
+  // kTensor: per layer, K then V dequantization multipliers: [n_layers * 2].
+  std::vector<float> tensor_scales;
+};
+
+// Bytes one stored K (or V) row of `head_dim` values takes, scales included.
+int64_t KVRowBytes(KVDType dtype, ScaleMode scale, int head_dim);
 // Bytes of K plus V for one token of one user across all layers.
-int64_t KVBytesPerToken(const KVCacheShape& shape, KVDType dtype);
+int64_t KVBytesPerToken(const KVCacheShape& shape, KVDType dtype, ScaleMode scale);
 // Bytes of K (or of V) for one layer, all users and positions.
-int64_t KVBytesPerLayerK(const KVCacheShape& shape, KVDType dtype);
+int64_t KVBytesPerLayerK(const KVCacheShape& shape, KVDType dtype, ScaleMode scale);
 
 class KVCache {
  public:
-  // Allocates (zeroed) storage for every layer. Throws wc::Error if the size is absurd.
-  KVCache(const KVCacheShape& shape, KVDType dtype);
+  // Allocates (zeroed) storage for every layer. Throws wc::Error for an absurd size, a tensor
+  // scale mode without scales, or a block size that is not a power of two.
+  KVCache(const KVCacheShape& shape, const KVCacheOptions& options);
+  KVCache(const KVCacheShape& shape, KVDType dtype) : KVCache(shape, Options(dtype)) {}
 
   const KVCacheShape& shape() const { return shape_; }
-  KVDType dtype() const { return dtype_; }
+  const KVCacheOptions& options() const { return options_; }
+  KVDType dtype() const { return options_.dtype; }
+  bool paged() const { return pool_ != nullptr; }
 
   // Stores one token's keys and values for `user` at `pos` of `layer`.
   //   k, v: [n_kv_heads, head_dim] f32
-  // Throws wc::Error if pos is outside [0, max_seq) ("KV cache full").
+  // Throws wc::Error, leaving the cache as it was, if pos is outside [0, max_seq) ("KV cache
+  // full"), the block pool is exhausted, or k/v hold NaN or Inf (naming layer, user and position).
   void Write(int layer, int user, int pos, const float* k, const float* v);
+  // Forgets a user row (paged: returns its blocks to the pool).
+  void ResetUser(int user);
 
-  // Views of cached rows [start, start + len) of one KV head: [len, head_dim], stored dtype.
+  // In-place views of rows [start, start + len) of one KV head, [len, head_dim], when the storage
+  // allows it (contiguous bf16 or f32); an empty MatrixRef (data == nullptr) otherwise.
   MatrixRef Keys(int layer, int user, int kv_head, int start, int len) const;
   MatrixRef Values(int layer, int user, int kv_head, int start, int len) const;
-  // Bytes of one stored K (or V) row.
-  double RowBytes() const { return static_cast<double>(shape_.head_dim) * KVDTypeBytes(dtype_); }
+  // Copies (bf16, f32) or decodes (quantized) those rows into k_out / v_out:
+  // [len, head_dim] of GatherDType().
+  void Gather(int layer, int user, int kv_head, int start, int len, void* k_out, void* v_out) const;
+  DType GatherDType() const;
+  // Bytes of one stored K (or V) row: what reading it from DRAM moves.
+  double RowBytes() const { return static_cast<double>(row_bytes_); }
 
  private:
-  int64_t Offset(int user, int kv_head, int pos) const;
+  static KVCacheOptions Options(KVDType dtype) {
+    KVCacheOptions o;
+    o.dtype = dtype;
+    return o;
+  }
+  // Byte offset of the row (user, kv_head, pos) in a layer's K or V storage.
+  int64_t RowOffset(int user, int kv_head, int pos) const;
+  void GatherRows(const std::vector<uint8_t>& store, int layer, int user, int kv_head, int start,
+                  int len, void* out, int kv) const;
 
   KVCacheShape shape_;
-  KVDType dtype_;
-  // Per layer: [user_rows, n_kv_heads, max_seq, head_dim] elements of dtype_, as raw bytes.
-  std::vector<std::vector<uint8_t>> k_;
+  KVCacheOptions options_;
+  int64_t row_bytes_;
+  std::unique_ptr<BlockPool> pool_;      // paged only
+  std::vector<BlockTable> tables_;       // paged only: [user_rows]
+  std::vector<std::vector<uint8_t>> k_;  // [n_layers] of the layout above, as bytes
   std::vector<std::vector<uint8_t>> v_;
 };
 
@@ -75,6 +117,10 @@ class KVCacheLayerView : public KVView {
   MatrixRef Values(int b, int h, int start, int len) const override {
     return cache_.Values(layer_, users_[b], h, offsets_[b] + start, len);
   }
+  void Gather(int b, int h, int start, int len, void* k_out, void* v_out) const override {
+    cache_.Gather(layer_, users_[b], h, offsets_[b] + start, len, k_out, v_out);
+  }
+  DType GatherDType() const override { return cache_.GatherDType(); }
   double RowBytes() const override { return cache_.RowBytes(); }
   int head_dim() const override { return cache_.shape().head_dim; }
 

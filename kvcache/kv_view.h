@@ -9,9 +9,15 @@ namespace wc {
 class KVView {
  public:
   virtual ~KVView() = default;
-  // Rows [start, start + len) of K (or V) for (batch, kv_head): a [len, head_dim] view.
+  // Rows [start, start + len) of K (or V) for (batch, kv_head) as an in-place [len, head_dim]
+  // view, or an empty MatrixRef (data == nullptr) when the storage cannot be read in place
+  // (pages, quantized rows): then use Gather.
   virtual MatrixRef Keys(int batch, int kv_head, int start, int len) const = 0;
   virtual MatrixRef Values(int batch, int kv_head, int start, int len) const = 0;
+  // Copies or decodes those rows into k_out / v_out: [len, head_dim] of GatherDType(). Views that
+  // always read in place need not support it.
+  virtual void Gather(int, int, int, int, void*, void*) const {}
+  virtual DType GatherDType() const { return DType::kF32; }
   // Bytes one K (or V) row occupies in its stored format: what a DRAM read of it moves.
   virtual double RowBytes() const = 0;
   virtual int head_dim() const = 0;

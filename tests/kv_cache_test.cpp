@@ -1,0 +1,168 @@
+// The KV cache's formats and layouts read through the FlashDecode engine: paged == contiguous bit
+// for bit, each quantized format within its bound of FP32 attention, and bad input refused.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "attention/flash_decode.h"
+#include "kvcache/kv_cache.h"
+#include "serving/rng.h"
+#include "tests/test_util.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+constexpr int kHeads = 8, kKv = 2, kHd = 64, kLen = 300, kUsers = 2;
+
+// Writes the same seeded tokens into `cache` (layer 0) for every user, and returns them:
+// [users, kv_len, n_kv, head_dim] for K then V.
+std::vector<float> Fill(KVCache& cache) {
+  Rng rng(9);
+  std::vector<float> kv(size_t(2) * kUsers * kLen * kKv * kHd);
+  for (auto& x : kv) x = static_cast<float>((rng.Uniform() * 2 - 1) * (1 + 3 * rng.Uniform()));
+  const size_t half = kv.size() / 2;
+  for (int u = 0; u < kUsers; ++u)
+    for (int p = 0; p < kLen; ++p) {
+      const size_t off = (size_t(u) * kLen + p) * kKv * kHd;
+      cache.Write(0, u, p, &kv[off], &kv[half + off]);
+    }
+  return kv;
+}
+
+// Attention of seeded queries over the cache: [users, heads, head_dim].
+std::vector<float> Attend(const KVCache& cache, int max_cores = 16) {
+  Rng rng(4);
+  std::vector<float> q(size_t(kUsers) * kHeads * kHd), out(q.size());
+  for (auto& x : q) x = static_cast<float>(rng.Uniform() * 2 - 1);
+  std::vector<int32_t> users = {0, 1}, zeros = {0, 0}, cur_pos = {kLen - 1, kLen / 2};
+  KVCacheLayerView view(cache, 0, users.data(), zeros.data());
+  FlashDecodeConfig cfg;
+  cfg.k_chunk_size = 64;
+  cfg.max_cores_per_head_batch = max_cores;
+  FlashDecodeEngine engine(MeshPreset("n150"), cfg);
+  DecodeAttentionOp op;
+  op.bsz = kUsers;
+  op.n_q_heads = kHeads;
+  op.n_kv_heads = kKv;
+  op.head_dim = kHd;
+  op.kv_len = cache.shape().max_seq;
+  op.q = q.data();
+  op.kv = &view;
+  op.cur_pos = cur_pos.data();
+  op.scale = 0.125f;
+  op.out = out.data();
+  engine.Run(op);
+  return out;
+}
+
+KVCacheShape Shape() {
+  return KVCacheShape{1, kUsers, kKv, 512, kHd};
+}
+
+KVCacheOptions Opts(KVDType d, int block = 0, ScaleMode s = ScaleMode::kTokenHead) {
+  KVCacheOptions o;
+  o.dtype = d;
+  o.block_size = block;
+  o.scale = s;
+  return o;
+}
+
+TEST(KVCache, PagedEqualsContiguousBitForBitInEveryFormat) {
+  for (KVDType d : {KVDType::kBF16, KVDType::kF32, KVDType::kInt8, KVDType::kFP8E4M3,
+                    KVDType::kFP8E5M2, KVDType::kBFP8}) {
+    KVCache contiguous(Shape(), Opts(d));
+    Fill(contiguous);
+    const auto base = Attend(contiguous);
+    for (int block : {16, 32, 128}) {
+      KVCache paged(Shape(), Opts(d, block));
+      Fill(paged);
+      const auto got = Attend(paged, block == 32 ? 3 : 16);
+      EXPECT_EQ(0, std::memcmp(base.data(), got.data(), base.size() * sizeof(float)))
+          << KVDTypeName(d) << " block " << block;
+    }
+  }
+}
+
+TEST(KVCache, QuantizedAttentionWithinEachFormatsBoundOfFp32) {
+  KVCache exact(Shape(), Opts(KVDType::kF32));
+  Fill(exact);
+  const auto ref = Attend(exact);
+  // Relative max error of the attention output (values ~N(0, 1)-ish, softmax-averaged).
+  const std::pair<KVDType, double> bounds[] = {{KVDType::kBF16, 0.01},
+                                               {KVDType::kInt8, 0.03},
+                                               {KVDType::kFP8E4M3, 0.08},
+                                               {KVDType::kFP8E5M2, 0.15},
+                                               {KVDType::kBFP8, 0.04}};
+  for (const auto& [d, bound] : bounds) {
+    KVCache cache(Shape(), Opts(d));
+    Fill(cache);
+    const double err = test::RelMaxError(Attend(cache), ref);
+    EXPECT_LE(err, bound) << KVDTypeName(d);
+    EXPECT_GT(err, 0.0) << KVDTypeName(d);
+  }
+}
+
+TEST(KVCache, TensorScalesNeedCalibrationAndSaturateBeyondIt) {
+  EXPECT_THROW(KVCache(Shape(), Opts(KVDType::kInt8, 0, ScaleMode::kTensor)), Error);
+  KVCacheOptions o = Opts(KVDType::kInt8, 0, ScaleMode::kTensor);
+  o.tensor_scales = {1.0f / 127, 1.0f / 127};  // calibrated for |x| <= 1
+  KVCache cache(Shape(), o);
+  std::vector<float> k(kKv * kHd, 0.5f), v(kKv * kHd, 0.25f), out_k(kHd), out_v(kHd);
+  k[0] = 40.0f;  // beyond the calibrated range
+  cache.Write(0, 0, 0, k.data(), v.data());
+  cache.Gather(0, 0, 0, 0, 1, out_k.data(), out_v.data());
+  EXPECT_NEAR(out_k[0], 1.0f, 1e-6);  // saturated
+  EXPECT_NEAR(out_k[1], 0.5f, 0.005f);
+  EXPECT_NEAR(out_v[3], 0.25f, 0.005f);
+}
+
+TEST(KVCache, NonFiniteValuesAreReportedByLayerAndPosition) {
+  KVCache cache(KVCacheShape{3, 1, kKv, 16, kHd}, Opts(KVDType::kInt8));
+  std::vector<float> k(kKv * kHd, 0.1f), v(kKv * kHd, 0.1f);
+  v[kHd + 3] = std::numeric_limits<float>::quiet_NaN();
+  try {
+    cache.Write(2, 0, 7, k.data(), v.data());
+    FAIL();
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("non-finite V value"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("layer 2"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("position 7"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("KV head 1"), std::string::npos) << msg;
+  }
+  k[0] = std::numeric_limits<float>::infinity();
+  v[kHd + 3] = 0.0f;
+  EXPECT_THROW(cache.Write(0, 0, 0, k.data(), v.data()), Error);
+}
+
+TEST(KVCache, FullCacheIsAClearErrorAndResetReusesBlocks) {
+  KVCache cache(KVCacheShape{1, 1, kKv, 64, kHd}, Opts(KVDType::kBF16, 32));
+  std::vector<float> k(kKv * kHd, 0.1f);
+  for (int p = 0; p < 64; ++p) cache.Write(0, 0, p, k.data(), k.data());
+  try {
+    cache.Write(0, 0, 64, k.data(), k.data());
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KV cache full"), std::string::npos) << e.what();
+  }
+  cache.ResetUser(0);
+  for (int p = 0; p < 64; ++p) cache.Write(0, 0, p, k.data(), k.data());  // blocks reused
+}
+
+TEST(KVCache, BytesPerTokenOfEachFormat) {
+  const KVCacheShape s{60, 32, 8, 2048, 64};
+  const double bf16 = KVBytesPerToken(s, KVDType::kBF16, ScaleMode::kTokenHead);
+  EXPECT_LE(KVBytesPerToken(s, KVDType::kInt8, ScaleMode::kTokenHead) / bf16, 0.53);
+  EXPECT_LE(KVBytesPerToken(s, KVDType::kFP8E4M3, ScaleMode::kTokenHead) / bf16, 0.53);
+  EXPECT_LE(KVBytesPerToken(s, KVDType::kBFP8, ScaleMode::kTokenHead) / bf16, 0.54);
+  EXPECT_EQ(KVBytesPerToken(s, KVDType::kInt8, ScaleMode::kTensor) / bf16, 0.5);
+  EXPECT_THROW(KVRowBytes(KVDType::kBFP8, ScaleMode::kTokenHead, 24), Error);
+  EXPECT_THROW(ParseKVDType("int4"), Error);
+}
+
+}  // namespace
+}  // namespace wc
