@@ -47,7 +47,7 @@ void RunChat(const ChatCmdOptions& o) {
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
-  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv_dtype);
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
   Conversation conv(*m.model, cache, 0);
   Sampler sampler(o.sampling, o.seed);
   StdoutSink sink;

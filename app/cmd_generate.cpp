@@ -35,7 +35,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
   if (static_cast<int>(ids.size()) >= m.ctx)
     throw Error(Cat("--prompt is ", ids.size(), " tokens, too long for the context of ", m.ctx,
                     " tokens; shorten it or raise --ctx"));
-  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv_dtype);
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
   Conversation conv(*m.model, cache, 0);
   const auto t0 = std::chrono::steady_clock::now();
   conv.Feed(ids);

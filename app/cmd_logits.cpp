@@ -49,7 +49,7 @@ void RunLogits(const LogitsCmdOptions& o) {
   if (static_cast<int>(ids.size()) > m.ctx)
     throw Error(Cat(o.prompt.empty() ? "--ids" : "--prompt", ": ", ids.size(),
                     " tokens are longer than the context of ", m.ctx, " tokens; raise --ctx"));
-  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv_dtype);
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
   const int64_t vocab = c.vocab_size, n = static_cast<int64_t>(ids.size());
   std::vector<float> all(static_cast<size_t>(n * vocab));  // [n_tokens, vocab_size]
   const int64_t chunk = 256;

@@ -28,17 +28,21 @@ void RunPerplexity(const PerplexityCmdOptions& o) {
   if (m.chat_format && m.chat_format->add_bos) ids.push_back(m.model->config().bos_token_id);
   const std::vector<int> body = m.tokenizer->Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
-  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, m.ctx, m.kv_dtype);
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
+  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
+  const bool scaled = m.kv.dtype == KVDType::kInt8 || m.kv.dtype == KVDType::kFP8E4M3 ||
+                      m.kv.dtype == KVDType::kFP8E5M2;
+  const std::string scale = scaled ? ScaleModeName(m.kv.scale) : "none";
   if (o.json) {
-    const nlohmann::json j = {{"kv_dtype", KVDTypeName(m.kv_dtype)},
-                              {"kv_scale", "none"},
+    const nlohmann::json j = {{"kv_dtype", KVDTypeName(m.kv.dtype)},
+                              {"kv_scale", scale},
                               {"tokens", r.tokens},
                               {"perplexity", r.perplexity()}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s: %lld tokens scored, perplexity %.4f (kv %s, context %d)\n",
+    std::printf("%s: %lld tokens scored, perplexity %.4f (kv %s, scale %s, context %d)\n",
                 o.text_file.c_str(), static_cast<long long>(r.tokens), r.perplexity(),
-                KVDTypeName(m.kv_dtype), m.ctx);
+                KVDTypeName(m.kv.dtype), scale.c_str(), m.ctx);
   }
 }
 

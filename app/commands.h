@@ -16,5 +16,6 @@ void RegisterInit(CLI::App& app);
 void RegisterMeshBench(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPerplexity(CLI::App& app);
+void RegisterCalibrate(CLI::App& app);
 
 }  // namespace wc

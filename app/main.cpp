@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   wc::RegisterMeshBench(app);
   wc::RegisterBench(app);
   wc::RegisterPerplexity(app);
+  wc::RegisterCalibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

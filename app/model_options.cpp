@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include "kvcache/kv_scales.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -12,7 +13,15 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
                   "Model directory: config.json, model.safetensors (or sharded), tokenizer.model "
                   "[default: the model in assets/]");
   cmd->add_option("--threads", o.threads, "Host threads (0 = all cores)")->capture_default_str();
-  cmd->add_option("--kv-dtype", o.kv_dtype, "KV cache format: bf16 or f32")->capture_default_str();
+  cmd->add_option("--kv-dtype", o.kv_dtype,
+                  "KV cache format: bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
+      ->capture_default_str();
+  cmd->add_option("--kv-scale", o.kv_scale,
+                  "int8/fp8 scales: token-head (per token and KV head) or tensor (calibrated)")
+      ->capture_default_str();
+  cmd->add_option("--kv-block-size", o.kv_block_size,
+                  "Paged KV cache with blocks of this many tokens (0 = contiguous)")
+      ->capture_default_str();
   cmd->add_option("--ctx", o.ctx, "Context length in tokens (0 = max_position_embeddings)")
       ->capture_default_str();
   cmd->add_option("--lm-head-fractures", o.lm_head_fractures,
@@ -58,7 +67,14 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
   LoadedModel m;
   m.dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
-  m.kv_dtype = ParseKVDType(o.kv_dtype);
+  m.kv.dtype = ParseKVDType(o.kv_dtype);
+  m.kv.scale = ParseScaleMode(o.kv_scale);
+  if (o.kv_block_size < 0) throw Error(Cat("--kv-block-size must be >= 0, got ", o.kv_block_size));
+  m.kv.block_size = o.kv_block_size;
+  const bool scaled = m.kv.dtype == KVDType::kInt8 || m.kv.dtype == KVDType::kFP8E4M3 ||
+                      m.kv.dtype == KVDType::kFP8E5M2;
+  if (m.kv.scale == ScaleMode::kTensor && !scaled)
+    throw Error(Cat("--kv-scale tensor applies to int8 and fp8 caches, not ", o.kv_dtype));
   ModelOptions mo;
   mo.lm_head_fractures = o.lm_head_fractures;
   if (o.attention != "flash" && o.attention != "reference")
@@ -71,6 +87,14 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   mo.flash.k_chunk_size = o.k_chunk_size;
   m.model = FalconModel::Load(m.dir, mo);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
+  KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16
+  if (m.kv.scale == ScaleMode::kTensor) {
+    const KVQuant q = m.kv.dtype == KVDType::kInt8      ? KVQuant::kInt8
+                      : m.kv.dtype == KVDType::kFP8E4M3 ? KVQuant::kFP8E4M3
+                                                        : KVQuant::kFP8E5M2;
+    m.kv.tensor_scales =
+        KVScaleFile::Load(m.dir, m.model->Fingerprint(), m.model->config().n_layers).Scales(q);
+  }
   m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
   if (need_tokenizer) {
     m.tokenizer = Tokenizer::FromModelDir(m.dir);

@@ -16,16 +16,18 @@
 namespace wc {
 
 struct ModelRunOptions {
-  std::string model_dir;            // --model (default: the model shipped in assets/)
-  int threads = 0;                  // --threads (0 = all cores)
-  std::string kv_dtype = "bf16";    // --kv-dtype
-  int ctx = 0;                      // --ctx (0 = the model's max_position_embeddings)
-  int lm_head_fractures = 8;        // --lm-head-fractures
-  std::string attention = "flash";  // --attention: flash (FlashDecode on the mesh) | reference
-  std::string mesh = "n150";        // --mesh
-  std::string reduction = "tree";   // --reduction
-  int max_cores_per_head = 16;      // --max-cores-per-head
-  int k_chunk_size = 0;             // --k-chunk-size (0 = auto)
+  std::string model_dir;                // --model (default: the model shipped in assets/)
+  int threads = 0;                      // --threads (0 = all cores)
+  std::string kv_dtype = "bf16";        // --kv-dtype
+  std::string kv_scale = "token-head";  // --kv-scale
+  int kv_block_size = 0;                // --kv-block-size (0 = contiguous)
+  int ctx = 0;                          // --ctx (0 = the model's max_position_embeddings)
+  int lm_head_fractures = 8;            // --lm-head-fractures
+  std::string attention = "flash";      // --attention: flash (FlashDecode on the mesh) | reference
+  std::string mesh = "n150";            // --mesh
+  std::string reduction = "tree";       // --reduction
+  int max_cores_per_head = 16;          // --max-cores-per-head
+  int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
 };
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
@@ -44,8 +46,8 @@ struct LoadedModel {
   std::unique_ptr<FalconModel> model;
   std::unique_ptr<Tokenizer> tokenizer;  // null if `need_tokenizer` was false and none exists
   std::optional<ChatFormat> chat_format;
-  KVDType kv_dtype = KVDType::kBF16;
-  int ctx = 0;  // positions per user row
+  KVCacheOptions kv;  // format, scales, layout
+  int ctx = 0;        // positions per user row
 };
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 

@@ -1,5 +1,6 @@
 #include "kvcache/kv_cache.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -107,6 +108,7 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
   if (2 * bytes * shape.n_layers > (int64_t{1} << 40))
     throw Error(Cat("KV cache of ", (2 * bytes * shape.n_layers) >> 20,
                     " MiB is too large; lower --ctx or --users"));
+  amax_.assign(2 * static_cast<size_t>(shape.n_layers), 0.0f);
   k_.resize(shape.n_layers);
   v_.resize(shape.n_layers);
   for (int l = 0; l < shape.n_layers; ++l) {
@@ -139,6 +141,10 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
                       "; the model's activations overflowed"));
   }
   if (pool_ != nullptr) tables_[user].Reserve(pos + 1);
+  for (int i = 0; i < shape_.n_kv_heads * hd; ++i) {
+    amax_[2 * layer] = std::max(amax_[2 * layer], std::fabs(k[i]));
+    amax_[2 * layer + 1] = std::max(amax_[2 * layer + 1], std::fabs(v[i]));
+  }
   const KVQuant q = QuantOf(options_.dtype);
   for (int h = 0; h < shape_.n_kv_heads; ++h) {
     const int64_t off = RowOffset(user, h, pos);

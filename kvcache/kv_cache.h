@@ -70,6 +70,8 @@ class KVCache {
   // Throws wc::Error, leaving the cache as it was, if pos is outside [0, max_seq) ("KV cache
   // full"), the block pool is exhausted, or k/v hold NaN or Inf (naming layer, user and position).
   void Write(int layer, int user, int pos, const float* k, const float* v);
+  // Largest |value| written so far into layer's K (kv = 0) or V (kv = 1): calibration.
+  float amax(int layer, int kv) const { return amax_[2 * layer + kv]; }
   // Forgets a user row (paged: returns its blocks to the pool).
   void ResetUser(int user);
 
@@ -100,6 +102,7 @@ class KVCache {
   int64_t row_bytes_;
   std::unique_ptr<BlockPool> pool_;      // paged only
   std::vector<BlockTable> tables_;       // paged only: [user_rows]
+  std::vector<float> amax_;              // [n_layers * 2]: K then V
   std::vector<std::vector<uint8_t>> k_;  // [n_layers] of the layout above, as bytes
   std::vector<std::vector<uint8_t>> v_;
 };

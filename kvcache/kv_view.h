@@ -27,8 +27,15 @@ class KVView {
 class ContiguousKV : public KVView {
  public:
   ContiguousKV(DType dtype, const void* k, const void* v, int n_kv_heads, int kv_len, int head_dim)
-      : dtype_(dtype), k_(k), v_(v), n_kv_heads_(n_kv_heads), kv_len_(kv_len), head_dim_(head_dim) {}
-  MatrixRef Keys(int b, int h, int start, int len) const override { return View(k_, b, h, start, len); }
+      : dtype_(dtype),
+        k_(k),
+        v_(v),
+        n_kv_heads_(n_kv_heads),
+        kv_len_(kv_len),
+        head_dim_(head_dim) {}
+  MatrixRef Keys(int b, int h, int start, int len) const override {
+    return View(k_, b, h, start, len);
+  }
   MatrixRef Values(int b, int h, int start, int len) const override {
     return View(v_, b, h, start, len);
   }

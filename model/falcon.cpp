@@ -1,6 +1,7 @@
 #include "model/falcon.h"
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 
 #include "attention/reference_attention.h"
@@ -60,6 +61,23 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
       lm_head_(weights_.lm_head, options.lm_head_fractures),
       rope_(config.head_dim(), config.rope_theta),
       engine_(MeshPreset(options.mesh), options.flash) {}
+
+std::string FalconModel::Fingerprint() const {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  auto mix = [&h](const void* data, size_t n) {
+    const auto* p = static_cast<const uint8_t*>(data);
+    for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  };
+  const std::string cfg = config_.ToJson().dump();
+  mix(cfg.data(), cfg.size());
+  const size_t bytes = weights_.checkpoint->total_bytes();
+  mix(&bytes, sizeof bytes);
+  const MatrixRef& e = weights_.embeddings;
+  mix(e.data, static_cast<size_t>(std::min<int64_t>(e.rows, 64) * e.cols * DTypeSize(e.dtype)));
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
 
 KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   KVCacheShape s;

@@ -66,6 +66,9 @@ class FalconModel {
   const FracturedLMHead& lm_head() const { return lm_head_; }
   KVCacheShape CacheShape(int user_rows, int max_seq) const;
   const ModelOptions& options() const { return options_; }
+  // Identifies the weights (config, tensor bytes, a hash of the embedding's first rows): what a
+  // calibration file is tied to.
+  std::string Fingerprint() const;
   // Totals of the emulated attention ops since construction (FlashDecode only).
   const AttentionTotals& attention_totals() const { return totals_; }
 

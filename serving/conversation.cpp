@@ -82,6 +82,7 @@ GenerationResult Conversation::Generate(const Tokenizer& tok, const GenerateOpti
 }
 
 void Conversation::Reset() {
+  cache_.ResetUser(user_row_);
   cur_pos_ = 0;
   history_.clear();
   last_logits_.clear();

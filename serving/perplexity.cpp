@@ -16,14 +16,15 @@ double LogProb(const float* logits, int vocab, int target) {
 }
 
 PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
-                                         int ctx, KVDType kv_dtype) {
+                                         KVCache& cache) {
+  const int ctx = cache.shape().max_seq;
   if (ids.size() < 2) throw Error("the text has fewer than two tokens; nothing to score");
   if (ctx < 2) throw Error(Cat("--ctx ", ctx, " is too short to score anything"));
   const int vocab = model.config().vocab_size;
-  KVCache cache(model.CacheShape(1, ctx), kv_dtype);
   PerplexityResult r;
   std::vector<float> logits;
   for (size_t begin = 0; begin + 1 < ids.size(); begin += ctx) {
+    cache.ResetUser(0);
     const size_t end = std::min(ids.size(), begin + ctx);
     for (size_t i = begin; i + 1 < end; ++i) {
       TokenBatch b;

@@ -20,9 +20,10 @@ struct PerplexityResult {
   double perplexity() const { return tokens > 0 ? std::exp(nll / tokens) : 0.0; }
 };
 
-// ids: the text's tokens (with BOS if the model uses one). Throws wc::Error if fewer than two.
+// ids: the text's tokens (with BOS if the model uses one), fed through user row 0 of `cache` in
+// windows of cache.shape().max_seq tokens. Throws wc::Error if fewer than two tokens.
 PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
-                                         int ctx, KVDType kv_dtype);
+                                         KVCache& cache);
 
 // log softmax(logits)[target] in double. logits: [vocab]
 double LogProb(const float* logits, int vocab, int target);

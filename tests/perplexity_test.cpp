@@ -36,7 +36,8 @@ TEST(Perplexity, MatchesThePyTorchReferenceLogits) {
   for (size_t i = 0; i + 1 < ids.size(); ++i)
     nll -= LogProb(&ref.data[i * vocab], vocab, ids[i + 1]);
   auto model = FalconModel::Load(dir, ModelOptions{});
-  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, 64, KVDType::kF32);
+  KVCache cache(model->CacheShape(1, 64), KVDType::kF32);
+  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, cache);
   EXPECT_EQ(r.tokens, static_cast<int64_t>(ids.size()) - 1);
   EXPECT_NEAR(r.nll, nll, 1e-4 * std::fabs(nll));
 }
@@ -45,10 +46,11 @@ TEST(Perplexity, LongTextIsScoredInContextWindows) {
   const std::string dir = test::FixtureDir("mq_f32");
   const auto ids = FixtureIds(dir);  // 12 tokens
   auto model = FalconModel::Load(dir, ModelOptions{});
-  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, 5, KVDType::kBF16);
+  KVCache cache(model->CacheShape(1, 5), KVDType::kBF16);
+  const PerplexityResult r = TeacherForcedPerplexity(*model, ids, cache);
   EXPECT_EQ(r.tokens, 4 + 4 + 1);  // windows [0,5) [5,10) [10,12): n - 1 each
   EXPECT_GT(r.perplexity(), 1.0);
-  EXPECT_THROW(TeacherForcedPerplexity(*model, {ids[0]}, 5, KVDType::kBF16), Error);
+  EXPECT_THROW(TeacherForcedPerplexity(*model, {ids[0]}, cache), Error);
 }
 
 TEST(Perplexity, CommandPrintsJson) {

@@ -1,0 +1,64 @@
+// `wormchat calibrate`: per-layer K and V amax over a text, saved beside the model as
+// kv_scales.json for `--kv-scale tensor` (TensorRT-LLM's per-tensor INT8/FP8 KV scales).
+#include <algorithm>
+#include <cstdio>
+#include <memory>
+
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "kvcache/kv_scales.h"
+#include "serving/perplexity.h"
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+namespace {
+
+struct CalibrateCmdOptions {
+  ModelRunOptions run;
+  std::string text_file;
+};
+
+void RunCalibrate(const CalibrateCmdOptions& o) {
+  const std::string text = ReadTextFile(o.text_file);
+  if (text.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error(Cat(o.text_file, ": is empty; give calibration text"));
+  ModelRunOptions run = o.run;
+  run.kv_dtype = "f32";  // measure the values as the model produces them
+  run.kv_scale = "token-head";
+  LoadedModel m = LoadModel(run, /*need_tokenizer=*/true);
+  const FalconConfig& c = m.model->config();
+  std::vector<int> ids;
+  if (m.chat_format && m.chat_format->add_bos) ids.push_back(c.bos_token_id);
+  const std::vector<int> body = m.tokenizer->Encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
+  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
+  KVScaleFile f;
+  f.fingerprint = m.model->Fingerprint();
+  f.n_layers = c.n_layers;
+  f.calibration_tokens = r.tokens + 1;
+  for (int l = 0; l < c.n_layers; ++l) {
+    f.k_amax.push_back(cache.amax(l, 0));
+    f.v_amax.push_back(cache.amax(l, 1));
+  }
+  f.Save(m.dir);
+  const auto [kmin, kmax] = std::minmax_element(f.k_amax.begin(), f.k_amax.end());
+  const auto [vmin, vmax] = std::minmax_element(f.v_amax.begin(), f.v_amax.end());
+  std::printf("%s/kv_scales.json: %lld tokens, %d layers, K amax %.3g..%.3g, V amax %.3g..%.3g\n",
+              m.dir.c_str(), static_cast<long long>(f.calibration_tokens), c.n_layers, *kmin, *kmax,
+              *vmin, *vmax);
+}
+
+}  // namespace
+
+void RegisterCalibrate(CLI::App& app) {
+  auto o = std::make_shared<CalibrateCmdOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "calibrate", "Record per-layer K/V amax over a text into kv_scales.json (--kv-scale tensor)");
+  AddModelRunOptions(cmd, o->run);
+  cmd->add_option("--text", o->text_file, "Calibration text file")->required();
+  cmd->callback([o] { RunCalibrate(*o); });
+}
+
+}  // namespace wc

@@ -1,0 +1,31 @@
+// Per-tensor KV scales (TensorRT-LLM style, seed 003): per layer, the amax of K and of V recorded
+// over calibration text, saved beside the model as kv_scales.json with a fingerprint of the model
+// so a file that belongs to another model is refused.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kvcache/kv_formats.h"
+
+namespace wc {
+
+struct KVScaleFile {
+  std::string fingerprint;  // of the model the amax values were measured on
+  int n_layers = 0;
+  std::vector<float> k_amax, v_amax;  // [n_layers]
+  int64_t calibration_tokens = 0;
+
+  // Dequantization multipliers for `q` (amax / KVQuantMax), per layer K then V: [n_layers * 2].
+  // A zero amax gives scale 0 (that tensor was all zeros).
+  std::vector<float> Scales(KVQuant q) const;
+  // Writes DIR/kv_scales.json. Throws wc::Error naming the file.
+  void Save(const std::string& model_dir) const;
+  // Reads DIR/kv_scales.json and checks it belongs to `fingerprint` with `n_layers` layers.
+  // Throws wc::Error naming the file: missing ("run wormchat calibrate"), malformed, or mismatched.
+  static KVScaleFile Load(const std::string& model_dir, const std::string& fingerprint,
+                          int n_layers);
+};
+
+}  // namespace wc

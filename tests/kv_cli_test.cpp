@@ -1,0 +1,103 @@
+// KV-cache formats end to end through the binary: perplexity per format, calibration and the
+// tensor-scale mode, paged == contiguous generation, info per format, and refusals.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+namespace wc {
+namespace {
+
+using test::RunWormchat;
+
+struct Model {
+  Model() {
+    test::CopyDir(test::FixtureDir("mha_seq_bf16"), dir.path());  // head_dim 16, vocab 613
+    test::CopyDir(test::FixtureDir("tokenizer"), dir.path());
+    test::WriteFile(dir.File("text.txt"),
+                    "a harbor is a sheltered port where ships can take on cargo. a falcon is a "
+                    "bird of prey with long pointed wings.\n");
+  }
+  std::string path() const { return dir.path(); }
+  std::string File(const std::string& n) const { return dir.File(n); }
+  test::TempDir dir;
+};
+
+double Perplexity(const Model& m, std::vector<std::string> extra) {
+  std::vector<std::string> args = {"perplexity", "--model",          m.path(),
+                                   "--text",     m.File("text.txt"), "--json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = RunWormchat(args);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return nlohmann::json::parse(r.out)["perplexity"].get<double>();
+}
+
+TEST(KVCli, EveryFormatScoresCloseToBf16AndPagedMatchesContiguous) {
+  Model m;
+  const double bf16 = Perplexity(m, {});
+  for (const char* d : {"int8", "fp8-e4m3", "fp8-e5m2", "bfp8", "f32"}) {
+    const double p = Perplexity(m, {"--kv-dtype", d});
+    EXPECT_NEAR(p / bf16, 1.0, 0.05) << d;
+    EXPECT_EQ(p, Perplexity(m, {"--kv-dtype", d, "--kv-block-size", "16"})) << d;
+  }
+}
+
+TEST(KVCli, CalibrateThenTensorScalesAndRefuseAForeignScaleFile) {
+  Model m;
+  auto r = RunWormchat({"perplexity", "--model", m.path(), "--text", m.File("text.txt"),
+                        "--kv-dtype", "int8", "--kv-scale", "tensor"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("run `wormchat calibrate"), std::string::npos) << r.err;
+  r = RunWormchat({"calibrate", "--model", m.path(), "--text", m.File("text.txt")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("kv_scales.json"), std::string::npos);
+  const double bf16 = Perplexity(m, {});
+  for (const char* d : {"int8", "fp8-e4m3"}) {
+    const double p = Perplexity(m, {"--kv-dtype", d, "--kv-scale", "tensor"});
+    EXPECT_NEAR(p / bf16, 1.0, 0.1) << d;
+  }
+  // The same scale file beside another model is refused.
+  Model other;
+  test::CopyDir(test::FixtureDir("newarch_gqa_bias_bf16"), other.path());
+  test::WriteFile(other.File("kv_scales.json"), test::ReadFile(m.File("kv_scales.json")));
+  r = RunWormchat({"logits", "--model", other.path(), "--ids", "1 2", "--out", other.File("x.npy"),
+                   "--kv-dtype", "int8", "--kv-scale", "tensor"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("kv_scales.json: was calibrated for another model"), std::string::npos)
+      << r.err;
+  r = RunWormchat({"perplexity", "--model", m.path(), "--text", m.File("text.txt"), "--kv-dtype",
+                   "bfp8", "--kv-scale", "tensor"});
+  EXPECT_NE(r.err.find("--kv-scale tensor applies to int8 and fp8"), std::string::npos) << r.err;
+}
+
+TEST(KVCli, PagedGenerationEqualsContiguous) {
+  Model m;
+  for (const char* d : {"bf16", "int8"}) {
+    const auto a = RunWormchat({"generate", "--model", m.path(), "--prompt", "a harbor", "-n", "20",
+                                "--seed", "3", "--kv-dtype", d});
+    const auto b = RunWormchat({"generate", "--model", m.path(), "--prompt", "a harbor", "-n", "20",
+                                "--seed", "3", "--kv-dtype", d, "--kv-block-size", "8"});
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    EXPECT_EQ(a.out, b.out) << d;
+  }
+  const auto bad =
+      RunWormchat({"generate", "--model", m.path(), "--prompt", "x", "--kv-block-size", "12"});
+  EXPECT_NE(bad.err.find("--kv-block-size 12 must be a power of two"), std::string::npos)
+      << bad.err;
+}
+
+TEST(KVCli, InfoReportsBytesPerFormat) {
+  auto bytes = [](const char* d) {
+    const auto r = RunWormchat({"info", "--preset", "falcon-40b", "--users", "32", "--ctx", "2048",
+                                "--kv-dtype", d, "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out)["kv_bytes_per_token"].get<double>();
+  };
+  const double bf16 = bytes("bf16");
+  EXPECT_LE(bytes("int8") / bf16, 0.53);
+  EXPECT_LE(bytes("fp8-e4m3") / bf16, 0.53);
+  EXPECT_LE(bytes("bfp8") / bf16, 0.54);
+}
+
+}  // namespace
+}  // namespace wc
