@@ -59,14 +59,14 @@ void RunGenerate(const GenerateCmdOptions& o) {
     std::fprintf(stderr,
                  "prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
                  "(%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
-                 "NoC, up to %lld cores\n",
+                 "NoC, up to %lld cores, %.1f us emulated on the mesh\n",
                  ids.size(), prefill_s, ids.size() / std::max(prefill_s, 1e-9), r.tokens.size(),
                  decode_s, r.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(r.reason),
                  m.model->options().attention == AttentionImpl::kFlashDecode
                      ? ("FlashDecode on " + m.model->options().mesh).c_str()
                      : "reference",
                  static_cast<long long>(at.ops), at.dram_bytes / 1e6, at.noc_bytes / 1e3,
-                 static_cast<long long>(at.max_cores_used));
+                 static_cast<long long>(at.max_cores_used), at.emulated_us);
   }
 }
 

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "attention/perf_model.h"
 #include "attention/reference_attention.h"
 #include "util/error.h"
 
@@ -215,6 +216,9 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     op.out = attn;
     const OpTrace trace = engine_.Run(op);
     ++totals_.ops;
+    totals_.emulated_us +=
+        EstimateFlashDecode(trace, engine_.mesh(), ShapeOf(op), options_.flash.fidelity)
+            .emulated_us;
     totals_.dram_bytes += trace.dram_bytes;
     totals_.noc_bytes += trace.noc_bytes;
     totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);

@@ -52,6 +52,7 @@ struct AttentionTotals {
   double dram_bytes = 0;  // K/V bytes read, stored format
   double noc_bytes = 0;   // partials moved between cores
   int64_t max_cores_used = 0;
+  double emulated_us = 0;  // device time the performance model gives these ops on the mesh
 };
 
 class FalconModel {
