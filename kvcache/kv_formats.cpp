@@ -200,22 +200,19 @@ void DecodeRow(KVQuant q, ScaleMode mode, float tensor_scale, const uint8_t* src
     scale = BF16ToF32(s16);
     values = src + 2;
   }
-  for (int i = 0; i < head_dim; ++i) {
-    float v = 0.0f;
-    switch (q) {
-      case KVQuant::kInt8:
-        v = static_cast<float>(static_cast<int8_t>(values[i]));
-        break;
-      case KVQuant::kFP8E4M3:
-        v = FP8E4M3ToF32(values[i]);
-        break;
-      case KVQuant::kFP8E5M2:
-        v = FP8E5M2ToF32(values[i]);
-        break;
-      case KVQuant::kBFP8:
-        break;
+  switch (q) {
+    case KVQuant::kInt8:
+      for (int i = 0; i < head_dim; ++i)
+        out[i] = static_cast<float>(static_cast<int8_t>(values[i])) * scale;
+      break;
+    case KVQuant::kFP8E4M3:
+    case KVQuant::kFP8E5M2: {
+      const float* table = q == KVQuant::kFP8E4M3 ? Tables().e4m3 : Tables().e5m2;
+      for (int i = 0; i < head_dim; ++i) out[i] = table[values[i]] * scale;
+      break;
     }
-    out[i] = v * scale;
+    case KVQuant::kBFP8:
+      break;
   }
 }
 
