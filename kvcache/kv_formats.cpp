@@ -61,6 +61,21 @@ uint16_t ScaleToBF16(float amax, float qmax) {
   return F32ToBF16(amax / qmax);
 }
 
+// The 256 values of an fp8 format, built once: decoding is a table lookup.
+struct Fp8Tables {
+  float e4m3[256], e5m2[256];
+  Fp8Tables() {
+    for (int b = 0; b < 256; ++b) {
+      e4m3[b] = FP8E4M3ToF32(static_cast<uint8_t>(b));
+      e5m2[b] = FP8E5M2ToF32(static_cast<uint8_t>(b));
+    }
+  }
+};
+const Fp8Tables& Tables() {
+  static const Fp8Tables tables;
+  return tables;
+}
+
 }  // namespace
 
 const char* KVQuantName(KVQuant q) {
