@@ -118,6 +118,20 @@ TEST_F(CliTest, ChatReadsLinesKeepsTheConversationAndHandlesCommands) {
   EXPECT_NE(r.out.find(first, reset), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, ChatStartsOverWhenTheContextIsFull) {
+  std::string input;
+  for (int i = 0; i < 6; ++i) input += "tell me about the harbor and the ships in it\n";
+  const auto r = RunWormchat({"chat", "--model", Model(), "--ctx", "48", "-n", "8"}, input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(context of 48 tokens is full: starting a new conversation)"),
+            std::string::npos)
+      << r.out;
+  const auto huge =
+      RunWormchat({"chat", "--model", Model(), "--ctx", "16"}, std::string(400, 'x') + "\nhi\n");
+  ASSERT_EQ(huge.exit_code, 0) << huge.err;
+  EXPECT_NE(huge.out.find("too long for the context of 16"), std::string::npos) << huge.out;
+}
+
 TEST(Cli, InfoShowsTheSeedsFalcon40bKvFigures) {
   const auto r = RunWormchat({"info", "--preset", "falcon-40b", "--users", "32", "--ctx", "2048"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
