@@ -50,17 +50,17 @@ struct DecodeAttentionOp {
 // What one emulated core did: the performance model's input.
 struct CoreTrace {
   struct NocWrite {
-    int dst_core;   // core index on the same chip
+    int dst_core;  // core index on the same chip
     int64_t bytes;
     int hops;
-    int step;       // reduction step (flat: 0)
+    int step;  // reduction step (flat: 0)
   };
   int chip = 0;
-  int core = 0;          // index in the chip's compute grid: x = core % compute_x
-  int works = 0;         // works processed (> 1 only when works outnumber cores)
-  int group_size = 1;    // cores sharing its work (1: no reduction)
-  int rank = 0;          // rank in that group (0 = reducer)
-  int64_t chunks = 0;    // K/V chunks read and computed
+  int core = 0;            // index in the chip's compute grid: x = core % compute_x
+  int works = 0;           // works processed (> 1 only when works outnumber cores)
+  int group_size = 1;      // cores sharing its work (1: no reduction)
+  int rank = 0;            // rank in that group (0 = reducer)
+  int64_t chunks = 0;      // K/V chunks read and computed
   int64_t chunk_rows = 0;  // rows per full chunk
   double dram_bytes = 0;   // K+V bytes read, in the stored format
   int64_t matmul_tiles = 0, sfpu_tiles = 0;

@@ -32,6 +32,8 @@ MeshSpec MeshPreset(const std::string& name) {
   return m;
 }
 
-std::vector<std::string> MeshPresetNames() { return {"n150", "n300", "n300x2", "t3k", "galaxy"}; }
+std::vector<std::string> MeshPresetNames() {
+  return {"n150", "n300", "n300x2", "t3k", "galaxy"};
+}
 
 }  // namespace wc

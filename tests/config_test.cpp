@@ -107,7 +107,8 @@ TEST(Config, PresetsAndTheSeedsKvFigures) {
   KVCacheShape s{c.n_layers, 32, c.n_kv_heads, 2048, c.head_dim()};
   // ../shared/seeds/001: K and V caches are 64 MB each per layer, 7680 MB for 60 layers.
   EXPECT_EQ(KVBytesPerLayerK(s, KVDType::kBF16, ScaleMode::kTokenHead), 64LL << 20);
-  EXPECT_EQ(2 * KVBytesPerLayerK(s, KVDType::kBF16, ScaleMode::kTokenHead) * c.n_layers, 7680LL << 20);
+  EXPECT_EQ(2 * KVBytesPerLayerK(s, KVDType::kBF16, ScaleMode::kTokenHead) * c.n_layers,
+            7680LL << 20);
   EXPECT_EQ(PresetConfig("falcon-7b").qkv_layout(), QkvLayout::kMultiQuery);
   EXPECT_EQ(PresetConfig("falcon-7b").head_dim(), 64);
   EXPECT_THROW(PresetConfig("falcon-1t"), Error);
