@@ -17,6 +17,7 @@ struct PerplexityCmdOptions {
   ModelRunOptions run;
   std::string text_file;
   bool json = false;
+  bool attention_error = false;
 };
 
 void RunPerplexity(const PerplexityCmdOptions& o) {
@@ -33,16 +34,31 @@ void RunPerplexity(const PerplexityCmdOptions& o) {
   const bool scaled = m.kv.dtype == KVDType::kInt8 || m.kv.dtype == KVDType::kFP8E4M3 ||
                       m.kv.dtype == KVDType::kFP8E5M2;
   const std::string scale = scaled ? ScaleModeName(m.kv.scale) : "none";
+  AttentionError ae;
+  if (o.attention_error) {  // the same tokens again, in lockstep with an f32 cache
+    KVCache reference(m.model->CacheShape(1, m.ctx), KVDType::kF32);
+    KVCache again(m.model->CacheShape(1, m.ctx), m.kv);
+    ae = MeasureAttentionError(*m.model, ids, reference, again);
+  }
   if (o.json) {
-    const nlohmann::json j = {{"kv_dtype", KVDTypeName(m.kv.dtype)},
-                              {"kv_scale", scale},
-                              {"tokens", r.tokens},
-                              {"perplexity", r.perplexity()}};
+    nlohmann::json j = {{"kv_dtype", KVDTypeName(m.kv.dtype)},
+                        {"kv_scale", scale},
+                        {"tokens", r.tokens},
+                        {"perplexity", r.perplexity()}};
+    if (o.attention_error) {
+      j["attention_cosine"] = ae.cosine;
+      j["attention_max_abs_error"] = ae.max_abs;
+    }
     std::printf("%s\n", j.dump().c_str());
   } else {
     std::printf("%s: %lld tokens scored, perplexity %.4f (kv %s, scale %s, context %d)\n",
                 o.text_file.c_str(), static_cast<long long>(r.tokens), r.perplexity(),
                 KVDTypeName(m.kv.dtype), scale.c_str(), m.ctx);
+    if (o.attention_error)
+      std::printf(
+          "attention output vs an f32 cache: cosine %.8f, max abs error %.3g over %lld "
+          "values\n",
+          ae.cosine, ae.max_abs, static_cast<long long>(ae.values));
   }
 }
 
@@ -55,6 +71,8 @@ void RegisterPerplexity(CLI::App& app) {
   AddModelRunOptions(cmd, o->run);
   cmd->add_option("--text", o->text_file, "Text file to score")->required();
   cmd->add_flag("--json", o->json, "Print one JSON object");
+  cmd->add_flag("--attention-error", o->attention_error,
+                "Also compare every attention output with those over an f32 cache");
   cmd->callback([o] { RunPerplexity(*o); });
 }
 

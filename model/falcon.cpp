@@ -164,6 +164,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
 
   std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
   Attention(l, batch, cache, q.data(), attn.data());
+  if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
   MatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data());
 

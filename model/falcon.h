@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,10 @@ class FalconModel {
   // Identifies the weights (config, tensor bytes, a hash of the embedding's first rows): what a
   // calibration file is tied to.
   std::string Fingerprint() const;
+  // Called after every layer's attention with (layer, attn [n_tokens, n_head * head_dim]); for
+  // measurements (e.g. a KV format's attention error). Not thread-safe: set it between Forwards.
+  using AttentionObserver = std::function<void(int layer, const float* attn, int64_t n_tokens)>;
+  void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
   // Totals of the emulated attention ops since construction (FlashDecode only).
   const AttentionTotals& attention_totals() const { return totals_; }
 
@@ -91,6 +96,7 @@ class FalconModel {
   Rope rope_;
   FlashDecodeEngine engine_;
   mutable AttentionTotals totals_;
+  AttentionObserver observer_;
 };
 
 }  // namespace wc

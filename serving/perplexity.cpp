@@ -37,4 +37,41 @@ PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::ve
   return r;
 }
 
+AttentionError MeasureAttentionError(FalconModel& model, const std::vector<int>& ids,
+                                     KVCache& reference, KVCache& cache) {
+  WC_CHECK(reference.shape().max_seq == cache.shape().max_seq, "caches of different contexts");
+  const int ctx = cache.shape().max_seq;
+  std::vector<std::vector<float>> ref_attn(model.config().n_layers);  // per layer: [values]
+  double dot = 0, norm_ref = 0, norm_x = 0;
+  AttentionError err;
+  std::vector<float> logits;
+  for (size_t begin = 0; begin < ids.size(); begin += ctx) {
+    reference.ResetUser(0);
+    cache.ResetUser(0);
+    for (size_t i = begin; i < std::min(ids.size(), begin + ctx); ++i) {
+      TokenBatch b;
+      b.Add(ids[i], 0, static_cast<int>(i - begin), false);
+      const int64_t width = static_cast<int64_t>(model.config().n_head) * model.config().head_dim();
+      model.set_attention_observer([&](int layer, const float* attn, int64_t n) {
+        ref_attn[layer].assign(attn, attn + n * width);
+      });
+      model.Forward(b, reference, &logits);
+      model.set_attention_observer([&](int layer, const float* attn, int64_t n) {
+        const std::vector<float>& r = ref_attn[layer];
+        for (int64_t k = 0; k < n * width; ++k) {
+          dot += static_cast<double>(r[k]) * attn[k];
+          norm_ref += static_cast<double>(r[k]) * r[k];
+          norm_x += static_cast<double>(attn[k]) * attn[k];
+          err.max_abs = std::max(err.max_abs, std::fabs(static_cast<double>(attn[k]) - r[k]));
+        }
+        err.values += n * width;
+      });
+      model.Forward(b, cache, &logits);
+      model.set_attention_observer(nullptr);
+    }
+  }
+  err.cosine = norm_ref > 0 && norm_x > 0 ? dot / std::sqrt(norm_ref * norm_x) : 1.0;
+  return err;
+}
+
 }  // namespace wc

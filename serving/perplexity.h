@@ -25,6 +25,19 @@ struct PerplexityResult {
 PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
                                          KVCache& cache);
 
+// How far attention outputs over a KV cache in some format are from those over an f32 cache when
+// the same tokens are fed through both (teacher-forced, in lockstep): over every layer, token and
+// value.
+struct AttentionError {
+  double cosine = 1.0;   // cosine similarity of all attention outputs, as one vector
+  double max_abs = 0.0;  // largest |difference| of one value
+  int64_t values = 0;
+};
+// ids through `reference` (an f32 cache) and `cache`, windowed like TeacherForcedPerplexity.
+// Both caches must have the same shape.
+AttentionError MeasureAttentionError(FalconModel& model, const std::vector<int>& ids,
+                                     KVCache& reference, KVCache& cache);
+
 // log softmax(logits)[target] in double. logits: [vocab]
 double LogProb(const float* logits, int vocab, int target);
 

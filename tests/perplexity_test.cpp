@@ -53,6 +53,25 @@ TEST(Perplexity, LongTextIsScoredInContextWindows) {
   EXPECT_THROW(TeacherForcedPerplexity(*model, {ids[0]}, cache), Error);
 }
 
+TEST(Perplexity, AttentionErrorAgainstAnF32Cache) {
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
+  const auto ids = FixtureIds(dir);
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  KVCache ref(model->CacheShape(1, 8), KVDType::kF32);  // 12 tokens: two windows
+  KVCache same(model->CacheShape(1, 8), KVDType::kF32);
+  const AttentionError none = MeasureAttentionError(*model, ids, ref, same);
+  EXPECT_EQ(none.max_abs, 0.0);
+  EXPECT_NEAR(none.cosine, 1.0, 1e-12);
+  EXPECT_EQ(none.values, 12 * 8 * 16 * 2);  // tokens x heads x head_dim x layers
+  for (KVDType d : {KVDType::kBF16, KVDType::kInt8, KVDType::kFP8E4M3}) {
+    KVCache x(model->CacheShape(1, 8), d);
+    const AttentionError e = MeasureAttentionError(*model, ids, ref, x);
+    EXPECT_GT(e.max_abs, 0.0) << KVDTypeName(d);
+    EXPECT_GT(e.cosine, 0.99) << KVDTypeName(d);
+    EXPECT_LT(e.cosine, 1.0) << KVDTypeName(d);
+  }
+}
+
 TEST(Perplexity, CommandPrintsJson) {
   test::TempDir dir;
   test::CopyDir(test::FixtureDir("mha_seq_bf16"), dir.path());
