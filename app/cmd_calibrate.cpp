@@ -28,10 +28,8 @@ void RunCalibrate(const CalibrateCmdOptions& o) {
   run.kv_scale = "token-head";
   LoadedModel m = LoadModel(run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
-  std::vector<int> ids;
-  if (m.chat_format && m.chat_format->add_bos) ids.push_back(c.bos_token_id);
-  const std::vector<int> body = m.tokenizer->Encode(text);
-  ids.insert(ids.end(), body.begin(), body.end());
+  const std::vector<int> ids =
+      EncodePrompt(*m.tokenizer, m.chat_format, text, /*raw=*/true, c.bos_token_id);
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
   const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
   KVScaleFile f;

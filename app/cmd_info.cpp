@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "model/lm_head.h"
 #include "model/safetensors.h"
 #include "util/error.h"
 
@@ -72,7 +73,8 @@ void RunInfo(const InfoCmdOptions& o) {
   const int64_t per_token = KVBytesPerToken(shape, kv_dtype, scale);
   const int64_t layer_k = KVBytesPerLayerK(shape, kv_dtype, scale);
   const int64_t total = 2 * layer_k * c.n_layers;
-  const int padded_vocab = (c.vocab_size + 511) / 512 * 512;
+  const int pad = FracturedLMHead::kPadMultiple;
+  const int padded_vocab = (c.vocab_size + pad - 1) / pad * pad;
   if (o.json) {
     nlohmann::json j = {{"source", source},
                         {"layout", LayoutName(c.qkv_layout())},

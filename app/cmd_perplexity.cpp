@@ -25,15 +25,11 @@ void RunPerplexity(const PerplexityCmdOptions& o) {
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(Cat(o.text_file, ": is empty; give some text to score"));
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
-  std::vector<int> ids;
-  if (m.chat_format && m.chat_format->add_bos) ids.push_back(m.model->config().bos_token_id);
-  const std::vector<int> body = m.tokenizer->Encode(text);
-  ids.insert(ids.end(), body.begin(), body.end());
+  const std::vector<int> ids =
+      EncodePrompt(*m.tokenizer, m.chat_format, text, /*raw=*/true, m.model->config().bos_token_id);
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
   const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
-  const bool scaled = m.kv.dtype == KVDType::kInt8 || m.kv.dtype == KVDType::kFP8E4M3 ||
-                      m.kv.dtype == KVDType::kFP8E5M2;
-  const std::string scale = scaled ? ScaleModeName(m.kv.scale) : "none";
+  const std::string scale = HasScale(m.kv.dtype) ? ScaleModeName(m.kv.scale) : "none";
   AttentionError ae;
   if (o.attention_error) {  // the same tokens again, in lockstep with an f32 cache
     KVCache reference(m.model->CacheShape(1, m.ctx), KVDType::kF32);

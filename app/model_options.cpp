@@ -71,9 +71,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   m.kv.scale = ParseScaleMode(o.kv_scale);
   if (o.kv_block_size < 0) throw Error(Cat("--kv-block-size must be >= 0, got ", o.kv_block_size));
   m.kv.block_size = o.kv_block_size;
-  const bool scaled = m.kv.dtype == KVDType::kInt8 || m.kv.dtype == KVDType::kFP8E4M3 ||
-                      m.kv.dtype == KVDType::kFP8E5M2;
-  if (m.kv.scale == ScaleMode::kTensor && !scaled)
+  if (m.kv.scale == ScaleMode::kTensor && !HasScale(m.kv.dtype))
     throw Error(Cat("--kv-scale tensor applies to int8 and fp8 caches, not ", o.kv_dtype));
   ModelOptions mo;
   mo.lm_head_fractures = o.lm_head_fractures;
@@ -89,11 +87,9 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16
   if (m.kv.scale == ScaleMode::kTensor) {
-    const KVQuant q = m.kv.dtype == KVDType::kInt8      ? KVQuant::kInt8
-                      : m.kv.dtype == KVDType::kFP8E4M3 ? KVQuant::kFP8E4M3
-                                                        : KVQuant::kFP8E5M2;
     m.kv.tensor_scales =
-        KVScaleFile::Load(m.dir, m.model->Fingerprint(), m.model->config().n_layers).Scales(q);
+        KVScaleFile::Load(m.dir, m.model->Fingerprint(), m.model->config().n_layers)
+            .Scales(QuantOf(m.kv.dtype));
   }
   m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
   if (need_tokenizer) {

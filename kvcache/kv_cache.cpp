@@ -8,23 +8,6 @@
 #include "util/error.h"
 
 namespace wc {
-namespace {
-
-KVQuant QuantOf(KVDType d) {
-  switch (d) {
-    case KVDType::kInt8:
-      return KVQuant::kInt8;
-    case KVDType::kFP8E4M3:
-      return KVQuant::kFP8E4M3;
-    case KVDType::kFP8E5M2:
-      return KVQuant::kFP8E5M2;
-    default:
-      return KVQuant::kBFP8;
-  }
-}
-
-}  // namespace
-
 KVDType ParseKVDType(const std::string& name) {
   for (KVDType d : {KVDType::kBF16, KVDType::kF32, KVDType::kInt8, KVDType::kFP8E4M3,
                     KVDType::kFP8E5M2, KVDType::kBFP8})
@@ -53,6 +36,27 @@ const char* KVDTypeName(KVDType dtype) {
 
 bool IsQuantized(KVDType dtype) {
   return dtype != KVDType::kBF16 && dtype != KVDType::kF32;
+}
+
+bool HasScale(KVDType dtype) {
+  return IsQuantized(dtype) && dtype != KVDType::kBFP8;
+}
+
+KVQuant QuantOf(KVDType dtype) {
+  switch (dtype) {
+    case KVDType::kInt8:
+      return KVQuant::kInt8;
+    case KVDType::kFP8E4M3:
+      return KVQuant::kFP8E4M3;
+    case KVDType::kFP8E5M2:
+      return KVQuant::kFP8E5M2;
+    case KVDType::kBFP8:
+      return KVQuant::kBFP8;
+    default:
+      break;
+  }
+  WC_CHECK(false, "no row codec for ", KVDTypeName(dtype));
+  return KVQuant::kBFP8;
 }
 
 ScaleMode ParseScaleMode(const std::string& name) {
@@ -91,8 +95,7 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
                shape.head_dim > 0,
            "empty KV cache shape");
   row_bytes_ = KVRowBytes(options.dtype, options.scale, shape.head_dim);
-  if (IsQuantized(options.dtype) && options.dtype != KVDType::kBFP8 &&
-      options.scale == ScaleMode::kTensor &&
+  if (HasScale(options.dtype) && options.scale == ScaleMode::kTensor &&
       options.tensor_scales.size() != static_cast<size_t>(2 * shape.n_layers))
     throw Error(Cat("--kv-scale tensor needs calibrated scales for ", shape.n_layers,
                     " layers; run `wormchat calibrate` first"));
@@ -133,19 +136,19 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
     throw Error(Cat("KV cache full: position ", pos, " is beyond the context of ", shape_.max_seq,
                     " tokens; raise --ctx or shorten the conversation"));
   const int hd = shape_.head_dim;
+  float k_amax = 0.0f, v_amax = 0.0f;
   for (int i = 0; i < shape_.n_kv_heads * hd; ++i) {
     if (!std::isfinite(k[i]) || !std::isfinite(v[i]))
       throw Error(Cat("non-finite ", std::isfinite(k[i]) ? "V" : "K", " value (",
                       std::isfinite(k[i]) ? v[i] : k[i], ") at layer ", layer, ", user row ", user,
                       ", position ", pos, ", KV head ", i / hd,
                       "; the model's activations overflowed"));
+    k_amax = std::max(k_amax, std::fabs(k[i]));
+    v_amax = std::max(v_amax, std::fabs(v[i]));
   }
   if (pool_ != nullptr) tables_[user].Reserve(pos + 1);
-  for (int i = 0; i < shape_.n_kv_heads * hd; ++i) {
-    amax_[2 * layer] = std::max(amax_[2 * layer], std::fabs(k[i]));
-    amax_[2 * layer + 1] = std::max(amax_[2 * layer + 1], std::fabs(v[i]));
-  }
-  const KVQuant q = QuantOf(options_.dtype);
+  amax_[2 * layer] = std::max(amax_[2 * layer], k_amax);
+  amax_[2 * layer + 1] = std::max(amax_[2 * layer + 1], v_amax);
   for (int h = 0; h < shape_.n_kv_heads; ++h) {
     const int64_t off = RowOffset(user, h, pos);
     for (int kv = 0; kv < 2; ++kv) {
@@ -166,7 +169,8 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
               options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
                   ? options_.tensor_scales[2 * layer + kv]
                   : 0.0f;
-          WC_CHECK(EncodeRow(q, options_.scale, scale, src, hd, dst), "checked finite above");
+          WC_CHECK(EncodeRow(QuantOf(options_.dtype), options_.scale, scale, src, hd, dst),
+                   "checked finite above");
         }
       }
     }
@@ -201,7 +205,6 @@ DType KVCache::GatherDType() const {
 void KVCache::GatherRows(const std::vector<uint8_t>& store, int layer, int user, int kv_head,
                          int start, int len, void* out, int kv) const {
   const int hd = shape_.head_dim;
-  const KVQuant q = QuantOf(options_.dtype);
   const float scale = options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
                           ? options_.tensor_scales[2 * layer + kv]
                           : 0.0f;
@@ -212,7 +215,8 @@ void KVCache::GatherRows(const std::vector<uint8_t>& store, int layer, int user,
     if (!IsQuantized(options_.dtype)) {
       std::memcpy(dst, src, static_cast<size_t>(out_row));  // a page row, as stored
     } else {
-      DecodeRow(q, options_.scale, scale, src, hd, reinterpret_cast<float*>(dst));
+      DecodeRow(QuantOf(options_.dtype), options_.scale, scale, src, hd,
+                reinterpret_cast<float*>(dst));
     }
   }
 }

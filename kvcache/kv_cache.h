@@ -26,6 +26,10 @@ enum class KVDType : uint8_t { kBF16, kF32, kInt8, kFP8E4M3, kFP8E5M2, kBFP8 };
 KVDType ParseKVDType(const std::string& name);
 const char* KVDTypeName(KVDType dtype);
 bool IsQuantized(KVDType dtype);
+// int8 and fp8 formats: the ones with scales (--kv-scale); bfp8 carries its own exponents.
+bool HasScale(KVDType dtype);
+// The row codec of a quantized format (IsQuantized(dtype) must hold).
+KVQuant QuantOf(KVDType dtype);
 // Parses token-head / tensor. Throws wc::Error naming --kv-scale otherwise.
 ScaleMode ParseScaleMode(const std::string& name);
 const char* ScaleModeName(ScaleMode mode);
