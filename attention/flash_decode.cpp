@@ -70,22 +70,19 @@ struct CoreL1 {
   std::atomic<int> semaphore{0};
 };
 
-// A core's K and V chunk buffers (its L1 circular buffers): rows of a view that cannot be read in
-// place (pages, quantized rows) are gathered here a chunk at a time and computed from L1.
+// A core's K and V chunk buffers (its L1 circular buffers): a chunk whose rows cannot be read in
+// place (they span pages) is copied here as stored - still quantized - and computed from L1.
 struct ChunkBuffers {
   std::vector<uint8_t> k, v;
-  std::pair<MatrixRef, MatrixRef> Read(const KVView& view, int b, int g, int start, int rows) {
-    const MatrixRef mk = view.Keys(b, g, start, rows), mv = view.Values(b, g, start, rows);
-    if (mk.data != nullptr) return {mk, mv};
-    const DType dt = view.GatherDType();
-    const int hd = view.head_dim();
-    const size_t bytes = static_cast<size_t>(rows) * hd * DTypeSize(dt);
+  std::pair<RowsRef, RowsRef> Read(const KVView& view, int b, int g, int start, int rows) {
+    const RowsRef mk = view.Keys(b, g, start, rows), mv = view.Values(b, g, start, rows);
+    if (!mk.empty()) return {mk, mv};
+    const size_t bytes = static_cast<size_t>(rows) * static_cast<size_t>(view.RowBytes());
     if (k.size() < bytes) {
       k.resize(bytes);
       v.resize(bytes);
     }
-    view.Gather(b, g, start, rows, k.data(), v.data());
-    return {MatrixRef{dt, rows, hd, hd, k.data()}, MatrixRef{dt, rows, hd, hd, v.data()}};
+    return view.CopyRows(b, g, start, rows, k.data(), v.data());
   }
 };
 
@@ -308,9 +305,9 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
                           (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.kv_len +
                           start;
             const int next = start + chunk;  // prefetched while this chunk is summed
-            const MatrixRef next_k =
+            const RowsRef next_k =
                 c + 1 < c1 ? op.kv->Keys(w.b, w.g, next, std::min(chunk, w.limit - next))
-                           : MatrixRef{};
+                           : RowsRef{};
             const auto [k, v] = buffers.Read(*op.kv, w.b, w.g, start, rows);
             ChunkPartial(q_of(w), layout, k, v, op.scale, mask, op.kv_len, scores.data(), &node,
                          next_k);

@@ -134,6 +134,7 @@ PerfEstimate EstimateFlashDecode(const OpTrace& trace, const MeshSpec& mesh,
                                      chip.bf16_tile_bytes, streaming, op_cores);
       ready[i] = q_ns + read_ns + compute_ns +
                  static_cast<double>(ct.chunks - 1) * std::max(read_ns, compute_ns);
+      est.kv_read_us = std::max(est.kv_read_us, static_cast<double>(ct.chunks) * read_ns / 1000.0);
     }
     std::vector<double> local_done = ready;
 

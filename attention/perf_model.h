@@ -51,6 +51,9 @@ struct PerfEstimate {
   double launch_us = 0;
   double local_done_us = 0;  // its last chunk computed (reads + compute pipeline)
   double reduced_us = 0;     // its reduction and normalization done
+  // The longest time any core spends reading K and V from DRAM (its chunks' reads, as if not
+  // overlapped with compute): the part of the op that scales with the cache format's bytes.
+  double kv_read_us = 0;
 };
 
 // Device time of a FlashDecode op from its trace (a planning run suffices: compute = false).

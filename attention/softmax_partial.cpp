@@ -51,9 +51,9 @@ void PartialLayout::Normalize(const PartialNode& n, float* out) const {
   }
 }
 
-void ChunkPartial(const float* q, const PartialLayout& layout, const MatrixRef& k,
-                  const MatrixRef& v, float scale, const float* mask, int64_t mask_stride,
-                  float* scores, PartialNode* node, const MatrixRef& next_k) {
+void ChunkPartial(const float* q, const PartialLayout& layout, const RowsRef& k, const RowsRef& v,
+                  float scale, const float* mask, int64_t mask_stride, float* scores,
+                  PartialNode* node, const RowsRef& next_k) {
   const int n_heads = layout.n_heads();
   const int64_t rows = k.rows;
   node->data.assign(layout.floats(), 0.0f);

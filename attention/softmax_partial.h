@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/matmul.h"
+#include "kernels/kv_rows.h"
 
 namespace wc {
 
@@ -52,12 +52,13 @@ class PartialLayout {
 
 // The partial of one chunk: scores s = scale * q k^T (+ mask), per head m = max s,
 // l = sum exp(s - m), O = sum exp(s - m) v.
-//   q: [n_heads, head_dim]; k, v: [rows, head_dim] views; mask: [n_heads, mask_stride] additive
-//   or null; scores: [n_heads * rows] scratch; node->data is (re)filled. next_k (optional, no data
-//   = none): the K rows computed next, only prefetched (the result never depends on it).
-void ChunkPartial(const float* q, const PartialLayout& layout, const MatrixRef& k,
-                  const MatrixRef& v, float scale, const float* mask, int64_t mask_stride,
-                  float* scores, PartialNode* node, const MatrixRef& next_k = {});
+//   q: [n_heads, head_dim]; k, v: [rows, head_dim] stored rows (any format); mask: [n_heads,
+//   mask_stride] additive or null; scores: [n_heads * rows] scratch; node->data is (re)filled.
+//   next_k (optional, no data = none): the K rows computed next, only prefetched (the result never
+//   depends on it).
+void ChunkPartial(const float* q, const PartialLayout& layout, const RowsRef& k, const RowsRef& v,
+                  float scale, const float* mask, int64_t mask_stride, float* scores,
+                  PartialNode* node, const RowsRef& next_k = {});
 
 // Folds nodes arriving in ascending chunk order along the fixed tree. Push merges a node with the
 // stack top while they are siblings; Finish folds what remains right to left.

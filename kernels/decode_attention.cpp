@@ -42,6 +42,7 @@ HWY_INLINE float Scalar(const uint16_t* p, DType dtype) {
 
 // A row source: F32 rows, or 16-bit rows of one dtype.
 struct F32Rows {
+  static constexpr bool kScaled = false;
   const float* base;
   int64_t stride;
   HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
@@ -54,6 +55,7 @@ struct F32Rows {
 };
 template <DType kDType>
 struct Half16Rows {
+  static constexpr bool kScaled = false;
   const uint16_t* base;
   int64_t stride;
   HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
@@ -65,6 +67,147 @@ struct Half16Rows {
   HWY_INLINE float At(int64_t r, int64_t c) const { return Scalar(base + r * stride + c, kDType); }
 };
 
+// int8 / fp8 codes as f32 lanes before scaling (E4M3 is read through its f16 bit pattern, which
+// is its value times 2^-8: kCodeFactor folds that back into the scale), and the scalar equivalent.
+template <RowFormat kFormat>
+constexpr float kCodeFactor = kFormat == RowFormat::kFP8E4M3 ? 256.0f : 1.0f;
+template <RowFormat kFormat>
+HWY_INLINE uint16_t CodeToF16Bits(uint8_t b) {
+  if (kFormat == RowFormat::kFP8E5M2) return static_cast<uint16_t>(b << 8);  // E5M2 = f16's top
+  return static_cast<uint16_t>((b & 0x80) << 8 | (b & 0x7f) << 7);
+}
+template <RowFormat kFormat>
+HWY_INLINE float CodeValue(uint8_t b) {
+  if (kFormat == RowFormat::kInt8) return static_cast<float>(static_cast<int8_t>(b));
+  return F16ToF32(CodeToF16Bits<kFormat>(b));
+}
+
+// Rows of one-byte codes (int8, fp8) with a bf16 scale leading each row (kRowScale) or one
+// tensor scale. Vec/At give the unscaled code values; Scale(r) the multiplier of row r.
+template <RowFormat kFormat, bool kRowScale>
+struct CodeRows {
+  static constexpr bool kScaled = true;
+  static constexpr int64_t kCodes = kRowScale ? 2 : 0;  // byte offset of the codes in a row
+  const uint8_t* base;
+  int64_t stride;      // bytes
+  int64_t payload;     // bytes of a row
+  float tensor_scale;  // already times kCodeFactor
+  HWY_INLINE void Prefetch(int64_t r, int64_t) const {
+    for (int64_t b = 0; b < payload; b += 64) hwy::Prefetch(base + r * stride + b);
+  }
+  HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
+    const uint8_t* p = base + r * stride + kCodes + c;
+    if constexpr (kFormat == RowFormat::kInt8) {
+      const hn::Rebind<int8_t, DF> d8;
+      const hn::RebindToSigned<DF> di;
+      return hn::ConvertTo(df,
+                           hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(p))));
+    } else {
+      const hn::Rebind<uint8_t, DF> d8;
+      const hn::Rebind<uint16_t, DF> d16;
+      const hn::Rebind<hwy::float16_t, DF> dh;
+      const auto b = hn::PromoteTo(d16, hn::LoadU(d8, p));
+      if constexpr (kFormat == RowFormat::kFP8E5M2) {
+        return hn::PromoteTo(df, hn::BitCast(dh, hn::ShiftLeft<8>(b)));
+      } else {
+        const auto bits = hn::Or(hn::ShiftLeft<8>(hn::And(b, hn::Set(d16, 0x80))),
+                                 hn::ShiftLeft<7>(hn::And(b, hn::Set(d16, 0x7f))));
+        return hn::PromoteTo(df, hn::BitCast(dh, bits));
+      }
+    }
+  }
+  HWY_INLINE float At(int64_t r, int64_t c) const {
+    return CodeValue<kFormat>(base[r * stride + kCodes + c]);
+  }
+  HWY_INLINE float Scale(int64_t r) const {
+    if constexpr (kRowScale) {
+      uint16_t s;
+      std::memcpy(&s, base + r * stride, 2);
+      return BF16ToF32(s) * kCodeFactor<kFormat>;
+    } else {
+      return tensor_scale;
+    }
+  }
+};
+
+// 2^(e - 133): the value of magnitude 1 in a BFP8_B block with shared exponent e (0 for e = 0).
+HWY_INLINE float Bfp8Quantum(uint8_t e) {
+  if (e >= 7) {
+    const uint32_t bits = static_cast<uint32_t>(e - 6) << 23;
+    float f;
+    std::memcpy(&f, &bits, 4);
+    return f;
+  }
+  return e == 0 ? 0.0f : std::ldexp(1.0f, static_cast<int>(e) - 133);
+}
+
+// BFP8_B rows: per row, cols / 16 shared exponents then cols sign-magnitude bytes. Vec/At give
+// the values (a vector never straddles two 16-value blocks where lanes divide 16 - every x86
+// target; wider vectors are filled lane by lane).
+struct Bfp8Rows {
+  static constexpr bool kScaled = false;
+  const uint8_t* base;
+  int64_t stride;  // bytes
+  int64_t blocks;  // cols / 16
+  HWY_INLINE void Prefetch(int64_t r, int64_t) const {
+    for (int64_t b = 0; b < blocks * 17; b += 64) hwy::Prefetch(base + r * stride + b);
+  }
+  HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
+    const uint8_t* row = base + r * stride;
+    const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+    if (nl > 16) {
+      HWY_ALIGN float lanes[HWY_MAX_BYTES / sizeof(float)];
+      for (int64_t i = 0; i < nl; ++i) lanes[i] = At(r, c + i);
+      return hn::Load(df, lanes);
+    }
+    const hn::Rebind<uint8_t, DF> d8;
+    const hn::RebindToUnsigned<DF> du;
+    const hn::RebindToSigned<DF> di;
+    const auto code = hn::PromoteTo(du, hn::LoadU(d8, row + blocks + c));
+    const VF mag = hn::ConvertTo(df, hn::BitCast(di, hn::And(code, hn::Set(du, 0x7fu))));
+    const VF value =
+        hn::Or(mag, hn::BitCast(df, hn::ShiftLeft<24>(hn::And(code, hn::Set(du, 0x80u)))));
+    return hn::Mul(value, hn::Set(df, Bfp8Quantum(row[c / 16])));
+  }
+  HWY_INLINE float At(int64_t r, int64_t c) const {
+    const uint8_t* row = base + r * stride;
+    const uint8_t code = row[blocks + c];
+    const float mag = static_cast<float>(code & 0x7f);
+    return ((code & 0x80) ? -mag : mag) * Bfp8Quantum(row[c / 16]);
+  }
+};
+
+template <RowFormat kFormat, class Fn>
+HWY_INLINE void WithCodeRows(const RowsRef& m, const Fn& fn) {
+  const int64_t payload = m.PayloadBytes();
+  const float ts = m.tensor_scale * kCodeFactor<kFormat>;
+  if (m.row_scale) return fn(CodeRows<kFormat, true>{m.data, m.row_bytes, payload, ts});
+  return fn(CodeRows<kFormat, false>{m.data, m.row_bytes, payload, ts});
+}
+
+// Calls fn(rows) with the row source of m's format.
+template <class Fn>
+HWY_INLINE void WithRows(const RowsRef& m, const Fn& fn) {
+  switch (m.format) {
+    case RowFormat::kF32:
+      return fn(F32Rows{reinterpret_cast<const float*>(m.data), m.row_bytes / 4});
+    case RowFormat::kBF16:
+      return fn(
+          Half16Rows<DType::kBF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2});
+    case RowFormat::kF16:
+      return fn(
+          Half16Rows<DType::kF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2});
+    case RowFormat::kInt8:
+      return WithCodeRows<RowFormat::kInt8>(m, fn);
+    case RowFormat::kFP8E4M3:
+      return WithCodeRows<RowFormat::kFP8E4M3>(m, fn);
+    case RowFormat::kFP8E5M2:
+      return WithCodeRows<RowFormat::kFP8E5M2>(m, fn);
+    case RowFormat::kBFP8:
+      return fn(Bfp8Rows{m.data, m.row_bytes, m.cols / 16});
+  }
+}
+
 // Rows ahead of the one being computed whose cache lines are prefetched: the chunk streams from
 // DRAM, and the prefetches keep enough misses in flight while the core computes.
 constexpr int64_t kPrefetchRows = kChunkPrefetchRows;
@@ -74,11 +217,12 @@ constexpr int64_t kPrefetchRows = kChunkPrefetchRows;
 struct Along {
   const uint8_t* base = nullptr;
   int64_t rows = 0, row_bytes = 0, stride = 0;
-  explicit Along(const MatrixRef& m)
-      : base(static_cast<const uint8_t*>(m.data)),
+  Along() = default;
+  explicit Along(const RowsRef& m)
+      : base(m.data),
         rows(m.data != nullptr ? m.rows : 0),
-        row_bytes(m.cols * DTypeSize(m.dtype)),
-        stride(m.row_stride * DTypeSize(m.dtype)) {}
+        row_bytes(m.data != nullptr ? m.PayloadBytes() : 0),
+        stride(m.row_bytes) {}
   HWY_INLINE void Row(int64_t r) const {
     if (r >= rows) return;
     for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(base + r * stride + b, 0, 1);
@@ -142,10 +286,14 @@ HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows&
       for (int r = 0; r < NR; ++r) acc[h][r] = hn::MulAdd(qv, kv[r], acc[h][r]);
     }
   }
-  if (NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
+  if (!Rows::kScaled && NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
     for (int h = 0; h < NH; ++h)
       Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, scores + h * rows + p);
     return;
+  }
+  float row_scale[NR];  // scaled codes: (q . codes) * scale * the row's scale
+  for (int r = 0; r < NR; ++r) {
+    if constexpr (Rows::kScaled) row_scale[r] = k.Scale(p + r);
   }
   for (int h = 0; h < NH; ++h) {
     float sums[4];
@@ -153,7 +301,9 @@ HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows&
     for (int r = 0; r < NR; ++r) {
       float sum = sums[r];
       for (int64_t cc = c; cc < cols; ++cc) sum += q[h * cols + cc] * k.At(p + r, cc);
-      scores[h * rows + p + r] = sum * scale;
+      sum *= scale;
+      if constexpr (Rows::kScaled) sum *= row_scale[r];
+      scores[h * rows + p + r] = sum;
     }
   }
 }
@@ -244,19 +394,19 @@ void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, 
   int h = 0;
   for (; h + 4 <= n_heads; h += 4)
     ScoresHeadsBF16<4>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                       h == 0 ? along : Along(MatrixRef{}));
+                       h == 0 ? along : Along());
   switch (n_heads - h) {
     case 3:
       ScoresHeadsBF16<3>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along(MatrixRef{}));
+                         h == 0 ? along : Along());
       break;
     case 2:
       ScoresHeadsBF16<2>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along(MatrixRef{}));
+                         h == 0 ? along : Along());
       break;
     case 1:
       ScoresHeadsBF16<1>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along(MatrixRef{}));
+                         h == 0 ? along : Along());
       break;
     default:
       break;
@@ -269,46 +419,37 @@ void ScoresImpl(const float* q, int n_heads, const Rows& k, int64_t rows, int64_
                 float* scores, const Along& along) {
   int h = 0;
   for (; h + 4 <= n_heads; h += 4)
-    ScoresHeads<4>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                   h == 0 ? along : Along(MatrixRef{}));
+    ScoresHeads<4>(q + h * cols, cols, k, rows, scale, scores + h * rows, h == 0 ? along : Along());
   switch (n_heads - h) {
     case 3:
       ScoresHeads<3>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along(MatrixRef{}));
+                     h == 0 ? along : Along());
       break;
     case 2:
       ScoresHeads<2>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along(MatrixRef{}));
+                     h == 0 ? along : Along());
       break;
     case 1:
       ScoresHeads<1>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along(MatrixRef{}));
+                     h == 0 ? along : Along());
       break;
     default:
       break;
   }
 }
 
-void AttentionScoresImpl(const float* q, int n_heads, const MatrixRef& k, float scale,
-                         float* scores, const MatrixRef& along_m) {
+void AttentionScoresImpl(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                         const RowsRef& along_m) {
   const Along along(along_m);
-  switch (k.dtype) {
-    case DType::kF32:
-      return ScoresImpl(q, n_heads, F32Rows{static_cast<const float*>(k.data), k.row_stride},
-                        k.rows, k.cols, scale, scores, along);
-    case DType::kBF16: {
-      const Half16Rows<DType::kBF16> rows{static_cast<const uint16_t*>(k.data), k.row_stride};
+  WithRows(k, [&](const auto& rows) {
 #if HWY_TARGET != HWY_SCALAR
+    if constexpr (std::is_same_v<std::decay_t<decltype(rows)>, Half16Rows<DType::kBF16>>) {
       if (k.cols % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
         return ScoresBF16(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
-#endif
-      return ScoresImpl(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
     }
-    case DType::kF16:
-      return ScoresImpl(q, n_heads,
-                        Half16Rows<DType::kF16>{static_cast<const uint16_t*>(k.data), k.row_stride},
-                        k.rows, k.cols, scale, scores, along);
-  }
+#endif
+    ScoresImpl(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
+  });
 }
 
 float MaxOfImpl(const float* x, int64_t n) {
@@ -362,8 +503,11 @@ HWY_INLINE void WeightedBlock(const float* HWY_RESTRICT w, int64_t w_stride, con
     }
     VF vv[NV];
     for (int j = 0; j < NV; ++j) vv[j] = v.Vec(df, p, c0 + j * nl);
+    float row_scale = 1.0f;  // scaled codes: the row's scale goes into its weights
+    if constexpr (Rows::kScaled) row_scale = v.Scale(p);
     for (int h = 0; h < NH; ++h) {
-      const VF a = hn::Set(df, w[h * w_stride + p]);
+      const VF a =
+          hn::Set(df, Rows::kScaled ? w[h * w_stride + p] * row_scale : w[h * w_stride + p]);
       for (int j = 0; j < NV; ++j) acc[h][j] = hn::MulAdd(a, vv[j], acc[h][j]);
     }
   }
@@ -380,11 +524,15 @@ HWY_INLINE void WeightedHeads(const float* w, int64_t w_stride, const Rows& v, i
   for (; c + 4 * nl <= cols; c += 4 * nl)
     WeightedBlock<NH, 4>(w, w_stride, v, rows, cols, c, o, along);
   for (; c + nl <= cols; c += nl)
-    WeightedBlock<NH, 1>(w, w_stride, v, rows, cols, c, o, c == 0 ? along : Along(MatrixRef{}));
+    WeightedBlock<NH, 1>(w, w_stride, v, rows, cols, c, o, c == 0 ? along : Along());
   for (; c < cols; ++c) {  // scalar tail columns, same order over rows
     for (int h = 0; h < NH; ++h) {
       float acc = o[h * cols + c];
-      for (int64_t p = 0; p < rows; ++p) acc = std::fma(w[h * w_stride + p], v.At(p, c), acc);
+      for (int64_t p = 0; p < rows; ++p) {
+        float a = w[h * w_stride + p];
+        if constexpr (Rows::kScaled) a *= v.Scale(p);
+        acc = std::fma(a, v.At(p, c), acc);
+      }
       o[h * cols + c] = acc;
     }
   }
@@ -396,44 +544,31 @@ void WeightedImpl(const float* w, int64_t w_stride, int n_heads, const Rows& v, 
   int h = 0;
   for (; h + 4 <= n_heads; h += 4)
     WeightedHeads<4>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                     h == 0 ? along : Along(MatrixRef{}));
+                     h == 0 ? along : Along());
   switch (n_heads - h) {
     case 3:
       WeightedHeads<3>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along(MatrixRef{}));
+                       h == 0 ? along : Along());
       break;
     case 2:
       WeightedHeads<2>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along(MatrixRef{}));
+                       h == 0 ? along : Along());
       break;
     case 1:
       WeightedHeads<1>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along(MatrixRef{}));
+                       h == 0 ? along : Along());
       break;
     default:
       break;
   }
 }
 
-void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
-                                float* o, const MatrixRef& along_m) {
+void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                                float* o, const RowsRef& along_m) {
   const Along along(along_m);
-  switch (v.dtype) {
-    case DType::kF32:
-      return WeightedImpl(w, w_stride, n_heads,
-                          F32Rows{static_cast<const float*>(v.data), v.row_stride}, v.rows, v.cols,
-                          o, along);
-    case DType::kBF16:
-      return WeightedImpl(
-          w, w_stride, n_heads,
-          Half16Rows<DType::kBF16>{static_cast<const uint16_t*>(v.data), v.row_stride}, v.rows,
-          v.cols, o, along);
-    case DType::kF16:
-      return WeightedImpl(
-          w, w_stride, n_heads,
-          Half16Rows<DType::kF16>{static_cast<const uint16_t*>(v.data), v.row_stride}, v.rows,
-          v.cols, o, along);
-  }
+  WithRows(v, [&](const auto& rows) {
+    WeightedImpl(w, w_stride, n_heads, rows, v.rows, v.cols, o, along);
+  });
 }
 
 }  // namespace HWY_NAMESPACE
@@ -448,16 +583,16 @@ HWY_EXPORT(MaxOfImpl);
 HWY_EXPORT(ExpShiftSumImpl);
 HWY_EXPORT(AccumulateWeightedRowsImpl);
 
-void AttentionScores(const float* q, int n_heads, const MatrixRef& k, float scale, float* scores,
-                     const MatrixRef& along) {
+void AttentionScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                     const RowsRef& along) {
   HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q, n_heads, k, scale, scores, along);
 }
 
-void PrefetchRows(const MatrixRef& m, int64_t n) {
-  const auto* base = static_cast<const uint8_t*>(m.data);
-  const int64_t row_bytes = m.cols * DTypeSize(m.dtype), stride = m.row_stride * DTypeSize(m.dtype);
+void PrefetchRows(const RowsRef& m, int64_t n) {
+  if (m.empty()) return;
+  const int64_t payload = m.PayloadBytes();
   for (int64_t r = 0; r < std::min(n, m.rows); ++r)
-    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(base + r * stride + b);
+    for (int64_t b = 0; b < payload; b += 64) __builtin_prefetch(m.data + r * m.row_bytes + b);
 }
 
 float MaxOf(const float* x, int64_t n) {
@@ -469,8 +604,8 @@ float ExpShiftSum(float* x, int64_t n, float shift) {
   return HWY_DYNAMIC_DISPATCH(ExpShiftSumImpl)(x, n, shift);
 }
 
-void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
-                            float* o, const MatrixRef& along) {
+void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                            float* o, const RowsRef& along) {
   HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
 }
 

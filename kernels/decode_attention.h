@@ -1,6 +1,9 @@
 // SIMD kernels of one decode-attention chunk: the FlashDecode engine's hot path on the host
-// (attention/softmax_partial.cpp). A few query heads of one KV group against rows of K and V
-// stored in F32 or BF16, with run-time SIMD dispatch (Highway) and FP32 accumulation.
+// (attention/softmax_partial.cpp). A few query heads of one KV group against rows of K and V read
+// in place in their stored format (kv_rows.h: f32, bf16, f16, int8, fp8, bfp8), dequantized inside
+// the dot products, with run-time SIMD dispatch (Highway) and FP32 accumulation. Scaled codes
+// (int8 / fp8) are summed unscaled and the row's scale applied once: to each score, and to each
+// P.V weight.
 //
 // Determinism contract: every output is computed with a fixed sequence of operations that depends
 // only on the inputs and their sizes (never on threads or on what else is in the batch), so a
@@ -9,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/matmul.h"
+#include "kernels/kv_rows.h"
 
 namespace wc {
 
@@ -18,9 +21,9 @@ namespace wc {
 // computed, the next chunk's K while its values are summed - so DRAM keeps streaming.
 
 // scores[h * rows + p] = scale * dot(q[h, :], k[p, :]) for h < n_heads, p < rows = k.rows.
-//   q: [n_heads, k.cols] f32; k: [rows, head_dim] view (F32, BF16 or F16); scores: [n_heads, rows].
-void AttentionScores(const float* q, int n_heads, const MatrixRef& k, float scale, float* scores,
-                     const MatrixRef& along = {});
+//   q: [n_heads, k.cols] f32; k: [rows, head_dim] stored rows; scores: [n_heads, rows].
+void AttentionScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                     const RowsRef& along = {});
 
 // Maximum of x[0:n] (-inf for n == 0).
 float MaxOf(const float* x, int64_t n);
@@ -31,12 +34,12 @@ float ExpShiftSum(float* x, int64_t n, float shift);
 
 // o[h, :] += sum over p = 0, 1, ... (in that order) of w[h * w_stride + p] * v[p, :], h < n_heads.
 //   w: [n_heads, w_stride] f32 weights (the first v.rows of each row are read);
-//   v: [rows, head_dim] view (F32, BF16 or F16); o: [n_heads, head_dim] f32.
-void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const MatrixRef& v,
-                            float* o, const MatrixRef& along = {});
+//   v: [rows, head_dim] stored rows; o: [n_heads, head_dim] f32.
+void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                            float* o, const RowsRef& along = {});
 
 // Prefetches the cache lines of the first min(n, m.rows) rows of `m` (a hint; never faults).
-void PrefetchRows(const MatrixRef& m, int64_t n);
+void PrefetchRows(const RowsRef& m, int64_t n);
 // Rows ahead of the current one that AttentionScores / AccumulateWeightedRows prefetch.
 constexpr int64_t kChunkPrefetchRows = 16;
 

@@ -165,11 +165,8 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
           std::memcpy(dst, src, static_cast<size_t>(hd) * sizeof(float));
           break;
         default: {
-          const float scale =
-              options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
-                  ? options_.tensor_scales[2 * layer + kv]
-                  : 0.0f;
-          WC_CHECK(EncodeRow(QuantOf(options_.dtype), options_.scale, scale, src, hd, dst),
+          WC_CHECK(EncodeRow(QuantOf(options_.dtype), options_.scale, TensorScale(layer, kv), src,
+                             hd, dst),
                    "checked finite above");
         }
       }
@@ -181,52 +178,113 @@ void KVCache::ResetUser(int user) {
   if (pool_ != nullptr) tables_[user].Clear();
 }
 
-MatrixRef KVCache::Keys(int layer, int user, int kv_head, int start, int len) const {
+RowFormat KVCache::row_format() const {
+  switch (options_.dtype) {
+    case KVDType::kBF16:
+      return RowFormat::kBF16;
+    case KVDType::kF32:
+      return RowFormat::kF32;
+    case KVDType::kInt8:
+      return RowFormat::kInt8;
+    case KVDType::kFP8E4M3:
+      return RowFormat::kFP8E4M3;
+    case KVDType::kFP8E5M2:
+      return RowFormat::kFP8E5M2;
+    case KVDType::kBFP8:
+      return RowFormat::kBFP8;
+  }
+  return RowFormat::kF32;
+}
+
+float KVCache::TensorScale(int layer, int kv) const {
+  return options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
+             ? options_.tensor_scales[2 * layer + kv]
+             : 0.0f;
+}
+
+RowsRef KVCache::StoredRows(int layer, int kv, const uint8_t* data, int len) const {
+  RowsRef r;
+  r.format = row_format();
+  r.rows = len;
+  r.cols = shape_.head_dim;
+  r.row_bytes = row_bytes_;
+  r.data = data;
+  r.row_scale = HasScale(options_.dtype) && options_.scale == ScaleMode::kTokenHead;
+  r.tensor_scale = TensorScale(layer, kv);
+  return r;
+}
+
+void KVCache::CheckRows(int layer, int user, int kv_head, int start, int len) const {
+  WC_CHECK(layer >= 0 && layer < shape_.n_layers && user >= 0 && user < shape_.user_rows &&
+               kv_head >= 0 && kv_head < shape_.n_kv_heads,
+           "layer ", layer, " user ", user, " kv_head ", kv_head);
   WC_CHECK(start >= 0 && len >= 0 && start + len <= shape_.max_seq, "rows ", start, "+", len);
-  if (pool_ != nullptr || IsQuantized(options_.dtype)) return {};
-  MatrixRef m;
-  m.dtype = options_.dtype == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
-  m.rows = len;
-  m.cols = m.row_stride = shape_.head_dim;
-  m.data = k_[layer].data() + RowOffset(user, kv_head, start);
-  return m;
+  WC_CHECK(pool_ == nullptr || start + len <= tables_[user].capacity(), "reading unwritten rows ",
+           start, "+", len, " of a paged user row");
 }
 
-MatrixRef KVCache::Values(int layer, int user, int kv_head, int start, int len) const {
-  MatrixRef m = Keys(layer, user, kv_head, start, len);
-  if (m.data != nullptr) m.data = v_[layer].data() + RowOffset(user, kv_head, start);
-  return m;
+RowsRef KVCache::Rows(int layer, int kv, int user, int kv_head, int start, int len) const {
+  CheckRows(layer, user, kv_head, start, len);
+  // Paged rows are one strided run only within a block.
+  if (pool_ != nullptr && len > 0 &&
+      start / options_.block_size != (start + len - 1) / options_.block_size)
+    return {};
+  const auto& store = kv == 0 ? k_[layer] : v_[layer];
+  return StoredRows(layer, kv, store.data() + (len > 0 ? RowOffset(user, kv_head, start) : 0), len);
 }
 
-DType KVCache::GatherDType() const {
-  return options_.dtype == KVDType::kBF16 ? DType::kBF16 : DType::kF32;
+RowsRef KVCache::Keys(int layer, int user, int kv_head, int start, int len) const {
+  return Rows(layer, 0, user, kv_head, start, len);
 }
 
-void KVCache::GatherRows(const std::vector<uint8_t>& store, int layer, int user, int kv_head,
-                         int start, int len, void* out, int kv) const {
-  const int hd = shape_.head_dim;
-  const float scale = options_.scale == ScaleMode::kTensor && !options_.tensor_scales.empty()
-                          ? options_.tensor_scales[2 * layer + kv]
-                          : 0.0f;
-  const int64_t out_row = static_cast<int64_t>(hd) * DTypeSize(GatherDType());
-  for (int r = 0; r < len; ++r) {
-    const uint8_t* src = store.data() + RowOffset(user, kv_head, start + r);
-    uint8_t* dst = static_cast<uint8_t*>(out) + r * out_row;
-    if (!IsQuantized(options_.dtype)) {
-      std::memcpy(dst, src, static_cast<size_t>(out_row));  // a page row, as stored
-    } else {
-      DecodeRow(QuantOf(options_.dtype), options_.scale, scale, src, hd,
-                reinterpret_cast<float*>(dst));
+RowsRef KVCache::Values(int layer, int user, int kv_head, int start, int len) const {
+  return Rows(layer, 1, user, kv_head, start, len);
+}
+
+std::pair<RowsRef, RowsRef> KVCache::CopyRows(int layer, int user, int kv_head, int start, int len,
+                                              uint8_t* k_buf, uint8_t* v_buf) const {
+  CheckRows(layer, user, kv_head, start, len);
+  const int bs = pool_ != nullptr ? options_.block_size : shape_.max_seq;
+  for (int kv = 0; kv < 2; ++kv) {
+    const auto& store = kv == 0 ? k_[layer] : v_[layer];
+    uint8_t* dst = kv == 0 ? k_buf : v_buf;
+    for (int r = 0; r < len;) {  // one memcpy per run of rows within a block
+      const int run = std::min(len - r, bs - (start + r) % bs);
+      std::memcpy(dst + static_cast<int64_t>(r) * row_bytes_,
+                  store.data() + RowOffset(user, kv_head, start + r),
+                  static_cast<size_t>(run) * row_bytes_);
+      r += run;
     }
   }
+  return {StoredRows(layer, 0, k_buf, len), StoredRows(layer, 1, v_buf, len)};
 }
 
-void KVCache::Gather(int layer, int user, int kv_head, int start, int len, void* k_out,
-                     void* v_out) const {
-  WC_CHECK(start >= 0 && len >= 0 && start + len <= shape_.max_seq, "rows ", start, "+", len);
-  WC_CHECK(pool_ == nullptr || start + len <= tables_[user].capacity(), "gathering unwritten rows");
-  GatherRows(k_[layer], layer, user, kv_head, start, len, k_out, 0);
-  GatherRows(v_[layer], layer, user, kv_head, start, len, v_out, 1);
+void KVCache::DecodeRows(int layer, int user, int kv_head, int start, int len, float* k_out,
+                         float* v_out) const {
+  CheckRows(layer, user, kv_head, start, len);
+  const int hd = shape_.head_dim;
+  for (int kv = 0; kv < 2; ++kv) {
+    const auto& store = kv == 0 ? k_[layer] : v_[layer];
+    float* out = kv == 0 ? k_out : v_out;
+    for (int r = 0; r < len; ++r) {
+      const uint8_t* src = store.data() + RowOffset(user, kv_head, start + r);
+      float* dst = out + static_cast<int64_t>(r) * hd;
+      switch (options_.dtype) {
+        case KVDType::kF32:
+          std::memcpy(dst, src, static_cast<size_t>(hd) * sizeof(float));
+          break;
+        case KVDType::kBF16:
+          for (int d = 0; d < hd; ++d) {
+            uint16_t b;
+            std::memcpy(&b, src + 2 * d, 2);
+            dst[d] = BF16ToF32(b);
+          }
+          break;
+        default:
+          DecodeRow(QuantOf(options_.dtype), options_.scale, TensorScale(layer, kv), src, hd, dst);
+      }
+    }
+  }
 }
 
 }  // namespace wc

@@ -3,14 +3,15 @@
 //   contiguous: [user_rows, n_kv_heads, max_seq, row_bytes]   (the seed-001 layout), or
 //   paged:      [n_blocks, n_kv_heads, block_size, row_bytes] from one BlockPool, with a block
 //               table per user row (vLLM-style, seed 002).
-// A token is encoded once, when written. Attention reads rows in place where the storage allows
-// (contiguous bf16/f32) and otherwise gathers a chunk at a time (pages copied, quantized rows
-// decoded), never materializing a decoded copy of the cache.
+// A token is encoded once, when written. Attention reads rows in place, in their stored format -
+// the attention kernels dequantize inside their dot products - and copies a chunk's stored rows
+// only when it spans pages. No decoded copy of the cache is ever made.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -79,14 +80,19 @@ class KVCache {
   // Forgets a user row (paged: returns its blocks to the pool).
   void ResetUser(int user);
 
-  // In-place views of rows [start, start + len) of one KV head, [len, head_dim], when the storage
-  // allows it (contiguous bf16 or f32); an empty MatrixRef (data == nullptr) otherwise.
-  MatrixRef Keys(int layer, int user, int kv_head, int start, int len) const;
-  MatrixRef Values(int layer, int user, int kv_head, int start, int len) const;
-  // Copies (bf16, f32) or decodes (quantized) those rows into k_out / v_out:
-  // [len, head_dim] of GatherDType().
-  void Gather(int layer, int user, int kv_head, int start, int len, void* k_out, void* v_out) const;
-  DType GatherDType() const;
+  // Rows [start, start + len) of one KV head's K (or V), [len, head_dim], in place in their
+  // stored format (kernels/kv_rows.h), or an empty RowsRef when they span more than one page.
+  RowsRef Keys(int layer, int user, int kv_head, int start, int len) const;
+  RowsRef Values(int layer, int user, int kv_head, int start, int len) const;
+  // Copies those rows as stored (no decoding) into k_buf / v_buf, len * RowBytes() bytes each:
+  // how a core gathers a chunk that spans pages into its L1. Returns views of the copies.
+  std::pair<RowsRef, RowsRef> CopyRows(int layer, int user, int kv_head, int start, int len,
+                                       uint8_t* k_buf, uint8_t* v_buf) const;
+  // Decodes those rows to f32 with the format's scalar codec (kv_formats.h): the oracle of tests
+  // and of the reference attention path. k_out, v_out: [len, head_dim].
+  void DecodeRows(int layer, int user, int kv_head, int start, int len, float* k_out,
+                  float* v_out) const;
+  RowFormat row_format() const;
   // Bytes of one stored K (or V) row: what reading it from DRAM moves.
   double RowBytes() const { return static_cast<double>(row_bytes_); }
 
@@ -98,8 +104,11 @@ class KVCache {
   }
   // Byte offset of the row (user, kv_head, pos) in a layer's K or V storage.
   int64_t RowOffset(int user, int kv_head, int pos) const;
-  void GatherRows(const std::vector<uint8_t>& store, int layer, int user, int kv_head, int start,
-                  int len, void* out, int kv) const;
+  // The tensor scale of layer's K (kv = 0) or V (kv = 1); 0 without tensor scales.
+  float TensorScale(int layer, int kv) const;
+  RowsRef StoredRows(int layer, int kv, const uint8_t* data, int len) const;
+  RowsRef Rows(int layer, int kv, int user, int kv_head, int start, int len) const;
+  void CheckRows(int layer, int user, int kv_head, int start, int len) const;
 
   KVCacheShape shape_;
   KVCacheOptions options_;
@@ -118,16 +127,16 @@ class KVCacheLayerView : public KVView {
  public:
   KVCacheLayerView(const KVCache& cache, int layer, const int32_t* users, const int32_t* offsets)
       : cache_(cache), layer_(layer), users_(users), offsets_(offsets) {}
-  MatrixRef Keys(int b, int h, int start, int len) const override {
+  RowsRef Keys(int b, int h, int start, int len) const override {
     return cache_.Keys(layer_, users_[b], h, offsets_[b] + start, len);
   }
-  MatrixRef Values(int b, int h, int start, int len) const override {
+  RowsRef Values(int b, int h, int start, int len) const override {
     return cache_.Values(layer_, users_[b], h, offsets_[b] + start, len);
   }
-  void Gather(int b, int h, int start, int len, void* k_out, void* v_out) const override {
-    cache_.Gather(layer_, users_[b], h, offsets_[b] + start, len, k_out, v_out);
+  std::pair<RowsRef, RowsRef> CopyRows(int b, int h, int start, int len, uint8_t* k_buf,
+                                       uint8_t* v_buf) const override {
+    return cache_.CopyRows(layer_, users_[b], h, offsets_[b] + start, len, k_buf, v_buf);
   }
-  DType GatherDType() const override { return cache_.GatherDType(); }
   double RowBytes() const override { return cache_.RowBytes(); }
   int head_dim() const override { return cache_.shape().head_dim; }
 

@@ -2,22 +2,28 @@
 // whatever the cache's layout. Attention knows this interface, never a model or a cache class.
 #pragma once
 
-#include "kernels/matmul.h"
+#include <cstdint>
+#include <utility>
+
+#include "kernels/kv_rows.h"
+#include "util/error.h"
 
 namespace wc {
 
 class KVView {
  public:
   virtual ~KVView() = default;
-  // Rows [start, start + len) of K (or V) for (batch, kv_head) as an in-place [len, head_dim]
-  // view, or an empty MatrixRef (data == nullptr) when the storage cannot be read in place
-  // (pages, quantized rows): then use Gather.
-  virtual MatrixRef Keys(int batch, int kv_head, int start, int len) const = 0;
-  virtual MatrixRef Values(int batch, int kv_head, int start, int len) const = 0;
-  // Copies or decodes those rows into k_out / v_out: [len, head_dim] of GatherDType(). Views that
-  // always read in place need not support it.
-  virtual void Gather(int, int, int, int, void*, void*) const {}
-  virtual DType GatherDType() const { return DType::kF32; }
+  // Rows [start, start + len) of K (or V) for (batch, kv_head), in place and in their stored
+  // format, or an empty RowsRef when they are not one strided run of memory (they span pages):
+  // then use CopyRows.
+  virtual RowsRef Keys(int batch, int kv_head, int start, int len) const = 0;
+  virtual RowsRef Values(int batch, int kv_head, int start, int len) const = 0;
+  // Copies those rows as stored - no decoding - into k_buf / v_buf (len * RowBytes() bytes each)
+  // and returns views of the copies. Views whose rows are always in place need not support it.
+  virtual std::pair<RowsRef, RowsRef> CopyRows(int, int, int, int, uint8_t*, uint8_t*) const {
+    WC_CHECK(false, "this KV view reads every row in place");
+    return {};
+  }
   // Bytes one K (or V) row occupies in its stored format: what a DRAM read of it moves.
   virtual double RowBytes() const = 0;
   virtual int head_dim() const = 0;
@@ -33,10 +39,10 @@ class ContiguousKV : public KVView {
         n_kv_heads_(n_kv_heads),
         kv_len_(kv_len),
         head_dim_(head_dim) {}
-  MatrixRef Keys(int b, int h, int start, int len) const override {
+  RowsRef Keys(int b, int h, int start, int len) const override {
     return View(k_, b, h, start, len);
   }
-  MatrixRef Values(int b, int h, int start, int len) const override {
+  RowsRef Values(int b, int h, int start, int len) const override {
     return View(v_, b, h, start, len);
   }
   double RowBytes() const override { return static_cast<double>(head_dim_) * DTypeSize(dtype_); }
@@ -58,8 +64,8 @@ class ContiguousKV : public KVView {
 class ShapeOnlyKV : public KVView {
  public:
   ShapeOnlyKV(double row_bytes, int head_dim) : row_bytes_(row_bytes), head_dim_(head_dim) {}
-  MatrixRef Keys(int, int, int, int) const override { return {}; }
-  MatrixRef Values(int, int, int, int) const override { return {}; }
+  RowsRef Keys(int, int, int, int) const override { return {}; }
+  RowsRef Values(int, int, int, int) const override { return {}; }
   double RowBytes() const override { return row_bytes_; }
   int head_dim() const override { return head_dim_; }
 

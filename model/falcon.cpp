@@ -225,20 +225,25 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);
     return;
   }
-  // Reference (the oracle): each (token, KV group) over its row's positions [0, pos].
+  // Reference (the oracle): each (token, KV group) over its row's positions [0, pos], the rows
+  // decoded to f32 by the cache's scalar codec (any format, any layout).
   int max_len = 0;
   for (int64_t t = 0; t < n; ++t) max_len = std::max(max_len, batch.positions[t] + 1);
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(q_per_kv) * max_len);  // [q_per_kv, kv_len]
+    std::vector<float> keys(static_cast<size_t>(max_len) * hd);          // [kv_len, head_dim]
+    std::vector<float> values(keys.size());                              // [kv_len, head_dim]
 #pragma omp for schedule(static)
     for (int64_t work = 0; work < n * n_kv; ++work) {
       const int64_t t = work / n_kv;
       const int g = static_cast<int>(work % n_kv);
       const int len = batch.positions[t] + 1, user = batch.user_rows[t];
+      cache.DecodeRows(l, user, g, 0, len, keys.data(), values.data());
       ReferenceAttentionGroup(&q[(t * n_head + g * q_per_kv) * hd], q_per_kv,
-                              cache.Keys(l, user, g, 0, len), cache.Values(l, user, g, 0, len),
-                              scale, scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
+                              MatrixRef{DType::kF32, len, hd, hd, keys.data()},
+                              MatrixRef{DType::kF32, len, hd, hd, values.data()}, scale,
+                              scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
     }
   }
 }

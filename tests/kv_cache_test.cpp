@@ -114,7 +114,7 @@ TEST(KVCache, TensorScalesNeedCalibrationAndSaturateBeyondIt) {
   std::vector<float> k(kKv * kHd, 0.5f), v(kKv * kHd, 0.25f), out_k(kHd), out_v(kHd);
   k[0] = 40.0f;  // beyond the calibrated range
   cache.Write(0, 0, 0, k.data(), v.data());
-  cache.Gather(0, 0, 0, 0, 1, out_k.data(), out_v.data());
+  cache.DecodeRows(0, 0, 0, 0, 1, out_k.data(), out_v.data());
   EXPECT_NEAR(out_k[0], 1.0f, 1e-6);  // saturated
   EXPECT_NEAR(out_k[1], 0.5f, 0.005f);
   EXPECT_NEAR(out_v[3], 0.25f, 0.005f);

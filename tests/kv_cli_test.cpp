@@ -1,5 +1,9 @@
 // KV-cache formats end to end through the binary: perplexity per format, calibration and the
 // tensor-scale mode, paged == contiguous generation, info per format, and refusals.
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -97,6 +101,59 @@ TEST(KVCli, InfoReportsBytesPerFormat) {
   EXPECT_LE(bytes("int8") / bf16, 0.53);
   EXPECT_LE(bytes("fp8-e4m3") / bf16, 0.53);
   EXPECT_LE(bytes("bfp8") / bf16, 0.54);
+}
+
+// The reference attention (the oracle) reads every format and layout through the codec, and the
+// FlashDecode engine reading the stored rows in place picks the same greedy tokens.
+TEST(KVCli, ReferenceAttentionReadsEveryFormat) {
+  Model m;
+  for (const char* d : {"int8", "fp8-e4m3", "fp8-e5m2", "bfp8"}) {
+    for (const char* block : {"0", "8"}) {
+      std::vector<std::string> args = {
+          "generate",      "--model", m.path(),     "--prompt", "a harbor",        "-n", "12",
+          "--temperature", "0",       "--kv-dtype", d,          "--kv-block-size", block};
+      const auto flash = RunWormchat(args);
+      args.insert(args.end(), {"--attention", "reference"});
+      const auto ref = RunWormchat(args);
+      ASSERT_EQ(ref.exit_code, 0) << d << ": " << ref.err;
+      ASSERT_EQ(flash.exit_code, 0) << d << ": " << flash.err;
+      EXPECT_FALSE(ref.out.empty()) << d;
+      EXPECT_EQ(flash.out, ref.out) << d << " block " << block;
+    }
+  }
+}
+
+// `bench attention` runs every format over the same tokens and reports host and emulated-mesh
+// figures; the emulated K/V DRAM time follows the stored bytes: bytes / bandwidth plus a fixed
+// round trip per read barrier, so its speedup over bf16 approaches 1 / (bytes ratio) from below.
+TEST(KVCli, BenchAttentionComparesFormats) {
+  const auto r = RunWormchat({"bench", "attention", "--kv-len", "2048", "--repeats", "1",
+                              "--q-heads", "8", "--kv-heads", "2", "--head-dim", "64"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* d : {"bf16 ", "int8 ", "fp8-e4m3 ", "fp8-e5m2 ", "bfp8 "}) {
+    const size_t at = r.out.find(std::string("\n  ") + d);
+    ASSERT_NE(at, std::string::npos) << d << "\n" << r.out;
+    // Columns: format, row B, K+V MiB | host ms, GB/s, bound, speedup | mesh us, speedup,
+    // DRAM us, speedup | bytes.
+    std::string line = r.out.substr(at + 3, r.out.find('\n', at + 1) - at - 3);
+    for (char& c : line)
+      if (c == '|' || c == 'x') c = ' ';
+    std::istringstream in(line);
+    std::string name;
+    double row_b, mib, host_ms, gbps, bound, speedup, mesh_us, mesh_speedup, dram_us, dram_speedup,
+        bytes;
+    in >> name >> row_b >> mib >> host_ms >> gbps >> bound >> speedup >> mesh_us >> mesh_speedup >>
+        dram_us >> dram_speedup >> bytes;
+    ASSERT_FALSE(in.fail()) << line;
+    EXPECT_GT(host_ms, 0.0) << line;
+    EXPECT_GT(dram_speedup * bytes, 0.9) << line;
+    EXPECT_LT(dram_speedup * bytes, 1.02) << line;
+    if (std::string(d) != "bf16 ") EXPECT_LT(bytes, 0.54) << line;
+  }
+  EXPECT_NE(r.out.find("Outputs agree with bf16 within"), std::string::npos) << r.out;
+  const auto bad = RunWormchat({"bench", "attention", "--kv-dtype", "int4"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--kv-dtype 'int4' is not supported"), std::string::npos) << bad.err;
 }
 
 }  // namespace
