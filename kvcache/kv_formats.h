@@ -6,10 +6,11 @@
 //   fp8-e5m2  OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s) * s
 //   bfp8      Tenstorrent BFP8_B: blocks of 16 values share one 8-bit exponent; each value keeps a
 //             sign and a 7-bit magnitude (1088 bytes per 32x32 tile). No scale needed.
-// Scales (int8/fp8) are per row ("token-head": one per token per KV head, stored in the row as
-// bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows).
-// Values beyond a format's range saturate to its largest finite value; a zero row gets scale 0
-// and decodes to zeros; NaN/Inf inputs are refused by the caller (EncodeRow reports them).
+// Encoded rows have the byte layouts of kernels/kv_rows.h, which the attention kernels read in
+// place. Scales (int8/fp8) are per row ("token-head": one per token per KV head, stored in the row
+// as bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows). Values
+// beyond a format's range saturate to its largest finite value; a zero row gets scale 0 and decodes
+// to zeros; NaN/Inf inputs are refused by the caller (EncodeRow reports them).
 #pragma once
 
 #include <cstdint>
