@@ -179,21 +179,9 @@ void KVCache::ResetUser(int user) {
 }
 
 RowFormat KVCache::row_format() const {
-  switch (options_.dtype) {
-    case KVDType::kBF16:
-      return RowFormat::kBF16;
-    case KVDType::kF32:
-      return RowFormat::kF32;
-    case KVDType::kInt8:
-      return RowFormat::kInt8;
-    case KVDType::kFP8E4M3:
-      return RowFormat::kFP8E4M3;
-    case KVDType::kFP8E5M2:
-      return RowFormat::kFP8E5M2;
-    case KVDType::kBFP8:
-      return RowFormat::kBFP8;
-  }
-  return RowFormat::kF32;
+  if (options_.dtype == KVDType::kBF16) return RowFormat::kBF16;
+  if (options_.dtype == KVDType::kF32) return RowFormat::kF32;
+  return RowFormatOf(QuantOf(options_.dtype));
 }
 
 float KVCache::TensorScale(int layer, int kv) const {

@@ -92,6 +92,20 @@ const char* KVQuantName(KVQuant q) {
   return "?";
 }
 
+RowFormat RowFormatOf(KVQuant q) {
+  switch (q) {
+    case KVQuant::kInt8:
+      return RowFormat::kInt8;
+    case KVQuant::kFP8E4M3:
+      return RowFormat::kFP8E4M3;
+    case KVQuant::kFP8E5M2:
+      return RowFormat::kFP8E5M2;
+    case KVQuant::kBFP8:
+      return RowFormat::kBFP8;
+  }
+  return RowFormat::kF32;
+}
+
 float KVQuantMax(KVQuant q) {
   switch (q) {
     case KVQuant::kInt8:

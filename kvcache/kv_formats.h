@@ -16,12 +16,16 @@
 #include <cstdint>
 #include <string>
 
+#include "kernels/kv_rows.h"
+
 namespace wc {
 
 enum class KVQuant : uint8_t { kInt8, kFP8E4M3, kFP8E5M2, kBFP8 };
 enum class ScaleMode : uint8_t { kTokenHead, kTensor };
 
 const char* KVQuantName(KVQuant q);
+// The stored-row format (kernels/kv_rows.h) the attention kernels read q's rows as.
+RowFormat RowFormatOf(KVQuant q);
 float KVQuantMax(KVQuant q);  // largest finite magnitude of the element format (127 for int8)
 
 // Bytes one encoded row of `head_dim` values takes. bfp8 needs head_dim % 16 == 0.

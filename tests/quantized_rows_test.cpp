@@ -20,20 +20,6 @@ struct Format {
   ScaleMode mode;
 };
 
-RowFormat RowFormatOf(KVQuant q) {
-  switch (q) {
-    case KVQuant::kInt8:
-      return RowFormat::kInt8;
-    case KVQuant::kFP8E4M3:
-      return RowFormat::kFP8E4M3;
-    case KVQuant::kFP8E5M2:
-      return RowFormat::kFP8E5M2;
-    case KVQuant::kBFP8:
-      return RowFormat::kBFP8;
-  }
-  return RowFormat::kF32;
-}
-
 // Rows [rows, cols] encoded in `f` one byte past an aligned address, and their decoded values.
 struct Encoded {
   std::vector<uint8_t> bytes;
