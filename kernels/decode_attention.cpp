@@ -229,6 +229,27 @@ struct Along {
   }
 };
 
+// Calls fn(std::integral_constant<int, NH>(), h, along_or_none) for the heads [h, h + NH) in
+// groups of 4 and one last group of 1-3: the head-group kernels are templates on NH. Only the
+// first group prefetches `along` (one pass over it is enough).
+template <class Fn>
+HWY_INLINE void ForHeadGroups(int n_heads, const Along& along, const Fn& fn) {
+  int h = 0;
+  for (; h + 4 <= n_heads; h += 4)
+    fn(std::integral_constant<int, 4>(), h, h == 0 ? along : Along());
+  const Along& rest = h == 0 ? along : Along();
+  switch (n_heads - h) {
+    case 3:
+      return fn(std::integral_constant<int, 3>(), h, rest);
+    case 2:
+      return fn(std::integral_constant<int, 2>(), h, rest);
+    case 1:
+      return fn(std::integral_constant<int, 1>(), h, rest);
+    default:
+      return;
+  }
+}
+
 #if HWY_TARGET != HWY_SCALAR
 // The 128-bit blocks of v added together (one block for 128-bit targets).
 template <class D>
@@ -391,51 +412,19 @@ void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, 
         qd[h * cols + c + i] = q[h * cols + c + 2 * i];
         qd[h * cols + c + nl + i] = q[h * cols + c + 2 * i + 1];
       }
-  int h = 0;
-  for (; h + 4 <= n_heads; h += 4)
-    ScoresHeadsBF16<4>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                       h == 0 ? along : Along());
-  switch (n_heads - h) {
-    case 3:
-      ScoresHeadsBF16<3>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along());
-      break;
-    case 2:
-      ScoresHeadsBF16<2>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along());
-      break;
-    case 1:
-      ScoresHeadsBF16<1>(qd.data() + h * cols, cols, k, rows, scale, scores + h * rows,
-                         h == 0 ? along : Along());
-      break;
-    default:
-      break;
-  }
+  ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
+    ScoresHeadsBF16<decltype(nh)::value>(qd.data() + h * cols, cols, k, rows, scale,
+                                         scores + h * rows, al);
+  });
 }
 #endif
 
 template <class Rows>
 void ScoresImpl(const float* q, int n_heads, const Rows& k, int64_t rows, int64_t cols, float scale,
                 float* scores, const Along& along) {
-  int h = 0;
-  for (; h + 4 <= n_heads; h += 4)
-    ScoresHeads<4>(q + h * cols, cols, k, rows, scale, scores + h * rows, h == 0 ? along : Along());
-  switch (n_heads - h) {
-    case 3:
-      ScoresHeads<3>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along());
-      break;
-    case 2:
-      ScoresHeads<2>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along());
-      break;
-    case 1:
-      ScoresHeads<1>(q + h * cols, cols, k, rows, scale, scores + h * rows,
-                     h == 0 ? along : Along());
-      break;
-    default:
-      break;
-  }
+  ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
+    ScoresHeads<decltype(nh)::value>(q + h * cols, cols, k, rows, scale, scores + h * rows, al);
+  });
 }
 
 void AttentionScoresImpl(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
@@ -541,26 +530,9 @@ HWY_INLINE void WeightedHeads(const float* w, int64_t w_stride, const Rows& v, i
 template <class Rows>
 void WeightedImpl(const float* w, int64_t w_stride, int n_heads, const Rows& v, int64_t rows,
                   int64_t cols, float* o, const Along& along) {
-  int h = 0;
-  for (; h + 4 <= n_heads; h += 4)
-    WeightedHeads<4>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                     h == 0 ? along : Along());
-  switch (n_heads - h) {
-    case 3:
-      WeightedHeads<3>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along());
-      break;
-    case 2:
-      WeightedHeads<2>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along());
-      break;
-    case 1:
-      WeightedHeads<1>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols,
-                       h == 0 ? along : Along());
-      break;
-    default:
-      break;
-  }
+  ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
+    WeightedHeads<decltype(nh)::value>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols, al);
+  });
 }
 
 void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
