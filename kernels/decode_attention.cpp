@@ -1,5 +1,7 @@
 #include "kernels/decode_attention.h"
 
+#include "kernels/decode_attention_vnni.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -264,14 +266,14 @@ HWY_INLINE auto FoldBlocks(D d, hn::Vec<D> v) {
 }
 #endif
 
-// out[i] = scale * (sum of the lanes of (a, b, c, d)[i]), i < 4, each with the same fixed pairing
-// (so a vector's sum does not depend on its position or on the other three).
-HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
+// out[i] = (sum of the lanes of (a, b, c, d)[i]) * scale[i], i < 4, each with the same fixed
+// pairing (so a vector's sum does not depend on its position or on the other three).
+HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, const float* scale, float* out) {
 #if HWY_TARGET == HWY_SCALAR
-  out[0] = hn::GetLane(a) * scale;
-  out[1] = hn::GetLane(b) * scale;
-  out[2] = hn::GetLane(c) * scale;
-  out[3] = hn::GetLane(d) * scale;
+  out[0] = hn::GetLane(a) * scale[0];
+  out[1] = hn::GetLane(b) * scale[1];
+  out[2] = hn::GetLane(c) * scale[2];
+  out[3] = hn::GetLane(d) * scale[3];
   (void)df;
 #else
   const hn::Repartition<uint64_t, DF> du64;
@@ -283,8 +285,12 @@ HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
       hn::BitCast(df, hn::InterleaveLower(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))),
       hn::BitCast(df, hn::InterleaveUpper(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))));
   const hn::Full128<float> d4;
-  hn::StoreU(hn::Mul(FoldBlocks(df, abcd), hn::Set(d4, scale)), d4, out);
+  hn::StoreU(hn::Mul(FoldBlocks(df, abcd), hn::LoadU(d4, scale)), d4, out);
 #endif
+}
+HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
+  const float s4[4] = {scale, scale, scale, scale};
+  Sums4(df, a, b, c, d, s4, out);
 }
 
 // The dot products of NR <= 4 rows (from row p) with NH <= 4 heads, one accumulator per row and
@@ -292,7 +298,7 @@ HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
 // on the other rows, so grouping rows does not change any score.
 template <int NR, int NH, class Rows>
 HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows& k, int64_t p,
-                          int64_t rows, float scale, float* HWY_RESTRICT scores) {
+                          int64_t rows, const float* head_scale, float* HWY_RESTRICT scores) {
   const DF df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
   VF acc[NH][4];
@@ -307,24 +313,25 @@ HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows&
       for (int r = 0; r < NR; ++r) acc[h][r] = hn::MulAdd(qv, kv[r], acc[h][r]);
     }
   }
-  if (!Rows::kScaled && NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
-    for (int h = 0; h < NH; ++h)
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, scores + h * rows + p);
-    return;
-  }
-  float row_scale[NR];  // scaled codes: (q . codes) * scale * the row's scale
+  // Scaled codes: (q . codes) * (head_scale * the row's scale); otherwise (q . row) * head_scale.
+  float row_scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   for (int r = 0; r < NR; ++r) {
     if constexpr (Rows::kScaled) row_scale[r] = k.Scale(p + r);
   }
   for (int h = 0; h < NH; ++h) {
+    float factor[4];
+    for (int r = 0; r < 4; ++r)
+      factor[r] = Rows::kScaled ? head_scale[h] * row_scale[r] : head_scale[h];
+    if (NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], factor, scores + h * rows + p);
+      continue;
+    }
     float sums[4];
     Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], 1.0f, sums);
     for (int r = 0; r < NR; ++r) {
       float sum = sums[r];
       for (int64_t cc = c; cc < cols; ++cc) sum += q[h * cols + cc] * k.At(p + r, cc);
-      sum *= scale;
-      if constexpr (Rows::kScaled) sum *= row_scale[r];
-      scores[h * rows + p + r] = sum;
+      scores[h * rows + p + r] = sum * factor[r];
     }
   }
 }
@@ -332,16 +339,17 @@ HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows&
 // Scores of NH <= 4 heads against every row, four rows at a time.
 template <int NH, class Rows>
 HWY_INLINE void ScoresHeads(const float* HWY_RESTRICT q, int64_t cols, const Rows& k, int64_t rows,
-                            float scale, float* HWY_RESTRICT scores, const Along& along) {
+                            const float* head_scale, float* HWY_RESTRICT scores,
+                            const Along& along) {
   static_assert(NH >= 1 && NH <= 4, "up to 4 heads per pass");
   int64_t p = 0;
   for (; p + 4 <= rows; p += 4) {
     for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
       k.Prefetch(r, cols);
     for (int64_t r = p; r < p + 4; ++r) along.Row(r);
-    ScoreRows<4, NH>(q, cols, k, p, rows, scale, scores);
+    ScoreRows<4, NH>(q, cols, k, p, rows, head_scale, scores);
   }
-  for (; p < rows; ++p) ScoreRows<1, NH>(q, cols, k, p, rows, scale, scores);
+  for (; p < rows; ++p) ScoreRows<1, NH>(q, cols, k, p, rows, head_scale, scores);
 }
 
 #if HWY_TARGET != HWY_SCALAR
@@ -352,7 +360,7 @@ HWY_INLINE void ScoresHeads(const float* HWY_RESTRICT q, int64_t cols, const Row
 template <int NR, int NH>
 HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
                               const Half16Rows<DType::kBF16>& k, int64_t p, int64_t rows,
-                              float scale, float* HWY_RESTRICT scores) {
+                              const float* head_scale, float* HWY_RESTRICT scores) {
   const DF df;
   const hn::RebindToUnsigned<DF> du;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
@@ -378,10 +386,10 @@ HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
   }
   for (int h = 0; h < NH; ++h) {
     if (NR == 4) {
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, scores + h * rows + p);
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], head_scale[h], scores + h * rows + p);
     } else {
       float sums[4];
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], scale, sums);
+      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], head_scale[h], sums);
       for (int r = 0; r < NR; ++r) scores[h * rows + p + r] = sums[r];
     }
   }
@@ -389,20 +397,21 @@ HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
 
 template <int NH>
 HWY_INLINE void ScoresHeadsBF16(const float* HWY_RESTRICT qd, int64_t cols,
-                                const Half16Rows<DType::kBF16>& k, int64_t rows, float scale,
-                                float* HWY_RESTRICT scores, const Along& along) {
+                                const Half16Rows<DType::kBF16>& k, int64_t rows,
+                                const float* head_scale, float* HWY_RESTRICT scores,
+                                const Along& along) {
   int64_t p = 0;
   for (; p + 4 <= rows; p += 4) {
     for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
       k.Prefetch(r, cols);
     for (int64_t r = p; r < p + 4; ++r) along.Row(r);
-    ScoreRowsBF16<4, NH>(qd, cols, k, p, rows, scale, scores);
+    ScoreRowsBF16<4, NH>(qd, cols, k, p, rows, head_scale, scores);
   }
-  for (; p < rows; ++p) ScoreRowsBF16<1, NH>(qd, cols, k, p, rows, scale, scores);
+  for (; p < rows; ++p) ScoreRowsBF16<1, NH>(qd, cols, k, p, rows, head_scale, scores);
 }
 
 void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, int64_t rows,
-                int64_t cols, float scale, float* scores, const Along& along) {
+                int64_t cols, const float* head_scale, float* scores, const Along& along) {
   const DF df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
   std::vector<float> qd(static_cast<size_t>(n_heads) * cols);  // [n_heads, cols] deinterleaved
@@ -413,31 +422,32 @@ void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, 
         qd[h * cols + c + nl + i] = q[h * cols + c + 2 * i + 1];
       }
   ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
-    ScoresHeadsBF16<decltype(nh)::value>(qd.data() + h * cols, cols, k, rows, scale,
+    ScoresHeadsBF16<decltype(nh)::value>(qd.data() + h * cols, cols, k, rows, head_scale + h,
                                          scores + h * rows, al);
   });
 }
 #endif
 
 template <class Rows>
-void ScoresImpl(const float* q, int n_heads, const Rows& k, int64_t rows, int64_t cols, float scale,
-                float* scores, const Along& along) {
+void ScoresImpl(const float* q, int n_heads, const Rows& k, int64_t rows, int64_t cols,
+                const float* head_scale, float* scores, const Along& along) {
   ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
-    ScoresHeads<decltype(nh)::value>(q + h * cols, cols, k, rows, scale, scores + h * rows, al);
+    ScoresHeads<decltype(nh)::value>(q + h * cols, cols, k, rows, head_scale + h, scores + h * rows,
+                                     al);
   });
 }
 
-void AttentionScoresImpl(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
-                         const RowsRef& along_m) {
+void AttentionScoresImpl(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
+                         float* scores, const RowsRef& along_m) {
   const Along along(along_m);
   WithRows(k, [&](const auto& rows) {
 #if HWY_TARGET != HWY_SCALAR
     if constexpr (std::is_same_v<std::decay_t<decltype(rows)>, Half16Rows<DType::kBF16>>) {
       if (k.cols % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0)
-        return ScoresBF16(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
+        return ScoresBF16(q, n_heads, rows, k.rows, k.cols, head_scale, scores, along);
     }
 #endif
-    ScoresImpl(q, n_heads, rows, k.rows, k.cols, scale, scores, along);
+    ScoresImpl(q, n_heads, rows, k.rows, k.cols, head_scale, scores, along);
   });
 }
 
@@ -543,6 +553,38 @@ void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, c
   });
 }
 
+// int8 rows with int16 weights (decode_attention_vnni.h): exact int32 sums per column, then
+// o = fma(float(sum), unit[h], o) - the VNNI kernel's arithmetic, portably.
+void WeightedInt16Impl(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                       const RowsRef& v, float* o) {
+  const DF df;
+  const hn::RebindToSigned<DF> di;
+  const hn::Rebind<int8_t, DF> d8;
+  const int64_t nl = static_cast<int64_t>(hn::Lanes(di)), cols = v.cols;
+  const uint8_t* codes = v.data + (v.row_scale ? 2 : 0);
+  for (int h = 0; h < n_heads; ++h) {
+    const int16_t* wh = wq + h * wq_stride;
+    float* oh = o + h * cols;
+    int64_t c = 0;
+    for (; c + nl <= cols; c += nl) {
+      auto acc = hn::Zero(di);
+      for (int64_t p = 0; p < v.rows; ++p) {
+        const auto code = hn::PromoteTo(
+            di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(codes + p * v.row_bytes + c)));
+        acc = hn::Add(acc, hn::Mul(code, hn::Set(di, wh[p])));
+      }
+      hn::StoreU(hn::MulAdd(hn::ConvertTo(df, acc), hn::Set(df, unit[h]), hn::LoadU(df, oh + c)),
+                 df, oh + c);
+    }
+    for (; c < cols; ++c) {
+      int32_t acc = 0;
+      for (int64_t p = 0; p < v.rows; ++p)
+        acc += wh[p] * static_cast<int8_t>(codes[p * v.row_bytes + c]);
+      oh[c] = std::fma(static_cast<float>(acc), unit[h], oh[c]);
+    }
+  }
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace wc
 HWY_AFTER_NAMESPACE();
@@ -554,10 +596,24 @@ HWY_EXPORT(AttentionScoresImpl);
 HWY_EXPORT(MaxOfImpl);
 HWY_EXPORT(ExpShiftSumImpl);
 HWY_EXPORT(AccumulateWeightedRowsImpl);
+HWY_EXPORT(WeightedInt16Impl);
 
 void AttentionScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
                      const RowsRef& along) {
-  HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q, n_heads, k, scale, scores, along);
+  thread_local std::vector<float> head_scale;  // [n_heads]
+  head_scale.assign(static_cast<size_t>(n_heads), scale);
+  if (k.format == RowFormat::kInt8 && k.cols <= kInt8QueryMaxCols) {
+    thread_local std::vector<int8_t> q8;  // [n_heads, cols]
+    thread_local std::vector<float> q8f;  // the same values as f32 for the portable path
+    q8.resize(static_cast<size_t>(n_heads * k.cols));
+    QuantizeQueryInt8(q, n_heads, k.cols, scale, q8.data(), head_scale.data());
+    if (VnniInt8ScoresUsable(k))
+      return Int8ScoresVnni(q8.data(), n_heads, head_scale.data(), k, scores, along);
+    q8f.assign(q8.begin(), q8.end());
+    return HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q8f.data(), n_heads, k, head_scale.data(),
+                                                     scores, along);
+  }
+  HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q, n_heads, k, head_scale.data(), scores, along);
 }
 
 void PrefetchRows(const RowsRef& m, int64_t n) {
@@ -578,7 +634,28 @@ float ExpShiftSum(float* x, int64_t n, float shift) {
 
 void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                             float* o, const RowsRef& along) {
-  HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
+  if (v.format != RowFormat::kInt8)
+    return HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
+  // int8: int16 weights per segment of rows (decode_attention_vnni.h).
+  constexpr int64_t kSeg = kInt8WeightSegmentRows, kWqStride = kSeg + 2;
+  thread_local std::vector<float> row_scale(kSeg);
+  thread_local std::vector<int16_t> wq;  // [n_heads, kWqStride]
+  thread_local std::vector<float> unit;  // [n_heads]
+  wq.resize(static_cast<size_t>(n_heads * kWqStride));
+  unit.resize(static_cast<size_t>(n_heads));
+  for (int64_t s0 = 0; s0 < v.rows; s0 += kSeg) {
+    RowsRef seg = v;
+    seg.rows = std::min(kSeg, v.rows - s0);
+    seg.data = v.data + s0 * v.row_bytes;
+    QuantizeWeightsInt16(w + s0, w_stride, n_heads, seg, row_scale.data(), wq.data(), kWqStride,
+                         unit.data());
+    if (VnniInt8WeightsUsable(seg)) {
+      Int8WeightedVnni(wq.data(), kWqStride, unit.data(), n_heads, seg, o,
+                       s0 + kSeg >= v.rows ? along : RowsRef{});
+    } else {
+      HWY_DYNAMIC_DISPATCH(WeightedInt16Impl)(wq.data(), kWqStride, unit.data(), n_heads, seg, o);
+    }
+  }
 }
 
 }  // namespace wc

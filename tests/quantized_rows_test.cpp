@@ -2,15 +2,21 @@
 // kvcache codec writes them (kvcache/kv_formats.h): every code of every format decodes to the
 // codec's value, and scores / weighted sums over encoded rows match naive loops over DecodeRow's
 // values, for every head and row count around the SIMD groupings and head_dims with scalar tails.
+// int8 rows go through integer dot products (decode_attention_vnni.h): their scores and sums are
+// checked bit for bit against that contract, and within its rounding bound of the true values.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "kernels/decode_attention.h"
+#include "kernels/decode_attention_vnni.h"
 #include "kvcache/kv_formats.h"
 #include "serving/rng.h"
+#include "util/bf16.h"
 
 namespace wc {
 namespace {
@@ -61,6 +67,67 @@ std::vector<float> RandomVec(size_t n, uint64_t seed) {
   return v;
 }
 
+// The scale of row p of encoded int8 rows, as the kernels read it.
+float Int8RowScale(const RowsRef& m, int64_t p) {
+  if (!m.row_scale) return m.tensor_scale;
+  uint16_t bits;
+  std::memcpy(&bits, m.data + p * m.row_bytes, 2);
+  return BF16ToF32(bits);
+}
+int8_t Int8Code(const RowsRef& m, int64_t p, int64_t c) {
+  return static_cast<int8_t>(m.data[p * m.row_bytes + (m.row_scale ? 2 : 0) + c]);
+}
+
+// The int8 score contract, written out: q rounded to int8 per head, an exact integer dot product,
+// then float(dot) * (head_scale * row_scale).
+std::vector<float> Int8ContractScores(const std::vector<float>& q, int n_heads, const RowsRef& k,
+                                      float scale, std::vector<float>* q_step) {
+  const int64_t cols = k.cols, rows = k.rows;
+  std::vector<float> out(static_cast<size_t>(n_heads * rows));
+  q_step->assign(static_cast<size_t>(n_heads), 0.0f);
+  for (int h = 0; h < n_heads; ++h) {
+    float qmax = 0;
+    for (int64_t c = 0; c < cols; ++c) qmax = std::max(qmax, std::fabs(q[h * cols + c]));
+    const float inv = 127.0f / qmax, head_scale = scale * (qmax / 127.0f);
+    (*q_step)[h] = qmax / 127.0f;
+    for (int64_t p = 0; p < rows; ++p) {
+      int32_t dot = 0;
+      for (int64_t c = 0; c < cols; ++c)
+        dot += static_cast<int32_t>(std::nearbyint(q[h * cols + c] * inv)) * Int8Code(k, p, c);
+      out[h * rows + p] = static_cast<float>(dot) * (head_scale * Int8RowScale(k, p));
+    }
+  }
+  return out;
+}
+
+// The int8 P.V contract: per segment of kInt8WeightSegmentRows rows, w * row_scale rounded to int16
+// against the segment's largest |w * row_scale| (unit = max / 32767), an exact integer sum per
+// column, then o = fma(float(sum), unit, o). units: every segment's unit per head.
+void Int8ContractWeighted(const std::vector<float>& w, int64_t w_stride, int n_heads,
+                          const RowsRef& v, std::vector<float>* o, std::vector<float>* units) {
+  const int64_t cols = v.cols;
+  units->clear();
+  for (int64_t s0 = 0; s0 < v.rows; s0 += kInt8WeightSegmentRows) {
+    const int64_t s1 = std::min(v.rows, s0 + kInt8WeightSegmentRows);
+    for (int h = 0; h < n_heads; ++h) {
+      float wmax = 0;
+      for (int64_t p = s0; p < s1; ++p)
+        wmax = std::max(wmax, std::fabs(w[h * w_stride + p] * Int8RowScale(v, p)));
+      const float inv = 32767.0f / wmax, unit = wmax / 32767.0f;
+      units->push_back(unit);
+      for (int64_t c = 0; c < cols; ++c) {
+        int32_t sum = 0;
+        for (int64_t p = s0; p < s1; ++p)
+          sum +=
+              static_cast<int32_t>(std::nearbyint(w[h * w_stride + p] * Int8RowScale(v, p) * inv)) *
+              Int8Code(v, p, c);
+        float& out = (*o)[h * cols + c];
+        out = std::fma(static_cast<float>(sum), unit, out);
+      }
+    }
+  }
+}
+
 class QuantizedRows : public ::testing::TestWithParam<Format> {};
 
 TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
@@ -73,16 +140,27 @@ TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
         const auto q = RandomVec(static_cast<size_t>(n_heads * cols), 7 + n_heads);
         std::vector<float> scores(static_cast<size_t>(n_heads * rows));
         AttentionScores(q.data(), n_heads, k.ref, 0.125f, scores.data());
+        const bool int8 = f.quant == KVQuant::kInt8;
+        std::vector<float> q_step;
+        const std::vector<float> contract =
+            int8 ? Int8ContractScores(q, n_heads, k.ref, 0.125f, &q_step) : std::vector<float>();
         for (int h = 0; h < n_heads; ++h)
           for (int64_t p = 0; p < rows; ++p) {
-            double want = 0, mag = 0;
+            double want = 0, mag = 0, k_abs = 0;
             for (int64_t c = 0; c < cols; ++c) {
               want += static_cast<double>(q[h * cols + c]) * k.decoded[p * cols + c];
               mag += std::fabs(static_cast<double>(q[h * cols + c]) * k.decoded[p * cols + c]);
+              k_abs += std::fabs(k.decoded[p * cols + c]);
             }
-            EXPECT_NEAR(scores[h * rows + p], 0.125 * want, 1e-5 * 0.125 * mag + 1e-30)
+            // int8: q is off by at most half its step per element.
+            const double q_error = int8 ? 0.5 * q_step[h] * k_abs : 0.0;
+            EXPECT_NEAR(scores[h * rows + p], 0.125 * want,
+                        0.125 * (q_error + 1e-5 * (mag + q_error)) + 1e-30)
                 << "cols " << cols << " heads " << n_heads << " rows " << rows << " h " << h
                 << " p " << p;
+            if (int8) {
+              ASSERT_EQ(scores[h * rows + p], contract[h * rows + p]) << "h " << h << " p " << p;
+            }
           }
         // A row's score does not depend on the rows computed with it.
         for (int64_t p = 0; p < rows; ++p) {
@@ -103,7 +181,7 @@ TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
   for (int64_t cols : {64, 128, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
     for (int n_heads : {1, 3, 4, 5}) {
-      for (int64_t rows : {1, 5, 33}) {
+      for (int64_t rows : {1, 5, 33, 600}) {  // 600: int8 sums two segments
         const Encoded v = Encode(f, rows, cols, 300 + rows + cols);
         const auto w = RandomVec(static_cast<size_t>(n_heads * (rows + 3)), 11);
         auto o = RandomVec(static_cast<size_t>(n_heads * cols), 12);
@@ -116,9 +194,27 @@ TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
               want[h * cols + c] += t;
               mag[h * cols + c] += std::fabs(t);
             }
+        std::vector<float> contract = o, units;
+        const bool int8 = f.quant == KVQuant::kInt8;
+        if (int8) Int8ContractWeighted(w, rows + 3, n_heads, v.ref, &contract, &units);
         AccumulateWeightedRows(w.data(), rows + 3, n_heads, v.ref, o.data());
-        for (size_t i = 0; i < o.size(); ++i)
-          EXPECT_NEAR(o[i], want[i], 1e-5 * (mag[i] + 1)) << "cols " << cols << " i " << i;
+        for (size_t i = 0; i < o.size(); ++i) {
+          // int8: each weight is off by at most half a unit (bounded here by the largest unit).
+          double w_error = 0;
+          if (int8) {
+            const int h = static_cast<int>(i / cols);
+            const int64_t c = static_cast<int64_t>(i % cols);
+            float unit = 0;
+            for (size_t s = h; s < units.size(); s += n_heads) unit = std::max(unit, units[s]);
+            for (int64_t p = 0; p < rows; ++p)
+              w_error += 0.5 * unit * std::abs(Int8Code(v.ref, p, c));
+          }
+          EXPECT_NEAR(o[i], want[i], w_error + 1e-5 * (mag[i] + w_error + 1))
+              << "cols " << cols << " i " << i;
+          if (int8) {
+            ASSERT_EQ(o[i], contract[i]) << "cols " << cols << " rows " << rows << " i " << i;
+          }
+        }
       }
     }
   }
@@ -132,6 +228,75 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedRows,
                                            Format{KVQuant::kFP8E5M2, ScaleMode::kTokenHead},
                                            Format{KVQuant::kFP8E5M2, ScaleMode::kTensor},
                                            Format{KVQuant::kBFP8, ScaleMode::kTokenHead}));
+
+// The portable int8 path (f32 products of integer values, int32 sums in Highway) gives the VNNI
+// kernels' results bit for bit: the query and weight rounding, every score and every output, for
+// head groups of 1-4 (+ a tail), tile tails, segments and both scale modes.
+TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
+  if (!CpuHasVnniKernels()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
+  for (ScaleMode mode : {ScaleMode::kTokenHead, ScaleMode::kTensor}) {
+    for (int64_t cols : {64, 128, 256}) {
+      for (int n_heads : {1, 2, 3, 4, 6, 8}) {
+        for (int64_t rows : {1, 7, 16, 61, 513}) {
+          const Encoded k = Encode({KVQuant::kInt8, mode}, rows, cols, 500 + rows + cols);
+          auto q = RandomVec(static_cast<size_t>(n_heads * cols), 17 + n_heads);
+          if (n_heads > 1) std::fill(q.begin() + cols, q.begin() + 2 * cols, 0.0f);  // zero head
+          const auto w = RandomVec(static_cast<size_t>(n_heads * rows), 19);
+          std::vector<float> s_fast(static_cast<size_t>(n_heads * rows)), s_port = s_fast;
+          auto o_fast = RandomVec(static_cast<size_t>(n_heads * cols), 23), o_port = o_fast;
+          SetVnniKernels(true);
+          AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_fast.data());
+          AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_fast.data());
+          SetVnniKernels(false);
+          AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_port.data());
+          AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_port.data());
+          SetVnniKernels(true);
+          for (size_t i = 0; i < s_fast.size(); ++i)
+            ASSERT_EQ(s_fast[i], s_port[i])
+                << "cols " << cols << " heads " << n_heads << " rows " << rows << " i " << i;
+          for (size_t i = 0; i < o_fast.size(); ++i)
+            ASSERT_EQ(o_fast[i], o_port[i])
+                << "cols " << cols << " heads " << n_heads << " rows " << rows << " i " << i;
+        }
+      }
+    }
+  }
+}
+
+// Query rounding: every value within half a step, codes in [-127, 127], an all-zero head scores 0
+// and a NaN or Inf in a head spreads to its scores instead of being hidden by the rounding.
+TEST(QuantizedRows, Int8QueryRoundingBoundsZerosAndNaN) {
+  for (bool vnni : {true, false}) {
+    SetVnniKernels(vnni);
+    const int64_t cols = 128;
+    auto q = RandomVec(4 * cols, 31);
+    std::fill(q.begin() + cols, q.begin() + 2 * cols, 0.0f);
+    q[2 * cols + 5] = std::numeric_limits<float>::quiet_NaN();
+    q[3 * cols + 9] = std::numeric_limits<float>::infinity();
+    std::vector<int8_t> q8(4 * cols);
+    float head_scale[4];
+    QuantizeQueryInt8(q.data(), 4, cols, 0.5f, q8.data(), head_scale);
+    float qmax = 0;
+    for (int64_t c = 0; c < cols; ++c) qmax = std::max(qmax, std::fabs(q[c]));
+    EXPECT_EQ(head_scale[0], 0.5f * (qmax / 127.0f));
+    for (int64_t c = 0; c < cols; ++c) {
+      ASSERT_GE(q8[c], -127);
+      ASSERT_LE(std::fabs(q8[c] * (qmax / 127.0f) - q[c]), 0.5f * qmax / 127.0f * 1.0001f);
+    }
+    EXPECT_EQ(head_scale[1], 0.0f);
+    EXPECT_TRUE(std::isnan(head_scale[2]));
+    EXPECT_TRUE(std::isnan(head_scale[3]));
+    const Encoded k = Encode({KVQuant::kInt8, ScaleMode::kTokenHead}, 5, cols, 3);
+    std::vector<float> scores(4 * 5);
+    AttentionScores(q.data(), 4, k.ref, 0.5f, scores.data());
+    for (int p = 0; p < 5; ++p) {
+      EXPECT_EQ(scores[5 + p], 0.0f);
+      EXPECT_TRUE(std::isnan(scores[10 + p]));
+      EXPECT_TRUE(std::isnan(scores[15 + p]));
+    }
+  }
+  SetVnniKernels(true);
+}
 
 // Every code of the one-byte formats, read by the kernels from a tensor-scaled row with scale 1
 // and summed with weight 1, gives exactly the codec's value (E4M3 and E5M2 through their f16 bit

@@ -1,0 +1,457 @@
+#include "kernels/decode_attention_vnni.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/decode_attention.h"
+
+// Highway 1.0.3 (Debian 12) has no op for the VNNI dot products, so this kernel uses intrinsics in
+// functions compiled for AVX-512 VNNI, called only after a run-time CPU check.
+#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace wc {
+namespace {
+
+std::atomic<bool> g_vnni_enabled{true};
+
+bool CpuHasAvx512Vnni() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512vnni");
+  return has;
+}
+
+// Rows whose cache lines a kernel prefetches: PrefetchRows(begin, end) for rows [begin, end)
+// clipped to the matrix. Compiled for the kernels' target and inlined (a call would spill every
+// accumulator).
+struct PrefetchStream {
+  const uint8_t* data = nullptr;
+  int64_t rows = 0, stride = 0, payload = 0;
+  PrefetchStream() = default;
+  explicit PrefetchStream(const RowsRef& m)
+      : data(m.data),
+        rows(m.data != nullptr ? m.rows : 0),
+        stride(m.row_bytes),
+        payload(m.data != nullptr ? m.PayloadBytes() : 0) {}
+  template <int kLocality = 1>
+  WC_VNNI inline __attribute__((always_inline)) void Rows(int64_t begin, int64_t end) const {
+    end = std::min(end, rows);
+    if (begin >= end) return;
+    const uint8_t* first = data + begin * stride;
+    const uint8_t* last = data + (end - 1) * stride + payload;
+    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, kLocality);
+    __builtin_prefetch(last - 1, 0, kLocality);
+  }
+};
+
+// Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
+// so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
+constexpr int64_t kAheadRows = 64;
+
+// Lane j of the result: the sum of the 16 lanes of v[j].
+WC_VNNI inline __m512i Sum16(const __m512i* v) {
+  __m512i t[8], u[4];
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3]
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)  // per block: the partial sums of v[4i .. 4i + 3]
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  const __m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// scores[h * rows + p] (the integer dot products as f32) *= head_scale[h] * row_scale[p] for
+// h < n_heads: the rows' bf16 scales gathered 16 at a time, after the dot products so the
+// gathers never wait in their dependency chain.
+WC_VNNI void ScaleScores(const RowsRef& k, const float* head_scale, int n_heads, float* scores) {
+  const int64_t rows = k.rows, stride = k.row_bytes;
+  alignas(64) int32_t offset[16];
+  for (int i = 0; i < 16; ++i) offset[i] = static_cast<int32_t>(i * stride);
+  const __m512i voffset = _mm512_load_si512(offset);
+  for (int64_t p = 0; p < rows; p += 16) {
+    const int valid = static_cast<int>(std::min<int64_t>(16, rows - p));
+    const __mmask16 lanes = static_cast<__mmask16>((1u << valid) - 1);
+    __m512 row_scale = _mm512_set1_ps(k.tensor_scale);
+    if (k.row_scale) {
+      const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, voffset,
+                                                       k.data + p * stride, 1);
+      row_scale = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
+    }
+    for (int h = 0; h < n_heads; ++h) {
+      float* s = scores + h * rows + p;
+      const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[h]), row_scale);
+      _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
+    }
+  }
+}
+
+// Scores of NH heads (q8: [NH, cols], NH in {1, 2, 4}; n_out <= NH of them stored) against every
+// row, R = 16 / NH rows per tile: accumulator h * R + r holds head h and row r of the tile, so a
+// tile's 16 sums come out of one Sum16. vpdpbusd multiplies unsigned by signed bytes: the codes
+// are offset to unsigned (c ^ 0x80 = c + 128) and 128 * sum(q8[h]) taken off each sum.
+template <int NH, int KC>
+WC_VNNI void ScoresGroup(const int8_t* q8, const float* head_scale, int n_out, const RowsRef& k,
+                         float* scores, const RowsRef& along) {
+  constexpr int R = 16 / NH;
+  const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
+  const int64_t codes = k.row_scale ? 2 : 0;
+  alignas(64) int32_t bias[16], perm[NH][16];
+  for (int h = 0; h < NH; ++h) {
+    int32_t sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += q8[h * cols + c];
+    for (int r = 0; r < R; ++r) bias[h * R + r] = 128 * sum;
+    for (int i = 0; i < 16; ++i) perm[h][i] = (h * R + i) & 15;  // head h's lanes first
+  }
+  const __m512i vbias = _mm512_load_si512(bias);
+  const __m512i to_unsigned = _mm512_set1_epi8(static_cast<char>(0x80));
+  const PrefetchStream ahead(k), along_rows(along);
+  for (int64_t p = 0; p < rows; p += R) {
+    const int valid = static_cast<int>(std::min<int64_t>(R, rows - p));
+    ahead.Rows<3>(p + kAheadRows, p + kAheadRows + R);
+    along_rows.Rows(p, p + R);
+    const uint8_t* row[R];
+    for (int r = 0; r < R; ++r)  // the tail repeats the last row (its lanes are not stored)
+      row[r] = k.data + (p + std::min(r, valid - 1)) * stride + codes;
+    __m512i acc[16];
+    for (auto& a : acc) a = _mm512_setzero_si512();
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < cols; c += 64) {
+      __m512i kv[R];
+      for (int r = 0; r < R; ++r)
+        kv[r] = _mm512_xor_si512(_mm512_loadu_si512(row[r] + c), to_unsigned);
+      for (int h = 0; h < NH; ++h) {
+        const __m512i qv = _mm512_loadu_si512(q8 + h * cols + c);
+        for (int r = 0; r < R; ++r) acc[h * R + r] = _mm512_dpbusd_epi32(acc[h * R + r], kv[r], qv);
+      }
+    }
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(Sum16(acc), vbias));
+    const __mmask16 store = static_cast<__mmask16>((1u << valid) - 1);
+    for (int h = 0; h < n_out; ++h)
+      _mm512_mask_storeu_ps(scores + h * rows + p, store,
+                            _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
+  }
+  ScaleScores(k, head_scale, n_out, scores);
+}
+
+// o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs (vpdpwssd sums two int16 products
+// per lane): a pair's codes are widened and interleaved, so lane i of 128-bit block b of the low /
+// high accumulator of a 32-column block holds column 8b + i / 8b + 4 + i, and a pair's weights
+// are one int32 broadcast. 2 * NB * NH accumulators (16 at most) stay in registers.
+template <int NH, int NB>
+WC_VNNI void WeightedBlock(const int16_t* wq, int64_t wq_stride, const float* unit,
+                           const RowsRef& v, int64_t c0, float* o, const RowsRef& along) {
+  const int64_t rows = v.rows, cols = v.cols, stride = v.row_bytes;
+  const uint8_t* base = v.data + (v.row_scale ? 2 : 0) + c0;
+  const PrefetchStream ahead(c0 == 0 ? v : RowsRef{}), along_rows(c0 == 0 ? along : RowsRef{});
+  __m512i lo[NB][NH], hi[NB][NH];
+  for (int j = 0; j < NB; ++j)
+    for (int h = 0; h < NH; ++h) lo[j][h] = hi[j][h] = _mm512_setzero_si512();
+  for (int64_t p = 0; p < rows; p += 2) {
+    ahead.Rows<3>(p + kAheadRows, p + kAheadRows + 2);
+    along_rows.Rows(p, p + 2);
+    const uint8_t* ra = base + p * stride;
+    const uint8_t* rb = p + 1 < rows ? ra + stride : ra;  // an odd last row: weight 0
+    __m512i ab_lo[NB], ab_hi[NB];
+    for (int j = 0; j < NB; ++j) {
+      const __m512i a =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 32 * j)));
+      const __m512i b =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 32 * j)));
+      ab_lo[j] = _mm512_unpacklo_epi16(a, b);
+      ab_hi[j] = _mm512_unpackhi_epi16(a, b);
+    }
+    for (int h = 0; h < NH; ++h) {
+      int32_t pair;
+      std::memcpy(&pair, wq + h * wq_stride + p, 4);
+      const __m512i wp = _mm512_set1_epi32(pair);
+      for (int j = 0; j < NB; ++j) {
+        lo[j][h] = _mm512_dpwssd_epi32(lo[j][h], ab_lo[j], wp);
+        hi[j][h] = _mm512_dpwssd_epi32(hi[j][h], ab_hi[j], wp);
+      }
+    }
+  }
+  const __m512i low_cols =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i high_cols =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int j = 0; j < NB; ++j)
+    for (int h = 0; h < NH; ++h) {
+      float* oh = o + h * cols + c0 + 32 * j;
+      const __m512 l = _mm512_cvtepi32_ps(lo[j][h]), u = _mm512_cvtepi32_ps(hi[j][h]);
+      const __m512 vunit = _mm512_set1_ps(unit[h]);
+      _mm512_storeu_ps(
+          oh, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, low_cols, u), vunit, _mm512_loadu_ps(oh)));
+      _mm512_storeu_ps(oh + 16, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, high_cols, u), vunit,
+                                                _mm512_loadu_ps(oh + 16)));
+    }
+}
+
+// All columns of NH heads: 64 at a time, then a last 32.
+template <int NH>
+WC_VNNI void WeightedGroup(const int16_t* wq, int64_t wq_stride, const float* unit,
+                           const RowsRef& v, float* o, const RowsRef& along) {
+  int64_t c = 0;
+  for (; c + 64 <= v.cols; c += 64) WeightedBlock<NH, 2>(wq, wq_stride, unit, v, c, o, along);
+  if (c < v.cols) WeightedBlock<NH, 1>(wq, wq_stride, unit, v, c, o, along);
+}
+
+// The largest |x[i]|, i < n, as its f32 bits (an integer max: the bits of non-negative floats
+// order as their values; >= 0x7f800000 means a NaN or Inf is there).
+inline uint32_t MaxAbsBits(const float* x, int64_t n) {
+  uint32_t m = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, x + i, 4);
+    m = std::max(m, bits & 0x7fffffffu);
+  }
+  return m;
+}
+inline float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+constexpr uint32_t kNonFinite = 0x7f800000u;
+constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (x + kRound) - kRound rounds x to even
+
+// QuantizeQueryInt8 in AVX-512: the same f32 bit max, one product by inv, rounding to nearest even
+// by the conversion, so the same q8 and head_scale. Requires cols % 16 == 0.
+WC_VNNI void QuantizeQueryAvx512(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
+                                 float* head_scale) {
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + h * cols;
+    int8_t* out = q8 + h * cols;
+    __m512i max_bits = _mm512_setzero_si512();
+    for (int64_t c = 0; c < cols; c += 16)
+      max_bits = _mm512_max_epu32(
+          max_bits, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(qh + c)), magnitude));
+    const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
+    if (mb == 0 || mb >= kNonFinite) {
+      for (int64_t c = 0; c < cols; ++c) out[c] = 0;
+      head_scale[h] = mb == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float qmax = FromBits(mb);
+    const __m512 inv = _mm512_set1_ps(127.0f / qmax);
+    for (int64_t c = 0; c < cols; c += 16)
+      _mm_storeu_si128(
+          reinterpret_cast<__m128i*>(out + c),
+          _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(qh + c), inv))));
+    head_scale[h] = scale * (qmax / 127.0f);
+  }
+}
+
+// QuantizeWeightsInt16 in AVX-512: the same operations lane by lane (one f32 product, the f32 bit
+// max, one product by inv rounded to nearest even by the conversion), so the same wq and unit.
+WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                                   float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
+  const int64_t rows = v.rows, stride = v.row_bytes;
+  alignas(64) int32_t offset[16];
+  for (int i = 0; i < 16; ++i) offset[i] = static_cast<int32_t>(i * stride);
+  const __m512i voffset = _mm512_load_si512(offset);
+  for (int64_t p = 0; p < rows; p += 16) {
+    const __mmask16 lanes =
+        static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+    __m512 rs = _mm512_set1_ps(v.tensor_scale);
+    if (v.row_scale) {
+      const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, voffset,
+                                                       v.data + p * stride, 1);
+      rs = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
+    }
+    _mm512_mask_storeu_ps(row_scale + p, lanes, rs);
+  }
+  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
+  for (int h = 0; h < n_heads; ++h) {
+    const float* wh = w + h * w_stride;
+    int16_t* qh = wq + h * wq_stride;
+    __m512i max_bits = _mm512_setzero_si512();
+    for (int64_t p = 0; p < rows; p += 16) {
+      const __mmask16 lanes =
+          static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
+                                     _mm512_maskz_loadu_ps(lanes, row_scale + p));
+      max_bits = _mm512_max_epu32(max_bits, _mm512_and_si512(_mm512_castps_si512(x), magnitude));
+    }
+    const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
+    if (rows % 2 == 1) qh[rows] = 0;
+    if (mb == 0 || mb >= kNonFinite) {
+      for (int64_t p = 0; p < rows; ++p) qh[p] = 0;
+      unit[h] = mb == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float wmax = FromBits(mb);
+    const __m512 inv = _mm512_set1_ps(32767.0f / wmax);
+    for (int64_t p = 0; p < rows; p += 16) {
+      const __mmask16 lanes =
+          static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
+                                     _mm512_maskz_loadu_ps(lanes, row_scale + p));
+      const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, inv));  // MXCSR: nearest even
+      _mm256_mask_storeu_epi16(qh + p, lanes, _mm512_cvtepi32_epi16(q));
+    }
+    unit[h] = wmax / 32767.0f;
+  }
+}
+
+// fn(integral_constant NH, integral_constant KC) for NH in {1, 2, 4}, KC in {0, 1, 2, 4}.
+template <class Fn>
+void WithKC(int kc, const Fn& fn) {
+  switch (kc) {
+    case 1:
+      return fn(std::integral_constant<int, 1>());
+    case 2:
+      return fn(std::integral_constant<int, 2>());
+    case 4:
+      return fn(std::integral_constant<int, 4>());
+    default:
+      return fn(std::integral_constant<int, 0>());
+  }
+}
+template <class Fn>
+void WithConstants(int nh, int kc, const Fn& fn) {
+  WithKC(kc, [&](auto kc_c) {
+    if (nh == 1) return fn(std::integral_constant<int, 1>(), kc_c);
+    if (nh == 2) return fn(std::integral_constant<int, 2>(), kc_c);
+    return fn(std::integral_constant<int, 4>(), kc_c);
+  });
+}
+
+}  // namespace
+
+void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
+                       float* head_scale) {
+  if (cols % 16 == 0 && CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed))
+    return QuantizeQueryAvx512(q, n_heads, cols, scale, q8, head_scale);
+  for (int h = 0; h < n_heads; ++h) {
+    const float* qh = q + h * cols;
+    int8_t* out = q8 + h * cols;
+    const uint32_t max_bits = MaxAbsBits(qh, cols);
+    if (max_bits == 0 || max_bits >= kNonFinite) {  // NaN spreads to the scores; zeros stay 0
+      for (int64_t c = 0; c < cols; ++c) out[c] = 0;
+      head_scale[h] = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float qmax = FromBits(max_bits), inv = 127.0f / qmax;
+    for (int64_t c = 0; c < cols; ++c)
+      out[c] = static_cast<int8_t>((qh[c] * inv + kRound) - kRound);
+    head_scale[h] = scale * (qmax / 127.0f);
+  }
+}
+
+bool VnniInt8ScoresUsable(const RowsRef& k) {
+  return k.format == RowFormat::kInt8 && k.cols % 64 == 0 && k.cols <= kInt8QueryMaxCols &&
+         CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
+}
+
+void SetVnniKernels(bool enabled) {
+  g_vnni_enabled.store(enabled);
+}
+
+bool CpuHasVnniKernels() {
+  return CpuHasAvx512Vnni();
+}
+
+void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
+                    float* scores, const RowsRef& along) {
+  const int64_t cols = k.cols;
+  alignas(64) int8_t padded[4 * kInt8QueryMaxCols];  // 3 heads: a zero fourth
+  for (int h0 = 0; h0 < n_heads; h0 += 4) {
+    const int nh = std::min(4, n_heads - h0);
+    const int8_t* qg = q8 + h0 * cols;
+    float* out = scores + h0 * k.rows;
+    const RowsRef& al = h0 == 0 ? along : RowsRef{};
+    const int8_t* qp = qg;
+    if (nh == 3) {
+      std::copy(qg, qg + 3 * cols, padded);
+      std::fill(padded + 3 * cols, padded + 4 * cols, int8_t{0});
+      qp = padded;
+    }
+    const int group = nh == 3 ? 4 : nh;
+    const int kc = cols == 64 ? 1 : cols == 128 ? 2 : cols == 256 ? 4 : 0;  // unrolled widths
+    WithConstants(group, kc, [&](auto nh_c, auto kc_c) {
+      ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp, head_scale + h0, nh, k, out,
+                                                                al);
+    });
+  }
+}
+
+void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                          float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
+  if (CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed))
+    return QuantizeWeightsAvx512(w, w_stride, n_heads, v, row_scale, wq, wq_stride, unit);
+  const int64_t rows = v.rows;
+  for (int64_t p = 0; p < rows; ++p) {
+    uint32_t bits = 0;
+    if (v.row_scale) {
+      uint16_t half;
+      std::memcpy(&half, v.data + p * v.row_bytes, 2);
+      bits = static_cast<uint32_t>(half) << 16;
+    }
+    row_scale[p] = v.row_scale ? FromBits(bits) : v.tensor_scale;
+  }
+  thread_local std::vector<float> scaled;  // [rows]: w * row_scale of one head
+  scaled.resize(static_cast<size_t>(rows));
+  for (int h = 0; h < n_heads; ++h) {
+    const float* wh = w + h * w_stride;
+    int16_t* qh = wq + h * wq_stride;
+    for (int64_t p = 0; p < rows; ++p) scaled[p] = wh[p] * row_scale[p];
+    const uint32_t max_bits = MaxAbsBits(scaled.data(), rows);
+    if (rows % 2 == 1) qh[rows] = 0;
+    if (max_bits == 0 || max_bits >= kNonFinite) {  // NaN spreads to the output; zeros stay 0
+      for (int64_t p = 0; p < rows; ++p) qh[p] = 0;
+      unit[h] = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+      continue;
+    }
+    const float wmax = FromBits(max_bits), inv = 32767.0f / wmax;
+    for (int64_t p = 0; p < rows; ++p)
+      qh[p] = static_cast<int16_t>((scaled[p] * inv + kRound) - kRound);
+    unit[h] = wmax / 32767.0f;
+  }
+}
+
+bool VnniInt8WeightsUsable(const RowsRef& v) {
+  return v.format == RowFormat::kInt8 && v.cols % 32 == 0 && v.rows <= kInt8WeightSegmentRows &&
+         CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
+}
+
+void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                      const RowsRef& v, float* o, const RowsRef& along) {
+  for (int h0 = 0; h0 < n_heads; h0 += 4) {
+    const int nh = std::min(4, n_heads - h0);
+    const int16_t* wg = wq + h0 * wq_stride;
+    float* og = o + h0 * v.cols;
+    const RowsRef& al = h0 == 0 ? along : RowsRef{};
+    switch (nh) {
+      case 1:
+        WeightedGroup<1>(wg, wq_stride, unit + h0, v, og, al);
+        break;
+      case 2:
+        WeightedGroup<2>(wg, wq_stride, unit + h0, v, og, al);
+        break;
+      case 3:
+        WeightedGroup<3>(wg, wq_stride, unit + h0, v, og, al);
+        break;
+      default:
+        WeightedGroup<4>(wg, wq_stride, unit + h0, v, og, al);
+    }
+  }
+}
+
+}  // namespace wc
