@@ -22,6 +22,7 @@
 #include "kvcache/kv_cache.h"
 #include "serving/rng.h"
 #include "util/error.h"
+#include "util/page_buffer.h"
 
 namespace wc {
 namespace {
@@ -58,9 +59,9 @@ double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_cloc
 }
 
 // One multi-threaded streaming read of `buf`; returns seconds and adds the sum to *sink.
-double StreamReadSeconds(const std::vector<uint64_t>& buf, uint64_t* sink) {
-  const int64_t n = static_cast<int64_t>(buf.size());
-  const uint64_t* p = buf.data();
+double StreamReadSeconds(const PageBuffer& buf, uint64_t* sink) {
+  const int64_t n = static_cast<int64_t>(buf.size() / 8);
+  const auto* p = reinterpret_cast<const uint64_t*>(buf.data());
   const auto t0 = std::chrono::steady_clock::now();
   uint64_t sum = 0;
   // 1 MiB blocks handed out dynamically, as the engine hands out its cores: a thread that the
@@ -165,9 +166,11 @@ void RunBenchAttention(const BenchAttentionOptions& o) {
                             static_cast<double>(runs[0].cache->RowBytes());
   const size_t buf_bytes =
       std::max<size_t>(size_t{64} << 20, static_cast<size_t>(bf16_bytes) / 64 * 64);
-  std::vector<uint64_t> buf(buf_bytes / 8);
+  PageBuffer buf(buf_bytes);  // allocated as the KV caches are (huge pages where the OS gives them)
+  auto* words = reinterpret_cast<uint64_t*>(buf.data());
 #pragma omp parallel for schedule(static)
-  for (int64_t i = 0; i < static_cast<int64_t>(buf.size()); ++i) buf[i] = static_cast<uint64_t>(i);
+  for (int64_t i = 0; i < static_cast<int64_t>(buf_bytes / 8); ++i)
+    words[i] = static_cast<uint64_t>(i);
   uint64_t sink = 0;
   double read_s = 1e30;
   for (int done = 0; done < o.repeats;) {

@@ -112,11 +112,9 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
     throw Error(Cat("KV cache of ", (2 * bytes * shape.n_layers) >> 20,
                     " MiB is too large; lower --ctx or --users"));
   amax_.assign(2 * static_cast<size_t>(shape.n_layers), 0.0f);
-  k_.resize(shape.n_layers);
-  v_.resize(shape.n_layers);
   for (int l = 0; l < shape.n_layers; ++l) {
-    k_[l].assign(static_cast<size_t>(bytes), 0);
-    v_[l].assign(static_cast<size_t>(bytes), 0);
+    k_.emplace_back(static_cast<size_t>(bytes));
+    v_.emplace_back(static_cast<size_t>(bytes));
   }
 }
 

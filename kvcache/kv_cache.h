@@ -18,6 +18,7 @@
 #include "kvcache/block_pool.h"
 #include "kvcache/kv_formats.h"
 #include "kvcache/kv_view.h"
+#include "util/page_buffer.h"
 
 namespace wc {
 
@@ -113,11 +114,11 @@ class KVCache {
   KVCacheShape shape_;
   KVCacheOptions options_;
   int64_t row_bytes_;
-  std::unique_ptr<BlockPool> pool_;      // paged only
-  std::vector<BlockTable> tables_;       // paged only: [user_rows]
-  std::vector<float> amax_;              // [n_layers * 2]: K then V
-  std::vector<std::vector<uint8_t>> k_;  // [n_layers] of the layout above, as bytes
-  std::vector<std::vector<uint8_t>> v_;
+  std::unique_ptr<BlockPool> pool_;  // paged only
+  std::vector<BlockTable> tables_;   // paged only: [user_rows]
+  std::vector<float> amax_;          // [n_layers * 2]: K then V
+  std::vector<PageBuffer> k_;        // [n_layers] of the layout above, as bytes
+  std::vector<PageBuffer> v_;
 };
 
 // One layer of a KVCache seen by an attention engine: batch entry b reads user row users[b],
