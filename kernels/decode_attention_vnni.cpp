@@ -11,16 +11,19 @@
 #include <vector>
 
 #include "kernels/decode_attention.h"
+#include "kernels/x86_avx512.h"
 
 // Highway 1.0.3 (Debian 12) has no op for the VNNI dot products, so this kernel uses intrinsics in
 // functions compiled for AVX-512 VNNI, called only after a run-time CPU check.
 #define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
 
 namespace wc {
 namespace {
+
+using x86::kAheadRows;
+using x86::PrefetchStream;
+using x86::ScaleScoresByRows;
+using x86::Sum16Epi32;
 
 std::atomic<bool> g_vnni_enabled{true};
 
@@ -30,75 +33,6 @@ bool CpuHasAvx512Vnni() {
                           __builtin_cpu_supports("avx512vl") &&
                           __builtin_cpu_supports("avx512vnni");
   return has;
-}
-
-// Rows whose cache lines a kernel prefetches: PrefetchRows(begin, end) for rows [begin, end)
-// clipped to the matrix. Compiled for the kernels' target and inlined (a call would spill every
-// accumulator).
-struct PrefetchStream {
-  const uint8_t* data = nullptr;
-  int64_t rows = 0, stride = 0, payload = 0;
-  PrefetchStream() = default;
-  explicit PrefetchStream(const RowsRef& m)
-      : data(m.data),
-        rows(m.data != nullptr ? m.rows : 0),
-        stride(m.row_bytes),
-        payload(m.data != nullptr ? m.PayloadBytes() : 0) {}
-  template <int kLocality = 1>
-  WC_VNNI inline __attribute__((always_inline)) void Rows(int64_t begin, int64_t end) const {
-    end = std::min(end, rows);
-    if (begin >= end) return;
-    const uint8_t* first = data + begin * stride;
-    const uint8_t* last = data + (end - 1) * stride + payload;
-    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, kLocality);
-    __builtin_prefetch(last - 1, 0, kLocality);
-  }
-};
-
-// Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
-// so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
-constexpr int64_t kAheadRows = 64;
-
-// Lane j of the result: the sum of the 16 lanes of v[j].
-WC_VNNI inline __m512i Sum16(const __m512i* v) {
-  __m512i t[8], u[4];
-  for (int i = 0; i < 8; ++i)  // per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3]
-    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  for (int i = 0; i < 4; ++i)  // per block: the partial sums of v[4i .. 4i + 3]
-    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
-                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-  const __m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
-
-// scores[h * rows + p] (the integer dot products as f32) *= head_scale[h] * row_scale[p] for
-// h < n_heads: the rows' bf16 scales gathered 16 at a time, after the dot products so the
-// gathers never wait in their dependency chain.
-WC_VNNI void ScaleScores(const RowsRef& k, const float* head_scale, int n_heads, float* scores) {
-  const int64_t rows = k.rows, stride = k.row_bytes;
-  alignas(64) int32_t offset[16];
-  for (int i = 0; i < 16; ++i) offset[i] = static_cast<int32_t>(i * stride);
-  const __m512i voffset = _mm512_load_si512(offset);
-  for (int64_t p = 0; p < rows; p += 16) {
-    const int valid = static_cast<int>(std::min<int64_t>(16, rows - p));
-    const __mmask16 lanes = static_cast<__mmask16>((1u << valid) - 1);
-    __m512 row_scale = _mm512_set1_ps(k.tensor_scale);
-    if (k.row_scale) {
-      const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, voffset,
-                                                       k.data + p * stride, 1);
-      row_scale = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
-    }
-    for (int h = 0; h < n_heads; ++h) {
-      float* s = scores + h * rows + p;
-      const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[h]), row_scale);
-      _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
-    }
-  }
 }
 
 // Scores of NH heads (q8: [NH, cols], NH in {1, 2, 4}; n_out <= NH of them stored) against every
@@ -123,7 +57,7 @@ WC_VNNI void ScoresGroup(const int8_t* q8, const float* head_scale, int n_out, c
   const PrefetchStream ahead(k), along_rows(along);
   for (int64_t p = 0; p < rows; p += R) {
     const int valid = static_cast<int>(std::min<int64_t>(R, rows - p));
-    ahead.Rows<3>(p + kAheadRows, p + kAheadRows + R);
+    ahead.Rows(p + kAheadRows, p + kAheadRows + R);
     along_rows.Rows(p, p + R);
     const uint8_t* row[R];
     for (int r = 0; r < R; ++r)  // the tail repeats the last row (its lanes are not stored)
@@ -140,13 +74,13 @@ WC_VNNI void ScoresGroup(const int8_t* q8, const float* head_scale, int n_out, c
         for (int r = 0; r < R; ++r) acc[h * R + r] = _mm512_dpbusd_epi32(acc[h * R + r], kv[r], qv);
       }
     }
-    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(Sum16(acc), vbias));
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(Sum16Epi32(acc), vbias));
     const __mmask16 store = static_cast<__mmask16>((1u << valid) - 1);
     for (int h = 0; h < n_out; ++h)
       _mm512_mask_storeu_ps(scores + h * rows + p, store,
                             _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
   }
-  ScaleScores(k, head_scale, n_out, scores);
+  ScaleScoresByRows(k, 1.0f, head_scale, n_out, scores);
 }
 
 // o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs (vpdpwssd sums two int16 products
@@ -163,7 +97,7 @@ WC_VNNI void WeightedBlock(const int16_t* wq, int64_t wq_stride, const float* un
   for (int j = 0; j < NB; ++j)
     for (int h = 0; h < NH; ++h) lo[j][h] = hi[j][h] = _mm512_setzero_si512();
   for (int64_t p = 0; p < rows; p += 2) {
-    ahead.Rows<3>(p + kAheadRows, p + kAheadRows + 2);
+    ahead.Rows(p + kAheadRows, p + kAheadRows + 2);
     along_rows.Rows(p, p + 2);
     const uint8_t* ra = base + p * stride;
     const uint8_t* rb = p + 1 < rows ? ra + stride : ra;  // an odd last row: weight 0
@@ -262,20 +196,11 @@ WC_VNNI void QuantizeQueryAvx512(const float* q, int n_heads, int64_t cols, floa
 // max, one product by inv rounded to nearest even by the conversion), so the same wq and unit.
 WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                                    float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
-  const int64_t rows = v.rows, stride = v.row_bytes;
-  alignas(64) int32_t offset[16];
-  for (int i = 0; i < 16; ++i) offset[i] = static_cast<int32_t>(i * stride);
-  const __m512i voffset = _mm512_load_si512(offset);
+  const int64_t rows = v.rows;
   for (int64_t p = 0; p < rows; p += 16) {
     const __mmask16 lanes =
         static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
-    __m512 rs = _mm512_set1_ps(v.tensor_scale);
-    if (v.row_scale) {
-      const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, voffset,
-                                                       v.data + p * stride, 1);
-      rs = _mm512_castsi512_ps(_mm512_slli_epi32(bits, 16));
-    }
-    _mm512_mask_storeu_ps(row_scale + p, lanes, rs);
+    _mm512_mask_storeu_ps(row_scale + p, lanes, x86::RowScales16(v, p, 1.0f));
   }
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
   for (int h = 0; h < n_heads; ++h) {

@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/decode_attention.h"
+#include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_vnni.h"
 #include "kvcache/kv_formats.h"
 #include "serving/rng.h"
@@ -67,7 +68,7 @@ std::vector<float> RandomVec(size_t n, uint64_t seed) {
   return v;
 }
 
-// The scale of row p of encoded int8 rows, as the kernels read it.
+// The scale of row p of encoded int8 / fp8 rows, as the kernels read it (without E4M3's 2^8).
 float Int8RowScale(const RowsRef& m, int64_t p) {
   if (!m.row_scale) return m.tensor_scale;
   uint16_t bits;
@@ -130,8 +131,7 @@ void Int8ContractWeighted(const std::vector<float>& w, int64_t w_stride, int n_h
 
 class QuantizedRows : public ::testing::TestWithParam<Format> {};
 
-TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
-  const Format f = GetParam();
+void CheckScores(const Format& f) {
   for (int64_t cols : {64, 128, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
     for (int n_heads : {1, 3, 4, 5, 8}) {
@@ -144,12 +144,15 @@ TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
         std::vector<float> q_step;
         const std::vector<float> contract =
             int8 ? Int8ContractScores(q, n_heads, k.ref, 0.125f, &q_step) : std::vector<float>();
+        // fp8 through bf16 dot products: the query is rounded to bf16 first (exact products).
+        const bool bf16_q = Bf16DotUsable(k.ref);
         for (int h = 0; h < n_heads; ++h)
           for (int64_t p = 0; p < rows; ++p) {
             double want = 0, mag = 0, k_abs = 0;
             for (int64_t c = 0; c < cols; ++c) {
-              want += static_cast<double>(q[h * cols + c]) * k.decoded[p * cols + c];
-              mag += std::fabs(static_cast<double>(q[h * cols + c]) * k.decoded[p * cols + c]);
+              const float qc = bf16_q ? BF16ToF32(F32ToBF16(q[h * cols + c])) : q[h * cols + c];
+              want += static_cast<double>(qc) * k.decoded[p * cols + c];
+              mag += std::fabs(static_cast<double>(qc) * k.decoded[p * cols + c]);
               k_abs += std::fabs(k.decoded[p * cols + c]);
             }
             // int8: q is off by at most half its step per element.
@@ -176,8 +179,7 @@ TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
   }
 }
 
-TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
-  const Format f = GetParam();
+void CheckWeighted(const Format& f) {
   for (int64_t cols : {64, 128, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
     for (int n_heads : {1, 3, 4, 5}) {
@@ -187,10 +189,17 @@ TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
         auto o = RandomVec(static_cast<size_t>(n_heads * cols), 12);
         std::vector<double> want(o.begin(), o.end());
         std::vector<double> mag(o.size());
+        // fp8 through bf16 dot products: each weight times its row's scale is rounded to bf16.
+        const bool bf16_w = Bf16DotUsable(v.ref);
         for (int h = 0; h < n_heads; ++h)
           for (int64_t p = 0; p < rows; ++p)
             for (int64_t c = 0; c < cols; ++c) {
-              const double t = static_cast<double>(w[h * (rows + 3) + p]) * v.decoded[p * cols + c];
+              double wp = w[h * (rows + 3) + p];
+              if (bf16_w) {
+                const float s = Int8RowScale(v.ref, p);  // the row's scale (any scaled format)
+                wp = s == 0.0f ? 0.0 : BF16ToF32(F32ToBF16(w[h * (rows + 3) + p] * s)) / double{s};
+              }
+              const double t = wp * v.decoded[p * cols + c];
               want[h * cols + c] += t;
               mag[h * cols + c] += std::fabs(t);
             }
@@ -218,6 +227,24 @@ TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
       }
     }
   }
+}
+
+TEST_P(QuantizedRows, ScoresMatchNaiveDotsOverDecodedRows) {
+  CheckScores(GetParam());
+}
+
+TEST_P(QuantizedRows, WeightedRowsMatchNaiveSumsOverDecodedRows) {
+  CheckWeighted(GetParam());
+}
+
+// The same checks with the CPU-specific kernels (VNNI int8, BF16 fp8) off: the portable paths.
+TEST_P(QuantizedRows, PortableKernelsMatchNaiveLoops) {
+  SetVnniKernels(false);
+  SetBf16DotKernels(false);
+  CheckScores(GetParam());
+  CheckWeighted(GetParam());
+  SetVnniKernels(true);
+  SetBf16DotKernels(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(Formats, QuantizedRows,
@@ -300,7 +327,7 @@ TEST(QuantizedRows, Int8QueryRoundingBoundsZerosAndNaN) {
 
 // Every code of the one-byte formats, read by the kernels from a tensor-scaled row with scale 1
 // and summed with weight 1, gives exactly the codec's value (E4M3 and E5M2 through their f16 bit
-// patterns, subnormals included).
+// patterns or widened to bf16 by table, subnormals included).
 TEST(QuantizedRows, EveryCodeDecodesToTheCodecsValue) {
   for (RowFormat rf : {RowFormat::kInt8, RowFormat::kFP8E4M3, RowFormat::kFP8E5M2}) {
     std::vector<uint8_t> codes;
@@ -318,6 +345,10 @@ TEST(QuantizedRows, EveryCodeDecodesToTheCodecsValue) {
       if (!std::isfinite(x)) continue;  // NaN / Inf codes are never written
       codes.push_back(static_cast<uint8_t>(b));
       want.push_back(x);
+    }
+    while (codes.size() % 64 != 0) {  // whole 64-value blocks: the widening kernels take them too
+      codes.push_back(0);
+      want.push_back(0.0f);
     }
     RowsRef row;
     row.format = rf;

@@ -1,0 +1,296 @@
+#include "kernels/decode_attention_bf16dot.h"
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <type_traits>
+#include <vector>
+
+#include "kernels/decode_attention.h"
+#include "kernels/x86_avx512.h"
+#include "util/bf16.h"
+
+#define WC_BF16DOT \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi")))
+
+namespace wc {
+namespace {
+
+using x86::kAheadRows;
+using x86::PrefetchStream;
+
+std::atomic<bool> g_bf16dot_enabled{true};
+
+bool CpuHasBf16Dot() {
+  static const bool has =
+      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
+  return has;
+}
+
+// The kernels read E4M3 through its f16 bit pattern (its value times 2^-8), as the f32 kernels
+// do; the row scale carries the 2^8 back.
+float CodeFactor(RowFormat f) {
+  return f == RowFormat::kFP8E4M3 ? 256.0f : 1.0f;
+}
+
+// The bf16 of every magnitude code m < 128 of one fp8 format (E4M3 as its f16 bit pattern), split
+// into high and low bytes: two 128-entry tables, one vpermi2b each; the lookup ignores the sign
+// bit, which is ORed into the high byte.
+struct CodeTables {
+  alignas(64) uint8_t hi[128];
+  alignas(64) uint8_t lo[128];
+};
+struct AllTables {
+  CodeTables e4m3, e5m2;
+  AllTables() {
+    for (int m = 0; m < 128; ++m) {
+      const uint16_t a = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 7)));  // exact
+      const uint16_t b = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 8)));
+      e4m3.hi[m] = static_cast<uint8_t>(a >> 8);
+      e4m3.lo[m] = static_cast<uint8_t>(a & 0xff);
+      e5m2.hi[m] = static_cast<uint8_t>(b >> 8);
+      e5m2.lo[m] = static_cast<uint8_t>(b & 0xff);
+    }
+  }
+};
+const CodeTables& TablesFor(RowFormat f) {
+  static const AllTables tables;
+  return f == RowFormat::kFP8E4M3 ? tables.e4m3 : tables.e5m2;
+}
+
+// 64 fp8 codes as 64 bf16 in two vectors: w0 holds columns 16j + i and w1 columns 16j + 8 + i of
+// 128-bit block j, i < 8 (the in-block order of the byte unpacks). Exact.
+struct Widen {
+  __m512i hi0, hi1, lo0, lo1, sign;
+  WC_BF16DOT explicit Widen(const CodeTables& t)
+      : hi0(_mm512_load_si512(t.hi)),
+        hi1(_mm512_load_si512(t.hi + 64)),
+        lo0(_mm512_load_si512(t.lo)),
+        lo1(_mm512_load_si512(t.lo + 64)),
+        sign(_mm512_set1_epi8(static_cast<char>(0x80))) {}
+  // The high and low bytes of the 64 codes' bf16.
+  WC_BF16DOT inline __attribute__((always_inline)) void Bytes(__m512i codes, __m512i* hi,
+                                                              __m512i* lo) const {
+    // hi | (codes & 0x80)
+    *hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, codes, hi1), codes, sign, 0xf8);
+    *lo = _mm512_permutex2var_epi8(lo0, codes, lo1);
+  }
+  WC_BF16DOT inline __attribute__((always_inline)) void Words(const uint8_t* p, __m512i* w0,
+                                                              __m512i* w1) const {
+    __m512i hi, lo;
+    Bytes(_mm512_loadu_si512(p), &hi, &lo);
+    *w0 = _mm512_unpacklo_epi8(lo, hi);
+    *w1 = _mm512_unpackhi_epi8(lo, hi);
+  }
+};
+
+// Column of word i (< 32) of Widen's w0 (odd = false) or w1 within a 64-column block.
+inline int WordColumn(int i, bool odd) {
+  return 16 * (i / 8) + (odd ? 8 : 0) + i % 8;
+}
+
+// Scores of NH heads (qp: [NH, cols] bf16 in Widen's column order per 64-column block) against
+// every row, R = 16 / NH rows per tile (accumulator h * R + r: head h, row r), unscaled; the
+// scales are applied after.
+template <int NH, int KC>
+WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k,
+                            const CodeTables& tables, float* scores, const RowsRef& along) {
+  const Widen widen(tables);
+  constexpr int R = 16 / NH;
+  const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
+  const int64_t codes = k.row_scale ? 2 : 0;
+  alignas(64) int32_t perm[NH][16];
+  for (int h = 0; h < NH; ++h)
+    for (int i = 0; i < 16; ++i) perm[h][i] = (h * R + i) & 15;  // head h's lanes first
+  const PrefetchStream ahead(k), along_rows(along);
+  for (int64_t p = 0; p < rows; p += R) {
+    const int valid = static_cast<int>(std::min<int64_t>(R, rows - p));
+    ahead.Rows(p + kAheadRows, p + kAheadRows + R);
+    along_rows.Rows(p, p + R);
+    __m512 acc[16];
+    for (auto& a : acc) a = _mm512_setzero_ps();
+#pragma GCC unroll 4
+    for (int64_t c = 0; c < cols; c += 64) {
+      for (int r = 0; r < R; ++r) {  // the tail repeats the last row (its lanes are not stored)
+        __m512i w0, w1;
+        widen.Words(k.data + (p + std::min(r, valid - 1)) * stride + codes + c, &w0, &w1);
+        for (int h = 0; h < NH; ++h) {
+          const uint16_t* qh = qp + h * cols + c;
+          acc[h * R + r] =
+              _mm512_dpbf16_ps(acc[h * R + r], (__m512bh)w0, (__m512bh)_mm512_loadu_si512(qh));
+          acc[h * R + r] =
+              _mm512_dpbf16_ps(acc[h * R + r], (__m512bh)w1, (__m512bh)_mm512_loadu_si512(qh + 32));
+        }
+      }
+    }
+    const __m512 dot = x86::Sum16Ps(acc);
+    const __mmask16 store = static_cast<__mmask16>((1u << valid) - 1);
+    for (int h = 0; h < n_out; ++h)
+      _mm512_mask_storeu_ps(scores + h * rows + p, store,
+                            _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
+  }
+}
+
+// o[h, c0 : c0 + 64] += the weighted rows for NH heads, rows in pairs: a pair's two bf16 per
+// column share a 32-bit lane (vdpbf16ps sums both products), the pair's weights are one 32-bit
+// broadcast (wp: [NH, wp_stride] pairs). Accumulator m of a head holds columns 16j + 4m + i of
+// block j (i < 4); a 4 x 4 transpose of 128-bit blocks restores the order.
+template <int NH>
+WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsRef& v,
+                              const CodeTables& tables, int64_t c0, float* o,
+                              const RowsRef& along) {
+  const Widen widen(tables);
+  const int64_t rows = v.rows, cols = v.cols, stride = v.row_bytes;
+  const uint8_t* base = v.data + (v.row_scale ? 2 : 0) + c0;
+  const PrefetchStream ahead(c0 == 0 ? v : RowsRef{}), along_rows(c0 == 0 ? along : RowsRef{});
+  __m512 acc[NH][4];
+  for (int h = 0; h < NH; ++h)
+    for (int m = 0; m < 4; ++m) acc[h][m] = _mm512_setzero_ps();
+  for (int64_t p = 0; p < rows; p += 2) {
+    ahead.Rows(p + kAheadRows, p + kAheadRows + 2);
+    along_rows.Rows(p, p + 2);
+    const uint8_t* ra = base + p * stride;
+    const uint8_t* rb = p + 1 < rows ? ra + stride : ra;  // an odd last row: weight 0
+    __m512i hia, loa, hib, lob;
+    widen.Bytes(_mm512_loadu_si512(ra), &hia, &loa);
+    widen.Bytes(_mm512_loadu_si512(rb), &hib, &lob);
+    const __m512i a0 = _mm512_unpacklo_epi8(loa, hia), a1 = _mm512_unpackhi_epi8(loa, hia);
+    const __m512i b0 = _mm512_unpacklo_epi8(lob, hib), b1 = _mm512_unpackhi_epi8(lob, hib);
+    const __m512bh d[4] = {
+        (__m512bh)_mm512_unpacklo_epi16(a0, b0), (__m512bh)_mm512_unpackhi_epi16(a0, b0),
+        (__m512bh)_mm512_unpacklo_epi16(a1, b1), (__m512bh)_mm512_unpackhi_epi16(a1, b1)};
+    for (int h = 0; h < NH; ++h) {
+      const __m512bh w = (__m512bh)_mm512_set1_epi32(static_cast<int>(wp[h * wp_stride + p / 2]));
+      for (int m = 0; m < 4; ++m) acc[h][m] = _mm512_dpbf16_ps(acc[h][m], d[m], w);
+    }
+  }
+  for (int h = 0; h < NH; ++h) {
+    const __m512 t0 = _mm512_shuffle_f32x4(acc[h][0], acc[h][1], 0x44);
+    const __m512 t1 = _mm512_shuffle_f32x4(acc[h][0], acc[h][1], 0xee);
+    const __m512 t2 = _mm512_shuffle_f32x4(acc[h][2], acc[h][3], 0x44);
+    const __m512 t3 = _mm512_shuffle_f32x4(acc[h][2], acc[h][3], 0xee);
+    const __m512 out[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xdd),
+                           _mm512_shuffle_f32x4(t1, t3, 0x88), _mm512_shuffle_f32x4(t1, t3, 0xdd)};
+    float* oh = o + h * cols + c0;
+    for (int j = 0; j < 4; ++j)
+      _mm512_storeu_ps(oh + 16 * j, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * j), out[j]));
+  }
+}
+
+// wp[h * wp_stride + i] = bf16(w[h, 2i] * s[2i]) | bf16(w[h, 2i + 1] * s[2i + 1]) << 16, s the
+// rows' scales times the code factor, rounded to nearest even (a zero pads an odd row count).
+WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                            uint32_t* wp, int64_t wp_stride) {
+  const float factor = CodeFactor(v.format);
+  const int64_t rows = v.rows;
+  for (int64_t p = 0; p < rows; p += 32) {
+    const __m512 s0 = x86::RowScales16(v, p, factor);
+    const __m512 s1 = p + 16 < rows ? x86::RowScales16(v, p + 16, factor) : _mm512_setzero_ps();
+    const int64_t n0 = std::min<int64_t>(16, rows - p),
+                  n1 = std::clamp<int64_t>(rows - p - 16, 0, 16);
+    const __mmask16 m0 = static_cast<__mmask16>(n0 >= 16 ? 0xffff : (1u << n0) - 1);
+    const __mmask16 m1 = static_cast<__mmask16>(n1 >= 16 ? 0xffff : (1u << n1) - 1);
+    for (int h = 0; h < n_heads; ++h) {
+      const float* wh = w + h * w_stride + p;
+      const __m512 x0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, wh), s0);
+      const __m512 x1 = _mm512_mul_ps(_mm512_maskz_loadu_ps(m1, wh + 16), s1);
+      // 32 bf16 in row order: pairs (2i, 2i + 1) are 32-bit words i.
+      const __m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
+      const int64_t n_pairs = (std::min<int64_t>(32, rows - p) + 1) / 2;
+      _mm512_mask_storeu_epi32(wp + h * wp_stride + p / 2,
+                               static_cast<__mmask16>(n_pairs >= 16 ? 0xffff : (1u << n_pairs) - 1),
+                               pairs);
+    }
+  }
+}
+
+// fn(integral_constant NH, integral_constant KC) for NH in {1, 2, 4}, KC in {0, 1, 2, 4}.
+template <class Fn>
+void WithGroupAndWidth(int nh, int64_t cols, const Fn& fn) {
+  auto with_nh = [&](auto kc) {
+    if (nh == 1) return fn(std::integral_constant<int, 1>(), kc);
+    if (nh == 2) return fn(std::integral_constant<int, 2>(), kc);
+    return fn(std::integral_constant<int, 4>(), kc);
+  };
+  if (cols == 64) return with_nh(std::integral_constant<int, 1>());
+  if (cols == 128) return with_nh(std::integral_constant<int, 2>());
+  if (cols == 256) return with_nh(std::integral_constant<int, 4>());
+  return with_nh(std::integral_constant<int, 0>());
+}
+
+}  // namespace
+
+bool Bf16DotUsable(const RowsRef& m) {
+  return (m.format == RowFormat::kFP8E4M3 || m.format == RowFormat::kFP8E5M2) && m.cols % 64 == 0 &&
+         CpuHasBf16Dot() && g_bf16dot_enabled.load(std::memory_order_relaxed);
+}
+
+void SetBf16DotKernels(bool enabled) {
+  g_bf16dot_enabled.store(enabled);
+}
+
+bool CpuHasBf16DotKernels() {
+  return CpuHasBf16Dot();
+}
+
+void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                      const RowsRef& along) {
+  const int64_t cols = k.cols;
+  const CodeTables& tables = TablesFor(k.format);
+  // qp: [4, cols] bf16, each 64-column block in Widen's order (w0's columns, then w1's).
+  thread_local std::vector<uint16_t> qp;
+  qp.resize(static_cast<size_t>(4 * cols));
+  const std::vector<float> head_scale(static_cast<size_t>(n_heads), scale);
+  for (int h0 = 0; h0 < n_heads; h0 += 4) {
+    const int nh = std::min(4, n_heads - h0);
+    const int group = nh == 3 ? 4 : nh;  // 3 heads: a zero fourth
+    for (int h = 0; h < group; ++h)
+      for (int64_t c = 0; c < cols; c += 64)
+        for (int i = 0; i < 64; ++i) {
+          const int64_t col = c + WordColumn(i % 32, i >= 32);
+          qp[h * cols + c + i] = h < nh ? F32ToBF16(q[(h0 + h) * cols + col]) : 0;
+        }
+    float* out = scores + h0 * k.rows;
+    const RowsRef& al = h0 == 0 ? along : RowsRef{};
+    WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
+      ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), nh, k, tables, out, al);
+    });
+  }
+  x86::ScaleScoresByRows(k, CodeFactor(k.format), head_scale.data(), n_heads, scores);
+}
+
+void Fp8WeightedBf16Dot(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
+                        const RowsRef& along) {
+  const CodeTables& tables = TablesFor(v.format);
+  const int64_t wp_stride = (v.rows + 1) / 2 + 16;
+  thread_local std::vector<uint32_t> wp;  // [n_heads, wp_stride]
+  wp.resize(static_cast<size_t>(n_heads * wp_stride));
+  PairWeights(w, w_stride, n_heads, v, wp.data(), wp_stride);
+  for (int h0 = 0; h0 < n_heads; h0 += 4) {
+    const int nh = std::min(4, n_heads - h0);
+    const uint32_t* wg = wp.data() + h0 * wp_stride;
+    float* og = o + h0 * v.cols;
+    for (int64_t c = 0; c < v.cols; c += 64) {
+      const RowsRef& al = h0 == 0 ? along : RowsRef{};
+      switch (nh) {
+        case 1:
+          WeightedBlock<1>(wg, wp_stride, v, tables, c, og, al);
+          break;
+        case 2:
+          WeightedBlock<2>(wg, wp_stride, v, tables, c, og, al);
+          break;
+        case 3:
+          WeightedBlock<3>(wg, wp_stride, v, tables, c, og, al);
+          break;
+        default:
+          WeightedBlock<4>(wg, wp_stride, v, tables, c, og, al);
+      }
+    }
+  }
+}
+
+}  // namespace wc

@@ -1,0 +1,117 @@
+// Shared pieces of the hand-written AVX-512 kernels (decode_attention_vnni.cpp,
+// decode_attention_bf16dot.cpp), for the instructions Highway 1.0.3 (Debian 12) has no op for.
+// Everything here is compiled for base AVX-512 and inlines into the kernels' wider targets; the
+// kernels run only after a run-time CPU check.
+#pragma once
+
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "kernels/kv_rows.h"
+
+#define WC_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+#define WC_AVX512_INLINE WC_AVX512 inline __attribute__((always_inline))
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace wc {
+namespace x86 {
+
+// Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
+// so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
+constexpr int64_t kAheadRows = 64;
+
+// Rows whose cache lines a kernel prefetches: Rows(begin, end) for rows [begin, end) clipped to
+// the matrix (none for an empty one). Inlined into the kernels: a call would spill every
+// accumulator.
+struct PrefetchStream {
+  const uint8_t* data = nullptr;
+  int64_t rows = 0, stride = 0, payload = 0;
+  PrefetchStream() = default;
+  explicit PrefetchStream(const RowsRef& m)
+      : data(m.data),
+        rows(m.data != nullptr ? m.rows : 0),
+        stride(m.row_bytes),
+        payload(m.data != nullptr ? m.PayloadBytes() : 0) {}
+  WC_AVX512_INLINE void Rows(int64_t begin, int64_t end) const {
+    end = std::min(end, rows);
+    if (begin >= end) return;
+    const uint8_t* first = data + begin * stride;
+    const uint8_t* last = data + (end - 1) * stride + payload;
+    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, 1);
+    __builtin_prefetch(last - 1, 0, 1);
+  }
+};
+
+// Lane j of the result: the sum of the 16 lanes of v[j], in a fixed pairing (so for floats a
+// lane's sum depends only on its own vector). Integer and float versions of the same tree.
+WC_AVX512_INLINE __m512i Sum16Epi32(const __m512i* v) {
+  __m512i t[8], u[4];
+  for (int i = 0; i < 8; ++i)  // per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3]
+    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
+                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i)  // per block: the partial sums of v[4i .. 4i + 3]
+    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
+                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
+  const __m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                       _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                          _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+WC_AVX512_INLINE __m512 Sum16Ps(const __m512* v) {
+  __m512 t[8], u[4];
+  for (int i = 0; i < 8; ++i)
+    t[i] = _mm512_add_ps(_mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]),
+                         _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {
+    const __m512i a = _mm512_castps_si512(t[2 * i]), b = _mm512_castps_si512(t[2 * i + 1]);
+    u[i] = _mm512_add_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi64(a, b)),
+                         _mm512_castsi512_ps(_mm512_unpackhi_epi64(a, b)));
+  }
+  const __m512 w01 = _mm512_add_ps(_mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
+  const __m512 w23 = _mm512_add_ps(_mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
+// The scales of rows [p, p + 16) of scaled one-byte rows (lanes past m.rows: 0) times
+// code_factor: the bf16 leading each row gathered, or the tensor scale.
+WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_factor) {
+  const int64_t n = std::min<int64_t>(16, m.rows - p);
+  const __mmask16 lanes = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+  if (!m.row_scale) return _mm512_maskz_mov_ps(lanes, _mm512_set1_ps(m.tensor_scale * code_factor));
+  const __m512i offset =
+      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                         _mm512_set1_epi32(static_cast<int32_t>(m.row_bytes)));
+  const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, offset,
+                                                   m.data + p * m.row_bytes, 1);
+  return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)),
+                       _mm512_set1_ps(code_factor));
+}
+
+// scores[h * m.rows + p] (dot products of unscaled codes) *= head_scale[h] * row_scale[p], where
+// row_scale = RowScales16(..., code_factor): after the dot products, so the gathers never wait in
+// their dependency chain.
+WC_AVX512 inline void ScaleScoresByRows(const RowsRef& m, float code_factor,
+                                        const float* head_scale, int n_heads, float* scores) {
+  for (int64_t p = 0; p < m.rows; p += 16) {
+    const int64_t n = std::min<int64_t>(16, m.rows - p);
+    const __mmask16 lanes = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+    const __m512 row_scale = RowScales16(m, p, code_factor);
+    for (int h = 0; h < n_heads; ++h) {
+      float* s = scores + h * m.rows + p;
+      const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[h]), row_scale);
+      _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
+    }
+  }
+}
+
+}  // namespace x86
+}  // namespace wc
