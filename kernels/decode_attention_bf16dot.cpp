@@ -88,9 +88,27 @@ struct Widen {
   }
 };
 
-// Column of word i (< 32) of Widen's w0 (odd = false) or w1 within a 64-column block.
-inline int WordColumn(int i, bool odd) {
-  return 16 * (i / 8) + (odd ? 8 : 0) + i % 8;
+// qp[h, :] = the bf16 (nearest even) of q[h, :], each 64-column block in Widen's order: w0's 32
+// columns (16j + i, i < 8, per 128-bit block j), then w1's (16j + 8 + i). cols % 64 == 0.
+WC_BF16DOT void QueryWords(const float* q, int n_heads, int64_t cols, uint16_t* qp) {
+  alignas(64) int16_t order[2][32];
+  for (int i = 0; i < 32; ++i) {
+    order[0][i] = static_cast<int16_t>(16 * (i / 8) + i % 8);
+    order[1][i] = static_cast<int16_t>(16 * (i / 8) + 8 + i % 8);
+  }
+  const __m512i even = _mm512_load_si512(order[0]), odd = _mm512_load_si512(order[1]);
+  for (int h = 0; h < n_heads; ++h)
+    for (int64_t c = 0; c < cols; c += 64) {
+      const float* src = q + h * cols + c;
+      // Columns 0-31 and 32-63 as bf16, in order.
+      const __m512i a =
+          (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 16), _mm512_loadu_ps(src));
+      const __m512i b =
+          (__m512i)_mm512_cvtne2ps_pbh(_mm512_loadu_ps(src + 48), _mm512_loadu_ps(src + 32));
+      uint16_t* dst = qp + h * cols + c;
+      _mm512_storeu_si512(dst, _mm512_permutex2var_epi16(a, even, b));
+      _mm512_storeu_si512(dst + 32, _mm512_permutex2var_epi16(a, odd, b));
+    }
 }
 
 // Scores of NH heads (qp: [NH, cols] bf16 in Widen's column order per 64-column block) against
@@ -248,12 +266,8 @@ void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale
   for (int h0 = 0; h0 < n_heads; h0 += 4) {
     const int nh = std::min(4, n_heads - h0);
     const int group = nh == 3 ? 4 : nh;  // 3 heads: a zero fourth
-    for (int h = 0; h < group; ++h)
-      for (int64_t c = 0; c < cols; c += 64)
-        for (int i = 0; i < 64; ++i) {
-          const int64_t col = c + WordColumn(i % 32, i >= 32);
-          qp[h * cols + c + i] = h < nh ? F32ToBF16(q[(h0 + h) * cols + col]) : 0;
-        }
+    QueryWords(q + h0 * cols, nh, cols, qp.data());
+    std::fill(qp.begin() + nh * cols, qp.begin() + group * cols, uint16_t{0});
     float* out = scores + h0 * k.rows;
     const RowsRef& al = h0 == 0 ? along : RowsRef{};
     WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
