@@ -148,7 +148,9 @@ TEST(KVCli, BenchAttentionComparesFormats) {
     EXPECT_GT(host_ms, 0.0) << line;
     EXPECT_GT(dram_speedup * bytes, 0.9) << line;
     EXPECT_LT(dram_speedup * bytes, 1.02) << line;
-    if (std::string(d) != "bf16 ") EXPECT_LT(bytes, 0.54) << line;
+    if (std::string(d) != "bf16 ") {
+      EXPECT_LT(bytes, 0.54) << line;
+    }
   }
   EXPECT_NE(r.out.find("Outputs agree with bf16 within"), std::string::npos) << r.out;
   const auto bad = RunWormchat({"bench", "attention", "--kv-dtype", "int4"});

@@ -132,7 +132,7 @@ void Int8ContractWeighted(const std::vector<float>& w, int64_t w_stride, int n_h
 class QuantizedRows : public ::testing::TestWithParam<Format> {};
 
 void CheckScores(const Format& f) {
-  for (int64_t cols : {64, 128, 72}) {
+  for (int64_t cols : {64, 128, 192, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
     for (int n_heads : {1, 3, 4, 5, 8}) {
       for (int64_t rows : {1, 3, 4, 5, 17, 64}) {
@@ -262,7 +262,7 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedRows,
 TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
   if (!CpuHasVnniKernels()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   for (ScaleMode mode : {ScaleMode::kTokenHead, ScaleMode::kTensor}) {
-    for (int64_t cols : {64, 128, 256}) {
+    for (int64_t cols : {64, 128, 192, 256}) {  // 192: the kernels' loop over any width
       for (int n_heads : {1, 2, 3, 4, 6, 8}) {
         for (int64_t rows : {1, 7, 16, 61, 513}) {
           const Encoded k = Encode({KVQuant::kInt8, mode}, rows, cols, 500 + rows + cols);
