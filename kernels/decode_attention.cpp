@@ -2,6 +2,7 @@
 
 #include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_vnni.h"
+#include "kernels/prefetch_stream.h"
 
 #include <algorithm>
 #include <cmath>
@@ -31,22 +32,9 @@ namespace hn = hwy::HWY_NAMESPACE;
 // DRAM, and the prefetches keep enough misses in flight while the core computes.
 constexpr int64_t kPrefetchRows = kChunkPrefetchRows;
 
-// The rows of a second matrix (the V of this chunk, the K of the next), prefetched into L2 at the
-// pace a kernel walks its own rows, so memory keeps streaming while the core computes.
-struct Along {
-  const uint8_t* base = nullptr;
-  int64_t rows = 0, row_bytes = 0, stride = 0;
-  Along() = default;
-  explicit Along(const RowsRef& m)
-      : base(m.data),
-        rows(m.data != nullptr ? m.rows : 0),
-        row_bytes(m.data != nullptr ? m.PayloadBytes() : 0),
-        stride(m.row_bytes) {}
-  HWY_INLINE void Row(int64_t r) const {
-    if (r >= rows) return;
-    for (int64_t b = 0; b < row_bytes; b += 64) __builtin_prefetch(base + r * stride + b, 0, 1);
-  }
-};
+// The rows of a second matrix (the V of this chunk, the K of the next), prefetched at the pace a
+// kernel walks its own rows, so memory keeps streaming while the core computes.
+using Along = PrefetchStream;
 
 // Calls fn(std::integral_constant<int, NH>(), h, along_or_none) for the heads [h, h + NH) in
 // groups of 4 and one last group of 1-3: the head-group kernels are templates on NH. Only the

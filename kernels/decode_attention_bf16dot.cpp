@@ -19,7 +19,6 @@ namespace wc {
 namespace {
 
 using x86::kAheadRows;
-using x86::PrefetchStream;
 
 std::atomic<bool> g_bf16dot_enabled{true};
 

@@ -21,7 +21,6 @@ namespace wc {
 namespace {
 
 using x86::kAheadRows;
-using x86::PrefetchStream;
 using x86::ScaleScoresByRows;
 using x86::Sum16Epi32;
 
@@ -164,6 +163,29 @@ inline float FromBits(uint32_t bits) {
 constexpr uint32_t kNonFinite = 0x7f800000u;
 constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (x + kRound) - kRound rounds x to even
 
+// out[i] = round-to-nearest-even(x[i] / step) with step = max |x| / limit, the portable rounding
+// of the query (int8) and of the P.V weights (int16); returns step (0 when all x are 0, NaN when
+// one is NaN or Inf - then out is all 0). The AVX-512 versions below do the same operations.
+// The all-zero and non-finite cases of a rounding whose largest |x| has f32 bits max_bits: out
+// all 0 and *step 0 or NaN; false when max_bits is an ordinary number.
+template <class T>
+bool ZeroOrNonFinite(uint32_t max_bits, int64_t n, T* out, float* step) {
+  if (max_bits != 0 && max_bits < kNonFinite) return false;
+  for (int64_t i = 0; i < n; ++i) out[i] = 0;
+  *step = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
+  return true;
+}
+
+template <class T>
+float RoundToSteps(const float* x, int64_t n, float limit, T* out) {
+  const uint32_t max_bits = MaxAbsBits(x, n);
+  float step;
+  if (ZeroOrNonFinite(max_bits, n, out, &step)) return step;
+  const float xmax = FromBits(max_bits), inv = limit / xmax;
+  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>((x[i] * inv + kRound) - kRound);
+  return xmax / limit;
+}
+
 // QuantizeQueryInt8 in AVX-512: the same f32 bit max, one product by inv, rounding to nearest even
 // by the conversion, so the same q8 and head_scale. Requires cols % 16 == 0.
 WC_VNNI void QuantizeQueryAvx512(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
@@ -177,11 +199,7 @@ WC_VNNI void QuantizeQueryAvx512(const float* q, int n_heads, int64_t cols, floa
       max_bits = _mm512_max_epu32(
           max_bits, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(qh + c)), magnitude));
     const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
-    if (mb == 0 || mb >= kNonFinite) {
-      for (int64_t c = 0; c < cols; ++c) out[c] = 0;
-      head_scale[h] = mb == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
+    if (ZeroOrNonFinite(mb, cols, out, &head_scale[h])) continue;
     const float qmax = FromBits(mb);
     const __m512 inv = _mm512_set1_ps(127.0f / qmax);
     for (int64_t c = 0; c < cols; c += 16)
@@ -216,11 +234,7 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
     }
     const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
     if (rows % 2 == 1) qh[rows] = 0;
-    if (mb == 0 || mb >= kNonFinite) {
-      for (int64_t p = 0; p < rows; ++p) qh[p] = 0;
-      unit[h] = mb == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
+    if (ZeroOrNonFinite(mb, rows, qh, &unit[h])) continue;
     const float wmax = FromBits(mb);
     const __m512 inv = _mm512_set1_ps(32767.0f / wmax);
     for (int64_t p = 0; p < rows; p += 16) {
@@ -265,18 +279,8 @@ void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, i
   if (cols % 16 == 0 && CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed))
     return QuantizeQueryAvx512(q, n_heads, cols, scale, q8, head_scale);
   for (int h = 0; h < n_heads; ++h) {
-    const float* qh = q + h * cols;
-    int8_t* out = q8 + h * cols;
-    const uint32_t max_bits = MaxAbsBits(qh, cols);
-    if (max_bits == 0 || max_bits >= kNonFinite) {  // NaN spreads to the scores; zeros stay 0
-      for (int64_t c = 0; c < cols; ++c) out[c] = 0;
-      head_scale[h] = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
-    const float qmax = FromBits(max_bits), inv = 127.0f / qmax;
-    for (int64_t c = 0; c < cols; ++c)
-      out[c] = static_cast<int8_t>((qh[c] * inv + kRound) - kRound);
-    head_scale[h] = scale * (qmax / 127.0f);
+    const float step = RoundToSteps(q + h * cols, cols, 127.0f, q8 + h * cols);
+    head_scale[h] = step == step ? scale * step : step;  // NaN stays NaN
   }
 }
 
@@ -337,17 +341,8 @@ void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const R
     const float* wh = w + h * w_stride;
     int16_t* qh = wq + h * wq_stride;
     for (int64_t p = 0; p < rows; ++p) scaled[p] = wh[p] * row_scale[p];
-    const uint32_t max_bits = MaxAbsBits(scaled.data(), rows);
     if (rows % 2 == 1) qh[rows] = 0;
-    if (max_bits == 0 || max_bits >= kNonFinite) {  // NaN spreads to the output; zeros stay 0
-      for (int64_t p = 0; p < rows; ++p) qh[p] = 0;
-      unit[h] = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-      continue;
-    }
-    const float wmax = FromBits(max_bits), inv = 32767.0f / wmax;
-    for (int64_t p = 0; p < rows; ++p)
-      qh[p] = static_cast<int16_t>((scaled[p] * inv + kRound) - kRound);
-    unit[h] = wmax / 32767.0f;
+    unit[h] = RoundToSteps(scaled.data(), rows, 32767.0f, qh);
   }
 }
 

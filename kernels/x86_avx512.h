@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "kernels/kv_rows.h"
+#include "kernels/prefetch_stream.h"
 
 #define WC_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #define WC_AVX512_INLINE WC_AVX512 inline __attribute__((always_inline))
@@ -23,28 +24,6 @@ namespace x86 {
 // Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
 // so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
 constexpr int64_t kAheadRows = 64;
-
-// Rows whose cache lines a kernel prefetches: Rows(begin, end) for rows [begin, end) clipped to
-// the matrix (none for an empty one). Inlined into the kernels: a call would spill every
-// accumulator.
-struct PrefetchStream {
-  const uint8_t* data = nullptr;
-  int64_t rows = 0, stride = 0, payload = 0;
-  PrefetchStream() = default;
-  explicit PrefetchStream(const RowsRef& m)
-      : data(m.data),
-        rows(m.data != nullptr ? m.rows : 0),
-        stride(m.row_bytes),
-        payload(m.data != nullptr ? m.PayloadBytes() : 0) {}
-  WC_AVX512_INLINE void Rows(int64_t begin, int64_t end) const {
-    end = std::min(end, rows);
-    if (begin >= end) return;
-    const uint8_t* first = data + begin * stride;
-    const uint8_t* last = data + (end - 1) * stride + payload;
-    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, 1);
-    __builtin_prefetch(last - 1, 0, 1);
-  }
-};
 
 // Lane j of the result: the sum of the 16 lanes of v[j], in a fixed pairing (so for floats a
 // lane's sum depends only on its own vector). Integer and float versions of the same tree.
