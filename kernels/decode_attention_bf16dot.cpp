@@ -261,7 +261,8 @@ void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale
   // qp: [4, cols] bf16, each 64-column block in Widen's order (w0's columns, then w1's).
   thread_local std::vector<uint16_t> qp;
   qp.resize(static_cast<size_t>(4 * cols));
-  const std::vector<float> head_scale(static_cast<size_t>(n_heads), scale);
+  thread_local std::vector<float> head_scale;  // [n_heads]
+  head_scale.assign(static_cast<size_t>(n_heads), scale);
   for (int h0 = 0; h0 < n_heads; h0 += 4) {
     const int nh = std::min(4, n_heads - h0);
     const int group = nh == 3 ? 4 : nh;  // 3 heads: a zero fourth
