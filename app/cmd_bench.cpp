@@ -19,6 +19,7 @@
 #include "app/model_options.h"
 #include "attention/flash_decode.h"
 #include "attention/perf_model.h"
+#include "kernels/decode_attention.h"
 #include "kvcache/kv_cache.h"
 #include "serving/rng.h"
 #include "util/error.h"
@@ -206,19 +207,21 @@ void RunBenchAttention(const BenchAttentionOptions& o) {
       static_cast<long long>(base.trace.cores_used), base.trace.k_chunk_size);
   std::printf("  memory read   %zu MiB streamed, best of %d: %.3f ms -> %.2f GB/s\n",
               buf_bytes >> 20, o.repeats, read_s * 1e3, read_gbps);
-  std::printf("  %-9s %6s %9s | %9s %8s %7s %8s | %9s %8s %8s %8s | %9s\n", "format", "row B",
+  std::printf("  %-9s %6s %9s | %9s %8s %7s %8s | %9s %8s %8s %8s | %9s | %s\n", "format", "row B",
               "K+V MiB", "host ms", "GB/s", "bound", "speedup", "mesh us", "speedup", "DRAM us",
-              "speedup", "bytes");
+              "speedup", "bytes", "host kernels");
   for (const auto& fr : runs) {
     const double bytes = 2.0 * o.bsz * o.kv_heads * static_cast<double>(o.kv_len) *
                          static_cast<double>(fr.cache->RowBytes());
     const double bound_s = bytes / (read_gbps * 1e9);
     std::printf(
-        "  %-9s %6.0f %9.1f | %9.3f %8.2f %7.3f %7.2fx | %9.1f %7.2fx %8.1f %7.2fx | %8.3fx\n",
+        "  %-9s %6.0f %9.1f | %9.3f %8.2f %7.3f %7.2fx | %9.1f %7.2fx %8.1f %7.2fx | %8.3fx | "
+        "%s\n",
         KVDTypeName(fr.dtype), fr.cache->RowBytes(), bytes / (1 << 20), fr.best_s * 1e3,
         bytes / fr.best_s / 1e9, fr.best_s / bound_s, base.best_s / fr.best_s, fr.est.emulated_us,
         base.est.emulated_us / fr.est.emulated_us, fr.est.kv_read_us,
-        base.est.kv_read_us / fr.est.kv_read_us, bytes / bf16_bytes);
+        base.est.kv_read_us / fr.est.kv_read_us, bytes / bf16_bytes,
+        AttentionKernelName(fr.view->Keys(0, 0, 0, 1)).c_str());
   }
   double worst_err = 0;  // every format's output against bf16's: the runs computed real attention
   for (const auto& fr : runs) worst_err = std::max(worst_err, RelMaxDiff(fr.out, base.out));

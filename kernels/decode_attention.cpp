@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "util/bf16.h"
@@ -420,6 +421,15 @@ void AttentionScores(const float* q, int n_heads, const RowsRef& k, float scale,
                                                      scores, along);
   }
   HWY_DYNAMIC_DISPATCH(AttentionScoresImpl)(q, n_heads, k, head_scale.data(), scores, along);
+}
+
+std::string AttentionKernelName(const RowsRef& m) {
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  const std::string simd = targets.empty() ? "scalar" : hwy::TargetName(targets.front());
+  if (m.format == RowFormat::kInt8 && m.cols <= kInt8QueryMaxCols)
+    return VnniInt8ScoresUsable(m) ? "int8 dot (AVX-512 VNNI)" : "int8 dot (" + simd + ")";
+  if (Bf16DotUsable(m)) return "bf16 dot (AVX-512 BF16)";
+  return "f32 FMA (" + simd + ")";
 }
 
 void PrefetchRows(const RowsRef& m, int64_t n) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/kv_rows.h"
 
@@ -39,6 +40,10 @@ float ExpShiftSum(float* x, int64_t n, float shift);
 //   v: [rows, head_dim] stored rows; o: [n_heads, head_dim] f32.
 void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                             float* o, const RowsRef& along = {});
+
+// Which kernels read rows like `m` on this CPU, for benchmarks and logs: e.g. "int8 dot (AVX-512
+// VNNI)", "bf16 dot (AVX-512 BF16)", "f32 FMA (AVX3)".
+std::string AttentionKernelName(const RowsRef& m);
 
 // Prefetches the cache lines of the first min(n, m.rows) rows of `m` (a hint; never faults).
 void PrefetchRows(const RowsRef& m, int64_t n);

@@ -136,6 +136,15 @@ TEST(KVCli, BenchAttentionComparesFormats) {
     // Columns: format, row B, K+V MiB | host ms, GB/s, bound, speedup | mesh us, speedup,
     // DRAM us, speedup | bytes.
     std::string line = r.out.substr(at + 3, r.out.find('\n', at + 1) - at - 3);
+    // The last column names the kernels that read the format on this CPU.
+    const std::string kernel = line.substr(line.rfind('|') + 2);
+    if (std::string(d) == "int8 ") {
+      EXPECT_EQ(kernel.rfind("int8 dot (", 0), 0u) << line;
+    } else if (std::string(d).rfind("fp8", 0) == 0) {
+      EXPECT_TRUE(kernel == "bf16 dot (AVX-512 BF16)" || kernel.rfind("f32 FMA (", 0) == 0) << line;
+    } else {
+      EXPECT_EQ(kernel.rfind("f32 FMA (", 0), 0u) << line;
+    }
     for (char& c : line)
       if (c == '|' || c == 'x') c = ' ';
     std::istringstream in(line);

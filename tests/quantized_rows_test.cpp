@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -288,6 +289,25 @@ TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
       }
     }
   }
+}
+
+// The kernel names the benchmark prints follow the switches and the CPU.
+TEST(QuantizedRows, KernelNamesFollowTheCpuAndSwitches) {
+  const Encoded i8 = Encode({KVQuant::kInt8, ScaleMode::kTokenHead}, 4, 128, 1);
+  const Encoded f8 = Encode({KVQuant::kFP8E4M3, ScaleMode::kTokenHead}, 4, 128, 2);
+  const Encoded b8 = Encode({KVQuant::kBFP8, ScaleMode::kTokenHead}, 4, 128, 3);
+  EXPECT_EQ(AttentionKernelName(i8.ref).rfind("int8 dot (", 0), 0u);
+  EXPECT_EQ(AttentionKernelName(i8.ref).find("VNNI") != std::string::npos, CpuHasVnniKernels());
+  EXPECT_EQ(AttentionKernelName(f8.ref).rfind(CpuHasBf16DotKernels() ? "bf16 dot" : "f32 FMA", 0),
+            0u);
+  EXPECT_EQ(AttentionKernelName(b8.ref).rfind("f32 FMA (", 0), 0u);
+  SetVnniKernels(false);
+  SetBf16DotKernels(false);
+  EXPECT_EQ(AttentionKernelName(i8.ref).rfind("int8 dot (", 0), 0u);
+  EXPECT_EQ(AttentionKernelName(i8.ref).find("VNNI"), std::string::npos);
+  EXPECT_EQ(AttentionKernelName(f8.ref).rfind("f32 FMA (", 0), 0u);
+  SetVnniKernels(true);
+  SetBf16DotKernels(true);
 }
 
 // Query rounding: every value within half a step, codes in [-127, 127], an all-zero head scores 0
