@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/decode_attention.h"
@@ -225,20 +224,6 @@ WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const
   }
 }
 
-// fn(integral_constant NH, integral_constant KC) for NH in {1, 2, 4}, KC in {0, 1, 2, 4}.
-template <class Fn>
-void WithGroupAndWidth(int nh, int64_t cols, const Fn& fn) {
-  auto with_nh = [&](auto kc) {
-    if (nh == 1) return fn(std::integral_constant<int, 1>(), kc);
-    if (nh == 2) return fn(std::integral_constant<int, 2>(), kc);
-    return fn(std::integral_constant<int, 4>(), kc);
-  };
-  if (cols == 64) return with_nh(std::integral_constant<int, 1>());
-  if (cols == 128) return with_nh(std::integral_constant<int, 2>());
-  if (cols == 256) return with_nh(std::integral_constant<int, 4>());
-  return with_nh(std::integral_constant<int, 0>());
-}
-
 }  // namespace
 
 bool Bf16DotUsable(const RowsRef& m) {
@@ -270,7 +255,7 @@ void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale
     std::fill(qp.begin() + nh * cols, qp.begin() + group * cols, uint16_t{0});
     float* out = scores + h0 * k.rows;
     const RowsRef& al = h0 == 0 ? along : RowsRef{};
-    WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
+    x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
       ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), nh, k, tables, out, al);
     });
   }

@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/decode_attention.h"
@@ -249,29 +248,6 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
   }
 }
 
-// fn(integral_constant NH, integral_constant KC) for NH in {1, 2, 4}, KC in {0, 1, 2, 4}.
-template <class Fn>
-void WithKC(int kc, const Fn& fn) {
-  switch (kc) {
-    case 1:
-      return fn(std::integral_constant<int, 1>());
-    case 2:
-      return fn(std::integral_constant<int, 2>());
-    case 4:
-      return fn(std::integral_constant<int, 4>());
-    default:
-      return fn(std::integral_constant<int, 0>());
-  }
-}
-template <class Fn>
-void WithConstants(int nh, int kc, const Fn& fn) {
-  WithKC(kc, [&](auto kc_c) {
-    if (nh == 1) return fn(std::integral_constant<int, 1>(), kc_c);
-    if (nh == 2) return fn(std::integral_constant<int, 2>(), kc_c);
-    return fn(std::integral_constant<int, 4>(), kc_c);
-  });
-}
-
 }  // namespace
 
 void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
@@ -313,8 +289,7 @@ void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, cons
       qp = padded;
     }
     const int group = nh == 3 ? 4 : nh;
-    const int kc = cols == 64 ? 1 : cols == 128 ? 2 : cols == 256 ? 4 : 0;  // unrolled widths
-    WithConstants(group, kc, [&](auto nh_c, auto kc_c) {
+    x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
       ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp, head_scale + h0, nh, k, out,
                                                                 al);
     });

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/kv_rows.h"
 #include "kernels/prefetch_stream.h"
@@ -90,6 +91,21 @@ WC_AVX512 inline void ScaleScoresByRows(const RowsRef& m, float code_factor,
       _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
     }
   }
+}
+
+// fn(integral_constant NH, integral_constant KC) for a group of nh in {1, 2, 4} heads and rows of
+// cols values: KC = cols / 64 for the widths the kernels unroll (64, 128, 256), 0 for any other.
+template <class Fn>
+void WithGroupAndWidth(int nh, int64_t cols, const Fn& fn) {
+  auto with_nh = [&](auto kc) {
+    if (nh == 1) return fn(std::integral_constant<int, 1>(), kc);
+    if (nh == 2) return fn(std::integral_constant<int, 2>(), kc);
+    return fn(std::integral_constant<int, 4>(), kc);
+  };
+  if (cols == 64) return with_nh(std::integral_constant<int, 1>());
+  if (cols == 128) return with_nh(std::integral_constant<int, 2>());
+  if (cols == 256) return with_nh(std::integral_constant<int, 4>());
+  return with_nh(std::integral_constant<int, 0>());
 }
 
 }  // namespace x86
