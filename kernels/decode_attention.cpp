@@ -150,8 +150,7 @@ HWY_INLINE void ScoresHeads(const float* HWY_RESTRICT q, int64_t cols, const Row
   static_assert(NH >= 1 && NH <= 4, "up to 4 heads per pass");
   int64_t p = 0;
   for (; p + 4 <= rows; p += 4) {
-    for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
-      k.Prefetch(r, cols);
+    k.ahead.template Rows<3>(p + kPrefetchRows, p + kPrefetchRows + 4);
     for (int64_t r = p; r < p + 4; ++r) along.Row(r);
     ScoreRows<4, NH>(q, cols, k, p, rows, head_scale, scores);
   }
@@ -208,8 +207,7 @@ HWY_INLINE void ScoresHeadsBF16(const float* HWY_RESTRICT qd, int64_t cols,
                                 const Along& along) {
   int64_t p = 0;
   for (; p + 4 <= rows; p += 4) {
-    for (int64_t r = p + kPrefetchRows; r < std::min(rows, p + kPrefetchRows + 4); ++r)
-      k.Prefetch(r, cols);
+    k.ahead.template Rows<3>(p + kPrefetchRows, p + kPrefetchRows + 4);
     for (int64_t r = p; r < p + 4; ++r) along.Row(r);
     ScoreRowsBF16<4, NH>(qd, cols, k, p, rows, head_scale, scores);
   }
@@ -220,7 +218,8 @@ void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, 
                 int64_t cols, const float* head_scale, float* scores, const Along& along) {
   const DF df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
-  std::vector<float> qd(static_cast<size_t>(n_heads) * cols);  // [n_heads, cols] deinterleaved
+  thread_local std::vector<float> qd;  // [n_heads, cols] deinterleaved
+  qd.resize(static_cast<size_t>(n_heads) * cols);
   for (int h = 0; h < n_heads; ++h)
     for (int64_t c = 0; c < cols; c += 2 * nl)
       for (int64_t i = 0; i < nl; ++i) {
@@ -303,7 +302,7 @@ HWY_INLINE void WeightedBlock(const float* HWY_RESTRICT w, int64_t w_stride, con
     for (int j = 0; j < NV; ++j) acc[h][j] = hn::LoadU(df, o + h * cols + c0 + j * nl);
   for (int64_t p = 0; p < rows; ++p) {
     if (c0 == 0) {
-      if (p + kPrefetchRows < rows) v.Prefetch(p + kPrefetchRows, cols);
+      v.ahead.template Row<3>(p + kPrefetchRows);
       along.Row(p);
     }
     VF vv[NV];
@@ -433,10 +432,7 @@ std::string AttentionKernelName(const RowsRef& m) {
 }
 
 void PrefetchRows(const RowsRef& m, int64_t n) {
-  if (m.empty()) return;
-  const int64_t payload = m.PayloadBytes();
-  for (int64_t r = 0; r < std::min(n, m.rows); ++r)
-    for (int64_t b = 0; b < payload; b += 64) __builtin_prefetch(m.data + r * m.row_bytes + b);
+  PrefetchStream(m).Rows<3>(0, n);
 }
 
 float MaxOf(const float* x, int64_t n) {

@@ -33,6 +33,11 @@ bool CpuHasAvx512Vnni() {
   return has;
 }
 
+// The VNNI kernels run: this CPU has them and tests have not switched them off.
+bool VnniOn() {
+  return CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
+}
+
 // Scores of NH heads (q8: [NH, cols], NH in {1, 2, 4}; n_out <= NH of them stored) against every
 // row, R = 16 / NH rows per tile: accumulator h * R + r holds head h and row r of the tile, so a
 // tile's 16 sums come out of one Sum16. vpdpbusd multiplies unsigned by signed bytes: the codes
@@ -252,7 +257,7 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
 
 void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
                        float* head_scale) {
-  if (cols % 16 == 0 && CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed))
+  if (cols % 16 == 0 && VnniOn())
     return QuantizeQueryAvx512(q, n_heads, cols, scale, q8, head_scale);
   for (int h = 0; h < n_heads; ++h) {
     const float step = RoundToSteps(q + h * cols, cols, 127.0f, q8 + h * cols);
@@ -262,7 +267,7 @@ void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, i
 
 bool VnniInt8ScoresUsable(const RowsRef& k) {
   return k.format == RowFormat::kInt8 && k.cols % 64 == 0 && k.cols <= kInt8QueryMaxCols &&
-         CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
+         VnniOn();
 }
 
 void SetVnniKernels(bool enabled) {
@@ -298,7 +303,7 @@ void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, cons
 
 void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                           float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
-  if (CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed))
+  if (VnniOn())
     return QuantizeWeightsAvx512(w, w_stride, n_heads, v, row_scale, wq, wq_stride, unit);
   const int64_t rows = v.rows;
   for (int64_t p = 0; p < rows; ++p) {
@@ -323,7 +328,7 @@ void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const R
 
 bool VnniInt8WeightsUsable(const RowsRef& v) {
   return v.format == RowFormat::kInt8 && v.cols % 32 == 0 && v.rows <= kInt8WeightSegmentRows &&
-         CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
+         VnniOn();
 }
 
 void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,

@@ -11,8 +11,9 @@
 
 namespace wc {
 
-// The rows of a matrix whose cache lines a kernel prefetches into L2 as it walks its own rows:
-// the V of this chunk or the K of the next (no data = none).
+// The rows of a matrix whose cache lines a kernel prefetches as it walks: its own rows ahead, or
+// another matrix's (the V of this chunk, the K of the next; no data = none). kLocality is
+// __builtin_prefetch's: 1 (default) into L2, 3 into L1.
 struct PrefetchStream {
   const uint8_t* data = nullptr;
   int64_t rows = 0, stride = 0, payload = 0;
@@ -23,15 +24,19 @@ struct PrefetchStream {
         stride(m.row_bytes),
         payload(m.data != nullptr ? m.PayloadBytes() : 0) {}
   // Rows [begin, end), clipped to the matrix.
+  template <int kLocality = 1>
   inline __attribute__((always_inline)) void Rows(int64_t begin, int64_t end) const {
     end = std::min(end, rows);
     if (begin >= end) return;
     const uint8_t* first = data + begin * stride;
     const uint8_t* last = data + (end - 1) * stride + payload;
-    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, 1);
-    __builtin_prefetch(last - 1, 0, 1);
+    for (const uint8_t* a = first; a < last; a += 64) __builtin_prefetch(a, 0, kLocality);
+    __builtin_prefetch(last - 1, 0, kLocality);
   }
-  inline __attribute__((always_inline)) void Row(int64_t r) const { Rows(r, r + 1); }
+  template <int kLocality = 1>
+  inline __attribute__((always_inline)) void Row(int64_t r) const {
+    Rows<kLocality>(r, r + 1);
+  }
 };
 
 }  // namespace wc

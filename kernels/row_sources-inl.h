@@ -1,8 +1,9 @@
 // Row sources of the decode-attention kernels (decode_attention.cpp), per SIMD target: stored rows
 // of every KV-cache format (kv_rows.h) as f32 vectors. Vec(df, r, c) loads lanes [c, c + lanes)
 // of row r, At(r, c) one value (for tails); scaled formats (kScaled) give their codes unscaled and
-// Scale(r) the row's multiplier. WithRows(m, fn) calls fn with the source of m's format.
-// A Highway per-target header: included once per target by decode_attention.cpp's foreach_target.
+// Scale(r) the row's multiplier; `ahead` prefetches the source's own rows. WithRows(m, fn) calls fn
+// with the source of m's format. A Highway per-target header: included once per target by
+// decode_attention.cpp's foreach_target.
 
 // Include guard toggled per target (Highway's -inl.h convention).
 #if defined(WC_KERNELS_ROW_SOURCES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -16,9 +17,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "kernels/kv_rows.h"
+#include "kernels/prefetch_stream.h"
 #include "util/bf16.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -48,9 +49,7 @@ struct F32Rows {
   static constexpr bool kScaled = false;
   const float* base;
   int64_t stride;
-  HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
-    for (int64_t c = 0; c < cols; c += 16) hwy::Prefetch(base + r * stride + c);
-  }
+  PrefetchStream ahead;
   HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
     return hn::LoadU(df, base + r * stride + c);
   }
@@ -61,9 +60,7 @@ struct Half16Rows {
   static constexpr bool kScaled = false;
   const uint16_t* base;
   int64_t stride;
-  HWY_INLINE void Prefetch(int64_t r, int64_t cols) const {
-    for (int64_t c = 0; c < cols; c += 32) hwy::Prefetch(base + r * stride + c);
-  }
+  PrefetchStream ahead;
   HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
     return LoadHalf(df, base + r * stride + c, kDType);
   }
@@ -93,11 +90,8 @@ struct CodeRows {
   static constexpr int64_t kCodes = kRowScale ? 2 : 0;  // byte offset of the codes in a row
   const uint8_t* base;
   int64_t stride;      // bytes
-  int64_t payload;     // bytes of a row
   float tensor_scale;  // already times kCodeFactor
-  HWY_INLINE void Prefetch(int64_t r, int64_t) const {
-    for (int64_t b = 0; b < payload; b += 64) hwy::Prefetch(base + r * stride + b);
-  }
+  PrefetchStream ahead;
   HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
     const uint8_t* p = base + r * stride + kCodes + c;
     if constexpr (kFormat == RowFormat::kInt8) {
@@ -152,9 +146,7 @@ struct Bfp8Rows {
   const uint8_t* base;
   int64_t stride;  // bytes
   int64_t blocks;  // cols / 16
-  HWY_INLINE void Prefetch(int64_t r, int64_t) const {
-    for (int64_t b = 0; b < blocks * 17; b += 64) hwy::Prefetch(base + r * stride + b);
-  }
+  PrefetchStream ahead;
   HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
     const uint8_t* row = base + r * stride;
     const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
@@ -182,10 +174,10 @@ struct Bfp8Rows {
 
 template <RowFormat kFormat, class Fn>
 HWY_INLINE void WithCodeRows(const RowsRef& m, const Fn& fn) {
-  const int64_t payload = m.PayloadBytes();
   const float ts = m.tensor_scale * kCodeFactor<kFormat>;
-  if (m.row_scale) return fn(CodeRows<kFormat, true>{m.data, m.row_bytes, payload, ts});
-  return fn(CodeRows<kFormat, false>{m.data, m.row_bytes, payload, ts});
+  const PrefetchStream ahead(m);
+  if (m.row_scale) return fn(CodeRows<kFormat, true>{m.data, m.row_bytes, ts, ahead});
+  return fn(CodeRows<kFormat, false>{m.data, m.row_bytes, ts, ahead});
 }
 
 // Calls fn(rows) with the row source of m's format.
@@ -193,13 +185,14 @@ template <class Fn>
 HWY_INLINE void WithRows(const RowsRef& m, const Fn& fn) {
   switch (m.format) {
     case RowFormat::kF32:
-      return fn(F32Rows{reinterpret_cast<const float*>(m.data), m.row_bytes / 4});
+      return fn(
+          F32Rows{reinterpret_cast<const float*>(m.data), m.row_bytes / 4, PrefetchStream(m)});
     case RowFormat::kBF16:
-      return fn(
-          Half16Rows<DType::kBF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2});
+      return fn(Half16Rows<DType::kBF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
+                                         PrefetchStream(m)});
     case RowFormat::kF16:
-      return fn(
-          Half16Rows<DType::kF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2});
+      return fn(Half16Rows<DType::kF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
+                                        PrefetchStream(m)});
     case RowFormat::kInt8:
       return WithCodeRows<RowFormat::kInt8>(m, fn);
     case RowFormat::kFP8E4M3:
@@ -207,7 +200,7 @@ HWY_INLINE void WithRows(const RowsRef& m, const Fn& fn) {
     case RowFormat::kFP8E5M2:
       return WithCodeRows<RowFormat::kFP8E5M2>(m, fn);
     case RowFormat::kBFP8:
-      return fn(Bfp8Rows{m.data, m.row_bytes, m.cols / 16});
+      return fn(Bfp8Rows{m.data, m.row_bytes, m.cols / 16, PrefetchStream(m)});
   }
 }
 
