@@ -21,7 +21,7 @@
 #include "attention/perf_model.h"
 #include "kernels/decode_attention.h"
 #include "kvcache/kv_cache.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "util/error.h"
 #include "util/page_buffer.h"
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
@@ -12,14 +13,15 @@
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "app/stdout_sink.h"
-#include "serving/conversation.h"
+#include "serving/serving_loop.h"
+#include "serving/waiting_observer.h"
 #include "util/error.h"
 
 namespace wc {
 namespace {
 
 struct ChatCmdOptions {
-  ModelRunOptions run;
+  ModelRunOptions run = ServingRunDefaults();
   int max_new_tokens = 256;
   SamplingParams sampling;
   uint64_t seed = 0;
@@ -47,9 +49,8 @@ void RunChat(const ChatCmdOptions& o) {
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
-  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
-  Conversation conv(*m.model, cache, 0);
-  Sampler sampler(o.sampling, o.seed);
+  ServingLoop loop(*m.model, m.tokenizer.get(), format, ServingOptionsFor(o.run, m, 1));
+  const SessionId session = loop.OpenSession();
   StdoutSink sink;
   const bool interactive = isatty(STDIN_FILENO);
   if (interactive) {
@@ -59,6 +60,8 @@ void RunChat(const ChatCmdOptions& o) {
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, nullptr);
+  int session_pos = 0;             // tokens the conversation holds
+  bool reset_next = false;         // start the session over with the next turn
   bool end_previous_turn = false;  // feed EOS before the next user turn (format's end_of_turn)
   std::string line;
   while (true) {
@@ -71,7 +74,8 @@ void RunChat(const ChatCmdOptions& o) {
       continue;
     }
     if (line == "/reset") {
-      conv.Reset();
+      session_pos = 0;
+      reset_next = true;
       end_previous_turn = false;
       std::printf("(new conversation)\n");
       continue;
@@ -82,12 +86,13 @@ void RunChat(const ChatCmdOptions& o) {
     }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::vector<int> ids;
-    if (conv.cur_pos() == 0 && format.add_bos) ids.push_back(c.bos_token_id);
+    if (session_pos == 0 && format.add_bos) ids.push_back(c.bos_token_id);
     if (end_previous_turn) ids.push_back(c.eos_token_id);
     const std::vector<int> turn = format.EncodeUserTurn(*m.tokenizer, line);
     ids.insert(ids.end(), turn.begin(), turn.end());
-    if (conv.cur_pos() + static_cast<int>(ids.size()) + 1 >= m.ctx) {
-      conv.Reset();
+    if (session_pos + static_cast<int>(ids.size()) + 1 >= m.ctx) {
+      session_pos = 0;
+      reset_next = true;
       std::printf("(context of %d tokens is full: starting a new conversation)\n", m.ctx);
       ids.clear();
       if (format.add_bos) ids.push_back(c.bos_token_id);
@@ -98,20 +103,33 @@ void RunChat(const ChatCmdOptions& o) {
         continue;
       }
     }
-    conv.Feed(ids);
-    GenerateOptions g;
-    g.max_new_tokens = o.max_new_tokens;
-    g.stop = format.stop;
-    g.trim_leading_space = true;
+    Request r;
+    r.prompt_ids = std::move(ids);
+    r.chat = true;
+    r.sampling = o.sampling;
+    r.seed = o.seed;
+    r.max_new_tokens = o.max_new_tokens;
+    r.session = session;
+    r.reset_session = reset_next;
+    auto observer = std::make_shared<WaitingObserver>(&sink);
+    r.observer = observer;
     if (interactive) std::printf("\n");
+    std::fflush(stdout);
     g_cancel.store(false);
     g_generating.store(true);
-    const GenerationResult r = conv.Generate(*m.tokenizer, g, sampler, sink, &g_cancel);
+    const RequestId id = loop.Submit(std::move(r));
+    const RequestResult* res;
+    while ((res = observer->WaitFor(std::chrono::milliseconds(20))) == nullptr)
+      if (g_cancel.exchange(false)) loop.Cancel(id);
     g_generating.store(false);
-    std::printf(r.reason == StopReason::kCancelled ? " [cancelled]\n" : "\n");
+    if (res->reason == StopReason::kError) throw Error(res->error);
+    reset_next = false;
+    session_pos = res->session_pos;
+    std::printf(res->reason == StopReason::kCancelled ? " [cancelled]\n" : "\n");
     end_previous_turn = format.eos_ends_turn;
   }
   std::fflush(stdout);
+  loop.Shutdown(ShutdownMode::kCancel);
 }
 
 }  // namespace

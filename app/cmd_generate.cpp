@@ -7,14 +7,15 @@
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "app/stdout_sink.h"
-#include "serving/conversation.h"
+#include "serving/serving_loop.h"
+#include "serving/waiting_observer.h"
 #include "util/error.h"
 
 namespace wc {
 namespace {
 
 struct GenerateCmdOptions {
-  ModelRunOptions run;
+  ModelRunOptions run = ServingRunDefaults();
   std::string prompt;
   int max_new_tokens = 256;
   SamplingParams sampling;
@@ -35,33 +36,35 @@ void RunGenerate(const GenerateCmdOptions& o) {
   if (static_cast<int>(ids.size()) >= m.ctx)
     throw Error(Cat("--prompt is ", ids.size(), " tokens, too long for the context of ", m.ctx,
                     " tokens; shorten it or raise --ctx"));
-  KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
-  Conversation conv(*m.model, cache, 0);
-  const auto t0 = std::chrono::steady_clock::now();
-  conv.Feed(ids);
-  const auto t1 = std::chrono::steady_clock::now();
-  GenerateOptions g;
-  g.max_new_tokens = o.max_new_tokens;
-  g.stop = o.stop;
-  const bool framed = m.chat_format && !o.raw;
-  if (framed) g.stop.insert(g.stop.end(), m.chat_format->stop.begin(), m.chat_format->stop.end());
-  g.trim_leading_space = framed;
-  Sampler sampler(o.sampling, o.seed);
+  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
+                   ServingOptionsFor(o.run, m, /*user_rows=*/1));
+  Request r;
+  r.prompt_ids = ids;
+  r.chat = !o.raw;
+  r.sampling = o.sampling;
+  r.seed = o.seed;
+  r.max_new_tokens = o.max_new_tokens;
+  r.stop = o.stop;
   StdoutSink sink;
-  const GenerationResult r = conv.Generate(*m.tokenizer, g, sampler, sink);
-  const auto t2 = std::chrono::steady_clock::now();
+  auto observer = std::make_shared<WaitingObserver>(&sink);
+  r.observer = observer;
+  loop.Submit(std::move(r));
+  const RequestResult res = observer->Wait();
+  loop.Shutdown(ShutdownMode::kDrain);
+  if (res.reason == StopReason::kError) throw Error(res.error);
   sink.Write("\n");
   sink.Flush();
   if (o.stats) {
-    const double prefill_s = std::chrono::duration<double>(t1 - t0).count();
-    const double decode_s = std::chrono::duration<double>(t2 - t1).count();
+    const double prefill_s = res.t_first_token > 0 ? res.t_first_token - res.t_admit : 0;
+    const double decode_s =
+        res.t_finish - (res.t_first_token > 0 ? res.t_first_token : res.t_admit);
     const auto& at = m.model->attention_totals();
     std::fprintf(stderr,
                  "prompt %zu tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
                  "(%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
                  "NoC, up to %lld cores, %.1f us emulated on the mesh\n",
-                 ids.size(), prefill_s, ids.size() / std::max(prefill_s, 1e-9), r.tokens.size(),
-                 decode_s, r.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(r.reason),
+                 ids.size(), prefill_s, ids.size() / std::max(prefill_s, 1e-9), res.tokens.size(),
+                 decode_s, res.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(res.reason),
                  m.model->options().attention == AttentionImpl::kFlashDecode
                      ? ("FlashDecode on " + m.model->options().mesh).c_str()
                      : "reference",

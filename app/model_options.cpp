@@ -103,4 +103,28 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   return m;
 }
 
+ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
+                                 int max_batch_tokens) {
+  ServingOptions so;
+  so.user_rows = user_rows;
+  so.max_batch_tokens = max_batch_tokens;
+  so.threads = o.threads;
+  so.ctx = m.ctx;
+  so.kv = m.kv;
+  if (o.kv_blocks < 0)
+    throw Error(
+        Cat("--kv-blocks must be >= 0 (0 = every user row's full context), got ", o.kv_blocks));
+  if (o.kv_blocks > 0 && o.kv_block_size == 0)
+    throw Error("--kv-blocks sizes the paged pool; it needs --kv-block-size > 0");
+  so.kv.n_blocks = o.kv_blocks;
+  return so;
+}
+
+void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o) {
+  cmd->add_option("--kv-blocks", o.kv_blocks,
+                  "Paged KV pool size in blocks, shared by all user rows (0 = every row's full "
+                  "context)")
+      ->capture_default_str();
+}
+
 }  // namespace wc

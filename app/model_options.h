@@ -12,6 +12,7 @@
 #include "model/falcon.h"
 #include "model/tokenizer.h"
 #include "serving/sampler.h"
+#include "serving/serving_loop.h"
 
 namespace wc {
 
@@ -21,6 +22,7 @@ struct ModelRunOptions {
   std::string kv_dtype = "bf16";        // --kv-dtype
   std::string kv_scale = "token-head";  // --kv-scale
   int kv_block_size = 0;                // --kv-block-size (0 = contiguous)
+  int kv_blocks = 0;                    // --kv-blocks (serving commands; 0 = full context per row)
   int ctx = 0;                          // --ctx (0 = the model's max_position_embeddings)
   int lm_head_fractures = 8;            // --lm-head-fractures
   std::string attention = "flash";      // --attention: flash (FlashDecode on the mesh) | reference
@@ -29,6 +31,15 @@ struct ModelRunOptions {
   int max_cores_per_head = 16;          // --max-cores-per-head
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
 };
+
+// Paged KV blocks of this many tokens: the serving loop's default layout (vLLM-style).
+constexpr int kServingBlockSize = 64;
+// ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
+inline ModelRunOptions ServingRunDefaults() {
+  ModelRunOptions o;
+  o.kv_block_size = kServingBlockSize;
+  return o;
+}
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
@@ -50,5 +61,11 @@ struct LoadedModel {
   int ctx = 0;        // positions per user row
 };
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
+
+// The serving loop's options for a loaded model: its KV format and layout, context, --threads.
+ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
+                                 int max_batch_tokens = 256);
+// Registers --kv-blocks (the paged pool's size) on a serving command.
+void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
 
 }  // namespace wc

@@ -101,8 +101,15 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
                     " layers; run `wormchat calibrate` first"));
   int64_t rows_per_layer = static_cast<int64_t>(shape.user_rows) * shape.n_kv_heads * shape.max_seq;
   if (options.block_size > 0) {
-    const int blocks_per_user = (shape.max_seq + options.block_size - 1) / options.block_size;
-    pool_ = std::make_unique<BlockPool>(shape.user_rows * blocks_per_user, options.block_size);
+    const int64_t blocks_per_user = (shape.max_seq + options.block_size - 1) / options.block_size;
+    if (options.n_blocks < 0)
+      throw Error(Cat("--kv-blocks must be >= 0 (0 = every user row's full context), got ",
+                      options.n_blocks));
+    const int64_t n_blocks =
+        options.n_blocks > 0 ? options.n_blocks : shape.user_rows * blocks_per_user;
+    if (n_blocks > (int64_t{1} << 30))
+      throw Error(Cat("KV cache of ", n_blocks, " blocks is too large; lower --ctx or --users"));
+    pool_ = std::make_unique<BlockPool>(static_cast<int>(n_blocks), options.block_size);
     for (int u = 0; u < shape.user_rows; ++u) tables_.emplace_back(*pool_);
     rows_per_layer =
         static_cast<int64_t>(pool_->n_blocks()) * shape.n_kv_heads * options.block_size;

@@ -48,6 +48,9 @@ struct KVCacheOptions {
   KVDType dtype = KVDType::kBF16;
   ScaleMode scale = ScaleMode::kTokenHead;  // int8/fp8 only
   int block_size = 0;                       // 0: contiguous; else paged blocks of this many tokens
+  // Paged only: blocks in the pool, shared by all user rows (--kv-blocks). 0: enough for every
+  // user row's full context (user_rows * ceil(max_seq / block_size)).
+  int n_blocks = 0;
   // kTensor: per layer, K then V dequantization multipliers: [n_layers * 2].
   std::vector<float> tensor_scales;
 };
@@ -70,6 +73,10 @@ class KVCache {
   const KVCacheOptions& options() const { return options_; }
   KVDType dtype() const { return options_.dtype; }
   bool paged() const { return pool_ != nullptr; }
+  // Paged only (0 when contiguous): pool size, free blocks, block size in tokens.
+  int n_blocks() const { return pool_ != nullptr ? pool_->n_blocks() : 0; }
+  int free_blocks() const { return pool_ != nullptr ? pool_->free_blocks() : 0; }
+  int block_size() const { return options_.block_size; }
 
   // Stores one token's keys and values for `user` at `pos` of `layer`.
   //   k, v: [n_kv_heads, head_dim] f32
@@ -80,6 +87,10 @@ class KVCache {
   float amax(int layer, int kv) const { return amax_[2 * layer + kv]; }
   // Forgets a user row (paged: returns its blocks to the pool).
   void ResetUser(int user);
+  // Blocks user row `user` holds (paged; 0 when contiguous).
+  int user_blocks(int user) const {
+    return pool_ != nullptr ? static_cast<int>(tables_[user].blocks().size()) : 0;
+  }
 
   // Rows [start, start + len) of one KV head's K (or V), [len, head_dim], in place in their
   // stored format (kernels/kv_rows.h), or an empty RowsRef when they span more than one page.

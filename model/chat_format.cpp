@@ -68,3 +68,19 @@ std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatForm
 }
 
 }  // namespace wc
+
+namespace wc {
+
+std::vector<int> EncodeTurn(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                            const std::string& text, bool chat, bool first_turn, int bos_token_id,
+                            int eos_token_id) {
+  if (first_turn) return EncodePrompt(tok, format, text, !chat, bos_token_id);
+  std::vector<int> ids;
+  const bool framed = format && chat;
+  if (framed && format->eos_ends_turn) ids.push_back(eos_token_id);
+  const std::vector<int> body = framed ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
+  ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+}  // namespace wc

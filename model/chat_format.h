@@ -38,3 +38,15 @@ std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatForm
                               const std::string& text, bool raw, int bos_token_id);
 
 }  // namespace wc
+
+namespace wc {
+
+// The ids a conversation feeds for its next user message `text`: on the first turn [bos if the
+// format adds one] + the framed user turn; on later turns [eos if the format ends turns with it] +
+// the framed user turn. With `chat` false (no framing) the text is encoded as it is (bos still
+// opens the first turn, as EncodePrompt does for --raw).
+std::vector<int> EncodeTurn(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                            const std::string& text, bool chat, bool first_turn, int bos_token_id,
+                            int eos_token_id);
+
+}  // namespace wc

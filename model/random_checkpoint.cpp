@@ -9,7 +9,7 @@
 #include <fstream>
 
 #include "model/safetensors.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/mapped_file.h"

@@ -19,6 +19,11 @@ Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params),
   params_.Validate();
 }
 
+void Sampler::set_params(const SamplingParams& params) {
+  params.Validate();
+  params_ = params;
+}
+
 int Sampler::Sample(const float* logits, int vocab) {
   WC_CHECK(vocab > 0, "empty vocabulary");
   // Higher logit first, lower id on ties; NaN last.

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "serving/rng.h"
+#include "util/rng.h"
 
 namespace wc {
 
@@ -20,6 +20,8 @@ struct SamplingParams {
 class Sampler {
  public:
   Sampler(const SamplingParams& params, uint64_t seed);
+  // New parameters for the tokens to come; the RNG stream goes on (a chat's later turns).
+  void set_params(const SamplingParams& params);
   // logits: [vocab] f32. Returns a token id in [0, vocab). Ties are broken toward the lower id;
   // NaN logits are never chosen (throws wc::Error if every logit is NaN).
   int Sample(const float* logits, int vocab);

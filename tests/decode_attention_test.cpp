@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/decode_attention.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "util/bf16.h"
 
 namespace wc {

@@ -11,7 +11,7 @@
 
 #include "attention/flash_decode.h"
 #include "attention/reference_attention.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"

@@ -10,7 +10,7 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "util/bf16.h"
 
 namespace wc {

@@ -9,7 +9,7 @@
 
 #include "attention/flash_decode.h"
 #include "kvcache/kv_cache.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "kvcache/kv_formats.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

@@ -17,7 +17,7 @@
 #include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_vnni.h"
 #include "kvcache/kv_formats.h"
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "util/bf16.h"
 
 namespace wc {

@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "serving/rng.h"
+#include "util/rng.h"
 #include "serving/sampler.h"
 #include "util/error.h"
 

@@ -1,0 +1,78 @@
+// What a client hands the serving loop (a Request), what it hears back while the request runs (a
+// RequestObserver), and how the request ended (a RequestResult).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "serving/sampler.h"
+
+namespace wc {
+
+using RequestId = uint64_t;  // 1, 2, ... in submission order
+using SessionId = uint64_t;  // 0 = none
+
+// How a request ended. Names (StopReasonName): eos, stop, length, context, cancelled, error.
+enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull, kCancelled, kError };
+const char* StopReasonName(StopReason reason);
+
+struct RequestResult;
+
+// Hears about one request. Every call comes from the loop's thread, never while the loop holds its
+// lock (so a callback may call Submit/Cancel/status), in this order: per sampled token OnToken then
+// OnText with whatever text that token completed (possibly none), and OnFinish exactly once at the
+// end. Callbacks should be quick: the loop waits for them.
+class RequestObserver {
+ public:
+  virtual ~RequestObserver() = default;
+  // The sampled token and the logits it was sampled from ([vocab]; valid during the call only).
+  virtual void OnToken(int token, const float* logits, int vocab) {
+    (void)token, (void)logits, (void)vocab;
+  }
+  // Final text: complete UTF-8, control bytes removed, never past a stop string.
+  virtual void OnText(std::string_view delta) { (void)delta; }
+  virtual void OnFinish(const RequestResult& result) = 0;
+};
+
+struct Request {
+  // The prompt: token ids, or (when prompt_ids is empty) text for the loop's tokenizer.
+  std::vector<int> prompt_ids;
+  std::string prompt_text;
+  // Chat framing. Text is framed as a user turn with the model's chat format (one-shot: [bos] +
+  // turn, as `generate`; in a session, [eos] + turn after the first turn, as `chat`); ids are taken
+  // as already framed. Either way, with a chat format, its stop strings apply and the reply's
+  // leading space is trimmed. Without a chat format (or chat = false) the prompt is fed as it is.
+  bool chat = false;
+  SamplingParams sampling;
+  // Seeds this request's RNG stream. In a session only the first turn's seed is used: later turns
+  // continue the session's stream.
+  uint64_t seed = 0;
+  int max_new_tokens = 256;       // >= 0
+  std::vector<std::string> stop;  // non-empty strings; the text before a stop string is kept
+  bool stop_at_eos = true;
+  // 0: one-shot (the user row is freed when the request ends). Else a session from
+  // ServingLoop::OpenSession(): the prompt is appended to the session's row and KV, which outlive
+  // the request; at most one request per session runs at a time.
+  SessionId session = 0;
+  bool reset_session = false;  // forget the session's tokens first (its RNG stream goes on)
+  std::shared_ptr<RequestObserver> observer;  // required
+};
+
+struct RequestResult {
+  RequestId id = 0;
+  StopReason reason = StopReason::kMaxTokens;
+  std::string error;        // reason kError: what was wrong, one line
+  std::vector<int> tokens;  // sampled ids, including a final EOS if one was sampled
+  std::string text;         // exactly what OnText delivered
+  int prompt_tokens = 0;    // tokens this request fed before generating (its framed prompt)
+  int user_row = -1;        // the row it ran in (-1 if never admitted)
+  int session_pos = 0;      // sessions: tokens the session holds now (KV plus any not yet fed)
+  // Steady-clock seconds since the loop started: submitted, admitted to a row, first token
+  // sampled, finished (admitted/first_token are 0 when that never happened).
+  double t_submit = 0, t_admit = 0, t_first_token = 0, t_finish = 0;
+};
+
+}  // namespace wc

@@ -1,0 +1,161 @@
+// The serving loop of seed 001 (decode_backend_v1.py, DecodeBackend.run_generate): U user rows over
+// one KV cache, a FIFO request queue, and on its own thread, step after step:
+//   pick_prompts    admit queued requests into free rows (FIFO, "never evict": only when the KV
+//                   blocks for the prompt plus max_new_tokens are free; nothing running is ever
+//                   preempted or recomputed)
+//   prepare_inputs  one TokenBatch: a token for every decoding row, prompt chunks of prefilling
+//                   rows, at most max_batch_tokens (step_planner.h)
+//   decode          one FalconModel::Forward for the whole batch
+//   switch_tokens   each row samples from its logits with its own RNG stream
+//   push_outputs    text deltas to each request's observer
+//   update_users    free the rows of requests that ended (EOS, stop string, max tokens, context
+//                   full, cancellation)
+//   send_status     queue length, rows, KV blocks, tokens/s (status(), from any thread)
+//
+// Determinism: a request's tokens and logits depend only on the model, its prompt, sampling
+// parameters and seed - never on what else shares the batch, which row it gets, user_rows,
+// max_batch_tokens, threads, or the KV layout (every kernel is batch-invariant; see
+// kernels/matmul.h).
+//
+// Thread safety: Submit, Cancel, OpenSession, CloseSession, status and Shutdown may be called from
+// any thread, including from an observer's callbacks.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <vector>
+
+#include "kvcache/kv_cache.h"
+#include "model/chat_format.h"
+#include "model/falcon.h"
+#include "model/tokenizer.h"
+#include "serving/request.h"
+
+namespace wc {
+
+struct ServingOptions {
+  int user_rows = 32;          // --user-rows: requests running at once
+  int max_batch_tokens = 256;  // --max-batch-tokens: tokens per forward call (>= 1)
+  int threads = 0;             // OpenMP threads of the loop's thread (0 = all cores)
+  int ctx = 0;                 // positions per user row (0 = the model's max_position_embeddings)
+  KVCacheOptions kv;           // format, scales; block_size 0 = contiguous, else paged
+};
+
+struct ServingStatus {
+  int queued = 0;           // submitted, not yet admitted
+  int active_rows = 0;      // rows running a request
+  int prefilling_rows = 0;  // of those, still feeding their prompt
+  int session_rows = 0;     // rows held by open sessions between requests
+  int user_rows = 0;
+  // Paged KV (all 0 when contiguous): pool size, blocks holding K/V now, blocks promised to the
+  // running requests and idle sessions (admission's measure), and the most ever in use.
+  int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_reserved = 0, kv_blocks_peak = 0;
+  double tokens_per_s = 0;  // sampled tokens per second over the last ~2 s
+  int64_t steps = 0;
+  int64_t tokens_sampled = 0, tokens_prefilled = 0;
+  int64_t requests_finished = 0;
+  double forward_s = 0;  // time inside FalconModel::Forward
+  double step_s = 0;     // time of whole steps (forward plus the loop's own work)
+};
+
+enum class ShutdownMode { kDrain, kCancel };
+
+class ServingLoop {
+ public:
+  // Starts the loop's thread. `model`, `tokenizer` (may be null: then requests need prompt_ids)
+  // and `chat_format` must outlive the loop. Throws wc::Error naming the flag for bad options
+  // (--user-rows, --max-batch-tokens, --ctx, the KV options).
+  ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
+              std::optional<ChatFormat> chat_format, const ServingOptions& options);
+  // Shutdown(kCancel) if not shut down yet.
+  ~ServingLoop();
+  ServingLoop(const ServingLoop&) = delete;
+  ServingLoop& operator=(const ServingLoop&) = delete;
+
+  // Queues a request and returns its id. Never throws for a bad request: it ends with kError and a
+  // one-line message (empty prompt, prompt too long for the context, out-of-range sampling values,
+  // max_new_tokens that can never fit the KV pool, unknown or busy session, ...) and the loop goes
+  // on. After Shutdown the request ends at once, on the calling thread, with kError.
+  RequestId Submit(Request request);
+  // Cancels a queued or running request at the next step (it ends with kCancelled and the tokens
+  // it has). Returns false if the id is unknown or already finished.
+  bool Cancel(RequestId id);
+
+  // A conversation that keeps its user row and KV across requests (Request::session).
+  SessionId OpenSession();
+  // Frees the session's row and blocks at the next step, cancelling its running request if any.
+  void CloseSession(SessionId id);
+
+  ServingStatus status() const;
+  const ServingOptions& options() const { return options_; }
+  int ctx() const { return options_.ctx; }
+
+  // kDrain: runs everything already submitted to the end; kCancel: cancels it. Then joins the
+  // loop's thread. Later Submits fail. Idempotent.
+  void Shutdown(ShutdownMode mode);
+
+ private:
+  struct Pending;  // a submitted request, before admission
+  struct Running;  // a request in a user row
+  struct Session;
+  struct Row;
+
+  void Run();
+  // One step; returns false when the loop should stop.
+  bool Step();
+  void PickPrompts();
+  bool Admit(std::unique_ptr<Pending>& p);
+  // prepare_inputs, decode, then switch_tokens for the rows that got logits. Returns the seconds
+  // spent in Forward.
+  double Decode();
+  void SwitchTokens(int row, const float* logits);
+  void Finish(int row, StopReason reason, std::string error = {});
+  void FinishPending(Pending& p, StopReason reason, std::string error);
+  void UpdateStatus(double step_s, double forward_s, int64_t sampled);
+  int BlocksFor(int n_tokens) const;
+  double Now() const;
+
+  const FalconModel& model_;
+  const Tokenizer* tokenizer_;
+  std::optional<ChatFormat> chat_format_;
+  ServingOptions options_;
+  std::unique_ptr<KVCache> cache_;
+  std::chrono::steady_clock::time_point t0_;
+
+  // Shared with other threads, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::deque<std::unique_ptr<Pending>> queue_;
+  std::set<RequestId> live_;     // submitted and not finished
+  std::set<RequestId> cancels_;  // to cancel at the next step
+  std::set<SessionId> closes_;   // sessions to close at the next step
+  std::set<SessionId> open_sessions_;
+  RequestId next_id_ = 1;
+  SessionId next_session_ = 1;
+  bool stopping_ = false;
+  ShutdownMode stop_mode_ = ShutdownMode::kDrain;
+  ServingStatus status_;
+
+  // The loop thread's own state.
+  std::vector<Row> rows_;                         // [user_rows]
+  std::map<SessionId, Session> sessions_;         // sessions seen by the loop
+  std::deque<std::unique_ptr<Pending>> waiting_;  // taken from queue_, FIFO, not yet admitted
+  int64_t admit_seq_ = 0;
+  int rotate_ = 0;
+  int reserved_blocks_ = 0;
+  int peak_blocks_ = 0;
+  int64_t tokens_sampled_ = 0, tokens_prefilled_ = 0;
+  std::deque<std::pair<double, int64_t>> rate_window_;  // (time, tokens sampled) per step
+
+  std::thread thread_;
+};
+
+}  // namespace wc
