@@ -59,30 +59,42 @@ HWY_INLINE float ScalarW(TagF16, const uint16_t* p) {
   return F16ToF32(h);
 }
 
-// res[t] = dot(x[t * x_stride, 0:cols], w[0:cols]) for t < NT. Two accumulators per token; the
-// operation sequence for each token is the same for every NT (see the header's contract).
-template <int NT, class Tag>
-HWY_INLINE void DotTokens(const float* HWY_RESTRICT x, int64_t x_stride,
-                          const typename Tag::T* HWY_RESTRICT w, int64_t cols, float* res) {
+// res[t * NR + i] = dot(x[t * x_stride, 0:cols], w[i * w_stride, 0:cols]) for t < NT, i < NR: a
+// register tile of NR weight rows by NT tokens, so each loaded x vector feeds NR FMAs and each
+// weight vector NT. Every element takes the same operation sequence whatever the tile shape (the
+// header's contract): FMAs into two accumulators over alternating vectors of k, their sum reduced
+// across lanes, then a scalar tail in k order.
+template <int NR, int NT, class Tag>
+HWY_INLINE void DotTile(const float* HWY_RESTRICT x, int64_t x_stride,
+                        const typename Tag::T* HWY_RESTRICT w, int64_t w_stride, int64_t cols,
+                        float* res) {
   const hn::ScalableTag<float> df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
   using V = hn::Vec<decltype(df)>;
-  V a0[NT], a1[NT];
-  for (int t = 0; t < NT; ++t) a0[t] = a1[t] = hn::Zero(df);
+  V a0[NT][NR], a1[NT][NR];
+  for (int t = 0; t < NT; ++t)
+    for (int i = 0; i < NR; ++i) a0[t][i] = a1[t][i] = hn::Zero(df);
   int64_t k = 0;
   for (; k + 2 * nl <= cols; k += 2 * nl) {
-    const V w0 = LoadW(Tag(), df, w + k);
-    const V w1 = LoadW(Tag(), df, w + k + nl);
+    V wv[NR];
+    for (int i = 0; i < NR; ++i) wv[i] = LoadW(Tag(), df, w + i * w_stride + k);
     for (int t = 0; t < NT; ++t) {
-      const float* xt = x + t * x_stride + k;
-      a0[t] = hn::MulAdd(hn::LoadU(df, xt), w0, a0[t]);
-      a1[t] = hn::MulAdd(hn::LoadU(df, xt + nl), w1, a1[t]);
+      const V xv = hn::LoadU(df, x + t * x_stride + k);
+      for (int i = 0; i < NR; ++i) a0[t][i] = hn::MulAdd(xv, wv[i], a0[t][i]);
+    }
+    for (int i = 0; i < NR; ++i) wv[i] = LoadW(Tag(), df, w + i * w_stride + k + nl);
+    for (int t = 0; t < NT; ++t) {
+      const V xv = hn::LoadU(df, x + t * x_stride + k + nl);
+      for (int i = 0; i < NR; ++i) a1[t][i] = hn::MulAdd(xv, wv[i], a1[t][i]);
     }
   }
   for (int t = 0; t < NT; ++t) {
-    float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0[t], a1[t])));
-    for (int64_t kk = k; kk < cols; ++kk) s += x[t * x_stride + kk] * ScalarW(Tag(), w + kk);
-    res[t] = s;
+    for (int i = 0; i < NR; ++i) {
+      float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0[t][i], a1[t][i])));
+      for (int64_t kk = k; kk < cols; ++kk)
+        s += x[t * x_stride + kk] * ScalarW(Tag(), w + i * w_stride + kk);
+      res[t * NR + i] = s;
+    }
   }
 }
 
@@ -90,19 +102,36 @@ template <class Tag>
 void RowsImpl(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
               const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t r0,
               int64_t r1) {
+  constexpr int kRows = 4, kTokens = 3;  // 24 accumulators + 4 weight vectors + 1 x vector
   const auto* base = static_cast<const typename Tag::T*>(w.data);
-  float res[4];
-  for (int64_t r = r0; r < r1; ++r) {
+  float res[kRows * kTokens];
+  auto store = [&](int64_t t, int nt, int64_t r, int nr) {
+    for (int tt = 0; tt < nt; ++tt)
+      for (int i = 0; i < nr; ++i)
+        y[(t + tt) * y_stride + (r + i - row_begin)] =
+            res[tt * nr + i] + (bias != nullptr ? bias[r + i] : 0.0f);
+  };
+  int64_t r = r0;
+  for (; r + kRows <= r1; r += kRows) {
     const typename Tag::T* wr = base + r * w.row_stride;
-    const float b = bias != nullptr ? bias[r] : 0.0f;
     int64_t t = 0;
-    for (; t + 4 <= n_tokens; t += 4) {
-      DotTokens<4, Tag>(x + t * x_stride, x_stride, wr, w.cols, res);
-      for (int i = 0; i < 4; ++i) y[(t + i) * y_stride + (r - row_begin)] = res[i] + b;
+    for (; t + kTokens <= n_tokens; t += kTokens) {
+      DotTile<kRows, kTokens, Tag>(x + t * x_stride, x_stride, wr, w.row_stride, w.cols, res);
+      store(t, kTokens, r, kRows);
     }
-    for (; t < n_tokens; ++t) {
-      DotTokens<1, Tag>(x + t * x_stride, x_stride, wr, w.cols, res);
-      y[t * y_stride + (r - row_begin)] = res[0] + b;
+    if (n_tokens - t == 2) {
+      DotTile<kRows, 2, Tag>(x + t * x_stride, x_stride, wr, w.row_stride, w.cols, res);
+      store(t, 2, r, kRows);
+    } else if (n_tokens - t == 1) {
+      DotTile<kRows, 1, Tag>(x + t * x_stride, x_stride, wr, w.row_stride, w.cols, res);
+      store(t, 1, r, kRows);
+    }
+  }
+  for (; r < r1; ++r) {
+    const typename Tag::T* wr = base + r * w.row_stride;
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      DotTile<1, 1, Tag>(x + t * x_stride, x_stride, wr, w.row_stride, w.cols, res);
+      store(t, 1, r, 1);
     }
   }
 }

@@ -10,8 +10,8 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
-#include "util/rng.h"
 #include "util/bf16.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {
@@ -88,6 +88,35 @@ TEST_P(MatMulTest, TokenResultDoesNotDependOnBatchOrThreads) {
     }
   }
   omp_set_num_threads(omp_get_num_procs());
+}
+
+// The register tiles (4 rows x 3, 2 or 1 tokens, and single leftover rows) must not show: every
+// token count and every row range, aligned to the tile or not, gives each element the same bits.
+TEST_P(MatMulTest, TileShapesGiveIdenticalBits) {
+  const int64_t rows = 303, cols = 77, n = 11;
+  TestMatrix w = MakeMatrix(GetParam(), rows, cols, 8);
+  std::vector<float> x = RandomVec(n * cols, 9);
+  std::vector<float> all(n * rows);
+  MatMul(x.data(), n, w.ref, nullptr, all.data());
+  for (int64_t first = 0; first < n; first += 3) {
+    for (int64_t count = 1; first + count <= n; ++count) {
+      std::vector<float> part(count * rows);
+      MatMul(x.data() + first * cols, count, w.ref, nullptr, part.data());
+      for (int64_t t = 0; t < count; ++t)
+        ASSERT_EQ(0, std::memcmp(part.data() + t * rows, all.data() + (first + t) * rows,
+                                 rows * sizeof(float)))
+            << "tokens " << first << "+" << count << ", token " << t;
+    }
+  }
+  for (int64_t begin : {0, 1, 2, 3, 5, 150}) {
+    const int64_t end = std::min<int64_t>(rows, begin + 37);
+    std::vector<float> slice(n * (end - begin));
+    MatMulSerial(x.data(), n, cols, w.ref, nullptr, slice.data(), end - begin, begin, end);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = begin; r < end; ++r)
+        ASSERT_EQ(slice[t * (end - begin) + r - begin], all[t * rows + r])
+            << "rows from " << begin << ", token " << t << ", row " << r;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(AllDTypes, MatMulTest,
