@@ -15,15 +15,16 @@
 #include <string>
 #include <vector>
 
+#include "app/bench_serve.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "attention/flash_decode.h"
 #include "attention/perf_model.h"
 #include "kernels/decode_attention.h"
 #include "kvcache/kv_cache.h"
-#include "util/rng.h"
 #include "util/error.h"
 #include "util/page_buffer.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {
@@ -262,6 +263,7 @@ void RegisterBench(CLI::App& app) {
   cmd->add_option("--mesh", o->mesh, "Emulated Wormhole mesh: n150, n300, n300x2, t3k, galaxy")
       ->capture_default_str();
   cmd->callback([o] { RunBenchAttention(*o); });
+  RegisterBenchServe(bench);
 }
 
 }  // namespace wc
