@@ -1,5 +1,6 @@
 #include "model/falcon.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -162,25 +163,36 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
     cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
   }
 
+  std::vector<float>().swap(qkv);
   std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
   Attention(l, batch, cache, q.data(), attn.data());
+  std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
   MatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data());
+  std::vector<float>().swap(attn);
 
+  // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
+  // without changing any token's result (MatMul is batch-invariant).
+  constexpr int64_t kMlpChunk = 64;
   auto mlp = [&](const std::vector<float>& in, std::vector<float>& out) {
-    std::vector<float> h4(static_cast<size_t>(n * ffn));  // [n, ffn_hidden]
-    MatMul(in.data(), n, w.fc1, OrNull(w.fc1_b), h4.data());
-    GeluErf(h4.data(), n * ffn);
     out.resize(x.size());
-    MatMul(h4.data(), n, w.fc2, OrNull(w.fc2_b), out.data());
+    std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
+    for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
+      const int64_t m = std::min(kMlpChunk, n - t0);
+      MatMul(&in[t0 * hidden], m, w.fc1, OrNull(w.fc1_b), h4.data());
+      GeluErf(h4.data(), m * ffn);
+      MatMul(h4.data(), m, w.fc2, OrNull(w.fc2_b), &out[t0 * hidden]);
+    }
   };
   std::vector<float> mlp_out;  // [n, hidden]
   if (c.parallel_attn) {
+    if (c.two_layernorms()) std::vector<float>().swap(xa);
     mlp(c.two_layernorms() ? xm : xa, mlp_out);
     for (size_t i = 0; i < x.size(); ++i) x[i] = (mlp_out[i] + attn_out[i]) + x[i];
   } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
     for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];
+    std::vector<float>().swap(xa);
     xm.resize(x.size());
     for (int64_t t = 0; t < n; ++t)
       LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
