@@ -183,6 +183,8 @@ void RunBenchServe(const BenchServeOptions& o) {
   out["model"] = m.dir;
   out["user_rows"] = o.user_rows;
   out["max_batch_tokens"] = o.max_batch_tokens;
+  // Warm-up (page faults of the weights and KV pool, OpenMP's thread pool), not measured.
+  DecodeRate(loop, std::min(o.user_rows, 4), 4, c.vocab_size, o.seed + 7);
   // Phase 1: decode throughput by active rows.
   double rate1 = 0;
   for (int rows : o.decode_rows) {
