@@ -27,6 +27,8 @@ std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   str("user_prefix", &f.user_prefix);
   str("user_suffix", &f.user_suffix);
   str("assistant_prefix", &f.assistant_prefix);
+  str("system_prefix", &f.system_prefix);
+  str("system_suffix", &f.system_suffix);
   if (j.contains("add_bos")) {
     if (!j["add_bos"].is_boolean()) throw Error(Cat(path, ": key 'add_bos' must be true or false"));
     f.add_bos = j["add_bos"].get<bool>();
@@ -80,6 +82,39 @@ std::vector<int> EncodeTurn(const Tokenizer& tok, const std::optional<ChatFormat
   if (framed && format->eos_ends_turn) ids.push_back(eos_token_id);
   const std::vector<int> body = framed ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
+  return ids;
+}
+
+}  // namespace wc
+
+namespace wc {
+
+std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                                const std::vector<ChatMessage>& messages, int bos_token_id,
+                                int eos_token_id) {
+  if (!format) {
+    if (messages.size() != 1 || messages[0].role != ChatMessage::Role::kUser)
+      throw Error("the model has no chat_format.json, so only a single user message can be framed");
+    return tok.Encode(messages[0].content);
+  }
+  std::vector<int> ids;
+  if (format->add_bos) ids.push_back(bos_token_id);
+  for (const ChatMessage& msg : messages) {
+    std::vector<int> part;
+    switch (msg.role) {
+      case ChatMessage::Role::kSystem:
+        part = tok.Encode(format->system_prefix + msg.content + format->system_suffix);
+        break;
+      case ChatMessage::Role::kUser:
+        part = format->EncodeUserTurn(tok, msg.content);
+        break;
+      case ChatMessage::Role::kAssistant:
+        part = tok.Encode(msg.content);
+        if (format->eos_ends_turn) part.push_back(eos_token_id);
+        break;
+    }
+    ids.insert(ids.end(), part.begin(), part.end());
+  }
   return ids;
 }
 

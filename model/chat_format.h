@@ -2,7 +2,9 @@
 // training recipe (tools/train) and the runtime cannot drift apart:
 //   [bos if add_bos] then per turn:
 //   Encode(user_prefix + message + user_suffix + assistant_prefix) + Encode(reply) + [eos]
-// (each Encode one sentencepiece call). Generation stops at EOS or any `stop` string.
+// (each Encode one sentencepiece call), and a system message (batch requests) as
+//   Encode(system_prefix + message + system_suffix).
+// Generation stops at EOS or any `stop` string.
 #pragma once
 
 #include <optional>
@@ -18,6 +20,8 @@ struct ChatFormat {
   std::string user_prefix = "User: ";
   std::string user_suffix = "\n";
   std::string assistant_prefix = "Assistant:";
+  std::string system_prefix = "System: ";
+  std::string system_suffix = "\n";
   bool eos_ends_turn = true;  // "end_of_turn": "eos"
   std::vector<std::string> stop = {"\nUser:"};
 
@@ -48,5 +52,27 @@ namespace wc {
 std::vector<int> EncodeTurn(const Tokenizer& tok, const std::optional<ChatFormat>& format,
                             const std::string& text, bool chat, bool first_turn, int bos_token_id,
                             int eos_token_id);
+
+}  // namespace wc
+
+namespace wc {
+
+// One message of a conversation handed over whole (an OpenAI chat message).
+struct ChatMessage {
+  enum class Role { kSystem, kUser, kAssistant };
+  Role role = Role::kUser;
+  std::string content;
+};
+
+// The ids of a whole conversation, framed with `format`: [bos if add_bos], then per message
+//   system     Encode(system_prefix + content + system_suffix)
+//   user       EncodeUserTurn(content), which cues the assistant's reply
+//   assistant  Encode(content) + [eos if eos_ends_turn]
+// A single user message gives exactly EncodePrompt(tok, format, content, /*raw=*/false, bos).
+// Without a chat format only a single user message can be framed (as EncodePrompt does: as it is);
+// anything else throws wc::Error.
+std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFormat>& format,
+                                const std::vector<ChatMessage>& messages, int bos_token_id,
+                                int eos_token_id);
 
 }  // namespace wc
