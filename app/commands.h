@@ -9,6 +9,7 @@ namespace wc {
 
 void RegisterGenerate(CLI::App& app);
 void RegisterChat(CLI::App& app);
+void RegisterBatch(CLI::App& app);
 void RegisterLogits(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterInfo(CLI::App& app);

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   });
   wc::RegisterChat(app);
   wc::RegisterGenerate(app);
+  wc::RegisterBatch(app);
   wc::RegisterLogits(app);
   wc::RegisterTokenize(app);
   wc::RegisterInfo(app);

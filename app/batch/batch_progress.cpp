@@ -1,0 +1,80 @@
+#include "app/batch/batch_progress.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "util/error.h"
+
+namespace wc {
+
+namespace {
+
+std::string Clock(double s) {
+  const long t = static_cast<long>(s + 0.5);
+  char buf[32];
+  if (t >= 3600)
+    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
+  else
+    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
+  return buf;
+}
+
+}  // namespace
+
+BatchProgress::BatchProgress(bool enabled, bool tty, int total, int already, double plain_every_s)
+    : enabled_(enabled),
+      tty_(tty),
+      total_(total),
+      already_(already),
+      plain_every_s_(plain_every_s),
+      t0_(std::chrono::steady_clock::now()) {}
+
+double BatchProgress::Elapsed() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+}
+
+std::string BatchProgress::Line(int done, int failed, const ServingStatus& s) const {
+  const double elapsed = Elapsed();
+  const int this_run = done - already_;
+  const std::string eta =
+      this_run > 0 ? Clock(elapsed / this_run * (total_ - done)) : std::string("--:--");
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "batch: %d/%d done (%d failed), %.1f tok/s, ETA %s, %d/%d rows active, %d queued",
+                done, total_, failed, s.tokens_per_s, eta.c_str(), s.active_rows, s.user_rows,
+                s.queued);
+  return buf;
+}
+
+void BatchProgress::Note(const std::string& line) {
+  if (!enabled_) return;
+  if (bar_drawn_) std::fputs("\r\x1b[K", stderr);
+  bar_drawn_ = false;
+  std::fprintf(stderr, "%s\n", line.c_str());
+  std::fflush(stderr);
+}
+
+void BatchProgress::Update(int done, int failed, const ServingStatus& status) {
+  if (!enabled_) return;
+  if (tty_) {
+    std::fprintf(stderr, "\r%s\x1b[K", Line(done, failed, status).c_str());
+    bar_drawn_ = true;
+  } else {
+    const double now = Elapsed();
+    if (now - last_plain_s_ < plain_every_s_) return;
+    last_plain_s_ = now;
+    std::fprintf(stderr, "%s\n", Line(done, failed, status).c_str());
+  }
+  std::fflush(stderr);
+}
+
+void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bool interrupted) {
+  if (!enabled_) return;
+  const double elapsed = Elapsed();
+  Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
+           " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
+           " tokens sampled in ", Clock(elapsed), " (",
+           static_cast<long>(status.tokens_sampled / std::max(elapsed, 1e-9)), " tok/s)"));
+}
+
+}  // namespace wc

@@ -1,0 +1,215 @@
+// `wormchat batch`: a file of requests (the OpenAI Batch API's JSONL, or one prompt per line) run
+// through the serving loop, one JSONL record per request written durably as it finishes, so a
+// killed run resumes where it stopped. The pieces live in app/batch/.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <iterator>
+#include <memory>
+
+#include "app/batch/batch_input.h"
+#include "app/batch/batch_output.h"
+#include "app/batch/batch_progress.h"
+#include "app/batch/batch_request.h"
+#include "app/batch/batch_runner.h"
+#include "app/commands.h"
+#include "app/model_options.h"
+#include "serving/serving_loop.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+struct BatchCmdOptions {
+  ModelRunOptions run = ServingRunDefaults();
+  std::string input;         // -i (- = stdin)
+  std::string output;        // -o
+  int max_new_tokens = 256;  // -n: max_tokens of requests that give none
+  SamplingParams sampling;
+  uint64_t seed = 0;
+  std::vector<std::string> stop;
+  int user_rows = 32;
+  int max_batch_tokens = 256;
+  std::string format = "auto";
+  bool quiet = false;
+};
+
+volatile std::sig_atomic_t g_signal = 0;
+void OnSignal(int sig) {
+  g_signal = sig;
+}
+
+std::string ReadInput(const std::string& path) {
+  if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  std::string data;
+  if (fd >= 0) {
+    char buf[1 << 16];
+    ssize_t n;
+    while ((n = read(fd, buf, sizeof buf)) != 0) {
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) break;
+      data.append(buf, static_cast<size_t>(n));
+    }
+    const int err = n < 0 ? errno : 0;
+    close(fd);
+    if (n == 0) return data;
+    errno = err;
+  }
+  throw Error(Cat("-i ", path, ": cannot read the input: ", std::strerror(errno)));
+}
+
+// The body's "model": the model directory's base name.
+std::string ModelName(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.rfind('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
+void RunBatch(const BatchCmdOptions& o) {
+  o.sampling.Validate();
+  if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
+  for (const std::string& s : o.stop)
+    if (s.empty()) throw Error("--stop must not be empty");
+  if (o.output == "-")
+    throw Error("-o must name a file (not -): records are fsynced there and a rerun resumes it");
+  const BatchFormat format_flag = ParseBatchFormat(o.format);
+  const std::string text = ReadInput(o.input);
+  BatchWriter writer(o.output);
+
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
+  const FalconConfig& c = m.model->config();
+  const BatchFormat format = DetectBatchFormat(text, format_flag);
+  const std::vector<BatchLine> lines = ParseBatchInput(text, format);
+  BatchDefaults defaults;
+  defaults.max_tokens = o.max_new_tokens;
+  defaults.sampling = o.sampling;
+  defaults.seed = o.seed;
+  defaults.stop = o.stop;
+  const BatchFraming framing{m.tokenizer.get(), &m.chat_format, c.bos_token_id, c.eos_token_id,
+                             m.ctx};
+
+  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
+                   ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
+
+  BatchCounts counts;
+  for (const BatchLine& b : lines) {
+    const auto it = writer.existing().find(BatchRecordId(b.line));
+    if (it == writer.existing().end()) continue;
+    ++counts.done;
+    counts.failed += it->second;
+  }
+  const int already = counts.done;
+  BatchProgress progress(!o.quiet, isatty(STDERR_FILENO) != 0, static_cast<int>(lines.size()),
+                         already);
+  if (writer.repaired_bytes() > 0)
+    progress.Note(Cat("batch: ", o.output, ": cut away a torn last line (", writer.repaired_bytes(),
+                      " bytes) left by an interrupted run"));
+
+  // Bad lines become error records at once; good ones go to the loop.
+  std::vector<BatchJob> jobs;
+  int bad = 0;
+  for (const BatchLine& b : lines) {
+    if (writer.existing().count(BatchRecordId(b.line)) != 0) continue;
+    std::string error = b.error;
+    if (error.empty()) {
+      try {
+        jobs.push_back({b.line, *b.custom_id, b.chat, BuildBatchRequest(b, defaults, framing)});
+        continue;
+      } catch (const Error& e) {
+        error = e.what();
+      }
+    }
+    writer.Append(ErrorRecord(b.line, b.custom_id, "invalid_request", error));
+    ++counts.done, ++counts.failed, ++bad;
+  }
+  progress.Note(Cat("batch: ", lines.size(), " requests (",
+                    format == BatchFormat::kJsonl ? "jsonl" : "text", "), ", already,
+                    " already in ", o.output, ", ", bad, " bad; running ", jobs.size(), " on ",
+                    o.user_rows, " user rows"));
+
+  struct sigaction sa {};
+  sa.sa_handler = OnSignal;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;  // a second signal ends the process at once
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  BatchRunner runner(loop, writer, progress, ModelName(m.dir));
+  const bool interrupted = runner.Run(std::move(jobs), counts, g_signal);
+  progress.Finish(counts.done, counts.failed, loop.status(), interrupted);
+  if (interrupted) {
+    // End as the signal would have, now that every finished record is on disk.
+    const int sig = g_signal;
+    signal(sig, SIG_DFL);
+    raise(sig);
+  }
+  if (counts.failed > 0)
+    throw Error(Cat(counts.failed, " of ", lines.size(),
+                    " requests failed; their error records are in ", o.output));
+}
+
+const char kBatchFooter[] =
+    R"(Input (-i, - = stdin): OpenAI Batch API JSONL as vLLM's run-batch reads it, a request a line:
+  {"custom_id": "q1", "method": "POST", "url": "/v1/completions", "body": {"prompt": "..."}}
+  {"custom_id": "q2", "method": "POST", "url": "/v1/chat/completions",
+   "body": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 16}}
+A completions prompt is fed as it is (generate --raw); chat messages (system, user, assistant; the
+last from the user) are framed with the model's chat format (one user message: as generate). Body
+fields honoured: max_tokens, temperature, top_p, top_k (-1 = no limit), seed, stop (string or list);
+those left out (or null) take the command line's values; n must be 1 if given; others are ignored.
+Input whose first non-blank line does not start with '{' is plain text: one prompt a line,
+chat-framed, custom_id = its line number (blank lines are skipped but counted); --format forces
+either.
+
+Seeds: a request without "seed" gets splitmix64(fnv1a64(custom_id) ^ --seed), fnv1a64 being 64-bit
+FNV-1a over the custom_id's bytes, so reruns give the same results. Every result equals running
+that request alone with generate and the same settings and seed, whatever --user-rows,
+--max-batch-tokens and --threads.
+
+Output (-o): one JSONL record per request as vLLM's run-batch writes it, in the order they finish:
+  {"id": "batch-N", "custom_id": ..., "response": {"status_code": 200, "request_id": "batch-N",
+   "body": {text_completion or chat.completion, with usage}}, "error": null}
+or, for a bad request, "response": null and "error": {"code", "message": "line N: ..."}; N is the
+input line. finish_reason is "stop" (EOS or a stop string) or "length" (max_tokens or a full
+context). Records carry no timestamps ("created" is left out on purpose): the same input and
+settings give byte-identical records, so runs can be diffed. Each record is fsynced as it
+finishes. Rerunning with the same -o resumes: records already there are skipped, a torn last line
+is cut away. Ctrl-C/SIGTERM cancels the rest cleanly; a rerun runs what was not written.
+
+Exit status: 0 when every request succeeded, 1 when any failed (or on a usage error).)";
+
+}  // namespace
+
+void RegisterBatch(CLI::App& app) {
+  auto o = std::make_shared<BatchCmdOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "batch", "Run a file of requests (OpenAI Batch JSONL or one prompt a line) to a JSONL file");
+  cmd->add_option("-i,--input", o->input, "Input file of requests (- = stdin)")->required();
+  cmd->add_option("-o,--output", o->output,
+                  "Output JSONL file; an existing one is resumed (its records are skipped)")
+      ->required();
+  AddModelRunOptions(cmd, o->run);
+  AddKVBlocksOption(cmd, o->run);
+  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,
+                  "Most tokens to generate for requests without max_tokens")
+      ->capture_default_str();
+  AddSamplingOptions(cmd, o->sampling, o->seed);
+  cmd->add_option("--stop", o->stop,
+                  "Stop string for requests without \"stop\" (repeatable); the text before it is "
+                  "kept");
+  cmd->add_option("--user-rows", o->user_rows, "Requests running at once")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass (>= 1)")
+      ->capture_default_str();
+  cmd->add_option("--format", o->format,
+                  "Input format: jsonl or text (default: jsonl when the first non-blank line "
+                  "starts with '{')");
+  cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
+  cmd->footer(kBatchFooter);
+  cmd->callback([o] { RunBatch(*o); });
+}
+
+}  // namespace wc
