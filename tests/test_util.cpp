@@ -57,6 +57,31 @@ RunResult RunWormchat(const std::vector<std::string>& args, const std::string& i
   return r;
 }
 
+pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
+                    const std::string& err_path) {
+  std::vector<std::string> argv_s = {WORMCHAT_BINARY};
+  argv_s.insert(argv_s.end(), args.begin(), args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  if (rc != 0) throw std::runtime_error(std::string("cannot run ") + argv[0]);
+  return pid;
+}
+
+int WaitWormchat(pid_t pid) {
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("waitpid failed");
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 TempDir::TempDir() {
   const char* tmp = std::getenv("TMPDIR");
   std::string tmpl = std::string(tmp ? tmp : "/tmp") + "/wormchat-test-XXXXXX";

@@ -1,6 +1,8 @@
 // Helpers for end-to-end tests of the real `wormchat` binary.
 #pragma once
 
+#include <sys/types.h>
+
 #include <string>
 #include <vector>
 
@@ -14,6 +16,12 @@ struct RunResult {
 
 // Runs the wormchat binary with `args` (no shell), stdin from `input`.
 RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input = "");
+// Starts the wormchat binary with `args` in the background (stdin /dev/null, stdout and stderr to
+// the given files) and returns its pid, for tests that signal or kill it mid-run.
+pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
+                    const std::string& err_path);
+// Waits for a spawned process: its exit code, or 128 + the signal that ended it.
+int WaitWormchat(pid_t pid);
 
 // A fresh directory under $TMPDIR, removed when the object dies.
 class TempDir {
