@@ -95,7 +95,7 @@ TEST(BatchTest, TornLastLineIsCutAwayAndRedone) {
   for (size_t i = 0; i + 1 < lines.size(); ++i) head += lines[i] + "\n";
   const std::string& last = lines.back();
   for (const std::string& torn :
-       {last.substr(0, last.size() / 2), last, std::string("{\"id\": \"batch-\n")}) {
+       {last.substr(0, last.size() / 2), last, last.substr(0, 3), last.substr(0, 40) + "\n"}) {
     TempDir dir;
     WriteFile(dir.File("out.jsonl"), head + torn);
     const RunResult r = Batch(dir, LongInput(), dir.File("out.jsonl"), {"-n", "16"});
@@ -104,13 +104,15 @@ TEST(BatchTest, TornLastLineIsCutAwayAndRedone) {
     const std::string out = ReadFile(dir.File("out.jsonl"));
     EXPECT_EQ(out, head + last + "\n");
   }
-  // A bad line before the last is not the writer's: refuse to touch the file.
-  TempDir dir;
-  WriteFile(dir.File("out.jsonl"), "garbage\n" + reference);
-  const RunResult r = Batch(dir, LongInput(), dir.File("out.jsonl"), {"-n", "16"});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("line 1 is not a batch record"), std::string::npos) << r.err;
-  EXPECT_EQ(ReadFile(dir.File("out.jsonl")), "garbage\n" + reference);
+  // A line that is not the writer's, even a last one, is never cut: the file is left alone.
+  for (const std::string& foreign : {"garbage\n" + reference, head + "a note"}) {
+    TempDir dir;
+    WriteFile(dir.File("out.jsonl"), foreign);
+    const RunResult r = Batch(dir, LongInput(), dir.File("out.jsonl"), {"-n", "16"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find("is not a batch record"), std::string::npos) << r.err;
+    EXPECT_EQ(ReadFile(dir.File("out.jsonl")), foreign);
+  }
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -92,6 +93,12 @@ std::optional<std::pair<std::string, bool>> ParseRecord(const std::string& line)
   return std::make_pair(id->get<std::string>(), error != j.end() && !error->is_null());
 }
 
+// Whether a torn line can be the start of one of our records (so cutting it loses nothing else).
+bool LooksLikeRecordStart(const std::string& line) {
+  static const std::string head = "{\"id\":\"batch-";
+  return line.compare(0, head.size(), head, 0, std::min(head.size(), line.size())) == 0;
+}
+
 std::string DirOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   if (slash == std::string::npos) return ".";
@@ -133,12 +140,13 @@ BatchWriter::BatchWriter(const std::string& path) : path_(path) {
     const std::string line =
         data.substr(start, (end == std::string::npos ? data.size() : end) - start);
     const auto record = end == std::string::npos ? std::nullopt : ParseRecord(line);
+    const bool blank = line.find_first_not_of(" \t\r") == std::string::npos;
     if (record) {
       existing_[record->first] = record->second;
       keep = end + 1;
-    } else if (line.find_first_not_of(" \t\r") == std::string::npos && !last) {
+    } else if (blank && !last) {
       keep = end + 1;  // a blank line
-    } else if (!last) {
+    } else if (!last || !(blank || LooksLikeRecordStart(line))) {
       close(fd_);
       throw Error(Cat("-o ", path, ": line ", line_no,
                       " is not a batch record; this is not the output of wormchat batch (or it "

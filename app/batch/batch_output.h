@@ -31,11 +31,12 @@ std::string ErrorRecord(int line, const std::optional<std::string>& custom_id, c
 // Appends records to an output file, each written whole, flushed and fsynced before Append
 // returns. Opening reads the records an earlier run left (so they are skipped) and first cuts away
 // a torn last line: one without its '\n' or that is not a JSON record, as a run killed mid-write
-// leaves it. Holds an exclusive lock on the file while open.
+// leaves it (only if it begins like a record: a file that is not batch output is never cut).
+// Holds an exclusive lock on the file while open.
 class BatchWriter {
  public:
   // Opens or creates `path`. Throws wc::Error naming -o and the path if it cannot be opened, is
-  // in use by another run, or holds a line before the last that is not a record.
+  // in use by another run, or holds a line that is neither a record nor a torn one.
   explicit BatchWriter(const std::string& path);
   ~BatchWriter();
   BatchWriter(const BatchWriter&) = delete;

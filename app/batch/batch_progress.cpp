@@ -73,7 +73,8 @@ void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bo
   const double elapsed = Elapsed();
   Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
            " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
-           " tokens sampled in ", Clock(elapsed), " (",
+           " tokens sampled in ",
+           elapsed < 60 ? Cat(static_cast<int>(elapsed * 10) / 10.0, " s") : Clock(elapsed), " (",
            static_cast<long>(status.tokens_sampled / std::max(elapsed, 1e-9)), " tok/s)"));
 }
 
