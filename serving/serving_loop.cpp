@@ -259,7 +259,8 @@ bool ServingLoop::Step() {
       return false;
     };
     wake_.wait(lock, [&] {
-      return stopping_ || !queue_.empty() || !cancels_.empty() || !closes_.empty() || busy();
+      return stopping_ || !queue_.empty() || !cancels_.empty() || !closes_.empty() || busy() ||
+             (room_freed_ && !waiting_.empty());
     });
     while (!queue_.empty()) {
       waiting_.push_back(std::move(queue_.front()));
@@ -326,6 +327,7 @@ bool ServingLoop::Step() {
 }
 
 void ServingLoop::PickPrompts() {
+  room_freed_ = false;
   // Bad requests end now, wherever they are in the queue.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     if ((*it)->error.empty()) {
@@ -547,6 +549,7 @@ void ServingLoop::Finish(int row, StopReason reason, std::string error) {
   Row& slot = rows_[row];
   std::unique_ptr<Running> run = std::move(slot.run);
   run->stream->Finish();
+  room_freed_ = true;  // a row, KV blocks or a session's turn: what waits may fit now
   RequestResult result = std::move(run->result);
   result.reason = reason;
   result.error = std::move(error);

@@ -149,6 +149,7 @@ class ServingLoop {
   std::map<SessionId, Session> sessions_;         // sessions seen by the loop
   std::deque<std::unique_ptr<Pending>> waiting_;  // taken from queue_, FIFO, not yet admitted
   int64_t admit_seq_ = 0;
+  bool room_freed_ = false;  // a request ended since the last PickPrompts
   int rotate_ = 0;
   int reserved_blocks_ = 0;
   int peak_blocks_ = 0;
