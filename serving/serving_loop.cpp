@@ -388,7 +388,7 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
       return true;
     }
   } else {
-    feed = std::move(p->ids);
+    feed = p->ids;  // a copy: the request stays queued, prompt and all, if there is no room yet
   }
   const int most = static_cast<int>(std::min<int64_t>(
       cur_pos + static_cast<int64_t>(feed.size()) + r.max_new_tokens, options_.ctx));
