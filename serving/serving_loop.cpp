@@ -347,12 +347,14 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   Session* session = nullptr;
   int row = -1;
   if (r.session != 0) {
+    bool open;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (open_sessions_.count(r.session) == 0) {
-        FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"));
-        return true;
-      }
+      open = open_sessions_.count(r.session) != 0;
+    }
+    if (!open) {  // FinishPending takes the lock and calls the observer: not under mu_
+      FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"));
+      return true;
     }
     session = &sessions_[r.session];
     if (session->busy) return false;  // its previous request is still running
