@@ -103,6 +103,7 @@ ServingLoop::ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
   status_.user_rows = options_.user_rows;
   status_.kv_blocks_total = cache_->n_blocks();
   thread_ = std::thread([this] { Run(); });
+  loop_thread_id_ = thread_.get_id();
 }
 
 ServingLoop::~ServingLoop() {
@@ -219,7 +220,11 @@ void ServingLoop::Shutdown(ShutdownMode mode) {
     }
   }
   wake_.notify_one();
-  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  // From an observer's callback, on the loop's own thread: the loop stops after the callback.
+  if (std::this_thread::get_id() == loop_thread_id_) return;
+  // Several threads may shut down at once (a drain turned into a cancel): one joins.
+  std::lock_guard<std::mutex> join_lock(join_mu_);
+  if (thread_.joinable()) thread_.join();
 }
 
 void ServingLoop::Run() {

@@ -157,6 +157,8 @@ class ServingLoop {
   std::deque<std::pair<double, int64_t>> rate_window_;  // (time, tokens sampled) per step
 
   std::thread thread_;
+  std::thread::id loop_thread_id_;  // thread_'s id (thread_ itself changes when it is joined)
+  std::mutex join_mu_;              // serializes joining thread_
 };
 
 }  // namespace wc
