@@ -483,6 +483,8 @@ double ServingLoop::Decode() {
     const double t = Now();
     model_.Forward(batch, *cache_, &logits);
     forward_s += Now() - t;
+    // The most blocks in use is now, before rows that end in this step free theirs.
+    peak_blocks_ = std::max(peak_blocks_, cache_->n_blocks() - cache_->free_blocks());
     for (const PlannedChunk& ch : chunks) {
       rows_[ch.row].cur_pos += ch.n_tokens;
       Running& run = *rows_[ch.row].run;
