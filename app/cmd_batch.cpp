@@ -180,7 +180,8 @@ settings give byte-identical records, so runs can be diffed. Each record is fsyn
 finishes. Rerunning with the same -o resumes: records already there are skipped, a torn last line
 is cut away. Ctrl-C/SIGTERM cancels the rest cleanly; a rerun runs what was not written.
 
-Exit status: 0 when every request succeeded, 1 when any failed (or on a usage error).)";
+Exit status: 0 when every request succeeded, 1 when any failed (its record is an error record),
+non-zero on a usage error; a run stopped by Ctrl-C/SIGTERM ends by that signal (130/143).)";
 
 }  // namespace
 
