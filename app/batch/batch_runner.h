@@ -44,10 +44,6 @@ class BatchRunner {
  private:
   bool RunJobs(std::vector<BatchJob>& jobs, BatchCounts& counts,
                const volatile std::sig_atomic_t& signal);
-  // KV blocks the loop reserves for a request: a ceiling of its prompt plus max_new_tokens, at most
-  // the context, over the block size (0 when the cache is contiguous).
-  int BlocksFor(const Request& r) const;
-
   ServingLoop& loop_;
   BatchWriter& writer_;
   BatchProgress& progress_;
