@@ -71,10 +71,11 @@ void BatchProgress::Update(int done, int failed, const ServingStatus& status) {
 void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bool interrupted) {
   if (!enabled_) return;
   const double elapsed = Elapsed();
+  char took[32];
+  std::snprintf(took, sizeof took, "%.1f s", elapsed);
   Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
            " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
-           " tokens sampled in ",
-           elapsed < 60 ? Cat(static_cast<int>(elapsed * 10) / 10.0, " s") : Clock(elapsed), " (",
+           " tokens sampled in ", elapsed < 60 ? std::string(took) : Clock(elapsed), " (",
            static_cast<long>(status.tokens_sampled / std::max(elapsed, 1e-9)), " tok/s)"));
 }
 
