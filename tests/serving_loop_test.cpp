@@ -1,0 +1,592 @@
+// The serving loop's requests end the way Conversation's generation did (max tokens, EOS, stop
+// strings, a full context), sessions carry a conversation and its RNG stream across requests, bad
+// requests end alone with a clear error, and admission never evicts: what does not fit waits.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/serving_loop_util.h"
+
+namespace wc {
+namespace {
+
+using test::Outcome;
+using test::RequestSpec;
+
+const test::DefaultModel& M() {
+  return test::LoadDefaultModel();
+}
+
+std::unique_ptr<ServingLoop> MakeLoop(ServingOptions o) {
+  return std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), M().chat_format, o);
+}
+
+ServingOptions Rows(int user_rows) {
+  ServingOptions o;
+  o.user_rows = user_rows;
+  o.threads = 1;
+  return o;
+}
+
+RequestSpec GreedyChat(const std::string& question, int max_new_tokens) {
+  RequestSpec s;
+  s.prompt = test::ChatPrompt(question);
+  s.chat = true;
+  s.sampling = test::Greedy();
+  s.max_new_tokens = max_new_tokens;
+  return s;
+}
+
+Outcome RunOne(ServingLoop& loop, const RequestSpec& spec) {
+  return test::Await(*test::Submit(loop, spec));
+}
+
+// ---- Requests queued behind a full loop ----
+
+TEST(ServingLoopQueue, QueuedRequestsStartWhenTheRunningOnesEnd) {
+  // One row, three requests at once: the second and third wait in the queue and must start when
+  // the row frees, without anything else waking the loop.
+  auto loop = MakeLoop(Rows(1));
+  std::vector<std::shared_ptr<WaitingObserver>> observers;
+  for (int i = 0; i < 3; ++i) {
+    RequestSpec s;
+    s.prompt = test::TextPrompt(5 + i);
+    s.max_new_tokens = 4;
+    observers.push_back(test::Submit(*loop, s));
+  }
+  for (size_t i = 0; i < observers.size(); ++i) {
+    const RequestResult* r = observers[i]->WaitFor(std::chrono::seconds(20));
+    ASSERT_NE(r, nullptr) << "request " << i << " never left the queue";
+    EXPECT_EQ(r->reason, StopReason::kMaxTokens);
+    EXPECT_EQ(r->user_row, 0);
+  }
+}
+
+// ---- How a request ends ----
+
+TEST(ServingLoopResults, MaxNewTokensZeroFeedsThePromptAndSamplesNothing) {
+  auto loop = MakeLoop(Rows(2));
+  RequestSpec s;
+  s.prompt = test::TextPrompt(12);
+  s.max_new_tokens = 0;
+  const Outcome o = RunOne(*loop, s);
+  EXPECT_EQ(o.result.reason, StopReason::kMaxTokens);
+  EXPECT_TRUE(o.result.tokens.empty());
+  EXPECT_TRUE(o.result.text.empty());
+  EXPECT_TRUE(o.logits.empty());
+  EXPECT_EQ(o.result.prompt_tokens, 12);
+  EXPECT_EQ(o.result.t_first_token, 0);
+  EXPECT_GE(o.result.user_row, 0);
+  EXPECT_EQ(loop->status().tokens_prefilled, 12);
+}
+
+TEST(ServingLoopResults, MaxNewTokensEndsWithLengthAndReportsTheTimeline) {
+  auto loop = MakeLoop(Rows(2));
+  RequestSpec s;
+  s.prompt = test::TextPrompt(9);
+  s.max_new_tokens = 7;
+  s.stop_at_eos = false;
+  const Outcome o = RunOne(*loop, s);
+  EXPECT_EQ(o.result.reason, StopReason::kMaxTokens);
+  EXPECT_EQ(o.result.tokens.size(), 7u);
+  EXPECT_EQ(o.logits.size(), 7u);
+  EXPECT_EQ(o.logits[0].size(), static_cast<size_t>(M().config().vocab_size));
+  EXPECT_TRUE(o.result.error.empty());
+  EXPECT_GT(o.result.id, 0u);
+  EXPECT_LE(o.result.t_submit, o.result.t_admit);
+  EXPECT_LE(o.result.t_admit, o.result.t_first_token);
+  EXPECT_LE(o.result.t_first_token, o.result.t_finish);
+}
+
+TEST(ServingLoopResults, EosEndsTheReplyAndAddsNoText) {
+  auto loop = MakeLoop(Rows(2));
+  const Outcome o = RunOne(*loop, GreedyChat("What does it mean to sail?", 100));
+  ASSERT_EQ(o.result.reason, StopReason::kEos);
+  ASSERT_FALSE(o.result.tokens.empty());
+  EXPECT_EQ(o.result.tokens.back(), M().config().eos_token_id);
+  // The chat framing trims the reply's leading space; the text is that of the tokens before EOS.
+  std::vector<int> reply(o.result.tokens.begin(), o.result.tokens.end() - 1);
+  std::string decoded = M().tokenizer->Decode(reply);
+  if (!decoded.empty() && decoded[0] == ' ') decoded.erase(0, 1);
+  EXPECT_EQ(o.result.text, decoded);
+  EXPECT_EQ(o.result.text.rfind("To sail", 0), 0u) << o.result.text;
+
+  // stop_at_eos = false: generation goes on through the EOS, to max_new_tokens, with the same
+  // tokens and logits up to it.
+  RequestSpec on = GreedyChat("What does it mean to sail?", o.result.tokens.size() + 5);
+  on.stop_at_eos = false;
+  const Outcome past = RunOne(*loop, on);
+  EXPECT_EQ(past.result.reason, StopReason::kMaxTokens);
+  ASSERT_EQ(past.result.tokens.size(), o.result.tokens.size() + 5);
+  Outcome prefix = past;
+  prefix.result.tokens.resize(o.result.tokens.size());
+  prefix.logits.resize(o.logits.size());
+  prefix.result.reason = StopReason::kEos;
+  prefix.result.text = o.result.text;
+  test::ExpectSameOutcome(o, prefix, "the reply up to EOS");
+}
+
+TEST(ServingLoopResults, AStopStringEndsTheReplyAndKeepsTheTextBeforeIt) {
+  auto loop = MakeLoop(Rows(2));
+  const Outcome full = RunOne(*loop, GreedyChat("Define harbor.", 100));
+  ASSERT_EQ(full.result.reason, StopReason::kEos);
+  // A stop string starting inside the reply: the third word's first two letters and the space
+  // before them.
+  const std::string& text = full.result.text;
+  const size_t second = text.find(' ');
+  const size_t third = text.find(' ', second + 1);
+  ASSERT_NE(third, std::string::npos) << text;
+  const std::string stop = text.substr(third, 3);
+  RequestSpec s = GreedyChat("Define harbor.", 100);
+  s.stop = {"never in this reply", stop};
+  const Outcome o = RunOne(*loop, s);
+  EXPECT_EQ(o.result.reason, StopReason::kStopString);
+  EXPECT_EQ(o.result.text, text.substr(0, text.find(stop))) << "stop " << stop;
+  // The tokens up to the one that completed the stop string, as in the full reply.
+  ASSERT_LT(o.result.tokens.size(), full.result.tokens.size());
+  EXPECT_TRUE(
+      std::equal(o.result.tokens.begin(), o.result.tokens.end(), full.result.tokens.begin()));
+  EXPECT_EQ(o.logits.size(), o.result.tokens.size());
+}
+
+TEST(ServingLoopResults, AFullContextEndsWithContext) {
+  ServingOptions small = Rows(2);
+  small.ctx = 40;
+  auto loop = MakeLoop(small);
+  RequestSpec s;
+  s.prompt = test::TextPrompt(30);
+  s.sampling = test::Greedy();
+  s.stop_at_eos = false;
+  s.max_new_tokens = 100;
+  const Outcome o = RunOne(*loop, s);
+  EXPECT_EQ(o.result.reason, StopReason::kContextFull);
+  // As Conversation: positions 30..39 take the first 10 sampled tokens, and one more is sampled
+  // from the logits of position 39.
+  EXPECT_EQ(o.result.tokens.size(), 11u);
+  // The same tokens and logits as with room to spare.
+  auto big = MakeLoop(Rows(2));
+  s.max_new_tokens = 11;
+  Outcome roomy = RunOne(*big, s);
+  EXPECT_EQ(roomy.result.reason, StopReason::kMaxTokens);
+  roomy.result.reason = StopReason::kContextFull;
+  test::ExpectSameOutcome(roomy, o, "ctx 40 vs 512");
+  // A prompt of ctx - 1 tokens still gets two; one of ctx tokens is an error.
+  s.prompt = test::TextPrompt(39);
+  const Outcome edge = RunOne(*loop, s);
+  EXPECT_EQ(edge.result.reason, StopReason::kContextFull);
+  EXPECT_EQ(edge.result.tokens.size(), 2u);
+  s.prompt = test::TextPrompt(40);
+  const Outcome over = RunOne(*loop, s);
+  EXPECT_EQ(over.result.reason, StopReason::kError);
+  EXPECT_NE(over.result.error.find("too long for the context of 40"), std::string::npos)
+      << over.result.error;
+}
+
+TEST(ServingLoopResults, TextPromptsAreFramedAsIds) {
+  auto loop = MakeLoop(Rows(2));
+  const RequestSpec ids = GreedyChat("What is a falcon?", 12);
+  RequestSpec text = ids;
+  text.prompt.clear();
+  text.prompt_text = "What is a falcon?";
+  test::ExpectSameOutcome(RunOne(*loop, ids), RunOne(*loop, text), "text vs framed ids");
+  // chat = false: the text is fed as it is ([bos] + text).
+  RequestSpec raw;
+  raw.prompt_text = "A falcon is a bird of prey";
+  raw.sampling = test::Greedy();
+  raw.max_new_tokens = 6;
+  const Outcome r = RunOne(*loop, raw);
+  std::vector<int> want = {M().config().bos_token_id};
+  const std::vector<int> body = M().tokenizer->Encode(raw.prompt_text);
+  want.insert(want.end(), body.begin(), body.end());
+  EXPECT_EQ(r.result.prompt_tokens, static_cast<int>(want.size()));
+  RequestSpec as_ids = raw;
+  as_ids.prompt_text.clear();
+  as_ids.prompt = want;
+  test::ExpectSameOutcome(r, RunOne(*loop, as_ids), "raw text vs its ids");
+}
+
+// ---- Sessions ----
+
+// Turn 1 of the session tests: a framed question, sampled, ending on max tokens (so its last
+// token is still to be fed when turn 2 comes).
+RequestSpec Turn1(SessionId session) {
+  RequestSpec s;
+  s.prompt = test::ChatPrompt("What is a falcon?");
+  s.chat = true;
+  s.sampling.temperature = 1.0f;
+  s.sampling.top_k = 40;
+  s.seed = 42;
+  s.max_new_tokens = 6;
+  s.stop_at_eos = false;
+  s.session = session;
+  return s;
+}
+
+// Turn 2's ids: EOS ends turn 1, then a framed user turn (what `chat` sends).
+std::vector<int> Turn2Ids() {
+  std::vector<int> ids = {M().config().eos_token_id};
+  const std::vector<int> turn = M().chat_format->EncodeUserTurn(*M().tokenizer, "Define harbor.");
+  ids.insert(ids.end(), turn.begin(), turn.end());
+  return ids;
+}
+
+TEST(ServingLoopSessions, ASecondTurnEqualsTheWholeConversationAsOnePrompt) {
+  ServingOptions o = Rows(4);
+  o.kv.block_size = 16;
+  auto loop = MakeLoop(o);
+  const SessionId session = loop->OpenSession();
+  const Outcome t1 = RunOne(*loop, Turn1(session));
+  ASSERT_EQ(t1.result.reason, StopReason::kMaxTokens);
+  const int p1 = static_cast<int>(test::ChatPrompt("What is a falcon?").size());
+  EXPECT_EQ(t1.result.session_pos, p1 + 6);  // 5 tokens in the KV, the 6th pending
+  RequestSpec turn2;
+  turn2.prompt = Turn2Ids();
+  turn2.chat = true;
+  turn2.sampling = test::Greedy();
+  turn2.max_new_tokens = 10;
+  turn2.stop_at_eos = false;
+  turn2.session = session;
+  const Outcome t2 = RunOne(*loop, turn2);
+  EXPECT_EQ(t2.result.reason, StopReason::kMaxTokens);
+  EXPECT_EQ(t2.result.prompt_tokens, 1 + static_cast<int>(turn2.prompt.size()));
+  EXPECT_EQ(t2.result.session_pos, t1.result.session_pos + t2.result.prompt_tokens - 1 + 10);
+
+  RequestSpec whole = turn2;
+  whole.session = 0;
+  whole.prompt = test::ChatPrompt("What is a falcon?");
+  whole.prompt.insert(whole.prompt.end(), t1.result.tokens.begin(), t1.result.tokens.end());
+  whole.prompt.insert(whole.prompt.end(), turn2.prompt.begin(), turn2.prompt.end());
+  Outcome one_shot = RunOne(*loop, whole);
+  one_shot.result.prompt_tokens = t2.result.prompt_tokens;  // the session fed only the new part
+  test::ExpectSameOutcome(one_shot, t2, "turn 2 vs one-shot");
+}
+
+TEST(ServingLoopSessions, TheRngStreamGoesOnAcrossTurns) {
+  auto loop = MakeLoop(Rows(4));
+  const SessionId session = loop->OpenSession();
+  const RequestSpec spec1 = Turn1(session);
+  const Outcome t1 = RunOne(*loop, spec1);
+  RequestSpec turn2;
+  turn2.prompt = Turn2Ids();
+  turn2.sampling.temperature = 1.2f;
+  turn2.sampling.top_k = 0;
+  turn2.sampling.top_p = 1.0f;
+  turn2.seed = 7;  // ignored: the session's stream goes on
+  turn2.max_new_tokens = 12;
+  turn2.stop_at_eos = false;
+  turn2.session = session;
+  const Outcome t2 = RunOne(*loop, turn2);
+  ASSERT_EQ(t2.logits.size(), 12u);
+  // A fresh sampler with turn 1's seed, fed the logits the loop reported, samples both turns.
+  Sampler replay(spec1.sampling, spec1.seed);
+  const int vocab = M().config().vocab_size;
+  for (size_t i = 0; i < t1.logits.size(); ++i)
+    EXPECT_EQ(replay.Sample(t1.logits[i].data(), vocab), t1.result.tokens[i]) << "turn 1, " << i;
+  replay.set_params(turn2.sampling);
+  for (size_t i = 0; i < t2.logits.size(); ++i)
+    EXPECT_EQ(replay.Sample(t2.logits[i].data(), vocab), t2.result.tokens[i]) << "turn 2, " << i;
+  // Turn 2's first logits are the whole conversation's, as a one-shot prompt.
+  RequestSpec whole;
+  whole.prompt = test::ChatPrompt("What is a falcon?");
+  whole.prompt.insert(whole.prompt.end(), t1.result.tokens.begin(), t1.result.tokens.end());
+  whole.prompt.insert(whole.prompt.end(), turn2.prompt.begin(), turn2.prompt.end());
+  whole.max_new_tokens = 1;
+  const Outcome first = RunOne(*loop, whole);
+  ASSERT_EQ(first.logits.size(), 1u);
+  EXPECT_EQ(first.logits[0], t2.logits[0]);
+}
+
+TEST(ServingLoopSessions, ATurnSubmittedWhileThePreviousRunsWaitsForIt) {
+  auto loop = MakeLoop(Rows(4));
+  RequestSpec turn2;
+  turn2.prompt = Turn2Ids();
+  turn2.sampling = test::Greedy();
+  turn2.max_new_tokens = 8;
+  // One after the other...
+  const SessionId a = loop->OpenSession();
+  const Outcome a1 = RunOne(*loop, Turn1(a));
+  turn2.session = a;
+  const Outcome a2 = RunOne(*loop, turn2);
+  // ... and both at once: the second turn waits for the first.
+  const SessionId b = loop->OpenSession();
+  auto b1 = test::Submit(*loop, Turn1(b));
+  turn2.session = b;
+  auto b2 = test::Submit(*loop, turn2);
+  test::ExpectSameOutcome(a1, test::Await(*b1), "turn 1");
+  const Outcome b2_out = test::Await(*b2);
+  test::ExpectSameOutcome(a2, b2_out, "turn 2");
+  EXPECT_EQ(b2_out.result.session_pos, a2.result.session_pos);
+}
+
+TEST(ServingLoopSessions, ResetStartsTheConversationOver) {
+  ServingOptions o = Rows(2);
+  o.kv.block_size = 16;
+  auto loop = MakeLoop(o);
+  const SessionId session = loop->OpenSession();
+  RunOne(*loop, Turn1(session));
+  RequestSpec fresh = GreedyChat("Define harbor.", 8);
+  fresh.session = session;
+  fresh.reset_session = true;
+  const Outcome reset = RunOne(*loop, fresh);
+  // The new prompt and the reply (less a final EOS, which is never fed); nothing of turn 1.
+  const int unfed = reset.result.reason == StopReason::kMaxTokens ? 0 : 1;
+  EXPECT_EQ(reset.result.session_pos, static_cast<int>(fresh.prompt.size()) +
+                                          static_cast<int>(reset.result.tokens.size()) - unfed);
+  fresh.session = 0;
+  fresh.reset_session = false;
+  test::ExpectSameOutcome(RunOne(*loop, fresh), reset, "after reset vs one-shot");
+  // A text turn after the reset is framed as a first turn again ([bos] + user turn).
+  RequestSpec text;
+  text.prompt_text = "What is patience?";
+  text.chat = true;
+  text.sampling = test::Greedy();
+  text.max_new_tokens = 5;
+  text.session = session;
+  text.reset_session = true;
+  const Outcome t = RunOne(*loop, text);
+  EXPECT_EQ(t.result.prompt_tokens, static_cast<int>(test::ChatPrompt("What is patience?").size()));
+}
+
+TEST(ServingLoopSessions, ClosingASessionFreesItsRowAndBlocks) {
+  ServingOptions o = Rows(2);
+  o.kv.block_size = 16;
+  auto loop = MakeLoop(o);
+  const SessionId session = loop->OpenSession();
+  RunOne(*loop, Turn1(session));
+  ServingStatus s = loop->status();
+  EXPECT_EQ(s.session_rows, 1);
+  EXPECT_EQ(s.active_rows, 0);
+  EXPECT_GT(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.kv_blocks_reserved, s.kv_blocks_used);
+  loop->CloseSession(session);
+  EXPECT_TRUE(test::WaitUntil([&] { return loop->status().session_rows == 0; }));
+  s = loop->status();
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.kv_blocks_reserved, 0);
+  // Its id is no longer accepted.
+  RequestSpec late = Turn1(session);
+  const Outcome r = RunOne(*loop, late);
+  EXPECT_EQ(r.result.reason, StopReason::kError);
+  EXPECT_NE(r.result.error.find("not open"), std::string::npos) << r.result.error;
+  loop->CloseSession(session);  // closing twice does nothing
+  loop->CloseSession(12345);
+}
+
+TEST(ServingLoopSessions, ClosingASessionEndsItsRunningAndQueuedTurns) {
+  auto loop = MakeLoop(Rows(2));
+  const SessionId session = loop->OpenSession();
+  RequestSpec long_turn = Turn1(session);
+  long_turn.max_new_tokens = 400;
+  auto running = test::Submit(*loop, long_turn);
+  RequestSpec next;
+  next.prompt = Turn2Ids();
+  next.session = session;
+  auto queued = test::Submit(*loop, next);  // waits: the session is busy
+  ASSERT_TRUE(test::WaitUntil([&] { return loop->status().tokens_sampled > 0; }));
+  loop->CloseSession(session);
+  const RequestResult* r1 = running->WaitFor(std::chrono::seconds(20));
+  const RequestResult* r2 = queued->WaitFor(std::chrono::seconds(20));
+  if (r1 == nullptr || r2 == nullptr) {
+    (void)loop.release();  // the loop is stuck; do not wait for it
+    FAIL() << "closing a session with a queued turn hangs the loop";
+  }
+  EXPECT_EQ(r1->reason, StopReason::kCancelled);
+  EXPECT_GT(r1->tokens.size(), 0u);
+  EXPECT_EQ(r2->reason, StopReason::kError);
+  EXPECT_NE(r2->error.find("closed"), std::string::npos) << r2->error;
+  // The loop goes on.
+  EXPECT_EQ(RunOne(*loop, GreedyChat("What is a falcon?", 3)).result.tokens.size(), 3u);
+  EXPECT_TRUE(test::WaitUntil([&] { return loop->status().session_rows == 0; }));
+}
+
+// ---- Bad requests ----
+
+TEST(ServingLoopErrors, BadRequestsEndAloneWithAClearMessage) {
+  ServingOptions o = Rows(4);
+  o.kv.block_size = 16;
+  o.kv.n_blocks = 8;  // 128 tokens
+  o.ctx = 100;
+  auto loop = MakeLoop(o);
+  const int vocab = M().config().vocab_size;
+  struct Bad {
+    RequestSpec spec;
+    std::string message;  // a part of the error
+  };
+  std::vector<Bad> bad;
+  auto add = [&](std::string message, auto change) {
+    RequestSpec s;
+    s.prompt = test::TextPrompt(10);
+    s.max_new_tokens = 8;
+    change(s);
+    bad.push_back({s, std::move(message)});
+  };
+  add("the prompt is empty", [](RequestSpec& s) { s.prompt.clear(); });
+  add("too long for the context of 100", [](RequestSpec& s) { s.prompt = test::TextPrompt(100); });
+  add("--temperature", [](RequestSpec& s) { s.sampling.temperature = -0.5f; });
+  add("--temperature", [](RequestSpec& s) { s.sampling.temperature = NAN; });
+  add("--top-p", [](RequestSpec& s) { s.sampling.top_p = 1.5f; });
+  add("--top-p", [](RequestSpec& s) { s.sampling.top_p = 0.0f; });
+  add("--top-k", [](RequestSpec& s) { s.sampling.top_k = -1; });
+  add("max_new_tokens must be >= 0", [](RequestSpec& s) { s.max_new_tokens = -1; });
+  add("stop string is empty", [](RequestSpec& s) { s.stop = {"ok", ""}; });
+  add(Cat("token id ", vocab, " is outside the vocabulary"),
+      [&](RequestSpec& s) { s.prompt[3] = vocab; });
+  add("token id -1 is outside the vocabulary", [](RequestSpec& s) { s.prompt[0] = -1; });
+  add("session 999 is not open", [](RequestSpec& s) { s.session = 999; });
+  // 10 + 300 tokens, capped by the context of 100: 7 blocks fit the pool of 8...
+  add("", [](RequestSpec& s) {
+    s.max_new_tokens = 300;
+    s.stop_at_eos = false;
+  });
+  // ... but with a 128-token context they would not: a loop of its own below.
+  std::vector<std::shared_ptr<WaitingObserver>> good, failed;
+  for (size_t i = 0; i < bad.size(); ++i) {
+    RequestSpec g;
+    g.prompt = test::TextPrompt(5 + static_cast<int>(i), static_cast<int>(i));
+    g.seed = i;
+    g.max_new_tokens = 6;
+    good.push_back(test::Submit(*loop, g));
+    failed.push_back(test::Submit(*loop, bad[i].spec));
+  }
+  for (size_t i = 0; i < bad.size(); ++i) {
+    const Outcome f = test::Await(*failed[i]);
+    if (bad[i].message.empty()) {  // the one that fits
+      EXPECT_EQ(f.result.reason, StopReason::kContextFull) << f.result.error;
+      continue;
+    }
+    EXPECT_EQ(f.result.reason, StopReason::kError) << "bad request " << i;
+    EXPECT_NE(f.result.error.find(bad[i].message), std::string::npos)
+        << "bad request " << i << ": " << f.result.error;
+    EXPECT_EQ(f.result.error.find('\n'), std::string::npos) << "one line: " << f.result.error;
+    EXPECT_TRUE(f.result.tokens.empty());
+    EXPECT_EQ(f.result.user_row, -1);
+    const Outcome g = test::Await(*good[i]);
+    EXPECT_NE(g.result.reason, StopReason::kError) << g.result.error;
+    EXPECT_FALSE(g.result.tokens.empty());
+  }
+  const ServingStatus s = loop->status();
+  EXPECT_EQ(s.requests_finished, static_cast<int64_t>(2 * bad.size()));
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.kv_blocks_reserved, 0);
+
+  ServingOptions tight = o;
+  tight.ctx = 0;  // 512
+  auto loop2 = MakeLoop(tight);
+  RequestSpec huge;
+  huge.prompt = test::TextPrompt(10);
+  huge.max_new_tokens = 200;  // 210 tokens: 14 blocks of 16, the pool has 8
+  const Outcome h = RunOne(*loop2, huge);
+  EXPECT_EQ(h.result.reason, StopReason::kError);
+  EXPECT_NE(h.result.error.find("more than the whole pool of 8"), std::string::npos)
+      << h.result.error;
+  // A session turn that could never fit the pool fails the same way when it is admitted.
+  const SessionId session = loop2->OpenSession();
+  huge.session = session;
+  const Outcome hs = RunOne(*loop2, huge);
+  EXPECT_EQ(hs.result.reason, StopReason::kError);
+  EXPECT_NE(hs.result.error.find("more than the whole pool of 8"), std::string::npos)
+      << hs.result.error;
+  huge.max_new_tokens = 20;  // fits: the session runs
+  const Outcome fits = RunOne(*loop2, huge);
+  EXPECT_NE(fits.result.reason, StopReason::kError) << fits.result.error;
+  EXPECT_FALSE(fits.result.tokens.empty());
+}
+
+TEST(ServingLoopErrors, BadOptionsThrowNamingTheFlag) {
+  auto expect_throw = [](ServingOptions o, const std::string& flag) {
+    try {
+      MakeLoop(o);
+      ADD_FAILURE() << "no error for " << flag;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  ServingOptions o = Rows(1);
+  o.user_rows = 0;
+  expect_throw(o, "--user-rows");
+  o = Rows(1);
+  o.max_batch_tokens = 0;
+  expect_throw(o, "--max-batch-tokens");
+  o = Rows(1);
+  o.threads = -1;
+  expect_throw(o, "--threads");
+  o = Rows(1);
+  o.ctx = -5;
+  expect_throw(o, "--ctx");
+}
+
+// ---- Admission: never evict ----
+
+TEST(ServingLoopAdmission, RequestsWaitForKVBlocksAndNothingIsPreempted) {
+  // 12 requests of 4-6 blocks each (prompt plus max_new_tokens) and a pool of 12 blocks: at most
+  // three run at once although 8 rows are free; the rest wait in the queue, in order.
+  std::vector<RequestSpec> specs;
+  for (int i = 0; i < 12; ++i) {
+    RequestSpec s;
+    s.prompt = test::TextPrompt(40 + 3 * i, 7 * i);
+    s.sampling.temperature = 0.8f;
+    s.seed = 100 + i;
+    s.max_new_tokens = 16 + i % 3 * 4;
+    specs.push_back(s);
+  }
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  kv.n_blocks = 12;
+  const std::vector<Outcome> solo = test::RunSolo(specs, kv, /*threads=*/1);
+  ServingOptions o = Rows(8);
+  o.kv = kv;
+  auto loop = MakeLoop(o);
+  std::vector<std::shared_ptr<WaitingObserver>> observers;
+  for (const RequestSpec& s : specs) observers.push_back(test::Submit(*loop, s));
+  bool saw_waiting = false;
+  int most_active = 0;
+  while (observers.back()->WaitFor(std::chrono::milliseconds(0)) == nullptr) {
+    const ServingStatus s = loop->status();
+    EXPECT_LE(s.kv_blocks_used, s.kv_blocks_total);
+    EXPECT_LE(s.kv_blocks_reserved, s.kv_blocks_total);
+    EXPECT_LE(s.kv_blocks_used, s.kv_blocks_reserved);
+    if (s.steps > 0 && s.queued > 0 && s.active_rows > 0 && s.active_rows < 8) saw_waiting = true;
+    most_active = std::max(most_active, s.active_rows);
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  EXPECT_TRUE(saw_waiting) << "requests never waited for KV blocks";
+  EXPECT_LE(most_active, 3);
+  double last_admit = 0;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Outcome got = test::Await(*observers[i]);
+    test::ExpectSameOutcome(solo[i], got, Cat("request ", i));
+    EXPECT_GE(got.result.t_admit, last_admit) << "FIFO admission";
+    last_admit = got.result.t_admit;
+  }
+  loop->Shutdown(ShutdownMode::kDrain);
+  const ServingStatus s = loop->status();
+  EXPECT_EQ(s.kv_blocks_total, 12);
+  EXPECT_LE(s.kv_blocks_peak, 12);
+  EXPECT_GE(s.kv_blocks_peak, 4);  // the smallest request alone writes 55 positions
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_EQ(s.kv_blocks_reserved, 0);
+  EXPECT_EQ(s.queued, 0);
+  EXPECT_EQ(s.requests_finished, 12);
+}
+
+TEST(ServingLoopAdmission, ThePeakCountsBlocksOfRequestsThatEndInTheSameStep) {
+  // A 40-token prompt and one new token: three blocks of 16 are written and freed in one step.
+  ServingOptions o = Rows(2);
+  o.kv.block_size = 16;
+  auto loop = MakeLoop(o);
+  RequestSpec s;
+  s.prompt = test::TextPrompt(40);
+  s.max_new_tokens = 1;
+  EXPECT_EQ(RunOne(*loop, s).result.tokens.size(), 1u);
+  const ServingStatus st = loop->status();
+  EXPECT_EQ(st.kv_blocks_used, 0);
+  EXPECT_EQ(st.kv_blocks_peak, 3);
+}
+
+}  // namespace
+}  // namespace wc

@@ -1,0 +1,166 @@
+#include "tests/serving_loop_util.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+namespace wc::test {
+
+const DefaultModel& LoadDefaultModel() {
+  static const DefaultModel* m = [] {
+    const std::string dir = std::string(WORMCHAT_ASSETS_DIR) + "/default-model";
+    auto* d = new DefaultModel;
+    d->model = FalconModel::Load(dir, ModelOptions{});
+    d->tokenizer = Tokenizer::FromModelDir(dir);
+    d->chat_format = ChatFormat::Load(dir);
+    return d;
+  }();
+  return *m;
+}
+
+namespace {
+
+const char kText[] =
+    "A falcon is a bird of prey with long pointed wings and a notched beak. It hunts over open "
+    "country and dives at great speed to strike its prey in the air. A harbor is a sheltered "
+    "part of a body of water deep enough to provide anchorage for ships. To sail is to travel "
+    "on water in a ship or a boat, propelled by the wind or by an engine. A library is a "
+    "collection of books and other materials kept for reading, study and reference. The river "
+    "flows slowly through the valley, past the old mill and the stone bridge, to the sea. "
+    "Patience is the capacity to accept delay or trouble without getting angry or upset. A "
+    "garden is a plot of ground where herbs, fruits, flowers or vegetables are cultivated. ";
+
+const std::vector<int>& Corpus() {
+  static const std::vector<int> ids = [] {
+    std::string text;
+    for (int i = 0; i < 8; ++i) text += kText;
+    return LoadDefaultModel().tokenizer->Encode(text);
+  }();
+  return ids;
+}
+
+}  // namespace
+
+std::vector<int> TextPrompt(int n, int offset) {
+  const std::vector<int>& corpus = Corpus();
+  EXPECT_GE(n, 1);
+  EXPECT_LE(static_cast<size_t>(offset + n), corpus.size()) << "the test corpus is too short";
+  std::vector<int> ids = {LoadDefaultModel().config().bos_token_id};
+  ids.insert(ids.end(), corpus.begin() + offset, corpus.begin() + offset + n - 1);
+  return ids;
+}
+
+std::vector<int> ChatPrompt(const std::string& question) {
+  const DefaultModel& m = LoadDefaultModel();
+  return EncodePrompt(*m.tokenizer, m.chat_format, question, /*raw=*/false,
+                      m.config().bos_token_id);
+}
+
+SamplingParams Greedy() {
+  SamplingParams p;
+  p.temperature = 0.0f;
+  return p;
+}
+
+Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> observer) {
+  Request r;
+  r.prompt_ids = spec.prompt;
+  r.prompt_text = spec.prompt_text;
+  r.chat = spec.chat;
+  r.sampling = spec.sampling;
+  r.seed = spec.seed;
+  r.max_new_tokens = spec.max_new_tokens;
+  r.stop = spec.stop;
+  r.stop_at_eos = spec.stop_at_eos;
+  r.session = spec.session;
+  r.reset_session = spec.reset_session;
+  r.observer = std::move(observer);
+  return r;
+}
+
+std::shared_ptr<WaitingObserver> Submit(ServingLoop& loop, const RequestSpec& spec) {
+  auto observer = std::make_shared<WaitingObserver>(nullptr, /*keep_logits=*/true);
+  loop.Submit(MakeRequest(spec, observer));
+  return observer;
+}
+
+Outcome Await(WaitingObserver& observer, std::chrono::seconds timeout) {
+  const RequestResult* r = observer.WaitFor(timeout);
+  if (r == nullptr) {
+    std::fprintf(stderr, "a request did not finish within %lld s: the serving loop hangs\n",
+                 static_cast<long long>(timeout.count()));
+    std::abort();
+  }
+  return {*r, observer.logits()};
+}
+
+std::vector<Outcome> RunSolo(const std::vector<RequestSpec>& specs, const KVCacheOptions& kv,
+                             int threads, int ctx) {
+  ServingOptions o;
+  o.user_rows = 1;
+  o.threads = threads;
+  o.ctx = ctx;
+  o.kv = kv;
+  const DefaultModel& m = LoadDefaultModel();
+  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, o);
+  std::vector<std::shared_ptr<WaitingObserver>> observers;
+  for (const RequestSpec& s : specs) observers.push_back(Submit(loop, s));
+  std::vector<Outcome> out;
+  for (auto& obs : observers) out.push_back(Await(*obs));
+  loop.Shutdown(ShutdownMode::kDrain);
+  return out;
+}
+
+void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label) {
+  EXPECT_EQ(StopReasonName(got.result.reason), std::string(StopReasonName(want.result.reason)))
+      << label << ": " << got.result.error;
+  EXPECT_EQ(got.result.tokens, want.result.tokens) << label;
+  EXPECT_EQ(got.result.text, want.result.text) << label;
+  EXPECT_EQ(got.result.prompt_tokens, want.result.prompt_tokens) << label;
+  ASSERT_EQ(got.logits.size(), want.logits.size()) << label;
+  for (size_t t = 0; t < want.logits.size(); ++t) {
+    ASSERT_EQ(got.logits[t].size(), want.logits[t].size()) << label;
+    if (std::memcmp(got.logits[t].data(), want.logits[t].data(),
+                    want.logits[t].size() * sizeof(float)) != 0) {
+      size_t i = 0;
+      while (std::memcmp(&got.logits[t][i], &want.logits[t][i], sizeof(float)) == 0) ++i;
+      ADD_FAILURE() << label << ": logits of token " << t << " differ (first at id " << i << ": "
+                    << got.logits[t][i] << " vs " << want.logits[t][i] << ")";
+      return;
+    }
+  }
+}
+
+bool WaitUntil(const std::function<bool()>& cond, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+int CountThreads() {
+  int n = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+    (void)entry;
+    ++n;
+  }
+  return n;
+}
+
+int EnvInt(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  return std::atoi(v);
+}
+
+int LoopThreads() {
+  return EnvInt("WORMCHAT_LOOP_THREADS", 2);
+}
+
+}  // namespace wc::test

@@ -1,0 +1,82 @@
+// Shared by the serving loop's tests: the default model loaded once per process, request specs,
+// solo reference runs, bit-exact comparison of outcomes, and small polling helpers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kvcache/kv_cache.h"
+#include "model/chat_format.h"
+#include "model/falcon.h"
+#include "model/tokenizer.h"
+#include "serving/serving_loop.h"
+#include "serving/waiting_observer.h"
+
+namespace wc::test {
+
+// assets/default-model with its tokenizer and chat format, loaded on first use (throws wc::Error
+// naming the directory if it is missing: the tests fail, never skip).
+struct DefaultModel {
+  std::unique_ptr<FalconModel> model;
+  std::unique_ptr<Tokenizer> tokenizer;
+  std::optional<ChatFormat> chat_format;
+  const FalconConfig& config() const { return model->config(); }
+};
+const DefaultModel& LoadDefaultModel();
+
+// [bos] + n - 1 tokens of a fixed English text starting at token `offset` (n >= 1, n <= 1024).
+std::vector<int> TextPrompt(int n, int offset = 0);
+// A question framed as a first chat turn ([bos] + "User: ...\nAssistant:"), for Request::chat.
+std::vector<int> ChatPrompt(const std::string& question);
+
+// Everything a test varies about a request; Submit turns it into a Request.
+struct RequestSpec {
+  std::vector<int> prompt;
+  std::string prompt_text;  // used when prompt is empty
+  bool chat = false;
+  SamplingParams sampling;
+  uint64_t seed = 0;
+  int max_new_tokens = 16;
+  std::vector<std::string> stop;
+  bool stop_at_eos = true;
+  SessionId session = 0;
+  bool reset_session = false;
+};
+
+SamplingParams Greedy();
+Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> observer);
+// Submits with a WaitingObserver that keeps the logits.
+std::shared_ptr<WaitingObserver> Submit(ServingLoop& loop, const RequestSpec& spec);
+
+struct Outcome {
+  RequestResult result;
+  std::vector<std::vector<float>> logits;  // [tokens][vocab]
+};
+// Waits for the request (aborting the process after `timeout`: a hung loop must not hang CI).
+Outcome Await(WaitingObserver& observer, std::chrono::seconds timeout = std::chrono::seconds(300));
+
+// Every spec run alone: a loop with one user row, the requests queued one after another.
+std::vector<Outcome> RunSolo(const std::vector<RequestSpec>& specs, const KVCacheOptions& kv,
+                             int threads = 1, int ctx = 0);
+
+// Bit-identical tokens, reason, text and logits (memcmp); `label` names the case in failures.
+void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label);
+
+// Polls `cond` every millisecond until it holds or `timeout` passes; returns whether it held.
+bool WaitUntil(const std::function<bool()>& cond,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(60000));
+
+// Entries of /proc/self/task: the process's threads.
+int CountThreads();
+// An environment variable as an int, or `fallback` when unset or empty.
+int EnvInt(const char* name, int fallback);
+// ServingOptions::threads for the concurrency tests: $WORMCHAT_LOOP_THREADS, default 2. The TSan
+// run sets 1 (libgomp is not instrumented, so its team threads would only bring false reports).
+int LoopThreads();
+
+}  // namespace wc::test
