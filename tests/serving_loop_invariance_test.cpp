@@ -15,6 +15,7 @@
 // one paged row at budget 7 with 2 threads. Comparing paged runs with the contiguous reference
 // also checks that the layout changes nothing. About 45 s in Release on 2 cores.
 #include <algorithm>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ struct FormatCase {
   KVDType dtype;
   BatchConfig a, b;
 };
+
+std::string Describe(const BatchConfig& c) {
+  return Cat(c.block_size == 0 ? "contiguous" : Cat("paged ", c.block_size), ", ", c.user_rows,
+             c.user_rows == 1 ? " row" : " rows", ", budget ", c.max_batch_tokens, ", ", c.threads,
+             c.threads == 1 ? " thread" : " threads");
+}
+
+// How gtest names a case in its output (instead of a byte dump).
+void PrintTo(const FormatCase& fc, std::ostream* os) {
+  *os << KVDTypeName(fc.dtype) << ": " << Describe(fc.a) << " / " << Describe(fc.b);
+}
 
 // {block_size, user_rows, max_batch_tokens, threads} of the two batched runs of each format.
 const FormatCase kCases[] = {
@@ -151,9 +163,7 @@ TEST_P(BatchInvariance, TokensAndLogitsAreBitIdenticalToTheSoloRun) {
   EXPECT_GT(length, 0);
   EXPECT_GT(eos + stop, 0);
   for (const BatchConfig& c : {fc.a, fc.b}) {
-    const std::string config =
-        Cat(KVDTypeName(fc.dtype), " block ", c.block_size, ", ", c.user_rows, " rows, budget ",
-            c.max_batch_tokens, ", ", c.threads, " threads");
+    const std::string config = Cat(KVDTypeName(fc.dtype), ", ", Describe(c));
     const std::vector<Outcome> batched = RunBatched(specs, fc.dtype, c);
     ASSERT_EQ(batched.size(), solo.size());
     for (size_t i = 0; i < solo.size(); ++i)

@@ -146,6 +146,7 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
   std::vector<std::atomic<RequestId>> ids(n);  // 0 until submitted
 
   std::map<RequestId, bool> cancelled;  // id -> Cancel returned true (ever)
+  int cancel_missed = 0;                // Cancel calls that found nothing live
   {
     ServingOptions o;
     o.user_rows = 6;
@@ -191,7 +192,10 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
     });
     for (auto& t : submitters) t.join();
     canceller.join();
-    for (const auto& [id, ok] : cancel_log) cancelled[id] = cancelled[id] || ok;
+    for (const auto& [id, ok] : cancel_log) {
+      cancelled[id] = cancelled[id] || ok;
+      cancel_missed += !ok;
+    }
     loop.Shutdown(ShutdownMode::kDrain);
 
     const ServingStatus s = loop.status();
@@ -206,7 +210,7 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
     EXPECT_EQ(loop.Cancel(ids[0]), false);  // everything has ended
   }
 
-  int n_cancelled = 0, n_error = 0, n_normal = 0;
+  int n_cancelled = 0, n_cancelled_queued = 0, n_error = 0, n_normal = 0;
   std::map<RequestId, int> by_id;
   for (int i = 0; i < n; ++i) {
     const CountingObserver& obs = *observers[i];
@@ -219,6 +223,7 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
     const RequestSpec& spec = requests[i].spec;
     if (r.reason == StopReason::kCancelled) {
       ++n_cancelled;
+      n_cancelled_queued += r.user_row < 0;
       EXPECT_TRUE(was_cancelled) << "request " << i << " ended cancelled but nobody cancelled it";
     } else if (r.reason == StopReason::kError) {
       ++n_error;
@@ -242,8 +247,12 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
   EXPECT_EQ(by_id.size(), static_cast<size_t>(n)) << "ids are unique";
   EXPECT_GT(n_normal, 0);
   EXPECT_GT(n_error, 0);
-  std::printf("[ stress   ] %d requests: %d normal, %d cancelled, %d errors\n", n, n_normal,
-              n_cancelled, n_error);
+  EXPECT_GT(n_cancelled, 0);
+  EXPECT_GT(cancel_missed, 0) << "no Cancel of a finished or unknown id";
+  std::printf(
+      "[ stress   ] %d requests: %d normal, %d cancelled (%d while queued), %d errors; %d "
+      "Cancel calls found nothing live\n",
+      n, n_normal, n_cancelled, n_cancelled_queued, n_error, cancel_missed);
 
   // No thread is left behind (see TheLoopLeavesNoThreadBehind).
   EXPECT_TRUE(test::WaitUntil([&] { return test::CountThreads() <= threads_before; },
@@ -478,6 +487,7 @@ TEST(ServingLoopConcurrency, StatusIsReadableFromAnotherThreadWhileTheLoopRuns) 
   EXPECT_GT(polls, 10);
   EXPECT_EQ(violations, 0);
   EXPECT_GT(best_rate, 0.0) << "tokens_per_s never rose above 0";
+  loop->Shutdown(ShutdownMode::kDrain);
   const ServingStatus s = loop->status();
   EXPECT_EQ(s.tokens_sampled, 12 * 20);
   EXPECT_GT(s.steps, 20);

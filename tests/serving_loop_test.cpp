@@ -82,6 +82,7 @@ TEST(ServingLoopResults, MaxNewTokensZeroFeedsThePromptAndSamplesNothing) {
   EXPECT_EQ(o.result.prompt_tokens, 12);
   EXPECT_EQ(o.result.t_first_token, 0);
   EXPECT_GE(o.result.user_row, 0);
+  loop->Shutdown(ShutdownMode::kDrain);  // status() is final once the loop has stopped
   EXPECT_EQ(loop->status().tokens_prefilled, 12);
 }
 
@@ -358,9 +359,10 @@ TEST(ServingLoopSessions, ClosingASessionFreesItsRowAndBlocks) {
   auto loop = MakeLoop(o);
   const SessionId session = loop->OpenSession();
   RunOne(*loop, Turn1(session));
+  // status() is updated at the end of the step in which the turn ended.
+  ASSERT_TRUE(test::WaitUntil([&] { return loop->status().active_rows == 0; }));
   ServingStatus s = loop->status();
   EXPECT_EQ(s.session_rows, 1);
-  EXPECT_EQ(s.active_rows, 0);
   EXPECT_GT(s.kv_blocks_used, 0);
   EXPECT_EQ(s.kv_blocks_reserved, s.kv_blocks_used);
   loop->CloseSession(session);
@@ -469,6 +471,7 @@ TEST(ServingLoopErrors, BadRequestsEndAloneWithAClearMessage) {
     EXPECT_NE(g.result.reason, StopReason::kError) << g.result.error;
     EXPECT_FALSE(g.result.tokens.empty());
   }
+  loop->Shutdown(ShutdownMode::kDrain);
   const ServingStatus s = loop->status();
   EXPECT_EQ(s.requests_finished, static_cast<int64_t>(2 * bad.size()));
   EXPECT_EQ(s.kv_blocks_used, 0);
@@ -583,6 +586,7 @@ TEST(ServingLoopAdmission, ThePeakCountsBlocksOfRequestsThatEndInTheSameStep) {
   s.prompt = test::TextPrompt(40);
   s.max_new_tokens = 1;
   EXPECT_EQ(RunOne(*loop, s).result.tokens.size(), 1u);
+  loop->Shutdown(ShutdownMode::kDrain);
   const ServingStatus st = loop->status();
   EXPECT_EQ(st.kv_blocks_used, 0);
   EXPECT_EQ(st.kv_blocks_peak, 3);
