@@ -577,6 +577,34 @@ TEST(ServingLoopAdmission, RequestsWaitForKVBlocksAndNothingIsPreempted) {
   EXPECT_EQ(s.requests_finished, 12);
 }
 
+TEST(ServingLoopAdmission, AnIdleSessionKeepsItsRowUntilClosed) {
+  // One row, held by a session between its turns: a one-shot request waits (the session is never
+  // evicted) and runs once the session is closed; at a drain, one that can never get the row ends
+  // with an error.
+  auto loop = MakeLoop(Rows(1));
+  RequestSpec one_shot;
+  one_shot.prompt = test::TextPrompt(8);
+  one_shot.max_new_tokens = 3;
+  const SessionId session = loop->OpenSession();
+  RunOne(*loop, Turn1(session));
+  auto waits = test::Submit(*loop, one_shot);
+  EXPECT_EQ(waits->WaitFor(std::chrono::milliseconds(200)), nullptr);
+  EXPECT_EQ(loop->status().queued, 1);
+  EXPECT_EQ(loop->status().session_rows, 1);
+  loop->CloseSession(session);
+  const Outcome ran = test::Await(*waits);
+  EXPECT_NE(ran.result.reason, StopReason::kError) << ran.result.error;
+  EXPECT_EQ(ran.result.user_row, 0);
+
+  RunOne(*loop, Turn1(loop->OpenSession()));
+  auto never = test::Submit(*loop, one_shot);
+  loop->Shutdown(ShutdownMode::kDrain);
+  const RequestResult* r = never->WaitFor(std::chrono::milliseconds(0));
+  ASSERT_NE(r, nullptr);
+  EXPECT_EQ(r->reason, StopReason::kError);
+  EXPECT_NE(r->error.find("shut down before there was room"), std::string::npos) << r->error;
+}
+
 TEST(ServingLoopAdmission, ThePeakCountsBlocksOfRequestsThatEndInTheSameStep) {
   // A 40-token prompt and one new token: three blocks of 16 are written and freed in one step.
   ServingOptions o = Rows(2);
