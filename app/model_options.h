@@ -32,8 +32,6 @@ struct ModelRunOptions {
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
 };
 
-// Paged KV blocks of this many tokens: the serving loop's default layout (vLLM-style).
-constexpr int kServingBlockSize = 64;
 // ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
 inline ModelRunOptions ServingRunDefaults() {
   ModelRunOptions o;

@@ -64,7 +64,11 @@ struct Request {
 struct RequestResult {
   RequestId id = 0;
   StopReason reason = StopReason::kMaxTokens;
-  std::string error;        // reason kError: what was wrong, one line
+  std::string error;  // reason kError: what was wrong, one line
+  // reason kError: the request itself was bad and was refused before it ran (an invalid value, a
+  // prompt that cannot fit, an unknown session); false when the loop failed it (shutdown, a
+  // forward pass that failed).
+  bool rejected = false;
   std::vector<int> tokens;  // sampled ids, including a final EOS if one was sampled
   std::string text;         // exactly what OnText delivered
   int prompt_tokens = 0;    // tokens this request fed before generating (its framed prompt)

@@ -339,7 +339,7 @@ void ServingLoop::PickPrompts() {
       ++it;
       continue;
     }
-    FinishPending(**it, StopReason::kError, (*it)->error);
+    FinishPending(**it, StopReason::kError, (*it)->error, /*rejected=*/true);
     it = waiting_.erase(it);
   }
   // FIFO: the head waits for room, and everything behind it waits too (no starvation).
@@ -358,7 +358,8 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
       open = open_sessions_.count(r.session) != 0;
     }
     if (!open) {  // FinishPending takes the lock and calls the observer: not under mu_
-      FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"));
+      FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"),
+                    /*rejected=*/true);
       return true;
     }
     session = &sessions_[r.session];
@@ -382,7 +383,11 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
                  : EncodeTurn(*tokenizer_, chat_format_, r.prompt_text, r.chat,
                               reset || !session->had_turn, c.bos_token_id, c.eos_token_id);
     } catch (const Error& e) {
-      FinishPending(*p, StopReason::kError, e.what());
+      FinishPending(*p, StopReason::kError, e.what(), /*rejected=*/true);
+      return true;
+    }
+    if (turn.empty()) {
+      FinishPending(*p, StopReason::kError, "the prompt is empty", /*rejected=*/true);
       return true;
     }
     if (!reset) feed = session->pending;
@@ -391,7 +396,8 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
       FinishPending(
           *p, StopReason::kError,
           Cat("the conversation holds ", cur_pos, " tokens and this turn adds ", feed.size(),
-              ": more than the context of ", options_.ctx, " tokens allows; reset the session"));
+              ": more than the context of ", options_.ctx, " tokens allows; reset the session"),
+          /*rejected=*/true);
       return true;
     }
   } else {
@@ -404,7 +410,8 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     if (need > cache_->n_blocks()) {
       FinishPending(*p, StopReason::kError,
                     Cat("the conversation plus max_new_tokens need ", need,
-                        " KV blocks, more than the whole pool of ", cache_->n_blocks()));
+                        " KV blocks, more than the whole pool of ", cache_->n_blocks()),
+                    /*rejected=*/true);
       return true;
     }
     if (reserved_blocks_ - slot.reserved_blocks + need > cache_->n_blocks()) return false;
@@ -587,9 +594,10 @@ void ServingLoop::Finish(int row, StopReason reason, std::string error) {
   run->req.observer->OnFinish(result);
 }
 
-void ServingLoop::FinishPending(Pending& p, StopReason reason, std::string error) {
+void ServingLoop::FinishPending(Pending& p, StopReason reason, std::string error, bool rejected) {
   RequestResult result;
   result.id = p.id;
+  result.rejected = rejected;
   result.reason = reason;
   result.error = std::move(error);
   result.t_submit = p.t_submit;

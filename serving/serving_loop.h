@@ -41,12 +41,20 @@
 
 namespace wc {
 
+// Paged KV blocks of this many tokens: the loop's default layout (TensorRT-LLM's default too).
+constexpr int kServingBlockSize = 64;
+
 struct ServingOptions {
   int user_rows = 32;          // --user-rows: requests running at once
   int max_batch_tokens = 256;  // --max-batch-tokens: tokens per forward call (>= 1)
   int threads = 0;             // OpenMP threads of the loop's thread (0 = all cores)
   int ctx = 0;                 // positions per user row (0 = the model's max_position_embeddings)
-  KVCacheOptions kv;           // format, scales; block_size 0 = contiguous, else paged
+  // Format and scales; block_size 0 = contiguous, else paged (the default: kServingBlockSize).
+  KVCacheOptions kv = [] {
+    KVCacheOptions o;
+    o.block_size = kServingBlockSize;
+    return o;
+  }();
 };
 
 struct ServingStatus {
@@ -118,7 +126,8 @@ class ServingLoop {
   double Decode();
   void SwitchTokens(int row, const float* logits);
   void Finish(int row, StopReason reason, std::string error = {});
-  void FinishPending(Pending& p, StopReason reason, std::string error);
+  // rejected: the request itself was bad (RequestResult::rejected).
+  void FinishPending(Pending& p, StopReason reason, std::string error, bool rejected = false);
   void UpdateStatus(double step_s, double forward_s, int64_t sampled);
   int BlocksFor(int n_tokens) const;
   double Now() const;

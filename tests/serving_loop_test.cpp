@@ -467,6 +467,7 @@ TEST(ServingLoopErrors, BadRequestsEndAloneWithAClearMessage) {
     EXPECT_EQ(f.result.error.find('\n'), std::string::npos) << "one line: " << f.result.error;
     EXPECT_TRUE(f.result.tokens.empty());
     EXPECT_EQ(f.result.user_row, -1);
+    EXPECT_TRUE(f.result.rejected) << "bad request " << i;
     const Outcome g = test::Await(*good[i]);
     EXPECT_NE(g.result.reason, StopReason::kError) << g.result.error;
     EXPECT_FALSE(g.result.tokens.empty());

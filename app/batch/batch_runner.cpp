@@ -47,10 +47,9 @@ class BatchObserver : public RequestObserver {
   size_t job_;                            // index into the jobs
 };
 
-// A loop failure (after admission, or the loop itself) rather than a request it rejected.
+// A request the loop refused for its content, or a failure of the loop itself.
 const char* ErrorCode(const RequestResult& r) {
-  return r.user_row >= 0 || r.error.rfind("the serving loop", 0) == 0 ? "internal_error"
-                                                                      : "invalid_request";
+  return r.rejected ? "invalid_request" : "internal_error";
 }
 
 }  // namespace
