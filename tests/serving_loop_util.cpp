@@ -163,4 +163,42 @@ int LoopThreads() {
   return EnvInt("WORMCHAT_LOOP_THREADS", 2);
 }
 
+std::unique_ptr<ServingLoop> MakeLoop(const ServingOptions& o) {
+  const DefaultModel& m = LoadDefaultModel();
+  return std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), m.chat_format, o);
+}
+
+ServingOptions Rows(int user_rows) {
+  ServingOptions o;
+  o.user_rows = user_rows;
+  o.threads = 1;
+  return o;
+}
+
+RequestSpec GreedyChat(const std::string& question, int max_new_tokens) {
+  RequestSpec s;
+  s.prompt = ChatPrompt(question);
+  s.chat = true;
+  s.sampling = Greedy();
+  s.max_new_tokens = max_new_tokens;
+  return s;
+}
+
+Outcome RunOne(ServingLoop& loop, const RequestSpec& spec) {
+  return Await(*Submit(loop, spec));
+}
+
+RequestSpec Turn1(SessionId session) {
+  RequestSpec s;
+  s.prompt = ChatPrompt("What is a falcon?");
+  s.chat = true;
+  s.sampling.temperature = 1.0f;
+  s.sampling.top_k = 40;
+  s.seed = 42;
+  s.max_new_tokens = 6;
+  s.stop_at_eos = false;
+  s.session = session;
+  return s;
+}
+
 }  // namespace wc::test

@@ -79,4 +79,18 @@ int EnvInt(const char* name, int fallback);
 // run sets 1 (libgomp is not instrumented, so its team threads would only bring false reports).
 int LoopThreads();
 
+// ---- Shared by the request-level tests (serving_loop_test.cpp, serving_loop_session_test.cpp)
+// ----
+
+// A loop on the default model.
+std::unique_ptr<ServingLoop> MakeLoop(const ServingOptions& o);
+// Options with `user_rows` rows and one OpenMP thread.
+ServingOptions Rows(int user_rows);
+// A greedy chat-framed request.
+RequestSpec GreedyChat(const std::string& question, int max_new_tokens);
+// Submits and waits.
+Outcome RunOne(ServingLoop& loop, const RequestSpec& spec);
+// A session's sampled first turn (6 tokens, EOS ignored).
+RequestSpec Turn1(SessionId session);
+
 }  // namespace wc::test

@@ -32,33 +32,16 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input) {
   TempDir io;
   WriteFile(io.File("in"), input);
-  std::vector<std::string> argv_s = {WORMCHAT_BINARY};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, io.File("in").c_str(), O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, io.File("out").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  posix_spawn_file_actions_addopen(&fa, 2, io.File("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                   0644);
-  pid_t pid;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0)
-    throw std::runtime_error(std::string("cannot run ") + argv[0]);
-  posix_spawn_file_actions_destroy(&fa);
-  int status = 0;
-  waitpid(pid, &status, 0);
+  const pid_t pid = SpawnWormchat(args, io.File("out"), io.File("err"), io.File("in"));
   RunResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.exit_code = WaitWormchat(pid);
   r.out = ReadFile(io.File("out"));
   r.err = ReadFile(io.File("err"));
   return r;
 }
 
 pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
-                    const std::string& err_path) {
+                    const std::string& err_path, const std::string& in_path) {
   std::vector<std::string> argv_s = {WORMCHAT_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -66,7 +49,7 @@ pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out
   argv.push_back(nullptr);
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 0, in_path.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&fa, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
   pid_t pid;

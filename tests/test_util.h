@@ -16,10 +16,10 @@ struct RunResult {
 
 // Runs the wormchat binary with `args` (no shell), stdin from `input`.
 RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input = "");
-// Starts the wormchat binary with `args` in the background (stdin /dev/null, stdout and stderr to
-// the given files) and returns its pid, for tests that signal or kill it mid-run.
+// Starts the wormchat binary with `args` in the background (stdin from `in_path`, stdout and
+// stderr to the given files) and returns its pid, for tests that signal or kill it mid-run.
 pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
-                    const std::string& err_path);
+                    const std::string& err_path, const std::string& in_path = "/dev/null");
 // Waits for a spawned process: its exit code, or 128 + the signal that ended it.
 int WaitWormchat(pid_t pid);
 

@@ -1,0 +1,291 @@
+// The work of one serving-loop step: pick_prompts (PickPrompts, Admit), prepare_inputs and decode
+// (Decode), switch_tokens and push_outputs (SwitchTokens), update_users (Finish, FinishPending).
+#include <algorithm>
+
+#include "serving/serving_loop.h"
+#include "serving/serving_loop_state.h"
+#include "serving/step_planner.h"
+#include "util/error.h"
+
+namespace wc {
+
+void ServingLoop::PickPrompts() {
+  room_freed_ = false;
+  // Bad requests end now, wherever they are in the queue.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if ((*it)->error.empty()) {
+      ++it;
+      continue;
+    }
+    FinishPending(**it, StopReason::kError, (*it)->error, /*rejected=*/true);
+    it = waiting_.erase(it);
+  }
+  // FIFO: the head waits for room, and everything behind it waits too (no starvation).
+  while (!waiting_.empty() && Admit(waiting_.front())) waiting_.pop_front();
+}
+
+bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
+  const FalconConfig& c = model_.config();
+  Request& r = p->req;
+  Session* session = nullptr;
+  int row = -1;
+  if (r.session != 0) {
+    bool open;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      open = open_sessions_.count(r.session) != 0;
+    }
+    if (!open) {  // FinishPending takes the lock and calls the observer: not under mu_
+      FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"),
+                    /*rejected=*/true);
+      return true;
+    }
+    session = &sessions_[r.session];
+    if (session->busy) return false;  // its previous request is still running
+    row = session->row;
+  }
+  if (row < 0) {
+    for (int i = 0; i < options_.user_rows && row < 0; ++i)
+      if (!rows_[i].run && rows_[i].session == 0) row = i;
+    if (row < 0) return false;  // every row is busy
+  }
+  Row& slot = rows_[row];
+  const bool reset = session != nullptr && r.reset_session;
+  const int cur_pos = reset ? 0 : slot.cur_pos;
+  std::vector<int> feed;
+  if (session != nullptr) {
+    std::vector<int> turn;
+    try {
+      turn = !r.prompt_ids.empty()
+                 ? r.prompt_ids
+                 : EncodeTurn(*tokenizer_, chat_format_, r.prompt_text, r.chat,
+                              reset || !session->had_turn, c.bos_token_id, c.eos_token_id);
+    } catch (const Error& e) {
+      FinishPending(*p, StopReason::kError, e.what(), /*rejected=*/true);
+      return true;
+    }
+    if (turn.empty()) {
+      FinishPending(*p, StopReason::kError, "the prompt is empty", /*rejected=*/true);
+      return true;
+    }
+    if (!reset) feed = session->pending;
+    feed.insert(feed.end(), turn.begin(), turn.end());
+    if (cur_pos + static_cast<int64_t>(feed.size()) >= options_.ctx) {
+      FinishPending(
+          *p, StopReason::kError,
+          Cat("the conversation holds ", cur_pos, " tokens and this turn adds ", feed.size(),
+              ": more than the context of ", options_.ctx, " tokens allows; reset the session"),
+          /*rejected=*/true);
+      return true;
+    }
+  } else {
+    feed = p->ids;  // a copy: the request stays queued, prompt and all, if there is no room yet
+  }
+  const int most = static_cast<int>(std::min<int64_t>(
+      cur_pos + static_cast<int64_t>(feed.size()) + r.max_new_tokens, options_.ctx));
+  const int need = std::max(BlocksFor(most), reset ? 0 : slot.reserved_blocks);
+  if (cache_->paged()) {
+    if (need > cache_->n_blocks()) {
+      FinishPending(*p, StopReason::kError,
+                    Cat("the conversation plus max_new_tokens need ", need,
+                        " KV blocks, more than the whole pool of ", cache_->n_blocks()),
+                    /*rejected=*/true);
+      return true;
+    }
+    if (reserved_blocks_ - slot.reserved_blocks + need > cache_->n_blocks()) return false;
+  }
+
+  // Admitted.
+  if (reset) {
+    cache_->ResetUser(row);
+    slot.cur_pos = 0;
+    session->pending.clear();
+    session->had_turn = false;
+  }
+  reserved_blocks_ += need - slot.reserved_blocks;
+  slot.reserved_blocks = need;
+  auto run = std::make_unique<Running>();
+  run->id = p->id;
+  run->req = std::move(p->req);
+  run->admit_seq = admit_seq_++;
+  if (session != nullptr) {
+    if (session->sampler == nullptr)
+      session->sampler = std::make_unique<Sampler>(run->req.sampling, run->req.seed);
+    else
+      session->sampler->set_params(run->req.sampling);
+    run->sampler = session->sampler.get();
+    session->pending.clear();
+    session->busy = true;
+    session->row = row;
+    slot.session = run->req.session;
+  } else {
+    run->own_sampler = std::make_unique<Sampler>(run->req.sampling, run->req.seed);
+    run->sampler = run->own_sampler.get();
+  }
+  const bool framed = chat_format_.has_value() && run->req.chat;
+  std::vector<std::string> stop = run->req.stop;
+  if (framed) stop.insert(stop.end(), chat_format_->stop.begin(), chat_format_->stop.end());
+  run->sink = std::make_unique<ObserverSink>(*run->req.observer);
+  run->stream = std::make_unique<TextStream>(stop, *run->sink, /*trim_leading_space=*/framed);
+  run->to_feed = std::move(feed);
+  run->result.id = run->id;
+  run->result.prompt_tokens = static_cast<int>(run->to_feed.size());
+  run->result.user_row = row;
+  run->result.t_submit = p->t_submit;
+  run->result.t_admit = Now();
+  slot.run = std::move(run);
+  return true;
+}
+
+double ServingLoop::Decode() {
+  // prepare_inputs
+  std::vector<RowDemand> demands;
+  for (int row = 0; row < options_.user_rows; ++row) {
+    const Running* run = rows_[row].run.get();
+    if (run == nullptr) continue;
+    demands.push_back(
+        {row, static_cast<int>(run->to_feed.size() - run->fed), run->decoding, run->admit_seq});
+  }
+  const std::vector<PlannedChunk> plan =
+      PlanStep(std::move(demands), options_.max_batch_tokens, rotate_);
+  rotate_ = (rotate_ + 1) % options_.user_rows;
+
+  // decode, then switch_tokens / push_outputs / update_users for the rows that got logits.
+  double forward_s = 0;
+  std::vector<float> logits;  // [rows with logits, vocab_size]
+  auto run_chunks = [&](const std::vector<PlannedChunk>& chunks) {
+    TokenBatch batch;
+    std::vector<int> logit_owner;  // row of each logits row
+    for (const PlannedChunk& ch : chunks) {
+      const Running& run = *rows_[ch.row].run;
+      for (int i = 0; i < ch.n_tokens; ++i) {
+        const size_t k = run.fed + i;
+        const bool last = k + 1 == run.to_feed.size();
+        batch.Add(run.to_feed[k], ch.row, rows_[ch.row].cur_pos + i, last);
+        if (last) logit_owner.push_back(ch.row);
+      }
+    }
+    const double t = Now();
+    model_.Forward(batch, *cache_, &logits);
+    forward_s += Now() - t;
+    // The most blocks in use is now, before rows that end in this step free theirs.
+    peak_blocks_ = std::max(peak_blocks_, cache_->n_blocks() - cache_->free_blocks());
+    for (const PlannedChunk& ch : chunks) {
+      rows_[ch.row].cur_pos += ch.n_tokens;
+      Running& run = *rows_[ch.row].run;
+      run.fed += ch.n_tokens;
+      if (!run.decoding) tokens_prefilled_ += ch.n_tokens;
+    }
+    const int vocab = model_.config().vocab_size;
+    for (size_t j = 0; j < logit_owner.size(); ++j)
+      SwitchTokens(logit_owner[j], &logits[j * static_cast<size_t>(vocab)]);
+  };
+  try {
+    run_chunks(plan);
+  } catch (const Error&) {
+    // One request's input broke the forward pass (e.g. its activations overflowed). Rerun each row
+    // alone - bit-identical, the kernels being batch-invariant - and end only the rows that fail.
+    for (const PlannedChunk& ch : plan) {
+      try {
+        run_chunks({ch});
+      } catch (const Error& e) {
+        Finish(ch.row, StopReason::kError, e.what());
+      }
+    }
+  }
+  return forward_s;
+}
+
+void ServingLoop::SwitchTokens(int row, const float* logits) {
+  Row& slot = rows_[row];
+  Running& run = *slot.run;
+  const FalconConfig& c = model_.config();
+  if (static_cast<int>(run.result.tokens.size()) >= run.req.max_new_tokens) {
+    Finish(row, StopReason::kMaxTokens);  // max_new_tokens 0: the prompt only
+    return;
+  }
+  int token;
+  try {
+    token = run.sampler->Sample(logits, c.vocab_size);
+  } catch (const Error& e) {
+    Finish(row, StopReason::kError, e.what());
+    return;
+  }
+  ++tokens_sampled_;
+  if (run.result.tokens.empty()) run.result.t_first_token = Now();
+  run.result.tokens.push_back(token);
+  run.to_feed.assign(1, token);
+  run.fed = 0;
+  run.decoding = true;
+  run.req.observer->OnToken(token, logits, c.vocab_size);
+  if (run.req.stop_at_eos && token == c.eos_token_id) {
+    run.to_feed.clear();  // EOS ends the reply; it is not fed
+    Finish(row, StopReason::kEos);
+    return;
+  }
+  const std::string_view bytes =
+      tokenizer_ != nullptr ? std::string_view(tokenizer_->TokenBytes(token)) : std::string_view();
+  if (run.stream->Add(bytes)) {
+    run.to_feed.clear();
+    Finish(row, StopReason::kStopString);
+    return;
+  }
+  if (slot.cur_pos >= options_.ctx) {
+    run.to_feed.clear();
+    Finish(row, StopReason::kContextFull);
+    return;
+  }
+  if (static_cast<int>(run.result.tokens.size()) == run.req.max_new_tokens)
+    Finish(row, StopReason::kMaxTokens);  // a session feeds the last token with its next turn
+}
+
+void ServingLoop::Finish(int row, StopReason reason, std::string error) {
+  Row& slot = rows_[row];
+  std::unique_ptr<Running> run = std::move(slot.run);
+  run->stream->Finish();
+  room_freed_ = true;  // a row, KV blocks or a session's turn: what waits may fit now
+  RequestResult result = std::move(run->result);
+  result.reason = reason;
+  result.error = std::move(error);
+  result.text = run->stream->emitted();
+  result.t_finish = Now();
+  if (slot.session != 0) {
+    Session& session = sessions_[slot.session];
+    session.pending.assign(run->to_feed.begin() + static_cast<int64_t>(run->fed),
+                           run->to_feed.end());
+    session.had_turn = true;
+    session.busy = false;
+    const int keep = std::max(BlocksFor(slot.cur_pos), cache_->user_blocks(row));
+    reserved_blocks_ += keep - slot.reserved_blocks;
+    slot.reserved_blocks = keep;
+    result.session_pos = slot.cur_pos + static_cast<int>(session.pending.size());
+  } else {
+    cache_->ResetUser(row);
+    reserved_blocks_ -= slot.reserved_blocks;
+    slot = Row{};
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(result.id);
+    ++status_.requests_finished;
+  }
+  run->req.observer->OnFinish(result);
+}
+
+void ServingLoop::FinishPending(Pending& p, StopReason reason, std::string error, bool rejected) {
+  RequestResult result;
+  result.id = p.id;
+  result.rejected = rejected;
+  result.reason = reason;
+  result.error = std::move(error);
+  result.t_submit = p.t_submit;
+  result.t_finish = Now();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_.erase(p.id);
+    ++status_.requests_finished;
+  }
+  p.req.observer->OnFinish(result);
+}
+
+}  // namespace wc
