@@ -43,6 +43,16 @@ class BlockTable {
   BlockTable(BlockTable&& other) noexcept : pool_(other.pool_), blocks_(std::move(other.blocks_)) {
     other.blocks_.clear();
   }
+  // Releases this table's blocks, then takes `other`'s.
+  BlockTable& operator=(BlockTable&& other) noexcept {
+    if (this != &other) {
+      Clear();
+      pool_ = other.pool_;
+      blocks_ = std::move(other.blocks_);
+      other.blocks_.clear();
+    }
+    return *this;
+  }
 
   // Makes positions [0, n_tokens) addressable, allocating blocks as needed. Throws wc::Error when
   // the pool runs out (the table keeps what it had: nothing is corrupted).

@@ -151,7 +151,11 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
     k_amax = std::max(k_amax, std::fabs(k[i]));
     v_amax = std::max(v_amax, std::fabs(v[i]));
   }
-  if (pool_ != nullptr) tables_[user].Reserve(pos + 1);
+  if (pool_ != nullptr) {
+    tables_[user].Reserve(pos + 1);
+    const auto [from, to] = tables_[user].MakeWritable(pos);
+    if (from >= 0) CopyBlock(from, to);
+  }
   amax_[2 * layer] = std::max(amax_[2 * layer], k_amax);
   amax_[2 * layer + 1] = std::max(amax_[2 * layer + 1], v_amax);
   for (int h = 0; h < shape_.n_kv_heads; ++h) {
@@ -181,6 +185,41 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
 
 void KVCache::ResetUser(int user) {
   if (pool_ != nullptr) tables_[user].Clear();
+}
+
+void KVCache::ShareUser(int src, int dst, int n_tokens) {
+  WC_CHECK(pool_ != nullptr, "sharing rows needs a paged KV cache");
+  WC_CHECK(src >= 0 && src < shape_.user_rows && dst >= 0 && dst < shape_.user_rows && src != dst,
+           "rows ", src, " -> ", dst);
+  WC_CHECK(n_tokens >= 0 && n_tokens <= tables_[src].capacity(), "sharing ", n_tokens,
+           " tokens of a row holding ", tables_[src].capacity());
+  tables_[dst].Clear();
+  tables_[dst].ShareFrom(tables_[src], n_tokens);
+}
+
+void KVCache::ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents,
+                           int n_tokens) {
+  WC_CHECK(pool_ != nullptr, "reordering rows needs a paged KV cache");
+  WC_CHECK(users.size() == parents.size(), "users and parents differ in length");
+  std::vector<BlockTable> next;  // [users.size()]: shares of the parents' tables, taken first
+  for (int parent : parents) {
+    WC_CHECK(std::find(users.begin(), users.end(), parent) != users.end(), "parent row ", parent,
+             " is not among the reordered rows");
+    WC_CHECK(n_tokens <= tables_[parent].capacity(), "reordering ", n_tokens,
+             " tokens of a row holding ", tables_[parent].capacity());
+    next.emplace_back(*pool_);
+    next.back().ShareFrom(tables_[parent], n_tokens);
+  }
+  for (size_t i = 0; i < users.size(); ++i) tables_[users[i]] = std::move(next[i]);
+}
+
+void KVCache::CopyBlock(int from, int to) {
+  const int64_t block_bytes =
+      static_cast<int64_t>(shape_.n_kv_heads) * options_.block_size * row_bytes_;
+  for (int l = 0; l < shape_.n_layers; ++l)
+    for (auto* store : {&k_[l], &v_[l]})
+      std::memcpy(store->data() + to * block_bytes, store->data() + from * block_bytes,
+                  static_cast<size_t>(block_bytes));
 }
 
 RowFormat KVCache::row_format() const {

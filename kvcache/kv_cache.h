@@ -87,6 +87,15 @@ class KVCache {
   float amax(int layer, int kv) const { return amax_[2 * layer + kv]; }
   // Forgets a user row (paged: returns its blocks to the pool).
   void ResetUser(int user);
+  // Paged only: user row `dst` (emptied first) shares the blocks of row `src` that hold positions
+  // [0, n_tokens) - a prompt prefilled once, read by several beams. No K/V bytes move. The first
+  // Write into a block that is still shared copies that one block (copy-on-write), so the rows
+  // diverge from there on.
+  void ShareUser(int src, int dst, int n_tokens);
+  // Paged only: at once, row users[i] takes over the blocks of row parents[i] (each parent one of
+  // `users`) for positions [0, n_tokens) - beams reordered after a step. No K/V bytes move; blocks
+  // no row keeps return to the pool.
+  void ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents, int n_tokens);
   // Blocks user row `user` holds (paged; 0 when contiguous).
   int user_blocks(int user) const {
     return pool_ != nullptr ? static_cast<int>(tables_[user].blocks().size()) : 0;
@@ -120,6 +129,8 @@ class KVCache {
   float TensorScale(int layer, int kv) const;
   RowsRef StoredRows(int layer, int kv, const uint8_t* data, int len) const;
   RowsRef Rows(int layer, int kv, int user, int kv_head, int start, int len) const;
+  // Copies block `from`'s K/V bytes, every layer, into block `to` (copy-on-write).
+  void CopyBlock(int from, int to);
   void CheckRows(int layer, int user, int kv_head, int start, int len) const;
 
   KVCacheShape shape_;

@@ -9,9 +9,9 @@
 
 #include "attention/flash_decode.h"
 #include "kvcache/kv_cache.h"
-#include "util/rng.h"
 #include "tests/test_util.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {
@@ -151,6 +151,63 @@ TEST(KVCache, FullCacheIsAClearErrorAndResetReusesBlocks) {
   }
   cache.ResetUser(0);
   for (int p = 0; p < 64; ++p) cache.Write(0, 0, p, k.data(), k.data());  // blocks reused
+}
+
+// Beams share a prompt's blocks: no bytes are copied until a row writes into a block it shares,
+// and then only that block; a reorder moves block references, never K/V bytes; every block goes
+// back to the pool at the end.
+TEST(KVCache, SharedRowsCopyOnlyTheBlockTheyWriteAndReorderWithoutCopying) {
+  constexpr int kBlock = 8, kPrompt = 20, kLayers = 2;
+  KVCacheOptions o = Opts(KVDType::kInt8, kBlock);
+  KVCache cache(KVCacheShape{kLayers, 3, kKv, 64, kHd}, o);
+  const int free0 = cache.free_blocks();
+  Rng rng(3);
+  auto token = [&] {
+    std::vector<float> v(kKv * kHd);
+    for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2 - 1);
+    return v;
+  };
+  for (int p = 0; p < kPrompt; ++p) {
+    const std::vector<float> k = token(), v = token();
+    for (int l = 0; l < kLayers; ++l) cache.Write(l, 0, p, k.data(), v.data());
+  }
+  // Rows [layer][pos] decoded from `user`: K then V, [kv_head, head_dim] each.
+  auto rows = [&](int user, int layer, int pos) {
+    std::vector<float> out(size_t(2) * kKv * kHd);
+    for (int h = 0; h < kKv; ++h)
+      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kHd], &out[(kKv + h) * kHd]);
+    return out;
+  };
+  std::vector<std::vector<float>> prompt;  // [layer * kPrompt + pos]
+  for (int l = 0; l < kLayers; ++l)
+    for (int p = 0; p < kPrompt; ++p) prompt.push_back(rows(0, l, p));
+  EXPECT_EQ(free0 - cache.free_blocks(), 3);
+  cache.ShareUser(0, 1, kPrompt);
+  cache.ShareUser(0, 2, kPrompt);
+  EXPECT_EQ(free0 - cache.free_blocks(), 3) << "sharing allocates nothing";
+  EXPECT_EQ(cache.user_blocks(1), 3);
+  // Each row writes its own position 20 (inside the shared, partly filled third block).
+  std::vector<std::vector<float>> own(3);
+  for (int u = 0; u < 3; ++u) {
+    const std::vector<float> k = token(), v = token();
+    for (int l = 0; l < kLayers; ++l) cache.Write(l, u, kPrompt, k.data(), v.data());
+    own[u] = rows(u, 1, kPrompt);
+  }
+  // Rows 0 and 1 each got a private copy of block 2; row 2 was left its only owner.
+  EXPECT_EQ(free0 - cache.free_blocks(), 5);
+  for (int u = 0; u < 3; ++u)
+    for (int l = 0; l < kLayers; ++l)
+      for (int p = 0; p < kPrompt; ++p)
+        ASSERT_EQ(rows(u, l, p), prompt[l * kPrompt + p]) << "user " << u << " pos " << p;
+  EXPECT_NE(own[0], own[1]);
+  // Beams 0 and 1 both continue from beam 2; beam 2 from beam 0.
+  cache.ReorderUsers({0, 1, 2}, {2, 2, 0}, kPrompt + 1);
+  EXPECT_EQ(rows(0, 1, kPrompt), own[2]);
+  EXPECT_EQ(rows(1, 1, kPrompt), own[2]);
+  EXPECT_EQ(rows(2, 1, kPrompt), own[0]);
+  EXPECT_EQ(free0 - cache.free_blocks(), 4) << "row 1's private block went back";
+  for (int u = 0; u < 3; ++u) cache.ResetUser(u);
+  EXPECT_EQ(cache.free_blocks(), free0);
 }
 
 TEST(KVCache, BytesPerTokenOfEachFormat) {
