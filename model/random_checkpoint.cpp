@@ -9,10 +9,10 @@
 #include <fstream>
 
 #include "model/safetensors.h"
-#include "util/rng.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

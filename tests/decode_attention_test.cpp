@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "kernels/decode_attention.h"
-#include "util/rng.h"
 #include "util/bf16.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

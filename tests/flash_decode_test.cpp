@@ -11,10 +11,10 @@
 
 #include "attention/flash_decode.h"
 #include "attention/reference_attention.h"
-#include "util/rng.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

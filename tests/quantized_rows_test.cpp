@@ -17,8 +17,8 @@
 #include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_vnni.h"
 #include "kvcache/kv_formats.h"
-#include "util/rng.h"
 #include "util/bf16.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

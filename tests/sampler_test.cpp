@@ -5,9 +5,9 @@
 
 #include <gtest/gtest.h>
 
-#include "util/rng.h"
 #include "serving/sampler.h"
 #include "util/error.h"
+#include "util/rng.h"
 
 namespace wc {
 namespace {

@@ -24,7 +24,7 @@ int Total(const std::vector<PlannedChunk>& plan) {
                          [](int sum, const PlannedChunk& c) { return sum + c.n_tokens; });
 }
 
-TEST(StepPlanner, NothingToDoPlansNothing) {
+TEST(StepPlanner, NoRowsGiveAnEmptyPlan) {
   EXPECT_TRUE(PlanStep({}, 256, 0).empty());
 }
 
