@@ -12,7 +12,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "app/bench_serve.h"
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
+#include "serving/waiting_observer.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -43,31 +43,19 @@ struct BenchServeOptions {
   std::string json;
 };
 
-// Token times of one request, in seconds on the bench's clock.
-class TimingObserver : public RequestObserver {
+// Token times of one request, in seconds on the bench's clock (written on the loop's thread, read
+// after Wait()).
+class TimingObserver : public WaitingObserver {
  public:
   explicit TimingObserver(Clock::time_point t0) : t0_(t0) {}
   void OnToken(int, const float*, int) override {
     times_.push_back(std::chrono::duration<double>(Clock::now() - t0_).count());
   }
-  void OnFinish(const RequestResult& result) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    result_ = result;
-    done_ = true;
-  }
-  bool done() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return done_;
-  }
-  const RequestResult& result() const { return result_; }
-  const std::vector<double>& times() const { return times_; }  // read after done()
+  const std::vector<double>& times() const { return times_; }
 
  private:
   Clock::time_point t0_;
   std::vector<double> times_;
-  std::mutex mu_;
-  bool done_ = false;
-  RequestResult result_;
 };
 
 double Percentile(std::vector<double> v, double p) {
@@ -114,10 +102,8 @@ Request BenchRequest(std::vector<int> prompt, int gen_len, uint64_t seed,
 
 void WaitAll(const std::vector<std::shared_ptr<TimingObserver>>& obs) {
   for (const auto& o : obs)
-    while (!o->done()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  for (const auto& o : obs)
-    if (o->result().reason == StopReason::kError)
-      throw Error(Cat("bench request failed: ", o->result().error));
+    if (o->Wait().reason == StopReason::kError)
+      throw Error(Cat("bench request failed: ", o->Wait().error));
 }
 
 // Aggregate decode tokens/s with `rows` requests decoding together.
@@ -159,16 +145,7 @@ void RunBenchServe(const BenchServeOptions& o) {
                     " exceeds the context of ", m.ctx, "; raise --ctx"));
   const ServingOptions so = ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens);
   ServingLoop loop(*m.model, nullptr, std::nullopt, so);
-  const KVCacheShape shape = m.model->CacheShape(o.user_rows, m.ctx);
-  const int64_t pool_tokens =
-      so.kv.block_size > 0
-          ? static_cast<int64_t>(so.kv.n_blocks > 0
-                                     ? so.kv.n_blocks
-                                     : o.user_rows *
-                                           ((m.ctx + so.kv.block_size - 1) / so.kv.block_size)) *
-                so.kv.block_size
-          : static_cast<int64_t>(o.user_rows) * m.ctx;
-  const int64_t kv_bytes = pool_tokens * KVBytesPerToken(shape, so.kv.dtype, so.kv.scale);
+  const int64_t kv_bytes = loop.kv_bytes();
   const int64_t weight_bytes = m.model->weights().checkpoint->total_bytes();
   std::printf(
       "bench serve: %s (%d layers, hidden %d, vocab %d), %d user rows, %d max batch "

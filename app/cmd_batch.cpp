@@ -1,13 +1,10 @@
 // `wormchat batch`: a file of requests (the OpenAI Batch API's JSONL, or one prompt per line) run
 // through the serving loop, one JSONL record per request written durably as it finishes, so a
 // killed run resumes where it stopped. The pieces live in app/batch/.
-#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <csignal>
-#include <cstring>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -21,6 +18,7 @@
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 namespace {
@@ -46,22 +44,11 @@ void OnSignal(int sig) {
 
 std::string ReadInput(const std::string& path) {
   if (path == "-") return std::string(std::istreambuf_iterator<char>(std::cin), {});
-  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  std::string data;
-  if (fd >= 0) {
-    char buf[1 << 16];
-    ssize_t n;
-    while ((n = read(fd, buf, sizeof buf)) != 0) {
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) break;
-      data.append(buf, static_cast<size_t>(n));
-    }
-    const int err = n < 0 ? errno : 0;
-    close(fd);
-    if (n == 0) return data;
-    errno = err;
+  try {
+    return ReadTextFile(path);
+  } catch (const Error& e) {
+    throw Error(Cat("-i ", path, ": cannot read the input (", e.what(), ")"));
   }
-  throw Error(Cat("-i ", path, ": cannot read the input: ", std::strerror(errno)));
 }
 
 // The body's "model": the model directory's base name.

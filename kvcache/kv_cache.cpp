@@ -183,6 +183,13 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
   }
 }
 
+int64_t KVCache::storage_bytes() const {
+  int64_t bytes = 0;
+  for (const auto* stores : {&k_, &v_})
+    for (const PageBuffer& b : *stores) bytes += static_cast<int64_t>(b.size());
+  return bytes;
+}
+
 void KVCache::ResetUser(int user) {
   if (pool_ != nullptr) tables_[user].Clear();
 }

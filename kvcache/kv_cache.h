@@ -73,6 +73,8 @@ class KVCache {
   const KVCacheOptions& options() const { return options_; }
   KVDType dtype() const { return options_.dtype; }
   bool paged() const { return pool_ != nullptr; }
+  // Bytes of K and V storage, all layers (what the cache maps, touched or not).
+  int64_t storage_bytes() const;
   // Paged only (0 when contiguous): pool size, free blocks, block size in tokens.
   int n_blocks() const { return pool_ != nullptr ? pool_->n_blocks() : 0; }
   int free_blocks() const { return pool_ != nullptr ? pool_->free_blocks() : 0; }

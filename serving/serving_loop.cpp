@@ -185,10 +185,7 @@ void ServingLoop::Run() {
     {
       std::lock_guard<std::mutex> lock(mu_);
       stopping_ = true;
-      while (!queue_.empty()) {
-        waiting_.push_back(std::move(queue_.front()));
-        queue_.pop_front();
-      }
+      TakeQueue();
     }
     for (int row = 0; row < options_.user_rows; ++row)
       if (rows_[row].run) Finish(row, StopReason::kError, what);
@@ -204,19 +201,11 @@ bool ServingLoop::Step() {
   ShutdownMode mode = ShutdownMode::kDrain;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    auto busy = [this] {
-      for (const Row& r : rows_)
-        if (r.run) return true;
-      return false;
-    };
     wake_.wait(lock, [&] {
-      return stopping_ || !queue_.empty() || !cancels_.empty() || !closes_.empty() || busy() ||
-             (room_freed_ && !waiting_.empty());
+      return stopping_ || !queue_.empty() || !cancels_.empty() || !closes_.empty() ||
+             AnyRunning() || (room_freed_ && !waiting_.empty());
     });
-    while (!queue_.empty()) {
-      waiting_.push_back(std::move(queue_.front()));
-      queue_.pop_front();
-    }
+    TakeQueue();
     cancels.swap(cancels_);
     closes.swap(closes_);
     stopping = stopping_;
@@ -240,9 +229,7 @@ bool ServingLoop::Step() {
     const int row = it->second.row;
     if (row >= 0) {
       if (rows_[row].run) Finish(row, StopReason::kCancelled);
-      cache_->ResetUser(row);
-      reserved_blocks_ -= rows_[row].reserved_blocks;
-      rows_[row] = Row{};
+      ReleaseRow(row);
     }
     sessions_.erase(it);
   }
@@ -259,9 +246,7 @@ bool ServingLoop::Step() {
   }
   PickPrompts();
 
-  bool any = false;
-  for (const Row& r : rows_) any = any || r.run != nullptr;
-  if (!any) {
+  if (!AnyRunning()) {
     if (stopping) {  // draining, and what still waits can never get room (idle sessions hold it)
       for (auto& p : waiting_)
         FinishPending(*p, StopReason::kError,
@@ -277,6 +262,25 @@ bool ServingLoop::Step() {
   return true;
 }
 
+bool ServingLoop::AnyRunning() const {
+  for (const Row& r : rows_)
+    if (r.run) return true;
+  return false;
+}
+
+void ServingLoop::TakeQueue() {
+  while (!queue_.empty()) {
+    waiting_.push_back(std::move(queue_.front()));
+    queue_.pop_front();
+  }
+}
+
+void ServingLoop::ReleaseRow(int row) {
+  cache_->ResetUser(row);
+  reserved_blocks_ -= rows_[row].reserved_blocks;
+  rows_[row] = Row{};
+}
+
 void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled) {
   const double now = Now();
   if (step_s > 0) {
@@ -288,7 +292,6 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
   for (const auto& w : rate_window_) window_tokens += w.second;
   const double span = rate_window_.empty() ? 0 : now - rate_window_.front().first;
   const int used = cache_->n_blocks() - cache_->free_blocks();
-  peak_blocks_ = std::max(peak_blocks_, used);
   std::lock_guard<std::mutex> lock(mu_);
   ServingStatus& s = status_;
   s.queued = static_cast<int>(waiting_.size());

@@ -104,6 +104,8 @@ class ServingLoop {
 
   ServingStatus status() const;
   const ServingOptions& options() const { return options_; }
+  // Bytes of the KV cache's storage (the paged pool, or every row's full context).
+  int64_t kv_bytes() const { return cache_->storage_bytes(); }
   int ctx() const { return options_.ctx; }
 
   // kDrain: runs everything already submitted to the end; kCancel: cancels it. Then joins the
@@ -129,6 +131,11 @@ class ServingLoop {
   // rejected: the request itself was bad (RequestResult::rejected).
   void FinishPending(Pending& p, StopReason reason, std::string error, bool rejected = false);
   void UpdateStatus(double step_s, double forward_s, int64_t sampled);
+  bool AnyRunning() const;
+  // Moves everything submitted into waiting_ (caller holds mu_).
+  void TakeQueue();
+  // Gives a row's KV blocks and reservation back and leaves the row free.
+  void ReleaseRow(int row);
   int BlocksFor(int n_tokens) const;
   double Now() const;
 

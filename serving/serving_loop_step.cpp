@@ -260,9 +260,7 @@ void ServingLoop::Finish(int row, StopReason reason, std::string error) {
     slot.reserved_blocks = keep;
     result.session_pos = slot.cur_pos + static_cast<int>(session.pending.size());
   } else {
-    cache_->ResetUser(row);
-    reserved_blocks_ -= slot.reserved_blocks;
-    slot = Row{};
+    ReleaseRow(row);
   }
   {
     std::lock_guard<std::mutex> lock(mu_);
