@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <iostream>
 #include <memory>
+#include <string>
 
 #include "app/commands.h"
 #include "app/model_options.h"
@@ -25,6 +26,7 @@ struct ChatCmdOptions {
   int max_new_tokens = 256;
   SamplingParams sampling;
   uint64_t seed = 0;
+  int beams = 0;  // --beams / `/beams W`: 0 samples, else beam search with W beams
 };
 
 // Ctrl-C while a reply streams cancels that reply; at the prompt it ends the chat as usual.
@@ -41,15 +43,39 @@ void OnInterrupt(int) {
 }
 
 const char kHelp[] =
-    "Type a message and press Enter. Commands: /reset (new conversation), /help, /quit.\n";
+    "Type a message and press Enter. Commands: /reset (new conversation), /beams W (beam search "
+    "with W beams, 1-16; /beams 0 samples again), /help, /quit.\n";
+
+// `/beams W`: the new beam count, or an error message.
+bool ParseBeamsCommand(const std::string& line, int& beams, std::string& error) {
+  const std::string arg = line.size() > 6 ? line.substr(7) : "";
+  size_t used = 0;
+  int w = -1;
+  try {
+    w = std::stoi(arg, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (arg.empty() || used != arg.size() || w < 0 || w > kMaxBeams) {
+    error =
+        Cat("/beams needs a number of beams in [1, ", kMaxBeams, "] (0: sample), got '", arg, "'");
+    return false;
+  }
+  beams = w;
+  return true;
+}
 
 void RunChat(const ChatCmdOptions& o) {
   o.sampling.Validate();
+  if (o.beams < 0 || o.beams > kMaxBeams)
+    throw Error(Cat("--beams must be in [0, ", kMaxBeams, "] (0: sample), got ", o.beams));
+  int beams = o.beams;
   if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
-  ServingLoop loop(*m.model, m.tokenizer.get(), format, ServingOptionsFor(o.run, m, 1));
+  // Rows enough for the widest beam search (a paged pool's pages are touched only when used).
+  ServingLoop loop(*m.model, m.tokenizer.get(), format, ServingOptionsFor(o.run, m, kMaxBeams));
   const SessionId session = loop.OpenSession();
   StdoutSink sink;
   const bool interactive = isatty(STDIN_FILENO);
@@ -78,6 +104,18 @@ void RunChat(const ChatCmdOptions& o) {
       reset_next = true;
       end_previous_turn = false;
       std::printf("(new conversation)\n");
+      continue;
+    }
+    if (line == "/beams" || line.rfind("/beams ", 0) == 0) {
+      std::string error;
+      if (!ParseBeamsCommand(line, beams, error)) {
+        std::printf("%s\n", error.c_str());
+      } else if (beams == 0) {
+        std::printf("(sampling)\n");
+      } else {
+        std::printf("(beam search with %d beam%s: replies show the best hypothesis)\n", beams,
+                    beams == 1 ? "" : "s");
+      }
       continue;
     }
     if (!line.empty() && line[0] == '/') {
@@ -111,6 +149,11 @@ void RunChat(const ChatCmdOptions& o) {
     r.max_new_tokens = o.max_new_tokens;
     r.session = session;
     r.reset_session = reset_next;
+    if (beams > 0) {
+      BeamParams b;
+      b.num_beams = beams;
+      r.beams = b;
+    }
     auto observer = std::make_shared<WaitingObserver>(&sink);
     r.observer = observer;
     if (interactive) std::printf("\n");
@@ -141,6 +184,9 @@ void RegisterChat(CLI::App& app) {
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
       ->capture_default_str();
   AddSamplingOptions(cmd, o->sampling, o->seed);
+  cmd->add_option("--beams", o->beams,
+                  "Reply by beam search with W beams (1-16; 0 samples); /beams W changes it")
+      ->capture_default_str();
   cmd->callback([o] { RunChat(*o); });
 }
 

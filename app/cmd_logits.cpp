@@ -1,6 +1,5 @@
 // `wormchat logits`: the logits of every position as a float32 .npy [n_tokens, vocab_size].
 #include <memory>
-#include <sstream>
 
 #include "app/commands.h"
 #include "app/model_options.h"
@@ -18,32 +17,11 @@ struct LogitsCmdOptions {
   bool raw = false;
 };
 
-std::vector<int> ParseIds(const std::string& text, int vocab) {
-  std::vector<int> ids;
-  std::istringstream in(text);
-  std::string tok;
-  while (in >> tok) {
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size()) throw Error(Cat("--ids: '", tok, "' is not a token id"));
-    if (v < 0 || v >= vocab)
-      throw Error(Cat("--ids: token id ", v, " is outside the vocabulary [0, ", vocab, ")"));
-    ids.push_back(static_cast<int>(v));
-  }
-  if (ids.empty()) throw Error("--ids: no token ids given");
-  return ids;
-}
-
 void RunLogits(const LogitsCmdOptions& o) {
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!o.prompt.empty());
   const FalconConfig& c = m.model->config();
   const std::vector<int> ids =
-      o.prompt.empty() ? ParseIds(o.ids, c.vocab_size)
+      o.prompt.empty() ? ParseTokenIds(o.ids, c.vocab_size, "--ids")
                        : EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);
   if (ids.empty()) throw Error("--prompt encodes to no tokens");
   if (static_cast<int>(ids.size()) > m.ctx)

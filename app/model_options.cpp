@@ -2,6 +2,10 @@
 
 #include <omp.h>
 
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "kvcache/kv_scales.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -125,6 +129,27 @@ void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o) {
                   "Paged KV pool size in blocks, shared by all user rows (0 = every row's full "
                   "context)")
       ->capture_default_str();
+}
+
+std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag) {
+  std::vector<int> ids;
+  std::istringstream in(text);
+  std::string tok;
+  while (in >> tok) {
+    size_t used = 0;
+    long long v = -1;
+    try {
+      v = std::stoll(tok, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != tok.size()) throw Error(Cat(flag, ": '", tok, "' is not a token id"));
+    if (v < 0 || v >= vocab)
+      throw Error(Cat(flag, ": token id ", v, " is outside the vocabulary [0, ", vocab, ")"));
+    ids.push_back(static_cast<int>(v));
+  }
+  if (ids.empty()) throw Error(Cat(flag, ": no token ids given"));
+  return ids;
 }
 
 }  // namespace wc

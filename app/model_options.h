@@ -63,6 +63,9 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 // The serving loop's options for a loaded model: its KV format and layout, context, --threads.
 ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
                                  int max_batch_tokens = 256);
+// Token ids written as "1 2 3" (whitespace-separated), each in [0, vocab). Throws wc::Error naming
+// `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
+std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag);
 // Registers --kv-blocks (the paged pool's size) on a serving command.
 void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
 

@@ -206,18 +206,74 @@ void KVCache::ShareUser(int src, int dst, int n_tokens) {
 
 void KVCache::ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents,
                            int n_tokens) {
-  WC_CHECK(pool_ != nullptr, "reordering rows needs a paged KV cache");
   WC_CHECK(users.size() == parents.size(), "users and parents differ in length");
+  WC_CHECK(n_tokens >= 0 && n_tokens <= shape_.max_seq, "reordering ", n_tokens, " tokens");
+  for (int user : users)
+    WC_CHECK(user >= 0 && user < shape_.user_rows, "reordering user row ", user);
+  for (int parent : parents)
+    WC_CHECK(parent == -1 || std::find(users.begin(), users.end(), parent) != users.end(),
+             "parent row ", parent, " is not among the reordered rows");
+  if (pool_ == nullptr) {
+    ReorderContiguous(users, parents, n_tokens);
+    return;
+  }
   std::vector<BlockTable> next;  // [users.size()]: shares of the parents' tables, taken first
   for (int parent : parents) {
-    WC_CHECK(std::find(users.begin(), users.end(), parent) != users.end(), "parent row ", parent,
-             " is not among the reordered rows");
+    next.emplace_back(*pool_);
+    if (parent < 0) continue;
     WC_CHECK(n_tokens <= tables_[parent].capacity(), "reordering ", n_tokens,
              " tokens of a row holding ", tables_[parent].capacity());
-    next.emplace_back(*pool_);
     next.back().ShareFrom(tables_[parent], n_tokens);
   }
   for (size_t i = 0; i < users.size(); ++i) tables_[users[i]] = std::move(next[i]);
+}
+
+void KVCache::ReorderContiguous(const std::vector<int>& users, const std::vector<int>& parents,
+                                int n_tokens) {
+  // Each parent another row copies from, snapshotted first (a parent may itself be overwritten):
+  // per parent, per layer, K then V of every KV head: [n_kv_heads, n_tokens, row_bytes].
+  const int64_t span = static_cast<int64_t>(shape_.n_kv_heads) * n_tokens * row_bytes_;
+  std::vector<int> sources;
+  for (size_t i = 0; i < users.size(); ++i)
+    if (parents[i] >= 0 && parents[i] != users[i] &&
+        std::find(sources.begin(), sources.end(), parents[i]) == sources.end())
+      sources.push_back(parents[i]);
+  std::vector<uint8_t> snapshot(static_cast<size_t>(span) * 2 * shape_.n_layers * sources.size());
+  auto at = [&](size_t source, int layer, int kv) {
+    return snapshot.data() + ((source * shape_.n_layers + layer) * 2 + kv) * span;
+  };
+  const int64_t head_bytes = static_cast<int64_t>(n_tokens) * row_bytes_;
+  for (size_t s = 0; s < sources.size(); ++s)
+    for (int l = 0; l < shape_.n_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < shape_.n_kv_heads; ++h)
+          std::memcpy(at(s, l, kv) + h * head_bytes,
+                      (kv == 0 ? k_ : v_)[l].data() + RowOffset(sources[s], h, 0),
+                      static_cast<size_t>(head_bytes));
+  for (size_t i = 0; i < users.size(); ++i) {
+    if (parents[i] < 0 || parents[i] == users[i]) continue;  // emptied (nothing to free) or kept
+    const size_t s = std::find(sources.begin(), sources.end(), parents[i]) - sources.begin();
+    for (int l = 0; l < shape_.n_layers; ++l)
+      for (int kv = 0; kv < 2; ++kv)
+        for (int h = 0; h < shape_.n_kv_heads; ++h)
+          std::memcpy((kv == 0 ? k_ : v_)[l].data() + RowOffset(users[i], h, 0),
+                      at(s, l, kv) + h * head_bytes, static_cast<size_t>(head_bytes));
+  }
+}
+
+int KVCache::DistinctBlocks(const std::vector<int>& users) const {
+  if (pool_ == nullptr) return 0;
+  std::vector<int> blocks;
+  for (int user : users)
+    blocks.insert(blocks.end(), tables_[user].blocks().begin(), tables_[user].blocks().end());
+  std::sort(blocks.begin(), blocks.end());
+  return static_cast<int>(std::unique(blocks.begin(), blocks.end()) - blocks.begin());
+}
+
+int64_t KVCache::block_bytes() const {
+  if (pool_ == nullptr) return 0;
+  return 2 * static_cast<int64_t>(shape_.n_layers) * shape_.n_kv_heads * options_.block_size *
+         row_bytes_;
 }
 
 void KVCache::CopyBlock(int from, int to) {

@@ -94,10 +94,15 @@ class KVCache {
   // Write into a block that is still shared copies that one block (copy-on-write), so the rows
   // diverge from there on.
   void ShareUser(int src, int dst, int n_tokens);
-  // Paged only: at once, row users[i] takes over the blocks of row parents[i] (each parent one of
-  // `users`) for positions [0, n_tokens) - beams reordered after a step. No K/V bytes move; blocks
-  // no row keeps return to the pool.
+  // At once, row users[i] takes over positions [0, n_tokens) of row parents[i] (each parent one of
+  // `users`), or is emptied when parents[i] is -1 - beams reordered after a step. Paged: no K/V
+  // bytes move (the rows share blocks; blocks no row keeps return to the pool). Contiguous: each
+  // row whose parent is another row gets a copy of those positions (rows own their storage).
   void ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents, int n_tokens);
+  // Paged: distinct blocks the given rows hold, a block shared by several counted once.
+  int DistinctBlocks(const std::vector<int>& users) const;
+  // Bytes of one block, every layer's K and V (paged; 0 when contiguous).
+  int64_t block_bytes() const;
   // Blocks user row `user` holds (paged; 0 when contiguous).
   int user_blocks(int user) const {
     return pool_ != nullptr ? static_cast<int>(tables_[user].blocks().size()) : 0;
@@ -131,6 +136,9 @@ class KVCache {
   float TensorScale(int layer, int kv) const;
   RowsRef StoredRows(int layer, int kv, const uint8_t* data, int len) const;
   RowsRef Rows(int layer, int kv, int user, int kv_head, int start, int len) const;
+  // ReorderUsers of the contiguous layout: copies.
+  void ReorderContiguous(const std::vector<int>& users, const std::vector<int>& parents,
+                         int n_tokens);
   // Copies block `from`'s K/V bytes, every layer, into block `to` (copy-on-write).
   void CopyBlock(int from, int to);
   void CheckRows(int layer, int user, int kv_head, int start, int len) const;

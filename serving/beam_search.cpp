@@ -9,8 +9,8 @@
 namespace wc {
 
 void BeamParams::Validate() const {
-  if (num_beams < 1 || num_beams > 16)
-    throw Error(Cat("--beams must be in [1, 16], got ", num_beams));
+  if (num_beams < 1 || num_beams > kMaxBeams)
+    throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", num_beams));
   if (!std::isfinite(length_penalty) || length_penalty < 0)
     throw Error(Cat("--length-penalty must be a finite number >= 0, got ", length_penalty));
   if (num_return < 1 || num_return > num_beams)

@@ -20,8 +20,10 @@
 
 namespace wc {
 
+constexpr int kMaxBeams = 16;
+
 struct BeamParams {
-  int num_beams = 1;            // W, 1..16
+  int num_beams = 1;            // W, 1..kMaxBeams
   float length_penalty = 1.0f;  // finite, >= 0
   bool early_stopping = false;
   int num_return = 1;  // 1..W

@@ -4,10 +4,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "serving/beam_search.h"
 #include "serving/sampler.h"
 
 namespace wc {
@@ -25,6 +27,10 @@ struct RequestResult;
 // lock (so a callback may call Submit/Cancel/status), in this order: per sampled token OnToken then
 // OnText with whatever text that token completed (possibly none), and OnFinish exactly once at the
 // end. Callbacks should be quick: the loop waits for them.
+//
+// Beam requests (Request::beams) stream nothing while they run - the best hypothesis is known only
+// at the end: OnToken is never called, and OnText once, just before OnFinish, with the best
+// sequence's text.
 class RequestObserver {
  public:
   virtual ~RequestObserver() = default;
@@ -47,6 +53,11 @@ struct Request {
   // leading space is trimmed. Without a chat format (or chat = false) the prompt is fed as it is.
   bool chat = false;
   SamplingParams sampling;
+  // Set: beam search with these parameters (issue 13; serving/beam_search.h) instead of sampling -
+  // `sampling` and `seed` are ignored, and num_beams 1 is greedy. The request takes num_beams user
+  // rows; the prompt is prefilled once and its KV blocks are shared by the beams. In a session the
+  // conversation goes on with the best hypothesis.
+  std::optional<BeamParams> beams;
   // Seeds this request's RNG stream. In a session only the first turn's seed is used: later turns
   // continue the session's stream.
   uint64_t seed = 0;
@@ -61,6 +72,15 @@ struct Request {
   std::shared_ptr<RequestObserver> observer;  // required
 };
 
+// One returned hypothesis of a beam request.
+struct BeamSequence {
+  std::vector<int> tokens;  // generated ids, a final EOS included when it ended the hypothesis
+  std::string text;         // its text, cut before a stop string
+  double score = 0;         // sum of log-probabilities / length^length_penalty
+  // kEos or kStopString ("stop"), kMaxTokens or kContextFull ("length").
+  StopReason reason = StopReason::kMaxTokens;
+};
+
 struct RequestResult {
   RequestId id = 0;
   StopReason reason = StopReason::kMaxTokens;
@@ -71,9 +91,16 @@ struct RequestResult {
   bool rejected = false;
   std::vector<int> tokens;  // sampled ids, including a final EOS if one was sampled
   std::string text;         // exactly what OnText delivered
-  int prompt_tokens = 0;    // tokens this request fed before generating (its framed prompt)
-  int user_row = -1;        // the row it ran in (-1 if never admitted)
-  int session_pos = 0;      // sessions: tokens the session holds now (KV plus any not yet fed)
+  // Beam requests: the best num_return hypotheses, best first (tokens, text and reason above are
+  // the first one's; a cancelled or failed beam request returns none).
+  std::vector<BeamSequence> sequences;
+  // The most KV bytes this request's rows held at once: paged, its blocks (a block shared by
+  // several beams counted once; a session's include the earlier turns); contiguous, beam requests
+  // only, the positions its beams' rows hold.
+  int64_t kv_bytes_peak = 0;
+  int prompt_tokens = 0;  // tokens this request fed before generating (its framed prompt)
+  int user_row = -1;      // the row it ran in (-1 if never admitted)
+  int session_pos = 0;    // sessions: tokens the session holds now (KV plus any not yet fed)
   // Steady-clock seconds since the loop started: submitted, admitted to a row, first token
   // sampled, finished (admitted/first_token are 0 when that never happened).
   double t_submit = 0, t_admit = 0, t_first_token = 0, t_finish = 0;

@@ -65,6 +65,20 @@ int ServingLoop::BlocksFor(int n_tokens) const {
   return (n_tokens + cache_->block_size() - 1) / cache_->block_size();
 }
 
+int ServingLoop::BlocksNeeded(int prefix, int max_new, int beams) const {
+  if (!cache_->paged()) return 0;
+  const int gen = static_cast<int>(std::clamp<int64_t>(max_new, 0, options_.ctx - prefix));
+  // The prefix's full blocks are shared; each beam owns the rest: a copy of the prefix's partly
+  // filled block (copy-on-write) and the blocks of its generated tokens.
+  const int bs = cache_->block_size();
+  return prefix / bs + beams * BlocksFor(prefix % bs + gen);
+}
+
+bool ServingLoop::RowFree(int row) const {
+  const Row& r = rows_[row];
+  return !r.run && r.session == 0 && r.leader < 0;
+}
+
 RequestId ServingLoop::Submit(Request request) {
   WC_CHECK(request.observer != nullptr, "a request needs an observer");
   auto p = std::make_unique<Pending>();
@@ -73,7 +87,19 @@ RequestId ServingLoop::Submit(Request request) {
   const Request& r = p->req;
   const FalconConfig& c = model_.config();
   try {
-    r.sampling.Validate();
+    if (r.beams) {  // sampling parameters are ignored
+      r.beams->Validate();
+      if (r.beams->num_beams > options_.user_rows)
+        throw Error(Cat("beam search with ", r.beams->num_beams,
+                        " beams needs that many user rows; the loop has ", options_.user_rows,
+                        " (raise --user-rows)"));
+      if (r.beams->num_beams > options_.max_batch_tokens)
+        throw Error(Cat("beam search with ", r.beams->num_beams, " beams",
+                        " needs that many tokens per forward call; --max-batch-tokens is ",
+                        options_.max_batch_tokens));
+    } else {
+      r.sampling.Validate();
+    }
     if (r.max_new_tokens < 0)
       throw Error(Cat("max_new_tokens must be >= 0, got ", r.max_new_tokens));
     for (const std::string& s : r.stop)
@@ -95,11 +121,11 @@ RequestId ServingLoop::Submit(Request request) {
         throw Error(Cat("the prompt is ", p->ids.size(), " tokens, too long for the context of ",
                         options_.ctx, " tokens (at least one must be left for the reply)"));
     }
-    const int64_t most =
-        std::min<int64_t>(static_cast<int64_t>(p->ids.size()) + r.max_new_tokens, options_.ctx);
-    if (cache_->paged() && BlocksFor(static_cast<int>(most)) > cache_->n_blocks())
-      throw Error(Cat("the prompt plus max_new_tokens need ", BlocksFor(static_cast<int>(most)),
-                      " KV blocks, more than the whole pool of ", cache_->n_blocks(),
+    const int need = BlocksNeeded(static_cast<int>(p->ids.size()), r.max_new_tokens,
+                                  r.beams ? r.beams->num_beams : 1);
+    if (cache_->paged() && need > cache_->n_blocks())
+      throw Error(Cat("the prompt plus max_new_tokens", r.beams ? " for every beam" : "", " need ",
+                      need, " KV blocks, more than the whole pool of ", cache_->n_blocks(),
                       "; lower max_new_tokens or raise --kv-blocks"));
   } catch (const Error& e) {
     p->error = e.what();
@@ -300,6 +326,8 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
     if (r.run) {
       ++s.active_rows;
       if (!r.run->decoding) ++s.prefilling_rows;
+    } else if (r.leader >= 0) {
+      ++s.active_rows;  // a beam of a beam request
     } else if (r.session != 0) {
       ++s.session_rows;
     }

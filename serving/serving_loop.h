@@ -117,6 +117,7 @@ class ServingLoop {
   struct Running;  // a request in a user row
   struct Session;
   struct Row;
+  struct BeamRun;
 
   void Run();
   // One step; returns false when the loop should stop.
@@ -127,6 +128,22 @@ class ServingLoop {
   // spent in Forward.
   double Decode();
   void SwitchTokens(int row, const float* logits);
+  // A beam request's step (serving_loop_beams.cpp) over logits [n_live, vocab] of its live beams:
+  // advances the search, reorders the beams' rows, or ends the request.
+  void BeamStep(int leader, const float* logits, int n_live);
+  // Ends a beam request that ran to its end: its best hypotheses become the result.
+  void FinishBeams(int leader);
+  // Whether appending `token` to a beam's tokens completes one of its stop strings.
+  bool CompletesStop(const BeamRun& beam, const std::vector<int>& tokens, int token) const;
+  // A hypothesis's text, cut before its stop string.
+  std::string HypothesisText(const BeamRun& beam, const std::vector<int>& tokens,
+                             bool drop_last) const;
+  // Frees a beam request's other rows; a session's leader row keeps only the prompt.
+  void ReleaseBeams(int leader);
+  // KV blocks a request needs: `prefix` tokens (conversation and prompt) shared, then max_new
+  // tokens for each of `beams` beams (clipped to the context).
+  int BlocksNeeded(int prefix, int max_new, int beams) const;
+  bool RowFree(int row) const;
   void Finish(int row, StopReason reason, std::string error = {});
   // rejected: the request itself was bad (RequestResult::rejected).
   void FinishPending(Pending& p, StopReason reason, std::string error, bool rejected = false);

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "serving/beam_search.h"
 #include "serving/serving_loop.h"
 #include "serving/text_stream.h"
 
@@ -32,16 +33,33 @@ struct ServingLoop::Pending {
   double t_submit = 0;
 };
 
+// A beam request's state beside its Running (issue 13): the search, the rows its beams live in.
+struct ServingLoop::BeamRun {
+  explicit BeamRun(const BeamParams& params) : search(params) {}
+  BeamSearch search;
+  std::vector<int> rows;          // [num_beams] user rows; live beam i is in rows[i]; rows[0] leads
+  std::vector<std::string> stop;  // the request's stop strings and the chat format's
+  bool trim_leading_space = false;
+  bool prefilled = false;  // the prompt is in the leader's KV (the first step has run)
+  int prompt_end = 0;      // the leader's cur_pos after the prompt
+  int steps = 0;           // steps run: tokens each live beam holds
+  bool context_full = false;
+  int64_t kv_bytes_peak = 0;
+};
+
 struct ServingLoop::Running {
   RequestId id = 0;
   Request req;
   std::unique_ptr<Sampler> own_sampler;  // one-shot requests
   Sampler* sampler = nullptr;            // own_sampler or the session's
   std::unique_ptr<ObserverSink> sink;
-  std::unique_ptr<TextStream> stream;
-  std::vector<int> to_feed;  // tokens not yet in the KV: the prompt, then each sampled token
-  size_t fed = 0;            // of to_feed
-  bool decoding = false;     // to_feed holds a sampled token (not the prompt)
+  std::unique_ptr<TextStream> stream;  // sampled requests
+  std::unique_ptr<BeamRun> beam;       // beam requests
+  // Tokens not yet in the KV: the prompt, then each sampled token (beams: one per live beam, fed
+  // into beam->rows[i] at once).
+  std::vector<int> to_feed;
+  size_t fed = 0;         // of to_feed
+  bool decoding = false;  // to_feed holds sampled tokens (not the prompt)
   int64_t admit_seq = 0;
   RequestResult result;
 };
@@ -58,7 +76,9 @@ struct ServingLoop::Row {
   std::unique_ptr<Running> run;
   SessionId session = 0;    // held by this session (also between its requests)
   int cur_pos = 0;          // tokens in the row's KV
-  int reserved_blocks = 0;  // paged: blocks admission promised this row
+  int reserved_blocks = 0;  // paged: blocks admission promised this row (a beam request's: all on
+                            // its leader row)
+  int leader = -1;          // a beam of the request whose leader is this row (run stays empty)
 };
 
 }  // namespace wc

@@ -46,8 +46,16 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   }
   if (row < 0) {
     for (int i = 0; i < options_.user_rows && row < 0; ++i)
-      if (!rows_[i].run && rows_[i].session == 0) row = i;
+      if (RowFree(i)) row = i;
     if (row < 0) return false;  // every row is busy
+  }
+  // A beam request's other beams take free rows too.
+  std::vector<int> beam_rows{row};
+  if (r.beams) {
+    for (int i = 0;
+         i < options_.user_rows && static_cast<int>(beam_rows.size()) < r.beams->num_beams; ++i)
+      if (i != row && RowFree(i)) beam_rows.push_back(i);
+    if (static_cast<int>(beam_rows.size()) < r.beams->num_beams) return false;
   }
   Row& slot = rows_[row];
   const bool reset = session != nullptr && r.reset_session;
@@ -81,9 +89,9 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   } else {
     feed = p->ids;  // a copy: the request stays queued, prompt and all, if there is no room yet
   }
-  const int most = static_cast<int>(std::min<int64_t>(
-      cur_pos + static_cast<int64_t>(feed.size()) + r.max_new_tokens, options_.ctx));
-  const int need = std::max(BlocksFor(most), reset ? 0 : slot.reserved_blocks);
+  const int need = std::max(BlocksNeeded(cur_pos + static_cast<int>(feed.size()), r.max_new_tokens,
+                                         r.beams ? r.beams->num_beams : 1),
+                            reset ? 0 : slot.reserved_blocks);
   if (cache_->paged()) {
     if (need > cache_->n_blocks()) {
       FinishPending(*p, StopReason::kError,
@@ -108,23 +116,31 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   run->id = p->id;
   run->req = std::move(p->req);
   run->admit_seq = admit_seq_++;
+  const bool framed = chat_format_.has_value() && run->req.chat;
+  std::vector<std::string> stop = run->req.stop;
+  if (framed) stop.insert(stop.end(), chat_format_->stop.begin(), chat_format_->stop.end());
+  if (run->req.beams) {
+    run->beam = std::make_unique<BeamRun>(*run->req.beams);
+    run->beam->rows = beam_rows;
+    run->beam->stop = stop;
+    run->beam->trim_leading_space = framed;
+    for (size_t i = 1; i < beam_rows.size(); ++i) rows_[beam_rows[i]].leader = row;
+  }
   if (session != nullptr) {
-    if (session->sampler == nullptr)
-      session->sampler = std::make_unique<Sampler>(run->req.sampling, run->req.seed);
-    else
+    if (session->sampler == nullptr)  // a beam request's sampling parameters are not checked
+      session->sampler = std::make_unique<Sampler>(run->beam ? SamplingParams{} : run->req.sampling,
+                                                   run->req.seed);
+    else if (!run->beam)
       session->sampler->set_params(run->req.sampling);
     run->sampler = session->sampler.get();
     session->pending.clear();
     session->busy = true;
     session->row = row;
     slot.session = run->req.session;
-  } else {
+  } else if (!run->beam) {
     run->own_sampler = std::make_unique<Sampler>(run->req.sampling, run->req.seed);
     run->sampler = run->own_sampler.get();
   }
-  const bool framed = chat_format_.has_value() && run->req.chat;
-  std::vector<std::string> stop = run->req.stop;
-  if (framed) stop.insert(stop.end(), chat_format_->stop.begin(), chat_format_->stop.end());
   run->sink = std::make_unique<ObserverSink>(*run->req.observer);
   run->stream = std::make_unique<TextStream>(stop, *run->sink, /*trim_leading_space=*/framed);
   run->to_feed = std::move(feed);
@@ -155,14 +171,26 @@ double ServingLoop::Decode() {
   std::vector<float> logits;  // [rows with logits, vocab_size]
   auto run_chunks = [&](const std::vector<PlannedChunk>& chunks) {
     TokenBatch batch;
-    std::vector<int> logit_owner;  // row of each logits row
+    struct Owner {
+      int row;       // the request's row (a beam request's leader)
+      int n_logits;  // 1, or a beam request's live beams
+    };
+    std::vector<Owner> logit_owners;  // in the order of the logits rows
     for (const PlannedChunk& ch : chunks) {
       const Running& run = *rows_[ch.row].run;
+      if (run.beam && run.decoding) {  // one token for each live beam, in the beam's own row
+        for (int i = 0; i < ch.n_tokens; ++i) {
+          const int row = run.beam->rows[run.fed + i];
+          batch.Add(run.to_feed[run.fed + i], row, rows_[row].cur_pos, /*want_logits=*/true);
+        }
+        logit_owners.push_back({ch.row, ch.n_tokens});
+        continue;
+      }
       for (int i = 0; i < ch.n_tokens; ++i) {
         const size_t k = run.fed + i;
         const bool last = k + 1 == run.to_feed.size();
         batch.Add(run.to_feed[k], ch.row, rows_[ch.row].cur_pos + i, last);
-        if (last) logit_owner.push_back(ch.row);
+        if (last) logit_owners.push_back({ch.row, 1});
       }
     }
     const double t = Now();
@@ -171,14 +199,24 @@ double ServingLoop::Decode() {
     // The most blocks in use is now, before rows that end in this step free theirs.
     peak_blocks_ = std::max(peak_blocks_, cache_->n_blocks() - cache_->free_blocks());
     for (const PlannedChunk& ch : chunks) {
-      rows_[ch.row].cur_pos += ch.n_tokens;
       Running& run = *rows_[ch.row].run;
+      if (run.beam && run.decoding) {
+        for (int i = 0; i < ch.n_tokens; ++i) ++rows_[run.beam->rows[run.fed + i]].cur_pos;
+      } else {
+        rows_[ch.row].cur_pos += ch.n_tokens;
+        if (!run.decoding) tokens_prefilled_ += ch.n_tokens;
+      }
       run.fed += ch.n_tokens;
-      if (!run.decoding) tokens_prefilled_ += ch.n_tokens;
     }
-    const int vocab = model_.config().vocab_size;
-    for (size_t j = 0; j < logit_owner.size(); ++j)
-      SwitchTokens(logit_owner[j], &logits[j * static_cast<size_t>(vocab)]);
+    const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
+    size_t j = 0;
+    for (const Owner& o : logit_owners) {
+      if (rows_[o.row].run->beam)
+        BeamStep(o.row, &logits[j * vocab], o.n_logits);
+      else
+        SwitchTokens(o.row, &logits[j * vocab]);
+      j += o.n_logits;
+    }
   };
   try {
     run_chunks(plan);
@@ -241,18 +279,31 @@ void ServingLoop::SwitchTokens(int row, const float* logits) {
 
 void ServingLoop::Finish(int row, StopReason reason, std::string error) {
   Row& slot = rows_[row];
+  if (slot.run->beam) ReleaseBeams(row);
   std::unique_ptr<Running> run = std::move(slot.run);
-  run->stream->Finish();
   room_freed_ = true;  // a row, KV blocks or a session's turn: what waits may fit now
   RequestResult result = std::move(run->result);
   result.reason = reason;
   result.error = std::move(error);
-  result.text = run->stream->emitted();
+  if (!run->beam) {
+    run->stream->Finish();
+    result.text = run->stream->emitted();
+    result.kv_bytes_peak = cache_->user_blocks(row) * cache_->block_bytes();
+  }
   result.t_finish = Now();
   if (slot.session != 0) {
     Session& session = sessions_[slot.session];
-    session.pending.assign(run->to_feed.begin() + static_cast<int64_t>(run->fed),
-                           run->to_feed.end());
+    if (run->beam && run->beam->prefilled) {
+      // The conversation goes on with the best hypothesis, fed with the next turn (without the
+      // EOS or stop token that ended it, as a sampled reply).
+      session.pending = result.tokens;
+      if (!session.pending.empty() &&
+          (result.reason == StopReason::kEos || result.reason == StopReason::kStopString))
+        session.pending.pop_back();
+    } else {
+      session.pending.assign(run->to_feed.begin() + static_cast<int64_t>(run->fed),
+                             run->to_feed.end());
+    }
     session.had_turn = true;
     session.busy = false;
     const int keep = std::max(BlocksFor(slot.cur_pos), cache_->user_blocks(row));

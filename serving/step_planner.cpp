@@ -24,10 +24,9 @@ std::vector<PlannedChunk> PlanStep(std::vector<RowDemand> rows, int max_batch_to
   std::vector<PlannedChunk> plan;
   int budget = max_batch_tokens;
   for (const RowDemand& r : decoding) {
-    if (budget == 0) break;
-    const int n = std::min(r.remaining, budget);
-    plan.push_back({r.row, n});
-    budget -= n;
+    if (r.remaining > budget) continue;  // all of a beam request's tokens, or none this step
+    plan.push_back({r.row, r.remaining});
+    budget -= r.remaining;
   }
   for (const RowDemand& r : prefilling) {
     if (budget == 0) break;

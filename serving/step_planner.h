@@ -11,8 +11,10 @@ namespace wc {
 
 struct RowDemand {
   int row = 0;
-  int remaining = 0;      // tokens the row still has to feed (>= 1)
-  bool decoding = false;  // feeding a sampled token (else a prompt)
+  int remaining = 0;  // tokens the row still has to feed (>= 1)
+  // Feeding sampled tokens (else a prompt): one, or one per live beam of a beam request - those
+  // are planned together or not at all (their step needs every beam's logits).
+  bool decoding = false;
   int64_t admit_seq = 0;  // admission order: lower was admitted first
 };
 
@@ -22,9 +24,10 @@ struct PlannedChunk {
 };
 
 // At most max_batch_tokens (>= 1) tokens in all. Decoding rows are taken in row order starting at
-// the first row >= `rotate` (wrapping), so when the budget is smaller than the number of decoding
-// rows every row still gets its turn across steps. Returns chunks for a non-empty `rows` with at
-// least one token; rows that get nothing are left out.
+// the first row >= `rotate` (wrapping), each whole or skipped when it does not fit what is left, so
+// when the budget is smaller than the decoding rows' tokens every row still gets its turn across
+// steps (a row's demand must not exceed max_batch_tokens). Returns chunks for a non-empty `rows`
+// with at least one token; rows that get nothing are left out.
 std::vector<PlannedChunk> PlanStep(std::vector<RowDemand> rows, int max_batch_tokens, int rotate);
 
 }  // namespace wc

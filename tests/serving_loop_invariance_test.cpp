@@ -27,26 +27,16 @@
 namespace wc {
 namespace {
 
+using test::BatchConfig;
+using test::Describe;
 using test::Outcome;
 using test::RequestSpec;
-
-struct BatchConfig {
-  int block_size;  // 0: contiguous
-  int user_rows;
-  int max_batch_tokens;
-  int threads;
-};
+using test::RunBatched;
 
 struct FormatCase {
   KVDType dtype;
   BatchConfig a, b;
 };
-
-std::string Describe(const BatchConfig& c) {
-  return Cat(c.block_size == 0 ? "contiguous" : Cat("paged ", c.block_size), ", ", c.user_rows,
-             c.user_rows == 1 ? " row" : " rows", ", budget ", c.max_batch_tokens, ", ", c.threads,
-             c.threads == 1 ? " thread" : " threads");
-}
 
 // How gtest names a case in its output (instead of a byte dump).
 void PrintTo(const FormatCase& fc, std::ostream* os) {
@@ -96,52 +86,6 @@ std::vector<RequestSpec> Specs() {
     specs.push_back(s);
   }
   return specs;
-}
-
-// Runs `specs` in one loop, submitting them in groups of 1, 3, 4, 8 and 16, each group once the
-// requests before it have sampled a few more tokens (so most requests join a batch that is already
-// running, some mid-prefill of a long prompt).
-std::vector<Outcome> RunBatched(const std::vector<RequestSpec>& specs, KVDType dtype,
-                                const BatchConfig& c) {
-  const test::DefaultModel& m = test::LoadDefaultModel();
-  ServingOptions o;
-  o.user_rows = c.user_rows;
-  o.max_batch_tokens = c.max_batch_tokens;
-  o.threads = c.threads;
-  o.kv.dtype = dtype;
-  o.kv.block_size = c.block_size;
-  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, o);
-  std::vector<std::shared_ptr<WaitingObserver>> observers;
-  size_t next = 0;
-  int most_active = 0;  // rows seen running at once
-  for (size_t group : {1, 3, 4, 8, 16}) {
-    if (next > 0) {
-      const int64_t sampled = loop.status().tokens_sampled;
-      EXPECT_TRUE(test::WaitUntil([&] {
-        const ServingStatus s = loop.status();
-        most_active = std::max(most_active, s.active_rows);
-        return s.tokens_sampled >= sampled + 3 || (s.active_rows == 0 && s.queued == 0);
-      }));
-    }
-    for (size_t i = 0; i < group && next < specs.size(); ++i)
-      observers.push_back(test::Submit(loop, specs[next++]));
-  }
-  EXPECT_EQ(next, specs.size());
-  test::WaitUntil([&] {
-    const ServingStatus s = loop.status();
-    most_active = std::max(most_active, s.active_rows);
-    return s.active_rows == 0 && s.queued == 0;
-  });
-  // The requests really shared batches.
-  EXPECT_GE(most_active, std::min(c.user_rows, 8));
-  std::vector<Outcome> out;
-  for (auto& obs : observers) out.push_back(test::Await(*obs));
-  loop.Shutdown(ShutdownMode::kDrain);
-  const ServingStatus s = loop.status();
-  EXPECT_EQ(s.active_rows, 0);
-  EXPECT_EQ(s.kv_blocks_used, 0);
-  EXPECT_LE(s.kv_blocks_peak, s.kv_blocks_total);
-  return out;
 }
 
 class BatchInvariance : public ::testing::TestWithParam<FormatCase> {};

@@ -78,6 +78,7 @@ Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> ob
   r.stop_at_eos = spec.stop_at_eos;
   r.session = spec.session;
   r.reset_session = spec.reset_session;
+  r.beams = spec.beams;
   r.observer = std::move(observer);
   return r;
 }
@@ -102,6 +103,8 @@ std::vector<Outcome> RunSolo(const std::vector<RequestSpec>& specs, const KVCach
                              int threads, int ctx) {
   ServingOptions o;
   o.user_rows = 1;
+  for (const RequestSpec& s : specs)
+    if (s.beams) o.user_rows = std::max(o.user_rows, s.beams->num_beams);
   o.threads = threads;
   o.ctx = ctx;
   o.kv = kv;
@@ -115,12 +118,70 @@ std::vector<Outcome> RunSolo(const std::vector<RequestSpec>& specs, const KVCach
   return out;
 }
 
+std::string Describe(const BatchConfig& c) {
+  return Cat(c.block_size == 0 ? "contiguous" : Cat("paged ", c.block_size), ", ", c.user_rows,
+             c.user_rows == 1 ? " row" : " rows", ", budget ", c.max_batch_tokens, ", ", c.threads,
+             c.threads == 1 ? " thread" : " threads");
+}
+
+std::vector<Outcome> RunBatched(const std::vector<RequestSpec>& specs, KVDType dtype,
+                                const BatchConfig& c) {
+  const test::DefaultModel& m = test::LoadDefaultModel();
+  ServingOptions o;
+  o.user_rows = c.user_rows;
+  o.max_batch_tokens = c.max_batch_tokens;
+  o.threads = c.threads;
+  o.kv.dtype = dtype;
+  o.kv.block_size = c.block_size;
+  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, o);
+  std::vector<std::shared_ptr<WaitingObserver>> observers;
+  size_t next = 0;
+  int most_active = 0;  // rows seen running at once
+  for (size_t group : {1, 3, 4, 8, 16}) {
+    if (next > 0) {
+      const int64_t sampled = loop.status().tokens_sampled;
+      EXPECT_TRUE(test::WaitUntil([&] {
+        const ServingStatus s = loop.status();
+        most_active = std::max(most_active, s.active_rows);
+        return s.tokens_sampled >= sampled + 3 || (s.active_rows == 0 && s.queued == 0);
+      }));
+    }
+    for (size_t i = 0; i < group && next < specs.size(); ++i)
+      observers.push_back(test::Submit(loop, specs[next++]));
+  }
+  EXPECT_EQ(next, specs.size());
+  test::WaitUntil([&] {
+    const ServingStatus s = loop.status();
+    most_active = std::max(most_active, s.active_rows);
+    return s.active_rows == 0 && s.queued == 0;
+  });
+  // The requests really shared batches.
+  EXPECT_GE(most_active, std::min(c.user_rows, 8));
+  std::vector<Outcome> out;
+  for (auto& obs : observers) out.push_back(test::Await(*obs));
+  loop.Shutdown(ShutdownMode::kDrain);
+  const ServingStatus s = loop.status();
+  EXPECT_EQ(s.active_rows, 0);
+  EXPECT_EQ(s.kv_blocks_used, 0);
+  EXPECT_LE(s.kv_blocks_peak, s.kv_blocks_total);
+  return out;
+}
+
 void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label) {
   EXPECT_EQ(StopReasonName(got.result.reason), std::string(StopReasonName(want.result.reason)))
       << label << ": " << got.result.error;
   EXPECT_EQ(got.result.tokens, want.result.tokens) << label;
   EXPECT_EQ(got.result.text, want.result.text) << label;
   EXPECT_EQ(got.result.prompt_tokens, want.result.prompt_tokens) << label;
+  ASSERT_EQ(got.result.sequences.size(), want.result.sequences.size()) << label;
+  for (size_t i = 0; i < want.result.sequences.size(); ++i) {
+    const BeamSequence& g = got.result.sequences[i];
+    const BeamSequence& w = want.result.sequences[i];
+    EXPECT_EQ(g.tokens, w.tokens) << label << ": sequence " << i;
+    EXPECT_EQ(g.text, w.text) << label << ": sequence " << i;
+    EXPECT_EQ(g.score, w.score) << label << ": sequence " << i;
+    EXPECT_EQ(g.reason, w.reason) << label << ": sequence " << i;
+  }
   ASSERT_EQ(got.logits.size(), want.logits.size()) << label;
   for (size_t t = 0; t < want.logits.size(); ++t) {
     ASSERT_EQ(got.logits[t].size(), want.logits[t].size()) << label;

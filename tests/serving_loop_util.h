@@ -46,6 +46,7 @@ struct RequestSpec {
   bool stop_at_eos = true;
   SessionId session = 0;
   bool reset_session = false;
+  std::optional<BeamParams> beams;
 };
 
 SamplingParams Greedy();
@@ -60,11 +61,29 @@ struct Outcome {
 // Waits for the request (aborting the process after `timeout`: a hung loop must not hang CI).
 Outcome Await(WaitingObserver& observer, std::chrono::seconds timeout = std::chrono::seconds(300));
 
-// Every spec run alone: a loop with one user row, the requests queued one after another.
+// Every spec run alone: a loop with one user row (as many as the widest beam request), the
+// requests queued one after another.
 std::vector<Outcome> RunSolo(const std::vector<RequestSpec>& specs, const KVCacheOptions& kv,
                              int threads = 1, int ctx = 0);
 
-// Bit-identical tokens, reason, text and logits (memcmp); `label` names the case in failures.
+// One batched configuration of the invariance tests.
+struct BatchConfig {
+  int block_size;  // 0: contiguous
+  int user_rows;
+  int max_batch_tokens;
+  int threads;
+};
+// "paged 16, 32 rows, budget 7, 1 thread".
+std::string Describe(const BatchConfig& c);
+// Runs `specs` in one loop, submitting them in groups of 1, 3, 4, 8 and 16, each group once the
+// requests before it have sampled a few more tokens (so most requests join a batch that is already
+// running, some mid-prefill of a long prompt). Expects that the rows were shared and that every
+// block is back at the end.
+std::vector<Outcome> RunBatched(const std::vector<RequestSpec>& specs, KVDType dtype,
+                                const BatchConfig& c);
+
+// Bit-identical tokens, reason, text, logits (memcmp) and beam sequences (scores compared
+// exactly); `label` names the case in failures.
 void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label);
 
 // Polls `cond` every millisecond until it holds or `timeout` passes; returns whether it held.

@@ -146,8 +146,31 @@ void ReadSampling(const json& body, BatchLine& b) {
     }
     b.stop = std::move(stop);
   }
+  if (const json* v = Field(body, "num_beams")) {
+    if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > 16)
+      throw Error(Cat("body.num_beams must be an integer in [1, 16], got ", Got(*v)));
+    b.num_beams = v->get<int>();
+  }
+  if (const json* v = Field(body, "length_penalty")) {
+    if (!v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>()))
+      throw Error(Cat("body.length_penalty must be a finite number >= 0, got ", Got(*v)));
+    if (!b.num_beams) throw Error("body.length_penalty applies to beam search: set body.num_beams");
+    b.length_penalty = static_cast<float>(v->get<double>());
+  }
+  if (const json* v = Field(body, "early_stopping")) {
+    if (!v->is_boolean())
+      throw Error(Cat("body.early_stopping must be true or false, got ", Got(*v)));
+    if (!b.num_beams) throw Error("body.early_stopping applies to beam search: set body.num_beams");
+    b.early_stopping = v->get<bool>();
+  }
   if (const json* v = Field(body, "n")) {
-    if (*v != 1) throw Error(Cat("body.n must be 1 (one choice per request), got ", Got(*v)));
+    const int most = b.num_beams ? *b.num_beams : 1;
+    if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > most)
+      throw Error(Cat("body.n must be an integer in [1, ", most, "]",
+                      b.num_beams ? " (at most body.num_beams)"
+                                  : " (sampling returns one choice; more need body.num_beams)",
+                      ", got ", Got(*v)));
+    b.n = v->get<int>();
   }
 }
 

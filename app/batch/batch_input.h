@@ -4,7 +4,8 @@
 //          {"custom_id": "...", "method": "POST", "url": "/v1/completions" |
 //          "/v1/chat/completions",
 //           "body": {"prompt": "..." | "messages": [...], "max_tokens", "temperature", "top_p",
-//                    "top_k", "seed", "stop"}}
+//                    "top_k", "seed", "stop", "num_beams", "length_penalty",
+//                    "early_stopping", "n"}}
 //   text   one prompt per line, chat-framed; custom_id is the line number.
 // Blank lines are skipped in both but still count as line numbers. Nothing here needs the model:
 // framing and token counts come later (batch_request.h).
@@ -44,6 +45,12 @@ struct BatchLine {
   std::optional<int> top_k;  // -1 (vLLM's "all") is given as 0
   std::optional<uint64_t> seed;
   std::optional<std::vector<std::string>> stop;
+  // Beam search (issue 13): num_beams 1-16 (then the sampling fields are ignored), length_penalty,
+  // early_stopping, and n (the choices returned, at most num_beams; 1 without beams).
+  std::optional<int> num_beams;
+  std::optional<float> length_penalty;
+  std::optional<bool> early_stopping;
+  std::optional<int> n;
 };
 
 // Every non-blank line of `text` (the whole input) in `format` (kJsonl or kText), in input order.

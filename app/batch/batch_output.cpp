@@ -45,21 +45,36 @@ const char* FinishReason(StopReason reason) {
 std::string SuccessRecord(int line, const std::string& custom_id, bool chat,
                           const std::string& model, const RequestResult& result) {
   const std::string id = BatchRecordId(line);
-  const int completion_tokens = static_cast<int>(result.tokens.size());
-  ojson choice;
-  choice["index"] = 0;
-  if (chat) {
-    choice["message"] = {{"role", "assistant"}, {"content", result.text}};
-  } else {
-    choice["text"] = result.text;
+  // A beam request returns its hypotheses as the choices, best first; a sampled one its text.
+  std::vector<BeamSequence> sequences = result.sequences;
+  if (sequences.empty()) {
+    BeamSequence s;
+    s.tokens = result.tokens;
+    s.text = result.text;
+    s.reason = result.reason;
+    sequences.push_back(std::move(s));
   }
-  choice["finish_reason"] = FinishReason(result.reason);
-  if (!chat) choice["logprobs"] = nullptr;
+  int completion_tokens = 0;
+  ojson choices = ojson::array();
+  for (size_t i = 0; i < sequences.size(); ++i) {
+    const BeamSequence& s = sequences[i];
+    completion_tokens += static_cast<int>(s.tokens.size());
+    ojson choice;
+    choice["index"] = i;
+    if (chat) {
+      choice["message"] = {{"role", "assistant"}, {"content", s.text}};
+    } else {
+      choice["text"] = s.text;
+    }
+    choice["finish_reason"] = FinishReason(s.reason);
+    if (!chat) choice["logprobs"] = nullptr;
+    choices.push_back(std::move(choice));
+  }
   ojson body;
   body["id"] = (chat ? "chatcmpl-" : "cmpl-") + id;
   body["object"] = chat ? "chat.completion" : "text_completion";
   body["model"] = model;
-  body["choices"] = ojson::array({choice});
+  body["choices"] = std::move(choices);
   body["usage"] = {{"prompt_tokens", result.prompt_tokens},
                    {"completion_tokens", completion_tokens},
                    {"total_tokens", result.prompt_tokens + completion_tokens}};

@@ -58,6 +58,14 @@ Request BuildBatchRequest(const BatchLine& line, const BatchDefaults& defaults,
   r.seed = line.seed ? *line.seed : DeriveBatchSeed(defaults.seed, *line.custom_id);
   r.max_new_tokens = line.max_tokens ? *line.max_tokens : defaults.max_tokens;
   r.stop = line.stop ? *line.stop : defaults.stop;
+  if (line.num_beams) {
+    BeamParams beams;
+    beams.num_beams = *line.num_beams;
+    if (line.length_penalty) beams.length_penalty = *line.length_penalty;
+    if (line.early_stopping) beams.early_stopping = *line.early_stopping;
+    if (line.n) beams.num_return = *line.n;
+    r.beams = beams;
+  }
   return r;
 }
 
