@@ -118,6 +118,7 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
   if (2 * bytes * shape.n_layers > (int64_t{1} << 40))
     throw Error(Cat("KV cache of ", (2 * bytes * shape.n_layers) >> 20,
                     " MiB is too large; lower --ctx or --users"));
+  if (pool_ == nullptr) sources_.resize(shape.user_rows);
   amax_.assign(2 * static_cast<size_t>(shape.n_layers), 0.0f);
   for (int l = 0; l < shape.n_layers; ++l) {
     k_.emplace_back(static_cast<size_t>(bytes));
@@ -127,7 +128,9 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
 
 int64_t KVCache::RowOffset(int user, int kv_head, int pos) const {
   if (pool_ == nullptr)
-    return ((static_cast<int64_t>(user) * shape_.n_kv_heads + kv_head) * shape_.max_seq + pos) *
+    return ((static_cast<int64_t>(SourceRow(user, pos)) * shape_.n_kv_heads + kv_head) *
+                shape_.max_seq +
+            pos) *
            row_bytes_;
   const int bs = options_.block_size;
   const int64_t block = tables_[user].block(pos);
@@ -155,6 +158,8 @@ void KVCache::Write(int layer, int user, int pos, const float* k, const float* v
     tables_[user].Reserve(pos + 1);
     const auto [from, to] = tables_[user].MakeWritable(pos);
     if (from >= 0) CopyBlock(from, to);
+  } else if (pos < static_cast<int>(sources_[user].size())) {
+    sources_[user][pos] = user;  // the row's own storage from now on
   }
   amax_[2 * layer] = std::max(amax_[2 * layer], k_amax);
   amax_[2 * layer + 1] = std::max(amax_[2 * layer + 1], v_amax);
@@ -191,7 +196,10 @@ int64_t KVCache::storage_bytes() const {
 }
 
 void KVCache::ResetUser(int user) {
-  if (pool_ != nullptr) tables_[user].Clear();
+  if (pool_ != nullptr)
+    tables_[user].Clear();
+  else
+    sources_[user].clear();
 }
 
 void KVCache::ShareUser(int src, int dst, int n_tokens) {
@@ -230,35 +238,25 @@ void KVCache::ReorderUsers(const std::vector<int>& users, const std::vector<int>
 
 void KVCache::ReorderContiguous(const std::vector<int>& users, const std::vector<int>& parents,
                                 int n_tokens) {
-  // Each parent another row copies from, snapshotted first (a parent may itself be overwritten):
-  // per parent, per layer, K then V of every KV head: [n_kv_heads, n_tokens, row_bytes].
-  const int64_t span = static_cast<int64_t>(shape_.n_kv_heads) * n_tokens * row_bytes_;
-  std::vector<int> sources;
-  for (size_t i = 0; i < users.size(); ++i)
-    if (parents[i] >= 0 && parents[i] != users[i] &&
-        std::find(sources.begin(), sources.end(), parents[i]) == sources.end())
-      sources.push_back(parents[i]);
-  std::vector<uint8_t> snapshot(static_cast<size_t>(span) * 2 * shape_.n_layers * sources.size());
-  auto at = [&](size_t source, int layer, int kv) {
-    return snapshot.data() + ((source * shape_.n_layers + layer) * 2 + kv) * span;
-  };
-  const int64_t head_bytes = static_cast<int64_t>(n_tokens) * row_bytes_;
-  for (size_t s = 0; s < sources.size(); ++s)
-    for (int l = 0; l < shape_.n_layers; ++l)
-      for (int kv = 0; kv < 2; ++kv)
-        for (int h = 0; h < shape_.n_kv_heads; ++h)
-          std::memcpy(at(s, l, kv) + h * head_bytes,
-                      (kv == 0 ? k_ : v_)[l].data() + RowOffset(sources[s], h, 0),
-                      static_cast<size_t>(head_bytes));
+  std::vector<std::vector<int32_t>> next(users.size());  // taken from the parents first
   for (size_t i = 0; i < users.size(); ++i) {
-    if (parents[i] < 0 || parents[i] == users[i]) continue;  // emptied (nothing to free) or kept
-    const size_t s = std::find(sources.begin(), sources.end(), parents[i]) - sources.begin();
-    for (int l = 0; l < shape_.n_layers; ++l)
-      for (int kv = 0; kv < 2; ++kv)
-        for (int h = 0; h < shape_.n_kv_heads; ++h)
-          std::memcpy((kv == 0 ? k_ : v_)[l].data() + RowOffset(users[i], h, 0),
-                      at(s, l, kv) + h * head_bytes, static_cast<size_t>(head_bytes));
+    if (parents[i] < 0) continue;
+    next[i].resize(n_tokens);
+    for (int pos = 0; pos < n_tokens; ++pos) next[i][pos] = SourceRow(parents[i], pos);
   }
+  for (size_t i = 0; i < users.size(); ++i) sources_[users[i]] = std::move(next[i]);
+}
+
+int KVCache::RunLength(int user, int pos, int most) const {
+  if (pool_ != nullptr) return std::min(most, options_.block_size - pos % options_.block_size);
+  const std::vector<int32_t>& s = sources_[user];
+  const int src = SourceRow(user, pos);
+  int n = 1;
+  while (n < most && SourceRow(user, pos + n) == src) {
+    if (pos + n >= static_cast<int>(s.size()) && src == user) return most;  // the row's own rest
+    ++n;
+  }
+  return n;
 }
 
 int KVCache::DistinctBlocks(const std::vector<int>& users) const {
@@ -320,10 +318,8 @@ void KVCache::CheckRows(int layer, int user, int kv_head, int start, int len) co
 
 RowsRef KVCache::Rows(int layer, int kv, int user, int kv_head, int start, int len) const {
   CheckRows(layer, user, kv_head, start, len);
-  // Paged rows are one strided run only within a block.
-  if (pool_ != nullptr && len > 0 &&
-      start / options_.block_size != (start + len - 1) / options_.block_size)
-    return {};
+  // One strided run only within a block (paged) or from one source row (contiguous beams).
+  if (len > 0 && RunLength(user, start, len) < len) return {};
   const auto& store = kv == 0 ? k_[layer] : v_[layer];
   return StoredRows(layer, kv, store.data() + (len > 0 ? RowOffset(user, kv_head, start) : 0), len);
 }
@@ -339,12 +335,11 @@ RowsRef KVCache::Values(int layer, int user, int kv_head, int start, int len) co
 std::pair<RowsRef, RowsRef> KVCache::CopyRows(int layer, int user, int kv_head, int start, int len,
                                               uint8_t* k_buf, uint8_t* v_buf) const {
   CheckRows(layer, user, kv_head, start, len);
-  const int bs = pool_ != nullptr ? options_.block_size : shape_.max_seq;
   for (int kv = 0; kv < 2; ++kv) {
     const auto& store = kv == 0 ? k_[layer] : v_[layer];
     uint8_t* dst = kv == 0 ? k_buf : v_buf;
-    for (int r = 0; r < len;) {  // one memcpy per run of rows within a block
-      const int run = std::min(len - r, bs - (start + r) % bs);
+    for (int r = 0; r < len;) {  // one memcpy per run of rows in one block or source row
+      const int run = RunLength(user, start + r, len - r);
       std::memcpy(dst + static_cast<int64_t>(r) * row_bytes_,
                   store.data() + RowOffset(user, kv_head, start + r),
                   static_cast<size_t>(run) * row_bytes_);

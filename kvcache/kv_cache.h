@@ -95,9 +95,12 @@ class KVCache {
   // diverge from there on.
   void ShareUser(int src, int dst, int n_tokens);
   // At once, row users[i] takes over positions [0, n_tokens) of row parents[i] (each parent one of
-  // `users`), or is emptied when parents[i] is -1 - beams reordered after a step. Paged: no K/V
-  // bytes move (the rows share blocks; blocks no row keeps return to the pool). Contiguous: each
-  // row whose parent is another row gets a copy of those positions (rows own their storage).
+  // `users`), or is emptied when parents[i] is -1 - beams reordered after a step. No K/V bytes
+  // move. Paged: the rows share blocks (blocks no row keeps return to the pool). Contiguous: a
+  // cache indirection (TensorRT-LLM's, seed 003) records which row's storage holds each position
+  // of a row; reads follow it, and a write at `pos` goes to the row's own storage. The caller
+  // keeps the rows of one reordering together until they are all reset, and writes each only past
+  // the positions it took over (beams do: they all advance from the same position).
   void ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents, int n_tokens);
   // Paged: distinct blocks the given rows hold, a block shared by several counted once.
   int DistinctBlocks(const std::vector<int>& users) const;
@@ -136,9 +139,17 @@ class KVCache {
   float TensorScale(int layer, int kv) const;
   RowsRef StoredRows(int layer, int kv, const uint8_t* data, int len) const;
   RowsRef Rows(int layer, int kv, int user, int kv_head, int start, int len) const;
-  // ReorderUsers of the contiguous layout: copies.
+  // ReorderUsers of the contiguous layout: the indirection only.
   void ReorderContiguous(const std::vector<int>& users, const std::vector<int>& parents,
                          int n_tokens);
+  // Contiguous: the row whose storage holds position `pos` of row `user`.
+  int SourceRow(int user, int pos) const {
+    const std::vector<int32_t>& s = sources_[user];
+    return pos < static_cast<int>(s.size()) ? s[pos] : user;
+  }
+  // How many rows from `pos` on (at most `most`) lie in one strided run of storage: the rest of
+  // a block (paged), or positions read from one source row (contiguous).
+  int RunLength(int user, int pos, int most) const;
   // Copies block `from`'s K/V bytes, every layer, into block `to` (copy-on-write).
   void CopyBlock(int from, int to);
   void CheckRows(int layer, int user, int kv_head, int start, int len) const;
@@ -148,8 +159,11 @@ class KVCache {
   int64_t row_bytes_;
   std::unique_ptr<BlockPool> pool_;  // paged only
   std::vector<BlockTable> tables_;   // paged only: [user_rows]
-  std::vector<float> amax_;          // [n_layers * 2]: K then V
-  std::vector<PageBuffer> k_;        // [n_layers] of the layout above, as bytes
+  // Contiguous only: [user_rows][positions taken over by ReorderUsers] source row of each
+  // position; empty (the row itself) unless the row is a beam.
+  std::vector<std::vector<int32_t>> sources_;
+  std::vector<float> amax_;    // [n_layers * 2]: K then V
+  std::vector<PageBuffer> k_;  // [n_layers] of the layout above, as bytes
   std::vector<PageBuffer> v_;
 };
 

@@ -1,7 +1,8 @@
 // A beam request's steps in the serving loop (issue 13). Its W beams live in W user rows; the
 // prompt is prefilled once, in the leader row, and after every step the rows are reordered to
-// follow the search (KVCache::ReorderUsers): a beam's row takes its parent's KV blocks by
-// reference, and the first write into a shared, partly filled block copies that block alone.
+// follow the search (KVCache::ReorderUsers): paged, a beam's row takes its parent's KV blocks by
+// reference, and the first write into a shared, partly filled block copies that block alone;
+// contiguous, the row takes its parent's cache indirection and reads the K/V where it lies.
 #include <algorithm>
 
 #include "serving/serving_loop.h"

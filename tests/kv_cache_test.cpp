@@ -10,6 +10,7 @@
 #include "attention/flash_decode.h"
 #include "kvcache/kv_cache.h"
 #include "tests/test_util.h"
+#include "util/bf16.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -208,6 +209,75 @@ TEST(KVCache, SharedRowsCopyOnlyTheBlockTheyWriteAndReorderWithoutCopying) {
   EXPECT_EQ(free0 - cache.free_blocks(), 4) << "row 1's private block went back";
   for (int u = 0; u < 3; ++u) cache.ResetUser(u);
   EXPECT_EQ(cache.free_blocks(), free0);
+}
+
+TEST(KVCache, ContiguousBeamsFollowTheIndirectionAndMoveNoBytes) {
+  // Three beam rows in the contiguous layout: a prompt in row 0, reorderings after each step, and
+  // every row must read exactly what its lineage wrote - in place where a chunk comes from one
+  // row's storage, gathered by CopyRows where it spans rows - while nothing is copied.
+  constexpr int kPrompt = 10, kLayers = 2, kSteps = 6;
+  KVCache cache(KVCacheShape{kLayers, 3, kKv, 32, kHd}, Opts(KVDType::kBF16, 0));
+  Rng rng(5);
+  auto token = [&] {
+    std::vector<float> v(kKv * kHd);
+    for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2 - 1);
+    return v;
+  };
+  auto rows = [&](int user, int layer, int pos) {
+    std::vector<float> out(size_t(2) * kKv * kHd);
+    for (int h = 0; h < kKv; ++h)
+      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kHd], &out[(kKv + h) * kHd]);
+    return out;
+  };
+  // Expected rows of each beam: [beam][pos] -> K/V as decoded when written.
+  std::vector<std::vector<std::vector<float>>> want(3);
+  for (int p = 0; p < kPrompt; ++p) {
+    const std::vector<float> k = token(), v = token();
+    for (int l = 0; l < kLayers; ++l) cache.Write(l, 0, p, k.data(), v.data());
+    want[0].push_back(rows(0, 1, p));
+  }
+  const std::vector<std::vector<int>> parents = {{0, 0, 0},  {1, 0, 0}, {2, 2, 1},
+                                                 {0, 1, -1}, {1, 1, 0}, {0, 2, 1}};
+  int n_live = 1;
+  for (int step = 0; step < kSteps; ++step) {
+    const int cur_pos = kPrompt + step;
+    cache.ReorderUsers({0, 1, 2}, parents[step], cur_pos);
+    std::vector<std::vector<std::vector<float>>> next(3);
+    for (int u = 0; u < 3; ++u)
+      if (parents[step][u] >= 0) next[u] = want[parents[step][u]];
+    want = next;
+    n_live = 0;
+    for (int u = 0; u < 3; ++u) {
+      if (parents[step][u] < 0) continue;
+      ++n_live;
+      const std::vector<float> k = token(), v = token();
+      for (int l = 0; l < kLayers; ++l) cache.Write(l, u, cur_pos, k.data(), v.data());
+      want[u].push_back(rows(u, 1, cur_pos));
+    }
+    for (int u = 0; u < 3; ++u)
+      for (size_t p = 0; p < want[u].size(); ++p)
+        ASSERT_EQ(rows(u, 1, static_cast<int>(p)), want[u][p])
+            << "step " << step << " row " << u << " pos " << p;
+  }
+  EXPECT_EQ(n_live, 3);
+  // Row 2's history spans rows: the prompt in row 0's storage, later tokens elsewhere. Reading it
+  // in place is refused; CopyRows gathers the same bytes the decoder sees.
+  const int len = kPrompt + kSteps;
+  EXPECT_EQ(cache.Keys(1, 2, 0, 0, len).data, nullptr);
+  EXPECT_NE(cache.Keys(1, 2, 0, 0, kPrompt).data, nullptr) << "the prompt is one run of row 0";
+  std::vector<uint8_t> kb(len * static_cast<size_t>(cache.RowBytes())),
+      vb(len * static_cast<size_t>(cache.RowBytes()));
+  const auto [k_rows, v_rows] = cache.CopyRows(1, 2, 0, 0, len, kb.data(), vb.data());
+  for (int p = 0; p < len; ++p) {
+    std::vector<float> k(kHd), v(kHd);
+    cache.DecodeRows(1, 2, 0, p, 1, k.data(), v.data());
+    uint16_t b;
+    std::memcpy(&b, kb.data() + p * static_cast<size_t>(cache.RowBytes()), 2);
+    EXPECT_EQ(BF16ToF32(b), k[0]) << "pos " << p;
+  }
+  (void)k_rows, (void)v_rows;
+  for (int u = 0; u < 3; ++u) cache.ResetUser(u);
+  EXPECT_NE(cache.Keys(1, 2, 0, 0, len).data, nullptr) << "reset: the row's own storage again";
 }
 
 TEST(KVCache, BytesPerTokenOfEachFormat) {
