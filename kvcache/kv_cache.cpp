@@ -259,13 +259,22 @@ int KVCache::RunLength(int user, int pos, int most) const {
   return n;
 }
 
-int KVCache::DistinctBlocks(const std::vector<int>& users) const {
-  if (pool_ == nullptr) return 0;
-  std::vector<int> blocks;
-  for (int user : users)
-    blocks.insert(blocks.end(), tables_[user].blocks().begin(), tables_[user].blocks().end());
-  std::sort(blocks.begin(), blocks.end());
-  return static_cast<int>(std::unique(blocks.begin(), blocks.end()) - blocks.begin());
+int64_t KVCache::HeldBytes(const std::vector<int>& users, int n_tokens) const {
+  std::vector<int64_t> held;  // block ids (paged) or source row * max_seq + position
+  for (int user : users) {
+    if (pool_ != nullptr) {
+      const std::vector<int>& blocks = tables_[user].blocks();
+      const size_t n = std::min(blocks.size(), static_cast<size_t>(BlocksFor(n_tokens)));
+      held.insert(held.end(), blocks.begin(), blocks.begin() + static_cast<int64_t>(n));
+    } else {
+      for (int pos = 0; pos < n_tokens; ++pos)
+        held.push_back(static_cast<int64_t>(SourceRow(user, pos)) * shape_.max_seq + pos);
+    }
+  }
+  std::sort(held.begin(), held.end());
+  const int64_t distinct = std::unique(held.begin(), held.end()) - held.begin();
+  return pool_ != nullptr ? distinct * block_bytes()
+                          : distinct * 2 * shape_.n_layers * shape_.n_kv_heads * row_bytes_;
 }
 
 int64_t KVCache::block_bytes() const {

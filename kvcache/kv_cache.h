@@ -102,10 +102,15 @@ class KVCache {
   // keeps the rows of one reordering together until they are all reset, and writes each only past
   // the positions it took over (beams do: they all advance from the same position).
   void ReorderUsers(const std::vector<int>& users, const std::vector<int>& parents, int n_tokens);
-  // Paged: distinct blocks the given rows hold, a block shared by several counted once.
-  int DistinctBlocks(const std::vector<int>& users) const;
+  // Bytes of K/V the given rows hold for positions [0, n_tokens), what several share counted once:
+  // paged, their distinct blocks; contiguous, their distinct (storage row, position) pairs.
+  int64_t HeldBytes(const std::vector<int>& users, int n_tokens) const;
   // Bytes of one block, every layer's K and V (paged; 0 when contiguous).
   int64_t block_bytes() const;
+  // Blocks covering n_tokens positions (paged; 0 when contiguous).
+  int BlocksFor(int n_tokens) const {
+    return pool_ != nullptr ? (n_tokens + options_.block_size - 1) / options_.block_size : 0;
+  }
   // Blocks user row `user` holds (paged; 0 when contiguous).
   int user_blocks(int user) const {
     return pool_ != nullptr ? static_cast<int>(tables_[user].blocks().size()) : 0;

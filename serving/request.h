@@ -94,9 +94,8 @@ struct RequestResult {
   // Beam requests: the best num_return hypotheses, best first (tokens, text and reason above are
   // the first one's; a cancelled or failed beam request returns none).
   std::vector<BeamSequence> sequences;
-  // The most KV bytes this request's rows held at once: paged, its blocks (a block shared by
-  // several beams counted once; a session's include the earlier turns); contiguous, beam requests
-  // only, the positions its beams' rows hold.
+  // The most KV bytes this request's rows held at once, what beams share counted once (paged:
+  // whole blocks; a session's include its earlier turns).
   int64_t kv_bytes_peak = 0;
   int prompt_tokens = 0;  // tokens this request fed before generating (its framed prompt)
   int user_row = -1;      // the row it ran in (-1 if never admitted)

@@ -50,11 +50,8 @@ void ServingLoop::BeamStep(int leader, const float* logits, int n_live) {
     beam.prompt_end = cur_pos;
   }
   // What the beams hold now, after this step's writes and before the reorder drops any.
-  const std::vector<int> live_rows(beam.rows.begin(), beam.rows.begin() + n_live);
-  const int64_t held = cache_->paged() ? cache_->DistinctBlocks(live_rows) * cache_->block_bytes()
-                                       : n_live * cur_pos *
-                                             KVBytesPerToken(cache_->shape(), cache_->dtype(),
-                                                             cache_->options().scale);
+  const int64_t held =
+      cache_->HeldBytes(std::vector<int>(beam.rows.begin(), beam.rows.begin() + n_live), cur_pos);
   beam.kv_bytes_peak = std::max(beam.kv_bytes_peak, held);
 
   if (beam.steps >= run.req.max_new_tokens) {  // max_new_tokens 0: the prompt only

@@ -288,7 +288,7 @@ void ServingLoop::Finish(int row, StopReason reason, std::string error) {
   if (!run->beam) {
     run->stream->Finish();
     result.text = run->stream->emitted();
-    result.kv_bytes_peak = cache_->user_blocks(row) * cache_->block_bytes();
+    result.kv_bytes_peak = cache_->HeldBytes({row}, slot.cur_pos);
   }
   result.t_finish = Now();
   if (slot.session != 0) {

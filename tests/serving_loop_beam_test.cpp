@@ -130,6 +130,14 @@ TEST(ServingLoopBeams, LongPromptIsHeldOnceAcrossBeams) {
   EXPECT_LE(r.kv_bytes_peak, bound);
   EXPECT_GE(r.kv_bytes_peak, 4 * bs * per_token);
   EXPECT_LT(r.kv_bytes_peak, 8 * 4 * bs * per_token / 2) << "shared, not copied";
+  // Contiguous rows share through the cache indirection: the prompt once, and the beams' tokens
+  // with what their lineages share counted once (the last step's are never fed); no rounding.
+  o.kv.block_size = 0;
+  auto contiguous = test::MakeLoop(o);
+  const RequestResult c = test::RunOne(*contiguous, s).result;
+  EXPECT_EQ(c.sequences[0].tokens, r.sequences[0].tokens);
+  EXPECT_LE(c.kv_bytes_peak, (4 * bs + 8 * 39) * per_token);
+  EXPECT_GE(c.kv_bytes_peak, (4 * bs + 39) * per_token);
 }
 
 TEST(ServingLoopBeams, EarlyStoppingEndsNoLaterThanWithout) {
