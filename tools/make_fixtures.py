@@ -234,8 +234,17 @@ def write_readme(out_root):
         "--out /tmp/x.npy`.",
         "",
     ]
-    with open(os.path.join(out_root, "README.md"), "w") as f:
-        f.write("\n".join(lines))
+    # Sections other generators own (`## \`default_model/\``, `## \`beams/\``) are kept as they are.
+    path = os.path.join(out_root, "README.md")
+    kept = ""
+    if os.path.exists(path):
+        with open(path) as f:
+            old = f.read()
+        start = old.find("\n## `")
+        if start >= 0:
+            kept = old[start:]
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + kept)
 
 
 def main(argv=None):

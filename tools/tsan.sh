@@ -27,5 +27,5 @@ export OMP_NUM_THREADS=1
 export WORMCHAT_LOOP_THREADS=1
 export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-100}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan.supp"
-"$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*'
+"$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.*'
 echo "tsan.sh: no data race; build $((built - start)) s, tests $(($(date +%s) - built)) s"
