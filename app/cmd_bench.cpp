@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "app/bench_beams.h"
 #include "app/bench_serve.h"
 #include "app/commands.h"
 #include "app/model_options.h"
@@ -264,6 +265,7 @@ void RegisterBench(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([o] { RunBenchAttention(*o); });
   RegisterBenchServe(bench);
+  RegisterBenchBeams(bench);
 }
 
 }  // namespace wc
