@@ -1,0 +1,215 @@
+#include "serving/conversation.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace wc {
+
+bool ConversationSettings::operator==(const ConversationSettings& o) const {
+  const auto beams_equal = [](const std::optional<BeamParams>& a,
+                              const std::optional<BeamParams>& b) {
+    if (a.has_value() != b.has_value()) return false;
+    return !a || (a->num_beams == b->num_beams && a->length_penalty == b->length_penalty &&
+                  a->early_stopping == b->early_stopping && a->num_return == b->num_return);
+  };
+  return sampling.temperature == o.sampling.temperature && sampling.top_k == o.sampling.top_k &&
+         sampling.top_p == o.sampling.top_p && seed == o.seed &&
+         max_new_tokens == o.max_new_tokens && beams_equal(beams, o.beams) && system == o.system;
+}
+
+namespace {
+
+void Validate(const ConversationSettings& s) {
+  if (!s.beams) s.sampling.Validate();
+  if (s.beams) s.beams->Validate();
+  if (s.max_new_tokens < 1) throw Error(Cat("max-tokens must be >= 1, got ", s.max_new_tokens));
+}
+
+}  // namespace
+
+// Records the turn, then hands everything on to the front end's observer.
+class Conversation::TurnObserver : public RequestObserver {
+ public:
+  TurnObserver(Conversation& conversation, size_t turn, std::shared_ptr<RequestObserver> next)
+      : conversation_(conversation), turn_(turn), next_(std::move(next)) {}
+  void OnToken(int token, const float* logits, int vocab) override {
+    next_->OnToken(token, logits, vocab);
+  }
+  void OnText(std::string_view delta) override { next_->OnText(delta); }
+  void OnFinish(const RequestResult& result) override {
+    conversation_.Record(turn_, result);
+    next_->OnFinish(result);
+  }
+
+ private:
+  Conversation& conversation_;
+  size_t turn_;
+  std::shared_ptr<RequestObserver> next_;
+};
+
+Conversation::Conversation(ServingLoop& loop, const FalconModel& model, const Tokenizer& tokenizer,
+                           ChatFormat format, const ConversationSettings& settings)
+    : loop_(loop),
+      model_(model),
+      tokenizer_(tokenizer),
+      format_(std::move(format)),
+      settings_(settings) {
+  Validate(settings_);
+  session_ = loop_.OpenSession();
+}
+
+Conversation::~Conversation() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_) {
+    const RequestId id = running_;
+    lock.unlock();
+    loop_.Cancel(id);
+    lock.lock();
+    idle_.wait(lock, [this] { return !busy_; });
+  }
+  lock.unlock();
+  loop_.CloseSession(session_);
+}
+
+std::vector<int> Conversation::SystemIds() const {
+  if (settings_.system.empty()) return {};
+  return tokenizer_.Encode(format_.system_prefix + settings_.system + format_.system_suffix);
+}
+
+std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_user) const {
+  const FalconConfig& c = model_.config();
+  std::vector<int> ids;
+  if (format_.add_bos) ids.push_back(c.bos_token_id);
+  const std::vector<int> system = SystemIds();
+  ids.insert(ids.end(), system.begin(), system.end());
+  for (size_t i = first; i < turns_.size(); ++i) {
+    const ConversationTurn& t = turns_[i];
+    const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, t.user);
+    ids.insert(ids.end(), user.begin(), user.end());
+    size_t kept = t.reply_ids.size();
+    if (kept > 0 && (t.reason == StopReason::kEos || t.reason == StopReason::kStopString)) --kept;
+    ids.insert(ids.end(), t.reply_ids.begin(), t.reply_ids.begin() + static_cast<int64_t>(kept));
+    if (format_.eos_ends_turn) ids.push_back(c.eos_token_id);
+  }
+  const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, next_user);
+  ids.insert(ids.end(), user.begin(), user.end());
+  return ids;
+}
+
+RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObserver> observer) {
+  WC_CHECK(observer != nullptr, "Send needs an observer");
+  if (user.find_first_not_of(" \t\r\n") == std::string::npos) throw Error("the message is empty");
+  const FalconConfig& c = model_.config();
+  const int ctx = loop_.ctx();
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_) throw Error("a reply is still running");
+  ConversationTurn turn;
+  turn.user = user;
+  turn.settings = settings_;
+  turn.reset_before = reset_next_;
+  if (reseed_next_) {  // a new RNG stream: a fresh session holding the conversation so far
+    lock.unlock();
+    loop_.CloseSession(session_);
+    lock.lock();
+    session_ = loop_.OpenSession();
+    session_pos_ = 0;
+  }
+  // Continue the session (the last reply's unfed tokens go first, then [eos] + the turn), or
+  // start it over with the kept turns framed afresh.
+  const bool fresh = reset_next_ || reseed_next_ || rebuild_next_ || session_pos_ == 0;
+  std::vector<int> ids;
+  if (fresh) {
+    ids = FrameFrom(first_kept_, user);
+  } else {
+    if (format_.eos_ends_turn) ids.push_back(c.eos_token_id);
+    const std::vector<int> t = format_.EncodeUserTurn(tokenizer_, user);
+    ids.insert(ids.end(), t.begin(), t.end());
+  }
+  bool restart = fresh && session_pos_ > 0;  // the session holds tokens to forget
+  // Room for the reply: up to max_new_tokens, but at most a quarter of the context.
+  const int64_t reserve = std::max(1, std::min(settings_.max_new_tokens, ctx / 4));
+  int64_t total = (fresh ? 0 : session_pos_) + static_cast<int64_t>(ids.size());
+  while (total + reserve > ctx && first_kept_ < turns_.size()) {
+    ++first_kept_;
+    ++turn.dropped_before;
+    ids = FrameFrom(first_kept_, user);
+    total = static_cast<int64_t>(ids.size());
+    restart = true;
+  }
+  if (total >= ctx)
+    throw Error(Cat("the message is ", total,
+                    " tokens with the chat framing, too long for the "
+                    "context of ",
+                    ctx, " tokens; shorten it"));
+  Request r;
+  r.prompt_ids = std::move(ids);
+  r.chat = true;
+  r.sampling = settings_.sampling;
+  r.seed = settings_.seed;
+  r.max_new_tokens = settings_.max_new_tokens;
+  r.beams = settings_.beams;
+  r.session = session_;
+  r.reset_session = restart;
+  const size_t index = turns_.size();
+  r.observer = std::make_shared<TurnObserver>(*this, index, std::move(observer));
+  turns_.push_back(std::move(turn));
+  busy_ = true;
+  reset_next_ = reseed_next_ = rebuild_next_ = false;
+  lock.unlock();
+  const RequestId id = loop_.Submit(std::move(r));
+  lock.lock();
+  if (busy_) running_ = id;
+  return id;
+}
+
+void Conversation::Record(size_t turn, const RequestResult& result) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (result.reason == StopReason::kError) {
+    // Nothing of it stays: the next turn starts over from the turns before it.
+    turns_.erase(turns_.begin() + static_cast<int64_t>(turn));
+    first_kept_ = std::min(first_kept_, turns_.size());
+    rebuild_next_ = true;
+  } else {
+    ConversationTurn& t = turns_[turn];
+    t.reply_ids = result.tokens;
+    t.reply_text = result.text;
+    t.reason = result.reason;
+    t.finished = true;
+    session_pos_ = result.session_pos;
+  }
+  busy_ = false;
+  idle_.notify_all();
+}
+
+bool Conversation::busy() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return busy_;
+}
+
+void Conversation::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  WC_CHECK(!busy_, "Reset while a reply runs");
+  first_kept_ = turns_.size();  // kept in turns() (a transcript records the whole session)
+  reset_next_ = true;
+}
+
+void Conversation::set_settings(const ConversationSettings& settings) {
+  Validate(settings);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (settings.seed != settings_.seed) reseed_next_ = true;
+  if (settings.system != settings_.system) rebuild_next_ = true;  // the framing changed
+  settings_ = settings;
+}
+
+std::vector<ConversationTurn> Conversation::turns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return turns_;
+}
+
+int Conversation::session_pos() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return session_pos_;
+}
+
+}  // namespace wc

@@ -1,0 +1,121 @@
+// A chat conversation on the serving loop: what `wormchat chat` (TUI and line mode), its /save and
+// /load, and `wormchat transcript record|replay` all run, so a recorded conversation replays token
+// for token. It owns one loop session and the turns so far (user text, reply ids and text, the
+// settings each turn ran with), frames each new user message with the model's chat format, and
+// when the context would overflow drops the oldest turns (the system prompt stays) and re-prefills
+// the rest instead of wiping the conversation.
+//
+// Tokens depend only on the model, the loop's KV settings, and the sequence of Send / Reset /
+// settings changes: the session's RNG stream starts from the seed of the first turn after a Reset
+// or a seed change and continues across turns.
+//
+// Thread safety: call Send, Reset, set_settings and the accessors from one thread (the front
+// end's); the observer passed to Send hears the reply on the loop's thread, and the turn is
+// recorded before its OnFinish.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/chat_format.h"
+#include "model/falcon.h"
+#include "model/tokenizer.h"
+#include "serving/beam_search.h"
+#include "serving/request.h"
+#include "serving/sampler.h"
+#include "serving/serving_loop.h"
+
+namespace wc {
+
+struct ConversationSettings {
+  SamplingParams sampling;
+  uint64_t seed = 0;
+  int max_new_tokens = 256;         // >= 1
+  std::optional<BeamParams> beams;  // set: replies by beam search
+  std::string system;               // system prompt ("" = none); needs a chat format
+  bool operator==(const ConversationSettings& o) const;
+};
+
+struct ConversationTurn {
+  std::string user;
+  ConversationSettings settings;  // what this turn ran with
+  // What happened before it was fed: the conversation was reset (/reset), or its oldest turns
+  // were dropped to make room (that many), and the session started over (re-prefilled).
+  bool reset_before = false;
+  int dropped_before = 0;
+  // The reply (filled when it ends): ids as generated (a final EOS included), text as streamed.
+  std::vector<int> reply_ids;
+  std::string reply_text;
+  StopReason reason = StopReason::kMaxTokens;
+  bool finished = false;
+};
+
+class Conversation {
+ public:
+  // `loop`, `model` and `tokenizer` must outlive the conversation; `format` should be the one the
+  // loop frames with (its stop strings apply). Throws wc::Error naming the flag for bad settings.
+  // Destroying it cancels a running reply and waits for it to end.
+  Conversation(ServingLoop& loop, const FalconModel& model, const Tokenizer& tokenizer,
+               ChatFormat format, const ConversationSettings& settings);
+  ~Conversation();
+  Conversation(const Conversation&) = delete;
+  Conversation& operator=(const Conversation&) = delete;
+
+  // Starts the reply to `user` (non-empty) on the loop and returns its request id; `observer`
+  // hears it (its OnFinish comes after the turn is recorded). Throws wc::Error (nothing sent) for
+  // an empty message, one too long for the context even alone, or a reply still running.
+  RequestId Send(const std::string& user, std::shared_ptr<RequestObserver> observer);
+  // Whether a reply is running (Send'ed, OnFinish not yet delivered).
+  bool busy() const;
+  // The next Send starts a new conversation: the turns so far leave the context (turns() still
+  // lists them; the next one is marked reset_before). Same settings, and the session's RNG stream
+  // goes on, as the chat's /reset always did.
+  void Reset();
+
+  const ConversationSettings& settings() const { return settings_; }
+  // Applies from the next Send. A new seed starts a new RNG stream then (the conversation so far
+  // is re-prefilled into a fresh session). Throws wc::Error naming the setting if a value is bad.
+  void set_settings(const ConversationSettings& settings);
+
+  // Every turn since the conversation began, /resets and dropped turns included (a copy: the
+  // last one may be finishing on the loop's thread).
+  std::vector<ConversationTurn> turns() const;
+  // Tokens the conversation holds in the KV cache now (after the last finished turn).
+  int session_pos() const;
+  int ctx() const { return loop_.ctx(); }
+
+  // The ids that frame turns [first, turns.size()) followed by `next_user`, as a fresh session
+  // would hold them: [bos] + system + per turn (its user turn, the reply tokens its session fed -
+  // all but an ending EOS or stop token - and [eos]) + the new user turn.
+  std::vector<int> FrameFrom(size_t first, const std::string& next_user) const;
+
+ private:
+  class TurnObserver;
+  void Record(size_t turn, const RequestResult& result);
+  std::vector<int> SystemIds() const;
+
+  ServingLoop& loop_;
+  const FalconModel& model_;
+  const Tokenizer& tokenizer_;
+  ChatFormat format_;
+  ConversationSettings settings_;
+  SessionId session_ = 0;
+
+  mutable std::mutex mu_;  // guards what the loop's thread records: turns_, session_pos_, busy_
+  std::condition_variable idle_;
+  RequestId running_ = 0;
+  std::vector<ConversationTurn> turns_;
+  size_t first_kept_ = 0;  // turns_ before this were dropped from the KV (context trimming)
+  int session_pos_ = 0;
+  bool busy_ = false;
+  bool reset_next_ = false;    // /reset since the last Send
+  bool reseed_next_ = false;   // a new seed since the last Send
+  bool rebuild_next_ = false;  // a reply failed: re-prefill the kept turns into a fresh start
+};
+
+}  // namespace wc
