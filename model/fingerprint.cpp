@@ -1,0 +1,64 @@
+#include "model/fingerprint.h"
+
+#include <xxhash.h>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "util/error.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+
+std::vector<std::string> FingerprintFiles(const std::string& dir, bool with_kv_scales) {
+  std::vector<std::string> files = {"config.json"};
+  if (!FileExists(JoinPath(dir, "config.json")))
+    throw Error(Cat(dir, ": no config.json; is this a model directory?"));
+  const std::string index = JoinPath(dir, "model.safetensors.index.json");
+  if (FileExists(JoinPath(dir, "model.safetensors"))) {
+    files.push_back("model.safetensors");
+  } else if (FileExists(index)) {
+    files.push_back("model.safetensors.index.json");
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(ReadTextFile(index));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(Cat(index, ": not valid JSON: ", e.what()));
+    }
+    if (!j.contains("weight_map") || !j["weight_map"].is_object())
+      throw Error(Cat(index, ": has no \"weight_map\" object"));
+    std::set<std::string> shards;
+    for (const auto& shard : j["weight_map"])
+      if (shard.is_string()) shards.insert(shard.get<std::string>());
+    files.insert(files.end(), shards.begin(), shards.end());
+  } else {
+    throw Error(Cat(dir, ": no model.safetensors or model.safetensors.index.json"));
+  }
+  for (const char* optional : {"tokenizer.model", "chat_format.json"})
+    if (FileExists(JoinPath(dir, optional))) files.push_back(optional);
+  if (with_kv_scales) files.push_back("kv_scales.json");
+  return files;
+}
+
+std::string ModelFingerprint(const std::string& dir, bool with_kv_scales) {
+  std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
+                                                                        XXH3_freeState);
+  if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw Error("xxHash: out of memory");
+  for (const std::string& name : FingerprintFiles(dir, with_kv_scales)) {
+    const MappedFile file(JoinPath(dir, name));
+    const unsigned long long size = file.size();
+    XXH3_128bits_update(state.get(), name.c_str(), name.size() + 1);  // the name and its NUL
+    XXH3_128bits_update(state.get(), &size, sizeof size);
+    if (size > 0) XXH3_128bits_update(state.get(), file.data(), file.size());
+  }
+  const XXH128_hash_t h = XXH3_128bits_digest(state.get());
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return hex;
+}
+
+}  // namespace wc
