@@ -37,6 +37,7 @@ class Conversation::TurnObserver : public RequestObserver {
     next_->OnToken(token, logits, vocab);
   }
   void OnText(std::string_view delta) override { next_->OnText(delta); }
+  void OnPrefill(int fed, int total) override { next_->OnPrefill(fed, total); }
   void OnFinish(const RequestResult& result) override {
     conversation_.Record(turn_, result);
     next_->OnFinish(result);

@@ -24,9 +24,10 @@ const char* StopReasonName(StopReason reason);
 struct RequestResult;
 
 // Hears about one request. Every call comes from the loop's thread, never while the loop holds its
-// lock (so a callback may call Submit/Cancel/status), in this order: per sampled token OnToken then
-// OnText with whatever text that token completed (possibly none), and OnFinish exactly once at the
-// end. Callbacks should be quick: the loop waits for them.
+// lock (so a callback may call Submit/Cancel/status), in this order: OnPrefill after each chunk of
+// the prompt, per sampled token OnToken then OnText with whatever text that token completed
+// (possibly none), and OnFinish exactly once at the end. Callbacks should be quick: the loop waits
+// for them.
 //
 // Beam requests (Request::beams) stream nothing while they run - the best hypothesis is known only
 // at the end: OnToken is never called, and OnText once, just before OnFinish, with the best
@@ -40,6 +41,8 @@ class RequestObserver {
   }
   // Final text: complete UTF-8, control bytes removed, never past a stop string.
   virtual void OnText(std::string_view delta) { (void)delta; }
+  // After each prefill chunk: `fed` of the `total` prompt tokens are in the KV cache.
+  virtual void OnPrefill(int fed, int total) { (void)fed, (void)total; }
   virtual void OnFinish(const RequestResult& result) = 0;
 };
 

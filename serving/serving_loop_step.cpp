@@ -208,6 +208,12 @@ double ServingLoop::Decode() {
       }
       run.fed += ch.n_tokens;
     }
+    for (const PlannedChunk& ch : chunks) {
+      const Running& run = *rows_[ch.row].run;
+      if (!run.decoding)
+        run.req.observer->OnPrefill(static_cast<int>(run.fed),
+                                    static_cast<int>(run.to_feed.size()));
+    }
     const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
     size_t j = 0;
     for (const Owner& o : logit_owners) {

@@ -51,6 +51,40 @@ TEST(ServingLoopQueue, QueuedRequestsStartWhenTheRunningOnesEnd) {
 
 // ---- How a request ends ----
 
+TEST(ServingLoopResults, PrefillProgressIsReportedChunkByChunk) {
+  // A 300-token prompt at 64 tokens per forward call: OnPrefill after each chunk, rising to the
+  // whole prompt, all before the first token.
+  class ProgressObserver : public WaitingObserver {
+   public:
+    void OnPrefill(int fed, int total) override {
+      EXPECT_EQ(tokens_, 0) << "prefill progress after a token";
+      progress.emplace_back(fed, total);
+    }
+    void OnToken(int token, const float* logits, int vocab) override {
+      ++tokens_;
+      WaitingObserver::OnToken(token, logits, vocab);
+    }
+    std::vector<std::pair<int, int>> progress;
+
+   private:
+    int tokens_ = 0;
+  };
+  ServingOptions o = Rows(2);
+  o.max_batch_tokens = 64;
+  auto loop = MakeLoop(o);
+  auto observer = std::make_shared<ProgressObserver>();
+  RequestSpec s;
+  s.prompt = test::TextPrompt(300);
+  s.max_new_tokens = 2;
+  loop->Submit(test::MakeRequest(s, observer));
+  test::Await(*observer);
+  ASSERT_EQ(observer->progress.size(), 5u);  // 64 x 4 + 44
+  for (size_t i = 0; i < observer->progress.size(); ++i) {
+    EXPECT_EQ(observer->progress[i].first, std::min<int>(300, 64 * static_cast<int>(i + 1)));
+    EXPECT_EQ(observer->progress[i].second, 300);
+  }
+}
+
 TEST(ServingLoopResults, MaxNewTokensZeroFeedsThePromptAndSamplesNothing) {
   auto loop = MakeLoop(Rows(2));
   RequestSpec s;

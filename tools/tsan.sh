@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # ThreadSanitizer check of the serving loop (part of tools/test.sh): builds only wormchat_core and
-# serving_loop_test with -fsanitize=thread into ./build-tsan (RelWithDebInfo) and runs the loop's
-# stress, concurrency and session tests under it; the first report fails the run (halt_on_error=1).
+# serving_loop_test and conversation_test with -fsanitize=thread into ./build-tsan (RelWithDebInfo)
+# and runs the loop's stress, concurrency, session and beam-cancellation tests and the chat
+# conversation's under it; the first report fails the run (halt_on_error=1).
 #
 # OpenMP: Debian's libgomp is not built with TSan, so TSan cannot see how its team threads hand
 # work over and would report races in every parallel region of the model. The tests therefore run
@@ -20,12 +21,15 @@ log="$build/tsan-build.log"
 start=$(date +%s)
 {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWORMCHAT_SANITIZE=thread &&
-    cmake --build "$build" -j"$(nproc)" --target serving_loop_test
+    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
 export OMP_NUM_THREADS=1
 export WORMCHAT_LOOP_THREADS=1
 export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-100}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan.supp"
-"$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.*'
+# Beams: the tests that cancel and mix requests (the others check results, not threads).
+"$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*'
+# The chat's conversation: replies recorded on the loop's thread, read and sent from another.
+"$build/tests/conversation_test" --gtest_filter='Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*'
 echo "tsan.sh: no data race; build $((built - start)) s, tests $(($(date +%s) - built)) s"
