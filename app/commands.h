@@ -18,5 +18,6 @@ void RegisterMeshBench(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPerplexity(CLI::App& app);
 void RegisterCalibrate(CLI::App& app);
+void RegisterTranscript(CLI::App& app);
 
 }  // namespace wc

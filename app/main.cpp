@@ -9,7 +9,7 @@
 int main(int argc, char** argv) {
   CLI::App app{
       "wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
-  app.set_version_flag("--version", "wormchat 0.1.0");
+  app.set_version_flag("--version", std::string("wormchat ") + WORMCHAT_VERSION);
   app.require_subcommand(1);
   // Usage errors on one line, like every other error.
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
@@ -26,6 +26,7 @@ int main(int argc, char** argv) {
   wc::RegisterBench(app);
   wc::RegisterPerplexity(app);
   wc::RegisterCalibrate(app);
+  wc::RegisterTranscript(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

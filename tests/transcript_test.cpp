@@ -1,13 +1,13 @@
-// Regression transcripts: tests/transcripts/*.txt hold prompts and the exact replies the default
-// model gave. Replaying them through the real binary must reproduce every byte.
-//
-// Format:
-//   # comment lines; one "# args: ..." line gives the generate options used for every prompt
-//   >>> prompt text
-//   reply lines (up to the next ">>> " line or the end)
+// `wormchat transcript record|replay|update` end to end on the real binary and the default model:
+// record then replay passes, an edited reply fails naming its turn and token, another model or a
+// malformed line exits 2 naming file:line, update rewrites what changed, and every committed
+// transcript in tests/transcripts/ replays on 1 and on 2 threads.
 #include <dirent.h>
 
-#include <sstream>
+#include <algorithm>
+#include <regex>
+#include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -16,39 +16,7 @@
 namespace wc {
 namespace {
 
-struct Exchange {
-  std::string prompt, reply;
-};
-
-struct Transcript {
-  std::vector<std::string> args;
-  std::vector<Exchange> exchanges;
-};
-
-Transcript Parse(const std::string& text) {
-  Transcript t;
-  std::istringstream in(text);
-  std::string line;
-  bool in_reply = false;
-  while (std::getline(in, line)) {
-    if (!in_reply && line.rfind("# args:", 0) == 0) {
-      std::istringstream a(line.substr(7));
-      std::string w;
-      while (a >> w) t.args.push_back(w);
-    } else if (line.rfind(">>> ", 0) == 0) {
-      t.exchanges.push_back({line.substr(4), ""});
-      in_reply = true;
-    } else if (in_reply) {
-      std::string& r = t.exchanges.back().reply;
-      r += (r.empty() ? "" : "\n") + line;
-    }
-  }
-  for (auto& e : t.exchanges)  // trailing blank lines separate exchanges
-    while (!e.reply.empty() && e.reply.back() == '\n') e.reply.pop_back();
-  return t;
-}
-
-std::vector<std::string> TranscriptFiles() {
+std::vector<std::string> CommittedTranscripts() {
   std::vector<std::string> files;
   const std::string dir = std::string(WORMCHAT_TEST_DATA) + "/transcripts";
   if (DIR* d = opendir(dir.c_str())) {
@@ -59,36 +27,217 @@ std::vector<std::string> TranscriptFiles() {
     }
     closedir(d);
   }
+  std::sort(files.begin(), files.end());
   return files;
 }
 
-TEST(Transcripts, DefaultModelRepliesReplayExactly) {
-  const auto files = TranscriptFiles();
-  ASSERT_FALSE(files.empty()) << "no transcripts in tests/transcripts";
-  for (const auto& file : files) {
-    const Transcript t = Parse(test::ReadFile(file));
-    ASSERT_FALSE(t.exchanges.empty()) << file;
-    ASSERT_FALSE(t.args.empty()) << file << ": needs a '# args:' line";
-    for (const auto& e : t.exchanges) {
-      std::vector<std::string> args = {"generate", "--prompt", e.prompt};
-      args.insert(args.end(), t.args.begin(), t.args.end());
-      const auto r = test::RunWormchat(args);
-      ASSERT_EQ(r.exit_code, 0) << file << ": " << e.prompt << "\n" << r.err;
-      std::string got = r.out;
-      while (!got.empty() && got.back() == '\n') got.pop_back();
-      EXPECT_EQ(got, e.reply) << file << ": prompt '" << e.prompt << "'";
-    }
-  }
+std::string Describe(const test::RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
 }
 
-TEST(Transcripts, ParserReadsArgsPromptsAndMultiLineReplies) {
-  const Transcript t =
-      Parse("# x\n# args: --temperature 0 -n 5\n>>> a?\nline 1\nline 2\n\n>>> b\nok\n");
-  ASSERT_EQ(t.args, (std::vector<std::string>{"--temperature", "0", "-n", "5"}));
-  ASSERT_EQ(t.exchanges.size(), 2u);
-  EXPECT_EQ(t.exchanges[0].prompt, "a?");
-  EXPECT_EQ(t.exchanges[0].reply, "line 1\nline 2");
-  EXPECT_EQ(t.exchanges[1].reply, "ok");
+// A conversation of three turns recorded into dir/t.txt: a multi-line message, a /set, a /reset.
+std::string Record(const test::TempDir& dir, const std::vector<std::string>& extra = {}) {
+  test::WriteFile(dir.File("turns"),
+                  "What is a falcon?\n\"\"\"\nDefine harbor.\nAnd sail?\n\"\"\"\n/set temperature "
+                  "0.7\n/reset\nTell me a saying.\n");
+  std::vector<std::string> args = {
+      "transcript", "record", "--turns", dir.File("turns"), "--out", dir.File("t.txt"), "--threads",
+      "1",          "-n",     "12",      "--seed",          "5"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  const auto r = test::RunWormchat(args);
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("3 turns"), std::string::npos) << Describe(r);
+  return dir.File("t.txt");
+}
+
+test::RunResult Replay(const std::vector<std::string>& files, const std::string& threads = "1",
+                       const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> args = {"transcript", "replay", "--threads", threads};
+  args.insert(args.end(), files.begin(), files.end());
+  args.insert(args.end(), extra.begin(), extra.end());
+  return test::RunWormchat(args);
+}
+
+// `text` with the n-th (0-based) id of the `turn`-th "ids:" line (1-based) replaced by `id`.
+std::string EditId(const std::string& text, int turn, int n, const std::string& id) {
+  size_t at = 0;
+  for (int i = 0; i < turn; ++i) at = text.find("\nids: ", at + 1);
+  at += 6;
+  for (int i = 0; i < n; ++i) at = text.find(' ', at) + 1;
+  const size_t end = text.find_first_of(" \n", at);
+  return std::string(text).replace(at, end - at, id);
+}
+
+TEST(TranscriptCli, RecordThenReplayPasses) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  const std::string text = test::ReadFile(t);
+  EXPECT_NE(text.find("\nmodel: default\nfingerprint: "), std::string::npos) << text;
+  EXPECT_NE(text.find("> Define harbor.\n> And sail?\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("--- turn 3\nreset\nset: temperature 0.7\n> Tell me a saying.\n"),
+            std::string::npos)
+      << text;
+  const auto r = Replay({t});
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find(t + ": passed (3 turns)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n1 passed, 0 failed\n"), std::string::npos) << r.out;
+}
+
+TEST(TranscriptCli, AnEditedReplyFailsAtItsTurnAndToken) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  const std::string text = test::ReadFile(t);
+  const std::string bad = dir.File("bad.txt");
+  test::WriteFile(bad, EditId(text, 2, 3, "7"));  // turn 2's 4th token
+  ASSERT_NE(test::ReadFile(bad), text);
+  const auto r = Replay({t, bad});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.out.find(bad + ": turn 2, token 4:\n  expected: \""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\n  got:      \""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(t + ": passed"), std::string::npos) << "the other file still runs";
+  EXPECT_NE(r.out.find("\n1 passed, 1 failed\n"), std::string::npos) << r.out;
+}
+
+TEST(TranscriptCli, AnotherModelExitsTwoNamingTheFile) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  const auto r = Replay({t}, "1", {"--model", test::FixtureDir("mq_f32")});
+  EXPECT_EQ(r.exit_code, 2) << Describe(r);
+  EXPECT_NE(r.err.find(t + ":4: recorded on another model: fingerprint "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
+  // An edited fingerprint is the same mistake.
+  std::string text = test::ReadFile(t);
+  const size_t at = text.find("fingerprint: ") + 13;
+  text[at] = text[at] == '0' ? '1' : '0';
+  test::WriteFile(t, text);
+  const auto edited = Replay({t});
+  EXPECT_EQ(edited.exit_code, 2) << Describe(edited);
+  EXPECT_NE(edited.err.find(t + ":4: recorded on another model"), std::string::npos) << edited.err;
+}
+
+TEST(TranscriptCli, MalformedFilesExitTwoNamingFileAndLine) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  const std::string text = test::ReadFile(t);
+  auto replace = [&text](const std::string& from, const std::string& to) {
+    std::string s = text;
+    return s.replace(s.find(from), from.size(), to);
+  };
+  struct Case {
+    std::string text, line, message;  // line: "" for a line that is missing
+  };
+  const std::vector<Case> cases = {
+      {replace("kv-dtype: bf16", "kv-dtype: bf17"), "5", "bf17"},
+      {replace("ctx: ", "ctx: -"), "9", "ctx: '-"},
+      {replace("mesh: n150", "mesh: n151"), "12", "n151"},
+      {replace("--- turn 2", "--- turn 4"), "", "expected '--- turn 2', got '--- turn 4'"},
+      {replace("\nend: ", "\nend: never"), "", "end: 'never"},
+      {replace("kv-dtype: bf16\n", ""), "", "the header has no 'kv-dtype:' line"},
+      {replace("kv-dtype: bf16\n", "kv-dtype: bf16\ncolour: blue\n"), "6", "'colour:' is not"},
+  };
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const std::string file = dir.File("m" + std::to_string(i) + ".txt");
+    test::WriteFile(file, c.text);
+    const auto r = Replay({file});
+    EXPECT_EQ(r.exit_code, 2) << c.message << "\n" << Describe(r);
+    const std::string where =
+        "wormchat: error: " + file + (c.line.empty() ? ":" : ":" + c.line + ": ");
+    EXPECT_NE(r.err.find(where), std::string::npos) << where << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << c.message << "\n" << r.err;
+  }
+  const auto missing = Replay({dir.File("none.txt")});
+  EXPECT_EQ(missing.exit_code, 2) << Describe(missing);
+  EXPECT_NE(missing.err.find(dir.File("none.txt")), std::string::npos) << missing.err;
+}
+
+TEST(TranscriptCli, UpdateRewritesTheChangedTurns) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  const std::string text = test::ReadFile(t);
+  test::WriteFile(t, EditId(text, 3, 0, "7"));
+  const auto u = test::RunWormchat({"transcript", "update", "--threads", "1", t});
+  EXPECT_EQ(u.exit_code, 0) << Describe(u);
+  EXPECT_NE(u.out.find(t + ": rewritten (changed turns: 3)"), std::string::npos) << u.out;
+  EXPECT_EQ(test::ReadFile(t), text) << "the expected replies are the model's again";
+  const auto again = test::RunWormchat({"transcript", "update", "--threads", "1", t});
+  EXPECT_EQ(again.exit_code, 0) << Describe(again);
+  EXPECT_NE(again.out.find(t + ": unchanged"), std::string::npos) << again.out;
+}
+
+TEST(TranscriptCli, ACancelledReplyReplaysToWhereItWasCancelled) {
+  test::TempDir dir;
+  const std::string t = Record(dir);
+  std::string text = test::ReadFile(t);
+  // Turn 1 as if Ctrl-C stopped it after 3 tokens; update spells its text, replay reproduces it.
+  const size_t ids = text.find("\nids: ") + 6;
+  size_t cut = ids;
+  for (int i = 0; i < 3; ++i) cut = text.find_first_of(" \n", cut + 1);
+  text.erase(cut, text.find('\n', ids) - cut);
+  const size_t end = text.find("\nend: ", ids) + 6;
+  text.replace(end, text.find('\n', end) - end, "cancelled");
+  test::WriteFile(t, text);
+  const auto u = test::RunWormchat({"transcript", "update", "--threads", "1", t});
+  EXPECT_EQ(u.exit_code, 0) << Describe(u);
+  const std::string updated = test::ReadFile(t);
+  EXPECT_NE(updated.find("end: cancelled"), std::string::npos) << updated;
+  const auto r = Replay({t}, "2");
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+}
+
+TEST(TranscriptCli, RecordErrorsNameTheTurnsFileLine) {
+  test::TempDir dir;
+  test::WriteFile(dir.File("turns"), "hello\n/set temperature -2\n");
+  const auto r = test::RunWormchat(
+      {"transcript", "record", "--turns", dir.File("turns"), "--out", dir.File("t.txt")});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find(dir.File("turns") + ":2: "), std::string::npos) << r.err;
+}
+
+void ReplayCommitted(const std::string& threads) {
+  const auto files = CommittedTranscripts();
+  ASSERT_GE(files.size(), 10u) << "tests/transcripts/ lost its transcripts";
+  const auto r = Replay(files, threads);
+  EXPECT_EQ(r.exit_code, 0) << Describe(r);
+  EXPECT_NE(r.out.find("\n" + std::to_string(files.size()) + " passed, 0 failed\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(CommittedTranscripts, ReplayOnOneThread) {
+  ReplayCommitted("1");
+}
+TEST(CommittedTranscripts, ReplayOnTwoThreads) {
+  ReplayCommitted("2");
+}
+
+TEST(CommittedTranscripts, CoverEverySetting) {
+  // The CI set: greedy, sampled with a seed, beams, every KV format, paged and contiguous KV,
+  // both attention engines, context trimming, a multi-line turn, /reset and /set.
+  std::string all;
+  for (const auto& f : CommittedTranscripts()) all += test::ReadFile(f);
+  for (const char* needle : {"temperature: 0\n",
+                             "temperature: 0.9\n",
+                             "beams: 3\n",
+                             "kv-dtype: bf16\n",
+                             "kv-dtype: f32\n",
+                             "kv-dtype: int8\n",
+                             "kv-dtype: fp8-e4m3\n",
+                             "kv-dtype: fp8-e5m2\n",
+                             "kv-dtype: bfp8\n",
+                             "kv-scale: tensor\n",
+                             "kv-block-size: 0\n",
+                             "kv-block-size: 64\n",
+                             "kv-block-size: 16\n",
+                             "attention: reference\n",
+                             "attention: flash\n",
+                             "mesh: t3k\n",
+                             "\ndropped: ",
+                             "\nreset\n",
+                             "\nset: ",
+                             "\n>\n"})
+    EXPECT_NE(all.find(needle), std::string::npos) << needle;
 }
 
 }  // namespace

@@ -1,0 +1,129 @@
+#include "app/transcript/run_header.h"
+
+#include <functional>
+#include <map>
+
+#include "attention/flash_decode.h"
+#include "attention/wormhole_spec.h"
+#include "kvcache/kv_cache.h"
+#include "model/fingerprint.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+const char kDefaultModel[] = "default";
+
+// Each recorded field: its key, how to write it, how to read it back.
+struct Field {
+  const char* key;
+  std::function<std::string(const ModelRunOptions&, const LoadedModel&)> get;
+  std::function<void(ModelRunOptions&, const std::string&)> set;
+};
+
+int ParseInt(const std::string& key, const std::string& value) {
+  size_t used = 0;
+  long long v = 0;
+  try {
+    v = std::stoll(value, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (value.empty() || used != value.size() || v < 0 || v > 0x7fffffff)
+    throw Error(Cat(key, ": '", value, "' is not a count"));
+  return static_cast<int>(v);
+}
+
+// `check` throws wc::Error for a value the flag would refuse, so the header's line is named.
+Field Text(const char* key, std::string ModelRunOptions::*member,
+           std::function<void(const std::string&)> check) {
+  return {key, [member](const ModelRunOptions& o, const LoadedModel&) { return o.*member; },
+          [member, check](ModelRunOptions& o, const std::string& v) {
+            check(v);
+            o.*member = v;
+          }};
+}
+
+Field Count(const char* key, int ModelRunOptions::*member) {
+  return {
+      key,
+      [member](const ModelRunOptions& o, const LoadedModel&) { return std::to_string(o.*member); },
+      [member, key](ModelRunOptions& o, const std::string& v) { o.*member = ParseInt(key, v); }};
+}
+
+const std::vector<Field>& Fields() {
+  static const std::vector<Field> fields = {
+      Text("kv-dtype", &ModelRunOptions::kv_dtype, [](const std::string& v) { ParseKVDType(v); }),
+      Text("kv-scale", &ModelRunOptions::kv_scale, [](const std::string& v) { ParseScaleMode(v); }),
+      Count("kv-block-size", &ModelRunOptions::kv_block_size),
+      Count("kv-blocks", &ModelRunOptions::kv_blocks),
+      {"ctx", [](const ModelRunOptions&, const LoadedModel& m) { return std::to_string(m.ctx); },
+       [](ModelRunOptions& o, const std::string& v) { o.ctx = ParseInt("ctx", v); }},
+      Count("lm-head-fractures", &ModelRunOptions::lm_head_fractures),
+      Text("attention", &ModelRunOptions::attention,
+           [](const std::string& v) {
+             if (v != "flash" && v != "reference")
+               throw Error(Cat("attention: '", v, "' is not flash or reference"));
+           }),
+      Text("mesh", &ModelRunOptions::mesh, [](const std::string& v) { MeshPreset(v); }),
+      Text("reduction", &ModelRunOptions::reduction,
+           [](const std::string& v) { ParseReduction(v); }),
+      Count("max-cores-per-head", &ModelRunOptions::max_cores_per_head),
+      Count("k-chunk-size", &ModelRunOptions::k_chunk_size),
+  };
+  return fields;
+}
+
+}  // namespace
+
+std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m) {
+  std::vector<TranscriptOption> entries;
+  for (const Field& f : Fields()) entries.push_back({f.key, f.get(o, m), 0});
+  return entries;
+}
+
+ModelRunOptions RunOptionsFromTranscript(const Transcript& t) {
+  ModelRunOptions o;
+  o.model_dir = t.model == kDefaultModel ? "" : t.model;
+  std::map<std::string, bool> seen;
+  for (const TranscriptOption& entry : t.run) {
+    const Field* field = nullptr;
+    for (const Field& f : Fields())
+      if (entry.key == f.key) field = &f;
+    try {
+      if (field == nullptr) throw Error(Cat("'", entry.key, ":' is not a transcript header key"));
+      field->set(o, entry.value);
+    } catch (const Error& e) {
+      throw Error(Cat(t.path, ":", entry.line, ": ", e.what()));
+    }
+    seen[entry.key] = true;
+  }
+  for (const Field& f : Fields())
+    if (!seen.count(f.key)) throw Error(Cat(t.path, ": the header has no '", f.key, ":' line"));
+  return o;
+}
+
+std::string RunFingerprint(const ModelRunOptions& run, const LoadedModel& m) {
+  return ModelFingerprint(m.dir, run.kv_scale == "tensor");
+}
+
+Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
+                          const ConversationSettings& settings,
+                          const std::vector<ConversationTurn>& turns) {
+  Transcript t;
+  t.version = WORMCHAT_VERSION;
+  t.model = run.model_dir.empty() ? kDefaultModel : run.model_dir;
+  t.fingerprint = RunFingerprint(run, m);
+  t.run = RunOptionEntries(run, m);
+  for (const ConversationTurn& turn : turns)
+    if (turn.finished) t.turns.push_back(turn);
+  t.settings = t.turns.empty() ? settings : t.turns.front().settings;
+  return t;
+}
+
+void SaveConversation(const std::string& path, const ModelRunOptions& run, const LoadedModel& m,
+                      const Conversation& conversation) {
+  WriteTranscriptFile(path, MakeTranscript(run, m, conversation.settings(), conversation.turns()));
+}
+
+}  // namespace wc

@@ -1,0 +1,43 @@
+// What a transcript's header says about the run (serving/transcript.h), in the terms of the
+// command line: the model line, the fingerprint, and ModelRunOptions as `key: value` lines named
+// after their flags. Shared by `wormchat transcript` and the chat's /save.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "app/model_options.h"
+#include "serving/conversation.h"
+#include "serving/transcript.h"
+
+namespace wc {
+
+// The run options a header records: every ModelRunOptions field that can change tokens, by flag
+// name without the dashes - kv-dtype, kv-scale, kv-block-size, kv-blocks, ctx (as resolved: never
+// 0), lm-head-fractures, attention, mesh, reduction, max-cores-per-head, k-chunk-size. Not
+// --threads: tokens are the same on any thread count.
+std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m);
+
+// The header's run options as ModelRunOptions (model_dir from its model line: "default" is the
+// model in assets/, anything else a directory; threads 0). Throws wc::Error "FILE:LINE: ..." for
+// an unknown key or a bad number, "FILE: ..." for a missing key.
+ModelRunOptions RunOptionsFromTranscript(const Transcript& t);
+
+// A transcript of `turns` (those that finished) run with `run` on the loaded model `m`: the
+// version, model line, fingerprint (model/fingerprint.h), run options, and the settings the
+// conversation started with (the first turn's, or `settings` if there is none). Throws wc::Error
+// naming a model file that cannot be read.
+Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
+                          const ConversationSettings& settings,
+                          const std::vector<ConversationTurn>& turns);
+
+// The chat's /save: writes `conversation`'s turns so far to `path` (atomically) in the transcript
+// format, for `wormchat transcript replay`. Throws wc::Error naming the path on failure.
+void SaveConversation(const std::string& path, const ModelRunOptions& run, const LoadedModel& m,
+                      const Conversation& conversation);
+
+// The fingerprint of `m`'s directory as a transcript of `run` records it (kv_scales.json included
+// when --kv-scale is tensor).
+std::string RunFingerprint(const ModelRunOptions& run, const LoadedModel& m);
+
+}  // namespace wc
