@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "model/fingerprint.h"
 #include "model/lm_head.h"
 #include "model/safetensors.h"
 #include "util/error.h"
@@ -48,7 +49,7 @@ void RunInfo(const InfoCmdOptions& o) {
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   const KVDType kv_dtype = ParseKVDType(o.kv_dtype);
   FalconConfig c;
-  std::string source, weight_dtype;
+  std::string source, weight_dtype, fingerprint;
   int64_t weight_bytes = 0;
   if (!o.preset.empty()) {
     c = PresetConfig(o.preset);
@@ -62,6 +63,7 @@ void RunInfo(const InfoCmdOptions& o) {
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
+    fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
   KVCacheShape shape;
   shape.n_layers = c.n_layers;
@@ -97,10 +99,14 @@ void RunInfo(const InfoCmdOptions& o) {
                         {"kv_bytes_per_layer_v", layer_k},
                         {"kv_bytes_per_layer", 2 * layer_k},
                         {"kv_bytes_total", total}};
+    if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
   std::printf("model        %s\n", source.c_str());
+  if (!fingerprint.empty())
+    std::printf("fingerprint  %s (as transcripts record it; kv_scales.json aside)\n",
+                fingerprint.c_str());
   std::printf("layout       %s\n", LayoutName(c.qkv_layout()));
   std::printf(
       "shape        %d layers, hidden %d, %d query heads / %d KV heads, head_dim %d, ffn %d\n",

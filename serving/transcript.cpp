@@ -187,6 +187,9 @@ class Parser {
     in_header_ = false;
     for (const char* key : {"model", "fingerprint"})
       if (!seen_.count(key)) throw Error(Cat("the header has no '", key, ":' line"));
+    if (t_.model.empty())
+      throw LocatedError(Cat(t_.path, ":", seen_["model"],
+                             ": 'model:' needs `default` (the model in assets/) or a directory"));
     ConversationSettings s;
     auto apply = [&](const std::string& key) {
       const auto it = settings_.find(key);

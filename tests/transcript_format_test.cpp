@@ -129,6 +129,7 @@ TEST(TranscriptFormat, MalformedLinesNameFileAndLine) {
       {"top-k:", "top-k: 5\ntop-k: 6", "t.txt:9: 'top-k:' is repeated"},
       {"temperature:", "temperature: -1", "t.txt:7: "},
       {"fingerprint:", "", "the header has no 'fingerprint:' line"},
+      {"model:", "model: ", "t.txt:3: 'model:' needs `default`"},
       {"max-new-tokens:", "", "the header has no 'max-new-tokens:' line"},
       {"--- turn 2", "--- turn 3", "expected '--- turn 2'"},
       {"ids: 300", "ids: 300 x", "ids: 'x' is not an integer"},

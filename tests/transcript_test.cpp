@@ -195,6 +195,17 @@ TEST(TranscriptCli, RecordErrorsNameTheTurnsFileLine) {
   EXPECT_NE(r.err.find(dir.File("turns") + ":2: "), std::string::npos) << r.err;
 }
 
+TEST(TranscriptCli, InfoPrintsTheFingerprintTranscriptsRecord) {
+  const auto r = test::RunWormchat({"info"});
+  ASSERT_EQ(r.exit_code, 0) << Describe(r);
+  const std::string text =
+      test::ReadFile(std::string(WORMCHAT_TEST_DATA) + "/transcripts/default_greedy.txt");
+  const size_t at = text.find("\nfingerprint: ") + 14;
+  const std::string fingerprint = text.substr(at, text.find('\n', at) - at);
+  EXPECT_EQ(fingerprint.size(), 32u);
+  EXPECT_NE(r.out.find("\nfingerprint  " + fingerprint + " "), std::string::npos) << r.out;
+}
+
 void ReplayCommitted(const std::string& threads) {
   const auto files = CommittedTranscripts();
   ASSERT_GE(files.size(), 10u) << "tests/transcripts/ lost its transcripts";
