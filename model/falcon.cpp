@@ -235,6 +235,14 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     totals_.dram_bytes += trace.dram_bytes;
     totals_.noc_bytes += trace.noc_bytes;
     totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);
+    {
+      std::lock_guard<std::mutex> lock(last_mu_);
+      last_.valid = true;
+      last_.layer = l;
+      last_.bsz = op.bsz;
+      last_.trace = trace;
+      last_.kv_row_bytes = cached.RowBytes();
+    }
     return;
   }
   // Reference (the oracle): each (token, KV group) over its row's positions [0, pos], the rows
@@ -258,6 +266,11 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
                               scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
     }
   }
+}
+
+LastAttention FalconModel::last_attention() const {
+  std::lock_guard<std::mutex> lock(last_mu_);
+  return last_;
 }
 
 }  // namespace wc

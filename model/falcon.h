@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,16 @@ struct AttentionTotals {
   double emulated_us = 0;  // device time the performance model gives these ops on the mesh
 };
 
+// The last attention op the emulated mesh ran (the chat's core-grid panel): which cores worked on
+// what, and the stored K/V row size their DRAM bytes count.
+struct LastAttention {
+  bool valid = false;  // false before the first FlashDecode op (or with the reference attention)
+  int layer = 0;
+  int bsz = 0;  // tokens (user rows) in the op
+  OpTrace trace;
+  double kv_row_bytes = 0;
+};
+
 class FalconModel {
  public:
   // Loads DIR/config.json and the safetensors weights. Throws wc::Error naming the file on failure.
@@ -76,7 +87,10 @@ class FalconModel {
   using AttentionObserver = std::function<void(int layer, const float* attn, int64_t n_tokens)>;
   void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
   // Totals of the emulated attention ops since construction (FlashDecode only).
+  // Read from the thread that runs Forward (or when no Forward runs).
   const AttentionTotals& attention_totals() const { return totals_; }
+  // A copy of the last attention op; safe from any thread while Forward runs.
+  LastAttention last_attention() const;
 
   // Runs `batch` through the decoder, writing each token's K/V into `cache`.
   //   logits: resized to [batch.logit_rows.size(), vocab_size]
@@ -96,6 +110,8 @@ class FalconModel {
   Rope rope_;
   FlashDecodeEngine engine_;
   mutable AttentionTotals totals_;
+  mutable std::mutex last_mu_;
+  mutable LastAttention last_;  // under last_mu_
   AttentionObserver observer_;
 };
 

@@ -57,6 +57,7 @@ Conversation::Conversation(ServingLoop& loop, const FalconModel& model, const To
       format_(std::move(format)),
       settings_(settings) {
   Validate(settings_);
+  stream_seed_ = settings_.seed;
   session_ = loop_.OpenSession();
 }
 
@@ -115,6 +116,7 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
     lock.lock();
     session_ = loop_.OpenSession();
     session_pos_ = 0;
+    stream_seed_ = settings_.seed;
   }
   // Continue the session (the last reply's unfed tokens go first, then [eos] + the turn), or
   // start it over with the kept turns framed afresh.
@@ -198,7 +200,9 @@ void Conversation::Reset() {
 void Conversation::set_settings(const ConversationSettings& settings) {
   Validate(settings);
   std::lock_guard<std::mutex> lock(mu_);
-  if (settings.seed != settings_.seed) reseed_next_ = true;
+  // A new stream only if the seed differs from the running stream's (setting it back and forth
+  // between two replies changes nothing, as a transcript's net `set:` lines say).
+  reseed_next_ = settings.seed != stream_seed_;
   if (settings.system != settings_.system) rebuild_next_ = true;  // the framing changed
   settings_ = settings;
 }

@@ -105,6 +105,7 @@ class Conversation {
   ChatFormat format_;
   ConversationSettings settings_;
   SessionId session_ = 0;
+  uint64_t stream_seed_ = 0;  // the seed the session's RNG stream started from
 
   mutable std::mutex mu_;  // guards what the loop's thread records: turns_, session_pos_, busy_
   std::condition_variable idle_;

@@ -109,7 +109,7 @@ TEST_F(CliTest, ChatReadsLinesKeepsTheConversationAndHandlesCommands) {
       RunWormchat({"chat", "--model", Model(), "-n", "8", "--temperature", "0"},
                   "hello\n/help\n/bogus\nwhat is a harbor?\n/reset\nhello\n/quit\nnever\n");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("Commands: /reset"), std::string::npos);
+  EXPECT_NE(r.out.find("/reset                start a new conversation"), std::string::npos);
   EXPECT_NE(r.out.find("unknown command /bogus"), std::string::npos);
   EXPECT_NE(r.out.find("(new conversation)"), std::string::npos);
   // Greedy, so the first reply to "hello" is repeated after /reset.
@@ -118,14 +118,18 @@ TEST_F(CliTest, ChatReadsLinesKeepsTheConversationAndHandlesCommands) {
   EXPECT_NE(r.out.find(first, reset), std::string::npos) << r.out;
 }
 
-TEST_F(CliTest, ChatStartsOverWhenTheContextIsFull) {
+TEST_F(CliTest, ChatDropsTheOldestTurnsWhenTheContextIsFull) {
   std::string input;
   for (int i = 0; i < 6; ++i) input += "tell me about the harbor and the ships in it\n";
-  const auto r = RunWormchat({"chat", "--model", Model(), "--ctx", "48", "-n", "8"}, input);
+  const auto r =
+      RunWormchat({"chat", "--model", Model(), "--ctx", "48", "-n", "8", "--seed", "1"}, input);
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("(context of 48 tokens is full: starting a new conversation)"),
-            std::string::npos)
-      << r.out;
+  EXPECT_NE(r.out.find("(context full: dropped the 1 oldest turn)"), std::string::npos) << r.out;
+  int drops = 0;
+  for (size_t at = r.out.find("(context full: dropped"); at != std::string::npos;
+       at = r.out.find("(context full: dropped", at + 1))
+    ++drops;
+  EXPECT_GE(drops, 2) << "six turns of ~20 tokens in 48 positions:\n" << r.out;
   const auto huge =
       RunWormchat({"chat", "--model", Model(), "--ctx", "16"}, std::string(400, 'x') + "\nhi\n");
   ASSERT_EQ(huge.exit_code, 0) << huge.err;

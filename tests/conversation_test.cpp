@@ -130,6 +130,25 @@ TEST(Conversation, TheSameOperationsGiveTheSameTokens) {
   EXPECT_TRUE(any_difference);
 }
 
+TEST(Conversation, ASeedSetBackBeforeTheNextReplyKeepsTheStream) {
+  // /set seed 9 then /set seed 7 again before sending: the stream goes on as if nothing happened
+  // (a transcript records only the net change).
+  auto run = [](bool toggle) {
+    auto loop = Loop();
+    Conversation c(*loop, *M().model, *M().tokenizer, Format(), Sampled(7));
+    Say(c, kQuestions[0]);
+    if (toggle) {
+      ConversationSettings s = c.settings();
+      s.seed = 9;
+      c.set_settings(s);
+      s.seed = 7;
+      c.set_settings(s);
+    }
+    return Say(c, kQuestions[1]).reply_ids;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
 TEST(Conversation, ResetStartsAFreshConversation) {
   auto loop = Loop();
   Conversation c(*loop, *M().model, *M().tokenizer, Format(), Greedy());

@@ -1,0 +1,167 @@
+#include "app/chat/chat_plain.h"
+
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "app/stdout_sink.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+// Ctrl-C while a reply runs cancels it; at the prompt it ends the chat as usual.
+std::atomic<bool> g_generating{false};
+std::atomic<bool> g_cancel{false};
+
+void OnInterrupt(int) {
+  if (g_generating.load()) {
+    g_cancel.store(true);
+  } else {
+    signal(SIGINT, SIG_DFL);
+    raise(SIGINT);
+  }
+}
+
+// Reads the next message or command: a line, or the lines between two `"""` lines (joined with
+// '\n'). False at the end of input (an unclosed block is sent as it is).
+bool ReadInput(std::string& out, bool prompt) {
+  out.clear();
+  std::string line;
+  if (prompt) std::printf("\n> ");
+  std::fflush(stdout);
+  if (!std::getline(std::cin, line)) return false;
+  if (line != "\"\"\"") {
+    out = line;
+    return true;
+  }
+  bool first = true;
+  while (true) {
+    if (prompt) std::printf(". ");
+    std::fflush(stdout);
+    if (!std::getline(std::cin, line)) return !out.empty();
+    if (line == "\"\"\"") return true;
+    if (!first) out += '\n';
+    out += line;
+    first = false;
+  }
+}
+
+void Say(const std::string& text) {
+  std::printf("%s\n", text.c_str());
+  std::fflush(stdout);
+}
+
+}  // namespace
+
+void RunPlainChat(ChatSession& session, bool banner) {
+  const LoadedModel& m = session.model();
+  const FalconConfig& c = m.model->config();
+  if (banner) {
+    std::printf(
+        "wormchat - %s (%d layers, hidden %d, %d heads / %d KV heads), context %d, seed %llu\n"
+        "Type a message and press Enter; /help lists the commands.\n",
+        m.dir.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, m.ctx,
+        static_cast<unsigned long long>(session.conversation().settings().seed));
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &sa, nullptr);
+  StdoutSink sink;
+  std::string input;
+  std::vector<std::string> queued;  // /load's user turns, sent one after another
+  while (true) {
+    std::string message;
+    ChatCommand cmd;
+    if (!queued.empty()) {
+      message = queued.front();
+      queued.erase(queued.begin());
+      std::printf("> %s\n", message.c_str());
+    } else {
+      if (!ReadInput(input, banner)) break;
+      cmd = ParseChatCommand(input, &message);
+    }
+    switch (cmd.kind) {
+      case ChatCommand::Kind::kNone:
+        break;
+      case ChatCommand::Kind::kQuit:
+        return;
+      case ChatCommand::Kind::kHelp:
+        std::printf("%s", ChatHelpText());
+        continue;
+      case ChatCommand::Kind::kHint:
+        Say(cmd.text);
+        continue;
+      case ChatCommand::Kind::kStats:
+        std::printf("%s", session.StatsText().c_str());
+        continue;
+      case ChatCommand::Kind::kMesh:
+        Say("the mesh panel is part of the full-screen chat; /stats has its figures here");
+        continue;
+      case ChatCommand::Kind::kSave:
+        try {
+          Say(session.Save(cmd.path));
+        } catch (const Error& e) {
+          Say(Cat("/save: ", e.what()));
+        }
+        continue;
+      case ChatCommand::Kind::kLoad:
+        try {
+          queued = session.LoadTurns(cmd.path);
+          Say(Cat("(replaying ", queued.size(), " turns of ", cmd.path, ")"));
+        } catch (const Error& e) {
+          Say(Cat("/load: ", e.what()));
+        }
+        break;
+      default:
+        Say(session.Apply(cmd));
+        continue;
+    }
+    if (cmd.kind == ChatCommand::Kind::kLoad) continue;  // the queue sends them
+    if (message.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    std::mutex mu;
+    std::condition_variable cv;
+    bool done = false;
+    RequestResult result;
+    g_cancel.store(false);
+    g_generating.store(true);
+    try {
+      if (banner) std::printf("\n");
+      session.Send(
+          message, [&sink](std::string_view text) { sink.Write(text); },
+          [&](const RequestResult& r) {
+            std::lock_guard<std::mutex> lock(mu);
+            result = r;
+            done = true;
+            cv.notify_all();
+          });
+    } catch (const Error& e) {
+      g_generating.store(false);
+      Say(e.what());
+      continue;
+    }
+    const std::string notice = session.figures().notice;
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; }))
+        if (g_cancel.exchange(false)) session.Cancel();
+    }
+    g_generating.store(false);
+    if (result.reason == StopReason::kError) {
+      Say(Cat("error: ", result.error));
+      continue;
+    }
+    std::printf(result.reason == StopReason::kCancelled ? " [cancelled]\n" : "\n");
+    if (!notice.empty()) Say(Cat("(", notice, ")"));
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace wc

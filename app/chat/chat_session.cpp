@@ -1,0 +1,225 @@
+#include "app/chat/chat_session.h"
+
+#include <sys/random.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "app/transcript/run_header.h"
+#include "serving/transcript.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+double NowS() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+uint64_t EntropySeed() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof(seed), 0) != static_cast<ssize_t>(sizeof(seed)))
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return seed;
+}
+
+// Streams the reply to the front end and keeps the figures.
+class ChatSession::ReplyObserver : public RequestObserver {
+ public:
+  ReplyObserver(ChatSession& s, std::function<void(std::string_view)> on_text,
+                std::function<void(const RequestResult&)> on_done)
+      : s_(s), on_text_(std::move(on_text)), on_done_(std::move(on_done)) {}
+  void OnPrefill(int fed, int total) override {
+    std::lock_guard<std::mutex> lock(s_.mu_);
+    s_.figures_.state = ChatFigures::State::kPrefill;
+    s_.figures_.prefill_percent = total > 0 ? static_cast<int>(100LL * fed / total) : 100;
+  }
+  void OnToken(int, const float*, int) override {
+    const double now = NowS();
+    std::lock_guard<std::mutex> lock(s_.mu_);
+    ChatFigures& f = s_.figures_;
+    if (f.state != ChatFigures::State::kGenerating) {
+      f.state = ChatFigures::State::kGenerating;
+      s_.first_token_at_ = now;
+      f.ttft_s = now - s_.reply_start_;
+    }
+    ++f.reply_tokens;
+    const double span = now - s_.first_token_at_;
+    if (f.reply_tokens > 1 && span > 0) f.tokens_per_s = (f.reply_tokens - 1) / span;
+  }
+  void OnText(std::string_view delta) override {
+    if (on_text_) on_text_(delta);
+  }
+  void OnFinish(const RequestResult& r) override {
+    {
+      std::lock_guard<std::mutex> lock(s_.mu_);
+      ChatFigures& f = s_.figures_;
+      f.state = ChatFigures::State::kIdle;
+      f.reply_tokens = static_cast<int>(r.tokens.size());
+      if (r.t_first_token > 0) {
+        f.ttft_s = r.t_first_token - r.t_admit + (r.t_admit - r.t_submit);
+        const double decode = r.t_finish - r.t_first_token;
+        if (r.tokens.size() > 1 && decode > 0) f.tokens_per_s = (r.tokens.size() - 1) / decode;
+      }
+      const double us = s_.m_.model->attention_totals().emulated_us - s_.mesh_us_at_start_;
+      const int fed = r.prompt_tokens + static_cast<int>(r.tokens.size());
+      f.mesh_us_per_token = fed > 0 ? us / fed : 0;
+      f.ctx_tokens = r.session_pos;
+    }
+    if (on_done_) on_done_(r);
+  }
+
+ private:
+  ChatSession& s_;
+  std::function<void(std::string_view)> on_text_;
+  std::function<void(const RequestResult&)> on_done_;
+};
+
+ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
+                         const ConversationSettings& s)
+    : m_(m), run_(run) {
+  const ChatFormat format = m.chat_format.value_or(ChatFormat{});
+  // Rows for the widest beam search (a paged pool's pages are touched only when used).
+  loop_ = std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), format,
+                                        ServingOptionsFor(run, m, kMaxBeams));
+  conversation_ = std::make_unique<Conversation>(*loop_, *m.model, *m.tokenizer, format, s);
+  figures_.ctx_size = loop_->ctx();
+  figures_.seed = s.seed;
+  figures_.beams = s.beams ? s.beams->num_beams : 0;
+  figures_.kv_format = Cat(KVDTypeName(m.kv.dtype),
+                           m.kv.block_size > 0 ? Cat(" paged/", m.kv.block_size) : " contiguous");
+  figures_.kv_bytes_total = loop_->kv_bytes();
+}
+
+ChatSession::~ChatSession() {
+  conversation_.reset();  // cancels a running reply and waits for it
+  loop_->Shutdown(ShutdownMode::kCancel);
+}
+
+void ChatSession::Send(const std::string& message, std::function<void(std::string_view)> on_text,
+                       std::function<void(const RequestResult&)> on_done) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.state = ChatFigures::State::kPrefill;
+    figures_.prefill_percent = 0;
+    figures_.reply_tokens = 0;
+    figures_.tokens_per_s = 0;
+    figures_.ttft_s = 0;
+    figures_.notice.clear();
+    reply_start_ = NowS();
+    mesh_us_at_start_ = m_.model->attention_totals().emulated_us;
+  }
+  try {
+    running_ = conversation_->Send(
+        message, std::make_shared<ReplyObserver>(*this, std::move(on_text), std::move(on_done)));
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.state = ChatFigures::State::kIdle;
+    throw;
+  }
+  const std::vector<ConversationTurn> turns = conversation_->turns();
+  if (!turns.empty() && turns.back().dropped_before > 0) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int n = turns.back().dropped_before;
+    figures_.notice = Cat("context full: dropped the ", n, " oldest turn", n == 1 ? "" : "s");
+  }
+}
+
+void ChatSession::Cancel() {
+  if (running_ != 0) loop_->Cancel(running_);
+}
+
+std::string ChatSession::Apply(const ChatCommand& c) {
+  ConversationSettings s = conversation_->settings();
+  switch (c.kind) {
+    case ChatCommand::Kind::kReset: {
+      if (busy()) return "a reply is running: Ctrl-C cancels it first";
+      conversation_->Reset();
+      std::lock_guard<std::mutex> lock(mu_);
+      figures_.ctx_tokens = 0;
+      return "(new conversation)";
+    }
+    case ChatCommand::Kind::kSet:
+      if (c.name == "temperature") {
+        s.sampling.temperature = static_cast<float>(c.value);
+      } else if (c.name == "top-k") {
+        s.sampling.top_k = static_cast<int>(c.value);
+      } else if (c.name == "top-p") {
+        s.sampling.top_p = static_cast<float>(c.value);
+      } else if (c.name == "seed") {
+        s.seed = std::stoull(c.path);
+      } else if (c.name == "max-tokens") {
+        s.max_new_tokens = static_cast<int>(c.value);
+      }
+      conversation_->set_settings(s);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        figures_.seed = s.seed;
+      }
+      return Cat("(", c.name, " ", c.name == "seed" ? c.path : Cat(c.value),
+                 c.name == "seed" ? ": a new random stream from the next reply" : "", ")");
+    case ChatCommand::Kind::kBeams: {
+      const int w = static_cast<int>(c.value);
+      if (w == 0) {
+        s.beams.reset();
+      } else {
+        BeamParams b;
+        b.num_beams = w;
+        s.beams = b;
+      }
+      conversation_->set_settings(s);
+      std::lock_guard<std::mutex> lock(mu_);
+      figures_.beams = w;
+      return w == 0 ? "(sampling)"
+                    : Cat("(beam search with ", w, " beam", w == 1 ? "" : "s",
+                          ": replies show the best hypothesis)");
+    }
+    default:
+      WC_CHECK(false, "not a conversation command");
+  }
+  return {};
+}
+
+ChatFigures ChatSession::figures() const {
+  const ServingStatus st = loop_->status();
+  std::lock_guard<std::mutex> lock(mu_);
+  ChatFigures f = figures_;
+  f.kv_blocks_used = st.kv_blocks_used;
+  f.kv_blocks_total = st.kv_blocks_total;
+  f.kv_bytes_used =
+      st.kv_blocks_total > 0 ? f.kv_bytes_total / st.kv_blocks_total * st.kv_blocks_used : 0;
+  return f;
+}
+
+std::string ChatSession::StatsText() const {
+  const ChatFigures f = figures();
+  const ConversationSettings& s = conversation_->settings();
+  return Cat(
+      "last reply: ", f.reply_tokens, " tokens, ", static_cast<int>(f.tokens_per_s * 10) / 10.0,
+      " tok/s, first token after ", static_cast<int>(f.ttft_s * 1000), " ms\n",
+      "context: ", f.ctx_tokens, " of ", f.ctx_size, " tokens\n", "KV cache: ", f.kv_format, ", ",
+      f.kv_blocks_used, " of ", f.kv_blocks_total, " blocks (", f.kv_bytes_used >> 10, " of ",
+      f.kv_bytes_total >> 10, " KiB)\n", "mesh: ", run_.mesh, ", ",
+      static_cast<int>(f.mesh_us_per_token * 10) / 10.0, " us emulated attention per token\n",
+      "sampling: temperature ", s.sampling.temperature, ", top-k ", s.sampling.top_k, ", top-p ",
+      s.sampling.top_p, ", max-tokens ", s.max_new_tokens, ", seed ", s.seed,
+      s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n");
+}
+
+std::string ChatSession::Save(const std::string& path) const {
+  SaveConversation(path, run_, m_, *conversation_);
+  int n = 0;
+  for (const ConversationTurn& t : conversation_->turns()) n += t.finished;
+  return Cat("(saved ", n, " turn", n == 1 ? "" : "s", " to ", path,
+             "; check it with: wormchat transcript replay ", path, ")");
+}
+
+std::vector<std::string> ChatSession::LoadTurns(const std::string& path) const {
+  std::vector<std::string> users;
+  for (const ConversationTurn& t : ReadTranscriptFile(path).turns) users.push_back(t.user);
+  return users;
+}
+
+}  // namespace wc

@@ -1,0 +1,91 @@
+// What both chat front ends (full-screen and line mode) drive: the model's serving loop, one
+// Conversation, the slash commands that change it, and the figures the status bar and /stats show
+// (state, speed, time to first token, context and KV fill, emulated mesh time). Replies run on
+// the serving loop's thread; the front end hears them through callbacks and stays responsive.
+//
+// Thread safety: call everything from the front end's thread; the callbacks passed to Send run on
+// the loop's thread (keep them short; they may call figures()).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "app/chat/chat_commands.h"
+#include "app/model_options.h"
+#include "serving/conversation.h"
+
+namespace wc {
+
+struct ChatFigures {
+  enum class State { kIdle, kPrefill, kGenerating };
+  State state = State::kIdle;
+  int prefill_percent = 0;  // kPrefill
+  int reply_tokens = 0;     // of the current or last reply
+  double tokens_per_s = 0;  // decode speed of the current or last reply
+  double ttft_s = 0;        // its time to first token (0 before the first)
+  int ctx_tokens = 0, ctx_size = 0;
+  int kv_blocks_used = 0, kv_blocks_total = 0;  // paged (0 when contiguous)
+  int64_t kv_bytes_used = 0, kv_bytes_total = 0;
+  std::string kv_format;         // e.g. "bf16 paged/64"
+  double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
+  uint64_t seed = 0;
+  int beams = 0;       // 0: sampling
+  std::string notice;  // e.g. "dropped 2 oldest turns to fit the context"
+};
+
+class ChatSession {
+ public:
+  // Starts the serving loop (rows for the widest beam search). `m` must outlive the session.
+  ChatSession(const LoadedModel& m, const ModelRunOptions& run, const ConversationSettings& s);
+  ~ChatSession();
+
+  // Sends `message` (throws wc::Error for an empty or over-long message, or while a reply runs).
+  // on_text gets the reply's text as it streams; on_done once at the end (cancelled included).
+  void Send(const std::string& message, std::function<void(std::string_view)> on_text,
+            std::function<void(const RequestResult&)> on_done);
+  bool busy() const { return conversation_->busy(); }
+  // Cancels the running reply (it ends with StopReason::kCancelled).
+  void Cancel();
+
+  // Runs a command that changes the conversation (/reset, /set, /beams); returns the line to show.
+  // Front-end commands (/help, /quit, /mesh, /stats, /save, /load) are the front end's.
+  std::string Apply(const ChatCommand& command);
+  // Multi-line /stats text.
+  std::string StatsText() const;
+  // /save FILE: the conversation so far as a transcript (`wormchat transcript replay FILE`).
+  // Returns the line to show; throws wc::Error naming the file if it cannot be written.
+  std::string Save(const std::string& path) const;
+  // /load FILE: the user messages of a transcript's turns, in order, for the front end to send
+  // one after another. Throws wc::Error naming the file and line if it cannot be read or parsed.
+  std::vector<std::string> LoadTurns(const std::string& path) const;
+  ChatFigures figures() const;
+
+  Conversation& conversation() { return *conversation_; }
+  const LoadedModel& model() const { return m_; }
+  const ModelRunOptions& run_options() const { return run_; }
+
+ private:
+  class ReplyObserver;
+
+  const LoadedModel& m_;
+  ModelRunOptions run_;
+  std::unique_ptr<ServingLoop> loop_;
+  std::unique_ptr<Conversation> conversation_;
+  RequestId running_ = 0;
+
+  mutable std::mutex mu_;  // the figures the loop's thread updates
+  ChatFigures figures_;
+  double reply_start_ = 0, first_token_at_ = 0;
+  double mesh_us_at_start_ = 0;
+};
+
+// A seed from the system's entropy (getrandom), for a chat without --seed.
+uint64_t EntropySeed();
+
+}  // namespace wc

@@ -1,0 +1,658 @@
+#include "app/tui/chat_tui.h"
+
+#include <curses.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cwchar>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "app/tui/core_grid.h"
+#include "app/tui/history.h"
+#include "app/tui/line_editor.h"
+#include "app/tui/status_line.h"
+#include "app/tui/text_width.h"
+#include "app/tui/wrap.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+std::atomic<bool> g_terminate{false};  // SIGTERM, SIGHUP
+std::atomic<bool> g_interrupt{false};  // SIGINT from outside (Ctrl-C itself arrives as a key)
+
+void OnTerminate(int) {
+  g_terminate.store(true);
+}
+void OnInterrupt(int) {
+  g_interrupt.store(true);
+}
+
+enum Pair : short { kTitle = 1, kStatus, kUser, kNotice, kPanel };
+
+// The terminal in curses mode for the object's lifetime: raw keys, no echo, bracketed paste, the
+// alternate screen; restored by the destructor on every path out.
+class Screen {
+ public:
+  Screen() {
+    tui::SetUtf8Locale();
+    if (newterm(nullptr, stdout, stdin) == nullptr) throw Error("chat: cannot start the terminal");
+    raw();
+    noecho();
+    nonl();
+    keypad(stdscr, TRUE);
+    set_escdelay(25);
+    timeout(50);
+    color_ = has_colors() && std::getenv("NO_COLOR") == nullptr;
+    if (color_) {
+      start_color();
+      use_default_colors();
+      init_pair(kTitle, COLOR_WHITE, COLOR_BLUE);
+      init_pair(kStatus, COLOR_BLACK, COLOR_CYAN);
+      init_pair(kUser, COLOR_CYAN, -1);
+      init_pair(kNotice, COLOR_YELLOW, -1);
+      init_pair(kPanel, COLOR_GREEN, -1);
+    }
+    std::fputs("\033[?2004h", stdout);  // bracketed paste
+    std::fflush(stdout);
+  }
+  ~Screen() {
+    std::fputs("\033[?2004l", stdout);
+    std::fflush(stdout);
+    endwin();
+  }
+  // A bar's attributes (reverse video without colors), a text role's.
+  attr_t Bar(Pair p) const { return color_ ? COLOR_PAIR(p) : A_REVERSE; }
+  attr_t Text(Pair p) const {
+    if (!color_) return p == kUser ? A_BOLD : p == kNotice ? A_DIM : A_NORMAL;
+    return COLOR_PAIR(p) | (p == kUser ? A_BOLD : A_NORMAL);
+  }
+
+ private:
+  bool color_ = false;
+};
+
+struct Entry {
+  enum class Role { kUser, kAssistant, kNotice };
+  Role role;
+  tui::WrappedText text;
+};
+
+std::string Basename(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const size_t slash = dir.rfind('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
+void PutLine(int y, int x, const std::string& text, int width, attr_t attr) {
+  attrset(attr);
+  mvaddstr(y, x, tui::FitWidth(text, width).c_str());
+  const int used = tui::DisplayWidth(tui::FitWidth(text, width));
+  for (int i = used; i < width; ++i) addch(' ');
+  attrset(A_NORMAL);
+}
+
+class ChatTui {
+ public:
+  explicit ChatTui(ChatSession& session) : s_(session), history_(tui::History::DefaultPath()) {
+    panel_ = COLS >= 120;
+    const LoadedModel& m = s_.model();
+    title_.model = Basename(m.dir);
+    title_.n_params = m.model->config().n_params();
+    title_.dtype = DTypeName(m.model->weights().embeddings.dtype);
+    title_.kv_format = s_.figures().kv_format;
+    title_.mesh = s_.run_options().mesh;
+    Notice(Cat("wormchat: ", title_.model, ", context ", m.ctx, ", seed ",
+               s_.conversation().settings().seed,
+               ". Type a message and press Enter; /help lists the commands, F2 shows the mesh."));
+    if (!history_.warning().empty()) Notice(history_.warning());
+  }
+
+  void Run() {
+    while (!quit_) {
+      if (g_terminate.load()) break;
+      if (g_interrupt.exchange(false)) CtrlC();
+      PollReply();
+      if (!queued_.empty() && !s_.busy() && reply_ < 0) {  // /load's next turn
+        const std::string next = queued_.front();
+        queued_.erase(queued_.begin());
+        Send(next);
+      }
+      Draw();
+      wint_t ch = 0;
+      const int kind = get_wch(&ch);
+      if (kind == ERR) continue;
+      if (kind == KEY_CODE_YES)
+        FunctionKey(static_cast<int>(ch));
+      else
+        Char(static_cast<wchar_t>(ch));
+    }
+    if (s_.busy()) s_.Cancel();
+    const std::string warning = history_.Save();
+    (void)warning;  // nowhere to show it any more
+  }
+
+ private:
+  int TextWidth() const { return std::max(10, COLS - PanelWidth() - 2); }
+  int PanelWidth() const { return panel_ && COLS >= 100 ? std::min(36, COLS / 3) : 0; }
+
+  void Add(Entry::Role role, const std::string& text) {
+    entries_.push_back({role, tui::WrappedText(TextWidth())});
+    entries_.back().text.Append(text);
+  }
+  void Notice(const std::string& text) { Add(Entry::Role::kNotice, text); }
+
+  // ---- replies, heard on the loop's thread and drawn on this one
+
+  void PollReply() {
+    std::string text;
+    bool done = false;
+    RequestResult result;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      text.swap(pending_);
+      done = done_;
+      if (done) {
+        result = result_;
+        done_ = false;
+      }
+    }
+    if (!text.empty() && reply_ >= 0) entries_[reply_].text.Append(text);
+    if (!done) return;
+    if (result.reason == StopReason::kCancelled && reply_ >= 0)
+      entries_[reply_].text.Append(" [cancelled]");
+    if (result.reason == StopReason::kError) Notice(Cat("error: ", result.error));
+    const std::string notice = s_.figures().notice;
+    if (!notice.empty()) Notice(Cat("(", notice, ")"));
+    reply_ = -1;
+  }
+
+  void Send(const std::string& message) {
+    if (s_.busy()) {
+      Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
+      return;
+    }
+    Add(Entry::Role::kUser, message);
+    Add(Entry::Role::kAssistant, "");
+    reply_ = static_cast<int>(entries_.size()) - 1;
+    scroll_ = 0;
+    try {
+      s_.Send(
+          message,
+          [this](std::string_view t) {
+            std::lock_guard<std::mutex> lock(mu_);
+            pending_.append(t);
+          },
+          [this](const RequestResult& r) {
+            std::lock_guard<std::mutex> lock(mu_);
+            result_ = r;
+            done_ = true;
+          });
+    } catch (const Error& e) {
+      entries_.pop_back();
+      reply_ = -1;
+      Notice(e.what());
+    }
+  }
+
+  // ---- input
+
+  void Submit() {
+    std::string text = editor_.text();
+    if (block_) {  // a """ line ends the block; Enter elsewhere is a newline
+      const size_t nl = text.rfind('\n');
+      const std::string last = nl == std::string::npos ? text : text.substr(nl + 1);
+      if (last != "\"\"\"") {
+        editor_.InsertNewline();
+        return;
+      }
+      text = nl == std::string::npos ? "" : text.substr(0, nl);
+      block_ = false;
+      editor_.Clear();
+      if (text.find_first_not_of(" \t\n") == std::string::npos) return;
+      Remember(text);
+      Send(text);
+      return;
+    }
+    if (text == "\"\"\"") {
+      editor_.Clear();
+      editor_.Insert("\"\"\"");
+      editor_.InsertNewline();
+      block_ = true;
+      return;
+    }
+    if (text.find_first_not_of(" \t\n") == std::string::npos) return;
+    editor_.Clear();
+    Remember(text);
+    std::string message;
+    const ChatCommand c = ParseChatCommand(text, &message);
+    switch (c.kind) {
+      case ChatCommand::Kind::kNone:
+        Send(message);
+        return;
+      case ChatCommand::Kind::kQuit:
+        quit_ = true;
+        return;
+      case ChatCommand::Kind::kHelp:
+        Notice(ChatHelpText());
+        return;
+      case ChatCommand::Kind::kHint:
+        Notice(c.text);
+        return;
+      case ChatCommand::Kind::kStats:
+        Notice(s_.StatsText());
+        return;
+      case ChatCommand::Kind::kMesh:
+        panel_ = !panel_;
+        if (panel_ && PanelWidth() == 0) Notice("the mesh panel needs a terminal of 100 columns");
+        Rewrap();
+        return;
+      case ChatCommand::Kind::kSave:
+        try {
+          Notice(s_.Save(c.path));
+        } catch (const Error& e) {
+          Notice(Cat("/save: ", e.what()));
+        }
+        return;
+      case ChatCommand::Kind::kLoad:
+        try {
+          const std::vector<std::string> turns = s_.LoadTurns(c.path);
+          queued_.insert(queued_.end(), turns.begin(), turns.end());
+          Notice(Cat("(replaying ", turns.size(), " turns of ", c.path, ")"));
+        } catch (const Error& e) {
+          Notice(Cat("/load: ", e.what()));
+        }
+        return;
+      default:
+        if (s_.busy()) {
+          Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
+          return;
+        }
+        Notice(s_.Apply(c));
+    }
+  }
+
+  void Remember(const std::string& text) {
+    history_.Add(text);
+    const std::string warning = history_.Save();
+    if (!warning.empty()) Notice(warning);
+  }
+
+  void CtrlC() {
+    if (s_.busy()) {
+      s_.Cancel();
+      queued_.clear();  // and the rest of a /load
+      return;
+    }
+    if (!editor_.empty() || block_) {
+      editor_.Clear();
+      block_ = false;
+      quit_armed_ = false;
+      return;
+    }
+    if (quit_armed_) {
+      quit_ = true;
+      return;
+    }
+    quit_armed_ = true;
+    Notice("press Ctrl-C again or Ctrl-D to quit");
+  }
+
+  void Complete() {
+    const std::vector<std::string> options = CompleteChatCommand(editor_.text());
+    if (options.size() == 1) {
+      editor_.SetText(options[0]);
+    } else if (options.size() > 1) {
+      std::string line;
+      for (const std::string& o : options) line += o + "  ";
+      Notice(line);
+    }
+  }
+
+  void HistoryUp() {
+    if (editor_.MoveUp()) return;
+    if (auto older = history_.Older(editor_.text())) editor_.SetText(*older);
+  }
+  void HistoryDown() {
+    if (editor_.MoveDown()) return;
+    if (auto newer = history_.Newer(editor_.text())) editor_.SetText(*newer);
+  }
+
+  void Scroll(int lines) {
+    scroll_ = std::max(0, std::min(scroll_ + lines, std::max(0, TotalLines() - ScrollRows())));
+  }
+
+  void FunctionKey(int key) {
+    if (key != KEY_RESIZE) quit_armed_ = false;
+    switch (key) {
+      case KEY_RESIZE:
+        Rewrap();
+        break;
+      case KEY_LEFT:
+        editor_.MoveLeft();
+        break;
+      case KEY_RIGHT:
+        editor_.MoveRight();
+        break;
+      case KEY_UP:
+        HistoryUp();
+        break;
+      case KEY_DOWN:
+        HistoryDown();
+        break;
+      case KEY_HOME:
+        if (editor_.empty())
+          scroll_ = std::max(0, TotalLines() - ScrollRows());
+        else
+          editor_.MoveLineStart();
+        break;
+      case KEY_END:
+        if (editor_.empty())
+          scroll_ = 0;
+        else
+          editor_.MoveLineEnd();
+        break;
+      case KEY_DC:
+        editor_.DeleteAt();
+        break;
+      case KEY_BACKSPACE:
+        editor_.DeleteBefore();
+        break;
+      case KEY_PPAGE:
+        Scroll(ScrollRows() - 1);
+        break;
+      case KEY_NPAGE:
+        Scroll(-(ScrollRows() - 1));
+        break;
+      case KEY_ENTER:
+        Submit();
+        break;
+      case KEY_F(2):
+        panel_ = !panel_;
+        Rewrap();
+        break;
+      default:
+        break;
+    }
+  }
+
+  // ESC was read: an Alt- key, a bracketed paste, or nothing.
+  void Escape() {
+    wint_t ch = 0;
+    timeout(25);
+    int kind = get_wch(&ch);
+    timeout(50);
+    if (kind == ERR || kind == KEY_CODE_YES) return;
+    if (ch == '[') {  // ESC [ 2 0 0 ~ starts a paste, ESC [ 2 0 1 ~ ends it
+      std::string seq;
+      while (seq.size() < 4 && get_wch(&ch) == OK) seq += static_cast<char>(ch);
+      if (seq == "200~") Paste();
+      return;
+    }
+    switch (ch) {
+      case 'b':
+        editor_.MoveWordLeft();
+        break;
+      case 'f':
+        editor_.MoveWordRight();
+        break;
+      case 'd':
+        editor_.DeleteWordAfter();
+        break;
+      case '<':
+        editor_.MoveTextStart();
+        break;
+      case '>':
+        editor_.MoveTextEnd();
+        break;
+      case '\r':
+      case '\n':
+        editor_.InsertNewline();
+        break;
+      default:
+        break;
+    }
+  }
+
+  // The pasted text up to ESC [ 2 0 1 ~, inserted as it is: several lines are one message.
+  void Paste() {
+    std::string text;
+    wint_t ch = 0;
+    timeout(200);
+    while (true) {
+      const int kind = get_wch(&ch);
+      if (kind == ERR) break;
+      if (kind == KEY_CODE_YES) continue;
+      if (ch == 27) {
+        std::string seq;
+        while (seq.size() < 5 && get_wch(&ch) == OK) seq += static_cast<char>(ch);
+        if (seq == "[201~") break;
+        continue;
+      }
+      if (ch == '\r') ch = '\n';
+      tui::AppendUtf8(text, static_cast<char32_t>(ch));
+    }
+    timeout(50);
+    editor_.Insert(text);
+  }
+
+  void Char(wchar_t ch) {
+    if (ch != 3) quit_armed_ = false;
+    switch (ch) {
+      case 3:
+        CtrlC();
+        return;  // Ctrl-C
+      case 4:    // Ctrl-D
+        if (editor_.empty() && !block_)
+          quit_ = true;
+        else
+          editor_.DeleteAt();
+        return;
+      case 1:
+        editor_.MoveLineStart();
+        return;  // Ctrl-A
+      case 5:
+        editor_.MoveLineEnd();
+        return;  // Ctrl-E
+      case 2:
+        editor_.MoveLeft();
+        return;  // Ctrl-B
+      case 6:
+        editor_.MoveRight();
+        return;  // Ctrl-F
+      case 23:
+        editor_.DeleteWordBefore();
+        return;  // Ctrl-W
+      case 21:
+        editor_.DeleteToLineStart();
+        return;  // Ctrl-U
+      case 11:
+        editor_.DeleteToLineEnd();
+        return;  // Ctrl-K
+      case 25:
+        editor_.Yank();
+        return;  // Ctrl-Y
+      case 12:
+        clearok(curscr, TRUE);
+        return;  // Ctrl-L
+      case 9:
+        Complete();
+        return;  // Tab
+      case 27:
+        Escape();
+        return;
+      case 8:
+      case 127:
+        editor_.DeleteBefore();
+        return;
+      case '\r':
+      case '\n':
+        Submit();
+        return;
+      default:
+        break;
+    }
+    if (ch < 32) return;
+    std::string utf8;
+    tui::AppendUtf8(utf8, static_cast<char32_t>(ch));
+    editor_.Insert(utf8);
+  }
+
+  // ---- drawing
+
+  void Rewrap() {
+    for (Entry& e : entries_) e.text.SetWidth(TextWidth());
+    scroll_ = std::min(scroll_, std::max(0, TotalLines() - ScrollRows()));
+  }
+  int InputRows() const { return std::min(5, std::max(1, editor_.line_count())); }
+  int ScrollRows() const { return std::max(1, LINES - 2 - InputRows()); }
+  int TotalLines() const {
+    int n = 0;
+    for (const Entry& e : entries_) n += static_cast<int>(e.text.lines().size()) + 1;
+    return n;
+  }
+
+  tui::StatusFigures Status() const {
+    const ChatFigures f = s_.figures();
+    tui::StatusFigures t;
+    t.state = f.state == ChatFigures::State::kIdle      ? tui::ChatState::kIdle
+              : f.state == ChatFigures::State::kPrefill ? tui::ChatState::kPrefill
+                                                        : tui::ChatState::kGenerating;
+    t.prefill_percent = f.prefill_percent;
+    if (f.reply_tokens > 1) t.tokens_per_s = f.tokens_per_s;
+    if (f.ttft_s > 0) t.ttft_ms = f.ttft_s * 1000;
+    t.ctx_tokens = f.ctx_tokens;
+    t.ctx_size = f.ctx_size;
+    if (f.kv_blocks_total > 0)
+      t.kv_fill = static_cast<double>(f.kv_blocks_used) / f.kv_blocks_total;
+    t.kv_bytes = f.kv_bytes_used;
+    if (f.mesh_us_per_token > 0) t.mesh_us_per_tok = f.mesh_us_per_token;
+    t.seed = s_.conversation().settings().seed;
+    return t;
+  }
+
+  void DrawPanel(int x, int top, int rows, int width) {
+    std::vector<std::string> lines;
+    const LastAttention last = s_.model().model->last_attention();
+    if (last.valid) {
+      const MeshSpec mesh = MeshPreset(s_.run_options().mesh);
+      tui::CoreGridFigures g = tui::CoreGridFromTrace(last.trace, 0, mesh.chip, last.kv_row_bytes);
+      g.caption = Cat(g.caption.empty() ? "" : g.caption + " ", "layer ", last.layer);
+      lines = tui::RenderCoreGrid(g, width);
+    } else {
+      lines.push_back(s_.run_options().attention == "flash" ? "Tensix 8x8: no attention yet"
+                                                            : "reference attention: no mesh");
+    }
+    lines.push_back("");
+    const ChatFigures f = s_.figures();
+    tui::KVUsage kv;
+    kv.blocks_used = f.kv_blocks_used;
+    kv.blocks_total = f.kv_blocks_total;
+    kv.format = f.kv_format;
+    kv.bytes_used = f.kv_bytes_used;
+    kv.bytes_total = f.kv_bytes_total;
+    for (const std::string& l : tui::WrapText(tui::KVUsageLine(kv, 200), width)) lines.push_back(l);
+    for (int i = 0; i < rows; ++i)
+      PutLine(top + i, x, i < static_cast<int>(lines.size()) ? lines[i] : "", width,
+              screen_->Text(kPanel));
+  }
+
+  void Draw() {
+    erase();
+    const int w = COLS, h = LINES;
+    PutLine(0, 0, tui::TitleLine(title_, w), w, screen_->Bar(kTitle));
+    const int input_rows = InputRows();
+    const int status_y = h - 1 - input_rows;
+    const int rows = std::max(1, status_y - 1);
+    const int panel_w = PanelWidth();
+    const int text_w = TextWidth();
+    // The scrollback: the last `rows` lines above `scroll_` lines from the bottom.
+    struct Line {
+      const std::string* text;
+      Entry::Role role;
+      bool first;
+    };
+    std::vector<Line> all;
+    static const std::string kEmpty;
+    for (const Entry& e : entries_) {
+      const auto& ls = e.text.lines();
+      for (size_t i = 0; i < ls.size(); ++i) all.push_back({&ls[i], e.role, i == 0});
+      if (ls.empty()) all.push_back({&kEmpty, e.role, true});
+      all.push_back({&kEmpty, Entry::Role::kNotice, false});  // a blank line between entries
+    }
+    const int end = static_cast<int>(all.size()) - scroll_;
+    const int begin = std::max(0, end - rows);
+    for (int i = begin; i < end; ++i) {
+      const Line& l = all[i];
+      const Pair p = l.role == Entry::Role::kUser     ? kUser
+                     : l.role == Entry::Role::kNotice ? kNotice
+                                                      : kPanel;
+      const attr_t attr = l.role == Entry::Role::kAssistant ? A_NORMAL : screen_->Text(p);
+      const char* mark = !l.first ? "  " : l.role == Entry::Role::kUser ? "> " : "  ";
+      PutLine(1 + (i - begin), 0, std::string(mark) + *l.text, text_w + 2, attr);
+    }
+    if (scroll_ > 0)
+      PutLine(rows, 0, Cat("-- ", scroll_, " lines below (PgDn, End) --"), text_w + 2, A_REVERSE);
+    if (panel_w > 0) {
+      attrset(A_DIM);
+      for (int y = 1; y < status_y; ++y) mvaddstr(y, w - panel_w - 1, "│");
+      attrset(A_NORMAL);
+      DrawPanel(w - panel_w, 1, status_y - 1, panel_w);
+    }
+    PutLine(status_y, 0, tui::StatusLine(Status(), w), w, screen_->Bar(kStatus));
+    // The input: "> " then the editor's view.
+    const tui::EditorView v = editor_.Render(w - 2, input_rows);
+    for (int i = 0; i < input_rows; ++i) {
+      const std::string prefix = i == 0 ? (block_ ? "\" " : "> ") : "  ";
+      PutLine(status_y + 1 + i, 0,
+              prefix + (i < static_cast<int>(v.lines.size()) ? v.lines[i] : ""), w, A_NORMAL);
+    }
+    move(status_y + 1 + v.cursor_row, 2 + v.cursor_col);
+    refresh();
+  }
+
+ public:
+  Screen* screen_ = nullptr;
+
+ private:
+  ChatSession& s_;
+  tui::History history_;
+  tui::LineEditor editor_;
+  tui::TitleInfo title_;
+  std::vector<Entry> entries_;
+  int reply_ = -1;                   // the entry a reply streams into
+  std::vector<std::string> queued_;  // /load's user turns still to send
+  int scroll_ = 0;                   // lines scrolled up from the bottom
+  bool panel_ = false;
+  bool block_ = false;       // inside a """ block
+  bool quit_armed_ = false;  // Ctrl-C once at an empty idle prompt
+  bool quit_ = false;
+
+  std::mutex mu_;  // what the loop's thread hands over
+  std::string pending_;
+  bool done_ = false;
+  RequestResult result_;
+};
+
+}  // namespace
+
+void RunChatTui(ChatSession& session) {
+  struct sigaction term {};
+  term.sa_handler = OnTerminate;
+  sigaction(SIGTERM, &term, nullptr);
+  sigaction(SIGHUP, &term, nullptr);
+  struct sigaction intr {};
+  intr.sa_handler = OnInterrupt;
+  sigaction(SIGINT, &intr, nullptr);
+  Screen screen;
+  ChatTui tui(session);
+  tui.screen_ = &screen;
+  tui.Run();
+}
+
+}  // namespace wc
