@@ -17,17 +17,9 @@ namespace wc {
 namespace {
 
 using test::BatchConfig;
+using test::FormatCase;
 using test::Outcome;
 using test::RequestSpec;
-
-struct FormatCase {
-  KVDType dtype;
-  BatchConfig a, b;
-};
-
-void PrintTo(const FormatCase& fc, std::ostream* os) {
-  *os << KVDTypeName(fc.dtype) << ": " << test::Describe(fc.a) << " / " << test::Describe(fc.b);
-}
 
 // {block_size, user_rows, max_batch_tokens, threads}
 const FormatCase kCases[] = {
@@ -102,12 +94,7 @@ TEST_P(BeamInvariance, HypothesesAreBitIdenticalToTheSoloRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKVFormat, BeamInvariance, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<FormatCase>& info) {
-                           std::string name = KVDTypeName(info.param.dtype);
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
+                         test::FormatCaseName);
 
 }  // namespace
 }  // namespace wc

@@ -29,19 +29,10 @@ namespace {
 
 using test::BatchConfig;
 using test::Describe;
+using test::FormatCase;
 using test::Outcome;
 using test::RequestSpec;
 using test::RunBatched;
-
-struct FormatCase {
-  KVDType dtype;
-  BatchConfig a, b;
-};
-
-// How gtest names a case in its output (instead of a byte dump).
-void PrintTo(const FormatCase& fc, std::ostream* os) {
-  *os << KVDTypeName(fc.dtype) << ": " << Describe(fc.a) << " / " << Describe(fc.b);
-}
 
 // {block_size, user_rows, max_batch_tokens, threads} of the two batched runs of each format.
 const FormatCase kCases[] = {
@@ -116,12 +107,7 @@ TEST_P(BatchInvariance, TokensAndLogitsAreBitIdenticalToTheSoloRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryKVFormat, BatchInvariance, ::testing::ValuesIn(kCases),
-                         [](const ::testing::TestParamInfo<FormatCase>& info) {
-                           std::string name = KVDTypeName(info.param.dtype);
-                           for (char& ch : name)
-                             if (ch == '-') ch = '_';
-                           return name;
-                         });
+                         test::FormatCaseName);
 
 }  // namespace
 }  // namespace wc

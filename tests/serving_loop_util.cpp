@@ -167,6 +167,17 @@ std::vector<Outcome> RunBatched(const std::vector<RequestSpec>& specs, KVDType d
   return out;
 }
 
+void PrintTo(const FormatCase& fc, std::ostream* os) {
+  *os << KVDTypeName(fc.dtype) << ": " << Describe(fc.a) << " / " << Describe(fc.b);
+}
+
+std::string FormatCaseName(const ::testing::TestParamInfo<FormatCase>& info) {
+  std::string name = KVDTypeName(info.param.dtype);
+  for (char& ch : name)
+    if (ch == '-') ch = '_';
+  return name;
+}
+
 void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label) {
   EXPECT_EQ(StopReasonName(got.result.reason), std::string(StopReasonName(want.result.reason)))
       << label << ": " << got.result.error;

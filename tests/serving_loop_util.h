@@ -7,8 +7,11 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
@@ -75,6 +78,15 @@ struct BatchConfig {
 };
 // "paged 16, 32 rows, budget 7, 1 thread".
 std::string Describe(const BatchConfig& c);
+// One KV format and the two batched configurations an invariance test runs it in.
+struct FormatCase {
+  KVDType dtype;
+  BatchConfig a, b;
+};
+// How gtest names a case in its output (instead of a byte dump).
+void PrintTo(const FormatCase& fc, std::ostream* os);
+// The parameterized test's name of a case: the format, '-' as '_'.
+std::string FormatCaseName(const ::testing::TestParamInfo<FormatCase>& info);
 // Runs `specs` in one loop, submitting them in groups of 1, 3, 4, 8 and 16, each group once the
 // requests before it have sampled a few more tokens (so most requests join a batch that is already
 // running, some mid-prefill of a long prompt). Expects that the rows were shared and that every
