@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cwchar>
@@ -113,6 +114,14 @@ class ChatTui {
     if (!history_.warning().empty()) Notice(history_.warning());
   }
 
+  // A reply still running is cancelled, and waited for: its callbacks point at this object.
+  ~ChatTui() {
+    if (reply_ < 0) return;
+    s_.Cancel();
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+  }
+
   void Run() {
     while (!quit_) {
       if (g_terminate.load()) break;
@@ -132,7 +141,6 @@ class ChatTui {
       else
         Char(static_cast<wchar_t>(ch));
     }
-    if (s_.busy()) s_.Cancel();
     const std::string warning = history_.Save();
     (void)warning;  // nowhere to show it any more
   }
@@ -192,6 +200,7 @@ class ChatTui {
             std::lock_guard<std::mutex> lock(mu_);
             result_ = r;
             done_ = true;
+            done_cv_.notify_all();
           });
     } catch (const Error& e) {
       entries_.pop_back();
@@ -636,6 +645,7 @@ class ChatTui {
   std::mutex mu_;  // what the loop's thread hands over
   std::string pending_;
   bool done_ = false;
+  std::condition_variable done_cv_;
   RequestResult result_;
 };
 
