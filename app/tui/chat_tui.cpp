@@ -146,7 +146,11 @@ class ChatTui {
   }
 
  private:
-  int TextWidth() const { return std::max(10, COLS - PanelWidth() - 2); }
+  // The scrollback's text: after the two-column mark, and left of the panel's separator column.
+  int TextWidth() const {
+    const int panel = PanelWidth();
+    return std::max(10, COLS - 2 - (panel > 0 ? panel + 1 : 0));
+  }
   int PanelWidth() const { return panel_ && COLS >= 100 ? std::min(36, COLS / 3) : 0; }
 
   void Add(Entry::Role role, const std::string& text) {
