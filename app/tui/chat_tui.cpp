@@ -262,6 +262,7 @@ class ChatTui {
         return;
       case ChatCommand::Kind::kMesh:
         panel_ = !panel_;
+        panel_chosen_ = true;
         if (panel_ && PanelWidth() == 0) Notice("the mesh panel needs a terminal of 100 columns");
         Rewrap();
         return;
@@ -344,6 +345,7 @@ class ChatTui {
     if (key != KEY_RESIZE) quit_armed_ = false;
     switch (key) {
       case KEY_RESIZE:
+        if (!panel_chosen_) panel_ = COLS >= 120;
         Rewrap();
         break;
       case KEY_LEFT:
@@ -387,6 +389,7 @@ class ChatTui {
         break;
       case KEY_F(2):
         panel_ = !panel_;
+        panel_chosen_ = true;
         Rewrap();
         break;
       default:
@@ -642,8 +645,9 @@ class ChatTui {
   std::vector<std::string> queued_;  // /load's user turns still to send
   int scroll_ = 0;                   // lines scrolled up from the bottom
   bool panel_ = false;
-  bool block_ = false;       // inside a """ block
-  bool quit_armed_ = false;  // Ctrl-C once at an empty idle prompt
+  bool panel_chosen_ = false;  // F2 or /mesh: until then the panel shows at >= 120 columns
+  bool block_ = false;         // inside a """ block
+  bool quit_armed_ = false;    // Ctrl-C once at an empty idle prompt
   bool quit_ = false;
 
   std::mutex mu_;  // what the loop's thread hands over
