@@ -3,7 +3,7 @@
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
 packages=(g++ make cmake pkg-config libsentencepiece-dev libncurses-dev libcli11-dev libgtest-dev
-          nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox)
+          nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,640 @@
+// End-to-end tests of the full-screen chat in a real terminal (issue 14): tmux runs `wormchat chat`
+// on the default model in a detached session of a given size, `send-keys` types, `capture-pane`
+// reads the screen. Every test has its own tmux server (a socket in its temporary directory), HOME
+// and XDG_STATE_HOME, and waits by polling the screen until what it expects shows (never by
+// sleeping alone), so the tests are independent and can run in parallel. The chat runs with
+// --threads 1: on a loaded two-core machine, two OpenMP threads can be many times slower.
+// Needs tmux (tools/install-deps.sh installs it); without it every test fails, saying so.
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+extern char** environ;
+
+namespace wc::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kTimeoutS = 30;  // for any one thing to show; a loaded CI machine is slow
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);) lines.push_back(l);
+  return lines;
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// 'text' for sh, whatever it holds.
+std::string ShellQuote(const std::string& text) {
+  std::string q = "'";
+  for (char c : text) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// One `wormchat chat` in its own tmux server. The pane runs a script that prints BEFORE-CHAT,
+// records `stty -g`, runs the chat (its pid to a file), then writes its exit status and `stty -g`
+// again, prints AFTER-CHAT and reads one line into a file (to see whether bracketed paste was
+// left on).
+class TmuxChat {
+ public:
+  // A width x height terminal running `wormchat chat --seed 7 --threads 1 ARGS...`, with
+  // NO_COLOR=1 or without NO_COLOR, and XDG_STATE_HOME = state_dir ("": a fresh directory).
+  TmuxChat(int width, int height, const std::vector<std::string>& args = {}, bool no_color = false,
+           const std::string& state_dir = "") {
+    state_ = state_dir.empty() ? dir_.File("state") : state_dir;
+    WriteFile(dir_.File("tmux.conf"),
+              "set -g status off\n"  // the pane is the whole window: exactly W x H
+              "set -g default-terminal tmux-256color\n"
+              "set -g default-shell /bin/sh\n");
+    std::string chat =
+        JoinWords({ShellQuote(WORMCHAT_BINARY), "chat", "--seed", "7", "--threads", "1"});
+    for (const std::string& a : args) chat += " " + ShellQuote(a);
+    const std::string d = ShellQuote(dir_.path());
+    std::string script = "cd " + d + "\n";
+    script += "export HOME=" + d + " XDG_STATE_HOME=" + ShellQuote(state_) + "\n";
+    script += no_color ? "export NO_COLOR=1\n" : "unset NO_COLOR\n";
+    script += "printf 'BEFORE-CHAT\\n'\nstty -g > stty.before\n";
+    script += "sh -c 'echo $$ > pid; exec \"$@\"' sh " + chat + "\n";
+    script += "echo \"EXIT=$?\" > exit.tmp; stty -g > stty.after; mv exit.tmp exit\n";
+    script += "echo AFTER-CHAT\n";
+    script += "IFS= read -r line; printf '%s' \"$line\" > pasted\n";
+    script += "exec sleep 600\n";  // tmux's kill-server ends it
+    WriteFile(dir_.File("pane.sh"), script);
+    const int rc = Tmux({"new-session", "-d", "-x", std::to_string(width), "-y",
+                         std::to_string(height), "sh " + d + "/pane.sh"});
+    if (rc == 127) ADD_FAILURE() << "tmux is not installed: run tools/install-deps.sh";
+    EXPECT_EQ(rc, 0) << "tmux new-session failed";
+  }
+  // A chat that never exited (a failed test) is killed: a hung one would ignore tmux's SIGHUP.
+  ~TmuxChat() {
+    const pid_t pid = std::atoi(ReadFile(dir_.File("pid")).c_str());
+    if (pid > 0 && !std::filesystem::exists(dir_.File("exit"))) kill(pid, SIGKILL);
+    Tmux({"kill-server"});
+  }
+
+  // `tmux ARGS...` on this test's server; its exit status (127: no tmux). Keeps its stdout.
+  int Tmux(const std::vector<std::string>& args) {
+    std::vector<std::string> argv_s = {"tmux", "-S", dir_.File("sock"), "-f",
+                                       dir_.File("tmux.conf")};
+    argv_s.insert(argv_s.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& a : argv_s) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<char*> env;  // ours, without a surrounding tmux's
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::strncmp(*e, "TMUX=", 5) != 0 && std::strncmp(*e, "TMUX_PANE=", 10) != 0)
+        env.push_back(*e);
+    env.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 1, dir_.File("tmux.out").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, dir_.File("tmux.err").c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc = posix_spawnp(&pid, "tmux", &fa, nullptr, argv.data(), env.data());
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) return 127;
+    int status = 0;
+    waitpid(pid, &status, 0);
+    out_ = ReadFile(dir_.File("tmux.out"));
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  // Literal text, as typed.
+  void Type(const std::string& text) { Tmux({"send-keys", "-l", text}); }
+  // `line` and Enter, then waits until the chat took it (the input is empty again): so what the
+  // screen shows next is not from before it.
+  void Enter(const std::string& line) {
+    Type(line);
+    Keys({"Enter"});
+    WaitForInput("");
+  }
+  // Keys by tmux's names: "Enter", "C-c", "Up", "F2", "NPage", ...
+  void Keys(const std::vector<std::string>& keys) {
+    std::vector<std::string> args = {"send-keys"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    Tmux(args);
+  }
+  // `text` as one bracketed paste (tmux brackets it when the program asked for it).
+  void Paste(const std::string& text) {
+    Tmux({"set-buffer", "--", text});
+    Tmux({"paste-buffer", "-p"});
+  }
+  void Resize(int width, int height) {
+    Tmux({"resize-window", "-x", std::to_string(width), "-y", std::to_string(height)});
+  }
+
+  // The screen as text, one line per row (trailing spaces dropped); with `escapes`, with the
+  // SGR sequences of its colours and attributes.
+  std::string Screen(bool escapes = false) {
+    if (escapes)
+      Tmux({"capture-pane", "-p", "-e"});
+    else
+      Tmux({"capture-pane", "-p"});
+    return out_;
+  }
+  std::vector<std::string> Rows() { return Lines(Screen()); }
+  // A tmux format of the pane, e.g. "#{alternate_on}".
+  std::string Format(const std::string& format) {
+    Tmux({"display-message", "-p", format});
+    std::string v = out_;
+    while (!v.empty() && v.back() == '\n') v.pop_back();
+    return v;
+  }
+
+  // Polls the screen until `ok` holds for it; fails the test (showing the screen) after the
+  // timeout. Returns the last screen. After one timeout the next waits give up at once, so a
+  // broken chat fails its test in one timeout rather than in one per step.
+  std::string WaitFor(const std::string& what, const std::function<bool(const std::string&)>& ok) {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(kTimeoutS);
+    std::string screen;
+    while (true) {
+      screen = Screen();
+      if (ok(screen)) return screen;
+      if (timed_out_ || Clock::now() > deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    ADD_FAILURE() << "timed out waiting for " << what << "; the screen:\n" << screen;
+    timed_out_ = true;
+    return screen;
+  }
+  std::string WaitForText(const std::string& text) {
+    return WaitFor("'" + text + "'", [&](const std::string& s) { return Contains(s, text); });
+  }
+  // Waits until the row `row` (negative: from the bottom) matches `re` whole.
+  std::string WaitForRow(int row, const std::string& re) {
+    const std::regex pattern(re);
+    return WaitFor(
+        "row " + std::to_string(row) + " to match /" + re + "/", [&](const std::string& s) {
+          const std::vector<std::string> rows = Lines(s);
+          const int i = row < 0 ? static_cast<int>(rows.size()) + row : row;
+          return i >= 0 && i < static_cast<int>(rows.size()) && std::regex_match(rows[i], pattern);
+        });
+  }
+  // The input line (the last row) shows exactly "> " + text.
+  void WaitForInput(const std::string& text) {
+    WaitFor("the input line '> " + text + "'", [&](const std::string& s) {
+      const std::vector<std::string> rows = Lines(s);
+      return !rows.empty() && rows.back() == TrimRight("> " + text);
+    });
+  }
+  // The greeting: the chat is up and reading keys.
+  void WaitForStart() { WaitForText("F2 shows the mesh."); }
+
+  // The chat's exit status, once it has exited (-1 on timeout).
+  int WaitForExit() {
+    const auto deadline = Clock::now() + std::chrono::duration<double>(kTimeoutS);
+    while (!std::filesystem::exists(dir_.File("exit"))) {
+      if (timed_out_ || Clock::now() > deadline) {
+        ADD_FAILURE() << "the chat did not exit; the screen:\n" << Screen();
+        timed_out_ = true;
+        return -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    const std::string e = ReadFile(dir_.File("exit"));
+    return e.rfind("EXIT=", 0) == 0 ? std::atoi(e.c_str() + 5) : -1;
+  }
+  void Signal(int sig) {
+    const pid_t pid = std::atoi(ReadFile(dir_.File("pid")).c_str());
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(kill(pid, sig), 0);
+  }
+
+  const TempDir& dir() const { return dir_; }
+  const std::string& state_dir() const { return state_; }
+
+  static std::string TrimRight(std::string s) {
+    while (!s.empty() && s.back() == ' ') s.pop_back();
+    return s;
+  }
+
+ private:
+  static std::string JoinWords(const std::vector<std::string>& words) {
+    std::string s;
+    for (const std::string& w : words) s += (s.empty() ? "" : " ") + w;
+    return s;
+  }
+
+  TempDir dir_;
+  std::string state_;
+  std::string out_;
+  bool timed_out_ = false;
+};
+
+const char kQuestion[] = "What does it mean to sail?";
+// A reply that runs to its token limit (at temperature 100 EOS is about as likely as any token,
+// and seed 7 does not draw it): 480 tokens, seconds of streaming.
+const std::vector<std::string> kLongReply = {"-n",      "480", "--temperature", "100",
+                                             "--top-k", "0",   "--top-p",       "1"};
+
+// The status bar after a reply: idle, its speed, ..., the seed.
+const char kIdleWithSpeed[] = R"(idle \| [0-9.]+ tok/s \|.* \| seed 7)";
+
+// The reply's text: the rows after the user's message, up to the next blank row, each without
+// its two-column indent, joined by spaces (the wrap breaks at spaces).
+std::string ReplyAfter(const std::vector<std::string>& rows, const std::string& user_row,
+                       int text_width = 1000) {
+  size_t i = 0;
+  while (i < rows.size() && TmuxChat::TrimRight(rows[i].substr(0, text_width)) != user_row) ++i;
+  i += 2;  // the message, the blank row between entries
+  std::string reply;
+  for (; i < rows.size(); ++i) {
+    const std::string row = TmuxChat::TrimRight(rows[i].substr(0, text_width));
+    if (row.empty()) break;
+    reply += (reply.empty() ? "" : " ") + row.substr(std::min<size_t>(2, row.size()));
+  }
+  return reply;
+}
+
+TEST(ChatTui, ReplyAt80x24IsLineModesWithTheStatusBarAndNoPanel) {
+  TmuxChat chat(80, 24, {"-n", "60"});
+  chat.WaitForStart();
+  std::vector<std::string> rows = chat.Rows();
+  ASSERT_EQ(rows.size(), 24u);
+  EXPECT_EQ(rows[0].rfind("wormchat | default-model | ", 0), 0u) << rows[0];
+  EXPECT_TRUE(Contains(rows[1], "seed 7.")) << rows[1];
+  EXPECT_TRUE(std::regex_match(rows[22], std::regex(R"(idle \| - tok/s \|.* \| seed 7)")))
+      << rows[22];
+  const std::string screen = chat.Screen();
+  EXPECT_FALSE(Contains(screen, "Tensix")) << "no side panel at 80 columns:\n" << screen;
+  EXPECT_FALSE(Contains(screen, "│")) << screen;
+
+  chat.Type(kQuestion);
+  chat.WaitForInput(kQuestion);
+  chat.Keys({"Enter"});
+  chat.WaitForInput("");
+  chat.WaitForRow(22, kIdleWithSpeed);
+  rows = chat.Rows();
+  EXPECT_EQ(rows[23], ">");
+  EXPECT_TRUE(Contains(rows[22], "ttft ")) << rows[22];
+  const std::string reply = ReplyAfter(rows, std::string("> ") + kQuestion);
+  EXPECT_FALSE(reply.empty()) << chat.Screen();
+
+  // The same reply as line mode's: the screen shows the model's text, wrapped and nothing else.
+  const RunResult plain =
+      RunWormchat({"chat", "--plain", "--seed", "7", "--threads", "1", "-n", "60"},
+                  std::string(kQuestion) + "\n/quit\n");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  std::string expected = plain.out;
+  while (!expected.empty() && expected.back() == '\n') expected.pop_back();
+  EXPECT_EQ(reply, expected);
+}
+
+TEST(ChatTui, LongReplyStreamsCtrlCCancelsItAndTheChatStaysUp) {
+  TmuxChat chat(80, 24, kLongReply);
+  chat.WaitForStart();
+  chat.Enter("Tell me a very long story.");
+  // Streaming: the status bar says so with a speed, and the reply grows while it does.
+  chat.WaitForRow(22, R"(generating \| [0-9.]+ tok/s \|.* \| seed 7)");
+  const std::string before = ReplyAfter(chat.Rows(), "> Tell me a very long story.");
+  chat.WaitFor("the reply to grow while generating", [&](const std::string& s) {
+    const std::vector<std::string> rows = Lines(s);
+    const std::string now = ReplyAfter(rows, "> Tell me a very long story.");
+    return now.size() > before.size() && now.rfind(before, 0) == 0 &&
+           rows[22].rfind("generating", 0) == 0;
+  });
+  chat.Keys({"C-c"});
+  std::string screen = chat.WaitForText("[cancelled]");
+  chat.WaitForRow(22, kIdleWithSpeed);
+  // Still up: commands work, and the reply stopped short of its 480 tokens.
+  chat.Enter("/stats");
+  screen = chat.WaitForText("last reply: ");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(screen, m, std::regex(R"(last reply: ([0-9]+) tokens)"))) << screen;
+  EXPECT_LT(std::stoi(m[1]), 480);
+  EXPECT_FALSE(Contains(screen, "press Ctrl-C again")) << "Ctrl-C during a reply only cancels it";
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+}
+
+TEST(ChatTui, EditingKeysTabCompletionAndUnknownCommands) {
+  TmuxChat chat(80, 24);
+  chat.WaitForStart();
+  chat.Type("wrld");
+  chat.Keys({"Left", "Left", "Left"});
+  chat.Type("o");
+  chat.WaitForInput("world");
+  chat.Keys({"C-a"});
+  chat.Type("hello ");
+  chat.WaitForInput("hello world");
+  chat.Keys({"C-e"});
+  chat.Type(" again!");
+  chat.Keys({"BSpace"});
+  chat.WaitForInput("hello world again");
+  chat.Keys({"C-w"});
+  chat.WaitForInput("hello world");
+  chat.Keys({"Home", "Right", "DC"});
+  chat.WaitForInput("hllo world");
+  chat.Keys({"C-k"});
+  chat.WaitForInput("h");
+  chat.Keys({"C-u"});
+  chat.WaitForInput("");
+
+  chat.Type("/he");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/help");
+  chat.Keys({"C-u"});
+  chat.Type("/set te");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/set temperature");  // and a space after it
+  chat.Enter("0.5");
+  chat.WaitForText("(temperature 0.5)");
+  chat.Type("/s");
+  chat.Keys({"Tab"});
+  chat.WaitForText("/set   /stats  /save");  // several: listed, the input kept
+  chat.WaitForInput("/s");
+  chat.Keys({"C-u"});
+
+  chat.Enter("/foo");
+  chat.WaitForText("unknown command /foo: /help lists them");
+}
+
+TEST(ChatTui, HistoryWalksAndPersistsAcrossSessions) {
+  TempDir state;
+  {
+    TmuxChat chat(80, 24, {}, /*no_color=*/false, state.path());
+    chat.WaitForStart();
+    chat.Enter("/stats");
+    chat.Enter("/help");
+    chat.WaitForText("/quit, /bye");
+    chat.Type("draft");
+    chat.Keys({"Up"});
+    chat.WaitForInput("/help");
+    chat.Keys({"Up"});
+    chat.WaitForInput("/stats");
+    chat.Keys({"Up"});  // the oldest: stays
+    chat.WaitForInput("/stats");
+    chat.Keys({"Down"});
+    chat.WaitForInput("/help");
+    chat.Keys({"Down"});
+    chat.WaitForInput("draft");
+    chat.Keys({"C-u"});
+    chat.Type("/bye");
+    chat.Keys({"Enter"});
+    EXPECT_EQ(chat.WaitForExit(), 0);
+  }
+  EXPECT_EQ(ReadFile(state.path() + "/wormchat/history"), "/stats\n/help\n/bye\n");
+  TmuxChat again(80, 24, {}, /*no_color=*/false, state.path());
+  again.WaitForStart();
+  again.Keys({"Up"});
+  again.WaitForInput("/bye");
+  again.Keys({"Up"});
+  again.WaitForInput("/help");
+}
+
+TEST(ChatTui, BracketedPasteOfSeveralLinesIsOneMessage) {
+  TmuxChat chat(80, 24, {"-n", "20", "--temperature", "0"});
+  chat.WaitForStart();
+  chat.Paste("line one\nline two\nline three");
+  // The input grows to three rows; nothing is sent yet.
+  chat.WaitFor("the pasted lines in the input", [](const std::string& s) {
+    const std::vector<std::string> rows = Lines(s);
+    return rows.size() == 24 && rows[21] == "> line one" && rows[22] == "  line two" &&
+           rows[23] == "  line three";
+  });
+  EXPECT_TRUE(chat.Rows()[20].rfind("idle | - tok/s", 0) == 0);
+  chat.Keys({"Enter"});
+  chat.WaitForInput("");
+  chat.WaitForRow(22, kIdleWithSpeed);
+  const std::vector<std::string> rows = chat.Rows();
+  int users = 0, at = -1;
+  for (int i = 0; i < static_cast<int>(rows.size()); ++i)
+    if (rows[i].rfind("> ", 0) == 0 && i != 23) ++users, at = i;
+  EXPECT_EQ(users, 1) << chat.Screen();
+  ASSERT_GE(at, 0);
+  EXPECT_EQ(rows[at], "> line one");
+  EXPECT_EQ(rows[at + 1], "  line two");
+  EXPECT_EQ(rows[at + 2], "  line three");
+  EXPECT_FALSE(ReplyAfter(rows, "  line three").empty()) << chat.Screen();
+  EXPECT_EQ(ReadFile(chat.state_dir() + "/wormchat/history"), "line one\\nline two\\nline three\n");
+}
+
+TEST(ChatTui, SidePanelAt120ColumnsF2TogglesItAndResizeRedraws) {
+  TmuxChat chat(130, 32, {"-n", "60"});
+  chat.WaitForStart();
+  std::string screen = chat.WaitForText("Tensix 8x8: no attention yet");
+  EXPECT_TRUE(Contains(screen, "│"));
+  chat.Enter(kQuestion);
+  chat.WaitForRow(30, kIdleWithSpeed);
+  // The grid of the last attention step: a caption with the layer, rows 0-7 of cores.
+  screen = chat.WaitFor("the core grid", [](const std::string& s) {
+    return std::regex_search(s, std::regex(R"(│Tensix 8x8 .*layer [0-9]+)")) &&
+           std::regex_search(s, std::regex(R"(│7 [·░▒▓█]{16})"));
+  });
+  EXPECT_TRUE(Contains(screen, "kv ")) << screen;
+  const std::vector<std::string> wide = chat.Rows();
+  std::vector<std::string> rows;
+
+  // A line of the full text width ends left of the panel's separator: a word wider than the text
+  // is broken at its edge, and no character is lost under the separator.
+  std::string word;
+  for (int i = 0; i < 99; ++i) word += static_cast<char>('a' + i % 26);
+  chat.Enter("/" + word);
+  screen = chat.WaitForText("unknown command /abc");
+  rows = Lines(screen);
+  std::string shown;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].rfind("  unknown command /", 0) == 0) {
+      shown = rows[i].substr(0, rows[i].find("│")) + rows[i + 1].substr(0, rows[i + 1].find("│"));
+      break;
+    }
+  shown.erase(std::remove(shown.begin(), shown.end(), ' '), shown.end());
+  EXPECT_EQ(shown, "unknowncommand/" + word + ":/helpliststhem") << screen;
+
+  chat.Keys({"F2"});
+  chat.WaitFor("the panel to hide", [](const std::string& s) { return !Contains(s, "Tensix"); });
+  chat.Keys({"F2"});
+  chat.WaitForText("Tensix 8x8");
+
+  // Narrower: the panel goes (no room), the text re-wraps, the status bar keeps its essentials.
+  chat.Resize(80, 24);
+  screen = chat.WaitFor("the redraw at 80x24", [](const std::string& s) {
+    const std::vector<std::string> rows = Lines(s);
+    return rows.size() == 24 && !Contains(s, "Tensix") &&
+           std::regex_match(rows[22], std::regex(kIdleWithSpeed));
+  });
+  rows = Lines(screen);
+  EXPECT_EQ(rows[0].rfind("wormchat | default-model", 0), 0u);
+  EXPECT_EQ(ReplyAfter(rows, std::string("> ") + kQuestion),
+            ReplyAfter(wide, std::string("> ") + kQuestion, 93))
+      << "the same reply, re-wrapped";
+  EXPECT_EQ(rows[23], ">");
+
+  chat.Resize(130, 32);
+  chat.WaitFor("the panel back at 130x32", [](const std::string& s) {
+    return Lines(s).size() == 32 && Contains(s, "│Tensix 8x8");
+  });
+}
+
+TEST(ChatTui, PageUpScrollsBackPageDownReturns) {
+  TmuxChat chat(80, 24);
+  chat.WaitForStart();
+  for (int i = 0; i < 3; ++i) chat.Enter("/help");  // 36 rows of scrollback, 21 on the screen
+  std::string screen = chat.WaitForText("//text");
+  EXPECT_FALSE(Contains(screen, "F2 shows the mesh.")) << "the greeting scrolled off:\n" << screen;
+  chat.Keys({"PPage"});
+  chat.WaitForRow(21, R"(-- [0-9]+ lines below \(PgDn, End\) --)");
+  chat.Keys({"PPage"});
+  screen = chat.WaitForText("F2 shows the mesh.");
+  chat.Keys({"NPage", "NPage"});
+  chat.WaitFor("the bottom again", [](const std::string& s) {
+    return !Contains(s, "lines below") && !Contains(s, "F2 shows the mesh.");
+  });
+}
+
+TEST(ChatTui, PanelFollowsTheWidthUntilToggled) {
+  TmuxChat chat(80, 24);
+  chat.WaitForStart();
+  EXPECT_FALSE(Contains(chat.Screen(), "Tensix"));
+  chat.Resize(130, 32);
+  chat.WaitForText("│Tensix 8x8");  // now wide enough: shown, as at a start at 130 columns
+  chat.Keys({"F2"});                // hidden by hand: stays hidden through resizes
+  chat.WaitFor("the panel to hide", [](const std::string& s) { return !Contains(s, "Tensix"); });
+  chat.Resize(140, 32);
+  chat.WaitFor("the redraw at 140 columns",
+               [](const std::string& s) { return Contains(s, "/help lists the commands, F2"); });
+  EXPECT_FALSE(Contains(chat.Screen(), "Tensix"));
+}
+
+TEST(ChatTui, SaveWritesATranscriptThatReplays) {
+  TmuxChat chat(80, 24, {"-n", "40"});
+  chat.WaitForStart();
+  chat.Enter(kQuestion);
+  chat.WaitForRow(22, kIdleWithSpeed);
+  chat.Enter("Why?");
+  chat.WaitForRow(22, kIdleWithSpeed);
+  const std::string path = chat.dir().File("chat.transcript");
+  chat.Enter("/save " + path);
+  chat.WaitForText("(saved 2 turns to");
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+  const RunResult r = RunWormchat({"transcript", "replay", path, "--threads", "2"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(Contains(r.out, "1 passed, 0 failed")) << r.out;
+}
+
+// SGR parameters that set a colour (foreground, background, bright, 256/true colour).
+bool HasColour(const std::string& screen) {
+  const std::regex sgr("\x1b\\[([0-9;]*)m");
+  for (auto it = std::sregex_iterator(screen.begin(), screen.end(), sgr);
+       it != std::sregex_iterator(); ++it) {
+    std::istringstream params((*it)[1].str());
+    for (std::string p; std::getline(params, p, ';');) {
+      const int v = p.empty() ? 0 : std::stoi(p);
+      if ((v >= 30 && v <= 38) || (v >= 40 && v <= 48) || (v >= 90 && v <= 97) ||
+          (v >= 100 && v <= 107))
+        return true;
+    }
+  }
+  return false;
+}
+
+TEST(ChatTui, ColoursUnlessNoColor) {
+  TmuxChat colour(80, 24);
+  TmuxChat plain(80, 24, {}, /*no_color=*/true);
+  colour.WaitForStart();
+  plain.WaitForStart();
+  EXPECT_TRUE(HasColour(colour.Screen(true))) << colour.Screen(true);
+  const std::string screen = plain.Screen(true);
+  EXPECT_FALSE(HasColour(screen)) << screen;
+  EXPECT_TRUE(Contains(screen, "\x1b[7m")) << "the bars in reverse video instead:\n" << screen;
+}
+
+// Every way out: exit status 0 and the terminal as it was - the normal screen with what was on it,
+// the same stty settings (echo on), keypad mode and bracketed paste off.
+struct WayOut {
+  const char* name;
+  std::function<void(TmuxChat&)> leave;
+};
+
+void PrintTo(const WayOut& w, std::ostream* os) {
+  *os << w.name;
+}
+
+class ChatTuiExit : public testing::TestWithParam<WayOut> {};
+
+TEST_P(ChatTuiExit, LeavesTheTerminalAsItWas) {
+  TmuxChat chat(80, 24, kLongReply);
+  chat.WaitForStart();
+  EXPECT_EQ(chat.Format("#{alternate_on}"), "1");
+  GetParam().leave(chat);
+  ASSERT_EQ(chat.WaitForExit(), 0);
+  const std::string screen = chat.WaitForText("AFTER-CHAT");
+  const std::vector<std::string> rows = Lines(screen);
+  ASSERT_GE(rows.size(), 2u);
+  EXPECT_EQ(rows[0], "BEFORE-CHAT") << screen;
+  EXPECT_EQ(rows[1], "AFTER-CHAT") << screen;
+  EXPECT_FALSE(Contains(screen, "wormchat |")) << screen;
+  EXPECT_EQ(chat.Format("#{alternate_on} #{keypad_cursor_flag} #{keypad_flag}"), "0 0 0");
+  const std::string before = ReadFile(chat.dir().File("stty.before"));
+  EXPECT_FALSE(before.empty());
+  EXPECT_EQ(ReadFile(chat.dir().File("stty.after")), before);
+  // The shell reads a pasted line as it is: no bracketed-paste markers around it.
+  chat.Paste("probe\n");
+  const auto deadline = Clock::now() + std::chrono::duration<double>(kTimeoutS);
+  while (!std::filesystem::exists(chat.dir().File("pasted")) && Clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the write after the create
+  EXPECT_EQ(ReadFile(chat.dir().File("pasted")), "probe");
+}
+
+void Command(TmuxChat& chat, const char* command) {
+  chat.Type(command);
+  chat.Keys({"Enter"});
+}
+
+// While a reply streams: the loop's thread is busy when the signal comes.
+void DuringAReply(TmuxChat& chat, const std::function<void(TmuxChat&)>& leave) {
+  chat.Enter("Tell me a very long story.");
+  chat.WaitForRow(22, R"(generating \|.*)");
+  leave(chat);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    WaysOut, ChatTuiExit,
+    testing::Values(
+        WayOut{"Quit", [](TmuxChat& c) { Command(c, "/quit"); }},
+        WayOut{"Bye", [](TmuxChat& c) { Command(c, "/bye"); }},
+        WayOut{"CtrlDOnAnEmptyLine", [](TmuxChat& c) { c.Keys({"C-d"}); }},
+        WayOut{"CtrlCTwice",
+               [](TmuxChat& c) {
+                 c.Keys({"C-c"});
+                 c.WaitForText("press Ctrl-C again or Ctrl-D to quit");
+                 c.Keys({"C-c"});
+               }},
+        WayOut{"Sigterm", [](TmuxChat& c) { c.Signal(SIGTERM); }},
+        WayOut{"QuitDuringAReply",
+               [](TmuxChat& c) { DuringAReply(c, [](TmuxChat& c) { Command(c, "/quit"); }); }},
+        WayOut{"SigtermDuringAReply",
+               [](TmuxChat& c) { DuringAReply(c, [](TmuxChat& c) { c.Signal(SIGTERM); }); }},
+        WayOut{"Sighup", [](TmuxChat& c) { c.Signal(SIGHUP); }}),
+    [](const testing::TestParamInfo<WayOut>& info) { return std::string(info.param.name); });
+
+}  // namespace
+}  // namespace wc::test
