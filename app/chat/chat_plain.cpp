@@ -106,19 +106,10 @@ void RunPlainChat(ChatSession& session, bool banner) {
         Say("the mesh panel is part of the full-screen chat; /stats has its figures here");
         continue;
       case ChatCommand::Kind::kSave:
-        try {
-          Say(session.Save(cmd.path));
-        } catch (const Error& e) {
-          Say(Cat("/save: ", e.what()));
-        }
+        Say(session.Save(cmd.path));
         continue;
       case ChatCommand::Kind::kLoad:
-        try {
-          queued = session.LoadTurns(cmd.path);
-          Say(Cat("(replaying ", queued.size(), " turns of ", cmd.path, ")"));
-        } catch (const Error& e) {
-          Say(Cat("/load: ", e.what()));
-        }
+        Say(session.Load(cmd.path, queued));
         break;
       default:
         Say(session.Apply(cmd));

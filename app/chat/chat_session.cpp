@@ -209,17 +209,27 @@ std::string ChatSession::StatsText() const {
 }
 
 std::string ChatSession::Save(const std::string& path) const {
-  SaveConversation(path, run_, m_, *conversation_);
+  try {
+    SaveConversation(path, run_, m_, *conversation_);
+  } catch (const Error& e) {
+    return Cat("/save: ", e.what());
+  }
   int n = 0;
   for (const ConversationTurn& t : conversation_->turns()) n += t.finished;
   return Cat("(saved ", n, " turn", n == 1 ? "" : "s", " to ", path,
              "; check it with: wormchat transcript replay ", path, ")");
 }
 
-std::vector<std::string> ChatSession::LoadTurns(const std::string& path) const {
-  std::vector<std::string> users;
-  for (const ConversationTurn& t : ReadTranscriptFile(path).turns) users.push_back(t.user);
-  return users;
+std::string ChatSession::Load(const std::string& path, std::vector<std::string>& queue) const {
+  Transcript t;
+  try {
+    t = ReadTranscriptFile(path);
+  } catch (const Error& e) {
+    return Cat("/load: ", e.what());
+  }
+  for (const ConversationTurn& turn : t.turns) queue.push_back(turn.user);
+  return Cat("(replaying ", t.turns.size(), t.turns.size() == 1 ? " turn" : " turns", " of ", path,
+             ")");
 }
 
 }  // namespace wc

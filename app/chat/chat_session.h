@@ -58,12 +58,12 @@ class ChatSession {
   std::string Apply(const ChatCommand& command);
   // Multi-line /stats text.
   std::string StatsText() const;
-  // /save FILE: the conversation so far as a transcript (`wormchat transcript replay FILE`).
-  // Returns the line to show; throws wc::Error naming the file if it cannot be written.
+  // /save FILE: writes the conversation so far as a transcript (`wormchat transcript replay
+  // FILE`). Returns the line to show: what was saved, or why it could not be.
   std::string Save(const std::string& path) const;
-  // /load FILE: the user messages of a transcript's turns, in order, for the front end to send
-  // one after another. Throws wc::Error naming the file and line if it cannot be read or parsed.
-  std::vector<std::string> LoadTurns(const std::string& path) const;
+  // /load FILE: appends the user messages of a transcript's turns to `queue`, for the front end to
+  // send one after another. Returns the line to show: how many, or why the file cannot be read.
+  std::string Load(const std::string& path, std::vector<std::string>& queue) const;
   ChatFigures figures() const;
 
   Conversation& conversation() { return *conversation_; }

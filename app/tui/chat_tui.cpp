@@ -267,20 +267,10 @@ class ChatTui {
         Rewrap();
         return;
       case ChatCommand::Kind::kSave:
-        try {
-          Notice(s_.Save(c.path));
-        } catch (const Error& e) {
-          Notice(Cat("/save: ", e.what()));
-        }
+        Notice(s_.Save(c.path));
         return;
       case ChatCommand::Kind::kLoad:
-        try {
-          const std::vector<std::string> turns = s_.LoadTurns(c.path);
-          queued_.insert(queued_.end(), turns.begin(), turns.end());
-          Notice(Cat("(replaying ", turns.size(), " turns of ", c.path, ")"));
-        } catch (const Error& e) {
-          Notice(Cat("/load: ", e.what()));
-        }
+        Notice(s_.Load(c.path, queued_));
         return;
       default:
         if (s_.busy()) {
