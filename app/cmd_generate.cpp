@@ -35,10 +35,12 @@ struct GenerateCmdOptions {
 
 // Keeps the sum of the log-softmax (temperature 1) of the sampled tokens: a sampled sequence's
 // score, as a beam hypothesis's before its length penalty.
+// Only when asked (`score`): a pass over the vocabulary per token is not free.
 class ScoringObserver : public WaitingObserver {
  public:
-  using WaitingObserver::WaitingObserver;
+  ScoringObserver(TextSink* sink, bool score) : WaitingObserver(sink), score_tokens_(score) {}
   void OnToken(int token, const float* logits, int vocab) override {
+    if (!score_tokens_) return;
     double max = logits[0];
     for (int t = 1; t < vocab; ++t) max = std::max(max, static_cast<double>(logits[t]));
     double sum = 0;
@@ -48,12 +50,9 @@ class ScoringObserver : public WaitingObserver {
   double score() const { return score_; }
 
  private:
+  bool score_tokens_;
   double score_ = 0;
 };
-
-const char* FinishReason(StopReason reason) {
-  return reason == StopReason::kEos || reason == StopReason::kStopString ? "stop" : "length";
-}
 
 // kv_bytes_per_token: one token's K and V, every layer; block_size: paged blocks (0: contiguous).
 void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const RequestResult& res,
@@ -118,7 +117,9 @@ void RunGenerate(const GenerateCmdOptions& o) {
   // no tokenizer to spell it).
   const bool stream = !o.json && m.tokenizer != nullptr && beam.num_return == 1;
   StdoutSink sink;
-  auto observer = std::make_shared<ScoringObserver>(stream ? &sink : nullptr);
+  // A sampled sequence's score is printed only in JSON (beam hypotheses bring their own).
+  auto observer =
+      std::make_shared<ScoringObserver>(stream ? &sink : nullptr, o.json && o.beams == 0);
   r.observer = observer;
   loop.Submit(std::move(r));
   const RequestResult res = observer->Wait();
@@ -140,7 +141,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
       out["sequences"].push_back({{"text", s.text},
                                   {"ids", s.tokens},
                                   {"score", s.score},
-                                  {"finish_reason", FinishReason(s.reason)}});
+                                  {"finish_reason", FinishReasonName(s.reason)}});
     sink.Write(out.dump() + "\n");
   } else if (stream) {
     sink.Write("\n");
@@ -148,7 +149,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
     for (size_t i = 0; i < sequences.size(); ++i) {
       const BeamSequence& s = sequences[i];
       if (sequences.size() > 1)
-        sink.Write(Cat("[", i + 1, "] score ", s.score, ", ", FinishReason(s.reason), "\n"));
+        sink.Write(Cat("[", i + 1, "] score ", s.score, ", ", FinishReasonName(s.reason), "\n"));
       if (m.tokenizer != nullptr) {
         sink.Write(s.text + "\n");
       } else {  // no tokenizer: the ids

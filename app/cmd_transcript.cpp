@@ -99,6 +99,15 @@ ModelRunOptions RunOptionsFor(const Transcript& t, const ReplayCmdOptions& o) {
   return run;
 }
 
+// Replays turn i of `t` (read from t.path); a failure names the file, the turn's line and number.
+ConversationTurn ReplayTurn(ConversationRunner& runner, const Transcript& t, size_t i) {
+  try {
+    return runner.Replay(t.turns[i]);
+  } catch (const Error& e) {
+    throw Error(Cat(t.path, ":", t.turn_lines[i], ": turn ", i + 1, ": ", e.what()));
+  }
+}
+
 Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
   const Transcript t = ReadTranscriptFile(path);
   const ModelRunOptions run = RunOptionsFor(t, o);
@@ -111,12 +120,7 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
                     "transcript update` after an intended change)"));
   ConversationRunner runner(run, t.settings, UserRowsFor(t.settings, t.turns));
   for (size_t i = 0; i < t.turns.size(); ++i) {
-    ConversationTurn got;
-    try {
-      got = runner.Replay(t.turns[i]);
-    } catch (const Error& e) {
-      throw Error(Cat(path, ":", t.turn_lines[i], ": turn ", i + 1, ": ", e.what()));
-    }
+    const ConversationTurn got = ReplayTurn(runner, t, i);
     const std::string diff = DescribeDifference(t.turns[i], got, *runner.model().tokenizer);
     if (!diff.empty()) {
       std::printf("%s: turn %zu, %s\n", path.c_str(), i + 1, diff.c_str());
@@ -135,12 +139,7 @@ bool UpdateFile(const std::string& path, const ReplayCmdOptions& o) {
   ConversationRunner runner(run, t.settings, UserRowsFor(t.settings, t.turns));
   std::string changed;
   for (size_t i = 0; i < t.turns.size(); ++i) {
-    ConversationTurn got;
-    try {
-      got = runner.Replay(t.turns[i]);
-    } catch (const Error& e) {
-      throw Error(Cat(path, ":", t.turn_lines[i], ": turn ", i + 1, ": ", e.what()));
-    }
+    const ConversationTurn got = ReplayTurn(runner, t, i);
     if (!DescribeDifference(t.turns[i], got, *runner.model().tokenizer).empty())
       changed += Cat(changed.empty() ? "" : ", ", i + 1);
   }

@@ -9,6 +9,7 @@
 #include "kvcache/kv_scales.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/parse.h"
 
 namespace wc {
 
@@ -136,17 +137,11 @@ std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::st
   std::istringstream in(text);
   std::string tok;
   while (in >> tok) {
-    size_t used = 0;
-    long long v = -1;
-    try {
-      v = std::stoll(tok, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used != tok.size()) throw Error(Cat(flag, ": '", tok, "' is not a token id"));
-    if (v < 0 || v >= vocab)
-      throw Error(Cat(flag, ": token id ", v, " is outside the vocabulary [0, ", vocab, ")"));
-    ids.push_back(static_cast<int>(v));
+    const std::optional<long long> v = ParseWholeInteger(tok);
+    if (!v) throw Error(Cat(flag, ": '", tok, "' is not a token id"));
+    if (*v < 0 || *v >= vocab)
+      throw Error(Cat(flag, ": token id ", *v, " is outside the vocabulary [0, ", vocab, ")"));
+    ids.push_back(static_cast<int>(*v));
   }
   if (ids.empty()) throw Error(Cat(flag, ": no token ids given"));
   return ids;

@@ -20,6 +20,9 @@ using SessionId = uint64_t;  // 0 = none
 // How a request ended. Names (StopReasonName): eos, stop, length, context, cancelled, error.
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull, kCancelled, kError };
 const char* StopReasonName(StopReason reason);
+// OpenAI's finish_reason of a reply that ran: "stop" (EOS or a stop string) or "length" (max
+// tokens or a full context); nullptr for a cancelled or failed one.
+const char* FinishReasonName(StopReason reason);
 
 struct RequestResult;
 

@@ -28,6 +28,19 @@ const char* StopReasonName(StopReason reason) {
   return "?";
 }
 
+const char* FinishReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kEos:
+    case StopReason::kStopString:
+      return "stop";
+    case StopReason::kMaxTokens:
+    case StopReason::kContextFull:
+      return "length";
+    default:
+      return nullptr;
+  }
+}
+
 ServingLoop::ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
                          std::optional<ChatFormat> chat_format, const ServingOptions& options)
     : model_(model),

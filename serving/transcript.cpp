@@ -13,6 +13,7 @@
 
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/parse.h"
 
 namespace wc {
 namespace {
@@ -33,16 +34,9 @@ bool IsSettingKey(const std::string& key) {
 }
 
 long long ParseInteger(const std::string& key, const std::string& value) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (value.empty() || used != value.size())
-    throw Error(Cat(key, ": '", value, "' is not an integer"));
-  return v;
+  const std::optional<long long> v = ParseWholeInteger(value);
+  if (!v) throw Error(Cat(key, ": '", value, "' is not an integer"));
+  return *v;
 }
 
 float ParseFloatValue(const std::string& key, const std::string& value) {

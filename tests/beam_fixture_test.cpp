@@ -84,16 +84,8 @@ std::string Ids(const std::vector<int>& ids) {
 }
 
 const char* ReasonName(StopReason r) {
-  switch (r) {
-    case StopReason::kEos:
-    case StopReason::kStopString:
-      return "stop";
-    case StopReason::kMaxTokens:
-    case StopReason::kContextFull:
-      return "length";
-    default:
-      return StopReasonName(r);
-  }
+  const char* name = FinishReasonName(r);
+  return name != nullptr ? name : StopReasonName(r);
 }
 
 // Runs the case's beam request on `model` with F32 KV; block_size 0 = contiguous.

@@ -27,17 +27,9 @@ std::string Dump(const ojson& j) {
 }
 
 const char* FinishReason(StopReason reason) {
-  switch (reason) {
-    case StopReason::kEos:
-    case StopReason::kStopString:
-      return "stop";
-    case StopReason::kMaxTokens:
-    case StopReason::kContextFull:
-      return "length";
-    default:
-      WC_CHECK(false, "no finish_reason for ", StopReasonName(reason));
-  }
-  return "";
+  const char* name = FinishReasonName(reason);
+  WC_CHECK(name != nullptr, "no finish_reason for ", StopReasonName(reason));
+  return name;
 }
 
 }  // namespace

@@ -86,8 +86,6 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
                                         ServingOptionsFor(run, m, kMaxBeams));
   conversation_ = std::make_unique<Conversation>(*loop_, *m.model, *m.tokenizer, format, s);
   figures_.ctx_size = loop_->ctx();
-  figures_.seed = s.seed;
-  figures_.beams = s.beams ? s.beams->num_beams : 0;
   figures_.kv_format = Cat(KVDTypeName(m.kv.dtype),
                            m.kv.block_size > 0 ? Cat(" paged/", m.kv.block_size) : " contiguous");
   figures_.kv_bytes_total = loop_->kv_bytes();
@@ -154,10 +152,6 @@ std::string ChatSession::Apply(const ChatCommand& c) {
         s.max_new_tokens = static_cast<int>(c.value);
       }
       conversation_->set_settings(s);
-      {
-        std::lock_guard<std::mutex> lock(mu_);
-        figures_.seed = s.seed;
-      }
       return Cat("(", c.name, " ", c.name == "seed" ? c.path : Cat(c.value),
                  c.name == "seed" ? ": a new random stream from the next reply" : "", ")");
     case ChatCommand::Kind::kBeams: {
@@ -170,8 +164,6 @@ std::string ChatSession::Apply(const ChatCommand& c) {
         s.beams = b;
       }
       conversation_->set_settings(s);
-      std::lock_guard<std::mutex> lock(mu_);
-      figures_.beams = w;
       return w == 0 ? "(sampling)"
                     : Cat("(beam search with ", w, " beam", w == 1 ? "" : "s",
                           ": replies show the best hypothesis)");
@@ -186,6 +178,9 @@ ChatFigures ChatSession::figures() const {
   const ServingStatus st = loop_->status();
   std::lock_guard<std::mutex> lock(mu_);
   ChatFigures f = figures_;
+  const ConversationSettings& s = conversation_->settings();
+  f.seed = s.seed;
+  f.beams = s.beams ? s.beams->num_beams : 0;
   f.kv_blocks_used = st.kv_blocks_used;
   f.kv_blocks_total = st.kv_blocks_total;
   f.kv_bytes_used =

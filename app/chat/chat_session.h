@@ -34,9 +34,9 @@ struct ChatFigures {
   int64_t kv_bytes_used = 0, kv_bytes_total = 0;
   std::string kv_format;         // e.g. "bf16 paged/64"
   double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
-  uint64_t seed = 0;
-  int beams = 0;       // 0: sampling
-  std::string notice;  // e.g. "dropped 2 oldest turns to fit the context"
+  uint64_t seed = 0;             // the conversation's settings, as figures() reads them
+  int beams = 0;                 // 0: sampling
+  std::string notice;            // e.g. "dropped 2 oldest turns to fit the context"
 };
 
 class ChatSession {
@@ -80,7 +80,7 @@ class ChatSession {
   RequestId running_ = 0;
 
   mutable std::mutex mu_;  // the figures the loop's thread updates
-  ChatFigures figures_;
+  ChatFigures figures_;    // all but seed and beams, which figures() takes from the settings
   double reply_start_ = 0, first_token_at_ = 0;
   double mesh_us_at_start_ = 0;
 };

@@ -8,6 +8,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/fingerprint.h"
 #include "util/error.h"
+#include "util/parse.h"
 
 namespace wc {
 namespace {
@@ -22,16 +23,9 @@ struct Field {
 };
 
 int ParseInt(const std::string& key, const std::string& value) {
-  size_t used = 0;
-  long long v = 0;
-  try {
-    v = std::stoll(value, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (value.empty() || used != value.size() || v < 0 || v > 0x7fffffff)
-    throw Error(Cat(key, ": '", value, "' is not a count"));
-  return static_cast<int>(v);
+  const std::optional<long long> v = ParseWholeInteger(value);
+  if (!v || *v < 0 || *v > 0x7fffffff) throw Error(Cat(key, ": '", value, "' is not a count"));
+  return static_cast<int>(*v);
 }
 
 // `check` throws wc::Error for a value the flag would refuse, so the header's line is named.

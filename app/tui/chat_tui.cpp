@@ -538,7 +538,7 @@ class ChatTui {
       t.kv_fill = static_cast<double>(f.kv_blocks_used) / f.kv_blocks_total;
     t.kv_bytes = f.kv_bytes_used;
     if (f.mesh_us_per_token > 0) t.mesh_us_per_tok = f.mesh_us_per_token;
-    t.seed = s_.conversation().settings().seed;
+    t.seed = f.seed;
     return t;
   }
 
