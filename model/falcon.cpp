@@ -16,6 +16,29 @@ const float* OrNull(const std::vector<float>& v) {
   return v.empty() ? nullptr : v.data();
 }
 
+// Thrown out of a layer when the interrupt fires; Forward catches it.
+struct Interrupted {};
+
+void PollInterrupt(const FalconModel::Interrupt& interrupted) {
+  if (interrupted && interrupted()) throw Interrupted{};
+}
+
+// MatMul(x, n_tokens, w, bias, y) in slices of output rows of about kSliceMacs multiply-adds each,
+// polling `interrupted` between slices: a few milliseconds of work at most between polls. Results
+// are those of one MatMul call (a row's output never depends on the row range).
+//   x: [n_tokens, w.cols]   y: [n_tokens, w.rows]
+void InterruptibleMatMul(const float* x, int64_t n_tokens, const MatrixRef& w, const float* bias,
+                         float* y, const FalconModel::Interrupt& interrupted) {
+  constexpr int64_t kSliceMacs = int64_t{1} << 27;  // ~134 M: ~2-5 ms on a 2-core desktop CPU
+  const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols);
+  int64_t slice = interrupted ? std::max<int64_t>(64, kSliceMacs / macs_per_row) : w.rows;
+  slice = (slice + 15) / 16 * 16;  // whole 16-row blocks per thread, as MatMul splits them
+  for (int64_t r0 = 0; r0 < w.rows; r0 += slice) {
+    PollInterrupt(interrupted);
+    MatMul(x, n_tokens, w.cols, w, bias, y, w.rows, r0, std::min(w.rows, r0 + slice));
+  }
+}
+
 // Row offsets (in values) of query head h, and of K and V of KV head g, within one token's fused
 // query_key_value output (HF FalconAttention._split_heads).
 struct QkvIndex {
@@ -91,8 +114,8 @@ KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   return s;
 }
 
-void FalconModel::Forward(const TokenBatch& batch, KVCache& cache,
-                          std::vector<float>* logits) const {
+bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits,
+                          const Interrupt& interrupted) const {
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t hidden = config_.hidden_size;
   WC_CHECK(batch.user_rows.size() == batch.tokens.size() &&
@@ -109,7 +132,15 @@ void FalconModel::Forward(const TokenBatch& batch, KVCache& cache,
   }
   std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
   for (int64_t i = 0; i < n; ++i) GatherRow(weights_.embeddings, batch.tokens[i], &x[i * hidden]);
-  for (int l = 0; l < config_.n_layers; ++l) Layer(l, batch, cache, x);
+  try {
+    for (int l = 0; l < config_.n_layers; ++l) {
+      PollInterrupt(interrupted);
+      Layer(l, batch, cache, x, interrupted);
+    }
+    PollInterrupt(interrupted);
+  } catch (const Interrupted&) {
+    return false;
+  }
 
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   std::vector<float> normed(static_cast<size_t>(n_out * hidden));  // [n_out, hidden]
@@ -118,10 +149,11 @@ void FalconModel::Forward(const TokenBatch& batch, KVCache& cache,
               config_.layer_norm_epsilon, &normed[r * hidden], hidden);
   logits->assign(static_cast<size_t>(n_out * config_.vocab_size), 0.0f);
   if (n_out > 0) lm_head_.Compute(normed.data(), n_out, logits->data());
+  return true;
 }
 
-void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
-                        std::vector<float>& x) const {
+void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
+                        const Interrupt& interrupted) const {
   const FalconConfig& c = config_;
   const LayerWeights& w = weights_.layers[l];
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -144,7 +176,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
 
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  MatMul(xa.data(), n, w.qkv, OrNull(w.qkv_b), qkv.data());
+  InterruptibleMatMul(xa.data(), n, w.qkv, OrNull(w.qkv_b), qkv.data(), interrupted);
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
   for (int64_t t = 0; t < n; ++t) {
@@ -169,7 +201,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
-  MatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data());
+  InterruptibleMatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data(), interrupted);
   std::vector<float>().swap(attn);
 
   // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
@@ -180,9 +212,9 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache,
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
     for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
       const int64_t m = std::min(kMlpChunk, n - t0);
-      MatMul(&in[t0 * hidden], m, w.fc1, OrNull(w.fc1_b), h4.data());
+      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1, OrNull(w.fc1_b), h4.data(), interrupted);
       GeluErf(h4.data(), m * ffn);
-      MatMul(h4.data(), m, w.fc2, OrNull(w.fc2_b), &out[t0 * hidden]);
+      InterruptibleMatMul(h4.data(), m, w.fc2, OrNull(w.fc2_b), &out[t0 * hidden], interrupted);
     }
   };
   std::vector<float> mlp_out;  // [n, hidden]

@@ -95,10 +95,20 @@ class FalconModel {
   // Runs `batch` through the decoder, writing each token's K/V into `cache`.
   //   logits: resized to [batch.logit_rows.size(), vocab_size]
   // Throws wc::Error for a token id outside the vocabulary or a position beyond the cache.
-  void Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits) const;
+  //
+  // `interrupted` (optional) is polled between layers and between slices of each large matmul
+  // (every few milliseconds of work): once it returns true, Forward stops and returns false,
+  // `logits` untouched. The batch's K/V may then be written for some layers only; positions are
+  // written independently, so feeding the same (user_row, position) pairs again overwrites them
+  // and gives exactly what an uninterrupted Forward would have. Returns true when it ran to the
+  // end. `interrupted` runs on the calling thread.
+  using Interrupt = std::function<bool()>;
+  bool Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits,
+               const Interrupt& interrupted = nullptr) const;
 
  private:
-  void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x) const;
+  void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
+             const Interrupt& interrupted) const;
   // attn [n, n_head, head_dim] = attention of q [n, n_head, head_dim] over each token's user row.
   void Attention(int layer, const TokenBatch& batch, const KVCache& cache, const float* q,
                  float* attn) const;

@@ -37,7 +37,9 @@ class Conversation::TurnObserver : public RequestObserver {
     next_->OnToken(token, logits, vocab);
   }
   void OnText(std::string_view delta) override { next_->OnText(delta); }
-  void OnPrefill(int fed, int total) override { next_->OnPrefill(fed, total); }
+  void OnPrefill(int fed, int total, int context) override {
+    next_->OnPrefill(fed, total, context);
+  }
   void OnFinish(const RequestResult& result) override {
     conversation_.Record(turn_, result);
     next_->OnFinish(result);

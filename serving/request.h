@@ -44,8 +44,9 @@ class RequestObserver {
   }
   // Final text: complete UTF-8, control bytes removed, never past a stop string.
   virtual void OnText(std::string_view delta) { (void)delta; }
-  // After each prefill chunk: `fed` of the `total` prompt tokens are in the KV cache.
-  virtual void OnPrefill(int fed, int total) { (void)fed, (void)total; }
+  // After each prefill chunk: `fed` of the `total` prompt tokens are in the KV cache, and the
+  // request's user row holds `context` tokens in all (a session's earlier turns included).
+  virtual void OnPrefill(int fed, int total, int context) { (void)fed, (void)total, (void)context; }
   virtual void OnFinish(const RequestResult& result) = 0;
 };
 

@@ -169,6 +169,7 @@ bool ServingLoop::Cancel(RequestId id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (live_.count(id) == 0) return false;
   cancels_.insert(id);
+  interrupt_ = true;
   wake_.notify_one();
   return true;
 }
@@ -184,6 +185,7 @@ void ServingLoop::CloseSession(SessionId id) {
   std::lock_guard<std::mutex> lock(mu_);
   if (open_sessions_.erase(id) == 0) return;
   closes_.insert(id);
+  interrupt_ = true;
   wake_.notify_one();
 }
 
@@ -203,6 +205,7 @@ void ServingLoop::Shutdown(ShutdownMode mode) {
     } else if (mode == ShutdownMode::kCancel) {
       stop_mode_ = mode;  // a drain in progress may be turned into a cancel
     }
+    if (mode == ShutdownMode::kCancel) interrupt_ = true;
   }
   wake_.notify_one();
   // From an observer's callback, on the loop's own thread: the loop stops after the callback.
@@ -247,6 +250,7 @@ bool ServingLoop::Step() {
     TakeQueue();
     cancels.swap(cancels_);
     closes.swap(closes_);
+    interrupt_ = false;
     stopping = stopping_;
     mode = stop_mode_;
   }
@@ -299,6 +303,18 @@ bool ServingLoop::Step() {
   const double forward_s = Decode();
   UpdateStatus(Now() - t_step, forward_s, tokens_sampled_ - sampled_before);
   return true;
+}
+
+bool ServingLoop::ForwardInterrupted(const std::set<RequestId>& ids,
+                                     const std::set<SessionId>& sessions) const {
+  if (!interrupt_.load(std::memory_order_relaxed)) return false;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_ && stop_mode_ == ShutdownMode::kCancel) return true;
+  for (RequestId id : cancels_)
+    if (ids.count(id) != 0) return true;
+  for (SessionId s : closes_)
+    if (sessions.count(s) != 0) return true;
+  return false;
 }
 
 bool ServingLoop::AnyRunning() const {

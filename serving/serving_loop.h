@@ -21,6 +21,7 @@
 // any thread, including from an observer's callbacks.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -107,6 +108,7 @@ class ServingLoop {
   // Bytes of the KV cache's storage (the paged pool, or every row's full context).
   int64_t kv_bytes() const { return cache_->storage_bytes(); }
   int ctx() const { return options_.ctx; }
+  int user_rows() const { return options_.user_rows; }
 
   // kDrain: runs everything already submitted to the end; kCancel: cancels it. Then joins the
   // loop's thread. Later Submits fail. Idempotent.
@@ -148,6 +150,11 @@ class ServingLoop {
   // rejected: the request itself was bad (RequestResult::rejected).
   void FinishPending(Pending& p, StopReason reason, std::string error, bool rejected = false);
   void UpdateStatus(double step_s, double forward_s, int64_t sampled);
+  // Whether a cancel, close or Shutdown(kCancel) arrived since the step began that ends one of
+  // `ids` / `sessions` (the requests and sessions in the running forward pass): polled by the
+  // forward pass, so that Ctrl-C stops a long prefill within milliseconds.
+  bool ForwardInterrupted(const std::set<RequestId>& ids,
+                          const std::set<SessionId>& sessions) const;
   bool AnyRunning() const;
   // Moves everything submitted into waiting_ (caller holds mu_).
   void TakeQueue();
@@ -170,6 +177,9 @@ class ServingLoop {
   std::set<RequestId> live_;     // submitted and not finished
   std::set<RequestId> cancels_;  // to cancel at the next step
   std::set<SessionId> closes_;   // sessions to close at the next step
+  // Set with every cancel, close and Shutdown(kCancel), cleared when the loop takes them: a
+  // cheap first test for the forward pass's interrupt (ForwardInterrupted).
+  std::atomic<bool> interrupt_{false};
   std::set<SessionId> open_sessions_;
   RequestId next_id_ = 1;
   SessionId next_session_ = 1;

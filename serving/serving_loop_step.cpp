@@ -193,9 +193,20 @@ double ServingLoop::Decode() {
         if (last) logit_owners.push_back({ch.row, 1});
       }
     }
+    std::set<RequestId> ids;
+    std::set<SessionId> sessions;
+    for (const PlannedChunk& ch : chunks) {
+      ids.insert(rows_[ch.row].run->id);
+      if (rows_[ch.row].session != 0) sessions.insert(rows_[ch.row].session);
+    }
     const double t = Now();
-    model_.Forward(batch, *cache_, &logits);
+    const bool ran =
+        model_.Forward(batch, *cache_, &logits, [&] { return ForwardInterrupted(ids, sessions); });
     forward_s += Now() - t;
+    // Interrupted by a cancel of one of its requests: nothing of the step counts (no row moves
+    // on; the K/V written so far is overwritten when the same positions are fed again). The next
+    // step ends the cancelled requests and runs the others' tokens again, bit-identically.
+    if (!ran) return false;
     // The most blocks in use is now, before rows that end in this step free theirs.
     peak_blocks_ = std::max(peak_blocks_, cache_->n_blocks() - cache_->free_blocks());
     for (const PlannedChunk& ch : chunks) {
@@ -211,8 +222,8 @@ double ServingLoop::Decode() {
     for (const PlannedChunk& ch : chunks) {
       const Running& run = *rows_[ch.row].run;
       if (!run.decoding)
-        run.req.observer->OnPrefill(static_cast<int>(run.fed),
-                                    static_cast<int>(run.to_feed.size()));
+        run.req.observer->OnPrefill(static_cast<int>(run.fed), static_cast<int>(run.to_feed.size()),
+                                    rows_[ch.row].cur_pos);
     }
     const size_t vocab = static_cast<size_t>(model_.config().vocab_size);
     size_t j = 0;
@@ -223,15 +234,16 @@ double ServingLoop::Decode() {
         SwitchTokens(o.row, &logits[j * vocab]);
       j += o.n_logits;
     }
+    return true;
   };
   try {
-    run_chunks(plan);
+    if (!run_chunks(plan)) return forward_s;
   } catch (const Error&) {
     // One request's input broke the forward pass (e.g. its activations overflowed). Rerun each row
     // alone - bit-identical, the kernels being batch-invariant - and end only the rows that fail.
     for (const PlannedChunk& ch : plan) {
       try {
-        run_chunks({ch});
+        if (!run_chunks({ch})) return forward_s;
       } catch (const Error& e) {
         Finish(ch.row, StopReason::kError, e.what());
       }

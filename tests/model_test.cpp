@@ -149,6 +149,55 @@ TEST(Batch, RowsAtDifferentPositionsMatchSeparateRuns) {
   }
 }
 
+TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee) {
+  // Interrupted at each of its poll points in turn (between layers, between matmul slices), the
+  // forward pass returns false and leaves logits untouched; feeding the same positions again gives
+  // the logits of a run that was never interrupted, bit for bit, contiguous and paged, bf16 and
+  // int8 (the K/V written before the interrupt is overwritten).
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
+  auto model = FalconModel::Load(dir, ModelOptions{});
+  const auto ids = ReadIds(dir);
+  ASSERT_GE(ids.size(), 6u);
+  const size_t half = ids.size() / 2;
+  auto batch = [&](size_t from, size_t to) {
+    TokenBatch b;
+    for (size_t i = from; i < to; ++i) b.Add(ids[i], 1, static_cast<int>(i), true);
+    return b;
+  };
+  for (int block_size : {0, 4}) {
+    for (KVDType dtype : {KVDType::kBF16, KVDType::kInt8}) {
+      KVCacheOptions o;
+      o.dtype = dtype;
+      o.block_size = block_size;
+      const KVCacheShape shape = model->CacheShape(2, 64);
+      std::vector<float> want, logits;
+      int polls = 0;
+      {
+        KVCache cache(shape, o);
+        model->Forward(batch(0, half), cache, &logits);
+        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &want, [&] {
+          ++polls;
+          return false;
+        }));
+      }
+      ASSERT_GT(polls, model->config().n_layers);  // between layers and within them
+      for (int k = 0; k < polls; ++k) {
+        KVCache cache(shape, o);
+        model->Forward(batch(0, half), cache, &logits);
+        logits.assign(3, 7.0f);
+        int seen = 0;
+        EXPECT_FALSE(
+            model->Forward(batch(half, ids.size()), cache, &logits, [&] { return seen++ == k; }));
+        EXPECT_EQ(logits, std::vector<float>(3, 7.0f)) << "logits written by an interrupted pass";
+        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &logits));
+        ASSERT_EQ(logits.size(), want.size());
+        EXPECT_EQ(0, std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)))
+            << "block size " << block_size << ", " << KVDTypeName(dtype) << ", poll " << k;
+      }
+    }
+  }
+}
+
 TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
   auto model = FalconModel::Load(test::FixtureDir("mq_f32"), ModelOptions{});
   KVCache cache(model->CacheShape(1, 8), KVDType::kBF16);

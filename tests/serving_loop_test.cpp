@@ -2,6 +2,7 @@
 // strings, a full context), sessions carry a conversation and its RNG stream across requests, bad
 // requests end alone with a clear error, and admission never evicts: what does not fit waits.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -56,8 +57,9 @@ TEST(ServingLoopResults, PrefillProgressIsReportedChunkByChunk) {
   // whole prompt, all before the first token.
   class ProgressObserver : public WaitingObserver {
    public:
-    void OnPrefill(int fed, int total) override {
+    void OnPrefill(int fed, int total, int context) override {
       EXPECT_EQ(tokens_, 0) << "prefill progress after a token";
+      EXPECT_EQ(context, fed) << "a one-shot request's row holds its prompt only";
       progress.emplace_back(fed, total);
     }
     void OnToken(int token, const float* logits, int vocab) override {
@@ -83,6 +85,47 @@ TEST(ServingLoopResults, PrefillProgressIsReportedChunkByChunk) {
     EXPECT_EQ(observer->progress[i].first, std::min<int>(300, 64 * static_cast<int>(i + 1)));
     EXPECT_EQ(observer->progress[i].second, 300);
   }
+}
+
+TEST(ServingLoopResults, ACancelStopsTheForwardPassItArrivesIn) {
+  // Request 2 (a 40-token prompt) is cancelled from inside the forward pass that prefills it
+  // (the attention observer runs on the loop's thread, between layers). The pass stops at its
+  // next poll: request 2 ends cancelled with no prefill progress and no token (had the pass run
+  // to the end, it would have sampled one), and request 1, which shared the pass, goes on to
+  // exactly the tokens and logits it has alone.
+  class PrefillCounter : public WaitingObserver {
+   public:
+    PrefillCounter() : WaitingObserver(nullptr, /*keep_logits=*/true) {}
+    void OnPrefill(int, int, int) override { ++prefills; }
+    std::atomic<int> prefills{0};
+  };
+  RequestSpec first, second;
+  first.prompt = test::TextPrompt(5);
+  first.max_new_tokens = 12;
+  first.stop_at_eos = false;
+  second.prompt = test::TextPrompt(40, 100);
+  second.max_new_tokens = 8;
+  const Outcome alone = test::RunSolo({first}, KVCacheOptions{})[0];
+
+  auto loop = MakeLoop(Rows(2));
+  std::atomic<int> cancels{0};
+  ServingLoop* raw = loop.get();
+  M().model->set_attention_observer([&](int layer, const float*, int64_t n_tokens) {
+    if (layer == 0 && n_tokens >= 40 && cancels.fetch_add(1) == 0) raw->Cancel(2);
+  });
+  auto one = std::make_shared<PrefillCounter>();
+  auto two = std::make_shared<PrefillCounter>();
+  ASSERT_EQ(loop->Submit(test::MakeRequest(first, one)), 1u);
+  ASSERT_EQ(loop->Submit(test::MakeRequest(second, two)), 2u);
+  const Outcome got = test::Await(*one);
+  const RequestResult r2 = test::Await(*two).result;
+  loop.reset();
+  M().model->set_attention_observer(nullptr);
+  EXPECT_EQ(cancels.load(), 1) << "the cancelling pass ran again";
+  EXPECT_EQ(r2.reason, StopReason::kCancelled);
+  EXPECT_TRUE(r2.tokens.empty());
+  EXPECT_EQ(two->prefills.load(), 0);
+  test::ExpectSameOutcome(alone, got, "the request that shared the interrupted pass");
 }
 
 TEST(ServingLoopResults, MaxNewTokensZeroFeedsThePromptAndSamplesNothing) {

@@ -31,10 +31,12 @@ class ChatSession::ReplyObserver : public RequestObserver {
   ReplyObserver(ChatSession& s, std::function<void(std::string_view)> on_text,
                 std::function<void(const RequestResult&)> on_done)
       : s_(s), on_text_(std::move(on_text)), on_done_(std::move(on_done)) {}
-  void OnPrefill(int fed, int total) override {
+  void OnPrefill(int fed, int total, int context) override {
     std::lock_guard<std::mutex> lock(s_.mu_);
     s_.figures_.state = ChatFigures::State::kPrefill;
     s_.figures_.prefill_percent = total > 0 ? static_cast<int>(100LL * fed / total) : 100;
+    s_.figures_.ctx_tokens = context;
+    prompt_end_ = context;
   }
   void OnToken(int, const float*, int) override {
     const double now = NowS();
@@ -46,6 +48,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
       f.ttft_s = now - s_.reply_start_;
     }
     ++f.reply_tokens;
+    f.ctx_tokens = prompt_end_ + f.reply_tokens - 1;  // the newest token is fed with the next step
     const double span = now - s_.first_token_at_;
     if (f.reply_tokens > 1 && span > 0) f.tokens_per_s = (f.reply_tokens - 1) / span;
   }
@@ -75,6 +78,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
   ChatSession& s_;
   std::function<void(std::string_view)> on_text_;
   std::function<void(const RequestResult&)> on_done_;
+  int prompt_end_ = 0;  // tokens in the row's context once the prompt is in
 };
 
 ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
@@ -183,8 +187,12 @@ ChatFigures ChatSession::figures() const {
   f.beams = s.beams ? s.beams->num_beams : 0;
   f.kv_blocks_used = st.kv_blocks_used;
   f.kv_blocks_total = st.kv_blocks_total;
-  f.kv_bytes_used =
-      st.kv_blocks_total > 0 ? f.kv_bytes_total / st.kv_blocks_total * st.kv_blocks_used : 0;
+  if (st.kv_blocks_total > 0) {  // paged: the blocks in use
+    f.kv_bytes_used = f.kv_bytes_total / st.kv_blocks_total * st.kv_blocks_used;
+  } else {  // contiguous: the conversation's positions of its row
+    const int64_t slots = static_cast<int64_t>(loop_->user_rows()) * f.ctx_size;
+    f.kv_bytes_used = slots > 0 ? f.kv_bytes_total / slots * f.ctx_tokens : 0;
+  }
   return f;
 }
 

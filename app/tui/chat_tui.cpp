@@ -536,6 +536,8 @@ class ChatTui {
     t.ctx_size = f.ctx_size;
     if (f.kv_blocks_total > 0)
       t.kv_fill = static_cast<double>(f.kv_blocks_used) / f.kv_blocks_total;
+    else if (f.ctx_size > 0)  // contiguous: the conversation's row
+      t.kv_fill = static_cast<double>(f.ctx_tokens) / f.ctx_size;
     t.kv_bytes = f.kv_bytes_used;
     if (f.mesh_us_per_token > 0) t.mesh_us_per_tok = f.mesh_us_per_token;
     t.seed = f.seed;
