@@ -76,6 +76,8 @@ class TmuxChat {
     script += "export HOME=" + d + " XDG_STATE_HOME=" + ShellQuote(state_) + "\n";
     script += no_color ? "export NO_COLOR=1\n" : "unset NO_COLOR\n";
     script += "printf 'BEFORE-CHAT\\n'\nstty -g > stty.before\n";
+    // Ctrl-C in line mode reaches the whole process group: the script lives on to report.
+    script += "trap : INT\n";
     script += "sh -c 'echo $$ > pid; exec \"$@\"' sh " + chat + "\n";
     script += "echo \"EXIT=$?\" > exit.tmp; stty -g > stty.after; mv exit.tmp exit\n";
     script += "echo AFTER-CHAT\n";
@@ -332,6 +334,40 @@ TEST(ChatTui, LongReplyStreamsCtrlCCancelsItAndTheChatStaysUp) {
   EXPECT_EQ(chat.WaitForExit(), 0);
 }
 
+TEST(ChatTui, TheContextCountRisesWhileAReplyStreams) {
+  // The status bar's "ctx N/512" follows the prompt and each token as they enter the KV cache,
+  // not only when the reply ends; after the reply it is /stats' figure.
+  TmuxChat chat(160, 30, kLongReply);
+  chat.WaitForText("/help lists the commands");  // the greeting wraps beside the panel
+  chat.Enter("Tell me a very long story.");
+  auto ctx_now = [](const std::string& screen, const char* state) {
+    const std::vector<std::string> rows = Lines(screen);
+    std::smatch m;
+    if (rows.size() < 2 || rows[rows.size() - 2].rfind(state, 0) != 0) return -1;
+    if (!std::regex_search(rows[rows.size() - 2], m, std::regex(R"(ctx ([0-9]+)/512)"))) return -1;
+    return std::stoi(m[1]);
+  };
+  int first = -1;
+  chat.WaitFor("a context count while generating", [&](const std::string& s) {
+    first = ctx_now(s, "generating");
+    return first > 0;
+  });
+  chat.WaitFor("the context count to rise while generating",
+               [&](const std::string& s) { return ctx_now(s, "generating") > first; });
+  chat.Keys({"C-c"});
+  chat.WaitForText("[cancelled]");
+  int idle = -1;
+  chat.WaitFor("the idle status bar", [&](const std::string& s) {
+    idle = ctx_now(s, "idle");
+    return idle > first;
+  });
+  chat.Enter("/stats");
+  chat.WaitForText("context: " + std::to_string(idle) + " of 512 tokens");
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+}
+
 TEST(ChatTui, EditingKeysTabCompletionAndUnknownCommands) {
   TmuxChat chat(80, 24);
   chat.WaitForStart();
@@ -568,6 +604,53 @@ TEST(ChatTui, ColoursUnlessNoColor) {
 
 // Every way out: exit status 0 and the terminal as it was - the normal screen with what was on it,
 // the same stty settings (echo on), keypad mode and bracketed paste off.
+// ---- Line mode (--plain) on a terminal ----
+
+TEST(ChatPlainOnATerminal, ALongLineArrivesWholeEditingKeysWorkAndCtrlDRestoresTheTerminal) {
+  TmuxChat chat(80, 24, {"--plain"});
+  chat.WaitForText("/help lists the commands.");
+  // 6,000 bytes on one line, where the kernel's canonical mode would keep 4,095: the chat must
+  // count the tokens of all of it, as it does when the line comes through a pipe.
+  std::string words;
+  for (int i = 0; words.size() < 6000; ++i) words += "w" + std::to_string(i) + " ";
+  words.pop_back();
+  const RunResult piped =
+      RunWormchat({"chat", "--plain", "--seed", "7", "--threads", "1"}, words + "\n/quit\n");
+  ASSERT_EQ(piped.exit_code, 0) << piped.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(piped.out, m, std::regex("the message is [0-9]+ tokens")))
+      << piped.out;
+  chat.Type(words);
+  chat.Keys({"Enter"});
+  chat.WaitForText(m.str(0));
+
+  chat.Type("/helx");  // Backspace
+  chat.Keys({"BSpace"});
+  chat.Type("p");
+  chat.Keys({"Enter"});
+  chat.WaitForText("/set NAME VALUE");
+  chat.Type("garbage");  // Ctrl-U
+  chat.Keys({"C-u"});
+  chat.Type("/stats");
+  chat.Keys({"Enter"});
+  chat.WaitForText("context: 0 of 512 tokens");
+
+  chat.Keys({"C-d"});
+  ASSERT_EQ(chat.WaitForExit(), 0);
+  const std::string before = ReadFile(chat.dir().File("stty.before"));
+  EXPECT_FALSE(before.empty());
+  EXPECT_EQ(ReadFile(chat.dir().File("stty.after")), before);
+}
+
+TEST(ChatPlainOnATerminal, CtrlCAtThePromptEndsTheChatWithTheTerminalRestored) {
+  TmuxChat chat(80, 24, {"--plain"});
+  chat.WaitForText("/help lists the commands.");
+  chat.Type("half a line");
+  chat.Keys({"C-c"});
+  EXPECT_EQ(chat.WaitForExit(), 128 + SIGINT);
+  EXPECT_EQ(ReadFile(chat.dir().File("stty.after")), ReadFile(chat.dir().File("stty.before")));
+}
+
 struct WayOut {
   const char* name;
   std::function<void(TmuxChat&)> leave;

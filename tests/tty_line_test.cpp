@@ -185,7 +185,9 @@ TEST(TtyLine, TypingEditingAndEnter) {
   s.Keys("\x17world");  // Ctrl-W: the word before the cursor
   EXPECT_EQ(s.line.text(), "hello world");
   EXPECT_EQ(s.term.Screen(), std::vector<std::string>{"> hello world"});
-  s.Keys("\x15" "again");  // Ctrl-U: the whole line
+  s.Keys(
+      "\x15"
+      "again");  // Ctrl-U: the whole line
   EXPECT_EQ(s.line.text(), "again");
   EXPECT_EQ(s.term.Screen(), std::vector<std::string>{"> again"});
   EXPECT_EQ(s.Keys("\r"), TtyLine::Event::kLine);
@@ -201,7 +203,9 @@ TEST(TtyLine, CtrlDEndsInputOnlyOnAnEmptyLine) {
 TEST(TtyLine, KeySequencesAndControlBytesAreNotText) {
   Session s(80, 24);
   // Up, Left, F5, Alt-b, a bell, then text.
-  s.Keys("\x1b[A\x1b[D\x1b[15~\x1b" "b\x07ok");
+  s.Keys(
+      "\x1b[A\x1b[D\x1b[15~\x1b"
+      "b\x07ok");
   EXPECT_EQ(s.line.text(), "ok");
   EXPECT_EQ(s.term.Screen(), std::vector<std::string>{"> ok"});
 }
@@ -252,8 +256,8 @@ TEST(TtyLine, ErasingAcrossTheMarginAndWrappedRows) {
 TEST(TtyLine, RandomEditsShowExactlyTheLine) {
   // Random keys (ASCII, wide, combining, tabs, Backspace, Ctrl-W, Ctrl-U, arrows) at narrow and
   // usual widths: after every key the screen is the prompt and the line, wrapped.
-  const std::vector<std::string> keys = {"a", "b", " ", "  ", kYi, kE, kAcute, "\t", "\x7f",
-                                         "\x7f", "\x17", "\x1b[D", "xyz"};
+  const std::vector<std::string> keys = {"a",  "b",    " ",    "  ",   kYi,      kE,   kAcute,
+                                         "\t", "\x7f", "\x7f", "\x17", "\x1b[D", "xyz"};
   std::mt19937 rng(7);
   for (int columns : {5, 9, 13, 80}) {
     Session s(columns, 1000);
@@ -271,7 +275,9 @@ TEST(TtyLine, RandomEditsShowExactlyTheLine) {
 TEST(TtyLine, ErasingRowsScrolledOffTheScreenStartsAFreshPromptLine) {
   Session s(10, 5);
   s.Keys(std::string(100, 'q'));
-  s.Keys("\x17" "kept");  // the word started 12 rows up, off a 5-row screen
+  s.Keys(
+      "\x17"
+      "kept");  // the word started 12 rows up, off a 5-row screen
   EXPECT_EQ(s.line.text(), "kept");
   const std::vector<std::string> screen = s.term.Screen();
   ASSERT_FALSE(screen.empty());

@@ -1,6 +1,7 @@
 #include "app/chat/chat_plain.h"
 
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "app/chat/tty_line.h"
 #include "app/stdout_sink.h"
 #include "util/error.h"
 
@@ -25,9 +27,17 @@ void OnInterrupt(int) {
   if (g_generating.load()) {
     g_cancel.store(true);
   } else {
+    RestoreTtyFromSignal();
     signal(SIGINT, SIG_DFL);
     raise(SIGINT);
   }
+}
+
+// One line of input after `prompt` (shown on a terminal only): from the terminal through
+// ReadTtyLine (no length limit, unlike the kernel's canonical mode), else from std::cin.
+bool ReadLine(const char* prompt, bool tty, std::string& line) {
+  if (tty) return ReadTtyLine(STDIN_FILENO, prompt, line);
+  return static_cast<bool>(std::getline(std::cin, line));
 }
 
 // Reads the next message or command: a line, or the lines between two `"""` lines (joined with
@@ -35,18 +45,17 @@ void OnInterrupt(int) {
 bool ReadInput(std::string& out, bool prompt) {
   out.clear();
   std::string line;
-  if (prompt) std::printf("\n> ");
+  const bool tty = isatty(STDIN_FILENO);
+  if (prompt) std::printf("\n");
   std::fflush(stdout);
-  if (!std::getline(std::cin, line)) return false;
+  if (!ReadLine(prompt ? "> " : "", tty, line)) return false;
   if (line != "\"\"\"") {
     out = line;
     return true;
   }
   bool first = true;
   while (true) {
-    if (prompt) std::printf(". ");
-    std::fflush(stdout);
-    if (!std::getline(std::cin, line)) return !out.empty();
+    if (!ReadLine(prompt ? ". " : "", tty, line)) return !out.empty();
     if (line == "\"\"\"") return true;
     if (!first) out += '\n';
     out += line;

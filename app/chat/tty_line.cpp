@@ -244,7 +244,8 @@ bool ReadTtyLine(int fd, const std::string& prompt, std::string& line) {
   raw.c_cc[VTIME] = 0;
   g_saved = old;
   g_saved_fd = fd;
-  struct sigaction ending {}, old_term {}, old_hup {}, old_quit {};
+  struct sigaction ending {
+  }, old_term{}, old_hup{}, old_quit{};
   ending.sa_handler = OnEndingSignal;
   sigaction(SIGTERM, &ending, &old_term);
   sigaction(SIGHUP, &ending, &old_hup);

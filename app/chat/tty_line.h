@@ -3,10 +3,10 @@
 // so a long pasted message would be cut. Here the terminal is put in non-canonical mode (no echo,
 // signals kept: Ctrl-C, Ctrl-Z and Ctrl-\ still work) and the line is edited and echoed by us,
 // with no length limit: printable UTF-8 text (wide characters take two columns, combining marks
-// join the character before them; one that starts the line shows as U+FFFD), Backspace, Ctrl-U (erase the line), Ctrl-W (erase the word
-// before the cursor), Ctrl-D (end of input on an empty line), Enter. Escape sequences (arrow and
-// function keys) are swallowed; other control bytes are ignored. Tabs are kept in the line and
-// echoed as spaces up to the next multiple of 8 columns.
+// join the character before them; one that starts the line shows as U+FFFD), Backspace, Ctrl-U
+// (erase the line), Ctrl-W (erase the word before the cursor), Ctrl-D (end of input on an empty
+// line), Enter. Escape sequences (arrow and function keys) are swallowed; other control bytes are
+// ignored. Tabs are kept in the line and echoed as spaces up to the next multiple of 8 columns.
 #pragma once
 
 #include <string>
