@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_file.h"
 #include "util/mapped_file.h"
 
 namespace wc {
@@ -31,6 +32,25 @@ void KVScaleFile::Save(const std::string& dir) const {
   if (!out) throw Error(Cat(path, ": cannot write"));
 }
 
+KVScaleFile KVScaleFile::Parse(std::string_view text, const std::string& path) {
+  const nlohmann::json j = ParseJson(text, path);
+  KVScaleFile f;
+  f.fingerprint = JsonGet<std::string>(j, "fingerprint", path);
+  f.n_layers = JsonGet<int>(j, "n_layers", path);
+  if (f.n_layers < 1) throw Error(Cat(path, ": key 'n_layers' must be >= 1, got ", f.n_layers));
+  f.k_amax = JsonGet<std::vector<float>>(j, "k_amax", path);
+  f.v_amax = JsonGet<std::vector<float>>(j, "v_amax", path);
+  f.calibration_tokens = JsonFind<int64_t>(j, "calibration_tokens", path).value_or(0);
+  if (f.k_amax.size() != static_cast<size_t>(f.n_layers) ||
+      f.v_amax.size() != static_cast<size_t>(f.n_layers))
+    throw Error(Cat(path, ": needs ", f.n_layers, " k_amax and v_amax values (n_layers), has ",
+                    f.k_amax.size(), " and ", f.v_amax.size()));
+  for (int l = 0; l < f.n_layers; ++l)
+    if (!(f.k_amax[l] >= 0) || !(f.v_amax[l] >= 0))
+      throw Error(Cat(path, ": layer ", l, " has a negative amax"));
+  return f;
+}
+
 KVScaleFile KVScaleFile::Load(const std::string& dir, const std::string& fingerprint,
                               int n_layers) {
   const std::string path = JoinPath(dir, "kv_scales.json");
@@ -39,32 +59,11 @@ KVScaleFile KVScaleFile::Load(const std::string& dir, const std::string& fingerp
                     ": missing; --kv-scale tensor needs calibrated scales: run "
                     "`wormchat calibrate --model ",
                     dir, " --text FILE`"));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ReadTextFile(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(Cat(path, ": invalid JSON: ", e.what()));
-  }
-  KVScaleFile f;
-  try {
-    f.fingerprint = j.at("fingerprint").get<std::string>();
-    f.n_layers = j.at("n_layers").get<int>();
-    f.k_amax = j.at("k_amax").get<std::vector<float>>();
-    f.v_amax = j.at("v_amax").get<std::vector<float>>();
-    f.calibration_tokens = j.value("calibration_tokens", int64_t{0});
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(Cat(path, ": malformed: ", e.what()));
-  }
+  KVScaleFile f = Parse(ReadSmallFile(path, kJsonFileMaxBytes), path);
   if (f.fingerprint != fingerprint || f.n_layers != n_layers)
-    throw Error(Cat(path, ": was calibrated for another model (fingerprint ", f.fingerprint,
-                    ", this model is ", fingerprint, "); run `wormchat calibrate` again"));
-  if (static_cast<int>(f.k_amax.size()) != n_layers ||
-      static_cast<int>(f.v_amax.size()) != n_layers)
-    throw Error(Cat(path, ": needs ", n_layers, " k_amax and v_amax values"));
-  for (int l = 0; l < n_layers; ++l)
-    if (!(f.k_amax[l] >= 0) || !(f.v_amax[l] >= 0) || std::isinf(f.k_amax[l]) ||
-        std::isinf(f.v_amax[l]))
-      throw Error(Cat(path, ": layer ", l, " has a negative or non-finite amax"));
+    throw Error(Cat(path, ": was calibrated for another model (fingerprint ",
+                    Printable(f.fingerprint), ", this model is ", fingerprint,
+                    "); run `wormchat calibrate` again"));
   return f;
 }
 

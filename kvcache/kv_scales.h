@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kvcache/kv_formats.h"
@@ -26,6 +27,10 @@ struct KVScaleFile {
   // Throws wc::Error naming the file: missing ("run wormchat calibrate"), malformed, or mismatched.
   static KVScaleFile Load(const std::string& model_dir, const std::string& fingerprint,
                           int n_layers);
+  // The file's text, read from `path` (named in messages), checked on its own: the keys' types
+  // and ranges (n_layers >= 1, finite amax values >= 0, within float's range), n_layers values
+  // each. Throws wc::Error "PATH: key 'KEY' ..." otherwise.
+  static KVScaleFile Parse(std::string_view text, const std::string& path);
 };
 
 }  // namespace wc

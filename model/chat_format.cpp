@@ -4,6 +4,7 @@
 
 #include "model/tokenizer.h"
 #include "util/error.h"
+#include "util/json_file.h"
 #include "util/mapped_file.h"
 
 namespace wc {
@@ -11,41 +12,32 @@ namespace wc {
 std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   const std::string path = JoinPath(dir, "chat_format.json");
   if (!FileExists(path)) return std::nullopt;
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(ReadTextFile(path));
-  } catch (const nlohmann::json::parse_error& e) {
-    throw Error(Cat(path, ": invalid JSON: ", e.what()));
-  }
+  return Parse(ReadSmallFile(path, kJsonFileMaxBytes), path);
+}
+
+ChatFormat ChatFormat::Parse(std::string_view text, const std::string& path) {
+  const nlohmann::json j = ParseJson(text, path);
   if (!j.is_object()) throw Error(Cat(path, ": expected a JSON object"));
   ChatFormat f;
   auto str = [&](const char* key, std::string* out) {
-    if (!j.contains(key)) return;
-    if (!j[key].is_string()) throw Error(Cat(path, ": key '", key, "' must be a string"));
-    *out = j[key].get<std::string>();
+    if (auto v = JsonFind<std::string>(j, key, path)) *out = std::move(*v);
   };
   str("user_prefix", &f.user_prefix);
   str("user_suffix", &f.user_suffix);
   str("assistant_prefix", &f.assistant_prefix);
   str("system_prefix", &f.system_prefix);
   str("system_suffix", &f.system_suffix);
-  if (j.contains("add_bos")) {
-    if (!j["add_bos"].is_boolean()) throw Error(Cat(path, ": key 'add_bos' must be true or false"));
-    f.add_bos = j["add_bos"].get<bool>();
+  f.add_bos = JsonFind<bool>(j, "add_bos", path).value_or(f.add_bos);
+  if (auto end = JsonFind<std::string>(j, "end_of_turn", path)) {
+    if (*end != "eos" && *end != "none")
+      throw Error(Cat(path, ": key 'end_of_turn' must be \"eos\" or \"none\", got \"",
+                      Printable(*end, 40), "\""));
+    f.eos_ends_turn = *end == "eos";
   }
-  if (j.contains("end_of_turn")) {
-    if (j["end_of_turn"] != "eos" && j["end_of_turn"] != "none")
-      throw Error(Cat(path, ": key 'end_of_turn' must be \"eos\" or \"none\""));
-    f.eos_ends_turn = j["end_of_turn"] == "eos";
-  }
-  if (j.contains("stop")) {
-    if (!j["stop"].is_array()) throw Error(Cat(path, ": key 'stop' must be an array of strings"));
-    f.stop.clear();
-    for (const auto& s : j["stop"]) {
-      if (!s.is_string() || s.get<std::string>().empty())
-        throw Error(Cat(path, ": key 'stop' must hold non-empty strings"));
-      f.stop.push_back(s.get<std::string>());
-    }
+  if (auto stop = JsonFind<std::vector<std::string>>(j, "stop", path)) {
+    for (size_t i = 0; i < stop->size(); ++i)
+      if ((*stop)[i].empty()) throw Error(Cat(path, ": key 'stop'[", i, "] is empty"));
+    f.stop = std::move(*stop);
   }
   return f;
 }

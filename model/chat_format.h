@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace wc {
@@ -27,6 +28,9 @@ struct ChatFormat {
 
   // Reads DIR/chat_format.json; nullopt if absent. Throws wc::Error naming the file and key if bad.
   static std::optional<ChatFormat> Load(const std::string& model_dir);
+  // The file's text, read from `path` (named in messages). Keys left out keep the defaults above.
+  // Throws wc::Error "PATH: key 'KEY' ..." for invalid JSON or a key of the wrong type or value.
+  static ChatFormat Parse(std::string_view text, const std::string& path);
 
   // Tokens that open a user turn and cue the assistant's reply.
   std::vector<int> EncodeUserTurn(const Tokenizer& tok, const std::string& message) const;

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -26,9 +27,33 @@ struct TensorInfo {
   int64_t numel() const;
 };
 
-// One validated safetensors file. Throws wc::Error naming the file on: header length beyond the
-// file, invalid JSON, unknown dtype, bad shape, offsets out of range or overlapping, byte count
-// not matching the shape.
+// The largest JSON header accepted (the safetensors library's own limit).
+constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
+// Deepest nesting of the header's arrays and objects (a valid header nests 3 levels).
+constexpr int kSafetensorsMaxDepth = 16;
+// Most dimensions a tensor's shape may have.
+constexpr size_t kSafetensorsMaxRank = 64;
+
+// Validates the bytes of a whole safetensors file ([size]: 8-byte little-endian header length,
+// JSON header, data) read from `path` (named in messages) and returns its tensors by name, their
+// `data` pointing into `bytes`. The header is read as a stream (memory in proportion to the
+// tensors it lists, not to its nesting). Throws wc::Error "PATH: ..." (naming the tensor where
+// there is one) on: a header length beyond the file or above kSafetensorsMaxHeaderBytes, invalid
+// JSON (numbers out of range included), nesting deeper than kSafetensorsMaxDepth, a tensor listed
+// twice, an entry without dtype, shape and data_offsets or with an unknown dtype, a shape entry
+// that is not a non-negative integer, more than kSafetensorsMaxRank dimensions, a byte count that
+// overflows 64 bits, offsets out of range, not matching the shape, or overlapping.
+std::map<std::string, TensorInfo> ParseSafetensors(const uint8_t* bytes, size_t size,
+                                                   const std::string& path);
+
+// model.safetensors.index.json's weight_map: tensor name -> shard file name. Throws wc::Error
+// naming `path` (and the tensor) if the text is not JSON, has no weight_map object, or a shard is
+// not a plain file name (empty, or with '/' or a control byte).
+std::map<std::string, std::string> ParseSafetensorsIndex(std::string_view text,
+                                                         const std::string& path);
+
+// One validated safetensors file (ParseSafetensors over its mapping). Throws wc::Error naming the
+// file if it cannot be mapped or is not valid.
 class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);

@@ -1,5 +1,6 @@
 #include "app/batch/batch_input.h"
 
+#include <cfloat>
 #include <climits>
 #include <cmath>
 #include <map>
@@ -7,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace wc {
 
@@ -108,7 +110,7 @@ void ReadSampling(const json& body, BatchLine& b) {
     b.max_tokens = static_cast<int>(std::min<uint64_t>(v->get<uint64_t>(), INT_MAX));
   }
   if (const json* v = Field(body, "temperature")) {
-    if (!v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>()))
+    if (!v->is_number() || !(v->get<double>() >= 0) || !(v->get<double>() <= FLT_MAX))
       throw Error(Cat("body.temperature must be a number >= 0, got ", Got(*v)));
     b.temperature = static_cast<float>(v->get<double>());
   }
@@ -152,7 +154,7 @@ void ReadSampling(const json& body, BatchLine& b) {
     b.num_beams = v->get<int>();
   }
   if (const json* v = Field(body, "length_penalty")) {
-    if (!v->is_number() || !(v->get<double>() >= 0) || !std::isfinite(v->get<double>()))
+    if (!v->is_number() || !(v->get<double>() >= 0) || !(v->get<double>() <= FLT_MAX))
       throw Error(Cat("body.length_penalty must be a finite number >= 0, got ", Got(*v)));
     if (!b.num_beams) throw Error("body.length_penalty applies to beam search: set body.num_beams");
     b.length_penalty = static_cast<float>(v->get<double>());
@@ -179,9 +181,10 @@ void ReadSampling(const json& body, BatchLine& b) {
 void ParseJsonLine(const std::string& text, BatchLine& b, std::map<std::string, int>& seen) {
   json j;
   try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw Error(Cat("not valid JSON (syntax error at byte ", e.byte, ")"));
+    j = ParseJson(text, "");
+  } catch (const JsonError& e) {
+    if (e.byte() > 0) throw Error(Cat("not valid JSON (syntax error at byte ", e.byte(), ")"));
+    throw Error(Cat("not valid JSON (", e.reason(), ")"));
   }
   if (!j.is_object()) throw Error(Cat("expected a JSON object, got ", Got(j)));
   b.custom_id = ReadString(j, "custom_id", "custom_id");
