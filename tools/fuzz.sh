@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses of tests/fuzz/ with clang (ASan + UBSan) into build-fuzz/ and runs
+# each for a given time, one after the other, starting from the committed seeds.
+#
+#   tools/fuzz.sh                  every harness 600 s (the long run; about 2 hours)
+#   tools/fuzz.sh --seconds 10     every harness 10 s (CI)
+#   tools/fuzz.sh --seconds 60 npy safetensors    only those harnesses
+#
+# New inputs go to build-fuzz/corpus/NAME (kept between runs), a crashing input to
+# build-fuzz/crashes/NAME/, each run's log to build-fuzz/logs/NAME.log. Prints the executions and
+# crashes per harness and in all; exits 1 if any harness crashed (a crash, a sanitizer report, an
+# uncaught exception, a broken property, an input slower than 10 s or a malloc above 256 MiB).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+seconds=600
+names=()
+while (($#)); do
+  case "$1" in
+    --seconds) seconds="$2"; shift 2 ;;
+    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) names+=("$1"); shift ;;
+  esac
+done
+if ((${#names[@]} == 0)); then
+  names=(safetensors safetensors_index config kv_scales chat_format npy tokenizer text_stream
+         batch_input transcript turns_file)
+fi
+
+build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"
+mkdir -p "$build/logs"
+CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DWORMCHAT_FUZZ=ON \
+  -DBUILD_TESTING=OFF > "$build/logs/build.log" 2>&1 &&
+  cmake --build "$build" -j2 --target $(printf '%s_fuzz ' "${names[@]}") >> "$build/logs/build.log" 2>&1 ||
+  { tail -40 "$build/logs/build.log" >&2; exit 1; }
+
+total=0
+failed=0
+printf '%-18s %14s %8s %s\n' harness executions crashes seconds
+for name in "${names[@]}"; do
+  corpus="$build/corpus/$name"
+  crashes="$build/crashes/$name"
+  mkdir -p "$corpus" "$crashes"
+  extra=()
+  if [[ "$name" != npy && "$name" != tokenizer && "$name" != text_stream && "$name" != turns_file &&
+        "$name" != transcript ]]; then
+    extra+=(-dict=tests/fuzz/json.dict)
+  fi
+  log="$build/logs/$name.log"
+  start=$(date +%s)
+  status=0
+  "$build/tests/fuzz/${name}_fuzz" "$corpus" "tests/fuzz/corpus/$name" "${extra[@]}" \
+    -max_total_time="$seconds" -timeout=10 -malloc_limit_mb=256 -rss_limit_mb=2048 \
+    -artifact_prefix="$crashes/" -print_final_stats=1 > "$log" 2>&1 || status=$?
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  execs=${execs:-0}
+  n_crash=0
+  if ((status != 0)); then
+    n_crash=1
+    failed=1
+  fi
+  total=$((total + execs))
+  printf '%-18s %14s %8s %s\n' "$name" "$execs" "$n_crash" "$(($(date +%s) - start))"
+  if ((status != 0)); then
+    grep -m1 -E 'ERROR|runtime error|uncaught|violated|must be one line' "$log" >&2 || true
+    echo "  log: $log, input: $(ls "$crashes" | head -1)" >&2
+  fi
+done
+printf '%-18s %14s %8s\n' total "$total" "$failed"
+exit "$failed"
