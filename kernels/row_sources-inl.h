@@ -4,6 +4,10 @@
 // Scale(r) the row's multiplier; `ahead` prefetches the source's own rows. WithRows(m, fn) calls fn
 // with the source of m's format. A Highway per-target header: included once per target by
 // decode_attention.cpp's foreach_target.
+//
+// Alignment: none is assumed. Rows may start at any byte (matmul.h: a view into a memory-mapped
+// checkpoint; the kernels' tests place rows one byte off on purpose), so vectors are read with
+// LoadU and single values with memcpy (LoadScalar), never through a typed pointer.
 
 // Include guard toggled per target (Highway's -inl.h convention).
 #if defined(WC_KERNELS_ROW_SOURCES_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -30,6 +34,14 @@ namespace hn = hwy::HWY_NAMESPACE;
 using DF = hn::ScalableTag<float>;
 using VF = hn::Vec<DF>;
 
+// The T at p, which need not be aligned for T (the same value a typed load would give).
+template <typename T>
+HWY_INLINE T LoadScalar(const T* p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
 // Loads of N consecutive 16-bit values as f32 lanes, and the scalar equivalent for tails.
 HWY_INLINE VF LoadHalf(DF df, const uint16_t* p, DType dtype) {
   if (dtype == DType::kBF16) {
@@ -41,7 +53,8 @@ HWY_INLINE VF LoadHalf(DF df, const uint16_t* p, DType dtype) {
   return hn::PromoteTo(df, hn::LoadU(dh, reinterpret_cast<const hwy::float16_t*>(p)));
 }
 HWY_INLINE float Scalar(const uint16_t* p, DType dtype) {
-  return dtype == DType::kBF16 ? BF16ToF32(*p) : F16ToF32(*p);
+  const uint16_t bits = LoadScalar(p);
+  return dtype == DType::kBF16 ? BF16ToF32(bits) : F16ToF32(bits);
 }
 
 // A row source: F32 rows, or 16-bit rows of one dtype.
@@ -53,7 +66,7 @@ struct F32Rows {
   HWY_INLINE VF Vec(DF df, int64_t r, int64_t c) const {
     return hn::LoadU(df, base + r * stride + c);
   }
-  HWY_INLINE float At(int64_t r, int64_t c) const { return base[r * stride + c]; }
+  HWY_INLINE float At(int64_t r, int64_t c) const { return LoadScalar(base + r * stride + c); }
 };
 template <DType kDType>
 struct Half16Rows {
