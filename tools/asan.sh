@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# AddressSanitizer + UndefinedBehaviorSanitizer run of the whole test suite (part of
+# tools/test.sh): builds everything with -DWORMCHAT_SANITIZE=address,undefined into ./build-asan
+# and runs all of ctest on it. Every report is fatal: the build has -fno-sanitize-recover=all, and
+# ASAN_OPTIONS / UBSAN_OPTIONS below halt on the first error with a non-zero exit, so the test that
+# met it fails.
+#
+# WORMCHAT_ASAN_BUILD: the build directory (default build-asan).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build="${WORMCHAT_ASAN_BUILD:-build-asan}"
+mkdir -p "$build"
+log="$build/asan-build.log"
+start=$(date +%s)
+{
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=address,undefined &&
+    cmake --build "$build" -j"$(nproc)"
+} > "$log" 2>&1 || { tail -50 "$log"; echo "asan.sh: the ASan+UBSan build failed ($log)"; exit 1; }
+built=$(date +%s)
+export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 check_initialization_order=1 strict_init_order=1"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
+echo "asan.sh: no ASan or UBSan report; build $((built - start)) s, tests $(($(date +%s) - built)) s"
