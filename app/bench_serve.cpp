@@ -262,7 +262,9 @@ void RegisterBenchServe(CLI::App* bench) {
   cmd->add_option("--user-rows", o->user_rows, "User rows of the loop")->capture_default_str();
   cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward call")
       ->capture_default_str();
-  cmd->add_option("--requests", o->requests, "Requests in the load phase")->capture_default_str();
+  cmd->add_option("--requests", o->requests, "Requests in the load phase (1-100000)")
+      ->check(CLI::Range(1, 100000))
+      ->capture_default_str();
   cmd->add_option("--prompt-len", o->prompt_len, "Prompt tokens per request (random ids)")
       ->capture_default_str();
   cmd->add_option("--gen-len", o->gen_len, "New tokens per request (EOS ignored)")

@@ -249,8 +249,10 @@ void RegisterBench(CLI::App& app) {
   cmd->add_option("--q-heads", o->q_heads, "Query heads")->capture_default_str();
   cmd->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
   cmd->add_option("--head-dim", o->head_dim, "Head dimension")->capture_default_str();
-  cmd->add_option("--repeats", o->repeats, "Timed runs (best is reported)")->capture_default_str();
-  cmd->add_option("--threads", o->threads, "Host threads (0 = all cores)");
+  cmd->add_option("--repeats", o->repeats, "Timed runs (best is reported; 1-10000)")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  AddThreadsOption(cmd, o->threads);
   cmd->add_option("--kv-dtype", o->kv_dtypes,
                   "KV cache formats to compare with bf16 (comma-separated): bf16, f32, int8, "
                   "fp8-e4m3, fp8-e5m2, bfp8")

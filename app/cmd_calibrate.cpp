@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "kvcache/kv_scales.h"
 #include "serving/perplexity.h"
 #include "util/error.h"
@@ -31,7 +32,10 @@ void RunCalibrate(const CalibrateCmdOptions& o) {
   const std::vector<int> ids =
       EncodePrompt(*m.tokenizer, m.chat_format, text, /*raw=*/true, c.bos_token_id);
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
-  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
+  Progress progress("calibrate", static_cast<int64_t>(ids.size()) - 1, "tokens");
+  const PerplexityResult r = TeacherForcedPerplexity(
+      *m.model, ids, cache, [&progress](int64_t done, int64_t) { progress.Update(done); });
+  progress.Finish();
   KVScaleFile f;
   f.fingerprint = m.model->Fingerprint();
   f.n_layers = c.n_layers;

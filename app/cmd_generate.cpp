@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/cli_errors.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "app/stdout_sink.h"
@@ -93,6 +94,10 @@ void RunGenerate(const GenerateCmdOptions& o) {
   beam.num_beams = o.beams;
   if (o.beams != 0) beam.Validate();  // before the model loads
   const bool by_ids = !o.ids.empty();
+  if (!by_ids && o.prompt.find_first_not_of(" \t\r\n") == std::string::npos)
+    throw Error("--prompt is empty; give some text");
+  for (const std::string& s : o.stop)
+    if (s.empty()) throw Error("--stop is empty: it would end every reply at once; give some text");
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!by_ids);
   const FalconConfig& c = m.model->config();
   const std::vector<int> ids =
@@ -202,7 +207,8 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_flag("--raw", o->raw, "Feed the prompt as it is, without the chat format's framing");
   cmd->add_flag("--stats", o->stats, "Print speed and emulated-attention figures to stderr");
   cmd->callback([o, prompt, ids, beams] {
-    if (prompt->count() == 0 && ids->count() == 0) throw Error("generate needs --prompt or --ids");
+    if (prompt->count() == 0 && ids->count() == 0)
+      throw UsageError("generate needs --prompt or --ids");
     if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");
     RunGenerate(*o);
   });

@@ -140,7 +140,8 @@ void RegisterInfo(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   int threads = 0;
-  cmd->add_option("--threads", threads, "Host threads (unused here)");
+  cmd->add_option("--threads", threads, "Host threads (unused here)")
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([o] { RunInfo(*o); });
 }
 

@@ -5,6 +5,7 @@
 
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "model/random_checkpoint.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -19,6 +20,7 @@ struct InitCmdOptions {
   uint64_t seed = 0;
   std::string tokenizer;  // default: the default model's tokenizer.model
   std::string out;
+  bool force = false;
 };
 
 void RunInit(const InitCmdOptions& o) {
@@ -26,7 +28,7 @@ void RunInit(const InitCmdOptions& o) {
   if (o.layers > 0) c.n_layers = o.layers;
   if (o.hidden > 0) {
     c.hidden_size = o.hidden;
-    c.ffn_hidden_size = 4 * o.hidden;
+    c.ffn_hidden_size = 4 * o.hidden;  // --hidden <= 65536 (its range check)
   }
   if (o.heads > 0) c.n_head = o.heads;
   if (o.kv_heads > 0) {
@@ -56,7 +58,14 @@ void RunInit(const InitCmdOptions& o) {
   if (tok.bos_id() >= 0) c.bos_token_id = tok.bos_id();
   if (tok.eos_id() >= 0) c.eos_token_id = tok.eos_id();
   c.Validate(Cat("wormchat init --preset ", o.preset));
-  WriteRandomCheckpoint(c, dtype, o.seed, o.out);
+  for (const char* name : {"config.json", "model.safetensors", "model.safetensors.index.json"})
+    if (!o.force && FileExists(JoinPath(o.out, name)))
+      throw Error(Cat(o.out, " already holds a model (", name,
+                      "); pass --force to overwrite it, or choose another --out"));
+  Progress progress("init", RandomCheckpointBytes(c, dtype), "bytes");
+  WriteRandomCheckpoint(c, dtype, o.seed, o.out,
+                        [&progress](int64_t done, int64_t) { progress.Update(done); });
+  progress.Finish();
   const std::string tok_bytes = ReadTextFile(tok_path);
   std::ofstream out(JoinPath(o.out, "tokenizer.model"), std::ios::binary);
   out.write(tok_bytes.data(), static_cast<std::streamsize>(tok_bytes.size()));
@@ -75,19 +84,29 @@ void RegisterInit(CLI::App& app) {
       app.add_subcommand("init", "Write a seeded random checkpoint for tests and benchmarks");
   cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny")
       ->capture_default_str();
-  cmd->add_option("--layers", o->layers, "Override the number of layers");
-  cmd->add_option("--hidden", o->hidden, "Override hidden_size (ffn = 4 x hidden)");
-  cmd->add_option("--heads", o->heads, "Override the number of query heads");
-  cmd->add_option("--kv-heads", o->kv_heads, "Override the number of KV heads");
-  cmd->add_option("--vocab", o->vocab, "Override vocab_size (>= the tokenizer's pieces)");
-  cmd->add_option("--ctx", o->ctx, "Override max_position_embeddings");
+  // The ranges are FalconConfig's (model/config.cpp).
+  cmd->add_option("--layers", o->layers, "Override the number of layers (1-1024)")
+      ->check(CLI::Range(1, 1 << 10));
+  cmd->add_option("--hidden", o->hidden, "Override hidden_size (ffn = 4 x hidden; 1-65536)")
+      ->check(CLI::Range(1, 1 << 16));
+  cmd->add_option("--heads", o->heads, "Override the number of query heads (1-4096)")
+      ->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--kv-heads", o->kv_heads, "Override the number of KV heads (1-4096)")
+      ->check(CLI::Range(1, 1 << 12));
+  cmd->add_option("--vocab", o->vocab,
+                  "Override vocab_size (>= the tokenizer's pieces; at most 16777216)")
+      ->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--ctx", o->ctx, "Override max_position_embeddings (1-16777216)")
+      ->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--dtype", o->dtype, "Weight dtype: bf16 or f32")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
   cmd->add_option("--tokenizer", o->tokenizer,
                   "tokenizer.model to copy [default: the default model's]");
   cmd->add_option("--out", o->out, "Output directory")->required();
+  cmd->add_flag("--force", o->force, "Overwrite a model already in --out");
   int threads = 0;
-  cmd->add_option("--threads", threads, "Host threads (unused here)");
+  cmd->add_option("--threads", threads, "Host threads (unused here)")
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([o] { RunInit(*o); });
 }
 

@@ -1,6 +1,7 @@
 // `wormchat logits`: the logits of every position as a float32 .npy [n_tokens, vocab_size].
 #include <memory>
 
+#include "app/cli_errors.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "util/error.h"
@@ -55,7 +56,8 @@ void RegisterLogits(CLI::App& app) {
   cmd->add_option("--out", o->out, "Output .npy: float32 [n_tokens, vocab_size]")->required();
   cmd->add_flag("--raw", o->raw, "With --prompt: no chat framing");
   cmd->callback([o, prompt, ids] {
-    if (prompt->count() == 0 && ids->count() == 0) throw Error("logits needs --prompt or --ids");
+    if (prompt->count() == 0 && ids->count() == 0)
+      throw UsageError("logits needs --prompt or --ids");
     RunLogits(*o);
   });
 }

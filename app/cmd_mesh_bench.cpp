@@ -6,6 +6,7 @@
 #include "app/commands.h"
 #include "app/mesh_plots.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "attention/mesh_experiments.h"
 #include "util/error.h"
 
@@ -21,7 +22,11 @@ struct MeshBenchCmdOptions {
 
 void RunMeshBench(const MeshBenchCmdOptions& o) {
   ApplyThreads(o.threads);
-  const std::vector<MeshBenchRow> rows = RunMeshExperiment(o.experiment);
+  Progress progress("mesh-bench " + o.experiment, MeshExperimentConfigs(o.experiment).size(),
+                    "configurations");
+  const std::vector<MeshBenchRow> rows = RunMeshExperiment(
+      o.experiment, [&progress](int64_t done, int64_t) { progress.Update(done); });
+  progress.Finish();
   WriteMeshBenchCsv(o.csv, rows);
   std::printf("mesh-bench %s: %zu configurations -> %s\n", o.experiment.c_str(), rows.size(),
               o.csv.c_str());
@@ -43,7 +48,7 @@ void RegisterMeshBench(CLI::App& app) {
   cmd->add_option("--experiment", o->experiment, "Experiment: " + names)->required();
   cmd->add_option("--csv", o->csv, "Output CSV, one row per configuration")->required();
   cmd->add_option("--plot", o->plot, "Also draw the figures into this PNG (needs gnuplot)");
-  cmd->add_option("--threads", o->threads, "Host threads (0 = all cores)");
+  AddThreadsOption(cmd, o->threads);
   cmd->callback([o] { RunMeshBench(*o); });
 }
 

@@ -6,6 +6,7 @@
 
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "serving/perplexity.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -28,7 +29,10 @@ void RunPerplexity(const PerplexityCmdOptions& o) {
   const std::vector<int> ids =
       EncodePrompt(*m.tokenizer, m.chat_format, text, /*raw=*/true, m.model->config().bos_token_id);
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);
-  const PerplexityResult r = TeacherForcedPerplexity(*m.model, ids, cache);
+  Progress progress("perplexity", static_cast<int64_t>(ids.size()) - 1, "tokens");
+  const PerplexityResult r = TeacherForcedPerplexity(
+      *m.model, ids, cache, [&progress](int64_t done, int64_t) { progress.Update(done); });
+  progress.Finish();
   const std::string scale = HasScale(m.kv.dtype) ? ScaleModeName(m.kv.scale) : "none";
   AttentionError ae;
   if (o.attention_error) {  // the same tokens again, in lockstep with an f32 cache

@@ -31,7 +31,8 @@ void RegisterTokenize(CLI::App& app) {
   cmd->add_option("--model", o->model_dir, "Model directory holding tokenizer.model");
   cmd->add_option("--text", o->text, "Text to tokenize")->required();
   int threads = 0;  // accepted for uniformity; tokenizing is single-threaded
-  cmd->add_option("--threads", threads, "Host threads (unused here)");
+  cmd->add_option("--threads", threads, "Host threads (unused here)")
+      ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([o] { RunTokenize(*o); });
 }
 

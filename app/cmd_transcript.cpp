@@ -200,7 +200,7 @@ void RunUpdate(const ReplayCmdOptions& o) {
 
 void AddReplayOptions(CLI::App* cmd, ReplayCmdOptions& o) {
   cmd->add_option("files", o.files, "Transcript files")->required();
-  cmd->add_option("--threads", o.threads, "Host threads (0 = all cores)")->capture_default_str();
+  AddThreadsOption(cmd, o.threads);
   cmd->add_option("--model", o.model,
                   "Model directory instead of the one each transcript's header names");
 }

@@ -1,8 +1,11 @@
 // wormchat: a Falcon chatbot and inference engine for the CPU. This file only dispatches to the
 // subcommands (app/commands.h) and turns every error into one line on stderr and a non-zero exit.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 
+#include "app/cli_errors.h"
 #include "app/commands.h"
 #include "util/error.h"
 
@@ -11,10 +14,7 @@ int main(int argc, char** argv) {
       "wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
   app.set_version_flag("--version", std::string("wormchat ") + WORMCHAT_VERSION);
   app.require_subcommand(1);
-  // Usage errors on one line, like every other error.
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("wormchat: error: ") + e.what() + " (see --help)\n";
-  });
+
   wc::RegisterChat(app);
   wc::RegisterGenerate(app);
   wc::RegisterBatch(app);
@@ -27,10 +27,26 @@ int main(int argc, char** argv) {
   wc::RegisterPerplexity(app);
   wc::RegisterCalibrate(app);
   wc::RegisterTranscript(app);
+  // Usage errors: one line, status 2 (--help and --version: their text, status 0).
+  const std::string unknown = wc::UnknownSubcommandMessage(app, argc, argv);
+  if (!unknown.empty()) {
+    std::fprintf(stderr, "wormchat: error: %s\n", unknown.c_str());
+    return wc::kExitUsage;
+  }
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
+  } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::RuntimeError& e) {  // a command's own exit status (transcript replay)
+    return e.get_exit_code();
+  } catch (const CLI::ParseError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "wormchat: error: %s\n", wc::UsageMessage(app, e).c_str());
+    return wc::kExitUsage;
   } catch (const wc::Error& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "wormchat: error: %s\n", e.what());
@@ -43,6 +59,12 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     std::fprintf(stderr, "wormchat: %s\n", e.what());
     return 70;
+  }
+  // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::fprintf(stderr, "wormchat: error: writing standard output failed: %s\n",
+                 std::strerror(errno));
+    return 1;
   }
   return 0;
 }

@@ -1,6 +1,12 @@
 #include "app/model_options.h"
 
 #include <omp.h>
+#include <sys/random.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 
 #include <sstream>
 #include <string>
@@ -17,9 +23,10 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option("--model", o.model_dir,
                   "Model directory: config.json, model.safetensors (or sharded), tokenizer.model "
                   "[default: the model in assets/]");
-  cmd->add_option("--threads", o.threads, "Host threads (0 = all cores)")->capture_default_str();
+  AddThreadsOption(cmd, o.threads);
   cmd->add_option("--kv-dtype", o.kv_dtype,
-                  "KV cache format: bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
+                  "KV cache format: auto (the checkpoint's precision: bf16 for bf16 weights, f32 "
+                  "for f32 and f16), bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
       ->capture_default_str();
   cmd->add_option("--kv-scale", o.kv_scale,
                   "int8/fp8 scales: token-head (per token and KV head) or tensor (calibrated)")
@@ -52,7 +59,36 @@ void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
   cmd->add_option("--top-k", s.top_k, "Sample from the k most likely tokens (0 = all)")
       ->capture_default_str();
   cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
-  cmd->add_option("--seed", seed, "Random seed: same seed, same tokens")->capture_default_str();
+  cmd->add_option_function<std::string>(
+         "--seed",
+         [&seed](const std::string& v) {
+           if (v == "-1" || v == "random") {
+             seed = EntropySeed();
+             std::fprintf(stderr, "wormchat: --seed %s: using seed %llu (--seed %llu repeats it)\n",
+                          v.c_str(), static_cast<unsigned long long>(seed),
+                          static_cast<unsigned long long>(seed));
+             return;
+           }
+           const bool digits = !v.empty() && v.size() <= 20 &&
+                               v.find_first_not_of("0123456789") == std::string::npos;
+           errno = 0;
+           const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
+           if (!digits || errno == ERANGE)
+             throw CLI::ValidationError(
+                 "--seed", Cat("'", v,
+                               "' is not a seed: give a whole number in [0, 2^64) or -1 "
+                               "for a random one"));
+           seed = n;
+         },
+         "Random seed: same seed, same tokens (-1: a random seed, printed)")
+      ->default_str(std::to_string(seed));
+}
+
+uint64_t EntropySeed() {
+  uint64_t seed = 0;
+  if (getrandom(&seed, sizeof(seed), 0) != static_cast<ssize_t>(sizeof(seed)))
+    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  return seed;
 }
 
 std::string DefaultModelDir() {
@@ -63,8 +99,16 @@ std::string DefaultModelDir() {
   return dir;
 }
 
+void AddThreadsOption(CLI::App* cmd, int& threads) {
+  cmd->add_option("--threads", threads,
+                  Cat("Host threads (0 = all cores; at most ", kMaxThreads, ")"))
+      ->check(CLI::Range(0, kMaxThreads))
+      ->capture_default_str();
+}
+
 void ApplyThreads(int threads) {
-  if (threads < 0) throw Error(Cat("--threads must be >= 0 (0 = all cores), got ", threads));
+  if (threads < 0 || threads > kMaxThreads)
+    throw Error(Cat("--threads must be in [0, ", kMaxThreads, "] (0 = all cores), got ", threads));
   if (threads > 0) omp_set_num_threads(threads);
 }
 
@@ -72,11 +116,12 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
   LoadedModel m;
   m.dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
-  m.kv.dtype = ParseKVDType(o.kv_dtype);
+  CheckKVDTypeName(o.kv_dtype);  // before any file is read
   m.kv.scale = ParseScaleMode(o.kv_scale);
   if (o.kv_block_size < 0) throw Error(Cat("--kv-block-size must be >= 0, got ", o.kv_block_size));
   m.kv.block_size = o.kv_block_size;
-  if (m.kv.scale == ScaleMode::kTensor && !HasScale(m.kv.dtype))
+  if (m.kv.scale == ScaleMode::kTensor &&
+      (o.kv_dtype == "auto" || !HasScale(ParseKVDType(o.kv_dtype))))
     throw Error(Cat("--kv-scale tensor applies to int8 and fp8 caches, not ", o.kv_dtype));
   ModelOptions mo;
   mo.lm_head_fractures = o.lm_head_fractures;
@@ -89,6 +134,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
   mo.flash.k_chunk_size = o.k_chunk_size;
   m.model = FalconModel::Load(m.dir, mo);
+  m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().layers[0].qkv.dtype);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16
   if (m.kv.scale == ScaleMode::kTensor) {
@@ -130,6 +176,22 @@ void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o) {
                   "Paged KV pool size in blocks, shared by all user rows (0 = every row's full "
                   "context)")
       ->capture_default_str();
+}
+
+KVDType ResolveKVDType(const std::string& name, DType weights) {
+  if (name != "auto") return ParseKVDType(name);
+  return weights == DType::kBF16 ? KVDType::kBF16 : KVDType::kF32;
+}
+
+void CheckKVDTypeName(const std::string& name) {
+  if (name == "auto") return;
+  try {
+    ParseKVDType(name);
+  } catch (const Error&) {
+    throw Error(Cat("--kv-dtype '", name,
+                    "' is not supported; choose auto, bf16, f32, int8, fp8-e4m3, fp8-e5m2 or "
+                    "bfp8"));
+  }
 }
 
 std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag) {

@@ -19,7 +19,7 @@ namespace wc {
 struct ModelRunOptions {
   std::string model_dir;                // --model (default: the model shipped in assets/)
   int threads = 0;                      // --threads (0 = all cores)
-  std::string kv_dtype = "bf16";        // --kv-dtype
+  std::string kv_dtype = "auto";        // --kv-dtype (auto: the checkpoint's, ResolveKVDType)
   std::string kv_scale = "token-head";  // --kv-scale
   int kv_block_size = 0;                // --kv-block-size (0 = contiguous)
   int kv_blocks = 0;                    // --kv-blocks (serving commands; 0 = full context per row)
@@ -41,12 +41,20 @@ inline ModelRunOptions ServingRunDefaults() {
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
-// Registers --temperature, --top-k, --top-p, --seed.
+// Registers --temperature, --top-k, --top-p, --seed. --seed takes a whole number in [0, 2^64) or
+// -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
+// A seed from the system's entropy (getrandom).
+uint64_t EntropySeed();
 
 // The default model directory (assets/default-model). Throws wc::Error if it is missing.
 std::string DefaultModelDir();
-// Applies --threads (OpenMP). Throws wc::Error if negative.
+// More threads than this is a typo, not a machine (each OpenMP thread has its own stack; 100,000
+// of them crash the runtime).
+inline constexpr int kMaxThreads = 1024;
+// Registers --threads (0 = all cores, at most kMaxThreads) on a command that runs the model.
+void AddThreadsOption(CLI::App* cmd, int& threads);
+// Applies --threads (OpenMP). Throws wc::Error outside [0, kMaxThreads].
 void ApplyThreads(int threads);
 
 // Everything a text command needs, loaded from ModelRunOptions.
@@ -63,6 +71,12 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 // The serving loop's options for a loaded model: its KV format and layout, context, --threads.
 ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
                                  int max_batch_tokens = 256);
+// --kv-dtype NAME, where "auto" (the default, vLLM's convention) is the checkpoint's own precision:
+// bf16 weights -> bf16 KV, f32 -> f32, and f16 -> f32 (no f16 KV format; f32 holds f16 exactly).
+KVDType ResolveKVDType(const std::string& name, DType weights);
+// Accepts what ResolveKVDType does (a format name or "auto"); throws wc::Error naming --kv-dtype.
+void CheckKVDTypeName(const std::string& name);
+
 // Token ids written as "1 2 3" (whitespace-separated), each in [0, vocab). Throws wc::Error naming
 // `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
 std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag);

@@ -167,9 +167,11 @@ MeshBenchRow RunMeshBenchConfig(const MeshBenchConfig& c) {
   return row;
 }
 
-std::vector<MeshBenchRow> RunMeshExperiment(const std::string& name) {
+std::vector<MeshBenchRow> RunMeshExperiment(const std::string& name,
+                                            const std::function<void(int64_t, int64_t)>& progress) {
   const std::vector<MeshBenchConfig> configs = MeshExperimentConfigs(name);
   std::vector<MeshBenchRow> rows(configs.size());
+  int64_t done = 0;  // under the critical section below
   // Configurations in parallel (each planning run is small; the engine's own parallel regions
   // run on one thread inside this one). Rows are pure functions of their configuration.
   std::string error;
@@ -177,6 +179,10 @@ std::vector<MeshBenchRow> RunMeshExperiment(const std::string& name) {
   for (int64_t i = 0; i < static_cast<int64_t>(configs.size()); ++i) {
     try {
       rows[i] = RunMeshBenchConfig(configs[i]);
+      if (progress) {
+#pragma omp critical(mesh_progress)
+        progress(++done, static_cast<int64_t>(configs.size()));
+      }
     } catch (const Error& e) {
 #pragma omp critical
       if (error.empty()) error = e.what();

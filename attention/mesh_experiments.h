@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,10 @@ std::vector<MeshBenchConfig> MeshExperimentConfigs(const std::string& name);
 // the engine or the baseline cannot run (for example a baseline whose score row overflows L1).
 MeshBenchRow RunMeshBenchConfig(const MeshBenchConfig& config);
 
-// Runs every configuration of `name`, in order.
-std::vector<MeshBenchRow> RunMeshExperiment(const std::string& name);
+// Runs every configuration of `name` (rows in order). `progress` (optional) hears (configurations
+// done, configurations in all), from one thread at a time.
+std::vector<MeshBenchRow> RunMeshExperiment(
+    const std::string& name, const std::function<void(int64_t, int64_t)>& progress = nullptr);
 
 // Headline numbers of the rows, one line each: FlashDecode's speedup over the baseline, its DRAM
 // bandwidth at the longest kv_len, the t3k time per max_cores_per_head at the longest kv_len.

@@ -6,6 +6,7 @@
 
 #include "util/bf16.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace wc {
 KVDType ParseKVDType(const std::string& name) {
@@ -99,25 +100,42 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
       options.tensor_scales.size() != static_cast<size_t>(2 * shape.n_layers))
     throw Error(Cat("--kv-scale tensor needs calibrated scales for ", shape.n_layers,
                     " layers; run `wormchat calibrate` first"));
-  int64_t rows_per_layer = static_cast<int64_t>(shape.user_rows) * shape.n_kv_heads * shape.max_seq;
+  // Every size in 64 bits with overflow checks, and checked against the free memory, before
+  // anything is allocated.
+  const int64_t max_seq = shape.max_seq, users = shape.user_rows;
+  int64_t rows_per_layer =
+      CheckedMul(CheckedMul(users, shape.n_kv_heads, "the KV cache size"), max_seq,
+                 "the KV cache size");  // [user_rows, n_kv_heads, max_seq]
+  int64_t n_blocks = 0;
   if (options.block_size > 0) {
-    const int64_t blocks_per_user = (shape.max_seq + options.block_size - 1) / options.block_size;
+    const int64_t blocks_per_user = (max_seq + options.block_size - 1) / options.block_size;
     if (options.n_blocks < 0)
       throw Error(Cat("--kv-blocks must be >= 0 (0 = every user row's full context), got ",
                       options.n_blocks));
-    const int64_t n_blocks =
-        options.n_blocks > 0 ? options.n_blocks : shape.user_rows * blocks_per_user;
+    n_blocks = options.n_blocks > 0 ? options.n_blocks
+                                    : CheckedMul(users, blocks_per_user, "the KV block count");
     if (n_blocks > (int64_t{1} << 30))
-      throw Error(Cat("KV cache of ", n_blocks, " blocks is too large; lower --ctx or --users"));
+      throw Error(Cat("a paged KV cache of ", n_blocks, " blocks of ", options.block_size,
+                      " tokens is too many (at most 2^30); lower --ctx or --kv-blocks, or raise "
+                      "--kv-block-size"));
+    rows_per_layer = CheckedMul(CheckedMul(n_blocks, shape.n_kv_heads, "the KV cache size"),
+                                options.block_size, "the KV cache size");  // [blocks, heads, bs]
+  }
+  const int64_t bytes = CheckedMul(rows_per_layer, row_bytes_, "the KV cache size");
+  const int64_t total = CheckedAdd(
+      CheckedMul(CheckedMul(bytes, 2, "the KV cache size"), shape.n_layers, "the KV cache size"),
+      CheckedMul(n_blocks, 2 * sizeof(int),
+                 "the KV cache size"),  // the pool's counts and free list
+      "the KV cache size");
+  CheckFitsInMemory(total,
+                    Cat("a ", KVDTypeName(options.dtype), " KV cache of ", shape.user_rows,
+                        " user row", shape.user_rows == 1 ? "" : "s", " x ", shape.max_seq,
+                        " positions", n_blocks > 0 ? Cat(" (", n_blocks, " blocks)") : ""),
+                    "lower --ctx or --kv-blocks, or choose a smaller --kv-dtype");
+  if (n_blocks > 0) {
     pool_ = std::make_unique<BlockPool>(static_cast<int>(n_blocks), options.block_size);
     for (int u = 0; u < shape.user_rows; ++u) tables_.emplace_back(*pool_);
-    rows_per_layer =
-        static_cast<int64_t>(pool_->n_blocks()) * shape.n_kv_heads * options.block_size;
   }
-  const int64_t bytes = rows_per_layer * row_bytes_;
-  if (2 * bytes * shape.n_layers > (int64_t{1} << 40))
-    throw Error(Cat("KV cache of ", (2 * bytes * shape.n_layers) >> 20,
-                    " MiB is too large; lower --ctx or --users"));
   if (pool_ == nullptr) sources_.resize(shape.user_rows);
   amax_.assign(2 * static_cast<size_t>(shape.n_layers), 0.0f);
   for (int l = 0; l < shape.n_layers; ++l) {

@@ -1,6 +1,7 @@
 #include "model/config.h"
 
 #include "util/error.h"
+#include "util/json_file.h"
 #include "util/mapped_file.h"
 
 namespace wc {
@@ -20,17 +21,23 @@ const json* Find(const json& j, std::initializer_list<const char*> names, std::s
   return nullptr;
 }
 
+// An integer key in [min, max] (the ranges in FalconConfig::Validate's table).
 int GetInt(const json& j, std::initializer_list<const char*> names, const std::string& src,
-           const int* fallback) {
+           const int* fallback, int64_t min = 0, int64_t max = int64_t{1} << 30) {
   std::string key;
   const json* v = Find(j, names, &key);
   if (v == nullptr) {
     if (fallback != nullptr) return *fallback;
     throw Error(Cat(src, ": missing key '", *names.begin(), "'"));
   }
-  if (!v->is_number_integer() || v->get<int64_t>() < 0 || v->get<int64_t>() > (1LL << 30))
-    throw Error(Cat(src, ": key '", key, "' must be a non-negative integer, got ", v->dump()));
-  return v->get<int>();
+  const bool integer = v->is_number_integer();
+  const bool in_range =
+      integer && (v->is_number_unsigned() ? v->get<uint64_t>() <= static_cast<uint64_t>(max)
+                                          : v->get<int64_t>() >= min && v->get<int64_t>() <= max);
+  if (!in_range || (integer && v->get<int64_t>() < min))
+    throw Error(Cat(src, ": key '", key, "' must be an integer in [", min, ", ", max, "], got ",
+                    v->dump()));
+  return static_cast<int>(v->get<int64_t>());
 }
 
 bool GetBool(const json& j, std::initializer_list<const char*> names, const std::string& src,
@@ -43,15 +50,23 @@ bool GetBool(const json& j, std::initializer_list<const char*> names, const std:
   return v->get<bool>();
 }
 
+// A number key in (0, max].
 double GetNumber(const json& j, std::initializer_list<const char*> names, const std::string& src,
-                 double fallback) {
+                 double fallback, double max) {
   std::string key;
   const json* v = Find(j, names, &key);
   if (v == nullptr) return fallback;
-  if (!v->is_number() || !(v->get<double>() > 0))
-    throw Error(Cat(src, ": key '", key, "' must be a positive number, got ", v->dump()));
+  if (!v->is_number() || !(v->get<double>() > 0) || !(v->get<double>() <= max))
+    throw Error(Cat(src, ": key '", key, "' must be a number in (0, ", max, "], got ", v->dump()));
   return v->get<double>();
 }
+
+// The ranges every config is held to (FromJson and Validate): far beyond Falcon-180B's shape
+// (hidden 14848, 232 heads, 80 layers, ffn 59392, vocab 65024) and small enough that every
+// derived size (qkv_rows, 4 * hidden, the parameter count, the weights' bytes) fits its type.
+constexpr int64_t kMaxHidden = 1 << 16, kMaxHeads = 1 << 12, kMaxLayers = 1 << 10,
+                  kMaxVocab = 1 << 24, kMaxFfn = 1 << 20, kMaxPositions = 1 << 24;
+constexpr double kMaxEpsilon = 1.0, kMaxRopeTheta = 1e12;
 
 }  // namespace
 
@@ -61,14 +76,13 @@ QkvLayout FalconConfig::qkv_layout() const {
 }
 
 int64_t FalconConfig::n_params() const {
-  const int64_t h = hidden_size, hd = head_dim();
+  const int64_t h = hidden_size;
   int64_t per_layer = static_cast<int64_t>(qkv_rows()) * h              // query_key_value
                       + h * h                                           // dense
                       + 2 * h * static_cast<int64_t>(ffn_hidden_size);  // MLP
   if (bias) per_layer += qkv_rows() + h + ffn_hidden_size + h;
   const int n_ln = two_layernorms() || !parallel_attn ? 2 : 1;
   per_layer += n_ln * 2 * h;
-  (void)hd;
   int64_t total = per_layer * n_layers + static_cast<int64_t>(vocab_size) * h + 2 * h;
   if (!tie_word_embeddings) total += static_cast<int64_t>(vocab_size) * h;
   return total;
@@ -89,47 +103,53 @@ FalconConfig FalconConfig::FromJson(const json& j, const std::string& src) {
                     " is not supported; Falcon "
                     "uses \"gelu\""));
   FalconConfig c;
-  c.hidden_size = GetInt(j, {"hidden_size", "n_embed"}, src, nullptr);
-  c.n_head = GetInt(j, {"num_attention_heads", "n_head"}, src, nullptr);
-  c.n_layers = GetInt(j, {"num_hidden_layers", "n_layer"}, src, nullptr);
-  c.vocab_size = GetInt(j, {"vocab_size"}, src, nullptr);
+  c.hidden_size = GetInt(j, {"hidden_size", "n_embed"}, src, nullptr, 1, kMaxHidden);
+  c.n_head = GetInt(j, {"num_attention_heads", "n_head"}, src, nullptr, 1, kMaxHeads);
+  c.n_layers = GetInt(j, {"num_hidden_layers", "n_layer"}, src, nullptr, 1, kMaxLayers);
+  c.vocab_size = GetInt(j, {"vocab_size"}, src, nullptr, 1, kMaxVocab);
   c.new_decoder_architecture = GetBool(j, {"new_decoder_architecture"}, src, false);
   c.multi_query = GetBool(j, {"multi_query"}, src, true);  // HF FalconConfig default
   c.parallel_attn = GetBool(j, {"parallel_attn"}, src, true);
   c.bias = GetBool(j, {"bias"}, src, false);
   c.tie_word_embeddings = GetBool(j, {"tie_word_embeddings"}, src, true);
   const int kv_default = c.n_head;
-  const int kv = GetInt(j, {"num_kv_heads", "n_head_kv"}, src, &kv_default);
+  const int kv = GetInt(j, {"num_kv_heads", "n_head_kv"}, src, &kv_default, 1, kMaxHeads);
   if (c.new_decoder_architecture)
     c.n_kv_heads = kv;
   else
     c.n_kv_heads = c.multi_query ? 1 : c.n_head;
-  const int ffn_default = 4 * c.hidden_size;
-  c.ffn_hidden_size = GetInt(j, {"ffn_hidden_size"}, src, &ffn_default);
+  const int ffn_default = 4 * c.hidden_size;  // hidden_size <= 2^16
+  c.ffn_hidden_size = GetInt(j, {"ffn_hidden_size"}, src, &ffn_default, 1, kMaxFfn);
   const int ln_default = 2;
-  c.num_ln_in_parallel_attn = GetInt(j, {"num_ln_in_parallel_attn"}, src, &ln_default);
-  c.layer_norm_epsilon = static_cast<float>(GetNumber(j, {"layer_norm_epsilon"}, src, 1e-5));
-  c.rope_theta = GetNumber(j, {"rope_theta"}, src, 10000.0);
+  c.num_ln_in_parallel_attn = GetInt(j, {"num_ln_in_parallel_attn"}, src, &ln_default, 1, 2);
+  c.layer_norm_epsilon =
+      static_cast<float>(GetNumber(j, {"layer_norm_epsilon"}, src, 1e-5, kMaxEpsilon));
+  c.rope_theta = GetNumber(j, {"rope_theta"}, src, 10000.0, kMaxRopeTheta);
   const int pos_default = 2048;
-  c.max_position_embeddings = GetInt(j, {"max_position_embeddings"}, src, &pos_default);
+  c.max_position_embeddings =
+      GetInt(j, {"max_position_embeddings"}, src, &pos_default, 1, kMaxPositions);
   const int tok_default = 11;
-  c.bos_token_id = GetInt(j, {"bos_token_id"}, src, &tok_default);
-  c.eos_token_id = GetInt(j, {"eos_token_id"}, src, &tok_default);
+  c.bos_token_id = GetInt(j, {"bos_token_id"}, src, &tok_default, 0, kMaxVocab);
+  c.eos_token_id = GetInt(j, {"eos_token_id"}, src, &tok_default, 0, kMaxVocab);
   c.Validate(src);
   return c;
 }
 
 void FalconConfig::Validate(const std::string& src) const {
-  auto need_positive = [&](int v, const char* key) {
-    if (v <= 0) throw Error(Cat(src, ": '", key, "' must be positive, got ", v));
+  auto need_range = [&](int64_t v, const char* key, int64_t max) {
+    if (v < 1 || v > max) throw Error(Cat(src, ": '", key, "' must be in [1, ", max, "], got ", v));
   };
-  need_positive(hidden_size, "hidden_size");
-  need_positive(n_head, "num_attention_heads");
-  need_positive(n_kv_heads, "num_kv_heads");
-  need_positive(n_layers, "num_hidden_layers");
-  need_positive(vocab_size, "vocab_size");
-  need_positive(ffn_hidden_size, "ffn_hidden_size");
-  need_positive(max_position_embeddings, "max_position_embeddings");
+  need_range(hidden_size, "hidden_size", kMaxHidden);
+  need_range(n_head, "num_attention_heads", kMaxHeads);
+  need_range(n_kv_heads, "num_kv_heads", kMaxHeads);
+  need_range(n_layers, "num_hidden_layers", kMaxLayers);
+  need_range(vocab_size, "vocab_size", kMaxVocab);
+  need_range(ffn_hidden_size, "ffn_hidden_size", kMaxFfn);
+  need_range(max_position_embeddings, "max_position_embeddings", kMaxPositions);
+  if (!(layer_norm_epsilon > 0 && layer_norm_epsilon <= kMaxEpsilon))
+    throw Error(Cat(src, ": 'layer_norm_epsilon' must be in (0, 1], got ", layer_norm_epsilon));
+  if (!(rope_theta > 0 && rope_theta <= kMaxRopeTheta))
+    throw Error(Cat(src, ": 'rope_theta' must be in (0, 1e12], got ", rope_theta));
   if (hidden_size % n_head != 0)
     throw Error(Cat(src, ": hidden_size ", hidden_size, " is not divisible by num_attention_heads ",
                     n_head, "; head_dim must be a whole number"));
@@ -147,7 +167,8 @@ void FalconConfig::Validate(const std::string& src) const {
     throw Error(Cat(src,
                     ": new_decoder_architecture with parallel_attn false needs "
                     "num_ln_in_parallel_attn 1"));
-  if (bos_token_id >= vocab_size || eos_token_id >= vocab_size)
+  if (bos_token_id < 0 || eos_token_id < 0 || bos_token_id >= vocab_size ||
+      eos_token_id >= vocab_size)
     throw Error(Cat(src, ": bos_token_id ", bos_token_id, " / eos_token_id ", eos_token_id,
                     " must be below vocab_size ", vocab_size));
 }
@@ -182,13 +203,8 @@ FalconConfig LoadConfig(const std::string& model_dir) {
   const std::string path = JoinPath(model_dir, "config.json");
   if (!FileExists(path))
     throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
-  json j;
-  try {
-    j = json::parse(ReadTextFile(path));
-  } catch (const json::parse_error& e) {
-    throw Error(Cat(path, ": invalid JSON: ", e.what()));
-  }
-  return FalconConfig::FromJson(j, path);
+  // Size and depth capped; syntax errors and numbers out of range (1e400) name the file and key.
+  return FalconConfig::FromJson(ReadJsonFile(path), path);
 }
 
 FalconConfig PresetConfig(const std::string& name) {

@@ -81,7 +81,8 @@ int64_t RandomCheckpointBytes(const FalconConfig& c, DType dtype) {
 }
 
 void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
-                           const std::string& dir) {
+                           const std::string& dir,
+                           const std::function<void(int64_t, int64_t)>& progress) {
   WC_CHECK(dtype == DType::kF32 || dtype == DType::kBF16, "init writes F32 or BF16");
   if (!DirExists(dir) && ::mkdir(dir.c_str(), 0755) != 0)
     throw Error(Cat(dir, ": cannot create directory: ", std::strerror(errno)));
@@ -104,11 +105,12 @@ void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
   }
   // Generate each tensor on demand so memory stays at one tensor, not the whole model.
   const std::vector<Spec> specs = Specs(c);
+  int64_t written = 0;  // tensor bytes filled so far
   std::vector<TensorToWrite> tensors;
   for (size_t i = 0; i < specs.size(); ++i) {
     const Spec& s = specs[i];
     TensorToWrite t{s.name, dtype, s.shape, nullptr, {}};
-    t.fill = [&s, dtype, seed](uint8_t* out) {
+    t.fill = [&s, dtype, seed, &progress, &written, bytes](uint8_t* out) {
       const int64_t n = Numel(s.shape);
       Rng rng(seed ^ Fnv1a(s.name));
       for (int64_t k = 0; k < n; ++k) {
@@ -124,7 +126,12 @@ void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
         } else {
           std::memcpy(out + 4 * k, &v, 4);
         }
+        // Every 1 M values: a tensor of a large preset takes seconds.
+        if (progress && (k + 1) % (1 << 20) == 0)
+          progress(written + (k + 1) * DTypeSize(dtype), bytes);
       }
+      written += n * DTypeSize(dtype);
+      if (progress) progress(written, bytes);
     };
     tensors.push_back(std::move(t));
   }

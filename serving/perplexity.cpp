@@ -16,12 +16,15 @@ double LogProb(const float* logits, int vocab, int target) {
 }
 
 PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
-                                         KVCache& cache) {
+                                         KVCache& cache, const ProgressFn& progress) {
   const int ctx = cache.shape().max_seq;
   if (ids.size() < 2) throw Error("the text has fewer than two tokens; nothing to score");
   if (ctx < 2) throw Error(Cat("--ctx ", ctx, " is too short to score anything"));
   const int vocab = model.config().vocab_size;
   PerplexityResult r;
+  int64_t total = 0;  // tokens to predict: each window's first is context only
+  for (size_t begin = 0; begin + 1 < ids.size(); begin += ctx)
+    total += static_cast<int64_t>(std::min(ids.size(), begin + ctx) - begin) - 1;
   std::vector<float> logits;
   for (size_t begin = 0; begin + 1 < ids.size(); begin += ctx) {
     cache.ResetUser(0);
@@ -32,6 +35,7 @@ PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::ve
       model.Forward(b, cache, &logits);
       r.nll -= LogProb(logits.data(), vocab, ids[i + 1]);
       ++r.tokens;
+      if (progress) progress(r.tokens, total);
     }
   }
   return r;

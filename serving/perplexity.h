@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ struct PerplexityResult {
 
 // ids: the text's tokens (with BOS if the model uses one), fed through user row 0 of `cache` in
 // windows of cache.shape().max_seq tokens. Throws wc::Error if fewer than two tokens.
+// `progress` (optional) hears (tokens scored, tokens to score) after each token.
+using ProgressFn = std::function<void(int64_t done, int64_t total)>;
 PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
-                                         KVCache& cache);
+                                         KVCache& cache, const ProgressFn& progress = nullptr);
 
 // How far attention outputs over a KV cache in some format are from those over an f32 cache when
 // the same tokens are fed through both (teacher-forced, in lockstep): over every layer, token and

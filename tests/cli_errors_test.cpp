@@ -11,12 +11,14 @@ namespace {
 
 using test::RunWormchat;
 
-// Runs `args`; expects exit 1 and exactly one stderr line containing every needle.
-void ExpectError(const std::vector<std::string>& args, const std::vector<std::string>& needles) {
+// Runs `args`; expects exit `code` (1: bad input, 2: usage) and exactly one stderr line
+// containing every needle.
+void ExpectError(const std::vector<std::string>& args, const std::vector<std::string>& needles,
+                 int code = 1) {
   const auto r = RunWormchat(args);
   std::string cmd;
   for (const auto& a : args) cmd += a + " ";
-  EXPECT_EQ(r.exit_code, 1) << cmd << "\n" << r.err;
+  EXPECT_EQ(r.exit_code, code) << cmd << "\n" << r.err;
   EXPECT_EQ(test::CountLines(r.err), 1) << cmd << "\n" << r.err;
   EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << r.err;
   for (const auto& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << cmd << "\n" << r.err;
@@ -112,8 +114,8 @@ TEST(CliErrors, InvalidSamplingParameters) {
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-k", "-3"}, {"--top-k"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "-n", "-1"}, {"-n"});
   ExpectError({"chat", "--model", m.path(), "--temperature", "nan"}, {"--temperature"});
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--threads", "-2"},
-              {"--threads"});
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--threads", "-2"}, {"--threads"},
+              2);
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--kv-dtype", "int3"},
               {"--kv-dtype 'int3'"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--lm-head-fractures", "3"},
@@ -126,7 +128,7 @@ TEST(CliErrors, BadIds) {
               {"--ids: 'x' is not a token id"});
   ExpectError({"logits", "--model", m.path(), "--ids", "1 331", "--out", m.File("x.npy")},
               {"--ids: token id 331 is outside the vocabulary [0, 331)"});
-  ExpectError({"logits", "--model", m.path(), "--out", m.File("x.npy")}, {"--prompt or --ids"});
+  ExpectError({"logits", "--model", m.path(), "--out", m.File("x.npy")}, {"--prompt or --ids"}, 2);
   ExpectError({"logits", "--model", m.path(), "--ids", "1", "--out", "/nonexistent/dir/x.npy"},
               {"/nonexistent/dir/x.npy", "cannot write"});
 }
@@ -153,7 +155,7 @@ TEST(CliErrors, UsageErrorsAreOneLineAndExitNonZero) {
                                              {"generate"},
                                              {"generate", "--prompt", "x", "-n", "many"}}) {
     const auto r = RunWormchat(args);
-    EXPECT_NE(r.exit_code, 0);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
     EXPECT_EQ(test::CountLines(r.err), 1) << r.err;
     EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << r.err;
   }

@@ -3,6 +3,7 @@
 
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
+#include "tests/test_util.h"
 #include "util/error.h"
 
 namespace wc {
@@ -80,10 +81,10 @@ TEST(Config, RefusesInconsistentShapes) {
   ExpectConfigError(j, "missing key 'vocab_size'");
   j = Falcon40bHF();
   j["num_hidden_layers"] = "sixty";
-  ExpectConfigError(j, "key 'num_hidden_layers' must be a non-negative integer");
+  ExpectConfigError(j, "key 'num_hidden_layers' must be an integer in [1, 1024]");
   j = Falcon40bHF();
   j["num_hidden_layers"] = 0;
-  ExpectConfigError(j, "'num_hidden_layers' must be positive");
+  ExpectConfigError(j, "key 'num_hidden_layers' must be an integer in [1, 1024], got 0");
   j = Falcon40bHF();
   j["alibi"] = true;
   ExpectConfigError(j, "alibi");
@@ -94,6 +95,67 @@ TEST(Config, RefusesInconsistentShapes) {
   j["bos_token_id"] = 70000;
   ExpectConfigError(j, "must be below vocab_size");
   ExpectConfigError(json::array(), "expected a JSON object");
+}
+
+TEST(Config, EveryFieldHasARangeSoDerivedSizesCannotOverflow) {
+  // Issue 15, defect 6: values that made 4 * hidden, qkv_rows or the parameter count overflow
+  // are refused by name, whatever their JSON form (huge, negative, fractional, unsigned 2^64 - 1).
+  const std::vector<std::pair<const char*, json>> bad = {
+      {"hidden_size", 1 << 29},
+      {"hidden_size", 65537},
+      {"num_attention_heads", 5000},
+      {"num_kv_heads", -1},
+      {"num_hidden_layers", 100000000},
+      {"vocab_size", 1LL << 40},
+      {"vocab_size", 18446744073709551615ULL},
+      {"ffn_hidden_size", 1 << 21},
+      {"max_position_embeddings", 1 << 25},
+      {"num_ln_in_parallel_attn", 3},
+      {"bos_token_id", -5},
+      {"hidden_size", 8192.5},
+      {"layer_norm_epsilon", 2.0},
+      {"rope_theta", 1e300},
+      {"rope_theta", -1.0},
+  };
+  for (const auto& [key, value] : bad) {
+    json j = Falcon40bHF();
+    j[key] = value;
+    ExpectConfigError(j, Cat("'", key, "' must be"));
+  }
+  // The largest accepted shape's derived sizes fit their types.
+  FalconConfig c = PresetConfig("falcon-40b");
+  c.hidden_size = 1 << 16;
+  c.n_head = 1 << 8;
+  c.n_kv_heads = 1 << 8;
+  c.n_layers = 1 << 10;
+  c.vocab_size = 1 << 24;
+  c.ffn_hidden_size = 1 << 20;
+  c.Validate("largest");
+  EXPECT_EQ(c.qkv_rows(), 3 * (1 << 16));
+  EXPECT_GT(c.n_params(), int64_t{1} << 47);
+}
+
+TEST(Config, OutOfRangeAndHugeJsonFilesNameTheFile) {
+  // Issue 15, defects 4 and 8: 1e400 is a JSON parse error naming config.json; a config.json over
+  // 16 MiB is refused before it is parsed; a directory named config.json is an error too.
+  test::TempDir dir;
+  const std::string path = dir.File("config.json");
+  json j = Falcon40bHF();
+  test::WriteFile(path, "{\"hidden_size\": 1e400, \"num_attention_heads\": 128}");
+  try {
+    LoadConfig(dir.path());
+    FAIL() << "1e400 accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+  }
+  test::WriteFile(path, j.dump() + std::string(17 << 20, ' '));
+  try {
+    LoadConfig(dir.path());
+    FAIL() << "a 17 MiB config accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("at most 16777216 bytes"), std::string::npos) << e.what();
+  }
 }
 
 TEST(Config, PresetsAndTheSeedsKvFigures) {

@@ -128,13 +128,13 @@ TEST(TranscriptCli, MalformedFilesExitTwoNamingFileAndLine) {
     std::string text, line, message;  // line: "" for a line that is missing
   };
   const std::vector<Case> cases = {
-      {replace("kv-dtype: bf16", "kv-dtype: bf17"), "5", "bf17"},
+      {replace("kv-dtype: f32", "kv-dtype: bf17"), "5", "bf17"},
       {replace("ctx: ", "ctx: -"), "9", "ctx: '-"},
       {replace("mesh: n150", "mesh: n151"), "12", "n151"},
       {replace("--- turn 2", "--- turn 4"), "", "expected '--- turn 2', got '--- turn 4'"},
       {replace("\nend: ", "\nend: never"), "", "end: 'never"},
-      {replace("kv-dtype: bf16\n", ""), "", "the header has no 'kv-dtype:' line"},
-      {replace("kv-dtype: bf16\n", "kv-dtype: bf16\ncolour: blue\n"), "6", "'colour:' is not"},
+      {replace("kv-dtype: f32\n", ""), "", "the header has no 'kv-dtype:' line"},
+      {replace("kv-dtype: f32\n", "kv-dtype: f32\ncolour: blue\n"), "6", "'colour:' is not"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];

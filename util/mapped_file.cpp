@@ -39,13 +39,21 @@ MappedFile::~MappedFile() {
   if (data_ != nullptr) ::munmap(const_cast<uint8_t*>(data_), size_);
 }
 
-std::string ReadTextFile(const std::string& path) {
+std::string ReadTextFile(const std::string& path, int64_t max_bytes) {
   if (DirExists(path)) throw Error(Cat(path, ": is a directory, expected a file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw Error(Cat(path, ": cannot open: ", std::strerror(errno)));
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  std::string text;
+  char buf[1 << 16];
+  while (in) {
+    in.read(buf, sizeof(buf));
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > max_bytes)
+      throw Error(
+          Cat(path, ": larger than ", max_bytes, " bytes, too large for this kind of file"));
+  }
+  if (in.bad()) throw Error(Cat(path, ": cannot read: ", std::strerror(errno)));
+  return text;
 }
 
 bool FileExists(const std::string& path) {

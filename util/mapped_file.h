@@ -25,8 +25,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Reads a whole (small) file into a string. Throws wc::Error naming the path on failure.
-std::string ReadTextFile(const std::string& path);
+// Reads a whole (small) file into a string. Throws wc::Error naming the path on failure, or when
+// the file holds more than `max_bytes` (checked while reading, so a device or FIFO that never ends
+// is refused too, and nothing larger than the cap is ever allocated).
+std::string ReadTextFile(const std::string& path, int64_t max_bytes = int64_t{1} << 30);
 
 bool FileExists(const std::string& path);
 bool DirExists(const std::string& path);

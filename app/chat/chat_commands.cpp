@@ -1,9 +1,11 @@
 #include "app/chat/chat_commands.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
+#include "app/cli_errors.h"
 #include "serving/beam_search.h"
 #include "util/error.h"
 
@@ -93,7 +95,8 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
   std::istringstream in(line.substr(first));
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
-  const std::string& name = words[0];
+  for (char& ch : words[0]) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  const std::string& name = words[0];  // /QUIT is /quit
   for (const CommandSpec& spec : kCommands) {
     if (name != spec.name) continue;
     ChatCommand c;
@@ -113,7 +116,7 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
       case ChatCommand::Kind::kSave:
       case ChatCommand::Kind::kLoad: {
         // The file name is the rest of the line (it may contain spaces).
-        const size_t at = line.find(name) + name.size();
+        const size_t at = first + name.size();
         const size_t start = line.find_first_not_of(" \t", at);
         if (start == std::string::npos) return Hint(Cat(name, " needs a file name"));
         c.path = line.substr(start);
@@ -126,7 +129,11 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
         return c;
     }
   }
-  return Hint(Cat("unknown command ", name, ": /help lists them"));
+  std::vector<std::string> names;
+  for (const CommandSpec& spec : kCommands) names.push_back(spec.name);
+  const std::string near = NearestName(name, names);
+  return Hint(Cat("unknown command ", name, near.empty() ? "" : Cat("; did you mean ", near, "?"),
+                  ": /help lists them"));
 }
 
 std::vector<std::string> CompleteChatCommand(const std::string& prefix) {

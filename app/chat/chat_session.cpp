@@ -1,7 +1,5 @@
 #include "app/chat/chat_session.h"
 
-#include <sys/random.h>
-
 #include <chrono>
 #include <cstdio>
 
@@ -17,13 +15,6 @@ double NowS() {
 }
 
 }  // namespace
-
-uint64_t EntropySeed() {
-  uint64_t seed = 0;
-  if (getrandom(&seed, sizeof(seed), 0) != static_cast<ssize_t>(sizeof(seed)))
-    seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  return seed;
-}
 
 // Streams the reply to the front end and keeps the figures.
 class ChatSession::ReplyObserver : public RequestObserver {

@@ -85,7 +85,4 @@ class ChatSession {
   double mesh_us_at_start_ = 0;
 };
 
-// A seed from the system's entropy (getrandom), for a chat without --seed.
-uint64_t EntropySeed();
-
 }  // namespace wc

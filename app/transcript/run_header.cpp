@@ -47,7 +47,15 @@ Field Count(const char* key, int ModelRunOptions::*member) {
 
 const std::vector<Field>& Fields() {
   static const std::vector<Field> fields = {
-      Text("kv-dtype", &ModelRunOptions::kv_dtype, [](const std::string& v) { ParseKVDType(v); }),
+      // The format the run used ("auto" resolved), so the header says what decides the tokens.
+      {"kv-dtype",
+       [](const ModelRunOptions&, const LoadedModel& m) {
+         return std::string(KVDTypeName(m.kv.dtype));
+       },
+       [](ModelRunOptions& o, const std::string& v) {
+         CheckKVDTypeName(v);
+         o.kv_dtype = v;
+       }},
       Text("kv-scale", &ModelRunOptions::kv_scale, [](const std::string& v) { ParseScaleMode(v); }),
       Count("kv-block-size", &ModelRunOptions::kv_block_size),
       Count("kv-blocks", &ModelRunOptions::kv_blocks),

@@ -1,0 +1,309 @@
+// Hostile input through the real binary (issue 15): every bad flag value, file or size ends with
+// exit 1 (bad input, file or value) or 2 (command-line usage) and exactly one line on stderr that
+// names what is wrong, quickly, before any large allocation - never a crash, a hang or an
+// out-of-memory kill. Each run has a deadline; a run past it is killed and fails the test.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/test_util.h"
+
+namespace wc {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunOutcome {
+  int exit_code = -1;  // 128 + signal when killed
+  bool timed_out = false;
+  double seconds = 0;
+  std::string out, err;
+};
+
+// Runs wormchat with `args` (stdin from `input`), killing it after `timeout_s`.
+RunOutcome RunWithDeadline(const std::vector<std::string>& args, const std::string& input = "",
+                           double timeout_s = 30) {
+  test::TempDir dir;
+  test::WriteFile(dir.File("in"), input);
+  const auto t0 = Clock::now();
+  const pid_t pid = test::SpawnWormchat(args, dir.File("out"), dir.File("err"), dir.File("in"));
+  RunOutcome r;
+  int status = 0;
+  while (true) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (std::chrono::duration<double>(Clock::now() - t0).count() > timeout_s) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      r.timed_out = true;
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  r.seconds = std::chrono::duration<double>(Clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = test::ReadFile(dir.File("out"));
+  r.err = test::ReadFile(dir.File("err"));
+  return r;
+}
+
+std::string Join(const std::vector<std::string>& args) {
+  std::string s = "wormchat";
+  for (const std::string& a : args) s += " " + a;
+  return s;
+}
+
+// Exit `code`, one stderr line "wormchat: error: ..." containing every needle, within `max_s`.
+void ExpectRefused(const std::vector<std::string>& args, int code,
+                   const std::vector<std::string>& needles, double max_s = 10,
+                   const std::string& input = "") {
+  const RunOutcome r = RunWithDeadline(args, input, max_s);
+  const std::string what = Join(args) + "\n" + r.err;
+  EXPECT_FALSE(r.timed_out) << "still running after " << max_s << " s: " << what;
+  EXPECT_EQ(r.exit_code, code) << what;
+  EXPECT_EQ(test::CountLines(r.err), 1) << what;
+  EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << what;
+  for (const std::string& n : needles) EXPECT_NE(r.err.find(n), std::string::npos) << what;
+}
+
+// ---- Issue 15's defects ----
+
+TEST(Hostile, ThreadsAboveTheBoundAreRefusedNotCrashed) {  // defect 1
+  for (const char* cmd : {"generate", "logits", "perplexity", "info", "tokenize", "init"})
+    ExpectRefused({cmd, "--threads", "100000"}, 2, {"--threads", "1024"});
+}
+
+TEST(Hostile, AContextOverflowingIntIsASizeErrorNotAnInternalOne) {  // defect 2
+  ExpectRefused({"generate", "--prompt", "hi", "--ctx", "2147483647", "--kv-block-size", "16"}, 1,
+                {"KV cache", "bytes", "available", "--ctx"});
+}
+
+TEST(Hostile, AHugeKVCacheIsRefusedBeforeAnyAllocation) {  // defect 3
+  // 10^9 one-token blocks: refused in well under a second, with the bytes needed and available.
+  const RunOutcome r = RunWithDeadline(
+      {"generate", "--prompt", "hi", "--ctx", "1000000000", "--kv-block-size", "1"});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_LT(r.seconds, 5) << r.err;
+  EXPECT_TRUE(std::regex_search(
+      r.err,
+      std::regex(R"(needs [0-9.]+ TiB \([0-9]+ bytes\) but [0-9.]+ [KMGT]iB are available)")))
+      << r.err;
+  ExpectRefused({"batch", "-i", "/dev/null", "-o", "/dev/null", "--ctx", "1000000000"}, 1,
+                {"KV cache", "available"});
+}
+
+TEST(Hostile, InitOfAnAbsurdSizeIsRefusedAtOnce) {  // defects 6 and 9
+  test::TempDir out;
+  ExpectRefused({"init", "--layers", "100000000", "--out", out.path()}, 2, {"--layers", "1024"});
+  ExpectRefused({"init", "--hidden", "536870912", "--out", out.path()}, 2, {"--hidden"});
+  ExpectRefused({"init", "--preset", "falcon-40b", "--layers", "-3", "--out", out.path()}, 2,
+                {"--layers"});
+  // The largest allowed shape is checked against the disk before a byte is written.
+  ExpectRefused({"init", "--preset", "falcon-40b", "--layers", "1024", "--out", out.path()}, 1,
+                {"free", "--layers"});
+}
+
+TEST(Hostile, ConfigWithOutOfRangeNumbersNamesTheFileAndKey) {  // defects 4 and 6
+  test::TempDir m;
+  test::CopyDir(test::FixtureDir("mq_f32"), m.path());
+  test::CopyDir(test::FixtureDir("tokenizer"), m.path());
+  std::string config = test::ReadFile(m.File("config.json"));
+  const std::string key = "\"hidden_size\":";
+  const size_t at = config.find(key);
+  ASSERT_NE(at, std::string::npos) << config;
+  const size_t end = config.find_first_of(",}", at);
+  for (const char* value : {"1e400", "4294967296", "-64", "64.5"}) {
+    std::string bad = config;
+    bad.replace(at, end - at, key + std::string(" ") + value);
+    test::WriteFile(m.File("config.json"), bad);
+    ExpectRefused({"generate", "--model", m.path(), "--prompt", "hi"}, 1, {m.File("config.json")});
+  }
+}
+
+// ---- The command line ----
+
+TEST(Hostile, MistypedCommandsAndFlagsSuggestTheNearest) {
+  ExpectRefused({"generte", "--prompt", "x"}, 2, {"unknown command 'generte'", "'generate'"});
+  ExpectRefused({"generate", "--temprature", "0.5", "--prompt", "x"}, 2,
+                {"unknown flag --temprature; did you mean --temperature?"});
+  ExpectRefused({"chat", "--sed", "3"}, 2, {"--sed", "--seed"});
+  ExpectRefused({"generate", "--prompt", "x", "stray"}, 2, {"'stray'"});
+  ExpectRefused({}, 2, {"command is required"});
+}
+
+TEST(Hostile, EmptyPromptAndStopAreRefused) {
+  ExpectRefused({"generate", "--prompt", ""}, 1, {"--prompt is empty"});
+  ExpectRefused({"generate", "--prompt", "  \n"}, 1, {"--prompt is empty"});
+  ExpectRefused({"generate", "--prompt", "hi", "--stop", ""}, 1, {"--stop is empty"});
+}
+
+TEST(Hostile, SeedMinusOneIsRandomAndSaysWhichOtherJunkIsRefused) {
+  const RunOutcome r = RunWithDeadline({"generate", "--prompt", "hi", "-n", "3", "--seed", "-1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("using seed ([0-9]+)"))) << r.err;
+  // The printed seed repeats the run.
+  const RunOutcome again =
+      RunWithDeadline({"generate", "--prompt", "hi", "-n", "3", "--seed", m[1]});
+  EXPECT_EQ(again.out, r.out);
+  for (const char* bad : {"-2", "abc", "18446744073709551616", "1.5", ""})
+    ExpectRefused({"generate", "--prompt", "hi", "--seed", bad}, 2, {"--seed"});
+}
+
+TEST(Hostile, OutputThatCannotBeWrittenFailsLoudly) {
+  struct stat st {};
+  if (stat("/dev/full", &st) != 0) GTEST_SKIP() << "no /dev/full here";
+  test::TempDir dir;
+  const std::string out = dir.File("out");
+  std::vector<std::string> args = {"generate", "--prompt", "hi", "-n", "4"};
+  // stdout is /dev/full: the shell-free spawn writes stdout to a path, so use /dev/full itself.
+  const pid_t pid = test::SpawnWormchat(args, "/dev/full", dir.File("err"));
+  EXPECT_EQ(test::WaitWormchat(pid), 1);
+  const std::string err = test::ReadFile(dir.File("err"));
+  EXPECT_EQ(test::CountLines(err), 1) << err;
+  EXPECT_NE(err.find("writing standard output failed"), std::string::npos) << err;
+}
+
+TEST(Hostile, InitDoesNotOverwriteAModelWithoutForce) {
+  test::TempDir out;
+  const std::string tok = test::FixtureDir("tokenizer") + "/tokenizer.model";
+  const std::vector<std::string> init = {"init",        "--preset", "tiny",  "--layers", "1",
+                                         "--tokenizer", tok,        "--out", out.path()};
+  ASSERT_EQ(RunWithDeadline(init).exit_code, 0);
+  const std::string before = test::ReadFile(out.File("model.safetensors"));
+  std::vector<std::string> again = init;
+  again.insert(again.end(), {"--seed", "5"});
+  ExpectRefused(again, 1, {out.path(), "already holds a model", "--force"});
+  EXPECT_EQ(test::ReadFile(out.File("model.safetensors")), before) << "overwritten";
+  again.push_back("--force");
+  EXPECT_EQ(RunWithDeadline(again).exit_code, 0);
+  EXPECT_NE(test::ReadFile(out.File("model.safetensors")), before);
+}
+
+TEST(Hostile, ChatCommandsIgnoreCaseAndTrailingSpaces) {
+  for (const char* quit : {"/quit   ", "/QUIT", "/Bye", "  /bye\t"}) {
+    const RunOutcome r = RunWithDeadline({"chat", "--seed", "1"}, std::string(quit) + "\n");
+    EXPECT_EQ(r.exit_code, 0) << quit << "\n" << r.err;
+    EXPECT_TRUE(r.out.empty()) << quit << ": " << r.out;  // nothing reached the model
+  }
+  const RunOutcome r = RunWithDeadline({"chat", "--seed", "1"}, "/hepl\n/quit\n");
+  EXPECT_NE(r.out.find("did you mean /help?"), std::string::npos) << r.out;
+}
+
+TEST(Hostile, KVDTypeAutoIsTheCheckpointsPrecision) {
+  // The default --kv-dtype auto: an F32 checkpoint's logits are those of an f32 KV cache (not
+  // bf16's, about 1e-3 away), a BF16 checkpoint's those of a bf16 cache.
+  for (const auto& [fixture, same, other] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"mq_f32", "f32", "bf16"}, {"mq_bias_bf16", "bf16", "f32"}}) {
+    test::TempDir dir;
+    auto logits = [&](const std::string& kv) {
+      const std::string out = dir.File(kv + ".npy");
+      std::vector<std::string> args = {
+          "logits", "--model", test::FixtureDir(fixture), "--ids", "1 5 9 13 17 21", "--out", out};
+      if (!kv.empty()) args.insert(args.end(), {"--kv-dtype", kv});
+      const RunOutcome r = RunWithDeadline(args);
+      EXPECT_EQ(r.exit_code, 0) << r.err;
+      return test::ReadFile(out);
+    };
+    const std::string by_default = logits("");
+    EXPECT_EQ(by_default, logits(same)) << fixture;
+    EXPECT_NE(by_default, logits(other)) << fixture << ": the formats do not differ here";
+  }
+}
+
+// ---- Every numeric flag of every command, negative and huge ----
+
+struct Command {
+  std::vector<std::string> words;  // e.g. {"bench", "serve"}
+  std::vector<std::string> args;   // what it needs besides the flag under test
+  std::string input;
+};
+
+// The numeric flags (INT, UINT, FLOAT) `wormchat WORDS --help` lists.
+std::vector<std::string> NumericFlags(const std::vector<std::string>& words) {
+  std::vector<std::string> args = words;
+  args.push_back("--help");
+  const RunOutcome help = RunWithDeadline(args);
+  std::vector<std::string> flags;
+  std::istringstream in(help.out);
+  const std::regex line(R"(^\s+(?:-\w,)?(--[a-z0-9-]+) (INT|UINT|FLOAT)\b)");
+  for (std::string l; std::getline(in, l);) {
+    std::smatch m;
+    if (std::regex_search(l, m, line)) flags.push_back(m[1]);
+  }
+  return flags;
+}
+
+TEST(Hostile, EveryNumericFlagNegativeOrHugeEndsCleanly) {
+  // Each run either works (a huge value may be legal, e.g. -n: it stops at the context) or is
+  // refused with exit 1 or 2 and one line naming the flag; none crashes, hangs or takes a minute.
+  test::TempDir dir;
+  test::WriteFile(dir.File("prompts"), "Hello there.\n");
+  test::WriteFile(dir.File("text"), "The falcon flies over the sea. It hunts at dawn.\n");
+  test::WriteFile(dir.File("turns"), "Hello.\n");
+  // calibrate writes beside the model: a copy, never assets/.
+  const std::string model = dir.File("model");
+  mkdir(model.c_str(), 0755);
+  test::CopyDir(test::FixtureDir("mq_f32"), model);
+  test::CopyDir(test::FixtureDir("tokenizer"), model);
+  const std::vector<Command> commands = {
+      {{"generate"}, {"--prompt", "hi", "-n", "2"}, ""},
+      {{"chat"}, {"-n", "2"}, "hi\n/quit\n"},
+      {{"batch"}, {"-i", dir.File("prompts"), "-o", dir.File("out.jsonl"), "-n", "2"}, ""},
+      {{"logits"}, {"--ids", "1 2", "--out", dir.File("x.npy")}, ""},
+      {{"tokenize"}, {"--text", "hi"}, ""},
+      {{"info"}, {}, ""},
+      {{"perplexity"}, {"--text", dir.File("text")}, ""},
+      {{"calibrate"}, {"--model", model, "--text", dir.File("text")}, ""},
+      {{"transcript", "record"}, {"--turns", dir.File("turns"), "--out", dir.File("t.txt")}, ""},
+      {{"bench", "attention"}, {"--kv-len", "256", "--repeats", "1"}, ""},
+      {{"bench", "serve"}, {"--requests", "2", "--gen-len", "2", "--prompt-len", "4"}, ""},
+      {{"bench", "beams"}, {"--prompt-tokens", "16", "--new-tokens", "2", "--beams", "2"}, ""},
+      {{"mesh-bench"}, {"--experiment", "seed-fig3-4", "--csv", dir.File("mesh.csv")}, ""},
+  };
+  int checked = 0;
+  for (const Command& c : commands) {
+    const std::vector<std::string> flags = NumericFlags(c.words);
+    for (const std::string& flag : flags) {
+      for (const char* value : {"-7", "2000000000"}) {
+        std::vector<std::string> args = c.words;
+        args.insert(args.end(), c.args.begin(), c.args.end());
+        const auto given = std::find(args.begin(), args.end(), flag);
+        if (given != args.end()) {
+          *(given + 1) = value;  // a flag of the base arguments: its value replaced
+        } else {
+          args.push_back(flag);
+          args.push_back(value);
+        }
+        const RunOutcome r = RunWithDeadline(args, c.input, 60);
+        ++checked;
+        const std::string what = Join(args) + "\nstderr: " + r.err;
+        EXPECT_FALSE(r.timed_out) << "still running after 60 s: " << what;
+        if (r.timed_out) continue;
+        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2) << what;
+        if (r.exit_code != 0) {
+          EXPECT_EQ(test::CountLines(r.err), 1) << what;
+          EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << what;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 100) << "the --help parsing found too few flags";
+}
+
+}  // namespace
+}  // namespace wc
