@@ -1,7 +1,9 @@
 // `wormchat calibrate`: per-layer K and V amax over a text, saved beside the model as
 // kv_scales.json for `--kv-scale tensor` (TensorRT-LLM's per-tensor INT8/FP8 KV scales).
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 
 #include "app/commands.h"
@@ -18,9 +20,26 @@ namespace {
 struct CalibrateCmdOptions {
   ModelRunOptions run;
   std::string text_file;
+  std::string out;  // --out (default: MODEL/kv_scales.json)
+  bool force = false;
 };
 
+// Before the (long) measurement: the destination must be new (or --force) and writable.
+void CheckDestination(const std::string& path, bool force) {
+  if (DirExists(path)) throw Error(Cat(path, ": is a directory; --out names the scales file"));
+  if (FileExists(path) && !force)
+    throw Error(Cat(path, " exists; pass --force to overwrite it, or choose another --out"));
+  const std::string probe = path + ".tmp";
+  std::FILE* f = std::fopen(probe.c_str(), "w");
+  if (f == nullptr) throw Error(Cat(path, ": cannot write: ", std::strerror(errno)));
+  std::fclose(f);
+  std::remove(probe.c_str());
+}
+
 void RunCalibrate(const CalibrateCmdOptions& o) {
+  const std::string model_dir = o.run.model_dir.empty() ? DefaultModelDir() : o.run.model_dir;
+  const std::string out = o.out.empty() ? JoinPath(model_dir, "kv_scales.json") : o.out;
+  CheckDestination(out, o.force);
   const std::string text = ReadTextFile(o.text_file);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(Cat(o.text_file, ": is empty; give calibration text"));
@@ -44,12 +63,11 @@ void RunCalibrate(const CalibrateCmdOptions& o) {
     f.k_amax.push_back(cache.amax(l, 0));
     f.v_amax.push_back(cache.amax(l, 1));
   }
-  f.Save(m.dir);
+  f.SaveFile(out);
   const auto [kmin, kmax] = std::minmax_element(f.k_amax.begin(), f.k_amax.end());
   const auto [vmin, vmax] = std::minmax_element(f.v_amax.begin(), f.v_amax.end());
-  std::printf("%s/kv_scales.json: %lld tokens, %d layers, K amax %.3g..%.3g, V amax %.3g..%.3g\n",
-              m.dir.c_str(), static_cast<long long>(f.calibration_tokens), c.n_layers, *kmin, *kmax,
-              *vmin, *vmax);
+  std::printf("%s: %lld tokens, %d layers, K amax %.3g..%.3g, V amax %.3g..%.3g\n", out.c_str(),
+              static_cast<long long>(f.calibration_tokens), c.n_layers, *kmin, *kmax, *vmin, *vmax);
 }
 
 }  // namespace
@@ -60,6 +78,10 @@ void RegisterCalibrate(CLI::App& app) {
       "calibrate", "Record per-layer K/V amax over a text into kv_scales.json (--kv-scale tensor)");
   AddModelRunOptions(cmd, o->run);
   cmd->add_option("--text", o->text_file, "Calibration text file")->required();
+  cmd->add_option("--out", o->out,
+                  "Scales file to write [default: MODEL/kv_scales.json, where --kv-scale tensor "
+                  "reads it]");
+  cmd->add_flag("--force", o->force, "Overwrite an existing scales file");
   cmd->callback([o] { RunCalibrate(*o); });
 }
 

@@ -1,5 +1,8 @@
 #include "kvcache/kv_scales.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -20,16 +23,30 @@ std::vector<float> KVScaleFile::Scales(KVQuant q) const {
 }
 
 void KVScaleFile::Save(const std::string& dir) const {
-  const std::string path = JoinPath(dir, "kv_scales.json");
+  SaveFile(JoinPath(dir, "kv_scales.json"));
+}
+
+void KVScaleFile::SaveFile(const std::string& path) const {
   const nlohmann::json j = {{"format", "wormchat-kv-scales-1"},
                             {"fingerprint", fingerprint},
                             {"n_layers", n_layers},
                             {"calibration_tokens", calibration_tokens},
                             {"k_amax", k_amax},
                             {"v_amax", v_amax}};
-  std::ofstream out(path);
-  out << j.dump(1) << "\n";
-  if (!out) throw Error(Cat(path, ": cannot write"));
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp);
+    out << j.dump(1) << "\n";
+    out.flush();
+    if (!out) {
+      std::remove(tmp.c_str());
+      throw Error(Cat(path, ": cannot write"));
+    }
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(Cat(path, ": cannot write: ", std::strerror(errno)));
+  }
 }
 
 KVScaleFile KVScaleFile::Parse(std::string_view text, const std::string& path) {

@@ -23,6 +23,9 @@ struct KVScaleFile {
   std::vector<float> Scales(KVQuant q) const;
   // Writes DIR/kv_scales.json. Throws wc::Error naming the file.
   void Save(const std::string& model_dir) const;
+  // Writes the file `path` (through a temporary beside it and a rename: a failed write leaves the
+  // old file as it was). Throws wc::Error naming the file.
+  void SaveFile(const std::string& path) const;
   // Reads DIR/kv_scales.json and checks it belongs to `fingerprint` with `n_layers` layers.
   // Throws wc::Error naming the file: missing ("run wormchat calibrate"), malformed, or mismatched.
   static KVScaleFile Load(const std::string& model_dir, const std::string& fingerprint,

@@ -193,6 +193,34 @@ TEST(Hostile, InitDoesNotOverwriteAModelWithoutForce) {
   EXPECT_NE(test::ReadFile(out.File("model.safetensors")), before);
 }
 
+TEST(Hostile, CalibrateChecksItsDestinationBeforeItStarts) {
+  test::TempDir m;
+  test::CopyDir(test::FixtureDir("mha_seq_bf16"), m.path());  // vocab 613: fits the tokenizer
+  test::CopyDir(test::FixtureDir("tokenizer"), m.path());
+  test::WriteFile(m.File("text"), "The falcon flies over the sea.\n");
+  const std::vector<std::string> calibrate = {"calibrate", "--model", m.path(), "--text",
+                                              m.File("text")};
+  ASSERT_EQ(RunWithDeadline(calibrate).exit_code, 0);
+  const std::string scales = test::ReadFile(m.File("kv_scales.json"));
+  ExpectRefused(calibrate, 1, {"kv_scales.json exists", "--force"});
+  std::vector<std::string> forced = calibrate;
+  forced.push_back("--force");
+  EXPECT_EQ(RunWithDeadline(forced).exit_code, 0);
+  EXPECT_EQ(test::ReadFile(m.File("kv_scales.json")), scales);  // same text, same scales
+  std::vector<std::string> elsewhere = calibrate;
+  elsewhere.insert(elsewhere.end(), {"--out", m.File("other.json")});
+  const RunOutcome r = RunWithDeadline(elsewhere);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(test::ReadFile(m.File("other.json")), scales);
+  // An unwritable destination is refused at once, before the measurement.
+  std::vector<std::string> nowhere = calibrate;
+  nowhere.insert(nowhere.end(), {"--out", "/nonexistent/dir/scales.json"});
+  ExpectRefused(nowhere, 1, {"/nonexistent/dir/scales.json", "cannot write"}, 2);
+  std::vector<std::string> dir = calibrate;
+  dir.insert(dir.end(), {"--out", m.path()});
+  ExpectRefused(dir, 1, {"is a directory"});
+}
+
 TEST(Hostile, ChatCommandsIgnoreCaseAndTrailingSpaces) {
   for (const char* quit : {"/quit   ", "/QUIT", "/Bye", "  /bye\t"}) {
     const RunOutcome r = RunWithDeadline({"chat", "--seed", "1"}, std::string(quit) + "\n");
@@ -258,7 +286,7 @@ TEST(Hostile, EveryNumericFlagNegativeOrHugeEndsCleanly) {
   // calibrate writes beside the model: a copy, never assets/.
   const std::string model = dir.File("model");
   mkdir(model.c_str(), 0755);
-  test::CopyDir(test::FixtureDir("mq_f32"), model);
+  test::CopyDir(test::FixtureDir("mha_seq_bf16"), model);  // vocab 613: fits the tokenizer
   test::CopyDir(test::FixtureDir("tokenizer"), model);
   const std::vector<Command> commands = {
       {{"generate"}, {"--prompt", "hi", "-n", "2"}, ""},
@@ -268,7 +296,7 @@ TEST(Hostile, EveryNumericFlagNegativeOrHugeEndsCleanly) {
       {{"tokenize"}, {"--text", "hi"}, ""},
       {{"info"}, {}, ""},
       {{"perplexity"}, {"--text", dir.File("text")}, ""},
-      {{"calibrate"}, {"--model", model, "--text", dir.File("text")}, ""},
+      {{"calibrate"}, {"--model", model, "--text", dir.File("text"), "--force"}, ""},
       {{"transcript", "record"}, {"--turns", dir.File("turns"), "--out", dir.File("t.txt")}, ""},
       {{"bench", "attention"}, {"--kv-len", "256", "--repeats", "1"}, ""},
       {{"bench", "serve"}, {"--requests", "2", "--gen-len", "2", "--prompt-len", "4"}, ""},
