@@ -201,8 +201,10 @@ nlohmann::json FalconConfig::ToJson() const {
 FalconConfig LoadConfig(const std::string& model_dir) {
   if (!DirExists(model_dir)) throw Error(Cat(model_dir, ": model directory not found"));
   const std::string path = JoinPath(model_dir, "config.json");
-  if (!FileExists(path))
+  const std::string problem = FileProblem(path);
+  if (problem == "missing")
     throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
+  if (!problem.empty()) throw Error(Cat(path, ": ", problem));
   // Size and depth capped; syntax errors and numbers out of range (1e400) name the file and key.
   return FalconConfig::FromJson(ReadJsonFile(path), path);
 }

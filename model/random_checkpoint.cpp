@@ -95,14 +95,6 @@ void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
                       static_cast<int64_t>(free_bytes) >> 20,
                       " MiB are free; use fewer --layers or a smaller --hidden"));
   }
-  const std::string config_path = JoinPath(dir, "config.json");
-  {
-    nlohmann::json j = c.ToJson();
-    j["torch_dtype"] = dtype == DType::kBF16 ? "bfloat16" : "float32";
-    std::ofstream out(config_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw Error(Cat(config_path, ": cannot write"));
-  }
   // Generate each tensor on demand so memory stays at one tensor, not the whole model.
   const std::vector<Spec> specs = Specs(c);
   int64_t written = 0;  // tensor bytes filled so far
@@ -136,6 +128,15 @@ void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
     tensors.push_back(std::move(t));
   }
   WriteSafetensors(JoinPath(dir, "model.safetensors"), tensors);
+  // config.json last: a directory with one holds a whole checkpoint.
+  const std::string config_path = JoinPath(dir, "config.json");
+  {
+    nlohmann::json j = c.ToJson();
+    j["torch_dtype"] = dtype == DType::kBF16 ? "bfloat16" : "float32";
+    std::ofstream out(config_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw Error(Cat(config_path, ": cannot write"));
+  }
 }
 
 }  // namespace wc

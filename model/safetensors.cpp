@@ -392,6 +392,10 @@ std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
     return ck;
   } else {
     if (!DirExists(dir)) throw Error(Cat(dir, ": model directory not found"));
+    for (const std::string& path : {single, index_path}) {
+      const std::string problem = FileProblem(path);
+      if (problem != "missing") throw Error(Cat(path, ": ", problem));
+    }
     throw Error(Cat(dir, ": no model.safetensors or model.safetensors.index.json"));
   }
   for (const auto& [name, info] : ck->files_[0]->tensors()) ck->index_[name] = &info;
@@ -439,9 +443,19 @@ void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>&
   header["__metadata__"] = {{"format", "pt"}};
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  // Written to PATH.tmp and renamed at the end: a failed write (a full disk) leaves no truncated
+  // checkpoint behind, and is noticed at the tensor where it happens, not after the last.
+  const std::string tmp = path + ".tmp";
+  std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
   if (!out) throw Error(Cat(path, ": cannot write: ", std::strerror(errno)));
+  auto fail = [&](const char* what) {
+    const std::string reason = errno != 0 ? std::strerror(errno) : "disk full?";
+    out.close();
+    std::remove(tmp.c_str());
+    return Error(Cat(path, ": ", what, " (", reason, ")"));
+  };
   const uint64_t len = text.size();
+  errno = 0;
   out.write(reinterpret_cast<const char*>(&len), 8);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   std::vector<uint8_t> buffer;
@@ -455,8 +469,12 @@ void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>&
       bytes = buffer.data();
     }
     out.write(static_cast<const char*>(bytes), n);
+    out.flush();
+    if (!out) throw fail("write failed");
   }
-  if (!out) throw Error(Cat(path, ": write failed (disk full?)"));
+  out.close();
+  if (!out) throw fail("write failed");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw fail("cannot rename the finished file");
 }
 
 }  // namespace wc

@@ -100,7 +100,8 @@ Tokenizer::Tokenizer(const std::string& path)
   const std::string model = ReadSmallFile(path, kTokenizerMaxBytes);
   CheckPieces(model, path);
   const auto status = sp_->LoadFromSerializedProto(model);
-  if (!status.ok()) throw Error(Cat(path, ": not a sentencepiece model: ", status.ToString()));
+  if (!status.ok())
+    throw Error(Cat(path, ": not a sentencepiece model: ", Printable(status.ToString(), 200)));
   const int n = sp_->GetPieceSize();
   token_bytes_.resize(n);
   for (int id = 0; id < n; ++id) {
@@ -128,7 +129,9 @@ Tokenizer::~Tokenizer() = default;
 
 std::unique_ptr<Tokenizer> Tokenizer::FromModelDir(const std::string& dir) {
   const std::string path = JoinPath(dir, "tokenizer.model");
-  if (!FileExists(path))
+  const std::string problem = FileProblem(path);
+  if (!problem.empty() && problem != "missing") throw Error(Cat(path, ": ", problem));
+  if (!problem.empty())
     throw Error(Cat(path,
                     ": missing; wormchat needs a sentencepiece tokenizer.model beside "
                     "config.json for text input and output (or use --ids)"));
@@ -138,7 +141,8 @@ std::unique_ptr<Tokenizer> Tokenizer::FromModelDir(const std::string& dir) {
 std::vector<int> Tokenizer::Encode(const std::string& text) const {
   std::vector<int> ids;
   const auto status = sp_->Encode(text, &ids);
-  if (!status.ok()) throw Error(Cat(path_, ": cannot encode text: ", status.ToString()));
+  if (!status.ok())
+    throw Error(Cat(path_, ": cannot encode text: ", Printable(status.ToString(), 200)));
   return ids;
 }
 

@@ -2,7 +2,9 @@
 // exit 1 (bad input, file or value) or 2 (command-line usage) and exactly one line on stderr that
 // names what is wrong, quickly, before any large allocation - never a crash, a hang or an
 // out-of-memory kill. Each run has a deadline; a run past it is killed and fails the test.
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -191,6 +193,59 @@ TEST(Hostile, InitDoesNotOverwriteAModelWithoutForce) {
   again.push_back("--force");
   EXPECT_EQ(RunWithDeadline(again).exit_code, 0);
   EXPECT_NE(test::ReadFile(out.File("model.safetensors")), before);
+}
+
+TEST(Hostile, InitOnAFullDiskFailsCleanlyAndLeavesNoHalfModel) {
+  // A disk that fills up mid-write, simulated with RLIMIT_FSIZE (writes past 2 MB fail with
+  // EFBIG; SIGXFSZ ignored): init stops at the tensor where the write fails, with one line, and
+  // leaves neither a truncated model.safetensors nor a config.json that would pass for a model.
+  test::TempDir dir;
+  const std::string out = dir.File("model");
+  const std::string tok = test::FixtureDir("tokenizer") + "/tokenizer.model";
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    const rlimit limit{2 << 20, 2 << 20};
+    setrlimit(RLIMIT_FSIZE, &limit);
+    signal(SIGXFSZ, SIG_IGN);
+    const int err = open(dir.File("err").c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(err, 2);
+    execl(WORMCHAT_BINARY, WORMCHAT_BINARY, "init", "--preset", "tiny", "--tokenizer", tok.c_str(),
+          "--out", out.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const int status = test::WaitWormchat(pid);
+  const std::string err = test::ReadFile(dir.File("err"));
+  EXPECT_EQ(status, 1) << err;
+  EXPECT_EQ(test::CountLines(err), 1) << err;
+  EXPECT_NE(err.find("model.safetensors: write failed (File too large)"), std::string::npos) << err;
+  struct stat st {};
+  EXPECT_NE(stat((out + "/model.safetensors").c_str(), &st), 0) << "a truncated checkpoint";
+  EXPECT_NE(stat((out + "/model.safetensors.tmp").c_str(), &st), 0) << "the temporary stayed";
+  EXPECT_NE(stat((out + "/config.json").c_str(), &st), 0) << "a config without weights";
+}
+
+TEST(Hostile, DirectoriesAndSymlinkLoopsWhereFilesBelongAreNamed) {
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.model"}) {
+    test::TempDir m;
+    test::CopyDir(test::FixtureDir("mha_seq_bf16"), m.path());
+    test::CopyDir(test::FixtureDir("tokenizer"), m.path());
+    const std::string path = m.File(name);
+    std::remove(path.c_str());
+    mkdir(path.c_str(), 0755);
+    ExpectRefused({"generate", "--model", m.path(), "--prompt", "hi"}, 1,
+                  {path, "is a directory, expected a file"});
+    rmdir(path.c_str());
+    ASSERT_EQ(symlink(name, path.c_str()), 0);  // a link to itself
+    ExpectRefused({"generate", "--model", m.path(), "--prompt", "hi"}, 1,
+                  {path, "Too many levels of symbolic links"});
+    std::remove(path.c_str());
+    ASSERT_EQ(mkfifo(path.c_str(), 0644), 0);  // would block a reader forever
+    ExpectRefused({"generate", "--model", m.path(), "--prompt", "hi"}, 1,
+                  {path, "is not a regular file"});
+  }
+  ExpectRefused({"perplexity", "--text", "/"}, 1, {"/: is a directory"});
+  ExpectRefused({"batch", "-i", "/", "-o", "/dev/null"}, 1, {"is a directory"});
 }
 
 TEST(Hostile, CalibrateChecksItsDestinationBeforeItStarts) {

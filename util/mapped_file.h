@@ -31,6 +31,10 @@ class MappedFile {
 std::string ReadTextFile(const std::string& path, int64_t max_bytes = int64_t{1} << 30);
 
 bool FileExists(const std::string& path);
+// Why `path` cannot be read as a regular file, for messages: "" when it can; else "missing", "is a
+// directory, expected a file", "is not a regular file" (a device, a FIFO), or the system's reason
+// ("Too many levels of symbolic links", "Permission denied").
+std::string FileProblem(const std::string& path);
 bool DirExists(const std::string& path);
 std::string JoinPath(const std::string& dir, const std::string& name);
 
