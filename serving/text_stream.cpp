@@ -91,9 +91,16 @@ void TextStream::Emit(std::string_view raw) {
 bool TextStream::Add(std::string_view bytes) {
   if (stopped_) return true;
   pending_.append(bytes);
-  // A complete stop string: emit what precedes the earliest one and stop.
-  size_t hit = std::string::npos;
-  for (const auto& s : stop_) hit = std::min(hit, pending_.find(s));
+  // A complete stop string: emit what precedes the one completed first and stop. (Not the one
+  // starting first: with overlapping stop strings, that one may not have been complete yet had
+  // the same bytes come in smaller pieces.) Ties go to the longer one.
+  size_t hit = std::string::npos, hit_end = std::string::npos;
+  for (const auto& s : stop_) {
+    const size_t at = pending_.find(s);
+    if (at == std::string::npos) continue;
+    const size_t end = at + s.size();
+    if (end < hit_end || (end == hit_end && at < hit)) hit = at, hit_end = end;
+  }
   if (hit != std::string::npos) {
     Emit(std::string_view(pending_).substr(0, hit));
     pending_.clear();

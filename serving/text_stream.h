@@ -34,7 +34,8 @@ class TextStream {
   TextStream(std::vector<std::string> stop, TextSink& sink, bool trim_leading_space);
 
   // Appends raw bytes. Returns true once a stop string has appeared: the text before it has been
-  // emitted and everything from it on is dropped.
+  // emitted and everything from it on is dropped. Of overlapping stop strings the one complete
+  // first wins, so how the bytes are split into calls never changes the text.
   bool Add(std::string_view bytes);
   // Emits whatever is held back (an incomplete character becomes U+FFFD).
   void Finish();

@@ -10,6 +10,7 @@
 #include "kvcache/kv_scales.h"
 #include "model/chat_format.h"
 #include "model/safetensors.h"
+#include "serving/text_stream.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -45,6 +46,8 @@ TEST(ParserHardening, JsonNumberOutOfRangeNamesFileAndKey) {
   test::WriteFile(config, R"({"hidden_size": 64, "rope_scaling": {"factor": 1e400}})");
   ExpectError([&] { ReadJsonFile(config); },
               {config, "key 'rope_scaling.factor'", "number overflow", "1e400"});
+  ExpectError([&] { ParseJson(R"({"a": {"b": [1]}, "c": [2, -1e400]})", "p.json"); },
+              {"p.json: key 'c': number overflow"});
 
   test::WriteFile(dir.File("kv_scales.json"),
                   R"({"fingerprint": "x", "n_layers": 1, "k_amax": [1e400], "v_amax": [1]})");
@@ -174,6 +177,20 @@ TEST(ParserHardening, NpyReaderErrorsAreTheProjects) {
   EXPECT_TRUE(empty.data.empty());
   const NpyArray two = ParseNpyF32(npy("2,", 8), "x.npy");
   EXPECT_EQ(two.data.size(), 2u);
+}
+
+// Found by the text stream's fuzzer: with overlapping stop strings the text depended on how the
+// bytes were split into tokens (the stop starting first won, though it completed last).
+TEST(ParserHardening, TextStreamTextDoesNotDependOnTheTokenSplit) {
+  const std::vector<std::string> stop = {"dXX", "X"};
+  StringSink whole_sink, split_sink;
+  TextStream whole(stop, whole_sink, false), split(stop, split_sink, false);
+  EXPECT_TRUE(whole.Add("dXX"));
+  EXPECT_TRUE(split.Add("dX"));
+  whole.Finish();
+  split.Finish();
+  EXPECT_EQ(whole_sink.text(), "d");
+  EXPECT_EQ(split_sink.text(), "d");
 }
 
 }  // namespace

@@ -36,6 +36,7 @@ CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DWORMCHAT_
   { tail -40 "$build/logs/build.log" >&2; exit 1; }
 
 total=0
+total_crashes=0
 failed=0
 printf '%-18s %14s %8s %s\n' harness executions crashes seconds
 for name in "${names[@]}"; do
@@ -61,11 +62,12 @@ for name in "${names[@]}"; do
     failed=1
   fi
   total=$((total + execs))
+  total_crashes=$((total_crashes + n_crash))
   printf '%-18s %14s %8s %s\n' "$name" "$execs" "$n_crash" "$(($(date +%s) - start))"
   if ((status != 0)); then
     grep -m1 -E 'ERROR|runtime error|uncaught|violated|must be one line' "$log" >&2 || true
-    echo "  log: $log, input: $(ls "$crashes" | head -1)" >&2
+    echo "  log: $log, input: $(ls -t "$crashes" | head -1)" >&2
   fi
 done
-printf '%-18s %14s %8s\n' total "$total" "$failed"
+printf '%-18s %14s %8s\n' total "$total" "$total_crashes"
 exit "$failed"

@@ -141,7 +141,7 @@ json ParseJson(std::string_view text, const std::string& path) {
         break;
       case json::parse_event_t::object_end:
       case json::parse_event_t::array_end:
-        keys.Leave(depth + 1);
+        keys.Leave(depth);  // the depth of the container that ends, as at its start
         break;
       case json::parse_event_t::key:
         keys.Key(depth, parsed.get<std::string>());
