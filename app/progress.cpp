@@ -12,8 +12,15 @@ namespace {
 
 constexpr double kQuietS = 1.0;  // nothing is drawn for runs shorter than this
 
-std::string Clock(double s) {
-  const long t = static_cast<long>(s + 0.5);
+std::string Amount(int64_t n, const std::string& unit) {
+  if (unit == "bytes") return FormatByteSize(n);
+  return std::to_string(n);
+}
+
+}  // namespace
+
+std::string ClockText(double seconds) {
+  const long t = static_cast<long>(seconds + 0.5);
   char buf[32];
   if (t >= 3600)
     std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
@@ -21,13 +28,6 @@ std::string Clock(double s) {
     std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
   return buf;
 }
-
-std::string Amount(int64_t n, const std::string& unit) {
-  if (unit == "bytes") return FormatByteSize(n);
-  return std::to_string(n);
-}
-
-}  // namespace
 
 Progress::Progress(std::string label, int64_t total, std::string unit)
     : Progress(std::move(label), total, std::move(unit), isatty(STDERR_FILENO) != 0, 5.0) {}
@@ -55,7 +55,7 @@ std::string Progress::Line(int64_t done, double elapsed_s) const {
   const std::string bar = std::string(static_cast<size_t>(filled), '#') +
                           std::string(static_cast<size_t>(kWidth - filled), '.');
   const double rate = elapsed_s > 0 ? done / elapsed_s : 0;
-  const std::string eta = done > 0 ? Clock(elapsed_s / done * (total_ - done)) : "--:--";
+  const std::string eta = done > 0 ? ClockText(elapsed_s / done * (total_ - done)) : "--:--";
   const std::string amount =
       unit_ == "bytes" ? Amount(done, unit_) + " of " + Amount(total_, unit_)
                        : std::to_string(done) + "/" + std::to_string(total_) + " " + unit_;

@@ -11,6 +11,9 @@
 
 namespace wc {
 
+// "0:42", "12:05", "1:02:03": a duration for progress lines.
+std::string ClockText(double seconds);
+
 class Progress {
  public:
   // `total` units of work named `unit` ("tokens", "bytes", "configurations"). `tty`: redraw in

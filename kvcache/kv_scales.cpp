@@ -76,7 +76,7 @@ KVScaleFile KVScaleFile::Load(const std::string& dir, const std::string& fingerp
                     ": missing; --kv-scale tensor needs calibrated scales: run "
                     "`wormchat calibrate --model ",
                     dir, " --text FILE`"));
-  KVScaleFile f = Parse(ReadSmallFile(path, kJsonFileMaxBytes), path);
+  KVScaleFile f = Parse(ReadTextFile(path, static_cast<int64_t>(kJsonFileMaxBytes)), path);
   if (f.fingerprint != fingerprint || f.n_layers != n_layers)
     throw Error(Cat(path, ": was calibrated for another model (fingerprint ",
                     Printable(f.fingerprint), ", this model is ", fingerprint,

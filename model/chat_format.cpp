@@ -12,7 +12,7 @@ namespace wc {
 std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   const std::string path = JoinPath(dir, "chat_format.json");
   if (!FileExists(path)) return std::nullopt;
-  return Parse(ReadSmallFile(path, kJsonFileMaxBytes), path);
+  return Parse(ReadTextFile(path, static_cast<int64_t>(kJsonFileMaxBytes)), path);
 }
 
 ChatFormat ChatFormat::Parse(std::string_view text, const std::string& path) {

@@ -10,6 +10,7 @@
 
 #include "util/error.h"
 #include "util/json_file.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 namespace {
@@ -372,8 +373,8 @@ std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
   } else if (FileExists(index_path)) {
     ck->source_ = index_path;
     std::map<std::string, SafetensorsFile*> shards;
-    for (const auto& [tensor, shard] :
-         ParseSafetensorsIndex(ReadSmallFile(index_path, kJsonFileMaxBytes), index_path)) {
+    for (const auto& [tensor, shard] : ParseSafetensorsIndex(
+             ReadTextFile(index_path, static_cast<int64_t>(kJsonFileMaxBytes)), index_path)) {
       if (!shards.count(shard)) {
         const std::string shard_path = JoinPath(dir, shard);
         if (!FileExists(shard_path))

@@ -97,7 +97,7 @@ int PieceByte(const std::string& piece) {
 Tokenizer::Tokenizer(const std::string& path)
     : path_(path), sp_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
   if (!FileExists(path)) throw Error(Cat(path, ": tokenizer model not found"));
-  const std::string model = ReadSmallFile(path, kTokenizerMaxBytes);
+  const std::string model = ReadTextFile(path, static_cast<int64_t>(kTokenizerMaxBytes));
   CheckPieces(model, path);
   const auto status = sp_->LoadFromSerializedProto(model);
   if (!status.ok())

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 namespace {
@@ -162,42 +163,8 @@ json ParseJson(std::string_view text, const std::string& path) {
   }
 }
 
-std::string ReadSmallFile(const std::string& path, size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(Cat(path, ": cannot open: ", std::strerror(errno)));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    throw Error(Cat(path, ": not a regular file"));
-  }
-  const auto too_large = [&](const std::string& size) {
-    ::close(fd);
-    return Error(Cat(path, ": ", size, " bytes; a JSON file here may have at most ", max_bytes,
-                     " bytes (is it the right file?)"));
-  };
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large(std::to_string(st.st_size));
-  // Read at most max_bytes + 1: a file that grew since fstat is still refused.
-  std::string text;
-  text.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (text.size() <= max_bytes) {
-    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, max_bytes + 1 - text.size()));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      throw Error(Cat(path, ": cannot read: ", std::strerror(err)));
-    }
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-  }
-  if (text.size() > max_bytes) throw too_large("more than " + std::to_string(max_bytes));
-  ::close(fd);
-  return text;
-}
-
 json ReadJsonFile(const std::string& path, size_t max_bytes) {
-  return ParseJson(ReadSmallFile(path, max_bytes), path);
+  return ParseJson(ReadTextFile(path, static_cast<int64_t>(max_bytes)), path);
 }
 
 template <>

@@ -42,10 +42,6 @@ class JsonError : public Error {
 // line and column), a number out of range (naming its key), or nesting deeper than kJsonMaxDepth.
 nlohmann::json ParseJson(std::string_view text, const std::string& path);
 
-// The whole file `path`. Throws wc::Error naming it when it cannot be read or is larger than
-// `max_bytes` (checked before reading: no allocation beyond the cap).
-std::string ReadSmallFile(const std::string& path, size_t max_bytes);
-
 // Reads and parses the file `path`. Throws wc::Error naming it when it cannot be read, is larger
 // than `max_bytes` (checked before reading), or when ParseJson throws.
 nlohmann::json ReadJsonFile(const std::string& path, size_t max_bytes = kJsonFileMaxBytes);

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -40,19 +41,38 @@ MappedFile::~MappedFile() {
 }
 
 std::string ReadTextFile(const std::string& path, int64_t max_bytes) {
-  if (DirExists(path)) throw Error(Cat(path, ": is a directory, expected a file"));
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(Cat(path, ": cannot open: ", std::strerror(errno)));
-  std::string text;
-  char buf[1 << 16];
-  while (in) {
-    in.read(buf, sizeof(buf));
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (static_cast<int64_t>(text.size()) > max_bytes)
-      throw Error(
-          Cat(path, ": larger than ", max_bytes, " bytes, too large for this kind of file"));
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(Cat(path, ": cannot open: ", std::strerror(errno)));
+  struct stat st {};
+  // Pipes and devices (-i /dev/stdin, <(...)) are read as streams, up to the cap.
+  if (::fstat(fd, &st) != 0 || S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    throw Error(Cat(path, ": is a directory, expected a file"));
   }
-  if (in.bad()) throw Error(Cat(path, ": cannot read: ", std::strerror(errno)));
+  const auto too_large = [&](const std::string& size) {
+    ::close(fd);
+    return Error(Cat(path, ": ", size, " bytes; a file here may have at most ", max_bytes,
+                     " bytes (is it the right file?)"));
+  };
+  if (S_ISREG(st.st_mode) && st.st_size > max_bytes) throw too_large(std::to_string(st.st_size));
+  // Read at most max_bytes + 1: a file that grew since fstat is still refused.
+  const size_t cap = static_cast<size_t>(max_bytes);
+  std::string text;
+  if (S_ISREG(st.st_mode)) text.reserve(static_cast<size_t>(st.st_size));
+  char buf[1 << 16];
+  while (text.size() <= cap) {
+    const ssize_t n = ::read(fd, buf, std::min(sizeof buf, cap + 1 - text.size()));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      ::close(fd);
+      throw Error(Cat(path, ": cannot read: ", std::strerror(err)));
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+  }
+  if (text.size() > cap) throw too_large("more than " + std::to_string(max_bytes));
+  ::close(fd);
   return text;
 }
 

@@ -25,9 +25,10 @@ class MappedFile {
   size_t size_ = 0;
 };
 
-// Reads a whole (small) file into a string. Throws wc::Error naming the path on failure, or when
-// the file holds more than `max_bytes` (checked while reading, so a device or FIFO that never ends
-// is refused too, and nothing larger than the cap is ever allocated).
+// Reads a whole (small) file into a string: a regular file, or a pipe or device read as a stream.
+// Throws wc::Error naming the path when it cannot be read, is a directory, or holds more than
+// `max_bytes` (a regular file's size is checked before reading; a stream is cut off after
+// max_bytes + 1, so /dev/zero is refused too and nothing larger than the cap is allocated).
 std::string ReadTextFile(const std::string& path, int64_t max_bytes = int64_t{1} << 30);
 
 bool FileExists(const std::string& path);

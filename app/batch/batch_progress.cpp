@@ -3,23 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "app/progress.h"
 #include "util/error.h"
 
 namespace wc {
-
-namespace {
-
-std::string Clock(double s) {
-  const long t = static_cast<long>(s + 0.5);
-  char buf[32];
-  if (t >= 3600)
-    std::snprintf(buf, sizeof buf, "%ld:%02ld:%02ld", t / 3600, t / 60 % 60, t % 60);
-  else
-    std::snprintf(buf, sizeof buf, "%ld:%02ld", t / 60, t % 60);
-  return buf;
-}
-
-}  // namespace
 
 BatchProgress::BatchProgress(bool enabled, bool tty, int total, int already, double plain_every_s)
     : enabled_(enabled),
@@ -37,7 +24,7 @@ std::string BatchProgress::Line(int done, int failed, const ServingStatus& s) co
   const double elapsed = Elapsed();
   const int this_run = done - already_;
   const std::string eta =
-      this_run > 0 ? Clock(elapsed / this_run * (total_ - done)) : std::string("--:--");
+      this_run > 0 ? ClockText(elapsed / this_run * (total_ - done)) : std::string("--:--");
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "batch: %d/%d done (%d failed), %.1f tok/s, ETA %s, %d/%d rows active, %d queued",
@@ -75,7 +62,7 @@ void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bo
   std::snprintf(took, sizeof took, "%.1f s", elapsed);
   Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
            " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
-           " tokens sampled in ", elapsed < 60 ? std::string(took) : Clock(elapsed), " (",
+           " tokens sampled in ", elapsed < 60 ? std::string(took) : ClockText(elapsed), " (",
            static_cast<long>(status.tokens_sampled / std::max(elapsed, 1e-9)), " tok/s)"));
 }
 

@@ -5,28 +5,6 @@
 #include "serving/transcript.h"
 #include "tests/fuzz/fuzz_util.h"
 
-namespace wc {
-// serving/serving_loop.cpp's, copied: that file brings the whole engine with it, and the
-// harness links only the parsers.
-const char* StopReasonName(StopReason reason) {
-  switch (reason) {
-    case StopReason::kEos:
-      return "eos";
-    case StopReason::kStopString:
-      return "stop";
-    case StopReason::kMaxTokens:
-      return "length";
-    case StopReason::kContextFull:
-      return "context";
-    case StopReason::kCancelled:
-      return "cancelled";
-    case StopReason::kError:
-      return "error";
-  }
-  return "?";
-}
-}  // namespace wc
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = "fuzz/chat.transcript";
   const std::string text(reinterpret_cast<const char*>(data), size);
