@@ -24,6 +24,7 @@
 #include "kernels/decode_attention.h"
 #include "kvcache/kv_cache.h"
 #include "util/error.h"
+#include "util/memory.h"
 #include "util/page_buffer.h"
 #include "util/rng.h"
 
@@ -134,7 +135,10 @@ void RunBenchAttention(const BenchAttentionOptions& o) {
       }
       for (auto& r : runs) r.cache->Write(0, u, pos, k.data(), v.data());
     }
-  std::vector<float> q(static_cast<size_t>(o.bsz) * o.q_heads * o.head_dim);
+  const int64_t q_values = int64_t{o.bsz} * o.q_heads * o.head_dim;  // <= 2^32 by the ranges
+  CheckFitsInMemory(q_values * 8, "the queries and outputs of --bsz x --q-heads x --head-dim",
+                    "lower them");
+  std::vector<float> q(static_cast<size_t>(q_values));
   for (auto& x : q) x = static_cast<float>(rng.Uniform() * 2 - 1);
   std::vector<int32_t> users(o.bsz), offsets(o.bsz, 0);
   for (int u = 0; u < o.bsz; ++u) users[u] = u;
@@ -244,11 +248,23 @@ void RegisterBench(CLI::App& app) {
   auto o = std::make_shared<BenchAttentionOptions>();
   CLI::App* cmd = bench->add_subcommand(
       "attention", "FlashDecode engine time per KV-cache format against memory bandwidth and bf16");
-  cmd->add_option("--kv-len", o->kv_len, "Cached positions attended")->capture_default_str();
-  cmd->add_option("--bsz", o->bsz, "Batch size")->capture_default_str();
-  cmd->add_option("--q-heads", o->q_heads, "Query heads")->capture_default_str();
-  cmd->add_option("--kv-heads", o->kv_heads, "KV heads")->capture_default_str();
-  cmd->add_option("--head-dim", o->head_dim, "Head dimension")->capture_default_str();
+  // Ranges as a model's (model/config.cpp); the KV caches' size is checked against free memory
+  // when they are built.
+  cmd->add_option("--kv-len", o->kv_len, "Cached positions attended (1-16777216)")
+      ->check(CLI::Range(1, 1 << 24))
+      ->capture_default_str();
+  cmd->add_option("--bsz", o->bsz, "Batch size (1-1024)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--q-heads", o->q_heads, "Query heads (1-4096)")
+      ->check(CLI::Range(1, 1 << 12))
+      ->capture_default_str();
+  cmd->add_option("--kv-heads", o->kv_heads, "KV heads (1-4096)")
+      ->check(CLI::Range(1, 1 << 12))
+      ->capture_default_str();
+  cmd->add_option("--head-dim", o->head_dim, "Head dimension (1-1024)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
   cmd->add_option("--repeats", o->repeats, "Timed runs (best is reported; 1-10000)")
       ->check(CLI::Range(1, 10000))
       ->capture_default_str();
