@@ -12,11 +12,6 @@ namespace {
 
 constexpr double kQuietS = 1.0;  // nothing is drawn for runs shorter than this
 
-std::string Amount(int64_t n, const std::string& unit) {
-  if (unit == "bytes") return FormatByteSize(n);
-  return std::to_string(n);
-}
-
 }  // namespace
 
 std::string ClockText(double seconds) {
@@ -56,14 +51,14 @@ std::string Progress::Line(int64_t done, double elapsed_s) const {
                           std::string(static_cast<size_t>(kWidth - filled), '.');
   const double rate = elapsed_s > 0 ? done / elapsed_s : 0;
   const std::string eta = done > 0 ? ClockText(elapsed_s / done * (total_ - done)) : "--:--";
+  char per_s[32];
+  std::snprintf(per_s, sizeof per_s, rate >= 10 ? "%.0f" : "%.2g", rate);
+  const bool bytes = unit_ == "bytes";
   const std::string amount =
-      unit_ == "bytes" ? Amount(done, unit_) + " of " + Amount(total_, unit_)
-                       : std::to_string(done) + "/" + std::to_string(total_) + " " + unit_;
-  const std::string speed = unit_ == "bytes"
-                                ? FormatByteSize(static_cast<int64_t>(rate)) + "/s"
-                                : (rate >= 10 ? std::to_string(static_cast<int64_t>(rate))
-                                              : std::to_string(rate).substr(0, 4)) +
-                                      " " + unit_ + "/s";
+      bytes ? FormatByteSize(done) + " of " + FormatByteSize(total_)
+            : std::to_string(done) + "/" + std::to_string(total_) + " " + unit_;
+  const std::string speed = bytes ? FormatByteSize(static_cast<int64_t>(rate)) + "/s"
+                                  : std::string(per_s) + " " + unit_ + "/s";
   return label_ + " [" + bar + "] " + amount + "  " + speed + "  ETA " + eta;
 }
 

@@ -30,11 +30,13 @@ int GetInt(const json& j, std::initializer_list<const char*> names, const std::s
     if (fallback != nullptr) return *fallback;
     throw Error(Cat(src, ": missing key '", *names.begin(), "'"));
   }
-  const bool integer = v->is_number_integer();
+  // nlohmann keeps non-negative integers unsigned (and 2^64 - 1 does not fit int64_t); min >= 0.
   const bool in_range =
-      integer && (v->is_number_unsigned() ? v->get<uint64_t>() <= static_cast<uint64_t>(max)
-                                          : v->get<int64_t>() >= min && v->get<int64_t>() <= max);
-  if (!in_range || (integer && v->get<int64_t>() < min))
+      v->is_number_unsigned()
+          ? v->get<uint64_t>() >= static_cast<uint64_t>(min) &&
+                v->get<uint64_t>() <= static_cast<uint64_t>(max)
+          : v->is_number_integer() && v->get<int64_t>() >= min && v->get<int64_t>() <= max;
+  if (!in_range)
     throw Error(Cat(src, ": key '", key, "' must be an integer in [", min, ", ", max, "], got ",
                     v->dump()));
   return static_cast<int>(v->get<int64_t>());

@@ -43,14 +43,6 @@ std::string ShapeString(const std::vector<int64_t>& shape) {
 
 namespace {
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
-std::string Untagged(const json::exception& e) {
-  std::string what = e.what();
-  if (!what.empty() && what[0] == '[' && what.find("] ") != std::string::npos)
-    what.erase(0, what.find("] ") + 2);
-  return what;
-}
-
 // The first pass over a header: its JSON syntax only (a header that is not JSON is reported as
 // such, whatever its structure up to the error), naming the tensor whose entry holds the error.
 class SyntaxCheck {
@@ -78,17 +70,18 @@ class SyntaxCheck {
     return true;
   }
   bool parse_error(std::size_t, const std::string&, const json::exception& e) {
-    throw Error(Cat(path_, name_.empty() ? "" : ": tensor '", Printable(name_),
-                    name_.empty() ? "" : "'", ": header is not valid JSON: ", Untagged(e)));
+    throw Error(Cat(Where(), ": header is not valid JSON: ", JsonErrorText(e)));
   }
 
  private:
   bool Open() {
     if (++depth_ > kSafetensorsMaxDepth)
-      throw Error(Cat(path_, name_.empty() ? "" : ": tensor '", Printable(name_),
-                      name_.empty() ? "" : "'", ": header nests deeper than ", kSafetensorsMaxDepth,
-                      " levels"));
+      throw Error(Cat(Where(), ": header nests deeper than ", kSafetensorsMaxDepth, " levels"));
     return true;
+  }
+  // The file, and the tensor whose entry is being read.
+  std::string Where() const {
+    return name_.empty() ? path_ : Cat(path_, ": tensor '", Printable(name_), "'");
   }
 
   const std::string& path_;
@@ -169,7 +162,8 @@ class HeaderReader {
   }
 
   bool parse_error(std::size_t, const std::string&, const json::exception& e) {
-    throw Error(Cat(depth_ >= 2 ? Where() : path_, ": header is not valid JSON: ", Untagged(e)));
+    throw Error(
+        Cat(depth_ >= 2 ? Where() : path_, ": header is not valid JSON: ", JsonErrorText(e)));
   }
 
  private:

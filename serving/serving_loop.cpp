@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "serving/serving_loop_state.h"
+#include "serving/step_planner.h"
 #include "util/error.h"
 
 namespace wc {
@@ -274,15 +275,15 @@ bool ServingLoop::Step() {
   return true;
 }
 
-bool ServingLoop::ForwardInterrupted(const std::set<RequestId>& ids,
-                                     const std::set<SessionId>& sessions) const {
+bool ServingLoop::ForwardInterrupted(const std::vector<PlannedChunk>& chunks) const {
   if (!interrupt_.load(std::memory_order_relaxed)) return false;
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_ && stop_mode_ == ShutdownMode::kCancel) return true;
-  for (RequestId id : cancels_)
-    if (ids.count(id) != 0) return true;
-  for (SessionId s : closes_)
-    if (sessions.count(s) != 0) return true;
+  for (const PlannedChunk& ch : chunks) {
+    const Row& row = rows_[ch.row];
+    if (cancels_.count(row.run->id) != 0 || (row.session != 0 && closes_.count(row.session) != 0))
+      return true;
+  }
   return false;
 }
 

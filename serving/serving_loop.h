@@ -45,6 +45,8 @@ namespace wc {
 // Paged KV blocks of this many tokens: the loop's default layout (TensorRT-LLM's default too).
 constexpr int kServingBlockSize = 64;
 
+struct PlannedChunk;  // step_planner.h
+
 struct ServingOptions {
   int user_rows = 32;          // --user-rows: requests running at once
   int max_batch_tokens = 256;  // --max-batch-tokens: tokens per forward call (>= 1)
@@ -150,11 +152,10 @@ class ServingLoop {
   // rejected: the request itself was bad (RequestResult::rejected).
   void FinishPending(Pending& p, StopReason reason, std::string error, bool rejected = false);
   void UpdateStatus(double step_s, double forward_s, int64_t sampled);
-  // Whether a cancel, close or Shutdown(kCancel) arrived since the step began that ends one of
-  // `ids` / `sessions` (the requests and sessions in the running forward pass): polled by the
-  // forward pass, so that Ctrl-C stops a long prefill within milliseconds.
-  bool ForwardInterrupted(const std::set<RequestId>& ids,
-                          const std::set<SessionId>& sessions) const;
+  // Whether a cancel, close or Shutdown(kCancel) arrived since the step began that ends a request
+  // of `chunks` (the running forward pass) or its session: polled by the forward pass, so that
+  // Ctrl-C stops a long prefill within milliseconds. Loop thread only.
+  bool ForwardInterrupted(const std::vector<PlannedChunk>& chunks) const;
   bool AnyRunning() const;
   // Moves everything submitted into waiting_ (caller holds mu_).
   void TakeQueue();

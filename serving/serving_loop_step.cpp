@@ -193,15 +193,9 @@ double ServingLoop::Decode() {
         if (last) logit_owners.push_back({ch.row, 1});
       }
     }
-    std::set<RequestId> ids;
-    std::set<SessionId> sessions;
-    for (const PlannedChunk& ch : chunks) {
-      ids.insert(rows_[ch.row].run->id);
-      if (rows_[ch.row].session != 0) sessions.insert(rows_[ch.row].session);
-    }
     const double t = Now();
     const bool ran =
-        model_.Forward(batch, *cache_, &logits, [&] { return ForwardInterrupted(ids, sessions); });
+        model_.Forward(batch, *cache_, &logits, [&] { return ForwardInterrupted(chunks); });
     forward_s += Now() - t;
     // Interrupted by a cancel of one of its requests: nothing of the step counts (no row moves
     // on; the K/V written so far is overwritten when the same positions are fed again). The next

@@ -27,8 +27,9 @@ std::string_view CutAt(std::string_view s, size_t n) {
   return s.substr(0, n);
 }
 
-// nlohmann's message without its "[json.exception.parse_error.101] " tag.
-std::string Untagged(const json::exception& e) {
+}  // namespace
+
+std::string JsonErrorText(const json::exception& e) {
   std::string s = e.what();
   if (!s.empty() && s[0] == '[') {
     const size_t close = s.find("] ");
@@ -36,6 +37,8 @@ std::string Untagged(const json::exception& e) {
   }
   return s;
 }
+
+namespace {
 
 // The keys leading to the value being parsed ("rope_scaling.factor"), kept by the parser callback.
 class KeyPath {
@@ -155,11 +158,11 @@ json ParseJson(std::string_view text, const std::string& path) {
   try {
     return json::parse(text.begin(), text.end(), callback);
   } catch (const json::parse_error& e) {
-    throw JsonError(path, Cat("invalid JSON: ", Untagged(e)), e.byte == 0 ? 1 : e.byte);
+    throw JsonError(path, Cat("invalid JSON: ", JsonErrorText(e)), e.byte == 0 ? 1 : e.byte);
   } catch (const json::exception& e) {  // out_of_range: a number such as 1e400
     const std::string key = keys.Joined();
-    throw JsonError(path,
-                    Cat(key.empty() ? "" : "key '", key, key.empty() ? "" : "': ", Untagged(e)), 0);
+    throw JsonError(
+        path, Cat(key.empty() ? "" : "key '", key, key.empty() ? "" : "': ", JsonErrorText(e)), 0);
   }
 }
 

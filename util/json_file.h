@@ -67,6 +67,9 @@ std::optional<T> JsonFind(const nlohmann::json& obj, const std::string& key,
 // `max_chars` (a tensor name, a key, a shard file name).
 std::string Printable(std::string_view s, size_t max_chars = 80);
 
+// nlohmann's message without its "[json.exception.parse_error.101] " tag.
+std::string JsonErrorText(const nlohmann::json::exception& e);
+
 // `v` as JSON text for a message: invalid UTF-8 replaced, cut to about `max_chars`.
 std::string JsonSnippet(const nlohmann::json& v, size_t max_chars = 40);
 
