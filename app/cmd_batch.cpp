@@ -63,6 +63,8 @@ void RunBatch(const BatchCmdOptions& o) {
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
   for (const std::string& s : o.stop)
     if (s.empty()) throw Error("--stop must not be empty");
+  if (o.run.ids && !o.stop.empty())
+    throw Error("--stop matches text, but with --ids replies are token ids; drop --stop");
   if (o.output == "-")
     throw Error("-o must name a file (not -): records are fsynced there and a rerun resumes it");
   const BatchFormat format_flag = ParseBatchFormat(o.format);
@@ -78,8 +80,9 @@ void RunBatch(const BatchCmdOptions& o) {
   defaults.sampling = o.sampling;
   defaults.seed = o.seed;
   defaults.stop = o.stop;
-  const BatchFraming framing{m.tokenizer.get(), &m.chat_format, c.bos_token_id, c.eos_token_id,
-                             m.ctx};
+  const BatchFraming framing{m.tokenizer.get(), &m.chat_format, c.bos_token_id,
+                             c.eos_token_id,    m.ctx,          c.vocab_size,
+                             o.run.ids};
 
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
                    ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
@@ -144,13 +147,15 @@ const char kBatchFooter[] =
   {"custom_id": "q1", "method": "POST", "url": "/v1/completions", "body": {"prompt": "..."}}
   {"custom_id": "q2", "method": "POST", "url": "/v1/chat/completions",
    "body": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 16}}
-A completions prompt is fed as it is (generate --raw); chat messages (system, user, assistant; the
+A completions prompt is fed as it is (generate --raw), or given as token ids ("prompt": [5, 17, 9])
+fed exactly (generate --ids); chat messages (system, user, assistant; the
 last from the user) are framed with the model's chat format (one user message: as generate). Body
 fields honoured: max_tokens, temperature, top_p, top_k (-1 = no limit), seed, stop (string or list);
 those left out (or null) take the command line's values; n must be 1 if given; others are ignored.
 Input whose first non-blank line does not start with '{' is plain text: one prompt a line,
 chat-framed, custom_id = its line number (blank lines are skipped but counted); --format forces
-either.
+either. With --ids every prompt and message is token ids written out ("5 17 9"), fed without
+framing, and every reply's text is its ids written out ("23 8 2"): no tokenizer.model needed.
 
 Seeds: a request without "seed" gets splitmix64(fnv1a64(custom_id) ^ --seed), fnv1a64 being 64-bit
 FNV-1a over the custom_id's bytes, so reruns give the same results. Every result equals running
@@ -181,6 +186,7 @@ void RegisterBatch(CLI::App& app) {
                   "Output JSONL file; an existing one is resumed (its records are skipped)")
       ->required();
   AddModelRunOptions(cmd, o->run);
+  AddIdsFlag(cmd, o->run);
   AddKVBlocksOption(cmd, o->run);
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,
                   "Most tokens to generate for requests without max_tokens")

@@ -57,6 +57,7 @@ void RegisterChat(CLI::App& app) {
   auto o = std::make_shared<ChatCmdOptions>();
   CLI::App* cmd = app.add_subcommand("chat", "Chat with the model");
   AddModelRunOptions(cmd, o->run);
+  AddIdsFlag(cmd, o->run);
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
       ->capture_default_str();
   AddSamplingOptions(cmd, o->sampling, o->seed);

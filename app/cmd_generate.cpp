@@ -98,10 +98,12 @@ void RunGenerate(const GenerateCmdOptions& o) {
     throw Error("--prompt is empty; give some text");
   for (const std::string& s : o.stop)
     if (s.empty()) throw Error("--stop is empty: it would end every reply at once; give some text");
+  if (by_ids && !o.stop.empty())
+    throw Error("--stop matches text, but with --ids the reply is token ids; drop --stop");
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!by_ids);
   const FalconConfig& c = m.model->config();
   const std::vector<int> ids =
-      by_ids ? ParseTokenIds(o.ids, c.vocab_size, "--ids")
+      by_ids ? ParseIdsFlag(o.ids, c.vocab_size, "--ids")
              : EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);
   if (ids.empty()) throw Error("--prompt is empty; give some text");
   if (static_cast<int>(ids.size()) >= m.ctx)

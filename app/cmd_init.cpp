@@ -7,6 +7,7 @@
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "model/random_checkpoint.h"
+#include "model/sentencepiece_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -45,7 +46,7 @@ void RunInit(const InitCmdOptions& o) {
   const DType dtype = o.dtype == "bf16" ? DType::kBF16 : DType::kF32;
   const std::string tok_path =
       o.tokenizer.empty() ? JoinPath(DefaultModelDir(), "tokenizer.model") : o.tokenizer;
-  const Tokenizer tok(tok_path);
+  const SentencePieceTokenizer tok(tok_path);
   if (o.vocab > 0) {
     c.vocab_size = o.vocab;
   } else if (o.preset == "tiny") {

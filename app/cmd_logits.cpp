@@ -22,7 +22,7 @@ void RunLogits(const LogitsCmdOptions& o) {
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!o.prompt.empty());
   const FalconConfig& c = m.model->config();
   const std::vector<int> ids =
-      o.prompt.empty() ? ParseTokenIds(o.ids, c.vocab_size, "--ids")
+      o.prompt.empty() ? ParseIdsFlag(o.ids, c.vocab_size, "--ids")
                        : EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);
   if (ids.empty()) throw Error("--prompt encodes to no tokens");
   if (static_cast<int>(ids.size()) > m.ctx)

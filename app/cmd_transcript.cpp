@@ -222,6 +222,7 @@ void RegisterTranscript(CLI::App& app) {
       ->required();
   record->add_option("--out", r->out, "The transcript to write")->required();
   AddModelRunOptions(record, r->run);
+  AddIdsFlag(record, r->run);
   AddKVBlocksOption(record, r->run);
   record->add_option("-n,--max-new-tokens", r->max_new_tokens, "Most tokens per reply")
       ->capture_default_str();

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kvcache/kv_scales.h"
+#include "model/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/parse.h"
@@ -99,6 +100,12 @@ std::string DefaultModelDir() {
   return dir;
 }
 
+void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o) {
+  cmd->add_flag("--ids", o.ids,
+                "Token ids in and out: messages and prompts are ids written out (\"5 17 9\"), fed "
+                "without chat framing; replies print as ids. Needs no tokenizer.model");
+}
+
 void AddThreadsOption(CLI::App* cmd, int& threads) {
   cmd->add_option("--threads", threads,
                   Cat("Host threads (0 = all cores; at most ", kMaxThreads, ")"))
@@ -143,6 +150,11 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
             .Scales(QuantOf(m.kv.dtype));
   }
   m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
+  if (o.ids) {
+    m.tokenizer = std::make_unique<IdsTokenizer>(m.model->config().vocab_size);
+    m.chat_format = ChatFormat::Unframed();
+    return m;
+  }
   if (need_tokenizer) {
     m.tokenizer = Tokenizer::FromModelDir(m.dir);
     if (m.tokenizer->piece_count() > m.model->config().vocab_size)
@@ -194,17 +206,8 @@ void CheckKVDTypeName(const std::string& name) {
   }
 }
 
-std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag) {
-  std::vector<int> ids;
-  std::istringstream in(text);
-  std::string tok;
-  while (in >> tok) {
-    const std::optional<long long> v = ParseWholeInteger(tok);
-    if (!v) throw Error(Cat(flag, ": '", tok, "' is not a token id"));
-    if (*v < 0 || *v >= vocab)
-      throw Error(Cat(flag, ": token id ", *v, " is outside the vocabulary [0, ", vocab, ")"));
-    ids.push_back(static_cast<int>(*v));
-  }
+std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag) {
+  std::vector<int> ids = ParseTokenIds(text, vocab, flag);
   if (ids.empty()) throw Error(Cat(flag, ": no token ids given"));
   return ids;
 }

@@ -30,6 +30,9 @@ struct ModelRunOptions {
   std::string reduction = "tree";       // --reduction
   int max_cores_per_head = 16;          // --max-cores-per-head
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
+  // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
+  // fed without chat framing (model/ids_tokenizer.h); no tokenizer.model needed.
+  bool ids = false;
 };
 
 // ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
@@ -41,6 +44,8 @@ inline ModelRunOptions ServingRunDefaults() {
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
+// Registers --ids (ModelRunOptions::ids) on chat, batch and transcript record.
+void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // Registers --temperature, --top-k, --top-p, --seed. --seed takes a whole number in [0, 2^64) or
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
@@ -61,7 +66,9 @@ void ApplyThreads(int threads);
 struct LoadedModel {
   std::string dir;
   std::unique_ptr<FalconModel> model;
-  std::unique_ptr<Tokenizer> tokenizer;  // null if `need_tokenizer` was false and none exists
+  // The model's tokenizer; an IdsTokenizer with --ids; null if `need_tokenizer` was false.
+  std::unique_ptr<Tokenizer> tokenizer;
+  // chat_format.json's, if any; with --ids one that frames nothing (ids are fed as given).
   std::optional<ChatFormat> chat_format;
   KVCacheOptions kv;  // format, scales, layout
   int ctx = 0;        // positions per user row
@@ -77,9 +84,9 @@ KVDType ResolveKVDType(const std::string& name, DType weights);
 // Accepts what ResolveKVDType does (a format name or "auto"); throws wc::Error naming --kv-dtype.
 void CheckKVDTypeName(const std::string& name);
 
-// Token ids written as "1 2 3" (whitespace-separated), each in [0, vocab). Throws wc::Error naming
-// `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
-std::vector<int> ParseTokenIds(const std::string& text, int vocab, const std::string& flag);
+// A flag's token ids, written as "1 2 3" (model/ids_tokenizer.h's ParseTokenIds). Throws wc::Error
+// naming `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
+std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag);
 // Registers --kv-blocks (the paged pool's size) on a serving command.
 void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
 

@@ -9,6 +9,16 @@
 
 namespace wc {
 
+ChatFormat ChatFormat::Unframed() {
+  ChatFormat f;
+  f.add_bos = false;
+  f.user_prefix = f.user_suffix = f.assistant_prefix = "";
+  f.system_prefix = f.system_suffix = "";
+  f.eos_ends_turn = false;
+  f.stop.clear();
+  return f;
+}
+
 std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   const std::string path = JoinPath(dir, "chat_format.json");
   if (!FileExists(path)) return std::nullopt;

@@ -26,6 +26,9 @@ struct ChatFormat {
   bool eos_ends_turn = true;  // "end_of_turn": "eos"
   std::vector<std::string> stop = {"\nUser:"};
 
+  // A format that frames nothing: no BOS, no prefixes or suffixes, no EOS between turns, no stop
+  // strings - a conversation is its messages' and replies' tokens back to back (--ids).
+  static ChatFormat Unframed();
   // Reads DIR/chat_format.json; nullopt if absent. Throws wc::Error naming the file and key if bad.
   static std::optional<ChatFormat> Load(const std::string& model_dir);
   // The file's text, read from `path` (named in messages). Keys left out keep the defaults above.

@@ -1,45 +1,40 @@
-// sentencepiece tokenizer from DIR/tokenizer.model (libsentencepiece; tokenization is never
-// re-implemented here). Also the byte string each token contributes to streamed output.
+// What text input and output need of a tokenizer: text to ids, and the bytes each id adds to a
+// stream. Two kinds: SentencePieceTokenizer (DIR/tokenizer.model, model/sentencepiece_tokenizer.h)
+// and IdsTokenizer (model/ids_tokenizer.h: "text" that is token ids written out, for `--ids`).
 #pragma once
 
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
-
-namespace sentencepiece {
-class SentencePieceProcessor;
-}
 
 namespace wc {
 
 class Tokenizer {
  public:
-  // Loads `path` (a sentencepiece model). Throws wc::Error naming it on failure.
-  explicit Tokenizer(const std::string& path);
-  ~Tokenizer();
+  virtual ~Tokenizer() = default;
 
-  // Loads DIR/tokenizer.model; the error says the directory has none if it is missing.
+  // The tokenizer of a model directory: DIR/tokenizer.model (sentencepiece). Throws wc::Error
+  // naming the file when it is missing (and how to run without one) or cannot be read.
   static std::unique_ptr<Tokenizer> FromModelDir(const std::string& model_dir);
 
-  std::vector<int> Encode(const std::string& text) const;
+  // Throws wc::Error naming path() for text it cannot encode.
+  virtual std::vector<int> Encode(const std::string& text) const = 0;
+  // The concatenated TokenBytes of `ids`.
   std::string Decode(const std::vector<int>& ids) const;
 
-  // Raw bytes token `id` adds to a stream: "▁" becomes ' ', a byte-fallback piece <0xAB> is that
-  // byte, control and unknown-to-the-tokenizer ids (model vocab larger than the tokenizer's) add
-  // nothing. May be an incomplete UTF-8 sequence; TextStream assembles characters.
-  const std::string& TokenBytes(int id) const;
+  // Raw bytes token `id` adds to a stream; empty for ids that add nothing (control tokens, ids
+  // past the tokenizer's pieces). May be an incomplete UTF-8 sequence; TextStream assembles
+  // characters.
+  virtual std::string_view TokenBytes(int id) const = 0;
 
-  // The tokenizer's <s> and </s> ids, or -1 when it defines none.
-  int bos_id() const;
-  int eos_id() const;
-  int piece_count() const { return static_cast<int>(token_bytes_.size()); }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-  std::unique_ptr<sentencepiece::SentencePieceProcessor> sp_;
-  std::vector<std::string> token_bytes_;  // [piece_count]
-  std::string empty_;
+  // The tokenizer's own BOS and EOS ids, or -1 when it defines none.
+  virtual int bos_id() const = 0;
+  virtual int eos_id() const = 0;
+  // Ids it knows: [0, piece_count).
+  virtual int piece_count() const = 0;
+  // Where it came from, for messages (a file, or a description).
+  virtual const std::string& path() const = 0;
 };
 
 }  // namespace wc

@@ -7,7 +7,7 @@
 
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "model/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
 #include "util/npy.h"
 
@@ -54,7 +54,7 @@ TEST(DefaultModel, LogitsMatchThePyTorchReference) {
 
 TEST(DefaultModel, TokenizerAndChatFormatAgreeWithTheConfig) {
   const FalconConfig c = LoadConfig(kModel);
-  Tokenizer tok(kModel + "/tokenizer.model");
+  SentencePieceTokenizer tok(kModel + "/tokenizer.model");
   EXPECT_EQ(tok.piece_count(), c.vocab_size);
   EXPECT_EQ(tok.bos_id(), c.bos_token_id);
   EXPECT_EQ(tok.eos_id(), c.eos_token_id);

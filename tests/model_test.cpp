@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "model/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 #include "util/npy.h"
@@ -211,7 +211,7 @@ TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
 }
 
 TEST(Tokenizer, RoundTripsTextIncludingBytesOutsideTheVocabulary) {
-  Tokenizer tok(test::FixtureDir("tokenizer") + "/tokenizer.model");
+  SentencePieceTokenizer tok(test::FixtureDir("tokenizer") + "/tokenizer.model");
   for (const std::string text : {"a harbor is a sheltered port", "Hello, world!",
                                  "naïve café — 日本語 🦅", "x\ty\nz"}) {
     const auto ids = tok.Encode(text);

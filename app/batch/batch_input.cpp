@@ -204,10 +204,27 @@ void ParseJsonLine(const std::string& text, BatchLine& b, std::map<std::string, 
   if (b.chat) {
     b.messages = ReadMessages(*body);
   } else {
-    if (Field(*body, "prompt") == nullptr)
+    const json* prompt = Field(*body, "prompt");
+    if (prompt == nullptr)
       throw Error("body.prompt is missing (a /v1/completions body needs a prompt string)");
-    b.prompt = ReadString(*body, "prompt", "body.prompt");
-    if (b.prompt.empty()) throw Error("body.prompt is empty");
+    if (prompt->is_array()) {  // token ids, as the OpenAI API allows
+      if (prompt->empty()) throw Error("body.prompt is empty");
+      std::vector<int> ids;
+      for (size_t i = 0; i < prompt->size(); ++i) {
+        const json& id = (*prompt)[i];
+        if (!IsNonNegativeInt(id) || id.get<uint64_t>() > static_cast<uint64_t>(INT_MAX))
+          throw Error(
+              Cat("body.prompt[", i, "] must be a token id (a whole number >= 0), got ", Got(id)));
+        ids.push_back(static_cast<int>(id.get<uint64_t>()));
+      }
+      b.prompt_ids = std::move(ids);
+    } else {
+      if (!prompt->is_string())
+        throw Error(
+            Cat("body.prompt must be a string or an array of token ids, got ", Got(*prompt)));
+      b.prompt = prompt->get<std::string>();
+      if (b.prompt.empty()) throw Error("body.prompt is empty");
+    }
   }
   ReadSampling(*body, b);
 }

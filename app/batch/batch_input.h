@@ -3,7 +3,8 @@
 //   jsonl  the OpenAI Batch API's, as vLLM's run-batch reads it: one object per line,
 //          {"custom_id": "...", "method": "POST", "url": "/v1/completions" |
 //          "/v1/chat/completions",
-//           "body": {"prompt": "..." | "messages": [...], "max_tokens", "temperature", "top_p",
+//           "body": {"prompt": "..." | [token ids] | "messages": [...], "max_tokens",
+//           "temperature", "top_p",
 //                    "top_k", "seed", "stop", "num_beams", "length_penalty",
 //                    "early_stopping", "n"}}
 //   text   one prompt per line, chat-framed; custom_id is the line number.
@@ -34,10 +35,11 @@ struct BatchLine {
   std::optional<std::string> custom_id;  // when it could be read (a string)
   std::string error;                     // non-empty: the line is bad ("line N: ...")
 
-  bool chat = false;                  // /v1/chat/completions (or a text line)
-  std::string prompt;                 // completions: the raw prompt; text lines: the user message
-  std::vector<ChatMessage> messages;  // chat completions; the last is from the user
-  bool from_text = false;             // a plain-text line (no body to name in errors)
+  bool chat = false;   // /v1/chat/completions (or a text line)
+  std::string prompt;  // completions: the raw prompt; text lines: the user message
+  std::optional<std::vector<int>> prompt_ids;  // completions: a prompt given as token ids
+  std::vector<ChatMessage> messages;           // chat completions; the last is from the user
+  bool from_text = false;                      // a plain-text line (no body to name in errors)
 
   std::optional<int> max_tokens;
   std::optional<float> temperature;

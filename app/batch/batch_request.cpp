@@ -36,7 +36,13 @@ Request BuildBatchRequest(const BatchLine& line, const BatchDefaults& defaults,
   const char* field = line.from_text ? "the prompt" : line.chat ? "body.messages" : "body.prompt";
   Request r;
   try {
-    if (line.from_text || !line.chat) {
+    if (line.prompt_ids) {  // fed exactly (as generate --ids)
+      for (size_t i = 0; i < line.prompt_ids->size(); ++i)
+        if ((*line.prompt_ids)[i] >= framing.vocab_size)
+          throw Error(Cat("token id ", (*line.prompt_ids)[i], " at [", i, "]",
+                          " is outside the vocabulary [0, ", framing.vocab_size, ")"));
+      r.prompt_ids = *line.prompt_ids;
+    } else if (line.from_text || !line.chat) {
       r.prompt_ids =
           EncodePrompt(tok, format, line.prompt, /*raw=*/!line.chat, framing.bos_token_id);
     } else {
@@ -57,6 +63,9 @@ Request BuildBatchRequest(const BatchLine& line, const BatchDefaults& defaults,
   if (line.top_k) r.sampling.top_k = *line.top_k;
   r.seed = line.seed ? *line.seed : DeriveBatchSeed(defaults.seed, *line.custom_id);
   r.max_new_tokens = line.max_tokens ? *line.max_tokens : defaults.max_tokens;
+  if (line.stop && !line.stop->empty() && framing.ids)
+    throw Error(Cat("line ", line.line, ": ", line.from_text ? "stop" : "body.stop",
+                    " matches text, but with --ids replies are token ids"));
   r.stop = line.stop ? *line.stop : defaults.stop;
   if (line.num_beams) {
     BeamParams beams;

@@ -28,7 +28,9 @@ struct BatchFraming {
   const std::optional<ChatFormat>* chat_format = nullptr;
   int bos_token_id = 0;
   int eos_token_id = 0;
-  int ctx = 0;  // positions per user row; a prompt must leave one for the reply
+  int ctx = 0;         // positions per user row; a prompt must leave one for the reply
+  int vocab_size = 0;  // a prompt of token ids must stay below it
+  bool ids = false;    // --ids: text is token ids, so "stop" strings cannot apply
 };
 
 // The seed of a request that gives none: splitmix64(fnv1a64(custom_id) ^ seed), where fnv1a64 is
@@ -39,6 +41,7 @@ uint64_t DeriveBatchSeed(uint64_t seed, const std::string& custom_id);
 
 // The request for a good line (no observer yet):
 //   completions   EncodePrompt(prompt, raw) ids, chat = false        (generate --raw)
+//                 or the prompt's token ids as given                 (generate --ids)
 //   chat          EncodeMessages(messages) ids, chat = true          (generate, one user message)
 //   text line     EncodePrompt(prompt, framed) ids, chat = true      (generate)
 // with the body's sampling fields over `defaults`. Throws wc::Error "line N: <field> ..." for a

@@ -76,9 +76,13 @@ void RunPlainChat(ChatSession& session, bool banner) {
   if (banner) {
     std::printf(
         "wormchat - %s (%d layers, hidden %d, %d heads / %d KV heads), context %d, seed %llu\n"
-        "Type a message and press Enter; /help lists the commands.\n",
+        "%s; /help lists the commands.\n",
         m.dir.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, m.ctx,
-        static_cast<unsigned long long>(session.conversation().settings().seed));
+        static_cast<unsigned long long>(session.conversation().settings().seed),
+        session.run_options().ids
+            ? "Type token ids (\"5 17 9\") and press Enter: they are fed as they are, and replies "
+              "are ids"
+            : "Type a message and press Enter");
   }
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;

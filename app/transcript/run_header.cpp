@@ -20,6 +20,8 @@ struct Field {
   const char* key;
   std::function<std::string(const ModelRunOptions&, const LoadedModel&)> get;
   std::function<void(ModelRunOptions&, const std::string&)> set;
+  // Written only when not `absent`, and `absent` when left out (keys added after the format).
+  const char* absent = nullptr;
 };
 
 int ParseInt(const std::string& key, const std::string& value) {
@@ -72,6 +74,12 @@ const std::vector<Field>& Fields() {
            [](const std::string& v) { ParseReduction(v); }),
       Count("max-cores-per-head", &ModelRunOptions::max_cores_per_head),
       Count("k-chunk-size", &ModelRunOptions::k_chunk_size),
+      {"ids", [](const ModelRunOptions& o, const LoadedModel&) { return o.ids ? "true" : "false"; },
+       [](ModelRunOptions& o, const std::string& v) {
+         if (v != "true" && v != "false") throw Error(Cat("ids: '", v, "' is not true or false"));
+         o.ids = v == "true";
+       },
+       "false"},
   };
   return fields;
 }
@@ -80,7 +88,10 @@ const std::vector<Field>& Fields() {
 
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m) {
   std::vector<TranscriptOption> entries;
-  for (const Field& f : Fields()) entries.push_back({f.key, f.get(o, m), 0});
+  for (const Field& f : Fields()) {
+    std::string value = f.get(o, m);
+    if (f.absent == nullptr || value != f.absent) entries.push_back({f.key, std::move(value), 0});
+  }
   return entries;
 }
 
@@ -101,7 +112,8 @@ ModelRunOptions RunOptionsFromTranscript(const Transcript& t) {
     seen[entry.key] = true;
   }
   for (const Field& f : Fields())
-    if (!seen.count(f.key)) throw Error(Cat(t.path, ": the header has no '", f.key, ":' line"));
+    if (!seen.count(f.key) && f.absent == nullptr)
+      throw Error(Cat(t.path, ": the header has no '", f.key, ":' line"));
   return o;
 }
 

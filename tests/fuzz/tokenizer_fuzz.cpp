@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/tokenizer.h"
+#include "model/sentencepiece_tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const std::string path = "/proc/self/fd/" + std::to_string(fd);
   if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != static_cast<ssize_t>(size)) return 0;
   try {
-    const wc::Tokenizer tok(path);
+    const wc::SentencePieceTokenizer tok(path);
     const std::vector<int> ids =
         tok.Encode("Hello w\xC3\xB6rld, <0x41> \xF0\x9F\x90\xA6 \xFF end.");
     (void)tok.Decode(ids);
