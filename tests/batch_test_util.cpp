@@ -118,7 +118,8 @@ const RunResult& MixedRun() {
 
 std::string LongInput() {
   std::string s;
-  for (int i = 1; i <= 48; ++i) s += "Tell me about the number " + std::to_string(i) + ".\n";
+  for (size_t i = 1; i <= kLongCount; ++i)
+    s += "Tell me about the number " + std::to_string(i) + ".\n";
   return s;
 }
 std::vector<std::string> LongArgs() {

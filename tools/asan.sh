@@ -15,7 +15,7 @@ log="$build/asan-build.log"
 start=$(date +%s)
 {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=address,undefined &&
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=address,undefined &&
     cmake --build "$build" -j"$(nproc)"
 } > "$log" 2>&1 || { tail -50 "$log"; echo "asan.sh: the ASan+UBSan build failed ($log)"; exit 1; }
 built=$(date +%s)

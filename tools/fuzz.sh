@@ -3,7 +3,7 @@
 # each for a given time, one after the other, starting from the committed seeds.
 #
 #   tools/fuzz.sh                  every harness 600 s (the long run; about 2 hours)
-#   tools/fuzz.sh --seconds 10     every harness 10 s (CI)
+#   tools/fuzz.sh --seconds 20 --jobs 2   every harness 20 s, two at a time (CI: tools/test.sh)
 #   tools/fuzz.sh --seconds 60 npy safetensors    only those harnesses
 #
 # New inputs go to build-fuzz/corpus/NAME (kept between runs), a crashing input to
@@ -14,11 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 seconds=600
+max_jobs=1
 names=()
 while (($#)); do
   case "$1" in
     --seconds) seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --jobs) max_jobs="$2"; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "fuzz.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) names+=("$1"); shift ;;
   esac
@@ -30,43 +32,51 @@ fi
 
 build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"
 mkdir -p "$build/logs"
-CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DWORMCHAT_FUZZ=ON \
+CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= -DWORMCHAT_FUZZ=ON \
   -DBUILD_TESTING=OFF > "$build/logs/build.log" 2>&1 &&
-  cmake --build "$build" -j2 --target $(printf '%s_fuzz ' "${names[@]}") >> "$build/logs/build.log" 2>&1 ||
+  cmake --build "$build" -j"$(nproc)" --target $(printf '%s_fuzz ' "${names[@]}") >> "$build/logs/build.log" 2>&1 ||
   { tail -40 "$build/logs/build.log" >&2; exit 1; }
+
+# One harness: its run, then "NAME EXECUTIONS CRASHES SECONDS" in logs/NAME.result.
+run_one() {
+  local name="$1"
+  local corpus="$build/corpus/$name" crashes="$build/crashes/$name" log="$build/logs/$name.log"
+  mkdir -p "$corpus" "$crashes"
+  local extra=()
+  if [[ "$name" != npy && "$name" != tokenizer && "$name" != text_stream && "$name" != turns_file &&
+        "$name" != transcript ]]; then
+    extra+=(-dict=tests/fuzz/json.dict)
+  fi
+  local start status=0
+  start=$(date +%s)
+  "$build/tests/fuzz/${name}_fuzz" "$corpus" "tests/fuzz/corpus/$name" "${extra[@]}" \
+    -max_total_time="$seconds" -timeout=10 -malloc_limit_mb=256 -rss_limit_mb=2048 \
+    -artifact_prefix="$crashes/" -print_final_stats=1 > "$log" 2>&1 || status=$?
+  local execs
+  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
+  echo "$name ${execs:-0} $((status != 0)) $(($(date +%s) - start))" > "$build/logs/$name.result"
+}
+
+for name in "${names[@]}"; do
+  rm -f "$build/logs/$name.result"
+  while (($(jobs -rp | wc -l) >= max_jobs)); do wait -n || true; done
+  run_one "$name" &
+done
+wait
 
 total=0
 total_crashes=0
 failed=0
 printf '%-18s %14s %8s %s\n' harness executions crashes seconds
 for name in "${names[@]}"; do
-  corpus="$build/corpus/$name"
-  crashes="$build/crashes/$name"
-  mkdir -p "$corpus" "$crashes"
-  extra=()
-  if [[ "$name" != npy && "$name" != tokenizer && "$name" != text_stream && "$name" != turns_file &&
-        "$name" != transcript ]]; then
-    extra+=(-dict=tests/fuzz/json.dict)
-  fi
-  log="$build/logs/$name.log"
-  start=$(date +%s)
-  status=0
-  "$build/tests/fuzz/${name}_fuzz" "$corpus" "tests/fuzz/corpus/$name" "${extra[@]}" \
-    -max_total_time="$seconds" -timeout=10 -malloc_limit_mb=256 -rss_limit_mb=2048 \
-    -artifact_prefix="$crashes/" -print_final_stats=1 > "$log" 2>&1 || status=$?
-  execs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
-  execs=${execs:-0}
-  n_crash=0
-  if ((status != 0)); then
-    n_crash=1
-    failed=1
-  fi
+  read -r _ execs n_crash took < "$build/logs/$name.result"
   total=$((total + execs))
   total_crashes=$((total_crashes + n_crash))
-  printf '%-18s %14s %8s %s\n' "$name" "$execs" "$n_crash" "$(($(date +%s) - start))"
-  if ((status != 0)); then
-    grep -m1 -E 'ERROR|runtime error|uncaught|violated|must be one line' "$log" >&2 || true
-    echo "  log: $log, input: $(ls -t "$crashes" | head -1)" >&2
+  printf '%-18s %14s %8s %s\n' "$name" "$execs" "$n_crash" "$took"
+  if ((n_crash != 0)); then
+    failed=1
+    grep -m1 -E 'ERROR|runtime error|uncaught|violated|must be one line' "$build/logs/$name.log" >&2 || true
+    echo "  log: $build/logs/$name.log, input: $(ls -t "$build/crashes/$name" | head -1)" >&2
   fi
 done
 printf '%-18s %14s %8s\n' total "$total" "$total_crashes"

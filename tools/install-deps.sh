@@ -2,8 +2,10 @@
 # Installs the Debian 12 packages wormchat builds with (nothing else is downloaded, ever).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
+# clang, its runtimes (libFuzzer) and libomp build the fuzz harnesses (tools/fuzz.sh).
 packages=(g++ make cmake pkg-config libsentencepiece-dev libncurses-dev libcli11-dev libgtest-dev
-          nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux)
+          nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang libclang-rt-dev
+          libomp-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

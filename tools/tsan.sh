@@ -20,7 +20,8 @@ mkdir -p "$build"
 log="$build/tsan-build.log"
 start=$(date +%s)
 {
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWORMCHAT_SANITIZE=thread &&
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=thread &&
     cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
