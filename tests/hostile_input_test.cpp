@@ -3,6 +3,7 @@
 // names what is wrong, quickly, before any large allocation - never a crash, a hang or an
 // out-of-memory kill. Each run has a deadline; a run past it is killed and fails the test.
 #include <fcntl.h>
+#include <grp.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -246,6 +247,65 @@ TEST(Hostile, DirectoriesAndSymlinkLoopsWhereFilesBelongAreNamed) {
   }
   ExpectRefused({"perplexity", "--text", "/"}, 1, {"/: is a directory"});
   ExpectRefused({"batch", "-i", "/", "-o", "/dev/null"}, 1, {"is a directory"});
+}
+
+// Runs wormchat with `args` as an unprivileged user: as root (CI containers), as nobody (65534),
+// since root reads files whatever their mode. Exit 126 if the user cannot be switched.
+RunOutcome RunUnprivileged(const std::vector<std::string>& args) {
+  test::TempDir io;
+  const std::string out = io.File("out"), err = io.File("err");
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 1);
+    dup2(open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644), 2);
+    if (geteuid() == 0 && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+      _exit(126);
+    std::vector<char*> argv = {const_cast<char*>(WORMCHAT_BINARY)};
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    execv(WORMCHAT_BINARY, argv.data());
+    _exit(127);
+  }
+  RunOutcome r;
+  r.exit_code = test::WaitWormchat(pid);
+  r.out = test::ReadFile(out);
+  r.err = test::ReadFile(err);
+  return r;
+}
+
+TEST(Hostile, UnreadableFilesAreNamed) {
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.model"}) {
+    test::TempDir m;
+    ASSERT_EQ(chmod(m.path().c_str(), 0755), 0);  // nobody may look inside
+    test::CopyDir(test::FixtureDir("mha_seq_bf16"), m.path());
+    test::CopyDir(test::FixtureDir("tokenizer"), m.path());
+    const std::string path = m.File(name);
+    ASSERT_EQ(chmod(path.c_str(), 0), 0);
+    const RunOutcome r = RunUnprivileged({"generate", "--model", m.path(), "--prompt", "hi"});
+    if (r.exit_code == 126) GTEST_SKIP() << "cannot switch to an unprivileged user";
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_EQ(test::CountLines(r.err), 1) << r.err;
+    EXPECT_NE(r.err.find(path + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("Permission denied"), std::string::npos) << r.err;
+  }
+  test::TempDir dir;
+  ASSERT_EQ(chmod(dir.path().c_str(), 0777), 0);
+  test::WriteFile(dir.File("in.txt"), "hello\n");
+  ASSERT_EQ(chmod(dir.File("in.txt").c_str(), 0), 0);
+  const RunOutcome batch =
+      RunUnprivileged({"batch", "-i", dir.File("in.txt"), "-o", dir.File("out.jsonl")});
+  EXPECT_EQ(batch.exit_code, 1) << batch.err;
+  EXPECT_EQ(test::CountLines(batch.err), 1) << batch.err;
+  EXPECT_NE(batch.err.find(dir.File("in.txt")), std::string::npos) << batch.err;
+  EXPECT_NE(batch.err.find("Permission denied"), std::string::npos) << batch.err;
+  test::WriteFile(dir.File("t.txt"), "wormchat: 0.1.0\n");
+  ASSERT_EQ(chmod(dir.File("t.txt").c_str(), 0), 0);
+  const RunOutcome replay = RunUnprivileged({"transcript", "replay", dir.File("t.txt")});
+  EXPECT_NE(replay.exit_code, 0);
+  EXPECT_NE((replay.out + replay.err).find(dir.File("t.txt")), std::string::npos)
+      << replay.out << replay.err;
+  EXPECT_NE((replay.out + replay.err).find("Permission denied"), std::string::npos)
+      << replay.out << replay.err;
 }
 
 TEST(Hostile, CalibrateChecksItsDestinationBeforeItStarts) {
