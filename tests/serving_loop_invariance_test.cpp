@@ -45,8 +45,8 @@ const FormatCase kCases[] = {
     {KVDType::kBFP8, {16, 32, 256, 1}, {64, 4, 7, 1}},
 };
 
-// 32 requests (12 in a sanitizer build: still two long prompts, chats, max_new_tokens 0 and 1,
-// stop strings, requests that ignore EOS): every 8th prompt needs two prefill chunks even at a
+// 32 requests (8 in a sanitizer build: still a two-chunk prompt, chats, max_new_tokens 0 and 1,
+// a stop string, a request that ignores EOS): every 8th prompt needs two prefill chunks even at a
 // budget of 256 (260-330 tokens), the others are 1-80 tokens of text or a framed chat question;
 // greedy and sampled, with various top-k/top-p and seeds; 8-24 new tokens (one request 0, one 1);
 // some with stop strings.
@@ -58,7 +58,7 @@ std::vector<RequestSpec> Specs() {
   const float top_ps[] = {1.0f, 0.9f, 0.5f};
   Rng rng(2026);
   std::vector<RequestSpec> specs;
-  const int n_requests = test::kSanitized ? 12 : 32;
+  const int n_requests = test::kSanitized ? 8 : 32;
   for (int i = 0; i < n_requests; ++i) {
     RequestSpec s;
     if (i % 8 == 0) {

@@ -3,7 +3,7 @@
 # each for a given time, one after the other, starting from the committed seeds.
 #
 #   tools/fuzz.sh                  every harness 600 s (the long run; about 2 hours)
-#   tools/fuzz.sh --seconds 20 --jobs 2   every harness 20 s, two at a time (CI: tools/test.sh)
+#   tools/fuzz.sh --seconds 15 --jobs 2   every harness 15 s, two at a time (CI: tools/test.sh)
 #   tools/fuzz.sh --seconds 60 npy safetensors    only those harnesses
 #
 # New inputs go to build-fuzz/corpus/NAME (kept between runs), a crashing input to

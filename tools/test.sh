@@ -4,7 +4,7 @@
 #   2. the whole suite again under ASan + UBSan (tools/asan.sh, ./build-asan),
 #   3. the serving loop's concurrency under TSan (tools/tsan.sh, ./build-tsan),
 #   4. every parser's libFuzzer harness for a short run (tools/fuzz.sh, ./build-fuzz).
-# Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 20) is each harness's time.
+# Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 15) is each harness's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -16,7 +16,7 @@ bash tools/asan.sh
 t3=$(date +%s)
 bash tools/tsan.sh
 t4=$(date +%s)
-bash tools/fuzz.sh --seconds "${WORMCHAT_FUZZ_SECONDS:-20}" --jobs "$(nproc)"
+bash tools/fuzz.sh --seconds "${WORMCHAT_FUZZ_SECONDS:-15}" --jobs "$(nproc)"
 t5=$(date +%s)
 echo "test.sh: build $((t1 - t0)) s, ctest $((t2 - t1)) s, asan+ubsan $((t3 - t2)) s," \
   "tsan $((t4 - t3)) s, fuzz $((t5 - t4)) s; $((t5 - t0)) s in all"
