@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "app/bench_bounds.h"
 #include "app/bench_serve.h"
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
@@ -65,21 +66,6 @@ double Percentile(std::vector<double> v, double p) {
   const size_t lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
-// Peak resident set of this process, bytes (VmHWM).
-int64_t PeakRssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  while (in >> key) {
-    if (key == "VmHWM:") {
-      int64_t kb = 0;
-      in >> kb;
-      return kb * 1024;
-    }
-    in.ignore(1 << 20, '\n');
-  }
-  return 0;
 }
 
 std::vector<int> RandomPrompt(Rng& rng, int len, int vocab) {

@@ -16,6 +16,8 @@
 #include <vector>
 
 #include "app/bench_beams.h"
+#include "app/bench_bounds.h"
+#include "app/bench_model.h"
 #include "app/bench_serve.h"
 #include "app/commands.h"
 #include "app/model_options.h"
@@ -45,8 +47,7 @@ struct BenchAttentionOptions {
   std::string mesh = "n150";
 };
 
-constexpr int kBlock = 4;                        // timed runs of each measurement per block
-constexpr int64_t kStreamBlock = (1 << 20) / 8;  // uint64 values per streamed block (1 MiB)
+constexpr int kBlock = 4;  // timed runs of each measurement per block
 
 // max |a - b| / max |b|.
 double RelMaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
@@ -60,22 +61,6 @@ double RelMaxDiff(const std::vector<float>& a, const std::vector<float>& b) {
 
 double Seconds(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
   return std::chrono::duration<double>(b - a).count();
-}
-
-// One multi-threaded streaming read of `buf`; returns seconds and adds the sum to *sink.
-double StreamReadSeconds(const PageBuffer& buf, uint64_t* sink) {
-  const int64_t n = static_cast<int64_t>(buf.size() / 8);
-  const auto* p = reinterpret_cast<const uint64_t*>(buf.data());
-  const auto t0 = std::chrono::steady_clock::now();
-  uint64_t sum = 0;
-  // 1 MiB blocks handed out dynamically, as the engine hands out its cores: a thread that the
-  // host deschedules does not hold the others up.
-#pragma omp parallel for schedule(dynamic, 1) reduction(+ : sum)
-  for (int64_t b = 0; b < n; b += kStreamBlock)
-    for (int64_t i = b; i < std::min(n, b + kStreamBlock); ++i) sum += p[i];
-  const auto t1 = std::chrono::steady_clock::now();
-  *sink += sum;
-  return Seconds(t0, t1);
 }
 
 // One format under test: its cache (filled with the shared tokens), view and measurements.
@@ -283,6 +268,7 @@ void RegisterBench(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([o] { RunBenchAttention(*o); });
   RegisterBenchServe(bench);
+  RegisterBenchModel(bench);
   RegisterBenchBeams(bench);
 }
 

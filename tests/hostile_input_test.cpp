@@ -416,6 +416,9 @@ TEST(Hostile, EveryNumericFlagNegativeOrHugeEndsCleanly) {
       {{"bench", "attention"}, {"--kv-len", "256", "--repeats", "1"}, ""},
       {{"bench", "serve"}, {"--requests", "2", "--gen-len", "2", "--prompt-len", "4"}, ""},
       {{"bench", "beams"}, {"--prompt-tokens", "16", "--new-tokens", "2", "--beams", "2"}, ""},
+      {{"bench", "model"},
+       {"--prompt-len", "4", "--gen-len", "2", "--decode-rows", "1", "--repeats", "1"},
+       ""},
       {{"mesh-bench"}, {"--experiment", "seed-fig3-4", "--csv", dir.File("mesh.csv")}, ""},
   };
   int checked = 0;

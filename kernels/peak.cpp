@@ -1,0 +1,132 @@
+#include "kernels/peak.h"
+
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+
+#include "kernels/decode_attention_bf16dot.h"
+
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 reduction intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/peak.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// `iters` rounds of 12 independent FMA chains (enough to hide a 4-cycle latency on two pipes);
+// returns the FLOPs done. The result goes to *sink so nothing is optimized away.
+double FmaChains(int64_t iters, float* sink) {
+  const hn::ScalableTag<float> d;
+  const auto m = hn::Set(d, 0.9999999f), c = hn::Set(d, 1e-7f);
+  // Distinct starting values: identical chains would be merged into one by the compiler.
+  auto a0 = hn::Set(d, 1.00f), a1 = hn::Set(d, 1.01f), a2 = hn::Set(d, 1.02f);
+  auto a3 = hn::Set(d, 1.03f), a4 = hn::Set(d, 1.04f), a5 = hn::Set(d, 1.05f);
+  auto a6 = hn::Set(d, 1.06f), a7 = hn::Set(d, 1.07f), a8 = hn::Set(d, 1.08f);
+  auto a9 = hn::Set(d, 1.09f), a10 = hn::Set(d, 1.10f), a11 = hn::Set(d, 1.11f);
+  for (int64_t i = 0; i < iters; ++i) {
+    a0 = hn::MulAdd(a0, m, c), a1 = hn::MulAdd(a1, m, c), a2 = hn::MulAdd(a2, m, c);
+    a3 = hn::MulAdd(a3, m, c), a4 = hn::MulAdd(a4, m, c), a5 = hn::MulAdd(a5, m, c);
+    a6 = hn::MulAdd(a6, m, c), a7 = hn::MulAdd(a7, m, c), a8 = hn::MulAdd(a8, m, c);
+    a9 = hn::MulAdd(a9, m, c), a10 = hn::MulAdd(a10, m, c), a11 = hn::MulAdd(a11, m, c);
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)),
+                         hn::Add(hn::Add(hn::Add(a4, a5), hn::Add(a6, a7)),
+                                 hn::Add(hn::Add(a8, a9), hn::Add(a10, a11))));
+  *sink += hn::GetLane(hn::SumOfLanes(d, s));
+  return static_cast<double>(iters) * 12 * hn::Lanes(d) * 2;
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(FmaChains);
+
+namespace {
+
+#define WC_BF16 __attribute__((target("avx512f,avx512bf16")))
+
+// As FmaChains, with vdpbf16ps: each of the 16 f32 lanes adds two bf16 products (4 FLOPs).
+WC_BF16 double Bf16DotChains(int64_t iters, float* sink) {
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = a;  // bf16 1.0
+  // Distinct starting values: identical chains would be merged into one by the compiler.
+  __m512 s0 = _mm512_set1_ps(0), s1 = _mm512_set1_ps(1), s2 = _mm512_set1_ps(2);
+  __m512 s3 = _mm512_set1_ps(3), s4 = _mm512_set1_ps(4), s5 = _mm512_set1_ps(5);
+  __m512 s6 = _mm512_set1_ps(6), s7 = _mm512_set1_ps(7), s8 = _mm512_set1_ps(8);
+  __m512 s9 = _mm512_set1_ps(9), s10 = _mm512_set1_ps(10), s11 = _mm512_set1_ps(11);
+  for (int64_t i = 0; i < iters; ++i) {
+    s0 = _mm512_dpbf16_ps(s0, a, b), s1 = _mm512_dpbf16_ps(s1, a, b);
+    s2 = _mm512_dpbf16_ps(s2, a, b), s3 = _mm512_dpbf16_ps(s3, a, b);
+    s4 = _mm512_dpbf16_ps(s4, a, b), s5 = _mm512_dpbf16_ps(s5, a, b);
+    s6 = _mm512_dpbf16_ps(s6, a, b), s7 = _mm512_dpbf16_ps(s7, a, b);
+    s8 = _mm512_dpbf16_ps(s8, a, b), s9 = _mm512_dpbf16_ps(s9, a, b);
+    s10 = _mm512_dpbf16_ps(s10, a, b), s11 = _mm512_dpbf16_ps(s11, a, b);
+  }
+  const __m512 s =
+      _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)),
+                                  _mm512_add_ps(_mm512_add_ps(s4, s5), _mm512_add_ps(s6, s7))),
+                    _mm512_add_ps(_mm512_add_ps(s8, s9), _mm512_add_ps(s10, s11)));
+  *sink += _mm512_reduce_add_ps(s);
+  return static_cast<double>(iters) * 12 * 16 * 4;
+}
+
+// FLOP/s of `chains` run on every thread at once, best of three rounds of about `seconds`.
+template <typename F>
+double Rate(F chains, double seconds) {
+  // Calibrate the iteration count on one thread, then time all threads together.
+  float sink = 0;
+  int64_t iters = 1 << 16;
+  while (true) {
+    const auto t0 = std::chrono::steady_clock::now();
+    chains(iters, &sink);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (s > seconds / 4 || iters > (int64_t{1} << 40)) {
+      iters = static_cast<int64_t>(iters * seconds / std::max(s, 1e-9));
+      break;
+    }
+    iters *= 4;
+  }
+  double best = 0;
+  for (int round = 0; round < 3; ++round) {
+    double flops = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+#pragma omp parallel reduction(+ : flops)
+    {
+      float local = 0;
+      flops += chains(iters, &local);
+#pragma omp atomic
+      sink += local;
+    }
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    best = std::max(best, flops / s);
+  }
+  volatile float keep = sink;
+  (void)keep;
+  return best;
+}
+
+}  // namespace
+
+PeakFlops MeasurePeakFlops(double seconds) {
+  PeakFlops p;
+  p.f32_fma =
+      Rate([](int64_t n, float* s) { return HWY_DYNAMIC_DISPATCH(FmaChains)(n, s); }, seconds);
+  if (CpuHasBf16DotKernels()) p.bf16_dot = Rate(Bf16DotChains, seconds);
+  return p;
+}
+
+}  // namespace wc
+#endif  // HWY_ONCE

@@ -1,0 +1,18 @@
+// The machine's measured arithmetic peak: floating-point operations per second that the vector
+// units sustain with every OpenMP thread busy, for the instructions the matmuls can use. Bounds
+// for `wormchat bench model` (a prefill or batched decode reports its speed as a share of it).
+#pragma once
+
+namespace wc {
+
+struct PeakFlops {
+  double f32_fma = 0;   // FLOP/s of f32 fused multiply-adds (2 per lane), the SIMD target's width
+  double bf16_dot = 0;  // FLOP/s of AVX-512 BF16 dot products (vdpbf16ps: 4 per f32 lane); 0 if
+                        // the CPU has none
+};
+
+// Runs each kind for about `seconds` on all threads (independent accumulator chains, no memory
+// traffic) and reports the best of three rounds.
+PeakFlops MeasurePeakFlops(double seconds = 0.2);
+
+}  // namespace wc

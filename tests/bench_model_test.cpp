@@ -1,0 +1,67 @@
+// `wormchat bench model` end to end at tiny sizes (the figures themselves are for the README, not
+// for tests): every measurement and bound is reported, in the text and in --json, as a positive
+// number with its share of the bound; the bf16 dot-product peak exactly when the CPU has the
+// instructions; bad values refused naming the flag.
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kernels/decode_attention_bf16dot.h"
+#include "tests/test_util.h"
+
+namespace wc {
+namespace {
+
+using nlohmann::json;
+using test::RunWormchat;
+
+TEST(BenchModel, ReportsEveryFigureWithItsBound) {
+  test::TempDir dir;
+  const test::RunResult r = RunWormchat({"bench", "model", "--model", test::FixtureDir("mq_f32"),
+                                         "--prompt-len", "16", "--gen-len", "6", "--decode-rows",
+                                         "1,3", "--repeats", "2", "--json", dir.File("b.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* needle : {"machine: read ", "prefill   16 tokens:", "decode   1 row :",
+                             "decode   3 rows:", "x 1 row", "memory: peak RSS"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
+  const json j = json::parse(test::ReadFile(dir.File("b.json")));
+  EXPECT_GT(j.at("read_gbps").get<double>(), 0);
+  EXPECT_GT(j.at("f32_fma_gflops").get<double>(), 0);
+  EXPECT_EQ(j.at("bf16_dot_gflops").get<double>() > 0, CpuHasBf16DotKernels());
+  EXPECT_EQ(j.at("weights_dtype"), "F32");
+  EXPECT_EQ(j.at("kv_dtype"), "f32");  // auto: the checkpoint's precision
+  const json& p = j.at("prefill");
+  EXPECT_EQ(p.at("tokens"), 16);
+  EXPECT_GT(p.at("tokens_per_s").get<double>(), 0);
+  EXPECT_GT(p.at("bound_tokens_per_s").get<double>(), 0);
+  EXPECT_NEAR(p.at("fraction_of_bound").get<double>(),
+              p.at("tokens_per_s").get<double>() / p.at("bound_tokens_per_s").get<double>(), 1e-9);
+  ASSERT_EQ(j.at("decode").size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& d = j.at("decode")[i];
+    EXPECT_EQ(d.at("rows"), i == 0 ? 1 : 3);
+    EXPECT_GT(d.at("tokens_per_s").get<double>(), 0);
+    EXPECT_GT(d.at("bandwidth_bound_tokens_per_s").get<double>(), 0);
+    EXPECT_GT(d.at("fma_bound_tokens_per_s").get<double>(), 0);
+    EXPECT_GT(d.at("fraction_of_bound").get<double>(), 0);
+  }
+  EXPECT_GT(j.at("memory").at("peak_rss_bytes").get<double>(),
+            j.at("memory").at("weight_bytes").get<double>());
+}
+
+TEST(BenchModel, BadValuesAreRefusedNamingTheFlag) {
+  const std::string model = test::FixtureDir("mq_f32");  // context 64
+  const test::RunResult rows = RunWormchat({"bench", "model", "--decode-rows", "0"});
+  EXPECT_EQ(rows.exit_code, 2);
+  EXPECT_NE(rows.err.find("--decode-rows"), std::string::npos) << rows.err;
+  const test::RunResult ctx =
+      RunWormchat({"bench", "model", "--model", model, "--prompt-len", "100"});
+  EXPECT_EQ(ctx.exit_code, 1);
+  EXPECT_NE(ctx.err.find("--prompt-len 100"), std::string::npos) << ctx.err;
+  EXPECT_NE(ctx.err.find("context of 64"), std::string::npos) << ctx.err;
+  EXPECT_EQ(test::CountLines(ctx.err), 1) << ctx.err;
+}
+
+}  // namespace
+}  // namespace wc
