@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# wormchat against llama.cpp (b6673) on the same checkpoints, dtype and threads (issue 16).
+#
+#   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] MODEL_DIR...
+#
+# For each model: converts it to GGUF (tools/bench/to_gguf.py, same dtype), checks that both
+# programs pick the same greedy tokens for a prompt, then runs llama-bench (-p 512, -n 128) and
+# `wormchat bench model` alternately, --reps times each (default 3), and prints the median
+# tokens/s of each and their ratio. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
+# (default build-llama/llama.cpp-b6673) the first time; nothing of it is needed to build, run or
+# test wormchat. Prints the CPU and its SIMD flags first: figures are only comparable on one
+# machine.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+reps=3
+threads=$(nproc)
+llama_dir=build-llama/llama.cpp-b6673
+models=()
+while (($#)); do
+  case "$1" in
+    --reps) reps="$2"; shift 2 ;;
+    --threads) threads="$2"; shift 2 ;;
+    --llama) llama_dir="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    *) models+=("$1"); shift ;;
+  esac
+done
+((${#models[@]} > 0)) || { echo "compare.sh: give at least one MODEL_DIR" >&2; exit 2; }
+
+bin=$(bash tools/bench/llama-cpp.sh "$llama_dir" | tail -1)
+wormchat=./build/wormchat
+[ -x "$wormchat" ] || bash tools/build.sh
+out=build-bench
+mkdir -p "$out"
+
+cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
+flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+        grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_vnni|avx512vbmi|amx_bf16)$' | tr '\n' ' ')
+echo "machine: $cpu, $(nproc) cores; $flags; $threads threads"
+
+median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+for model in "${models[@]}"; do
+  name=$(basename "$(realpath "$model")")
+  gguf="$out/$name.gguf"
+  if [ ! -f "$gguf" ] || [ "$model/model.safetensors" -nt "$gguf" ]; then
+    PYTHONPATH="$llama_dir/gguf-py" python3 tools/bench/to_gguf.py "$model" "$gguf" >&2
+  fi
+
+  # The same greedy tokens: 12 new tokens of a raw prompt, as text.
+  prompt="The falcon"
+  ours=$("$wormchat" generate --model "$model" --raw --temperature 0 -n 12 --prompt "$prompt" \
+         --threads "$threads")
+  theirs=$("$bin/llama-cli" -m "$gguf" -p "$prompt" -n 12 --temp 0 --top-k 1 -no-cnv \
+           --no-display-prompt --no-warmup -t "$threads" -c 256 --simple-io 2>/dev/null </dev/null |
+           head -c 4096)
+  if [ "$(echo "$ours" | tr -d ' \n')" != "$(echo "$theirs" | tr -d ' \n')" ]; then
+    echo "compare.sh: $name: greedy tokens differ" >&2
+    echo "  wormchat:  $ours" >&2
+    echo "  llama.cpp: $theirs" >&2
+    exit 1
+  fi
+  echo "$name: greedy tokens agree (\"$ours\")"
+
+  : > "$out/$name.llama"
+  : > "$out/$name.ours"
+  for ((r = 0; r < reps; ++r)); do
+    "$bin/llama-bench" -m "$gguf" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null |
+      python3 -c '
+import json, sys
+for t in json.load(sys.stdin):
+    kind = "prefill" if t["n_prompt"] > 0 else "decode"
+    print(kind, t["avg_ts"])' >> "$out/$name.llama"
+    "$wormchat" bench model --model "$model" --threads "$threads" --prompt-len 512 \
+      --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$name.json" > /dev/null
+    python3 -c '
+import json, sys
+j = json.load(open(sys.argv[1]))
+print("prefill", j["prefill"]["tokens_per_s"])
+print("decode", j["decode"][0]["tokens_per_s"])
+print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])' "$out/$name.json" \
+      >> "$out/$name.ours"
+  done
+  for kind in prefill decode; do
+    l=$(grep "^$kind " "$out/$name.llama" | awk '{print $2}' | median)
+    o=$(grep "^$kind " "$out/$name.ours" | awk '{print $2}' | median)
+    printf '%-24s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
+      "$name" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')"
+  done
+  b=$(grep "^decode_bound " "$out/$name.ours" | awk '{print $2}' | median)
+  o=$(grep "^decode " "$out/$name.ours" | awk '{print $2}' | median)
+  printf '%-24s decode at %.0f%% of the read-bandwidth bound (%.1f tok/s)\n' "$name" \
+    "$(awk -v a="$o" -v b="$b" 'BEGIN {print 100 * a / b}')" "$b"
+done
