@@ -7,8 +7,9 @@
 // the f32 FMA / bf16 dot-product peak (kernels/peak.h). Decode reads every weight once per step
 // (the embedding table only one row) plus the KV rows so far: bound = R tokens per (bytes /
 // bandwidth). Prefill and batched decode do 2 FLOPs per weight per token (and attention's
-// 4 * head_dim per query head per position): bound = tokens per (FLOPs / FMA peak), and batched
-// decode takes the lower of its two bounds. Each figure is the median of --repeats runs.
+// 4 * head_dim per query head per position; a prefill's LM head runs for its last token only):
+// bound = tokens per (FLOPs / FMA peak), and batched decode takes the lower of its two bounds.
+// Each figure is the median of --repeats runs.
 #include "app/bench_model.h"
 
 #include <algorithm>
@@ -98,6 +99,7 @@ double DecodeRate(const std::vector<RequestResult>& res) {
 
 struct ModelShape {
   double matmul_params = 0;       // weights a token multiplies through, LM head included
+  double lm_head_params = 0;      // of which the LM head's
   double weight_bytes_step = 0;   // bytes a decode step reads: every weight, one embedding row
   double kv_bytes_per_pos = 0;    // K and V bytes per position, every layer
   double attn_flops_per_pos = 0;  // per query token per attended position, every layer
@@ -114,7 +116,8 @@ ModelShape ShapeOf(const LoadedModel& m) {
       bytes += static_cast<double>(mr->rows) * mr->cols * DTypeSize(mr->dtype);
     }
   }
-  s.matmul_params += static_cast<double>(w.lm_head.rows) * w.lm_head.cols;
+  s.lm_head_params = static_cast<double>(w.lm_head.rows) * w.lm_head.cols;
+  s.matmul_params += s.lm_head_params;
   bytes += static_cast<double>(w.lm_head.rows) * w.lm_head.cols * DTypeSize(w.lm_head.dtype);
   s.weight_bytes_step = bytes;
   s.kv_bytes_per_pos =
@@ -173,8 +176,11 @@ void RunBenchModel(const BenchModelOptions& o) {
     const RequestResult r = Run(loop, 1, o.prompt_len, 1, c.vocab_size, rng)[0];
     prefill.push_back(o.prompt_len / (r.t_first_token - r.t_admit));
   }
-  const double prefill_flops =
-      2.0 * shape.matmul_params + shape.attn_flops_per_pos * (o.prompt_len + 1) / 2.0;
+  // Per prompt token: the layers' weights and attention over the positions before it; the LM head
+  // runs for the last token only.
+  const double prefill_flops = 2.0 * (shape.matmul_params - shape.lm_head_params) +
+                               shape.attn_flops_per_pos * (o.prompt_len + 1) / 2.0 +
+                               2.0 * shape.lm_head_params / o.prompt_len;
   const double prefill_bound = peak.f32_fma / prefill_flops;
   const double prefill_rate = Median(prefill);
   std::printf("prefill %4d tokens: %9.1f tokens/s  (%.0f%% of the f32 FMA bound %.1f)\n",

@@ -29,6 +29,12 @@ while (($#)); do
 done
 ((${#models[@]} > 0)) || { echo "compare.sh: give at least one MODEL_DIR" >&2; exit 2; }
 
+# Debian's python3 with numpy (gguf-py needs it), whatever `python3` a PATH finds first.
+py=/usr/bin/python3
+if ! "$py" -c 'import numpy' 2>/dev/null; then
+  sudo=""; [ "$(id -u)" -eq 0 ] || sudo=sudo
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-numpy
+fi
 bin=$(bash tools/bench/llama-cpp.sh "$llama_dir" | tail -1)
 wormchat=./build/wormchat
 [ -x "$wormchat" ] || bash tools/build.sh
@@ -46,7 +52,7 @@ for model in "${models[@]}"; do
   name=$(basename "$(realpath "$model")")
   gguf="$out/$name.gguf"
   if [ ! -f "$gguf" ] || [ "$model/model.safetensors" -nt "$gguf" ]; then
-    PYTHONPATH="$llama_dir/gguf-py" python3 tools/bench/to_gguf.py "$model" "$gguf" >&2
+    PYTHONPATH="$llama_dir/gguf-py" "$py" tools/bench/to_gguf.py "$model" "$gguf" >&2
   fi
 
   # The same greedy tokens: 12 new tokens of a raw prompt, as text.
@@ -68,14 +74,14 @@ for model in "${models[@]}"; do
   : > "$out/$name.ours"
   for ((r = 0; r < reps; ++r)); do
     "$bin/llama-bench" -m "$gguf" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null |
-      python3 -c '
+      "$py" -c '
 import json, sys
 for t in json.load(sys.stdin):
     kind = "prefill" if t["n_prompt"] > 0 else "decode"
     print(kind, t["avg_ts"])' >> "$out/$name.llama"
     "$wormchat" bench model --model "$model" --threads "$threads" --prompt-len 512 \
       --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$name.json" > /dev/null
-    python3 -c '
+    "$py" -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 print("prefill", j["prefill"]["tokens_per_s"])
