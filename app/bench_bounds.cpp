@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "util/error.h"
 #include "util/page_buffer.h"
 
 namespace wc {
@@ -55,6 +56,12 @@ int64_t PeakRssBytes() {
     in.ignore(1 << 20, '\n');
   }
   return 0;
+}
+
+void WriteJsonOutput(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text << "\n";
+  if (!f) throw Error(Cat("--json ", path, ": cannot write the file"));
 }
 
 int BenchThreads(int threads) {

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace wc {
 
@@ -19,6 +20,10 @@ double MeasureReadBandwidth(size_t bytes, int repeats);
 
 // Peak resident set of this process, bytes (VmHWM of /proc/self/status).
 int64_t PeakRssBytes();
+
+// Writes `text` and a newline to `path` (a bench's --json). Throws wc::Error naming --json and the
+// path if it cannot be written.
+void WriteJsonOutput(const std::string& path, const std::string& text);
 
 // The OpenMP threads a run with --threads `threads` uses (0: all).
 int BenchThreads(int threads);

@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -224,11 +223,7 @@ void RunBenchModel(const BenchModelOptions& o) {
   out["memory"] = {
       {"peak_rss_bytes", rss}, {"weight_bytes", weights}, {"kv_pool_bytes", loop.kv_bytes()}};
   loop.Shutdown(ShutdownMode::kDrain);
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << out.dump(2) << "\n";
-    if (!f) throw Error(Cat("--json ", o.json, ": cannot write the file"));
-  }
+  if (!o.json.empty()) WriteJsonOutput(o.json, out.dump(2));
 }
 
 }  // namespace

@@ -10,7 +10,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -228,11 +227,7 @@ void RunBenchServe(const BenchServeOptions& o) {
                    {"kv_pool_bytes", kv_bytes},
                    {"other_bytes", rss - weight_bytes - kv_bytes}};
   loop.Shutdown(ShutdownMode::kDrain);
-  if (!o.json.empty()) {
-    std::ofstream f(o.json);
-    f << out.dump(2) << "\n";
-    if (!f) throw Error(Cat("--json ", o.json, ": cannot write the file"));
-  }
+  if (!o.json.empty()) WriteJsonOutput(o.json, out.dump(2));
 }
 
 }  // namespace
