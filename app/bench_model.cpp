@@ -22,11 +22,11 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_bounds.h"
+#include "app/bench_requests.h"
 #include "app/model_options.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "serving/serving_loop.h"
-#include "serving/waiting_observer.h"
 #include "util/error.h"
 #include "util/rng.h"
 
@@ -48,52 +48,12 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-std::vector<int> RandomIds(Rng& rng, int len, int vocab) {
-  std::vector<int> ids(len);
-  for (int& id : ids) id = 3 + static_cast<int>(rng.Next() % static_cast<uint64_t>(vocab - 3));
-  return ids;
-}
-
-// Runs `rows` requests of `prompt` tokens and `gen` new ones (EOS ignored) at once; returns their
-// results.
-std::vector<RequestResult> Run(ServingLoop& loop, int rows, int prompt, int gen, int vocab,
-                               Rng& rng) {
-  std::vector<std::shared_ptr<WaitingObserver>> obs;
-  for (int i = 0; i < rows; ++i) {
-    Request r;
-    r.prompt_ids = RandomIds(rng, prompt, vocab);
-    r.max_new_tokens = gen;
-    r.stop_at_eos = false;
-    r.seed = rng.Next();
-    obs.push_back(std::make_shared<WaitingObserver>(nullptr));
-    r.observer = obs.back();
-    loop.Submit(std::move(r));
-  }
-  std::vector<RequestResult> out;
-  for (auto& o : obs) {
-    out.push_back(o->Wait());
-    if (out.back().reason == StopReason::kError)
-      throw Error(Cat("bench request failed: ", out.back().error));
-  }
-  return out;
-}
-
-// Aggregate decode tokens/s of requests that decoded together: tokens after the last first token
-// until the first finish, over that time (every token time is not kept, so this counts the steps
-// as generated tokens spread evenly between first token and finish, per request).
-double DecodeRate(const std::vector<RequestResult>& res) {
-  double start = 0, end = 1e300;
-  for (const RequestResult& r : res) {
-    start = std::max(start, r.t_first_token);
-    end = std::min(end, r.t_finish);
-  }
-  double tokens = 0;
-  for (const RequestResult& r : res) {
-    const double span = r.t_finish - r.t_first_token;
-    const double rate = span > 0 ? (r.tokens.size() - 1) / span : 0;
-    tokens += rate * std::max(0.0, end - start);
-  }
-  return end > start ? tokens / (end - start) : 0;
+// One request of `prompt` random tokens generating `gen` (EOS ignored); its result.
+RequestResult RunOne(ServingLoop& loop, int prompt, int gen, int vocab, Rng& rng) {
+  auto obs = std::make_shared<TimingObserver>(BenchClock::now());
+  loop.Submit(BenchRequest(RandomPrompt(rng, prompt, vocab), gen, rng.Next(), obs));
+  WaitAll({obs});
+  return obs->Wait();
 }
 
 struct ModelShape {
@@ -159,7 +119,7 @@ void RunBenchModel(const BenchModelOptions& o) {
               peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none");
 
   Rng rng(o.seed);
-  Run(loop, std::min(max_rows, 4), 8, 4, c.vocab_size, rng);  // warm-up: page faults, thread pool
+  DecodeRate(loop, std::min(max_rows, 4), 4, c.vocab_size, rng.Next());  // warm-up: page faults
   nlohmann::json out = {{"model", m.dir},
                         {"threads", threads},
                         {"simd", SimdTargetName()},
@@ -172,7 +132,7 @@ void RunBenchModel(const BenchModelOptions& o) {
   // Prefill.
   std::vector<double> prefill;
   for (int i = 0; i < o.repeats; ++i) {
-    const RequestResult r = Run(loop, 1, o.prompt_len, 1, c.vocab_size, rng)[0];
+    const RequestResult r = RunOne(loop, o.prompt_len, 1, c.vocab_size, rng);
     prefill.push_back(o.prompt_len / (r.t_first_token - r.t_admit));
   }
   // Per prompt token: the layers' weights and attention over the positions before it; the LM head
@@ -194,7 +154,7 @@ void RunBenchModel(const BenchModelOptions& o) {
   for (int rows : o.decode_rows) {
     std::vector<double> rates;
     for (int i = 0; i < o.repeats; ++i)
-      rates.push_back(DecodeRate(Run(loop, rows, 8, o.gen_len, c.vocab_size, rng)));
+      rates.push_back(DecodeRate(loop, rows, o.gen_len, c.vocab_size, rng.Next()));
     const double rate = Median(rates);
     if (rows == 1) rate1 = rate;
     const double avg_pos = 8 + o.gen_len / 2.0;

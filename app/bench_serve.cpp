@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench_bounds.h"
+#include "app/bench_requests.h"
 #include "app/bench_serve.h"
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
@@ -43,21 +44,6 @@ struct BenchServeOptions {
   std::string json;
 };
 
-// Token times of one request, in seconds on the bench's clock (written on the loop's thread, read
-// after Wait()).
-class TimingObserver : public WaitingObserver {
- public:
-  explicit TimingObserver(Clock::time_point t0) : t0_(t0) {}
-  void OnToken(int, const float*, int) override {
-    times_.push_back(std::chrono::duration<double>(Clock::now() - t0_).count());
-  }
-  const std::vector<double>& times() const { return times_; }
-
- private:
-  Clock::time_point t0_;
-  std::vector<double> times_;
-};
-
 double Percentile(std::vector<double> v, double p) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -65,53 +51,6 @@ double Percentile(std::vector<double> v, double p) {
   const size_t lo = static_cast<size_t>(pos);
   const size_t hi = std::min(lo + 1, v.size() - 1);
   return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
-std::vector<int> RandomPrompt(Rng& rng, int len, int vocab) {
-  std::vector<int> ids(len);
-  // Skip the first few ids (special tokens in Falcon-style vocabularies).
-  for (int& id : ids) id = 3 + static_cast<int>(rng.Next() % static_cast<uint64_t>(vocab - 3));
-  return ids;
-}
-
-Request BenchRequest(std::vector<int> prompt, int gen_len, uint64_t seed,
-                     std::shared_ptr<RequestObserver> observer) {
-  Request r;
-  r.prompt_ids = std::move(prompt);
-  r.max_new_tokens = gen_len;
-  r.stop_at_eos = false;  // fixed lengths, as serving benchmarks' ignore_eos
-  r.seed = seed;
-  r.observer = std::move(observer);
-  return r;
-}
-
-void WaitAll(const std::vector<std::shared_ptr<TimingObserver>>& obs) {
-  for (const auto& o : obs)
-    if (o->Wait().reason == StopReason::kError)
-      throw Error(Cat("bench request failed: ", o->Wait().error));
-}
-
-// Aggregate decode tokens/s with `rows` requests decoding together.
-double DecodeRate(ServingLoop& loop, int rows, int gen_len, int vocab, uint64_t seed) {
-  Rng rng(seed);
-  const Clock::time_point t0 = Clock::now();
-  std::vector<std::shared_ptr<TimingObserver>> obs;
-  for (int i = 0; i < rows; ++i) {
-    obs.push_back(std::make_shared<TimingObserver>(t0));
-    loop.Submit(BenchRequest(RandomPrompt(rng, 8, vocab), gen_len, seed + i, obs.back()));
-  }
-  WaitAll(obs);
-  double start = 0, end = 1e300;
-  for (const auto& o : obs) {
-    start = std::max(start, o->times().front());
-    end = std::min(end, o->times().back());
-  }
-  int64_t tokens = 0;
-  for (const auto& o : obs)
-    for (double t : o->times()) tokens += (t > start && t <= end) ? 1 : 0;
-  if (end <= start || tokens == 0)
-    throw Error("--gen-len is too short to measure decode speed; raise it");
-  return tokens / (end - start);
 }
 
 void RunBenchServe(const BenchServeOptions& o) {

@@ -11,8 +11,8 @@ per-KV-group order (G query heads, then K, then V, per group) to llama.cpp's (al
 V), as llama.cpp's own converter does.
 
 The vocabulary is the sentencepiece model's pieces (llama.cpp's "llama" SPM tokenizer, so text
-tokenizes as wormchat's does); ids past the tokenizer (a model vocabulary larger than it) or a
-model without tokenizer.model get unused placeholder pieces: llama-bench needs only the count.
+tokenizes as wormchat's does); ids past the tokenizer (a model vocabulary larger than it), or all
+of them for a model without tokenizer.model, get padding pieces "[PADn]" of type UNUSED.
 
 llama.cpp's Falcon graph has no linear biases and always runs attention and MLP in parallel, so
 checkpoints with bias=true or parallel_attn=false are refused. Run by tools/bench/compare.sh; its
