@@ -24,6 +24,7 @@
 #include "app/bench_bounds.h"
 #include "app/bench_requests.h"
 #include "app/model_options.h"
+#include "kernels/gemm.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "serving/serving_loop.h"
@@ -94,6 +95,10 @@ void RunBenchModel(const BenchModelOptions& o) {
     if (r < 1 || r > 256) throw Error(Cat("--decode-rows ", r, " must be in [1, 256]"));
     max_rows = std::max(max_rows, r);
   }
+  // The machine's bounds, measured before the model is loaded so the probe's buffer does not add to
+  // the peak RSS reported below.
+  const double read_gbps = MeasureReadBandwidth(size_t{256} << 20, 5) / 1e9;
+  const PeakFlops peak = MeasurePeakFlops(0.1);
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
   const FalconConfig& c = m.model->config();
   if (o.prompt_len + 1 > m.ctx || 8 + o.gen_len > m.ctx)
@@ -104,16 +109,17 @@ void RunBenchModel(const BenchModelOptions& o) {
                    ServingOptionsFor(o.run, m, max_rows, std::max(o.prompt_len, max_rows)));
   const ModelShape shape = ShapeOf(m);
   const int threads = BenchThreads(o.run.threads);
+  const char* kernel = GemmKernelName(m.model->weights().layers[0].qkv_p);
   std::printf(
-      "bench model: %s (%d layers, hidden %d, vocab %d, %s weights), KV %s, %d threads, %s\n",
+      "bench model: %s (%d layers, hidden %d, vocab %d, %s weights), KV %s, %d threads, %s, "
+      "matmul %s\n",
       m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
       DTypeName(m.model->weights().layers[0].qkv.dtype), KVDTypeName(m.kv.dtype), threads,
-      SimdTargetName());
-  std::fflush(stdout);
-
-  // The machine's bounds, measured now.
-  const double read_gbps = MeasureReadBandwidth(size_t{256} << 20, 5) / 1e9;
-  const PeakFlops peak = MeasurePeakFlops(0.1);
+      SimdTargetName(), kernel);
+  // The compute bound of the kernel the matmuls run on.
+  const bool bf16_dot = std::string(kernel).rfind("bf16 dot", 0) == 0;
+  const double compute_peak = bf16_dot ? peak.bf16_dot : peak.f32_fma;
+  const char* compute_name = bf16_dot ? "bf16 dot" : "f32 FMA";
   std::printf("machine: read %.1f GB/s, f32 FMA %.1f GFLOP/s, bf16 dot %s\n", read_gbps,
               peak.f32_fma / 1e9,
               peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none");
@@ -123,6 +129,7 @@ void RunBenchModel(const BenchModelOptions& o) {
   nlohmann::json out = {{"model", m.dir},
                         {"threads", threads},
                         {"simd", SimdTargetName()},
+                        {"matmul_kernel", kernel},
                         {"weights_dtype", DTypeName(m.model->weights().layers[0].qkv.dtype)},
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},
                         {"read_gbps", read_gbps},
@@ -140,10 +147,10 @@ void RunBenchModel(const BenchModelOptions& o) {
   const double prefill_flops = 2.0 * (shape.matmul_params - shape.lm_head_params) +
                                shape.attn_flops_per_pos * (o.prompt_len + 1) / 2.0 +
                                2.0 * shape.lm_head_params / o.prompt_len;
-  const double prefill_bound = peak.f32_fma / prefill_flops;
+  const double prefill_bound = compute_peak / prefill_flops;
   const double prefill_rate = Median(prefill);
-  std::printf("prefill %4d tokens: %9.1f tokens/s  (%.0f%% of the f32 FMA bound %.1f)\n",
-              o.prompt_len, prefill_rate, 100 * prefill_rate / prefill_bound, prefill_bound);
+  std::printf("prefill %4d tokens: %9.1f tokens/s  (%.0f%% of the %s bound %.1f)\n", o.prompt_len,
+              prefill_rate, 100 * prefill_rate / prefill_bound, compute_name, prefill_bound);
   out["prefill"] = {{"tokens", o.prompt_len},
                     {"tokens_per_s", prefill_rate},
                     {"bound_tokens_per_s", prefill_bound},
@@ -161,11 +168,11 @@ void RunBenchModel(const BenchModelOptions& o) {
     const double step_bytes = shape.weight_bytes_step + rows * avg_pos * shape.kv_bytes_per_pos;
     const double bw_bound = rows * read_gbps * 1e9 / step_bytes;
     const double fma_bound =
-        peak.f32_fma / (2.0 * shape.matmul_params + shape.attn_flops_per_pos * avg_pos);
+        compute_peak / (2.0 * shape.matmul_params + shape.attn_flops_per_pos * avg_pos);
     const double bound = std::min(bw_bound, fma_bound);
     std::printf("decode  %2d row%s:   %9.1f tokens/s  (%.0f%% of the %s bound %.1f)", rows,
                 rows == 1 ? " " : "s", rate, 100 * rate / bound,
-                bw_bound <= fma_bound ? "bandwidth" : "f32 FMA", bound);
+                bw_bound <= fma_bound ? "bandwidth" : compute_name, bound);
     if (rows != 1 && rate1 > 0) std::printf(", %.2fx 1 row", rate / rate1);
     std::printf("\n");
     std::fflush(stdout);

@@ -52,6 +52,16 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
       ->capture_default_str();
   cmd->add_option("--k-chunk-size", o.k_chunk_size, "FlashDecode K/V chunk rows (0 = auto)")
       ->capture_default_str();
+  cmd->add_option("--matmul-precision", o.matmul_precision,
+                  "Activations of BF16 weight matrices: bf16 (rounded, bf16 dot products: twice "
+                  "the throughput, as llama.cpp) or f32 (exact products). F32/F16 weights: f32")
+      ->capture_default_str();
+}
+
+ActivationPrecision ParseMatmulPrecision(const std::string& name) {
+  if (name == "bf16") return ActivationPrecision::kBF16;
+  if (name == "f32") return ActivationPrecision::kF32;
+  throw Error(Cat("--matmul-precision '", name, "' is not supported; choose bf16 or f32"));
 }
 
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
@@ -140,6 +150,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   mo.flash.reduction = ParseReduction(o.reduction);
   mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
   mo.flash.k_chunk_size = o.k_chunk_size;
+  mo.matmul_precision = ParseMatmulPrecision(o.matmul_precision);
   m.model = FalconModel::Load(m.dir, mo);
   m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().layers[0].qkv.dtype);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));

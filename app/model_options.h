@@ -30,6 +30,7 @@ struct ModelRunOptions {
   std::string reduction = "tree";       // --reduction
   int max_cores_per_head = 16;          // --max-cores-per-head
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
+  std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 (BF16 weights only)
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
   // fed without chat framing (model/ids_tokenizer.h); no tokenizer.model needed.
   bool ids = false;
@@ -44,6 +45,9 @@ inline ModelRunOptions ServingRunDefaults() {
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
+// The ActivationPrecision named by --matmul-precision (bf16 or f32); throws wc::Error otherwise.
+ActivationPrecision ParseMatmulPrecision(const std::string& name);
+
 // Registers --ids (ModelRunOptions::ids) on chat, batch and transcript record.
 void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // Registers --temperature, --top-k, --top-p, --seed. --seed takes a whole number in [0, 2^64) or

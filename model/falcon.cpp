@@ -7,6 +7,7 @@
 
 #include "attention/perf_model.h"
 #include "attention/reference_attention.h"
+#include "kernels/gemm.h"
 #include "util/error.h"
 
 namespace wc {
@@ -23,19 +24,21 @@ void PollInterrupt(const FalconModel::Interrupt& interrupted) {
   if (interrupted && interrupted()) throw Interrupted{};
 }
 
-// MatMul(x, n_tokens, w, bias, y) in slices of output rows of about kSliceMacs multiply-adds each,
+// Gemm(x, n_tokens, w, bias, y) in slices of output rows of about kSliceMacs multiply-adds each,
 // polling `interrupted` between slices: a few milliseconds of work at most between polls. Results
-// are those of one MatMul call (a row's output never depends on the row range).
-//   x: [n_tokens, w.cols]   y: [n_tokens, w.rows]
-void InterruptibleMatMul(const float* x, int64_t n_tokens, const MatrixRef& w, const float* bias,
+// are those of one Gemm call (a row's output never depends on the row range).
+//   x: [n_tokens, w.cols()]   y: [n_tokens, w.rows()]
+void InterruptibleMatMul(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias,
                          float* y, const FalconModel::Interrupt& interrupted) {
-  constexpr int64_t kSliceMacs = int64_t{1} << 27;  // ~134 M: ~2-5 ms on a 2-core desktop CPU
-  const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols);
-  int64_t slice = interrupted ? std::max<int64_t>(64, kSliceMacs / macs_per_row) : w.rows;
-  slice = (slice + 15) / 16 * 16;  // whole 16-row blocks per thread, as MatMul splits them
-  for (int64_t r0 = 0; r0 < w.rows; r0 += slice) {
+  constexpr int64_t kSliceMacs = int64_t{1} << 27;  // ~134 M: ~1-3 ms on a 2-core desktop CPU
+  const int64_t rows = w.rows(), panel = PackedMatrix::kPanelRows;
+  const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols());
+  int64_t slice = interrupted ? std::max<int64_t>(2 * panel, kSliceMacs / macs_per_row) : rows;
+  slice = (slice + panel - 1) / panel * panel;  // whole panels
+  const GemmInput in = PackGemmInput(x, n_tokens, w.cols(), w);
+  for (int64_t r0 = 0; r0 < rows; r0 += slice) {
     PollInterrupt(interrupted);
-    MatMul(x, n_tokens, w.cols, w, bias, y, w.rows, r0, std::min(w.rows, r0 + slice));
+    Gemm(in, w, bias, y, rows, r0, std::min(rows, r0 + slice));
   }
 }
 
@@ -69,6 +72,13 @@ struct QkvIndex {
   int64_t V(int g) const { return K(g) + head_dim; }
 };
 
+// The weights with their matrices packed for the GEMM kernels, after the cheap option checks.
+FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
+  FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
+  w.Pack(options.matmul_precision);
+  return w;
+}
+
 }  // namespace
 
 std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
@@ -82,8 +92,8 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
                          const ModelOptions& options)
     : options_(options),
       config_(config),
-      weights_(std::move(weights)),
-      lm_head_(weights_.lm_head, options.lm_head_fractures),
+      weights_(Packed(std::move(weights), options)),
+      lm_head_(weights_.lm_head_p, options.lm_head_fractures),
       rope_(config.head_dim(), config.rope_theta),
       engine_(MeshPreset(options.mesh), options.flash) {}
 
@@ -131,7 +141,7 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
     WC_CHECK(batch.user_rows[i] >= 0 && batch.user_rows[i] < cache.shape().user_rows, "user row");
   }
   std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
-  for (int64_t i = 0; i < n; ++i) GatherRow(weights_.embeddings, batch.tokens[i], &x[i * hidden]);
+  for (int64_t i = 0; i < n; ++i) weights_.Embedding(batch.tokens[i], &x[i * hidden]);
   try {
     for (int l = 0; l < config_.n_layers; ++l) {
       PollInterrupt(interrupted);
@@ -176,7 +186,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  InterruptibleMatMul(xa.data(), n, w.qkv, OrNull(w.qkv_b), qkv.data(), interrupted);
+  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), interrupted);
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
   for (int64_t t = 0; t < n; ++t) {
@@ -201,7 +211,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
-  InterruptibleMatMul(attn.data(), n, w.dense, OrNull(w.dense_b), attn_out.data(), interrupted);
+  InterruptibleMatMul(attn.data(), n, w.dense_p, OrNull(w.dense_b), attn_out.data(), interrupted);
   std::vector<float>().swap(attn);
 
   // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
@@ -212,9 +222,9 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
     for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
       const int64_t m = std::min(kMlpChunk, n - t0);
-      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1, OrNull(w.fc1_b), h4.data(), interrupted);
+      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), interrupted);
       GeluErf(h4.data(), m * ffn);
-      InterruptibleMatMul(h4.data(), m, w.fc2, OrNull(w.fc2_b), &out[t0 * hidden], interrupted);
+      InterruptibleMatMul(h4.data(), m, w.fc2_p, OrNull(w.fc2_b), &out[t0 * hidden], interrupted);
     }
   };
   std::vector<float> mlp_out;  // [n, hidden]

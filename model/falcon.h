@@ -46,6 +46,9 @@ struct ModelOptions {
   AttentionImpl attention = AttentionImpl::kFlashDecode;  // --attention flash|reference
   std::string mesh = "n150";                              // --mesh
   FlashDecodeConfig flash;  // --k-chunk-size, --max-cores-per-head, --reduction
+  // How BF16 weight matrices meet their activations (--matmul-precision): bf16 dot products (the
+  // default) or exact f32 products. F32 and F16 matrices always multiply f32 activations.
+  ActivationPrecision matmul_precision = ActivationPrecision::kBF16;
 };
 
 // What the emulated mesh did for the attention of the forward passes so far.

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/matmul.h"
+#include "kernels/packed_matrix.h"
 
 namespace wc {
 
@@ -16,11 +16,15 @@ class FracturedLMHead {
  public:
   static constexpr int kPadMultiple = 512;
 
-  // weights: [vocab, hidden]. Throws wc::Error if `fractures` does not divide the padded
-  // vocabulary.
-  FracturedLMHead(const MatrixRef& weights, int fractures);
+  // weights: [vocab, hidden], packed; must outlive this. Throws wc::Error if `fractures` does not
+  // divide the padded vocabulary.
+  FracturedLMHead(const PackedMatrix& weights, int fractures);
 
-  int vocab_size() const { return static_cast<int>(weights_.rows); }
+  // The padded vocabulary of `vocab` rows; throws wc::Error if `fractures` does not divide it into
+  // slices of a multiple of 32 rows.
+  static int PaddedVocab(int64_t vocab, int fractures);
+
+  int vocab_size() const { return static_cast<int>(weights_->rows()); }
   int padded_vocab() const { return padded_vocab_; }
   int fractures() const { return fractures_; }
 
@@ -28,7 +32,7 @@ class FracturedLMHead {
   void Compute(const float* x, int64_t n, float* logits) const;
 
  private:
-  MatrixRef weights_;
+  const PackedMatrix* weights_;
   int fractures_;
   int padded_vocab_;
 };

@@ -4,6 +4,7 @@
 
 #include "util/bf16.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 namespace {
@@ -44,6 +45,35 @@ void GatherRow(const MatrixRef& m, int64_t row, float* out) {
       out[i] = m.dtype == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
     }
   }
+}
+
+void FalconWeights::Embedding(int64_t token, float* out) const {
+  if (lm_head_tied && !lm_head_p.empty()) return lm_head_p.Row(token, out);
+  GatherRow(embeddings, token, out);
+}
+
+namespace {
+
+PackedMatrix PackAndRelease(const MatrixRef& m, ActivationPrecision bf16_precision) {
+  const int64_t row_bytes = m.row_stride * DTypeSize(m.dtype);
+  return PackedMatrix::Pack(m, m.dtype == DType::kBF16 ? bf16_precision : ActivationPrecision::kF32,
+                            [&](int64_t r0, int64_t r1) {
+                              ReleaseMappedPages(
+                                  static_cast<const uint8_t*>(m.data) + r0 * row_bytes,
+                                  static_cast<size_t>((r1 - r0) * row_bytes));
+                            });
+}
+
+}  // namespace
+
+void FalconWeights::Pack(ActivationPrecision bf16_precision) {
+  for (LayerWeights& l : layers) {
+    l.qkv_p = PackAndRelease(l.qkv, bf16_precision);
+    l.dense_p = PackAndRelease(l.dense, bf16_precision);
+    l.fc1_p = PackAndRelease(l.fc1, bf16_precision);
+    l.fc2_p = PackAndRelease(l.fc2, bf16_precision);
+  }
+  lm_head_p = PackAndRelease(lm_head, bf16_precision);
 }
 
 FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir) {

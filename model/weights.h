@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "kernels/matmul.h"
+#include "kernels/packed_matrix.h"
 #include "model/config.h"
 #include "model/safetensors.h"
 
@@ -25,6 +26,9 @@ struct LayerWeights {
   std::vector<float> fc1_b;    // [ffn_hidden] or empty
   MatrixRef fc2;               // [hidden, ffn_hidden]  mlp.dense_4h_to_h
   std::vector<float> fc2_b;    // [hidden] or empty
+  // The four matrices in the GEMM kernels' layout (FalconWeights::Pack), what the forward pass
+  // multiplies by; the MatrixRefs above stay bound to the checkpoint.
+  PackedMatrix qkv_p, dense_p, fc1_p, fc2_p;
 };
 
 struct FalconWeights {
@@ -34,6 +38,16 @@ struct FalconWeights {
   bool lm_head_tied = true;
   std::vector<float> ln_f_w, ln_f_b;  // [hidden]
   std::vector<LayerWeights> layers;   // [n_layers]
+  PackedMatrix lm_head_p;             // lm_head packed (FalconWeights::Pack)
+
+  // out[0:hidden] = the embedding of `token`: from the packed LM head when tied (the checkpoint's
+  // pages are released), else from the mapping.
+  void Embedding(int64_t token, float* out) const;
+
+  // Packs every layer's matrices and the LM head (BF16 ones for `bf16_precision` activations),
+  // releasing each source's resident mapping pages once copied, so the process holds the weights
+  // once (the embeddings are read back row by row from the page cache).
+  void Pack(ActivationPrecision bf16_precision);
 
   // Binds every tensor `config` needs. Throws wc::Error naming file and tensor when one is missing,
   // mis-shaped or of an unsupported dtype.

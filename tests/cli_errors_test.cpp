@@ -120,6 +120,8 @@ TEST(CliErrors, InvalidSamplingParameters) {
               {"--kv-dtype 'int3'"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--lm-head-fractures", "3"},
               {"--lm-head-fractures 3"});
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--matmul-precision", "fp8"},
+              {"--matmul-precision 'fp8'", "bf16 or f32"});
 }
 
 TEST(CliErrors, BadIds) {

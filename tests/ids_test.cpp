@@ -219,5 +219,34 @@ TEST_F(IdsRun, TranscriptsRecordIdsAndReplay) {
       << bad.out << bad.err;
 }
 
+// --matmul-precision decides a BF16 model's tokens, so a transcript records it (when not the
+// default) and replays with it.
+TEST(MatmulPrecision, TranscriptsRecordItAndReplay) {
+  TempDir tmp;
+  WriteFile(tmp.File("turns.txt"), "5 17 9\n3 4\n");
+  const std::string model = FixtureDir("mq_bias_bf16");
+  const RunResult rec = RunWormchat({"transcript", "record", "--model", model, "--ids",
+                                     "--matmul-precision", "f32", "--turns", tmp.File("turns.txt"),
+                                     "--out", tmp.File("t.txt"), "-n", "6", "--seed", "2"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string text = ReadFile(tmp.File("t.txt"));
+  EXPECT_NE(text.find("\nmatmul-precision: f32\n"), std::string::npos) << text;
+  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  const RunResult fast =
+      RunWormchat({"transcript", "record", "--model", model, "--ids", "--turns",
+                   tmp.File("turns.txt"), "--out", tmp.File("f.txt"), "-n", "6"});
+  ASSERT_EQ(fast.exit_code, 0) << fast.err;
+  EXPECT_EQ(ReadFile(tmp.File("f.txt")).find("matmul-precision"), std::string::npos)
+      << "the default is not written";
+  std::string bad = text;
+  bad.replace(bad.find("matmul-precision: f32"), 21, "matmul-precision: f16");
+  WriteFile(tmp.File("bad.txt"), bad);
+  const RunResult refused = RunWormchat({"transcript", "replay", tmp.File("bad.txt")});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("matmul-precision: 'f16' is not bf16 or f32"), std::string::npos)
+      << refused.err;
+}
+
 }  // namespace
 }  // namespace wc::test

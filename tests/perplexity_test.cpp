@@ -35,7 +35,9 @@ TEST(Perplexity, MatchesThePyTorchReferenceLogits) {
   double nll = 0;
   for (size_t i = 0; i + 1 < ids.size(); ++i)
     nll -= LogProb(&ref.data[i * vocab], vocab, ids[i + 1]);
-  auto model = FalconModel::Load(dir, ModelOptions{});
+  ModelOptions exact;  // f32 activations: the reference's exact products
+  exact.matmul_precision = ActivationPrecision::kF32;
+  auto model = FalconModel::Load(dir, exact);
   KVCache cache(model->CacheShape(1, 64), KVDType::kF32);
   const PerplexityResult r = TeacherForcedPerplexity(*model, ids, cache);
   EXPECT_EQ(r.tokens, static_cast<int64_t>(ids.size()) - 1);

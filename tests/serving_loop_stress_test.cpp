@@ -122,9 +122,11 @@ StressRequest RandomRequest(Rng& rng, int ctx) {
 }
 
 // The process's threads once runtime helpers are up: a first thread start makes ThreadSanitizer
-// start its background thread, which then stays.
+// start its background thread, which then stays; loading the shared model packs its weights on an
+// OpenMP team of this thread, whose workers libgomp keeps.
 int SettledThreadCount() {
   std::thread([] {}).join();
+  (void)M();
   return test::CountThreads();
 }
 

@@ -31,6 +31,11 @@ class MappedFile {
 // max_bytes + 1, so /dev/zero is refused too and nothing larger than the cap is allocated).
 std::string ReadTextFile(const std::string& path, int64_t max_bytes = int64_t{1} << 30);
 
+// Drops this process's resident pages of [data, data + bytes) (whole pages inside the range) from
+// a read-only file mapping: they stop counting in the RSS and are read back from the page cache if
+// touched again. For weights that were copied elsewhere (packed) and are rarely read after.
+void ReleaseMappedPages(const void* data, size_t bytes);
+
 bool FileExists(const std::string& path);
 // Why `path` cannot be read as a regular file, for messages: "" when it can; else "missing", "is a
 // directory, expected a file", "is not a regular file" (a device, a FIFO), or the system's reason

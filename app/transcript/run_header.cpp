@@ -74,6 +74,14 @@ const std::vector<Field>& Fields() {
            [](const std::string& v) { ParseReduction(v); }),
       Count("max-cores-per-head", &ModelRunOptions::max_cores_per_head),
       Count("k-chunk-size", &ModelRunOptions::k_chunk_size),
+      {"matmul-precision",
+       [](const ModelRunOptions& o, const LoadedModel&) { return o.matmul_precision; },
+       [](ModelRunOptions& o, const std::string& v) {
+         if (v != "bf16" && v != "f32")
+           throw Error(Cat("matmul-precision: '", v, "' is not bf16 or f32"));
+         o.matmul_precision = v;
+       },
+       "bf16"},
       {"ids", [](const ModelRunOptions& o, const LoadedModel&) { return o.ids ? "true" : "false"; },
        [](ModelRunOptions& o, const std::string& v) {
          if (v != "true" && v != "false") throw Error(Cat("ids: '", v, "' is not true or false"));

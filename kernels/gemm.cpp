@@ -1,0 +1,362 @@
+#include "kernels/gemm.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/gemm_bf16dot.h"
+#include "kernels/gemm_schedule.h"
+#include "util/bf16.h"
+#include "util/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemm.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+// The kernels a packed input is laid out for (GemmInput::path_).
+#ifndef WC_KERNELS_GEMM_PATHS_
+#define WC_KERNELS_GEMM_PATHS_
+namespace wc {
+enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBf16Dot = 3 };
+}  // namespace wc
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using VF = hn::Vec<DF>;
+constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
+constexpr int kPanelVecs = gemm::kPanelRows / kLanes;  // vectors across one panel's 32 rows
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kAccBudget = 24, kPairAccBudget = 24;  // of 32 vector registers
+#else
+constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16
+#endif
+
+// The weight kinds: how one k step's vector j of a panel row is loaded and multiplied in.
+//   F32 / F16: panel[k][32]; one FMA per step.  Pairs: panel[k/2][32][2], x packed [k/2][MR][2];
+//   two FMAs per step, k + 1 first (vdpbf16ps's order).
+struct KindF32 {
+  static constexpr int kBudget = kAccBudget;
+  static constexpr int64_t kStepBytes = gemm::kPanelRows * 4;
+};
+struct KindF16 {
+  static constexpr int kBudget = kAccBudget;
+  static constexpr int64_t kStepBytes = gemm::kPanelRows * 2;
+};
+struct KindPairs {
+  static constexpr int kBudget = kPairAccBudget;
+  static constexpr int64_t kStepBytes = gemm::kPanelRows * 4;
+};
+
+template <class Kind>
+constexpr int MaxTokens() {
+  return std::max(1, std::min(gemm::kMaxTileTokens, Kind::kBudget / kPanelVecs));
+}
+template <class Kind>
+constexpr bool Fits(int mr, int np) {
+  return mr <= MaxTokens<Kind>() && (np == 1 || mr * np * kPanelVecs <= Kind::kBudget);
+}
+
+// a * b + c rounded once: the hardware FMA, or on targets without one (SSE4, scalar) each lane's
+// std::fma, slow but the same bits, so no target changes a result.
+HWY_INLINE VF Fma(VF a, VF b, VF c) {
+#if HWY_NATIVE_FMA
+  return hn::MulAdd(a, b, c);
+#else
+  const DF df;
+  HWY_ALIGN float la[kLanes], lb[kLanes], lc[kLanes];
+  hn::Store(a, df, la);
+  hn::Store(b, df, lb);
+  hn::Store(c, df, lc);
+  for (int i = 0; i < kLanes; ++i) lc[i] = std::fma(la[i], lb[i], lc[i]);
+  return hn::Load(df, lc);
+#endif
+}
+
+HWY_INLINE VF LoadF16(DF df, const uint8_t* p) {
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::Load(dh, reinterpret_cast<const hwy::float16_t*>(p)));
+}
+
+// out[t][j * kLanes + lane] for t < MR, j < NP * kPanelVecs: the tile's chains over all k steps.
+//   xp: the tile's packed input; w: the first of NP consecutive panels, panel_bytes apart.
+template <int MR, int NP, class Kind>
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
+                       int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out) {
+  constexpr int NV = NP * kPanelVecs;
+  const DF df;
+  VF acc[MR][NV];
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
+  const uint8_t* wp[NP];
+  for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
+  for (int64_t k = 0; k < k_steps; ++k) {
+    for (int j = 0; j < NV; ++j) {
+      const uint8_t* src = wp[j / kPanelVecs] + k * Kind::kStepBytes;
+      if constexpr (std::is_same_v<Kind, KindPairs>) {
+        const hn::RebindToUnsigned<DF> du;
+        const auto pair =
+            hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
+        const VF w_odd = hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
+        const VF w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
+        for (int t = 0; t < MR; ++t) {
+          const float* xt = xp + (k * MR + t) * 2;
+          acc[t][j] = Fma(hn::Set(df, xt[1]), w_odd, acc[t][j]);
+          acc[t][j] = Fma(hn::Set(df, xt[0]), w_even, acc[t][j]);
+        }
+      } else {
+        VF wv;
+        if constexpr (std::is_same_v<Kind, KindF32>) {
+          wv = hn::Load(df, reinterpret_cast<const float*>(src) + (j % kPanelVecs) * kLanes);
+        } else {
+          wv = LoadF16(df, src + (j % kPanelVecs) * kLanes * 2);
+        }
+        for (int t = 0; t < MR; ++t) acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), wv, acc[t][j]);
+      }
+    }
+  }
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+}
+
+template <class Kind>
+struct TileFn {
+  int64_t panel_bytes, k_steps;
+  int MaxPanels(int mr) const { return Fits<Kind>(mr, 4) ? 4 : Fits<Kind>(mr, 2) ? 2 : 1; }
+  template <int MR>
+  void Run(int np, const float* xp, const uint8_t* w, float* out) const {
+    if constexpr (MR <= MaxTokens<Kind>()) {
+      if constexpr (Fits<Kind>(MR, 4)) {
+        if (np == 4) return Tile<MR, 4, Kind>(xp, w, panel_bytes, k_steps, out);
+      }
+      if constexpr (Fits<Kind>(MR, 2)) {
+        if (np == 2) return Tile<MR, 2, Kind>(xp, w, panel_bytes, k_steps, out);
+      }
+      return Tile<MR, 1, Kind>(xp, w, panel_bytes, k_steps, out);
+    }
+  }
+  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
+    switch (mr) {
+      case 1:
+        return Run<1>(np, xp, w, out);
+      case 2:
+        return Run<2>(np, xp, w, out);
+      case 3:
+        return Run<3>(np, xp, w, out);
+      case 4:
+        return Run<4>(np, xp, w, out);
+      case 5:
+        return Run<5>(np, xp, w, out);
+      case 6:
+        return Run<6>(np, xp, w, out);
+      case 7:
+        return Run<7>(np, xp, w, out);
+      case 8:
+        return Run<8>(np, xp, w, out);
+      case 9:
+        return Run<9>(np, xp, w, out);
+      case 10:
+        return Run<10>(np, xp, w, out);
+      case 11:
+        return Run<11>(np, xp, w, out);
+      case 12:
+        return Run<12>(np, xp, w, out);
+    }
+  }
+};
+
+int MaxTileTokens(int path) {
+  if (path == kPathPairs) return MaxTokens<KindPairs>();
+  if (path == kPathF16) return MaxTokens<KindF16>();
+  return MaxTokens<KindF32>();
+}
+
+// The thread's panels [pa, pb). The pairs kernel runs with MXCSR.FTZ set, as vdpbf16ps flushes.
+void RunRange(int path, const gemm::Task& task, int64_t pa, int64_t pb) {
+  switch (path) {
+    case kPathF32:
+      return gemm::RunPanels(task, pa, pb, TileFn<KindF32>{task.panel_bytes, task.k_steps});
+    case kPathF16:
+      return gemm::RunPanels(task, pa, pb, TileFn<KindF16>{task.panel_bytes, task.k_steps});
+    case kPathPairs: {
+#if HWY_ARCH_X86
+      const unsigned int csr = _mm_getcsr();
+      _mm_setcsr(csr | 0x8000u);  // FTZ
+#endif
+      gemm::RunPanels(task, pa, pb, TileFn<KindPairs>{task.panel_bytes, task.k_steps});
+#if HWY_ARCH_X86
+      _mm_setcsr(csr);
+#endif
+      return;
+    }
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(MaxTileTokens);
+HWY_EXPORT(RunRange);
+
+namespace {
+
+std::atomic<bool> g_bf16dot_enabled{true};
+
+int PathOf(const PackedMatrix& w) {
+  switch (w.dtype()) {
+    case DType::kF32:
+      return kPathF32;
+    case DType::kF16:
+      return kPathF16;
+    case DType::kBF16:
+      return w.precision() == ActivationPrecision::kBF16 && g_bf16dot_enabled.load() &&
+                     GemmBf16DotAvailable()
+                 ? kPathBf16Dot
+                 : kPathPairs;
+  }
+  return kPathF32;
+}
+
+// x rounded to bf16 (nearest even) with a subnormal result flushed to zero of its sign: what
+// vdpbf16ps multiplies (DAZ).
+inline uint16_t ActivationBF16(float x) {
+  const uint16_t h = F32ToBF16(x);
+  return (h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
+}
+
+// Packs tokens [t0, t0 + mr) (one tile) of x into dst.
+void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64_t cols,
+              int64_t padded_cols, int mr, float* dst) {
+  for (int t = 0; t < mr; ++t) {
+    const float* xt = x + t * x_stride;
+    switch (path) {
+      case kPathF32:
+      case kPathF16:
+        for (int64_t k = 0; k < cols; ++k) dst[k * mr + t] = xt[k];
+        break;
+      case kPathPairs:
+        for (int64_t k = 0; k < padded_cols; ++k) {
+          const float v = k < cols ? xt[k] : 0.0f;
+          dst[((k / 2) * mr + t) * 2 + k % 2] = round_bf16 ? BF16ToF32(ActivationBF16(v)) : v;
+        }
+        break;
+      case kPathBf16Dot:
+        for (int64_t k = 0; k < padded_cols; k += 2) {
+          const uint32_t lo = ActivationBF16(xt[k]);
+          const uint32_t hi = k + 1 < cols ? ActivationBF16(xt[k + 1]) : 0u;
+          const uint32_t bits = hi << 16 | lo;
+          std::memcpy(&dst[(k / 2) * mr + t], &bits, 4);
+        }
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, const PackedMatrix& w) {
+  WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
+  GemmInput in;
+  in.path_ = PathOf(w);
+  in.tile_tokens_ = in.path_ == kPathBf16Dot ? gemm::kMaxTileTokens
+                                             : HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
+  in.n_tokens_ = n_tokens;
+  in.cols_ = w.padded_cols();
+  in.floats_per_token_ = in.path_ == kPathBf16Dot ? w.padded_cols() / 2 : w.padded_cols();
+  in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
+  const int mr_max = in.tile_tokens_;
+  const int64_t n_tiles = (n_tokens + mr_max - 1) / mr_max;
+  const bool round_bf16 = w.precision() == ActivationPrecision::kBF16;
+  const bool parallel = !omp_in_parallel() && n_tiles > 1 && n_tokens * w.cols() >= (1 << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < n_tiles; ++i) {
+    const int64_t t0 = i * mr_max;
+    const int mr = static_cast<int>(std::min<int64_t>(mr_max, n_tokens - t0));
+    PackTile(in.path_, round_bf16, x + t0 * x_stride, x_stride, w.cols(), w.padded_cols(), mr,
+             in.data_.data() + t0 * in.floats_per_token_);
+  }
+  return in;
+}
+
+void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y, int64_t y_stride,
+          int64_t row_begin, int64_t row_end) {
+  WC_CHECK(row_begin >= 0 && row_end <= w.rows() && row_begin <= row_end, "bad row range");
+  WC_CHECK(x.cols_ == w.padded_cols(), "gemm input packed for another matrix");
+  if (x.n_tokens_ == 0 || row_begin == row_end) return;
+  gemm::Task task;
+  task.xp = x.data_.data();
+  task.floats_per_token = x.floats_per_token_;
+  task.tile_tokens = x.tile_tokens_;
+  task.n_tokens = x.n_tokens_;
+  task.w = static_cast<const uint8_t*>(w.data());
+  task.panel_bytes = w.panel_elems() * DTypeSize(w.dtype());
+  task.k_steps = w.dtype() == DType::kBF16 ? w.padded_cols() / 2 : w.padded_cols();
+  task.bias = bias;
+  task.y = y;
+  task.y_stride = y_stride;
+  task.row_begin = row_begin;
+  task.row_end = row_end;
+  const int64_t pa = row_begin / gemm::kPanelRows;
+  const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
+  const int path = x.path_;
+  auto run = [&](int64_t a, int64_t b) {
+    if (a >= b) return;
+    if (path == kPathBf16Dot) {
+      GemmBf16DotRange(task, a, b);
+    } else {
+      HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
+    }
+  };
+  if (omp_in_parallel() || pb - pa <= 1) {
+    run(pa, pb);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    run(pa + (pb - pa) * tid / nth, pa + (pb - pa) * (tid + 1) / nth);
+  }
+}
+
+void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y) {
+  const GemmInput in = PackGemmInput(x, n_tokens, w.cols(), w);
+  Gemm(in, w, bias, y, w.rows(), 0, w.rows());
+}
+
+const char* GemmKernelName(const PackedMatrix& w) {
+  switch (PathOf(w)) {
+    case kPathBf16Dot:
+      return "bf16 dot (AVX-512 BF16)";
+    case kPathPairs:
+      return w.precision() == ActivationPrecision::kBF16 ? "bf16 pairs (emulated dot)"
+                                                         : "bf16 weights, f32 FMA";
+    case kPathF16:
+      return "f16 weights, f32 FMA";
+    default:
+      return "f32 FMA";
+  }
+}
+
+void SetGemmBf16DotKernel(bool enabled) {
+  g_bf16dot_enabled.store(enabled);
+}
+
+}  // namespace wc
+#endif  // HWY_ONCE

@@ -1,0 +1,66 @@
+// y = x W^T (+ bias) against a PackedMatrix: register-blocked microkernels, tiles of up to 12
+// tokens by 32..128 weight rows with the accumulators in registers, run-time SIMD dispatch
+// (Highway), and AVX-512 BF16 dot products for BF16 matrices packed with bf16 activations.
+//
+// Reduction order (the determinism contract): every output element is one chain of fused
+// multiply-adds over k in increasing order, started from +0, then the bias added once:
+//   F32, F16 weights, and BF16 with kF32 activations through the portable kernel:
+//     acc = fma(x[k], W[r, k], acc) for k = 0, 1, ..., cols - 1          (BF16: see below)
+//   BF16 (pairs, vdpbf16ps's own order): for each pair k = 0, 2, 4, ...
+//     acc = fma(x[k + 1], W[r, k + 1], acc); acc = fma(x[k], W[r, k], acc)
+//     with x rounded to bf16 (kBF16 activations; subnormals flushed to zero) and results flushed to
+//     zero when subnormal (vdpbf16ps's FTZ; the portable kernel sets MXCSR.FTZ to match).
+// The chain depends on nothing but the element's own x row and W row: not on the number of tokens
+// in the call, the tile a token lands in, the row range, the thread count or the SIMD target (every
+// target has FMA; the emulated pairs equal vdpbf16ps bit for bit, checked by tests on CPUs that
+// have it). So decode (one token) and prefill (many) give identical bits.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/packed_matrix.h"
+
+namespace wc {
+
+// Activations packed for one PackedMatrix's kernel: tiles of tokens interleaved along k, so a
+// microkernel broadcasts each tile's x[t, k] from one contiguous stream.
+//   data: tiles of MR tokens (the path's tile height; the last tile holds the rest), tile i at
+//         data + i * MR * floats_per_token, laid out [padded_cols][MR] (f32 paths), [cols /
+//         2][MR][2] (emulated bf16 pairs) or [cols / 2][MR] (bf16 pairs as one float's bits:
+//         vdpbf16ps).
+class GemmInput {
+ public:
+  int64_t n_tokens() const { return n_tokens_; }
+
+ private:
+  friend GemmInput PackGemmInput(const float*, int64_t, int64_t, const PackedMatrix&);
+  friend void Gemm(const GemmInput&, const PackedMatrix&, const float*, float*, int64_t, int64_t,
+                   int64_t);
+  int path_ = 0;         // which kernel the layout is for (gemm.cpp's GemmPath)
+  int tile_tokens_ = 1;  // MR
+  int64_t n_tokens_ = 0;
+  int64_t floats_per_token_ = 0;
+  int64_t cols_ = 0;  // the matrix's padded_cols the input was packed for
+  std::vector<float> data_;
+};
+
+// x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
+GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, const PackedMatrix& w);
+
+// y[t * y_stride + (r - row_begin)] = sum_k x[t, k] W[r, k] (+ bias[r]) for t < n_tokens,
+// r in [row_begin, row_end). bias: [w.rows()] or nullptr. Splits panels over OpenMP threads
+// (contiguous ranges), or runs on the calling thread inside a parallel region; identical results.
+void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y, int64_t y_stride,
+          int64_t row_begin, int64_t row_end);
+
+// Both steps: packs x, then the whole row range. y: [n_tokens, w.rows()].
+void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y);
+
+// The kernel a matrix's products run on, e.g. "bf16 dot (AVX-512 BF16)", "f32 FMA (AVX3)".
+const char* GemmKernelName(const PackedMatrix& w);
+
+// Tests turn the AVX-512 BF16 kernel off (and on) to compare it with its portable emulation.
+void SetGemmBf16DotKernel(bool enabled);
+
+}  // namespace wc

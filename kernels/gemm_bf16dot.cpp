@@ -1,0 +1,104 @@
+#include "kernels/gemm_bf16dot.h"
+
+#include <immintrin.h>
+
+#define WC_GEMM_BF16DOT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+
+namespace wc {
+namespace {
+
+constexpr int kPanelVecs = 2;  // 16 rows (one bf16 pair each) per vector, 32 rows per panel
+constexpr int kAccBudget = 24;
+
+constexpr bool Fits(int mr, int np) {
+  return np == 1 || mr * np * kPanelVecs <= kAccBudget;
+}
+
+// out[t][j * 16 + lane]: acc = vdpbf16ps(acc, W pair, x pair) over every k pair, per chain.
+//   xp: [k_steps][MR] pairs (as floats' bits); w: NP panels, panel_bytes apart, [k_steps][32][2].
+template <int MR, int NP>
+WC_GEMM_BF16DOT __attribute__((noinline)) void Tile(const float* __restrict xp,
+                                                    const uint8_t* __restrict w,
+                                                    int64_t panel_bytes, int64_t k_steps,
+                                                    float* __restrict out) {
+  constexpr int NV = NP * kPanelVecs;
+  __m512 acc[MR][NV];
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_setzero_ps();
+  const uint8_t* wp[NP];
+  for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
+  for (int64_t k = 0; k < k_steps; ++k) {
+    __m512i wv[NV];
+    for (int j = 0; j < NV; ++j)
+      wv[j] = _mm512_load_si512(wp[j / kPanelVecs] + k * 128 + (j % kPanelVecs) * 64);
+    for (int t = 0; t < MR; ++t) {
+      const __m512bh xb = (__m512bh)_mm512_set1_ps(xp[k * MR + t]);
+      for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_dpbf16_ps(acc[t][j], (__m512bh)wv[j], xb);
+    }
+  }
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) _mm512_store_ps(out + (t * NV + j) * 16, acc[t][j]);
+}
+
+struct TileFn {
+  int64_t panel_bytes, k_steps;
+  int MaxPanels(int mr) const { return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1; }
+  template <int MR>
+  void Run(int np, const float* xp, const uint8_t* w, float* out) const {
+    if constexpr (Fits(MR, 4)) {
+      if (np == 4) return Tile<MR, 4>(xp, w, panel_bytes, k_steps, out);
+    }
+    if constexpr (Fits(MR, 2)) {
+      if (np == 2) return Tile<MR, 2>(xp, w, panel_bytes, k_steps, out);
+    }
+    return Tile<MR, 1>(xp, w, panel_bytes, k_steps, out);
+  }
+  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
+    switch (mr) {
+      case 1:
+        return Run<1>(np, xp, w, out);
+      case 2:
+        return Run<2>(np, xp, w, out);
+      case 3:
+        return Run<3>(np, xp, w, out);
+      case 4:
+        return Run<4>(np, xp, w, out);
+      case 5:
+        return Run<5>(np, xp, w, out);
+      case 6:
+        return Run<6>(np, xp, w, out);
+      case 7:
+        return Run<7>(np, xp, w, out);
+      case 8:
+        return Run<8>(np, xp, w, out);
+      case 9:
+        return Run<9>(np, xp, w, out);
+      case 10:
+        return Run<10>(np, xp, w, out);
+      case 11:
+        return Run<11>(np, xp, w, out);
+      case 12:
+        return Run<12>(np, xp, w, out);
+    }
+  }
+};
+
+}  // namespace
+
+bool GemmBf16DotAvailable() {
+  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                          __builtin_cpu_supports("avx512dq") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512bf16");
+  return has;
+}
+
+void GemmBf16DotRange(const gemm::Task& task, int64_t pa, int64_t pb) {
+  gemm::RunPanels(task, pa, pb, TileFn{task.panel_bytes, task.k_steps});
+}
+
+}  // namespace wc

@@ -1,0 +1,71 @@
+// Internal to gemm.cpp and gemm_bf16dot.cpp: the walk of one thread's panels shared by every
+// microkernel family, and the task both hand it.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace wc {
+namespace gemm {
+
+// One Gemm call as the kernels see it.
+struct Task {
+  const float* xp = nullptr;     // packed input (gemm.h's GemmInput layout)
+  int64_t floats_per_token = 0;  // of xp
+  int tile_tokens = 1;           // MR of xp's tiles
+  int64_t n_tokens = 0;
+  const uint8_t* w = nullptr;  // packed matrix: panel p at w + p * panel_bytes
+  int64_t panel_bytes = 0;
+  int64_t k_steps = 0;          // k per panel row: padded_cols (f32/f16) or padded_cols / 2 (pairs)
+  const float* bias = nullptr;  // [rows] or nullptr
+  float* y = nullptr;           // y[t * y_stride + (r - row_begin)]
+  int64_t y_stride = 0;
+  int64_t row_begin = 0, row_end = 0;
+};
+
+constexpr int kPanelRows = 32;
+constexpr int kMaxTileTokens = 12;
+constexpr int kMaxTilePanels = 4;
+
+// Runs panels [pa, pb) for every token tile. `tile` provides
+//   int MaxPanels(int mr): the widest tile (1, 2 or 4 panels) of mr tokens its registers hold;
+//   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out): the tile of mr
+//     tokens (xp: the tile's packed input) by np panels from w, out: [mr][np * 32] (overwritten).
+// Panels are walked in groups sized for the first tile so a group stays in cache across the token
+// tiles; each result element is a function of its own x and W rows only (gemm.h's contract).
+template <class TileFn>
+void RunPanels(const Task& task, int64_t pa, int64_t pb, const TileFn& tile) {
+  alignas(64) float out[kMaxTileTokens * kMaxTilePanels * kPanelRows];  // [mr][np * 32]
+  const int64_t n = task.n_tokens;
+  const int mr_max = task.tile_tokens;
+  const int group = tile.MaxPanels(static_cast<int>(std::min<int64_t>(n, mr_max)));
+  for (int64_t p = pa; p < pb; p += group) {
+    const int64_t g_end = std::min(pb, p + group);
+    for (int64_t t0 = 0; t0 < n; t0 += mr_max) {
+      const int mr = static_cast<int>(std::min<int64_t>(mr_max, n - t0));
+      const float* xp = task.xp + t0 * task.floats_per_token;
+      for (int64_t q = p; q < g_end;) {
+        const int64_t left = g_end - q;
+        const int widest = tile.MaxPanels(mr);
+        const int np = widest >= 4 && left >= 4 ? 4 : widest >= 2 && left >= 2 ? 2 : 1;
+        tile(mr, np, xp, task.w + q * task.panel_bytes, out);
+        const int64_t r_lo = std::max(task.row_begin, q * kPanelRows);
+        const int64_t r_hi = std::min(task.row_end, (q + np) * kPanelRows);
+        const int64_t width = np * kPanelRows;
+        for (int t = 0; t < mr; ++t) {
+          float* yt = task.y + (t0 + t) * task.y_stride - task.row_begin;
+          const float* ot = out + t * width - q * kPanelRows;
+          if (task.bias != nullptr) {
+            for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r] + task.bias[r];
+          } else {
+            for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r];
+          }
+        }
+        q += np;
+      }
+    }
+  }
+}
+
+}  // namespace gemm
+}  // namespace wc

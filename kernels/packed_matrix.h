@@ -1,0 +1,74 @@
+// Weights repacked once at load into the layout the GEMM microkernels stream (gemm.h).
+//
+// Output rows are grouped in panels of kPanelRows = 32 (the last one padded with zero rows). Inside
+// a panel the values are K-major, so a microkernel reads each panel as one contiguous stream and
+// every loaded vector holds one k of 16 (AVX-512) or 8 (AVX2) rows:
+//   F32, F16:  panel[k][32]          elements of the source dtype, padded_cols = cols
+//   BF16:      panel[k / 2][32][2]   the pair (k, k + 1) of each row side by side, padded_cols =
+//                                    cols rounded up to even with zero columns: the operand layout
+//                                    of AVX-512 BF16's vdpbf16ps (one 32-bit lane = one row's pair)
+// Panel p starts at data() + p * panel_elems() elements (64-byte aligned).
+//
+// BF16 subnormals are flushed to zero of the same sign while packing: vdpbf16ps reads them as zero
+// (DAZ), so the portable kernel, which reads the same packed values, agrees with it bit for bit.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+#include "hwy/aligned_allocator.h"
+#include "kernels/matmul.h"
+
+namespace wc {
+
+// How a BF16 matrix's activations enter its products (F32 and F16 matrices always use kF32).
+//   kF32:  f32 activations times the widened bf16 weights, f32 FMAs (exact products).
+//   kBF16: activations rounded to bf16 (nearest even), pairs of exact products summed by
+//          vdpbf16ps (or its exact emulation on CPUs without it): twice the f32 FMA throughput, at
+//          the cost of the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
+enum class ActivationPrecision : uint8_t { kF32, kBF16 };
+
+class PackedMatrix {
+ public:
+  static constexpr int64_t kPanelRows = 32;
+
+  PackedMatrix() = default;
+  PackedMatrix(PackedMatrix&&) noexcept = default;
+  PackedMatrix& operator=(PackedMatrix&&) noexcept = default;
+
+  // Called after source rows [row_begin, row_end) are copied (in blocks of rows, in order), so a
+  // caller can release them while the rest is packed.
+  using RowsDone = std::function<void(int64_t row_begin, int64_t row_end)>;
+
+  // A copy of w (row-major, any dtype and row stride) in the packed layout, packed in parallel over
+  // panels. `precision` must be kF32 unless w is BF16.
+  static PackedMatrix Pack(const MatrixRef& w,
+                           ActivationPrecision precision = ActivationPrecision::kF32,
+                           const RowsDone& done = nullptr);
+
+  DType dtype() const { return dtype_; }
+  ActivationPrecision precision() const { return precision_; }
+  int64_t rows() const { return rows_; }
+  int64_t cols() const { return cols_; }
+  int64_t padded_cols() const { return padded_cols_; }
+  int64_t panels() const { return (rows_ + kPanelRows - 1) / kPanelRows; }
+  int64_t panel_elems() const { return padded_cols_ * kPanelRows; }
+  const void* data() const { return data_.get(); }
+  size_t bytes() const { return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_)); }
+  bool empty() const { return rows_ == 0; }
+
+  // W[r, k] as a float, read from the packed layout (tests and debugging).
+  float At(int64_t r, int64_t k) const;
+  // out[0:cols] = row r as floats (a tied LM head serves the embedding lookup this way, so the
+  // checkpoint's copy need not stay mapped). out: [cols] f32.
+  void Row(int64_t r, float* out) const;
+
+ private:
+  DType dtype_ = DType::kF32;
+  ActivationPrecision precision_ = ActivationPrecision::kF32;
+  int64_t rows_ = 0, cols_ = 0, padded_cols_ = 0;
+  hwy::AlignedFreeUniquePtr<uint8_t[]> data_;  // [panels, panel_elems] of dtype_
+};
+
+}  // namespace wc
