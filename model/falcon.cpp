@@ -24,21 +24,20 @@ void PollInterrupt(const FalconModel::Interrupt& interrupted) {
   if (interrupted && interrupted()) throw Interrupted{};
 }
 
-// Gemm(x, n_tokens, w, bias, y) in slices of output rows of about kSliceMacs multiply-adds each,
+// Gemm(x, n_tokens, w, bias, y) in slices of output rows of about slice_macs multiply-adds each,
 // polling `interrupted` between slices: a few milliseconds of work at most between polls. Results
 // are those of one Gemm call (a row's output never depends on the row range).
 //   x: [n_tokens, w.cols()]   y: [n_tokens, w.rows()]
 void InterruptibleMatMul(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias,
-                         float* y, const FalconModel::Interrupt& interrupted) {
-  constexpr int64_t kSliceMacs = int64_t{1} << 27;  // ~134 M: ~1-3 ms on a 2-core desktop CPU
+                         float* y, const FalconModel::Interrupt& interrupted, int64_t slice_macs) {
   const int64_t rows = w.rows(), panel = PackedMatrix::kPanelRows;
   const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols());
-  int64_t slice = interrupted ? std::max<int64_t>(2 * panel, kSliceMacs / macs_per_row) : rows;
+  int64_t slice = interrupted ? std::max<int64_t>(panel, slice_macs / macs_per_row) : rows;
   slice = (slice + panel - 1) / panel * panel;  // whole panels
   const GemmInput in = PackGemmInput(x, n_tokens, w.cols(), w);
   for (int64_t r0 = 0; r0 < rows; r0 += slice) {
     PollInterrupt(interrupted);
-    Gemm(in, w, bias, y, rows, r0, std::min(rows, r0 + slice));
+    Gemm(in, w, bias, y + r0, rows, r0, std::min(rows, r0 + slice));  // y[t, r0:]
   }
 }
 
@@ -186,7 +185,8 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), interrupted);
+  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), interrupted,
+                      options_.interrupt_slice_macs);
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
   for (int64_t t = 0; t < n; ++t) {
@@ -211,7 +211,8 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
-  InterruptibleMatMul(attn.data(), n, w.dense_p, OrNull(w.dense_b), attn_out.data(), interrupted);
+  InterruptibleMatMul(attn.data(), n, w.dense_p, OrNull(w.dense_b), attn_out.data(), interrupted,
+                      options_.interrupt_slice_macs);
   std::vector<float>().swap(attn);
 
   // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
@@ -222,9 +223,11 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
     for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
       const int64_t m = std::min(kMlpChunk, n - t0);
-      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), interrupted);
+      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), interrupted,
+                          options_.interrupt_slice_macs);
       GeluErf(h4.data(), m * ffn);
-      InterruptibleMatMul(h4.data(), m, w.fc2_p, OrNull(w.fc2_b), &out[t0 * hidden], interrupted);
+      InterruptibleMatMul(h4.data(), m, w.fc2_p, OrNull(w.fc2_b), &out[t0 * hidden], interrupted,
+                          options_.interrupt_slice_macs);
     }
   };
   std::vector<float> mlp_out;  // [n, hidden]

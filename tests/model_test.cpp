@@ -88,6 +88,26 @@ TEST_P(FixtureTest, Bf16ActivationsStayWithinTheBf16Bound) {
   }
 }
 
+TEST_P(FixtureTest, InterruptibleSlicesGiveTheSameLogits) {
+  // With an interrupt to poll, each matmul runs in slices of output rows (here of one 32-row
+  // panel): every slice must land in its own columns, the logits bit-identical to one whole pass.
+  ModelOptions sliced;
+  sliced.matmul_precision = ActivationPrecision::kF32;
+  sliced.interrupt_slice_macs = 1;
+  auto model = FalconModel::Load(dir_, sliced);
+  KVCache cache(model->CacheShape(1, model->config().max_position_embeddings), KVDType::kF32);
+  TokenBatch b;
+  for (size_t i = 0; i < ids_.size(); ++i) b.Add(ids_[i], 0, static_cast<int>(i), true);
+  std::vector<float> logits;
+  int polls = 0;
+  ASSERT_TRUE(model->Forward(b, cache, &logits, [&polls] {
+    ++polls;
+    return false;
+  }));
+  EXPECT_GT(polls, 4 * model->config().n_layers) << "the matmuls were not sliced";
+  EXPECT_EQ(logits, RunLogits(*model_, ids_, KVDType::kF32, false)) << GetParam();
+}
+
 TEST_P(FixtureTest, MatchesPyTorchReferenceWithBf16Cache) {
   // The bf16 KV cache rounds K and V (2^-9 relative): the BF16 bound.
   const double err = test::RelMaxError(RunLogits(*model_, ids_, KVDType::kBF16, false), ref_.data);

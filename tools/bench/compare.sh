@@ -57,8 +57,11 @@ for model in "${models[@]}"; do
 
   # The same greedy tokens: 12 new tokens of a raw prompt, as text.
   prompt="The falcon"
-  ours=$("$wormchat" generate --model "$model" --raw --temperature 0 -n 12 --prompt "$prompt" \
-         --threads "$threads")
+  # wormchat's ids spelled as llama.cpp spells them (padding ids of a random checkpoint included).
+  ids=$("$wormchat" generate --model "$model" --raw --temperature 0 -n 12 --prompt "$prompt" \
+         --threads "$threads" --json | "$py" -c 'import json, sys
+print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
+  ours=$(PYTHONPATH="$llama_dir/gguf-py" "$py" tools/bench/gguf_detok.py "$gguf" $ids)
   theirs=$("$bin/llama-cli" -m "$gguf" -p "$prompt" -n 12 --temp 0 --top-k 1 -no-cnv \
            --no-display-prompt --no-warmup -t "$threads" -c 256 --simple-io 2>/dev/null </dev/null |
            head -c 4096)

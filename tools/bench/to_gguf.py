@@ -12,7 +12,9 @@ V), as llama.cpp's own converter does.
 
 The vocabulary is the sentencepiece model's pieces (llama.cpp's "llama" SPM tokenizer, so text
 tokenizes as wormchat's does); ids past the tokenizer (a model vocabulary larger than it), or all
-of them for a model without tokenizer.model, get padding pieces "[PADn]" of type UNUSED.
+of them for a model without tokenizer.model, get padding pieces "[PADn]" of type NORMAL, so
+llama.cpp prints them and a random checkpoint's greedy tokens can be compared as text (no text
+tokenizes into them).
 
 llama.cpp's Falcon graph has no linear biases and always runs attention and MLP in parallel, so
 checkpoints with bias=true or parallel_attn=false are refused. Run by tools/bench/compare.sh; its
@@ -211,7 +213,7 @@ def main():
         fail(f"{tok_path}: {len(pieces)} pieces, more than vocab_size {c['vocab']}")
     if not pieces:
         pieces = [("<unk>", 0.0, 2)]
-    pieces += [(f"[PAD{i}]", 0.0, 5) for i in range(len(pieces), c["vocab"])]
+    pieces += [(f"[PAD{i}]", 0.0, 1) for i in range(len(pieces), c["vocab"])]
     w.add_tokenizer_model("llama")
     w.add_tokenizer_pre("default")
     w.add_token_list([p[0] for p in pieces])
