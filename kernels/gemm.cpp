@@ -234,11 +234,13 @@ int PathOf(const PackedMatrix& w) {
   return kPathF32;
 }
 
-// x rounded to bf16 (nearest even) with a subnormal result flushed to zero of its sign: what
-// vdpbf16ps multiplies (DAZ).
+// x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign: what vcvtne2ps2bf16 gives
+// (DAZ; a normal float never rounds to a bf16 subnormal), so vdpbf16ps never sees a subnormal.
 inline uint16_t ActivationBF16(float x) {
-  const uint16_t h = F32ToBF16(x);
-  return (h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);
+  return F32ToBF16(x);
 }
 
 // Packs tokens [t0, t0 + mr) (one tile) of x into dst.
@@ -258,12 +260,7 @@ void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64
         }
         break;
       case kPathBf16Dot:
-        for (int64_t k = 0; k < padded_cols; k += 2) {
-          const uint32_t lo = ActivationBF16(xt[k]);
-          const uint32_t hi = k + 1 < cols ? ActivationBF16(xt[k + 1]) : 0u;
-          const uint32_t bits = hi << 16 | lo;
-          std::memcpy(&dst[(k / 2) * mr + t], &bits, 4);
-        }
+        PackBf16PairsRow(xt, cols, padded_cols, mr, t, dst);
         break;
     }
   }
@@ -281,14 +278,14 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
   in.cols_ = w.padded_cols();
   in.floats_per_token_ = in.path_ == kPathBf16Dot ? w.padded_cols() / 2 : w.padded_cols();
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
-  const int mr_max = in.tile_tokens_;
-  const int64_t n_tiles = (n_tokens + mr_max - 1) / mr_max;
+  const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
+  const int64_t n_tiles = tiles.n_tiles;
   const bool round_bf16 = w.precision() == ActivationPrecision::kBF16;
   const bool parallel = !omp_in_parallel() && n_tiles > 1 && n_tokens * w.cols() >= (1 << 16);
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < n_tiles; ++i) {
-    const int64_t t0 = i * mr_max;
-    const int mr = static_cast<int>(std::min<int64_t>(mr_max, n_tokens - t0));
+    const int64_t t0 = tiles.Begin(i);
+    const int mr = tiles.Height(i);
     PackTile(in.path_, round_bf16, x + t0 * x_stride, x_stride, w.cols(), w.padded_cols(), mr,
              in.data_.data() + t0 * in.floats_per_token_);
   }

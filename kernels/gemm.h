@@ -25,10 +25,11 @@ namespace wc {
 
 // Activations packed for one PackedMatrix's kernel: tiles of tokens interleaved along k, so a
 // microkernel broadcasts each tile's x[t, k] from one contiguous stream.
-//   data: tiles of MR tokens (the path's tile height; the last tile holds the rest), tile i at
-//         data + i * MR * floats_per_token, laid out [padded_cols][MR] (f32 paths), [cols /
-//         2][MR][2] (emulated bf16 pairs) or [cols / 2][MR] (bf16 pairs as one float's bits:
-//         vdpbf16ps).
+//   data: tiles of at most MR tokens (the path's tile height), as few as possible and balanced
+//         (gemm_schedule.h's TokenTiles), the tile of tokens [t0, t0 + h) at
+//         data + t0 * floats_per_token, laid out [padded_cols][h] (f32 paths),
+//         [padded_cols / 2][h][2] (emulated bf16 pairs) or [padded_cols / 2][h] (bf16 pairs as
+//         one float's bits: vdpbf16ps).
 class GemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }

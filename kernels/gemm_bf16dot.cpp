@@ -2,6 +2,9 @@
 
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+
 #define WC_GEMM_BF16DOT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
@@ -95,6 +98,21 @@ bool GemmBf16DotAvailable() {
                           __builtin_cpu_supports("avx512vl") &&
                           __builtin_cpu_supports("avx512bf16");
   return has;
+}
+
+WC_GEMM_BF16DOT void PackBf16PairsRow(const float* x, int64_t cols, int64_t padded_cols, int mr,
+                                      int t, float* dst) {
+  alignas(64) uint32_t pairs[16];
+  for (int64_t k = 0; k < padded_cols; k += 32) {
+    const int64_t left = cols - k;
+    const __mmask16 lo = left >= 16 ? 0xffff : left <= 0 ? 0 : (1u << left) - 1;
+    const __mmask16 hi = left >= 32 ? 0xffff : left <= 16 ? 0 : (1u << (left - 16)) - 1;
+    const __m512 a = _mm512_maskz_loadu_ps(lo, x + k);
+    const __m512 b = _mm512_maskz_loadu_ps(hi, x + k + 16);
+    _mm512_store_si512(pairs, (__m512i)_mm512_cvtne2ps_pbh(b, a));  // x[k .. k + 31] in order
+    const int64_t n = std::min<int64_t>(16, (padded_cols - k) / 2);
+    for (int64_t i = 0; i < n; ++i) std::memcpy(&dst[(k / 2 + i) * mr + t], &pairs[i], 4);
+  }
 }
 
 void GemmBf16DotRange(const gemm::Task& task, int64_t pa, int64_t pb) {

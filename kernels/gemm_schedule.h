@@ -27,6 +27,18 @@ constexpr int kPanelRows = 32;
 constexpr int kMaxTileTokens = 12;
 constexpr int kMaxTilePanels = 4;
 
+// The token tiles of n tokens at most mr_max high: as few as possible, balanced (heights differ by
+// at most one, the taller first), so no thin tail tile runs short of accumulator chains.
+struct TokenTiles {
+  int64_t n_tiles, base, extra;
+  TokenTiles(int64_t n, int mr_max)
+      : n_tiles((n + mr_max - 1) / mr_max),
+        base(n_tiles > 0 ? n / n_tiles : 0),
+        extra(n_tiles > 0 ? n % n_tiles : 0) {}
+  int64_t Begin(int64_t i) const { return i * base + std::min(i, extra); }
+  int Height(int64_t i) const { return static_cast<int>(base + (i < extra ? 1 : 0)); }
+};
+
 // Runs panels [pa, pb) for every token tile. `tile` provides
 //   int MaxPanels(int mr): the widest tile (1, 2 or 4 panels) of mr tokens its registers hold;
 //   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out): the tile of mr
@@ -37,12 +49,13 @@ template <class TileFn>
 void RunPanels(const Task& task, int64_t pa, int64_t pb, const TileFn& tile) {
   alignas(64) float out[kMaxTileTokens * kMaxTilePanels * kPanelRows];  // [mr][np * 32]
   const int64_t n = task.n_tokens;
-  const int mr_max = task.tile_tokens;
-  const int group = tile.MaxPanels(static_cast<int>(std::min<int64_t>(n, mr_max)));
+  const TokenTiles tiles(n, task.tile_tokens);
+  const int group = tile.MaxPanels(tiles.Height(0));
   for (int64_t p = pa; p < pb; p += group) {
     const int64_t g_end = std::min(pb, p + group);
-    for (int64_t t0 = 0; t0 < n; t0 += mr_max) {
-      const int mr = static_cast<int>(std::min<int64_t>(mr_max, n - t0));
+    for (int64_t i = 0; i < tiles.n_tiles; ++i) {
+      const int64_t t0 = tiles.Begin(i);
+      const int mr = tiles.Height(i);
       const float* xp = task.xp + t0 * task.floats_per_token;
       for (int64_t q = p; q < g_end;) {
         const int64_t left = g_end - q;

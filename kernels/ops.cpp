@@ -20,11 +20,6 @@ void LayerNorm(const float* x, const float* gamma, const float* beta, float eps,
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
 }
 
-void GeluErf(float* x, int64_t n) {
-  for (int64_t i = 0; i < n; ++i)
-    x[i] = 0.5f * x[i] * (1.0f + std::erf(x[i] * 0.70710678118654752f));
-}
-
 Rope::Rope(int head_dim, double theta) : head_dim_(head_dim) {
   WC_CHECK(head_dim % 2 == 0 && head_dim / 2 <= 512, "head_dim ", head_dim);
   for (int i = 0; i < head_dim / 2; ++i)

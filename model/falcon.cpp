@@ -217,7 +217,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 
   // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
   // without changing any token's result (MatMul is batch-invariant).
-  constexpr int64_t kMlpChunk = 64;
+  constexpr int64_t kMlpChunk = 128;
   auto mlp = [&](const std::vector<float>& in, std::vector<float>& out) {
     out.resize(x.size());
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]

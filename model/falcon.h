@@ -49,10 +49,10 @@ struct ModelOptions {
   // How BF16 weight matrices meet their activations (--matmul-precision): bf16 dot products (the
   // default) or exact f32 products. F32 and F16 matrices always multiply f32 activations.
   ActivationPrecision matmul_precision = ActivationPrecision::kBF16;
-  // Multiply-adds of a matmul between two polls of Forward's interrupt (~1-3 ms on a 2-core desktop
-  // CPU); a matmul is split into slices of output rows this size. Tests shrink it to slice small
-  // models.
-  int64_t interrupt_slice_macs = int64_t{1} << 27;
+  // Multiply-adds of a matmul between two polls of Forward's interrupt (~1 ms with AVX-512 BF16 on
+  // 2 cores, ~5 ms with AVX2); a matmul is split into slices of output rows this size. Tests shrink
+  // it to slice small models.
+  int64_t interrupt_slice_macs = int64_t{1} << 28;
 };
 
 // What the emulated mesh did for the attention of the forward passes so far.

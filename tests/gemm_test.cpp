@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -199,9 +200,11 @@ TEST(Gemm, Bf16SubnormalsFlushOnBothKernels) {
   const MatrixRef ref{DType::kBF16, 1, cols, cols, w.data()};
   const PackedMatrix m = PackedMatrix::Pack(ref, ActivationPrecision::kBF16);
   EXPECT_EQ(m.At(0, 0), 0.0f);
-  // k = 1 first: 1e-39 (subnormal x, read as 0) * 1; then k = 0: 1 * 0; then k = 3, 2: 1e-20 *
-  // 1e-20 = 1e-40 (subnormal: flushed), twice.
-  const std::vector<float> x = {1.0f, 1e-39f, 1e-20f, 1e-20f};
+  // k = 1 first: the largest f32 subnormal (read as 0, though it would round up to bf16's
+  // smallest normal) * 1; then k = 0: 1 * 0; then k = 3, 2: 1e-20 * 1e-20 = 1e-40 (subnormal:
+  // flushed), twice.
+  const float max_subnormal = std::nextafter(std::numeric_limits<float>::min(), 0.0f);
+  const std::vector<float> x = {1.0f, max_subnormal, 1e-20f, 1e-20f};
   for (bool hw : {true, false}) {
     SetGemmBf16DotKernel(hw);
     float y = -1.0f;

@@ -169,6 +169,33 @@ TEST(Ops, LayerNormGeluSoftmax) {
   EXPECT_EQ(s[2], 0.0f);
 }
 
+// GeluErf against the exact GELU in double precision, relative to the value (so the far negative
+// tail, where 1 + erf cancels, is held to the same bound), over [-12, 12] and a few extremes; and
+// each element is a pure function of its value: any lane, tail or thread split gives its bits.
+TEST(Ops, GeluMatchesTheExactFunctionEverywhere) {
+  std::vector<float> xs;
+  for (int i = -120000; i <= 120000; ++i) xs.push_back(static_cast<float>(i) * 1e-4f);
+  for (float v : {1e-30f, -1e-30f, 1e-8f, -3e-6f, 30.0f, -30.0f, 1e30f, -1e30f}) xs.push_back(v);
+  std::vector<float> y = xs;
+  GeluErf(y.data(), static_cast<int64_t>(y.size()));
+  double worst = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i], exact = 0.5 * x * std::erfc(-x / std::sqrt(2.0));
+    if (std::fabs(exact) < 1e-36) {  // below float's normal range: zero or as tiny
+      EXPECT_LT(std::fabs(y[i]), 1e-36) << x;
+      continue;
+    }
+    worst = std::max(worst, std::fabs(y[i] - exact) / std::fabs(exact));
+  }
+  EXPECT_LT(worst, 1e-6) << worst;
+  std::printf("[ gelu     ] worst relative error %.3g\n", worst);
+  for (size_t offset : {size_t{1}, size_t{5}, size_t{17}}) {
+    std::vector<float> part(xs.begin() + static_cast<long>(offset), xs.begin() + 1000);
+    GeluErf(part.data(), static_cast<int64_t>(part.size()));
+    for (size_t i = 0; i < part.size(); ++i) ASSERT_EQ(part[i], y[i + offset]) << i;
+  }
+}
+
 TEST(Ops, RopeRotatesHalvesByPositionAngle) {
   const int d = 8;
   Rope rope(d, 10000.0);
