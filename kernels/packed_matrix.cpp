@@ -55,9 +55,8 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
   m.padded_cols_ = w.dtype == DType::kBF16 ? (w.cols + 1) / 2 * 2 : w.cols;
   const int64_t panels = m.panels(), elems = m.panel_elems();
   const int64_t esize = DTypeSize(w.dtype);
-  m.data_ = hwy::AllocateAligned<uint8_t>(
-      static_cast<size_t>(std::max<int64_t>(1, panels * elems * esize)));
-  uint8_t* base = m.data_.get();
+  m.data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels * elems * esize)));
+  uint8_t* base = m.data_.data();
   // Blocks of about 8 MiB of source, so `done` can release a large matrix while it is packed.
   const int64_t row_bytes = std::max<int64_t>(1, w.row_stride * esize);
   const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / (kPanelRows * row_bytes));
@@ -66,7 +65,6 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
 #pragma omp parallel for schedule(static)
     for (int64_t p = p0; p < p1; ++p) {
       uint8_t* out = base + p * elems * esize;
-      std::memset(out, 0, static_cast<size_t>(elems * esize));
       switch (w.dtype) {
         case DType::kF32:
           PackPanelKMajor(w, p, reinterpret_cast<float*>(out));
@@ -87,7 +85,7 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
 void PackedMatrix::Row(int64_t r, float* out) const {
   WC_CHECK(r >= 0 && r < rows_, "row out of range");
   const int64_t i = r % kPanelRows;
-  const uint8_t* panel = data_.get() + (r / kPanelRows) * panel_elems() * DTypeSize(dtype_);
+  const uint8_t* panel = data_.data() + (r / kPanelRows) * panel_elems() * DTypeSize(dtype_);
   switch (dtype_) {
     case DType::kF32:
       for (int64_t k = 0; k < cols_; ++k) std::memcpy(&out[k], panel + (k * kPanelRows + i) * 4, 4);
@@ -112,7 +110,7 @@ void PackedMatrix::Row(int64_t r, float* out) const {
 float PackedMatrix::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
   const int64_t p = r / kPanelRows, i = r % kPanelRows;
-  const uint8_t* panel = data_.get() + p * panel_elems() * DTypeSize(dtype_);
+  const uint8_t* panel = data_.data() + p * panel_elems() * DTypeSize(dtype_);
   switch (dtype_) {
     case DType::kF32: {
       float f;
