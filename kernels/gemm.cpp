@@ -149,32 +149,7 @@ struct TileFn {
     }
   }
   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
-    switch (mr) {
-      case 1:
-        return Run<1>(np, xp, w, out);
-      case 2:
-        return Run<2>(np, xp, w, out);
-      case 3:
-        return Run<3>(np, xp, w, out);
-      case 4:
-        return Run<4>(np, xp, w, out);
-      case 5:
-        return Run<5>(np, xp, w, out);
-      case 6:
-        return Run<6>(np, xp, w, out);
-      case 7:
-        return Run<7>(np, xp, w, out);
-      case 8:
-        return Run<8>(np, xp, w, out);
-      case 9:
-        return Run<9>(np, xp, w, out);
-      case 10:
-        return Run<10>(np, xp, w, out);
-      case 11:
-        return Run<11>(np, xp, w, out);
-      case 12:
-        return Run<12>(np, xp, w, out);
-    }
+    gemm::WithTileHeight(mr, [&](auto height) { Run<decltype(height)::value>(np, xp, w, out); });
   }
 };
 

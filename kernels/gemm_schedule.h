@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
+#include <utility>
 
 namespace wc {
 namespace gemm {
@@ -26,6 +28,17 @@ struct Task {
 constexpr int kPanelRows = 32;
 constexpr int kMaxTileTokens = 12;
 constexpr int kMaxTilePanels = 4;
+
+// Calls fn(std::integral_constant<int, mr>()) for mr in [1, kMaxTileTokens]: a run-time tile
+// height as a template argument.
+template <class Fn, int... I>
+void WithTileHeightImpl(int mr, const Fn& fn, std::integer_sequence<int, I...>) {
+  (void)((mr == I + 1 ? (fn(std::integral_constant<int, I + 1>()), true) : false) || ...);
+}
+template <class Fn>
+void WithTileHeight(int mr, const Fn& fn) {
+  WithTileHeightImpl(mr, fn, std::make_integer_sequence<int, kMaxTileTokens>());
+}
 
 // The token tiles of n tokens at most mr_max high: as few as possible, balanced (heights differ by
 // at most one, the taller first), so no thin tail tile runs short of accumulator chains.
