@@ -96,7 +96,8 @@ void RunBenchModel(const BenchModelOptions& o) {
     max_rows = std::max(max_rows, r);
   }
   // The machine's bounds, measured before the model is loaded so the probe's buffer does not add to
-  // the peak RSS reported below.
+  // the peak RSS reported below; on the threads the run uses.
+  ApplyThreads(o.run.threads);
   const double read_gbps = MeasureReadBandwidth(size_t{256} << 20, 5) / 1e9;
   const PeakFlops peak = MeasurePeakFlops(0.1);
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
