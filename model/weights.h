@@ -1,7 +1,7 @@
 // Falcon weights bound from a checkpoint by their Hugging Face names. Matrices keep the
-// checkpoint's dtype (a BF16 checkpoint is never widened to FP32): bound in the memory mapping, then
-// packed once for the GEMM (Pack), which releases the mapping's pages; only LayerNorm parameters
-// and biases (vectors) are converted to FP32.
+// checkpoint's dtype (a BF16 checkpoint is never widened to FP32): bound in the memory mapping,
+// then packed once for the GEMM (Pack), which releases the mapping's pages; only LayerNorm
+// parameters and biases (vectors) are converted to FP32.
 #pragma once
 
 #include <memory>
