@@ -110,7 +110,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                    ServingOptionsFor(o.run, m, max_rows, std::max(o.prompt_len, max_rows)));
   const ModelShape shape = ShapeOf(m);
   const int threads = BenchThreads(o.run.threads);
-  const char* kernel = GemmKernelName(m.model->weights().layers[0].qkv_p);
+  const PackedMatrix& qkv = m.model->weights().layers[0].qkv_p;
+  const char* kernel = GemmKernelName(qkv);
   std::printf(
       "bench model: %s (%d layers, hidden %d, vocab %d, %s weights), KV %s, %d threads, %s, "
       "matmul %s\n",
@@ -118,7 +119,7 @@ void RunBenchModel(const BenchModelOptions& o) {
       DTypeName(m.model->weights().layers[0].qkv.dtype), KVDTypeName(m.kv.dtype), threads,
       SimdTargetName(), kernel);
   // The compute bound of the kernel the matmuls run on.
-  const bool bf16_dot = std::string(kernel).rfind("bf16 dot", 0) == 0;
+  const bool bf16_dot = GemmUsesBf16Dot(qkv);
   const double compute_peak = bf16_dot ? peak.bf16_dot : peak.f32_fma;
   const char* compute_name = bf16_dot ? "bf16 dot" : "f32 FMA";
   std::printf("machine: read %.1f GB/s, f32 FMA %.1f GFLOP/s, bf16 dot %s\n", read_gbps,

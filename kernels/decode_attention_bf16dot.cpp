@@ -22,10 +22,8 @@ using x86::kAheadRows;
 std::atomic<bool> g_bf16dot_enabled{true};
 
 bool CpuHasBf16Dot() {
-  static const bool has =
-      __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512vbmi");
+  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512bf16") &&
+                          __builtin_cpu_supports("avx512vbmi");
   return has;
 }
 

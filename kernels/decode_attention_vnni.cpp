@@ -26,10 +26,7 @@ using x86::Sum16Epi32;
 std::atomic<bool> g_vnni_enabled{true};
 
 bool CpuHasAvx512Vnni() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512vnni");
+  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512vnni");
   return has;
 }
 

@@ -326,6 +326,10 @@ const char* GemmKernelName(const PackedMatrix& w) {
   }
 }
 
+bool GemmUsesBf16Dot(const PackedMatrix& w) {
+  return PathOf(w) == kPathBf16Dot;
+}
+
 void SetGemmBf16DotKernel(bool enabled) {
   g_bf16dot_enabled.store(enabled);
 }

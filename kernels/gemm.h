@@ -61,6 +61,9 @@ void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* 
 // The kernel a matrix's products run on, e.g. "bf16 dot (AVX-512 BF16)", "f32 FMA (AVX3)".
 const char* GemmKernelName(const PackedMatrix& w);
 
+// True when w's products run on vdpbf16ps (its compute bound is the bf16 dot-product peak).
+bool GemmUsesBf16Dot(const PackedMatrix& w);
+
 // Tests turn the AVX-512 BF16 kernel off (and on) to compare it with its portable emulation.
 void SetGemmBf16DotKernel(bool enabled);
 

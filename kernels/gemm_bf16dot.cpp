@@ -5,11 +5,9 @@
 #include <algorithm>
 #include <cstring>
 
-#define WC_GEMM_BF16DOT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
+#include "kernels/x86_avx512.h"
 
-// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+#define WC_GEMM_BF16DOT __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")))
 
 namespace wc {
 namespace {
@@ -68,10 +66,7 @@ struct TileFn {
 }  // namespace
 
 bool GemmBf16DotAvailable() {
-  static const bool has = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                          __builtin_cpu_supports("avx512dq") &&
-                          __builtin_cpu_supports("avx512vl") &&
-                          __builtin_cpu_supports("avx512bf16");
+  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
   return has;
 }
 

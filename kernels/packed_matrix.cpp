@@ -82,53 +82,33 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
   return m;
 }
 
+int64_t PackedMatrix::Index(int64_t r, int64_t k) const {
+  const int64_t i = r % kPanelRows;
+  const int64_t in_panel =
+      dtype_ == DType::kBF16 ? (k / 2) * 2 * kPanelRows + i * 2 + k % 2 : k * kPanelRows + i;
+  return (r / kPanelRows) * panel_elems() + in_panel;
+}
+
+float PackedMatrix::ValueAt(int64_t index) const {
+  const uint8_t* p = data_.data() + index * DTypeSize(dtype_);
+  if (dtype_ == DType::kF32) {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return dtype_ == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
+}
+
 void PackedMatrix::Row(int64_t r, float* out) const {
   WC_CHECK(r >= 0 && r < rows_, "row out of range");
-  const int64_t i = r % kPanelRows;
-  const uint8_t* panel = data_.data() + (r / kPanelRows) * panel_elems() * DTypeSize(dtype_);
-  switch (dtype_) {
-    case DType::kF32:
-      for (int64_t k = 0; k < cols_; ++k) std::memcpy(&out[k], panel + (k * kPanelRows + i) * 4, 4);
-      return;
-    case DType::kF16:
-      for (int64_t k = 0; k < cols_; ++k) {
-        uint16_t h;
-        std::memcpy(&h, panel + (k * kPanelRows + i) * 2, 2);
-        out[k] = F16ToF32(h);
-      }
-      return;
-    case DType::kBF16:
-      for (int64_t k = 0; k < cols_; ++k) {
-        uint16_t h;
-        std::memcpy(&h, panel + ((k / 2) * 2 * kPanelRows + i * 2 + k % 2) * 2, 2);
-        out[k] = BF16ToF32(h);
-      }
-      return;
-  }
+  for (int64_t k = 0; k < cols_; ++k) out[k] = ValueAt(Index(r, k));
 }
 
 float PackedMatrix::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
-  const int64_t p = r / kPanelRows, i = r % kPanelRows;
-  const uint8_t* panel = data_.data() + p * panel_elems() * DTypeSize(dtype_);
-  switch (dtype_) {
-    case DType::kF32: {
-      float f;
-      std::memcpy(&f, panel + (k * kPanelRows + i) * 4, 4);
-      return f;
-    }
-    case DType::kF16: {
-      uint16_t h;
-      std::memcpy(&h, panel + (k * kPanelRows + i) * 2, 2);
-      return F16ToF32(h);
-    }
-    case DType::kBF16: {
-      uint16_t h;
-      std::memcpy(&h, panel + ((k / 2) * 2 * kPanelRows + i * 2 + k % 2) * 2, 2);
-      return BF16ToF32(h);
-    }
-  }
-  return 0.0f;
+  return ValueAt(Index(r, k));
 }
 
 }  // namespace wc

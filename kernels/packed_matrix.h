@@ -67,6 +67,10 @@ class PackedMatrix {
   void Row(int64_t r, float* out) const;
 
  private:
+  // Element index of W[r, k] in data() (either layout), and the float value at an index.
+  int64_t Index(int64_t r, int64_t k) const;
+  float ValueAt(int64_t index) const;
+
   DType dtype_ = DType::kF32;
   ActivationPrecision precision_ = ActivationPrecision::kF32;
   int64_t rows_ = 0, cols_ = 0, padded_cols_ = 0;

@@ -22,6 +22,13 @@
 namespace wc {
 namespace x86 {
 
+// True when this CPU has AVX-512 F, BW, DQ and VL: what WC_AVX512 compiles for. Kernels add their
+// own extension (__builtin_cpu_supports takes only a literal) and keep the answer in a static.
+inline bool CpuHasAvx512() {
+  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+}
+
 // Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
 // so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
 constexpr int64_t kAheadRows = 64;
