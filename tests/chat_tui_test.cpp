@@ -248,10 +248,14 @@ class TmuxChat {
 };
 
 const char kQuestion[] = "What does it mean to sail?";
-// A reply that runs to its token limit (at temperature 100 EOS is about as likely as any token,
-// and seed 7 does not draw it): 480 tokens, seconds of streaming.
+// A reply that runs to its token limit: at temperature 100 EOS is about as likely as any token
+// (about one reply in nine of 480 tokens draws it), and seed 7 with kLongPrompt does not. Checked
+// with `chat --plain` and /stats ("last reply: 480 tokens") whenever the numerics change: the
+// kernels of 2026-11-24 drew EOS after 90 tokens for "Tell me a very long story.", a fifth of a
+// second of streaming, too short for the tests below to see it under load.
 const std::vector<std::string> kLongReply = {"-n",      "480", "--temperature", "100",
                                              "--top-k", "0",   "--top-p",       "1"};
+const char kLongPrompt[] = "Tell me a long story.";
 
 // The status bar after a reply: idle, its speed, ..., the seed.
 const char kIdleWithSpeed[] = R"(idle \| [0-9.]+ tok/s \|.* \| seed 7)";
@@ -309,13 +313,13 @@ TEST(ChatTui, ReplyAt80x24IsLineModesWithTheStatusBarAndNoPanel) {
 TEST(ChatTui, LongReplyStreamsCtrlCCancelsItAndTheChatStaysUp) {
   TmuxChat chat(80, 24, kLongReply);
   chat.WaitForStart();
-  chat.Enter("Tell me a very long story.");
+  chat.Enter(kLongPrompt);
   // Streaming: the status bar says so with a speed, and the reply grows while it does.
   chat.WaitForRow(22, R"(generating \| [0-9.]+ tok/s \|.* \| seed 7)");
-  const std::string before = ReplyAfter(chat.Rows(), "> Tell me a very long story.");
+  const std::string before = ReplyAfter(chat.Rows(), std::string("> ") + kLongPrompt);
   chat.WaitFor("the reply to grow while generating", [&](const std::string& s) {
     const std::vector<std::string> rows = Lines(s);
-    const std::string now = ReplyAfter(rows, "> Tell me a very long story.");
+    const std::string now = ReplyAfter(rows, std::string("> ") + kLongPrompt);
     return now.size() > before.size() && now.rfind(before, 0) == 0 &&
            rows[22].rfind("generating", 0) == 0;
   });
@@ -339,7 +343,7 @@ TEST(ChatTui, TheContextCountRisesWhileAReplyStreams) {
   // not only when the reply ends; after the reply it is /stats' figure.
   TmuxChat chat(160, 30, kLongReply);
   chat.WaitForText("/help lists the commands");  // the greeting wraps beside the panel
-  chat.Enter("Tell me a very long story.");
+  chat.Enter(kLongPrompt);
   auto ctx_now = [](const std::string& screen, const char* state) {
     const std::vector<std::string> rows = Lines(screen);
     std::smatch m;
@@ -694,7 +698,7 @@ void Command(TmuxChat& chat, const char* command) {
 
 // While a reply streams: the loop's thread is busy when the signal comes.
 void DuringAReply(TmuxChat& chat, const std::function<void(TmuxChat&)>& leave) {
-  chat.Enter("Tell me a very long story.");
+  chat.Enter(kLongPrompt);
   chat.WaitForRow(22, R"(generating \|.*)");
   leave(chat);
 }
