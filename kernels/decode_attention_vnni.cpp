@@ -20,8 +20,6 @@ namespace wc {
 namespace {
 
 using x86::kAheadRows;
-using x86::ScaleScoresByRows;
-using x86::Sum16Epi32;
 
 std::atomic<bool> g_vnni_enabled{true};
 
@@ -35,52 +33,79 @@ bool VnniOn() {
   return CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
 }
 
-// Scores of NH heads (q8: [NH, cols], NH in {1, 2, 4}; n_out <= NH of them stored) against every
-// row, R = 16 / NH rows per tile: accumulator h * R + r holds head h and row r of the tile, so a
-// tile's 16 sums come out of one Sum16. vpdpbusd multiplies unsigned by signed bytes: the codes
-// are offset to unsigned (c ^ 0x80 = c + 128) and 128 * sum(q8[h]) taken off each sum.
-template <int NH, int KC>
-WC_VNNI void ScoresGroup(const int8_t* q8, const float* head_scale, int n_out, const RowsRef& k,
-                         float* scores, const RowsRef& along) {
-  constexpr int R = 16 / NH;
-  const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
-  const int64_t codes = k.row_scale ? 2 : 0;
-  alignas(64) int32_t bias[16], perm[NH][16];
-  for (int h = 0; h < NH; ++h) {
-    int32_t sum = 0;
-    for (int64_t c = 0; c < cols; ++c) sum += q8[h * cols + c];
-    for (int r = 0; r < R; ++r) bias[h * R + r] = 128 * sum;
-    for (int i = 0; i < 16; ++i) perm[h][i] = (h * R + i) & 15;  // head h's lanes first
+// The scores of NH heads (q8 rows of n4 32-bit words: 4 codes each) against one block of 16 rows
+// held transposed in kt ([n4][16] words: lane r = row r's 4 codes of that word, offset to
+// unsigned): one vpdpbusd per word and head gives 16 rows' partial sums at once, so no horizontal
+// sums. vpdpbusd multiplies unsigned by signed bytes: the codes are offset (c ^ 0x80 = c + 128)
+// and bias[h] = 128 * sum(q8[h]) taken off each sum. out[j * out_stride + r] for r in `store`.
+template <int NH>
+WC_VNNI inline __attribute__((always_inline)) void HeadsOfBlock(
+    const int8_t* q8, int64_t n4, const __m512i* kt, const int32_t* bias, const float* head_scale,
+    __m512 row_scale, __mmask16 store, float* out, int64_t out_stride) {
+  __m512i acc[NH];
+  for (auto& a : acc) a = _mm512_setzero_si512();
+  for (int64_t w = 0; w < n4; ++w) {
+    const __m512i kv = _mm512_load_si512(kt + w);
+    for (int j = 0; j < NH; ++j) {
+      int32_t word;
+      std::memcpy(&word, q8 + (j * n4 + w) * 4, 4);
+      acc[j] = _mm512_dpbusd_epi32(acc[j], kv, _mm512_set1_epi32(word));
+    }
   }
-  const __m512i vbias = _mm512_load_si512(bias);
+  // float(dot) * (head_scale * row_scale), the portable path's two products.
+  for (int j = 0; j < NH; ++j) {
+    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(acc[j], _mm512_set1_epi32(bias[j])));
+    const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[j]), row_scale);
+    _mm512_mask_storeu_ps(out + j * out_stride, store, _mm512_mul_ps(dot, factor));
+  }
+}
+
+// Scores of all n_heads against every row of k (cols = 64 * KC, or k.cols for KC = 0), 16 rows at
+// a time: the block's codes are loaded and transposed once (Transpose16x16Epi32 per 64 columns)
+// and read by every head, in groups of 8, 4, 2 and 1 heads.
+template <int KC>
+WC_VNNI void ScoresTransposed(const int8_t* q8, int n_heads, const int32_t* bias,
+                              const float* head_scale, const RowsRef& k, float* scores,
+                              const RowsRef& along) {
+  const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
+  const int64_t codes = k.row_scale ? 2 : 0, n4 = cols / 4;
+  constexpr int64_t kMaxWords = KC > 0 ? 16 * KC : kInt8QueryMaxCols / 4;
+  __m512i kt[kMaxWords];  // [n4]: word w of the block's 16 rows, lane r = row r
   const __m512i to_unsigned = _mm512_set1_epi8(static_cast<char>(0x80));
   const PrefetchStream ahead(k), along_rows(along);
-  for (int64_t p = 0; p < rows; p += R) {
-    const int valid = static_cast<int>(std::min<int64_t>(R, rows - p));
-    ahead.Rows(p + kAheadRows, p + kAheadRows + R);
-    along_rows.Rows(p, p + R);
-    const uint8_t* row[R];
-    for (int r = 0; r < R; ++r)  // the tail repeats the last row (its lanes are not stored)
-      row[r] = k.data + (p + std::min(r, valid - 1)) * stride + codes;
-    __m512i acc[16];
-    for (auto& a : acc) a = _mm512_setzero_si512();
-#pragma GCC unroll 4
+  for (int64_t p = 0; p < rows; p += 16) {
+    const int64_t valid = std::min<int64_t>(16, rows - p);
+    ahead.Rows(p + kAheadRows, p + kAheadRows + 16);
+    along_rows.Rows(p, p + 16);
     for (int64_t c = 0; c < cols; c += 64) {
-      __m512i kv[R];
-      for (int r = 0; r < R; ++r)
-        kv[r] = _mm512_xor_si512(_mm512_loadu_si512(row[r] + c), to_unsigned);
-      for (int h = 0; h < NH; ++h) {
-        const __m512i qv = _mm512_loadu_si512(q8 + h * cols + c);
-        for (int r = 0; r < R; ++r) acc[h * R + r] = _mm512_dpbusd_epi32(acc[h * R + r], kv[r], qv);
-      }
+      __m512i r[16];
+      for (int i = 0; i < 16; ++i)  // the tail repeats the last row (its lanes are not stored)
+        r[i] = _mm512_xor_si512(
+            _mm512_loadu_si512(k.data + (p + std::min<int64_t>(i, valid - 1)) * stride + codes + c),
+            to_unsigned);
+      x86::Transpose16x16Epi32(r);
+      for (int i = 0; i < 16; ++i) kt[c / 4 + i] = r[i];
     }
-    const __m512 dot = _mm512_cvtepi32_ps(_mm512_sub_epi32(Sum16Epi32(acc), vbias));
-    const __mmask16 store = static_cast<__mmask16>((1u << valid) - 1);
-    for (int h = 0; h < n_out; ++h)
-      _mm512_mask_storeu_ps(scores + h * rows + p, store,
-                            _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
+    const __m512 row_scale = x86::RowScales16(k, p, 1.0f);
+    const __mmask16 store = x86::FirstLanes(valid);
+    int h = 0;
+    for (; h + 8 <= n_heads; h += 8)
+      HeadsOfBlock<8>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+    if (h + 4 <= n_heads) {
+      HeadsOfBlock<4>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+      h += 4;
+    }
+    if (h + 2 <= n_heads) {
+      HeadsOfBlock<2>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+      h += 2;
+    }
+    if (h < n_heads)
+      HeadsOfBlock<1>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
   }
-  ScaleScoresByRows(k, 1.0f, head_scale, n_out, scores);
 }
 
 // o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs (vpdpwssd sums two int16 products
@@ -278,23 +303,22 @@ bool CpuHasVnniKernels() {
 void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
                     float* scores, const RowsRef& along) {
   const int64_t cols = k.cols;
-  alignas(64) int8_t padded[4 * kInt8QueryMaxCols];  // 3 heads: a zero fourth
-  for (int h0 = 0; h0 < n_heads; h0 += 4) {
-    const int nh = std::min(4, n_heads - h0);
-    const int8_t* qg = q8 + h0 * cols;
-    float* out = scores + h0 * k.rows;
-    const RowsRef& al = h0 == 0 ? along : RowsRef{};
-    const int8_t* qp = qg;
-    if (nh == 3) {
-      std::copy(qg, qg + 3 * cols, padded);
-      std::fill(padded + 3 * cols, padded + 4 * cols, int8_t{0});
-      qp = padded;
-    }
-    const int group = nh == 3 ? 4 : nh;
-    x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
-      ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp, head_scale + h0, nh, k, out,
-                                                                al);
-    });
+  thread_local std::vector<int32_t> bias;  // [n_heads]: 128 * sum(q8[h])
+  bias.resize(static_cast<size_t>(n_heads));
+  for (int h = 0; h < n_heads; ++h) {
+    int32_t sum = 0;
+    for (int64_t c = 0; c < cols; ++c) sum += q8[h * cols + c];
+    bias[h] = 128 * sum;
+  }
+  switch (cols) {
+    case 64:
+      return ScoresTransposed<1>(q8, n_heads, bias.data(), head_scale, k, scores, along);
+    case 128:
+      return ScoresTransposed<2>(q8, n_heads, bias.data(), head_scale, k, scores, along);
+    case 256:
+      return ScoresTransposed<4>(q8, n_heads, bias.data(), head_scale, k, scores, along);
+    default:
+      return ScoresTransposed<0>(q8, n_heads, bias.data(), head_scale, k, scores, along);
   }
 }
 

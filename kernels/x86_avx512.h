@@ -68,6 +68,38 @@ WC_AVX512_INLINE __m512 Sum16Ps(const __m512* v) {
                        _mm512_shuffle_f32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
 }
 
+// In place: r[i] (row i, 16 32-bit lanes) becomes column i (lane j = row j's lane i), for the
+// kernels that hold 16 rows in the lanes of one vector. 64 shuffles.
+WC_AVX512_INLINE void Transpose16x16Epi32(__m512i* r) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {  // per 128-bit block: rows i, i + 1 interleaved by lane
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {  // r[4g + m], block b: lane 4b + m of rows 4g .. 4g + 3
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int m = 0; m < 4; ++m) {  // a 4 x 4 transpose of 128-bit blocks
+    const __m512i a = _mm512_shuffle_i32x4(r[m], r[4 + m], 0x44);
+    const __m512i b = _mm512_shuffle_i32x4(r[m], r[4 + m], 0xee);
+    const __m512i c = _mm512_shuffle_i32x4(r[8 + m], r[12 + m], 0x44);
+    const __m512i d = _mm512_shuffle_i32x4(r[8 + m], r[12 + m], 0xee);
+    t[m] = _mm512_shuffle_i32x4(a, c, 0x88);
+    t[4 + m] = _mm512_shuffle_i32x4(a, c, 0xdd);
+    t[8 + m] = _mm512_shuffle_i32x4(b, d, 0x88);
+    t[12 + m] = _mm512_shuffle_i32x4(b, d, 0xdd);
+  }
+  for (int i = 0; i < 16; ++i) r[i] = t[i];
+}
+
+// Lanes [0, n) of a 16-lane mask, n <= 16.
+WC_AVX512_INLINE __mmask16 FirstLanes(int64_t n) {
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+}
+
 // The scales of rows [p, p + 16) of scaled one-byte rows (lanes past m.rows: 0) times
 // code_factor: the bf16 leading each row gathered, or the tensor scale.
 WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_factor) {

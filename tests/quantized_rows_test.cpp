@@ -264,7 +264,7 @@ TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
   if (!CpuHasVnniKernels()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
   for (ScaleMode mode : {ScaleMode::kTokenHead, ScaleMode::kTensor}) {
     for (int64_t cols : {64, 128, 192, 256}) {  // 192: the kernels' loop over any width
-      for (int n_heads : {1, 2, 3, 4, 6, 8}) {
+      for (int n_heads : {1, 2, 3, 4, 6, 8, 15, 16}) {
         for (int64_t rows : {1, 7, 16, 61, 513}) {
           const Encoded k = Encode({KVQuant::kInt8, mode}, rows, cols, 500 + rows + cols);
           auto q = RandomVec(static_cast<size_t>(n_heads * cols), 17 + n_heads);
