@@ -108,10 +108,83 @@ WC_VNNI void ScoresTransposed(const int8_t* q8, int n_heads, const int32_t* bias
   }
 }
 
-// o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs (vpdpwssd sums two int16 products
-// per lane): a pair's codes are widened and interleaved, so lane i of 128-bit block b of the low /
-// high accumulator of a 32-column block holds column 8b + i / 8b + 4 + i, and a pair's weights
-// are one int32 broadcast. 2 * NB * NH accumulators (16 at most) stay in registers.
+// P.V for int8 rows takes the rows in pairs (vpdpwssd sums two int16 products per lane): a pair's
+// codes are widened and interleaved once per block of rows into vw, and every head reads them.
+// Word i of 32-column block j: the low vector's lane 4b + i holds column 32j + 8b + i of both rows
+// (b the 128-bit block, i < 4), the high vector's column 32j + 8b + 4 + i. A pair's two weights
+// are one int32 broadcast. Each head's int32 sums (the same lane order) live in `sums` across
+// blocks; exact, so the order of rows does not matter.
+constexpr int64_t kPairBlock = 32;
+// One 64-byte vector's storage, for scratch buffers of vectors (a vector of __m512i would drop
+// its alignment attribute).
+struct alignas(64) Block64 {
+  int32_t i32[16];
+};  // row pairs widened at a time: 64 rows, 8 KB at 64 columns
+
+// vw[(i * n32 + j) * 2 + {0, 1}] for pairs i < n_pairs of the rows from `first` (an odd last
+// row pairs with itself; its weight is 0).
+WC_VNNI inline void WidenPairs(const uint8_t* first, int64_t rows_left, int64_t stride, int64_t n32,
+                               int64_t n_pairs, __m512i* vw) {
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    const uint8_t* ra = first + 2 * i * stride;
+    const uint8_t* rb = 2 * i + 1 < rows_left ? ra + stride : ra;
+    for (int64_t j = 0; j < n32; ++j) {
+      const __m512i a =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(ra + 32 * j)));
+      const __m512i b =
+          _mm512_cvtepi8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(rb + 32 * j)));
+      vw[(i * n32 + j) * 2] = _mm512_unpacklo_epi16(a, b);
+      vw[(i * n32 + j) * 2 + 1] = _mm512_unpackhi_epi16(a, b);
+    }
+  }
+}
+
+// sums of NH heads for 32-column blocks [j0, j0 + NB) += the pairs [0, n_pairs) of vw, whose
+// weights start at pair `pair0` of each head's wq row. 2 * NB * NH accumulators (16 at most).
+template <int NH, int NB>
+WC_VNNI inline __attribute__((always_inline)) void AccumulatePairs(
+    const int16_t* wq, int64_t wq_stride, int64_t pair0, const __m512i* vw, int64_t n_pairs,
+    int64_t n32, int64_t j0, int32_t* sums, int64_t sums_stride) {
+  __m512i acc[NH][NB][2];
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NB; ++j)
+      for (int m = 0; m < 2; ++m)
+        acc[h][j][m] = _mm512_load_si512(sums + h * sums_stride + (j0 + j) * 32 + 16 * m);
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    __m512i d[NB][2];
+    for (int j = 0; j < NB; ++j)
+      for (int m = 0; m < 2; ++m) d[j][m] = _mm512_load_si512(vw + (i * n32 + j0 + j) * 2 + m);
+    for (int h = 0; h < NH; ++h) {
+      int32_t pair;
+      std::memcpy(&pair, wq + h * wq_stride + 2 * (pair0 + i), 4);
+      const __m512i wp = _mm512_set1_epi32(pair);
+      for (int j = 0; j < NB; ++j)
+        for (int m = 0; m < 2; ++m) acc[h][j][m] = _mm512_dpwssd_epi32(acc[h][j][m], d[j][m], wp);
+    }
+  }
+  for (int h = 0; h < NH; ++h)
+    for (int j = 0; j < NB; ++j)
+      for (int m = 0; m < 2; ++m)
+        _mm512_store_si512(sums + h * sums_stride + (j0 + j) * 32 + 16 * m, acc[h][j][m]);
+}
+
+// Every head of a group over the columns, 64 at a time then a last 32.
+template <int NH>
+WC_VNNI inline void AccumulateHeads(const int16_t* wq, int64_t wq_stride, int64_t pair0,
+                                    const __m512i* vw, int64_t n_pairs, int64_t n32, int32_t* sums,
+                                    int64_t sums_stride) {
+  int64_t j = 0;
+  for (; j + 2 <= n32; j += 2)
+    AccumulatePairs<NH, 2>(wq, wq_stride, pair0, vw, n_pairs, n32, j, sums, sums_stride);
+  if (j < n32) AccumulatePairs<NH, 1>(wq, wq_stride, pair0, vw, n_pairs, n32, j, sums, sums_stride);
+}
+
+// Up to 4 heads (one group): o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs,
+// widened in registers (a buffer would only add stores, with no other head to read it) (vpdpwssd
+// sums two int16 products per lane): a pair's codes are widened and interleaved, so lane i of
+// 128-bit block b of the low / high accumulator of a 32-column block holds column 8b + i / 8b + 4 +
+// i, and a pair's weights are one int32 broadcast. 2 * NB * NH accumulators (16 at most) stay in
+// registers.
 template <int NH, int NB>
 WC_VNNI void WeightedBlock(const int16_t* wq, int64_t wq_stride, const float* unit,
                            const RowsRef& v, int64_t c0, float* o, const RowsRef& along) {
@@ -352,26 +425,80 @@ bool VnniInt8WeightsUsable(const RowsRef& v) {
          VnniOn();
 }
 
-void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
-                      const RowsRef& v, float* o, const RowsRef& along) {
-  for (int h0 = 0; h0 < n_heads; h0 += 4) {
-    const int nh = std::min(4, n_heads - h0);
-    const int16_t* wg = wq + h0 * wq_stride;
-    float* og = o + h0 * v.cols;
-    const RowsRef& al = h0 == 0 ? along : RowsRef{};
-    switch (nh) {
-      case 1:
-        WeightedGroup<1>(wg, wq_stride, unit + h0, v, og, al);
+namespace {
+WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                              const RowsRef& v, float* o, const RowsRef& along) {
+  const int64_t rows = v.rows, cols = v.cols, n32 = cols / 32, stride = v.row_bytes;
+  const uint8_t* codes = v.data + (v.row_scale ? 2 : 0);
+  // sums: [n_heads, cols] int32 in vw's lane order; vw: [kPairBlock, n32, 2] widened pairs.
+  thread_local std::vector<Block64> sums_buf, vw_buf;
+  sums_buf.assign(static_cast<size_t>(n_heads * n32 * 2), Block64{});
+  vw_buf.resize(static_cast<size_t>(kPairBlock * n32 * 2));
+  int32_t* sums = sums_buf.data()->i32;
+  __m512i* vw = reinterpret_cast<__m512i*>(vw_buf.data());
+  const PrefetchStream ahead(v), along_rows(along);
+  const int64_t total_pairs = (rows + 1) / 2;
+  for (int64_t pair0 = 0; pair0 < total_pairs; pair0 += kPairBlock) {
+    const int64_t n_pairs = std::min(kPairBlock, total_pairs - pair0), p0 = 2 * pair0;
+    ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
+    along_rows.Rows(p0, p0 + 2 * n_pairs);
+    WidenPairs(codes + p0 * stride, rows - p0, stride, n32, n_pairs, vw);
+    int h = 0;
+    for (; h + 4 <= n_heads; h += 4)
+      AccumulateHeads<4>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
+                         cols);
+    switch (n_heads - h) {
+      case 3:
+        AccumulateHeads<3>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
+                           cols);
         break;
       case 2:
-        WeightedGroup<2>(wg, wq_stride, unit + h0, v, og, al);
+        AccumulateHeads<2>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
+                           cols);
         break;
-      case 3:
-        WeightedGroup<3>(wg, wq_stride, unit + h0, v, og, al);
+      case 1:
+        AccumulateHeads<1>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
+                           cols);
         break;
       default:
-        WeightedGroup<4>(wg, wq_stride, unit + h0, v, og, al);
+        break;
     }
+  }
+  // o = fma(float(sum), unit[h], o), the lanes put back in column order.
+  const __m512i low_cols =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i high_cols =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  for (int h = 0; h < n_heads; ++h) {
+    const __m512 vunit = _mm512_set1_ps(unit[h]);
+    for (int64_t j = 0; j < n32; ++j) {
+      const int32_t* s = sums + h * cols + 32 * j;
+      float* oh = o + h * cols + 32 * j;
+      const __m512 l = _mm512_cvtepi32_ps(_mm512_load_si512(s)),
+                   u = _mm512_cvtepi32_ps(_mm512_load_si512(s + 16));
+      _mm512_storeu_ps(
+          oh, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, low_cols, u), vunit, _mm512_loadu_ps(oh)));
+      _mm512_storeu_ps(oh + 16, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, high_cols, u), vunit,
+                                                _mm512_loadu_ps(oh + 16)));
+    }
+  }
+}
+
+}  // namespace
+
+void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                      const RowsRef& v, float* o, const RowsRef& along) {
+  switch (n_heads) {
+    case 1:
+      return WeightedGroup<1>(wq, wq_stride, unit, v, o, along);
+    case 2:
+      return WeightedGroup<2>(wq, wq_stride, unit, v, o, along);
+    case 3:
+      return WeightedGroup<3>(wq, wq_stride, unit, v, o, along);
+    case 4:
+      return WeightedGroup<4>(wq, wq_stride, unit, v, o, along);
+    default:
+      return WeightedAllHeads(wq, wq_stride, unit, n_heads, v, o, along);
   }
 }
 
