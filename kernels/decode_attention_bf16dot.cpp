@@ -107,9 +107,10 @@ WC_BF16DOT void QueryWords(const float* q, int n_heads, int64_t cols, uint16_t* 
     }
 }
 
-// Scores of NH heads (qp: [NH, cols] bf16 in Widen's column order per 64-column block) against
-// every row, R = 16 / NH rows per tile (accumulator h * R + r: head h, row r), unscaled; the
-// scales are applied after.
+// Groups of up to 4 heads (fewer than kTransposeHeads per KV group, where widening and
+// transposing a block would cost more than the heads save): scores of NH heads (qp: [NH, cols]
+// bf16 in Widen's column order per 64-column block) against every row, R = 16 / NH rows per tile
+// (accumulator h * R + r: head h, row r), unscaled; the scales are applied after.
 template <int NH, int KC>
 WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k,
                             const CodeTables& tables, float* scores, const RowsRef& along) {
@@ -146,6 +147,98 @@ WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k,
     for (int h = 0; h < n_out; ++h)
       _mm512_mask_storeu_ps(scores + h * rows + p, store,
                             _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
+  }
+}
+
+// Heads per KV group from which the scores take the transposed kernel.
+constexpr int kTransposeHeads = 5;
+
+// One 64-byte vector's storage, for scratch buffers of vectors (a vector of __m512i would drop
+// its alignment attribute).
+struct alignas(64) Block64 {
+  float f32[16];
+};
+
+// The scores of NH heads (qp rows of n2 32-bit words: two bf16 each) against one block of 16 rows
+// whose widened codes kt holds transposed ([n2] words, lane r = row r's word): one vdpbf16ps per
+// word and head gives 16 rows' partial sums, so no horizontal sums. Each lane sums the products
+// of even and of odd words in two chains, in word order, then adds the two (the same for every
+// head, whatever the group it is computed in). out[j * out_stride + r] = sum * (head_scale[j] *
+// row_scale[r]) for r in `store`.
+template <int NH>
+WC_BF16DOT inline __attribute__((always_inline)) void HeadsOfBlock(
+    const uint16_t* qp, int64_t n2, const __m512i* kt, const float* head_scale, __m512 row_scale,
+    __mmask16 store, float* out, int64_t out_stride) {
+  __m512 acc[NH][2];  // even and odd words: two dependency chains per head
+  for (int j = 0; j < NH; ++j) acc[j][0] = acc[j][1] = _mm512_setzero_ps();
+  for (int64_t w = 0; w < n2; w += 2) {
+    for (int e = 0; e < 2; ++e) {
+      const __m512bh kv = (__m512bh)_mm512_load_si512(kt + w + e);
+      for (int j = 0; j < NH; ++j) {
+        int32_t word;
+        std::memcpy(&word, qp + j * 2 * n2 + 2 * (w + e), 4);
+        acc[j][e] = _mm512_dpbf16_ps(acc[j][e], kv, (__m512bh)_mm512_set1_epi32(word));
+      }
+    }
+  }
+  for (int j = 0; j < NH; ++j) {
+    const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[j]), row_scale);
+    const __m512 dot = _mm512_add_ps(acc[j][0], acc[j][1]);
+    _mm512_mask_storeu_ps(out + j * out_stride, store, _mm512_mul_ps(dot, factor));
+  }
+}
+
+// Scores of all n_heads (qp: [n_heads, cols] bf16 in Widen's order per 64-column block) against
+// every row of k (cols = 64 * KC, or k.cols for KC = 0), 16 rows at a time: the block's codes are
+// widened and transposed once (two Transpose16x16Epi32 per 64 columns) and read by every head,
+// in groups of 8, 4, 2 and 1.
+template <int KC>
+WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* head_scale,
+                                 const RowsRef& k, const CodeTables& tables, float* scores,
+                                 const RowsRef& along) {
+  const Widen widen(tables);
+  const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
+  const int64_t codes = k.row_scale ? 2 : 0, n2 = cols / 2;
+  thread_local std::vector<Block64> kt_buf;  // [n2]: word w of the block's rows, lane r = row r
+  if (kt_buf.size() < static_cast<size_t>(n2)) kt_buf.resize(static_cast<size_t>(n2));
+  __m512i* kt = reinterpret_cast<__m512i*>(kt_buf.data());
+  const float code_factor = CodeFactor(k.format);
+  const PrefetchStream ahead(k), along_rows(along);
+  for (int64_t p = 0; p < rows; p += 16) {
+    const int64_t valid = std::min<int64_t>(16, rows - p);
+    ahead.Rows(p + kAheadRows, p + kAheadRows + 16);
+    along_rows.Rows(p, p + 16);
+    for (int64_t c = 0; c < cols; c += 64) {
+      __m512i w0[16], w1[16];
+      for (int i = 0; i < 16; ++i)  // the tail repeats the last row (its lanes are not stored)
+        widen.Words(k.data + (p + std::min<int64_t>(i, valid - 1)) * stride + codes + c, &w0[i],
+                    &w1[i]);
+      x86::Transpose16x16Epi32(w0);
+      x86::Transpose16x16Epi32(w1);
+      for (int i = 0; i < 16; ++i) {
+        kt[c / 2 + i] = w0[i];
+        kt[c / 2 + 16 + i] = w1[i];
+      }
+    }
+    const __m512 row_scale = x86::RowScales16(k, p, code_factor);
+    const __mmask16 store = x86::FirstLanes(valid);
+    int h = 0;
+    for (; h + 8 <= n_heads; h += 8)
+      HeadsOfBlock<8>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+    if (h + 4 <= n_heads) {
+      HeadsOfBlock<4>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+      h += 4;
+    }
+    if (h + 2 <= n_heads) {
+      HeadsOfBlock<2>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
+      h += 2;
+    }
+    if (h < n_heads)
+      HeadsOfBlock<1>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
+                      scores + h * rows + p, rows);
   }
 }
 
@@ -195,6 +288,107 @@ WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsR
   }
 }
 
+// More than 4 heads: each block of kPairBlock row pairs is widened and interleaved once into vw
+// (WeightedBlock's d[4] per pair and 64 columns) and read by every group of 4 heads; each head's
+// f32 accumulators (WeightedBlock's lane order) live in `sums` between blocks, so every output is
+// the same chain of vdpbf16ps over the rows in order as WeightedBlock's, bit for bit.
+constexpr int64_t kPairBlock = 32;  // 64 rows: 16 KB of widened pairs at 64 columns
+
+template <int NH>
+WC_BF16DOT inline __attribute__((always_inline)) void AccumulatePairs(
+    const uint32_t* wp, int64_t wp_stride, int64_t pair0, const __m512i* vw, int64_t n_pairs,
+    int64_t n64, int64_t j, float* sums, int64_t sums_stride) {
+  __m512 acc[NH][4];
+  for (int h = 0; h < NH; ++h)
+    for (int m = 0; m < 4; ++m)
+      acc[h][m] = _mm512_load_ps(sums + h * sums_stride + 64 * j + 16 * m);
+  for (int64_t i = 0; i < n_pairs; ++i) {
+    __m512bh d[4];
+    for (int m = 0; m < 4; ++m) d[m] = (__m512bh)_mm512_load_si512(vw + (i * n64 + j) * 4 + m);
+    for (int h = 0; h < NH; ++h) {
+      const __m512bh w =
+          (__m512bh)_mm512_set1_epi32(static_cast<int>(wp[h * wp_stride + pair0 + i]));
+      for (int m = 0; m < 4; ++m) acc[h][m] = _mm512_dpbf16_ps(acc[h][m], d[m], w);
+    }
+  }
+  for (int h = 0; h < NH; ++h)
+    for (int m = 0; m < 4; ++m)
+      _mm512_store_ps(sums + h * sums_stride + 64 * j + 16 * m, acc[h][m]);
+}
+
+WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_heads,
+                                 const RowsRef& v, const CodeTables& tables, float* o,
+                                 const RowsRef& along) {
+  const Widen widen(tables);
+  const int64_t rows = v.rows, cols = v.cols, n64 = cols / 64, stride = v.row_bytes;
+  const uint8_t* base = v.data + (v.row_scale ? 2 : 0);
+  // sums: [n_heads, cols] f32 in WeightedBlock's lane order; vw: [kPairBlock, n64, 4].
+  thread_local std::vector<Block64> sums_buf, vw_buf;
+  sums_buf.assign(static_cast<size_t>(n_heads * n64 * 4), Block64{});
+  vw_buf.resize(static_cast<size_t>(kPairBlock * n64 * 4));
+  float* sums = sums_buf.data()->f32;
+  __m512i* vw = reinterpret_cast<__m512i*>(vw_buf.data());
+  const PrefetchStream ahead(v), along_rows(along);
+  const int64_t total_pairs = (rows + 1) / 2;
+  for (int64_t pair0 = 0; pair0 < total_pairs; pair0 += kPairBlock) {
+    const int64_t n_pairs = std::min(kPairBlock, total_pairs - pair0), p0 = 2 * pair0;
+    ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
+    along_rows.Rows(p0, p0 + 2 * n_pairs);
+    for (int64_t i = 0; i < n_pairs; ++i) {
+      const uint8_t* ra = base + (p0 + 2 * i) * stride;
+      const uint8_t* rb = p0 + 2 * i + 1 < rows ? ra + stride : ra;  // odd last row: weight 0
+      for (int64_t j = 0; j < n64; ++j) {
+        __m512i hia, loa, hib, lob;
+        widen.Bytes(_mm512_loadu_si512(ra + 64 * j), &hia, &loa);
+        widen.Bytes(_mm512_loadu_si512(rb + 64 * j), &hib, &lob);
+        const __m512i a0 = _mm512_unpacklo_epi8(loa, hia), a1 = _mm512_unpackhi_epi8(loa, hia);
+        const __m512i b0 = _mm512_unpacklo_epi8(lob, hib), b1 = _mm512_unpackhi_epi8(lob, hib);
+        __m512i* d = vw + (i * n64 + j) * 4;
+        d[0] = _mm512_unpacklo_epi16(a0, b0);
+        d[1] = _mm512_unpackhi_epi16(a0, b0);
+        d[2] = _mm512_unpacklo_epi16(a1, b1);
+        d[3] = _mm512_unpackhi_epi16(a1, b1);
+      }
+    }
+    for (int h = 0; h < n_heads; h += 4) {
+      const int nh = std::min(4, n_heads - h);
+      for (int64_t j = 0; j < n64; ++j) {
+        const uint32_t* wh = wp + h * wp_stride;
+        float* sh = sums + h * cols;
+        switch (nh) {
+          case 1:
+            AccumulatePairs<1>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
+            break;
+          case 2:
+            AccumulatePairs<2>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
+            break;
+          case 3:
+            AccumulatePairs<3>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
+            break;
+          default:
+            AccumulatePairs<4>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
+        }
+      }
+    }
+  }
+  for (int h = 0; h < n_heads; ++h)
+    for (int64_t j = 0; j < n64; ++j) {
+      const float* s = sums + h * cols + 64 * j;
+      const __m512 acc[4] = {_mm512_load_ps(s), _mm512_load_ps(s + 16), _mm512_load_ps(s + 32),
+                             _mm512_load_ps(s + 48)};
+      const __m512 t0 = _mm512_shuffle_f32x4(acc[0], acc[1], 0x44);
+      const __m512 t1 = _mm512_shuffle_f32x4(acc[0], acc[1], 0xee);
+      const __m512 t2 = _mm512_shuffle_f32x4(acc[2], acc[3], 0x44);
+      const __m512 t3 = _mm512_shuffle_f32x4(acc[2], acc[3], 0xee);
+      const __m512 out[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xdd),
+                             _mm512_shuffle_f32x4(t1, t3, 0x88),
+                             _mm512_shuffle_f32x4(t1, t3, 0xdd)};
+      float* oh = o + h * cols + 64 * j;
+      for (int m = 0; m < 4; ++m)
+        _mm512_storeu_ps(oh + 16 * m, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * m), out[m]));
+    }
+}
+
 // wp[h * wp_stride + i] = bf16(w[h, 2i] * s[2i]) | bf16(w[h, 2i + 1] * s[2i + 1]) << 16, s the
 // rows' scales times the code factor, rounded to nearest even (a zero pads an odd row count).
 WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
@@ -241,22 +435,28 @@ void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale
                       const RowsRef& along) {
   const int64_t cols = k.cols;
   const CodeTables& tables = TablesFor(k.format);
-  // qp: [4, cols] bf16, each 64-column block in Widen's order (w0's columns, then w1's).
-  thread_local std::vector<uint16_t> qp;
-  qp.resize(static_cast<size_t>(4 * cols));
+  thread_local std::vector<uint16_t> qp;  // [max(n_heads, 4), cols] bf16 in Widen's order
+  qp.resize(static_cast<size_t>(std::max(n_heads, 4) * cols));
   thread_local std::vector<float> head_scale;  // [n_heads]
   head_scale.assign(static_cast<size_t>(n_heads), scale);
-  for (int h0 = 0; h0 < n_heads; h0 += 4) {
-    const int nh = std::min(4, n_heads - h0);
-    const int group = nh == 3 ? 4 : nh;  // 3 heads: a zero fourth
-    QueryWords(q + h0 * cols, nh, cols, qp.data());
-    std::fill(qp.begin() + nh * cols, qp.begin() + group * cols, uint16_t{0});
-    float* out = scores + h0 * k.rows;
-    const RowsRef& al = h0 == 0 ? along : RowsRef{};
-    x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
-      ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), nh, k, tables, out, al);
-    });
+  if (n_heads >= kTransposeHeads) {
+    QueryWords(q, n_heads, cols, qp.data());
+    switch (cols) {
+      case 64:
+        return ScoresTransposed<1>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+      case 128:
+        return ScoresTransposed<2>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+      default:
+        return ScoresTransposed<0>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+    }
   }
+  const int group = n_heads == 3 ? 4 : n_heads;  // 3 heads: a zero fourth
+  QueryWords(q, n_heads, cols, qp.data());
+  std::fill(qp.begin() + n_heads * cols, qp.begin() + group * cols, uint16_t{0});
+  x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
+    ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), n_heads, k, tables, scores,
+                                                              along);
+  });
   x86::ScaleScoresByRows(k, CodeFactor(k.format), head_scale.data(), n_heads, scores);
 }
 
@@ -267,6 +467,7 @@ void Fp8WeightedBf16Dot(const float* w, int64_t w_stride, int n_heads, const Row
   thread_local std::vector<uint32_t> wp;  // [n_heads, wp_stride]
   wp.resize(static_cast<size_t>(n_heads * wp_stride));
   PairWeights(w, w_stride, n_heads, v, wp.data(), wp_stride);
+  if (n_heads > 4) return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, tables, o, along);
   for (int h0 = 0; h0 < n_heads; h0 += 4) {
     const int nh = std::min(4, n_heads - h0);
     const uint32_t* wg = wp.data() + h0 * wp_stride;

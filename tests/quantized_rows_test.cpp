@@ -135,7 +135,7 @@ class QuantizedRows : public ::testing::TestWithParam<Format> {};
 void CheckScores(const Format& f) {
   for (int64_t cols : {64, 128, 192, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
-    for (int n_heads : {1, 3, 4, 5, 8}) {
+    for (int n_heads : {1, 3, 4, 5, 8, 11, 16}) {
       for (int64_t rows : {1, 3, 4, 5, 17, 64}) {
         const Encoded k = Encode(f, rows, cols, 100 + rows + cols);
         const auto q = RandomVec(static_cast<size_t>(n_heads * cols), 7 + n_heads);
@@ -183,7 +183,7 @@ void CheckScores(const Format& f) {
 void CheckWeighted(const Format& f) {
   for (int64_t cols : {64, 128, 72}) {
     if (f.quant == KVQuant::kBFP8 && cols % 16 != 0) continue;
-    for (int n_heads : {1, 3, 4, 5}) {
+    for (int n_heads : {1, 3, 4, 5, 11, 16}) {
       for (int64_t rows : {1, 5, 33, 600}) {  // 600: int8 sums two segments
         const Encoded v = Encode(f, rows, cols, 300 + rows + cols);
         const auto w = RandomVec(static_cast<size_t>(n_heads * (rows + 3)), 11);
@@ -286,6 +286,28 @@ TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
             ASSERT_EQ(o_fast[i], o_port[i])
                 << "cols " << cols << " heads " << n_heads << " rows " << rows << " i " << i;
         }
+      }
+    }
+  }
+}
+
+// Groups of more than 4 heads widen V once for all of them (int8 and fp8): a head's P.V output
+// is the same chain as when its group is computed alone, bit for bit.
+TEST(QuantizedRows, WeightedRowsOfAHeadDoNotDependOnItsGroup) {
+  for (KVQuant quant : {KVQuant::kInt8, KVQuant::kFP8E4M3, KVQuant::kFP8E5M2}) {
+    for (int64_t cols : {64, 128, 192}) {
+      for (int64_t rows : {7, 64, 130, 512}) {
+        const int n_heads = 13;
+        const Encoded v = Encode({quant, ScaleMode::kTokenHead}, rows, cols, 700 + rows + cols);
+        const auto w = RandomVec(static_cast<size_t>(n_heads * rows), 41);
+        auto all = RandomVec(static_cast<size_t>(n_heads * cols), 43);
+        auto apart = all;
+        AccumulateWeightedRows(w.data(), rows, n_heads, v.ref, all.data());
+        for (int h0 = 0; h0 < n_heads; h0 += 4)
+          AccumulateWeightedRows(w.data() + h0 * rows, rows, std::min(4, n_heads - h0), v.ref,
+                                 apart.data() + h0 * cols);
+        for (size_t i = 0; i < all.size(); ++i)
+          ASSERT_EQ(all[i], apart[i]) << "cols " << cols << " rows " << rows << " i " << i;
       }
     }
   }
