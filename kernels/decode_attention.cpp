@@ -405,7 +405,7 @@ HWY_EXPORT(WeightedInt16Impl);
 
 void AttentionScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
                      const RowsRef& along) {
-  if (Bf16DotUsable(k)) return Fp8ScoresBf16Dot(q, n_heads, k, scale, scores, along);
+  if (Bf16DotUsable(k)) return Bf16DotScores(q, n_heads, k, scale, scores, along);
   thread_local std::vector<float> head_scale;  // [n_heads]
   head_scale.assign(static_cast<size_t>(n_heads), scale);
   if (k.format == RowFormat::kInt8 && k.cols <= kInt8QueryMaxCols) {
@@ -446,7 +446,7 @@ float ExpShiftSum(float* x, int64_t n, float shift) {
 
 void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                             float* o, const RowsRef& along) {
-  if (Bf16DotUsable(v)) return Fp8WeightedBf16Dot(w, w_stride, n_heads, v, o, along);
+  if (Bf16DotUsable(v)) return Bf16DotWeighted(w, w_stride, n_heads, v, o, along);
   if (v.format != RowFormat::kInt8)
     return HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
   // int8: int16 weights per segment of rows (decode_attention_vnni.h).

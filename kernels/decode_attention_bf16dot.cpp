@@ -33,17 +33,28 @@ float CodeFactor(RowFormat f) {
   return f == RowFormat::kFP8E4M3 ? 256.0f : 1.0f;
 }
 
-// The bf16 of every magnitude code m < 128 of one fp8 format (E4M3 as its f16 bit pattern), split
-// into high and low bytes: two 128-entry tables, one vpermi2b each; the lookup ignores the sign
-// bit, which is ORed into the high byte.
+// The scales of rows [p, p + 16) (lanes past m.rows: 0): the row or tensor scale times the code
+// factor, or 1 for BFP8 (its exponents are widened into the values).
+WC_BF16DOT inline __m512 RowScales(const RowsRef& m, int64_t p) {
+  if (m.format == RowFormat::kBFP8)
+    return _mm512_maskz_mov_ps(x86::FirstLanes(m.rows - p), _mm512_set1_ps(1.0f));
+  return x86::RowScales16(m, p, CodeFactor(m.format));
+}
+
+// The bf16 of every magnitude code m < 128 of one fp8 format (E4M3 as its f16 bit pattern), or of
+// the integer m (BFP8's magnitudes), split into high and low bytes: two 128-entry tables, one
+// vpermi2b each; the lookup ignores the sign bit, which is ORed into the high byte.
 struct CodeTables {
   alignas(64) uint8_t hi[128];
   alignas(64) uint8_t lo[128];
 };
 struct AllTables {
-  CodeTables e4m3, e5m2;
+  CodeTables e4m3, e5m2, integers;
   AllTables() {
     for (int m = 0; m < 128; ++m) {
+      const uint16_t i = F32ToBF16(static_cast<float>(m));  // exact: 7 bits
+      integers.hi[m] = static_cast<uint8_t>(i >> 8);
+      integers.lo[m] = static_cast<uint8_t>(i & 0xff);
       const uint16_t a = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 7)));  // exact
       const uint16_t b = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 8)));
       e4m3.hi[m] = static_cast<uint8_t>(a >> 8);
@@ -55,19 +66,36 @@ struct AllTables {
 };
 const CodeTables& TablesFor(RowFormat f) {
   static const AllTables tables;
-  return f == RowFormat::kFP8E4M3 ? tables.e4m3 : tables.e5m2;
+  return f == RowFormat::kFP8E4M3   ? tables.e4m3
+         : f == RowFormat::kFP8E5M2 ? tables.e5m2
+                                    : tables.integers;
 }
 
-// 64 fp8 codes as 64 bf16 in two vectors: w0 holds columns 16j + i and w1 columns 16j + 8 + i of
-// 128-bit block j, i < 8 (the in-block order of the byte unpacks). Exact.
+// 64 values of a row as 64 bf16 in two vectors: w0 holds columns 16j + i and w1 columns
+// 16j + 8 + i of 128-bit block j, i < 8 (the in-block order of the byte unpacks).
+//   fp8: the codes by table. Exact.
+//   BFP8: the magnitudes m by table (bf16 of the integer), the sign ORed, then the block's shared
+//   exponent e added to the exponent field: bf16(+-m * 2^(e - 133)), BFP8_B's value. 128-bit
+//   block j of the vectors is BFP8 block c / 16 + j. Exact where the value is a normal bf16;
+//   below 2^-126 (e < 7 only) it is 0, as vdpbf16ps reads every subnormal, and above the bf16
+//   range (e = 255: Inf and NaN's exponent, which the encoder never writes) +-Inf.
 struct Widen {
   __m512i hi0, hi1, lo0, lo1, sign;
-  WC_BF16DOT explicit Widen(const CodeTables& t)
-      : hi0(_mm512_load_si512(t.hi)),
-        hi1(_mm512_load_si512(t.hi + 64)),
-        lo0(_mm512_load_si512(t.lo)),
-        lo1(_mm512_load_si512(t.lo + 64)),
-        sign(_mm512_set1_epi8(static_cast<char>(0x80))) {}
+  int64_t code_offset = 0;  // fp8: bytes before a row's codes (its bf16 scale)
+  int64_t blocks = 0;       // BFP8: cols / 16 (the exponents lead the row); 0 for fp8
+  WC_BF16DOT explicit Widen(const RowsRef& m) {
+    const CodeTables& t = TablesFor(m.format);
+    hi0 = _mm512_load_si512(t.hi);
+    hi1 = _mm512_load_si512(t.hi + 64);
+    lo0 = _mm512_load_si512(t.lo);
+    lo1 = _mm512_load_si512(t.lo + 64);
+    sign = _mm512_set1_epi8(static_cast<char>(0x80));
+    if (m.format == RowFormat::kBFP8) {
+      blocks = m.cols / 16;
+    } else {
+      code_offset = m.row_scale ? 2 : 0;
+    }
+  }
   // The high and low bytes of the 64 codes' bf16.
   WC_BF16DOT inline __attribute__((always_inline)) void Bytes(__m512i codes, __m512i* hi,
                                                               __m512i* lo) const {
@@ -81,6 +109,45 @@ struct Widen {
     Bytes(_mm512_loadu_si512(p), &hi, &lo);
     *w0 = _mm512_unpacklo_epi8(lo, hi);
     *w1 = _mm512_unpackhi_epi8(lo, hi);
+  }
+  // Columns [c, c + 64) of the row starting at `row`.
+  WC_BF16DOT inline __attribute__((always_inline)) void Row(const uint8_t* row, int64_t c,
+                                                            __m512i* w0, __m512i* w1) const {
+    if (blocks == 0) return Words(row + code_offset + c, w0, w1);
+    Words(row + blocks + c, w0, w1);
+    int32_t four;  // the exponents of blocks c / 16 .. c / 16 + 3
+    std::memcpy(&four, row + c / 16, 4);
+    // e: 16-bit lanes of 128-bit block j = exponent byte j.
+    const __m512i spread = _mm512_set_epi64(
+        0x8003800380038003LL, 0x8003800380038003LL, 0x8002800280028002LL, 0x8002800280028002LL,
+        0x8001800180018001LL, 0x8001800180018001LL, 0x8000800080008000LL, 0x8000800080008000LL);
+    const __m512i e = _mm512_shuffle_epi8(_mm512_set1_epi32(four), spread);
+    const __m512i delta = _mm512_slli_epi16(_mm512_sub_epi16(e, _mm512_set1_epi16(133)), 7);
+    const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+    if (_mm512_cmplt_epu16_mask(_mm512_sub_epi16(e, _mm512_set1_epi16(7)),
+                                _mm512_set1_epi16(248)) == 0xffffffffu) {
+      // Every e in [7, 254]: the new exponent field, 127..133 + e - 133, stays in [1, 254].
+      *w0 = _mm512_mask_add_epi16(*w0, _mm512_test_epi16_mask(*w0, magnitude), *w0, delta);
+      *w1 = _mm512_mask_add_epi16(*w1, _mm512_test_epi16_mask(*w1, magnitude), *w1, delta);
+      return;
+    }
+    Rare(w0, e, delta);
+    Rare(w1, e, delta);
+  }
+  // Exponents outside [7, 254]: lane by lane, a field below 1 gives +-0 and above 254 +-Inf.
+  WC_BF16DOT inline void Rare(__m512i* w, __m512i e, __m512i delta) const {
+    const __mmask32 nonzero = _mm512_test_epi16_mask(*w, _mm512_set1_epi16(0x7fff));
+    const __m512i field =
+        _mm512_add_epi16(_mm512_and_si512(_mm512_srli_epi16(*w, 7), _mm512_set1_epi16(0xff)),
+                         _mm512_sub_epi16(e, _mm512_set1_epi16(133)));  // signed, in [-133, 255]
+    const __m512i signs = _mm512_and_si512(*w, _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
+    const __mmask32 under = _mm512_cmplt_epi16_mask(field, _mm512_set1_epi16(1));
+    const __mmask32 over = _mm512_cmpgt_epi16_mask(field, _mm512_set1_epi16(254));
+    __m512i out = _mm512_add_epi16(*w, delta);
+    out = _mm512_mask_mov_epi16(out, nonzero & under, signs);
+    out = _mm512_mask_mov_epi16(out, nonzero & over,
+                                _mm512_or_si512(signs, _mm512_set1_epi16(0x7f80)));
+    *w = _mm512_mask_mov_epi16(out, ~nonzero, *w);
   }
 };
 
@@ -112,12 +179,11 @@ WC_BF16DOT void QueryWords(const float* q, int n_heads, int64_t cols, uint16_t* 
 // bf16 in Widen's column order per 64-column block) against every row, R = 16 / NH rows per tile
 // (accumulator h * R + r: head h, row r), unscaled; the scales are applied after.
 template <int NH, int KC>
-WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k,
-                            const CodeTables& tables, float* scores, const RowsRef& along) {
-  const Widen widen(tables);
+WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k, float* scores,
+                            const RowsRef& along) {
+  const Widen widen(k);
   constexpr int R = 16 / NH;
   const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
-  const int64_t codes = k.row_scale ? 2 : 0;
   alignas(64) int32_t perm[NH][16];
   for (int h = 0; h < NH; ++h)
     for (int i = 0; i < 16; ++i) perm[h][i] = (h * R + i) & 15;  // head h's lanes first
@@ -132,7 +198,7 @@ WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k,
     for (int64_t c = 0; c < cols; c += 64) {
       for (int r = 0; r < R; ++r) {  // the tail repeats the last row (its lanes are not stored)
         __m512i w0, w1;
-        widen.Words(k.data + (p + std::min(r, valid - 1)) * stride + codes + c, &w0, &w1);
+        widen.Row(k.data + (p + std::min(r, valid - 1)) * stride, c, &w0, &w1);
         for (int h = 0; h < NH; ++h) {
           const uint16_t* qh = qp + h * cols + c;
           acc[h * R + r] =
@@ -194,15 +260,13 @@ WC_BF16DOT inline __attribute__((always_inline)) void HeadsOfBlock(
 // in groups of 8, 4, 2 and 1.
 template <int KC>
 WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* head_scale,
-                                 const RowsRef& k, const CodeTables& tables, float* scores,
-                                 const RowsRef& along) {
-  const Widen widen(tables);
+                                 const RowsRef& k, float* scores, const RowsRef& along) {
+  const Widen widen(k);
   const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
-  const int64_t codes = k.row_scale ? 2 : 0, n2 = cols / 2;
+  const int64_t n2 = cols / 2;
   thread_local std::vector<Block64> kt_buf;  // [n2]: word w of the block's rows, lane r = row r
   if (kt_buf.size() < static_cast<size_t>(n2)) kt_buf.resize(static_cast<size_t>(n2));
   __m512i* kt = reinterpret_cast<__m512i*>(kt_buf.data());
-  const float code_factor = CodeFactor(k.format);
   const PrefetchStream ahead(k), along_rows(along);
   for (int64_t p = 0; p < rows; p += 16) {
     const int64_t valid = std::min<int64_t>(16, rows - p);
@@ -211,8 +275,7 @@ WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* h
     for (int64_t c = 0; c < cols; c += 64) {
       __m512i w0[16], w1[16];
       for (int i = 0; i < 16; ++i)  // the tail repeats the last row (its lanes are not stored)
-        widen.Words(k.data + (p + std::min<int64_t>(i, valid - 1)) * stride + codes + c, &w0[i],
-                    &w1[i]);
+        widen.Row(k.data + (p + std::min<int64_t>(i, valid - 1)) * stride, c, &w0[i], &w1[i]);
       x86::Transpose16x16Epi32(w0);
       x86::Transpose16x16Epi32(w1);
       for (int i = 0; i < 16; ++i) {
@@ -220,7 +283,7 @@ WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* h
         kt[c / 2 + 16 + i] = w1[i];
       }
     }
-    const __m512 row_scale = x86::RowScales16(k, p, code_factor);
+    const __m512 row_scale = RowScales(k, p);
     const __mmask16 store = x86::FirstLanes(valid);
     int h = 0;
     for (; h + 8 <= n_heads; h += 8)
@@ -247,12 +310,10 @@ WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* h
 // broadcast (wp: [NH, wp_stride] pairs). Accumulator m of a head holds columns 16j + 4m + i of
 // block j (i < 4); a 4 x 4 transpose of 128-bit blocks restores the order.
 template <int NH>
-WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsRef& v,
-                              const CodeTables& tables, int64_t c0, float* o,
-                              const RowsRef& along) {
-  const Widen widen(tables);
+WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsRef& v, int64_t c0,
+                              float* o, const RowsRef& along) {
+  const Widen widen(v);
   const int64_t rows = v.rows, cols = v.cols, stride = v.row_bytes;
-  const uint8_t* base = v.data + (v.row_scale ? 2 : 0) + c0;
   const PrefetchStream ahead(c0 == 0 ? v : RowsRef{}), along_rows(c0 == 0 ? along : RowsRef{});
   __m512 acc[NH][4];
   for (int h = 0; h < NH; ++h)
@@ -260,13 +321,11 @@ WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsR
   for (int64_t p = 0; p < rows; p += 2) {
     ahead.Rows(p + kAheadRows, p + kAheadRows + 2);
     along_rows.Rows(p, p + 2);
-    const uint8_t* ra = base + p * stride;
+    const uint8_t* ra = v.data + p * stride;
     const uint8_t* rb = p + 1 < rows ? ra + stride : ra;  // an odd last row: weight 0
-    __m512i hia, loa, hib, lob;
-    widen.Bytes(_mm512_loadu_si512(ra), &hia, &loa);
-    widen.Bytes(_mm512_loadu_si512(rb), &hib, &lob);
-    const __m512i a0 = _mm512_unpacklo_epi8(loa, hia), a1 = _mm512_unpackhi_epi8(loa, hia);
-    const __m512i b0 = _mm512_unpacklo_epi8(lob, hib), b1 = _mm512_unpackhi_epi8(lob, hib);
+    __m512i a0, a1, b0, b1;
+    widen.Row(ra, c0, &a0, &a1);
+    widen.Row(rb, c0, &b0, &b1);
     const __m512bh d[4] = {
         (__m512bh)_mm512_unpacklo_epi16(a0, b0), (__m512bh)_mm512_unpackhi_epi16(a0, b0),
         (__m512bh)_mm512_unpacklo_epi16(a1, b1), (__m512bh)_mm512_unpackhi_epi16(a1, b1)};
@@ -317,11 +376,9 @@ WC_BF16DOT inline __attribute__((always_inline)) void AccumulatePairs(
 }
 
 WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_heads,
-                                 const RowsRef& v, const CodeTables& tables, float* o,
-                                 const RowsRef& along) {
-  const Widen widen(tables);
+                                 const RowsRef& v, float* o, const RowsRef& along) {
+  const Widen widen(v);
   const int64_t rows = v.rows, cols = v.cols, n64 = cols / 64, stride = v.row_bytes;
-  const uint8_t* base = v.data + (v.row_scale ? 2 : 0);
   // sums: [n_heads, cols] f32 in WeightedBlock's lane order; vw: [kPairBlock, n64, 4].
   thread_local std::vector<Block64> sums_buf, vw_buf;
   sums_buf.assign(static_cast<size_t>(n_heads * n64 * 4), Block64{});
@@ -335,14 +392,12 @@ WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_he
     ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
     along_rows.Rows(p0, p0 + 2 * n_pairs);
     for (int64_t i = 0; i < n_pairs; ++i) {
-      const uint8_t* ra = base + (p0 + 2 * i) * stride;
+      const uint8_t* ra = v.data + (p0 + 2 * i) * stride;
       const uint8_t* rb = p0 + 2 * i + 1 < rows ? ra + stride : ra;  // odd last row: weight 0
       for (int64_t j = 0; j < n64; ++j) {
-        __m512i hia, loa, hib, lob;
-        widen.Bytes(_mm512_loadu_si512(ra + 64 * j), &hia, &loa);
-        widen.Bytes(_mm512_loadu_si512(rb + 64 * j), &hib, &lob);
-        const __m512i a0 = _mm512_unpacklo_epi8(loa, hia), a1 = _mm512_unpackhi_epi8(loa, hia);
-        const __m512i b0 = _mm512_unpacklo_epi8(lob, hib), b1 = _mm512_unpackhi_epi8(lob, hib);
+        __m512i a0, a1, b0, b1;
+        widen.Row(ra, 64 * j, &a0, &a1);
+        widen.Row(rb, 64 * j, &b0, &b1);
         __m512i* d = vw + (i * n64 + j) * 4;
         d[0] = _mm512_unpacklo_epi16(a0, b0);
         d[1] = _mm512_unpackhi_epi16(a0, b0);
@@ -393,11 +448,10 @@ WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_he
 // rows' scales times the code factor, rounded to nearest even (a zero pads an odd row count).
 WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                             uint32_t* wp, int64_t wp_stride) {
-  const float factor = CodeFactor(v.format);
   const int64_t rows = v.rows;
   for (int64_t p = 0; p < rows; p += 32) {
-    const __m512 s0 = x86::RowScales16(v, p, factor);
-    const __m512 s1 = p + 16 < rows ? x86::RowScales16(v, p + 16, factor) : _mm512_setzero_ps();
+    const __m512 s0 = RowScales(v, p);
+    const __m512 s1 = p + 16 < rows ? RowScales(v, p + 16) : _mm512_setzero_ps();
     const int64_t n0 = std::min<int64_t>(16, rows - p),
                   n1 = std::clamp<int64_t>(rows - p - 16, 0, 16);
     const __mmask16 m0 = static_cast<__mmask16>(n0 >= 16 ? 0xffff : (1u << n0) - 1);
@@ -416,11 +470,26 @@ WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const
   }
 }
 
+// scores[h * m.rows + p] (dot products of unscaled codes) *= head_scale[h] * RowScales(m)[p]:
+// after the dot products, so the gathers of row scales never wait in their dependency chain.
+WC_BF16DOT void ScaleByRows(const RowsRef& k, const float* head_scale, int n_heads, float* scores) {
+  for (int64_t p = 0; p < k.rows; p += 16) {
+    const __mmask16 lanes = x86::FirstLanes(k.rows - p);
+    const __m512 row_scale = RowScales(k, p);
+    for (int h = 0; h < n_heads; ++h) {
+      float* s = scores + h * k.rows + p;
+      const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[h]), row_scale);
+      _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
+    }
+  }
+}
+
 }  // namespace
 
 bool Bf16DotUsable(const RowsRef& m) {
-  return (m.format == RowFormat::kFP8E4M3 || m.format == RowFormat::kFP8E5M2) && m.cols % 64 == 0 &&
-         CpuHasBf16Dot() && g_bf16dot_enabled.load(std::memory_order_relaxed);
+  return (m.format == RowFormat::kFP8E4M3 || m.format == RowFormat::kFP8E5M2 ||
+          m.format == RowFormat::kBFP8) &&
+         m.cols % 64 == 0 && CpuHasBf16Dot() && g_bf16dot_enabled.load(std::memory_order_relaxed);
 }
 
 void SetBf16DotKernels(bool enabled) {
@@ -431,10 +500,9 @@ bool CpuHasBf16DotKernels() {
   return CpuHasBf16Dot();
 }
 
-void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
-                      const RowsRef& along) {
+void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                   const RowsRef& along) {
   const int64_t cols = k.cols;
-  const CodeTables& tables = TablesFor(k.format);
   thread_local std::vector<uint16_t> qp;  // [max(n_heads, 4), cols] bf16 in Widen's order
   qp.resize(static_cast<size_t>(std::max(n_heads, 4) * cols));
   thread_local std::vector<float> head_scale;  // [n_heads]
@@ -443,31 +511,29 @@ void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale
     QueryWords(q, n_heads, cols, qp.data());
     switch (cols) {
       case 64:
-        return ScoresTransposed<1>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+        return ScoresTransposed<1>(qp.data(), n_heads, head_scale.data(), k, scores, along);
       case 128:
-        return ScoresTransposed<2>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+        return ScoresTransposed<2>(qp.data(), n_heads, head_scale.data(), k, scores, along);
       default:
-        return ScoresTransposed<0>(qp.data(), n_heads, head_scale.data(), k, tables, scores, along);
+        return ScoresTransposed<0>(qp.data(), n_heads, head_scale.data(), k, scores, along);
     }
   }
   const int group = n_heads == 3 ? 4 : n_heads;  // 3 heads: a zero fourth
   QueryWords(q, n_heads, cols, qp.data());
   std::fill(qp.begin() + n_heads * cols, qp.begin() + group * cols, uint16_t{0});
   x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
-    ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), n_heads, k, tables, scores,
-                                                              along);
+    ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), n_heads, k, scores, along);
   });
-  x86::ScaleScoresByRows(k, CodeFactor(k.format), head_scale.data(), n_heads, scores);
+  ScaleByRows(k, head_scale.data(), n_heads, scores);
 }
 
-void Fp8WeightedBf16Dot(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
-                        const RowsRef& along) {
-  const CodeTables& tables = TablesFor(v.format);
+void Bf16DotWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
+                     const RowsRef& along) {
   const int64_t wp_stride = (v.rows + 1) / 2 + 16;
   thread_local std::vector<uint32_t> wp;  // [n_heads, wp_stride]
   wp.resize(static_cast<size_t>(n_heads * wp_stride));
   PairWeights(w, w_stride, n_heads, v, wp.data(), wp_stride);
-  if (n_heads > 4) return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, tables, o, along);
+  if (n_heads > 4) return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, o, along);
   for (int h0 = 0; h0 < n_heads; h0 += 4) {
     const int nh = std::min(4, n_heads - h0);
     const uint32_t* wg = wp.data() + h0 * wp_stride;
@@ -476,16 +542,16 @@ void Fp8WeightedBf16Dot(const float* w, int64_t w_stride, int n_heads, const Row
       const RowsRef& al = h0 == 0 ? along : RowsRef{};
       switch (nh) {
         case 1:
-          WeightedBlock<1>(wg, wp_stride, v, tables, c, og, al);
+          WeightedBlock<1>(wg, wp_stride, v, c, og, al);
           break;
         case 2:
-          WeightedBlock<2>(wg, wp_stride, v, tables, c, og, al);
+          WeightedBlock<2>(wg, wp_stride, v, c, og, al);
           break;
         case 3:
-          WeightedBlock<3>(wg, wp_stride, v, tables, c, og, al);
+          WeightedBlock<3>(wg, wp_stride, v, c, og, al);
           break;
         default:
-          WeightedBlock<4>(wg, wp_stride, v, tables, c, og, al);
+          WeightedBlock<4>(wg, wp_stride, v, c, og, al);
       }
     }
   }

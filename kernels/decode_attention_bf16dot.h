@@ -1,13 +1,19 @@
-// The fp8 kernels on AVX-512 BF16 (vdpbf16ps: 32 bf16 products per instruction against 16 for an
-// f32 FMA), chosen at run time: the fast paths of AttentionScores and AccumulateWeightedRows
-// (decode_attention.h) for fp8-e4m3 / fp8-e5m2 K and V rows.
+// The fp8 and BFP8 kernels on AVX-512 BF16 (vdpbf16ps: 32 bf16 products per instruction against
+// 16 for an f32 FMA), chosen at run time: the fast paths of AttentionScores and
+// AccumulateWeightedRows (decode_attention.h) for fp8-e4m3 / fp8-e5m2 / bfp8 K and V rows.
 //
-// Every fp8 value is exactly a bf16 (both formats' exponents and mantissas fit), so the codes are
-// widened by table lookup (vpermi2b, AVX-512 VBMI) with no rounding. The other operand is rounded
-// to bf16 (nearest even), as GPU flash attention does: the query for Q.K^T, and each P.V weight
-// times its row's scale. Products are exact in f32 and summed in f32 in a fixed order, so a
-// chunk's result is a pure function of the chunk; it differs from the f32 kernels (the fallback on
-// CPUs without these instructions) by the bf16 rounding of that operand (relative 2^-9).
+// Every fp8 value is exactly a bf16 (both formats' exponents and mantissas fit), and so is every
+// BFP8_B value (a 7-bit magnitude times a power of two) within bf16's normal range, so the codes
+// are widened by table lookup (vpermi2b, AVX-512 VBMI; BFP8's shared exponent then added to the
+// exponent field) with no rounding. BFP8 values below 2^-126 (shared exponents under 7) read as
+// 0, as vdpbf16ps reads every subnormal. The other operand is rounded to bf16 (nearest even), as
+// GPU flash attention does: the query for Q.K^T, and each P.V weight times its row's scale.
+// Products are exact in f32 and summed in f32 in a fixed order, so a chunk's result is a pure
+// function of the chunk; it differs from the f32 kernels (the fallback on CPUs without these
+// instructions) by the bf16 rounding of that operand (relative 2^-9).
+//
+// With more than 4 query heads per KV group, Q.K^T holds each block of 16 rows transposed (rows
+// in lanes, widened once for all heads) and P.V widens V once per 64 rows for all heads.
 #pragma once
 
 #include <cstdint>
@@ -16,15 +22,15 @@
 
 namespace wc {
 
-// True when this CPU has AVX-512 BF16 and VBMI, the kernels are enabled and take `m` (fp8 rows,
-// cols % 64 == 0).
+// True when this CPU has AVX-512 BF16 and VBMI, the kernels are enabled and take `m` (fp8 or
+// BFP8 rows, cols % 64 == 0).
 bool Bf16DotUsable(const RowsRef& m);
 
-// As AttentionScores / AccumulateWeightedRows for fp8 rows (Bf16DotUsable).
-void Fp8ScoresBf16Dot(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
-                      const RowsRef& along);
-void Fp8WeightedBf16Dot(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
-                        const RowsRef& along);
+// As AttentionScores / AccumulateWeightedRows for the rows Bf16DotUsable takes.
+void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                   const RowsRef& along);
+void Bf16DotWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
+                     const RowsRef& along);
 
 // Tests turn these kernels off (and on) to compare them with the f32 ones; whether this CPU runs
 // them at all.

@@ -115,23 +115,6 @@ WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_fact
                        _mm512_set1_ps(code_factor));
 }
 
-// scores[h * m.rows + p] (dot products of unscaled codes) *= head_scale[h] * row_scale[p], where
-// row_scale = RowScales16(..., code_factor): after the dot products, so the gathers never wait in
-// their dependency chain.
-WC_AVX512 inline void ScaleScoresByRows(const RowsRef& m, float code_factor,
-                                        const float* head_scale, int n_heads, float* scores) {
-  for (int64_t p = 0; p < m.rows; p += 16) {
-    const int64_t n = std::min<int64_t>(16, m.rows - p);
-    const __mmask16 lanes = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
-    const __m512 row_scale = RowScales16(m, p, code_factor);
-    for (int h = 0; h < n_heads; ++h) {
-      float* s = scores + h * m.rows + p;
-      const __m512 factor = _mm512_mul_ps(_mm512_set1_ps(head_scale[h]), row_scale);
-      _mm512_mask_storeu_ps(s, lanes, _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, s), factor));
-    }
-  }
-}
-
 // fn(integral_constant NH, integral_constant KC) for a group of nh in {1, 2, 4} heads and rows of
 // cols values: KC = cols / 64 for the widths the kernels unroll (64, 128, 256), 0 for any other.
 template <class Fn>

@@ -190,14 +190,16 @@ void CheckWeighted(const Format& f) {
         auto o = RandomVec(static_cast<size_t>(n_heads * cols), 12);
         std::vector<double> want(o.begin(), o.end());
         std::vector<double> mag(o.size());
-        // fp8 through bf16 dot products: each weight times its row's scale is rounded to bf16.
+        // fp8 and bfp8 through bf16 dot products: each weight times its row's scale is rounded to
+        // bf16.
         const bool bf16_w = Bf16DotUsable(v.ref);
         for (int h = 0; h < n_heads; ++h)
           for (int64_t p = 0; p < rows; ++p)
             for (int64_t c = 0; c < cols; ++c) {
               double wp = w[h * (rows + 3) + p];
               if (bf16_w) {
-                const float s = Int8RowScale(v.ref, p);  // the row's scale (any scaled format)
+                // the row's scale (any scaled format; BFP8's exponents are in its values)
+                const float s = f.quant == KVQuant::kBFP8 ? 1.0f : Int8RowScale(v.ref, p);
                 wp = s == 0.0f ? 0.0 : BF16ToF32(F32ToBF16(w[h * (rows + 3) + p] * s)) / double{s};
               }
               const double t = wp * v.decoded[p * cols + c];
@@ -322,12 +324,14 @@ TEST(QuantizedRows, KernelNamesFollowTheCpuAndSwitches) {
   EXPECT_EQ(AttentionKernelName(i8.ref).find("VNNI") != std::string::npos, CpuHasVnniKernels());
   EXPECT_EQ(AttentionKernelName(f8.ref).rfind(CpuHasBf16DotKernels() ? "bf16 dot" : "f32 FMA", 0),
             0u);
-  EXPECT_EQ(AttentionKernelName(b8.ref).rfind("f32 FMA (", 0), 0u);
+  EXPECT_EQ(AttentionKernelName(b8.ref).rfind(CpuHasBf16DotKernels() ? "bf16 dot" : "f32 FMA", 0),
+            0u);
   SetVnniKernels(false);
   SetBf16DotKernels(false);
   EXPECT_EQ(AttentionKernelName(i8.ref).rfind("int8 dot (", 0), 0u);
   EXPECT_EQ(AttentionKernelName(i8.ref).find("VNNI"), std::string::npos);
   EXPECT_EQ(AttentionKernelName(f8.ref).rfind("f32 FMA (", 0), 0u);
+  EXPECT_EQ(AttentionKernelName(b8.ref).rfind("f32 FMA (", 0), 0u);
   SetVnniKernels(true);
   SetBf16DotKernels(true);
 }
@@ -405,26 +409,34 @@ TEST(QuantizedRows, EveryCodeDecodesToTheCodecsValue) {
     for (size_t i = 0; i < codes.size(); ++i)
       ASSERT_EQ(o[i], want[i]) << RowFormatName(rf) << " code 0x" << std::hex << int(codes[i]);
   }
-  // BFP8: every magnitude and sign under shared exponents from tiny to large.
-  for (int e : {1, 6, 7, 100, 127, 133, 200}) {
-    std::vector<uint8_t> row(16 * 16 + 16);  // 16 blocks of 16 values: exponents, then codes
-    std::vector<float> want(256);
-    for (int b = 0; b < 16; ++b) row[b] = static_cast<uint8_t>(e);
-    for (int i = 0; i < 256; ++i) {
-      row[16 + i] = static_cast<uint8_t>(i);
-      DecodeBfp8Block(static_cast<uint8_t>(e), &row[16 + 16 * (i / 16)], &want[16 * (i / 16)]);
-    }
+  // BFP8: every magnitude and sign under shared exponents from tiny to large (the bf16 dot
+  // kernels read values below 2^-126 as 0), then a row whose 16 blocks have different exponents.
+  auto check_bfp8 = [](const std::vector<int>& exps) {
+    const int n = static_cast<int>(exps.size());
+    std::vector<uint8_t> row(17 * n);  // n blocks of 16 values: exponents, then codes
+    std::vector<float> want(16 * n);
+    for (int b = 0; b < n; ++b) row[b] = static_cast<uint8_t>(exps[b]);
+    for (int i = 0; i < 16 * n; ++i) row[n + i] = static_cast<uint8_t>(i * 37 + i / 256);
+    for (int b = 0; b < n; ++b) DecodeBfp8Block(row[b], &row[n + 16 * b], &want[16 * b]);
     RowsRef ref;
     ref.format = RowFormat::kBFP8;
     ref.rows = 1;
-    ref.cols = 256;
+    ref.cols = 16 * n;
     ref.row_bytes = static_cast<int64_t>(row.size());
     ref.data = row.data();
-    std::vector<float> o(256, 0.0f);
+    const bool flush = Bf16DotUsable(ref);
+    std::vector<float> o(16 * n, 0.0f);
     const float one = 1.0f;
     AccumulateWeightedRows(&one, 1, 1, ref, o.data());
-    for (int i = 0; i < 256; ++i) ASSERT_EQ(o[i], want[i]) << "bfp8 exponent " << e << " i " << i;
-  }
+    for (int i = 0; i < 16 * n; ++i) {
+      const float x = flush && std::fabs(want[i]) < 0x1p-126f ? 0.0f : want[i];
+      ASSERT_EQ(o[i], x) << "bfp8 exponent " << exps[i / 16] << " code " << int(row[n + i]);
+    }
+  };
+  // (255, the exponent of Inf and NaN, is never written: the encoder refuses non-finite rows.)
+  for (int e : {0, 1, 6, 7, 8, 100, 127, 133, 200, 254}) check_bfp8(std::vector<int>(16, e));
+  check_bfp8({120, 121, 122, 123, 124, 125, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135});
+  check_bfp8({127, 3, 130, 0, 9, 6, 253, 140, 1, 2, 4, 5, 7, 8, 100, 254});
 }
 
 }  // namespace
