@@ -7,6 +7,7 @@
 
 #include "app/cli_errors.h"
 #include "app/commands.h"
+#include "kernels/simd_limit.h"
 #include "util/error.h"
 
 int main(int argc, char** argv) {
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
     return wc::kExitUsage;
   }
   try {
+    wc::ApplySimdLimit();  // WORMCHAT_SIMD, before any kernel runs
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);

@@ -12,6 +12,7 @@
 
 #include "kernels/kv_rows.h"
 #include "kernels/prefetch_stream.h"
+#include "kernels/simd_limit.h"
 
 #define WC_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #define WC_AVX512_INLINE WC_AVX512 inline __attribute__((always_inline))
@@ -22,11 +23,13 @@
 namespace wc {
 namespace x86 {
 
-// True when this CPU has AVX-512 F, BW, DQ and VL: what WC_AVX512 compiles for. Kernels add their
-// own extension (__builtin_cpu_supports takes only a literal) and keep the answer in a static.
+// True when this CPU has AVX-512 F, BW, DQ and VL (what WC_AVX512 compiles for) and WORMCHAT_SIMD
+// allows them (simd_limit.h). Kernels add their own extension (__builtin_cpu_supports takes only
+// a literal) and keep the answer in a static.
 inline bool CpuHasAvx512() {
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl");
+  return Avx512KernelsAllowed() && __builtin_cpu_supports("avx512f") &&
+         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+         __builtin_cpu_supports("avx512vl");
 }
 
 // Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,

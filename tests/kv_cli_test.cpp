@@ -1,5 +1,6 @@
 // KV-cache formats end to end through the binary: perplexity per format, calibration and the
 // tensor-scale mode, paged == contiguous generation, info per format, and refusals.
+#include <algorithm>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -168,4 +169,22 @@ TEST(KVCli, BenchAttentionComparesFormats) {
 }
 
 }  // namespace
+// WORMCHAT_SIMD=avx2 measures the AVX2 machine kind on an AVX-512 one: no AVX-512 kernel runs
+// (the names say so) and the results still agree; an unknown value is a one-line error.
+TEST(KVCli, SimdLimitKeepsTheKernelsOffAvx512) {
+  setenv("WORMCHAT_SIMD", "avx2", 1);
+  const auto r = RunWormchat({"bench", "attention", "--kv-len", "1024", "--repeats", "1",
+                              "--q-heads", "16", "--kv-heads", "1", "--head-dim", "64"});
+  setenv("WORMCHAT_SIMD", "bogus", 1);
+  const auto bad = RunWormchat({"info"});
+  unsetenv("WORMCHAT_SIMD");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("AVX-512"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("AVX3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("int8 dot ("), std::string::npos) << r.out;
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.err.find("WORMCHAT_SIMD: unknown value 'bogus'"), std::string::npos) << bad.err;
+  EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+}
+
 }  // namespace wc
