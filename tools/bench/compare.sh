@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # wormchat against llama.cpp (b6673) on the same checkpoints, dtype and threads (issue 16).
 #
-#   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] MODEL_DIR...
+#   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2] MODEL_DIR...
 #
 # For each model: converts it to GGUF (tools/bench/to_gguf.py, same dtype), checks that both
 # programs pick the same greedy tokens for a prompt, then runs llama-bench (-p 512, -n 128) and
@@ -9,20 +9,24 @@
 # tokens/s of each and their ratio. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
 # (default build-llama/llama.cpp-b6673) the first time; nothing of it is needed to build, run or
 # test wormchat. Prints the CPU and its SIMD flags first: figures are only comparable on one
-# machine.
+# machine. --simd avx2 measures the AVX2 machine kind on an AVX-512 host: wormchat runs with
+# WORMCHAT_SIMD=avx2 and llama-bench comes from a second build of the same tree without AVX-512
+# (DIR/build-avx2, built the first time).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 reps=3
 threads=$(nproc)
 llama_dir=build-llama/llama.cpp-b6673
+simd=native
 models=()
 while (($#)); do
   case "$1" in
     --reps) reps="$2"; shift 2 ;;
     --threads) threads="$2"; shift 2 ;;
     --llama) llama_dir="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --simd) simd="$2"; shift 2 ;;
+    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -36,6 +40,21 @@ if ! "$py" -c 'import numpy' 2>/dev/null; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-numpy
 fi
 bin=$(bash tools/bench/llama-cpp.sh "$llama_dir" | tail -1)
+bench_bin=$bin  # llama-bench's; llama-cli (the greedy check) is always the native build's
+case "$simd" in
+  native) ;;
+  avx2)
+    export WORMCHAT_SIMD=avx2
+    bench_bin=$llama_dir/build-avx2/bin
+    if [ ! -x "$bench_bin/llama-bench" ]; then
+      cmake -S "$llama_dir" -B "$llama_dir/build-avx2" -DCMAKE_BUILD_TYPE=Release \
+        -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON \
+        -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AVX_VNNI=OFF -DLLAMA_CURL=OFF >&2
+      cmake --build "$llama_dir/build-avx2" -j "$(nproc)" --target llama-bench >&2
+    fi
+    ;;
+  *) echo "compare.sh: --simd takes native or avx2" >&2; exit 2 ;;
+esac
 wormchat=./build/wormchat
 [ -x "$wormchat" ] || bash tools/build.sh
 out=build-bench
@@ -44,7 +63,7 @@ mkdir -p "$out"
 cpu=$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //')
 flags=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
         grep -E '^(avx2|fma|avx512f|avx512_bf16|avx512_vnni|avx512vbmi|amx_bf16)$' | tr '\n' ' ')
-echo "machine: $cpu, $(nproc) cores; $flags; $threads threads"
+echo "machine: $cpu, $(nproc) cores; $flags; $threads threads; measured as: $simd"
 
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
@@ -76,7 +95,7 @@ print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
   : > "$out/$name.llama"
   : > "$out/$name.ours"
   for ((r = 0; r < reps; ++r)); do
-    "$bin/llama-bench" -m "$gguf" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null |
+    "$bench_bin/llama-bench" -m "$gguf" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null |
       "$py" -c '
 import json, sys
 for t in json.load(sys.stdin):
