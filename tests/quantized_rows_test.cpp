@@ -13,6 +13,8 @@
 
 #include <gtest/gtest.h>
 
+#include "hwy/targets.h"
+
 #include "kernels/decode_attention.h"
 #include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_vnni.h"
@@ -259,34 +261,49 @@ INSTANTIATE_TEST_SUITE_P(Formats, QuantizedRows,
                                            Format{KVQuant::kFP8E5M2, ScaleMode::kTensor},
                                            Format{KVQuant::kBFP8, ScaleMode::kTokenHead}));
 
-// The portable int8 path (f32 products of integer values, int32 sums in Highway) gives the VNNI
-// kernels' results bit for bit: the query and weight rounding, every score and every output, for
-// head groups of 1-4 (+ a tail), tile tails, segments and both scale modes.
+// The portable int8 path (heads in lanes for Q.K^T, row pairs for P.V: int16 multiply-add pairs
+// in Highway) gives the VNNI kernels' results bit for bit on every SIMD target this binary has:
+// every score and every output, for head groups of 1-16, tile tails, segments, both scale modes
+// and an odd width (against the contract written out).
 TEST(QuantizedRows, Int8PortablePathEqualsVnniKernels) {
   if (!CpuHasVnniKernels()) GTEST_SKIP() << "this CPU has no AVX-512 VNNI";
-  for (ScaleMode mode : {ScaleMode::kTokenHead, ScaleMode::kTensor}) {
-    for (int64_t cols : {64, 128, 192, 256}) {  // 192: the kernels' loop over any width
-      for (int n_heads : {1, 2, 3, 4, 6, 8, 15, 16}) {
-        for (int64_t rows : {1, 7, 16, 61, 513}) {
-          const Encoded k = Encode({KVQuant::kInt8, mode}, rows, cols, 500 + rows + cols);
-          auto q = RandomVec(static_cast<size_t>(n_heads * cols), 17 + n_heads);
-          if (n_heads > 1) std::fill(q.begin() + cols, q.begin() + 2 * cols, 0.0f);  // zero head
-          const auto w = RandomVec(static_cast<size_t>(n_heads * rows), 19);
-          std::vector<float> s_fast(static_cast<size_t>(n_heads * rows)), s_port = s_fast;
-          auto o_fast = RandomVec(static_cast<size_t>(n_heads * cols), 23), o_port = o_fast;
-          SetVnniKernels(true);
-          AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_fast.data());
-          AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_fast.data());
-          SetVnniKernels(false);
-          AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_port.data());
-          AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_port.data());
-          SetVnniKernels(true);
-          for (size_t i = 0; i < s_fast.size(); ++i)
-            ASSERT_EQ(s_fast[i], s_port[i])
-                << "cols " << cols << " heads " << n_heads << " rows " << rows << " i " << i;
-          for (size_t i = 0; i < o_fast.size(); ++i)
-            ASSERT_EQ(o_fast[i], o_port[i])
-                << "cols " << cols << " heads " << n_heads << " rows " << rows << " i " << i;
+  for (int64_t target : hwy::SupportedAndGeneratedTargets()) {  // the portable path on each
+    for (ScaleMode mode : {ScaleMode::kTokenHead, ScaleMode::kTensor}) {
+      for (int64_t cols : {64, 128, 192, 256, 65}) {  // 192: any width; 65: odd (portable only)
+        for (int n_heads : {1, 2, 3, 4, 6, 8, 15, 16}) {
+          for (int64_t rows : {1, 7, 16, 61, 513}) {
+            const Encoded k = Encode({KVQuant::kInt8, mode}, rows, cols, 500 + rows + cols);
+            auto q = RandomVec(static_cast<size_t>(n_heads * cols), 17 + n_heads);
+            if (n_heads > 1) std::fill(q.begin() + cols, q.begin() + 2 * cols, 0.0f);  // zero head
+            const auto w = RandomVec(static_cast<size_t>(n_heads * rows), 19);
+            std::vector<float> s_fast(static_cast<size_t>(n_heads * rows)), s_port = s_fast;
+            auto o_fast = RandomVec(static_cast<size_t>(n_heads * cols), 23), o_port = o_fast;
+            std::vector<float> contract;
+            if (cols % 64 == 0) {  // the VNNI kernels' widths
+              SetVnniKernels(true);
+              AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_fast.data());
+              AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_fast.data());
+            } else {
+              std::vector<float> q_step;
+              s_fast = Int8ContractScores(q, n_heads, k.ref, 0.125f, &q_step);
+              std::vector<float> units;
+              Int8ContractWeighted(w, rows, n_heads, k.ref, &o_fast, &units);
+            }
+            SetVnniKernels(false);
+            hwy::SetSupportedTargetsForTest(target);
+            AttentionScores(q.data(), n_heads, k.ref, 0.125f, s_port.data());
+            AccumulateWeightedRows(w.data(), rows, n_heads, k.ref, o_port.data());
+            hwy::SetSupportedTargetsForTest(0);
+            SetVnniKernels(true);
+            for (size_t i = 0; i < s_fast.size(); ++i)
+              ASSERT_EQ(s_fast[i], s_port[i])
+                  << hwy::TargetName(target) << " cols " << cols << " heads " << n_heads << " rows "
+                  << rows << " i " << i;
+            for (size_t i = 0; i < o_fast.size(); ++i)
+              ASSERT_EQ(o_fast[i], o_port[i])
+                  << hwy::TargetName(target) << " cols " << cols << " heads " << n_heads << " rows "
+                  << rows << " i " << i;
+          }
         }
       }
     }
