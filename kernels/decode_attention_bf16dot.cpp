@@ -219,12 +219,6 @@ WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k, flo
 // Heads per KV group from which the scores take the transposed kernel.
 constexpr int kTransposeHeads = 5;
 
-// One 64-byte vector's storage, for scratch buffers of vectors (a vector of __m512i would drop
-// its alignment attribute).
-struct alignas(64) Block64 {
-  float f32[16];
-};
-
 // The scores of NH heads (qp rows of n2 32-bit words: two bf16 each) against one block of 16 rows
 // whose widened codes kt holds transposed ([n2] words, lane r = row r's word): one vdpbf16ps per
 // word and head gives 16 rows' partial sums, so no horizontal sums. Each lane sums the products
@@ -264,14 +258,12 @@ WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* h
   const Widen widen(k);
   const int64_t rows = k.rows, cols = KC > 0 ? 64 * KC : k.cols, stride = k.row_bytes;
   const int64_t n2 = cols / 2;
-  thread_local std::vector<Block64> kt_buf;  // [n2]: word w of the block's rows, lane r = row r
+  thread_local std::vector<x86::Block64>
+      kt_buf;  // [n2]: word w of the block's rows, lane r = row r
   if (kt_buf.size() < static_cast<size_t>(n2)) kt_buf.resize(static_cast<size_t>(n2));
   __m512i* kt = reinterpret_cast<__m512i*>(kt_buf.data());
-  const PrefetchStream ahead(k), along_rows(along);
-  for (int64_t p = 0; p < rows; p += 16) {
-    const int64_t valid = std::min<int64_t>(16, rows - p);
-    ahead.Rows(p + kAheadRows, p + kAheadRows + 16);
-    along_rows.Rows(p, p + 16);
+  for (x86::RowBlocks block(k, along); block.Next();) {
+    const int64_t p = block.p, valid = block.valid;
     for (int64_t c = 0; c < cols; c += 64) {
       __m512i w0[16], w1[16];
       for (int i = 0; i < 16; ++i)  // the tail repeats the last row (its lanes are not stored)
@@ -380,17 +372,11 @@ WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_he
   const Widen widen(v);
   const int64_t rows = v.rows, cols = v.cols, n64 = cols / 64, stride = v.row_bytes;
   // sums: [n_heads, cols] f32 in WeightedBlock's lane order; vw: [kPairBlock, n64, 4].
-  thread_local std::vector<Block64> sums_buf, vw_buf;
-  sums_buf.assign(static_cast<size_t>(n_heads * n64 * 4), Block64{});
-  vw_buf.resize(static_cast<size_t>(kPairBlock * n64 * 4));
-  float* sums = sums_buf.data()->f32;
-  __m512i* vw = reinterpret_cast<__m512i*>(vw_buf.data());
-  const PrefetchStream ahead(v), along_rows(along);
-  const int64_t total_pairs = (rows + 1) / 2;
-  for (int64_t pair0 = 0; pair0 < total_pairs; pair0 += kPairBlock) {
-    const int64_t n_pairs = std::min(kPairBlock, total_pairs - pair0), p0 = 2 * pair0;
-    ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
-    along_rows.Rows(p0, p0 + 2 * n_pairs);
+  const x86::WidenScratch scratch(n_heads * n64 * 4, kPairBlock * n64 * 4);
+  float* sums = scratch.sums->f32;
+  __m512i* vw = scratch.widened;
+  for (x86::PairBlocks block(v, along, kPairBlock); block.Next();) {
+    const int64_t pair0 = block.pair0, n_pairs = block.n_pairs, p0 = 2 * pair0;
     for (int64_t i = 0; i < n_pairs; ++i) {
       const uint8_t* ra = v.data + (p0 + 2 * i) * stride;
       const uint8_t* rb = p0 + 2 * i + 1 < rows ? ra + stride : ra;  // odd last row: weight 0

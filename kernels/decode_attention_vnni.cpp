@@ -72,11 +72,8 @@ WC_VNNI void ScoresTransposed(const int8_t* q8, int n_heads, const int32_t* bias
   constexpr int64_t kMaxWords = KC > 0 ? 16 * KC : kInt8QueryMaxCols / 4;
   __m512i kt[kMaxWords];  // [n4]: word w of the block's 16 rows, lane r = row r
   const __m512i to_unsigned = _mm512_set1_epi8(static_cast<char>(0x80));
-  const PrefetchStream ahead(k), along_rows(along);
-  for (int64_t p = 0; p < rows; p += 16) {
-    const int64_t valid = std::min<int64_t>(16, rows - p);
-    ahead.Rows(p + kAheadRows, p + kAheadRows + 16);
-    along_rows.Rows(p, p + 16);
+  for (x86::RowBlocks block(k, along); block.Next();) {
+    const int64_t p = block.p, valid = block.valid;
     for (int64_t c = 0; c < cols; c += 64) {
       __m512i r[16];
       for (int i = 0; i < 16; ++i)  // the tail repeats the last row (its lanes are not stored)
@@ -114,12 +111,7 @@ WC_VNNI void ScoresTransposed(const int8_t* q8, int n_heads, const int32_t* bias
 // (b the 128-bit block, i < 4), the high vector's column 32j + 8b + 4 + i. A pair's two weights
 // are one int32 broadcast. Each head's int32 sums (the same lane order) live in `sums` across
 // blocks; exact, so the order of rows does not matter.
-constexpr int64_t kPairBlock = 32;
-// One 64-byte vector's storage, for scratch buffers of vectors (a vector of __m512i would drop
-// its alignment attribute).
-struct alignas(64) Block64 {
-  int32_t i32[16];
-};  // row pairs widened at a time: 64 rows, 8 KB at 64 columns
+constexpr int64_t kPairBlock = 32;  // row pairs widened at a time: 64 rows, 8 KB at 64 columns
 
 // vw[(i * n32 + j) * 2 + {0, 1}] for pairs i < n_pairs of the rows from `first` (an odd last
 // row pairs with itself; its weight is 0).
@@ -431,17 +423,11 @@ WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float*
   const int64_t rows = v.rows, cols = v.cols, n32 = cols / 32, stride = v.row_bytes;
   const uint8_t* codes = v.data + (v.row_scale ? 2 : 0);
   // sums: [n_heads, cols] int32 in vw's lane order; vw: [kPairBlock, n32, 2] widened pairs.
-  thread_local std::vector<Block64> sums_buf, vw_buf;
-  sums_buf.assign(static_cast<size_t>(n_heads * n32 * 2), Block64{});
-  vw_buf.resize(static_cast<size_t>(kPairBlock * n32 * 2));
-  int32_t* sums = sums_buf.data()->i32;
-  __m512i* vw = reinterpret_cast<__m512i*>(vw_buf.data());
-  const PrefetchStream ahead(v), along_rows(along);
-  const int64_t total_pairs = (rows + 1) / 2;
-  for (int64_t pair0 = 0; pair0 < total_pairs; pair0 += kPairBlock) {
-    const int64_t n_pairs = std::min(kPairBlock, total_pairs - pair0), p0 = 2 * pair0;
-    ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
-    along_rows.Rows(p0, p0 + 2 * n_pairs);
+  const x86::WidenScratch scratch(n_heads * n32 * 2, kPairBlock * n32 * 2);
+  int32_t* sums = scratch.sums->i32;
+  __m512i* vw = scratch.widened;
+  for (x86::PairBlocks block(v, along, kPairBlock); block.Next();) {
+    const int64_t pair0 = block.pair0, n_pairs = block.n_pairs, p0 = 2 * pair0;
     WidenPairs(codes + p0 * stride, rows - p0, stride, n32, n_pairs, vw);
     int h = 0;
     for (; h + 4 <= n_heads; h += 4)

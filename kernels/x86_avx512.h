@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/kv_rows.h"
 #include "kernels/prefetch_stream.h"
@@ -117,6 +118,67 @@ WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_fact
   return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)),
                        _mm512_set1_ps(code_factor));
 }
+
+// One 64-byte vector's storage, for scratch buffers of vectors (a std::vector of __m512i would drop
+// its alignment attribute).
+struct alignas(64) Block64 {
+  union {
+    int32_t i32[16];
+    float f32[16];
+  };
+};
+
+// Per-thread scratch of the P.V kernels that widen V once for every head of a group: `sums`, the
+// heads' accumulators between blocks (zeroed), and `widened`, one block of widened row pairs.
+struct WidenScratch {
+  Block64* sums;
+  __m512i* widened;
+  WidenScratch(int64_t n_sums, int64_t n_widened) {
+    thread_local std::vector<Block64> s, w;
+    s.assign(static_cast<size_t>(n_sums), Block64{});
+    w.resize(static_cast<size_t>(n_widened));
+    sums = s.data();
+    widened = reinterpret_cast<__m512i*>(w.data());
+  }
+};
+
+// The rows of m in blocks of 16, for the kernels that hold a block's rows in the lanes of a vector:
+//   for (RowBlocks b(m, along); b.Next();) ... rows [b.p, b.p + b.valid)
+// Each Next prefetches m's rows kAheadRows ahead and `along`'s (the V of the chunk) at the same
+// pace.
+struct RowBlocks {
+  PrefetchStream ahead, along;
+  int64_t rows, p = -16, valid = 0;
+  RowBlocks(const RowsRef& m, const RowsRef& along_m) : ahead(m), along(along_m), rows(m.rows) {}
+  bool Next() {
+    p += 16;
+    if (p >= rows) return false;
+    valid = std::min<int64_t>(16, rows - p);
+    ahead.Rows(p + kAheadRows, p + kAheadRows + 16);
+    along.Rows(p, p + 16);
+    return true;
+  }
+};
+
+// The row pairs of v (an odd last row pairs with itself) in blocks of at most block_pairs:
+//   for (PairBlocks b(v, along, n); b.Next();) ... pairs [b.pair0, b.pair0 + b.n_pairs)
+// Each Next prefetches v's rows kAheadRows ahead and `along`'s (the next chunk's K) at the same
+// pace.
+struct PairBlocks {
+  PrefetchStream ahead, along;
+  int64_t block_pairs, total_pairs, pair0 = 0, n_pairs = 0;
+  PairBlocks(const RowsRef& v, const RowsRef& along_m, int64_t block)
+      : ahead(v), along(along_m), block_pairs(block), total_pairs((v.rows + 1) / 2) {}
+  bool Next() {
+    pair0 += n_pairs;
+    if (pair0 >= total_pairs) return false;
+    n_pairs = std::min(block_pairs, total_pairs - pair0);
+    const int64_t p0 = 2 * pair0;
+    ahead.Rows(p0 + kAheadRows, p0 + kAheadRows + 2 * n_pairs);
+    along.Rows(p0, p0 + 2 * n_pairs);
+    return true;
+  }
+};
 
 // fn(integral_constant NH, integral_constant KC) for a group of nh in {1, 2, 4} heads and rows of
 // cols values: KC = cols / 64 for the widths the kernels unroll (64, 128, 256), 0 for any other.
