@@ -92,7 +92,8 @@ std::vector<float> Int8ContractScores(const std::vector<float>& q, int n_heads, 
   for (int h = 0; h < n_heads; ++h) {
     float qmax = 0;
     for (int64_t c = 0; c < cols; ++c) qmax = std::max(qmax, std::fabs(q[h * cols + c]));
-    const float inv = 127.0f / qmax, head_scale = scale * (qmax / 127.0f);
+    // An all-zero head: codes 0 and head_scale 0.
+    const float inv = qmax > 0 ? 127.0f / qmax : 0.0f, head_scale = scale * (qmax / 127.0f);
     (*q_step)[h] = qmax / 127.0f;
     for (int64_t p = 0; p < rows; ++p) {
       int32_t dot = 0;
