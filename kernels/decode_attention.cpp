@@ -393,14 +393,6 @@ void WeightedInt16Impl(const int16_t* wq, int64_t wq_stride, const float* unit, 
   }
 }
 
-// The scale of row p of scaled one-byte rows: the bf16 leading the row, or the tensor scale.
-HWY_INLINE float RowScaleOf(const RowsRef& m, int64_t p) {
-  if (!m.row_scale) return m.tensor_scale;
-  uint16_t half;
-  std::memcpy(&half, m.data + p * m.row_bytes, 2);
-  return BF16ToF32(half);
-}
-
 #if HWY_TARGET != HWY_SCALAR
 // int8 Q.K^T without the VNNI kernel (decode_attention_vnni.h's contract, bit for bit): the heads
 // in the lanes of a vector, the query transposed once per call into words of two int16 (qt:
@@ -446,7 +438,7 @@ void Int8ScoresHeadsInLanesImpl(const int8_t* q8, int n_heads, const float* head
       dst[cols] = 0;  // an odd last column's partner
     }
     float row_scale[4];
-    for (int r = 0; r < nr; ++r) row_scale[r] = RowScaleOf(k, p0 + r);
+    for (int r = 0; r < nr; ++r) row_scale[r] = k.RowScale(p0 + r);
     for (int64_t g = 0; g < groups; ++g) {
       const int32_t* qg = qt.data() + g * n2 * nl;
       auto a0 = hn::Zero(di), a1 = hn::Zero(di), a2 = hn::Zero(di), a3 = hn::Zero(di);
@@ -540,13 +532,13 @@ void WeightedInt16PairsImpl(const int16_t* wq, int64_t wq_stride, const float* u
   }
 }
 #else
-// HWY_SCALAR: the same integers, one at a time.
+// HWY_SCALAR (no lanes to share): the same integers one at a time, and the per-head P.V kernel.
 void Int8ScoresHeadsInLanesImpl(const int8_t* q8, int n_heads, const float* head_scale,
                                 const RowsRef& k, float* scores) {
   const int64_t cols = k.cols, code0 = k.row_scale ? 2 : 0;
   for (int64_t p = 0; p < k.rows; ++p) {
     const int8_t* codes = reinterpret_cast<const int8_t*>(k.data + p * k.row_bytes + code0);
-    const float row_scale = RowScaleOf(k, p);
+    const float row_scale = k.RowScale(p);
     for (int h = 0; h < n_heads; ++h) {
       int32_t dot = 0;
       for (int64_t c = 0; c < cols; ++c) dot += q8[h * cols + c] * codes[c];
@@ -556,14 +548,7 @@ void Int8ScoresHeadsInLanesImpl(const int8_t* q8, int n_heads, const float* head
 }
 void WeightedInt16PairsImpl(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
                             const RowsRef& v, float* o) {
-  const uint8_t* codes = v.data + (v.row_scale ? 2 : 0);
-  for (int h = 0; h < n_heads; ++h)
-    for (int64_t c = 0; c < v.cols; ++c) {
-      int32_t acc = 0;
-      for (int64_t p = 0; p < v.rows; ++p)
-        acc += wq[h * wq_stride + p] * static_cast<int8_t>(codes[p * v.row_bytes + c]);
-      o[h * v.cols + c] = std::fma(static_cast<float>(acc), unit[h], o[h * v.cols + c]);
-    }
+  WeightedInt16Impl(wq, wq_stride, unit, n_heads, v, o);
 }
 #endif
 
@@ -574,10 +559,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace wc {
 
-HWY_EXPORT(AttentionScoresImpl);
 // Heads per KV group from which the portable int8 kernels put heads in lanes (Q.K^T) and share
 // V's widened row pairs (P.V); fewer heads would leave most lanes idle.
 constexpr int kHeadsInLanes = 8;
+
+HWY_EXPORT(AttentionScoresImpl);
 HWY_EXPORT(MaxOfImpl);
 HWY_EXPORT(ExpShiftSumImpl);
 HWY_EXPORT(AccumulateWeightedRowsImpl);

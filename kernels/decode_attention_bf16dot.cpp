@@ -174,8 +174,8 @@ WC_BF16DOT void QueryWords(const float* q, int n_heads, int64_t cols, uint16_t* 
     }
 }
 
-// Groups of up to 4 heads (fewer than kTransposeHeads per KV group, where widening and
-// transposing a block would cost more than the heads save): scores of NH heads (qp: [NH, cols]
+// Groups of fewer than x86::kWidenOnceHeads heads (widening and transposing a block would cost
+// more than the heads save): scores of NH heads (qp: [NH, cols]
 // bf16 in Widen's column order per 64-column block) against every row, R = 16 / NH rows per tile
 // (accumulator h * R + r: head h, row r), unscaled; the scales are applied after.
 template <int NH, int KC>
@@ -215,9 +215,6 @@ WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k, flo
                             _mm512_permutexvar_ps(_mm512_load_si512(perm[h]), dot));
   }
 }
-
-// Heads per KV group from which the scores take the transposed kernel.
-constexpr int kTransposeHeads = 5;
 
 // The scores of NH heads (qp rows of n2 32-bit words: two bf16 each) against one block of 16 rows
 // whose widened codes kt holds transposed ([n2] words, lane r = row r's word): one vdpbf16ps per
@@ -326,23 +323,14 @@ WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsR
       for (int m = 0; m < 4; ++m) acc[h][m] = _mm512_dpbf16_ps(acc[h][m], d[m], w);
     }
   }
-  for (int h = 0; h < NH; ++h) {
-    const __m512 t0 = _mm512_shuffle_f32x4(acc[h][0], acc[h][1], 0x44);
-    const __m512 t1 = _mm512_shuffle_f32x4(acc[h][0], acc[h][1], 0xee);
-    const __m512 t2 = _mm512_shuffle_f32x4(acc[h][2], acc[h][3], 0x44);
-    const __m512 t3 = _mm512_shuffle_f32x4(acc[h][2], acc[h][3], 0xee);
-    const __m512 out[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xdd),
-                           _mm512_shuffle_f32x4(t1, t3, 0x88), _mm512_shuffle_f32x4(t1, t3, 0xdd)};
-    float* oh = o + h * cols + c0;
-    for (int j = 0; j < 4; ++j)
-      _mm512_storeu_ps(oh + 16 * j, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * j), out[j]));
-  }
+  for (int h = 0; h < NH; ++h) x86::AddBlockTransposed(acc[h], o + h * cols + c0);
 }
 
-// More than 4 heads: each block of kPairBlock row pairs is widened and interleaved once into vw
-// (WeightedBlock's d[4] per pair and 64 columns) and read by every group of 4 heads; each head's
-// f32 accumulators (WeightedBlock's lane order) live in `sums` between blocks, so every output is
-// the same chain of vdpbf16ps over the rows in order as WeightedBlock's, bit for bit.
+// At least x86::kWidenOnceHeads heads: each block of kPairBlock row pairs is widened and
+// interleaved once into vw (WeightedBlock's d[4] per pair and 64 columns) and read by every group
+// of 4 heads; each head's f32 accumulators (WeightedBlock's lane order) live in `sums` between
+// blocks, so every output is the same chain of vdpbf16ps over the rows in order as WeightedBlock's,
+// bit for bit.
 constexpr int64_t kPairBlock = 32;  // 64 rows: 16 KB of widened pairs at 64 columns
 
 template <int NH>
@@ -417,16 +405,7 @@ WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_he
       const float* s = sums + h * cols + 64 * j;
       const __m512 acc[4] = {_mm512_load_ps(s), _mm512_load_ps(s + 16), _mm512_load_ps(s + 32),
                              _mm512_load_ps(s + 48)};
-      const __m512 t0 = _mm512_shuffle_f32x4(acc[0], acc[1], 0x44);
-      const __m512 t1 = _mm512_shuffle_f32x4(acc[0], acc[1], 0xee);
-      const __m512 t2 = _mm512_shuffle_f32x4(acc[2], acc[3], 0x44);
-      const __m512 t3 = _mm512_shuffle_f32x4(acc[2], acc[3], 0xee);
-      const __m512 out[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xdd),
-                             _mm512_shuffle_f32x4(t1, t3, 0x88),
-                             _mm512_shuffle_f32x4(t1, t3, 0xdd)};
-      float* oh = o + h * cols + 64 * j;
-      for (int m = 0; m < 4; ++m)
-        _mm512_storeu_ps(oh + 16 * m, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * m), out[m]));
+      x86::AddBlockTransposed(acc, o + h * cols + 64 * j);
     }
 }
 
@@ -438,10 +417,7 @@ WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const
   for (int64_t p = 0; p < rows; p += 32) {
     const __m512 s0 = RowScales(v, p);
     const __m512 s1 = p + 16 < rows ? RowScales(v, p + 16) : _mm512_setzero_ps();
-    const int64_t n0 = std::min<int64_t>(16, rows - p),
-                  n1 = std::clamp<int64_t>(rows - p - 16, 0, 16);
-    const __mmask16 m0 = static_cast<__mmask16>(n0 >= 16 ? 0xffff : (1u << n0) - 1);
-    const __mmask16 m1 = static_cast<__mmask16>(n1 >= 16 ? 0xffff : (1u << n1) - 1);
+    const __mmask16 m0 = x86::FirstLanes(rows - p), m1 = x86::FirstLanes(rows - p - 16);
     for (int h = 0; h < n_heads; ++h) {
       const float* wh = w + h * w_stride + p;
       const __m512 x0 = _mm512_mul_ps(_mm512_maskz_loadu_ps(m0, wh), s0);
@@ -449,9 +425,7 @@ WC_BF16DOT void PairWeights(const float* w, int64_t w_stride, int n_heads, const
       // 32 bf16 in row order: pairs (2i, 2i + 1) are 32-bit words i.
       const __m512i pairs = (__m512i)_mm512_cvtne2ps_pbh(x1, x0);
       const int64_t n_pairs = (std::min<int64_t>(32, rows - p) + 1) / 2;
-      _mm512_mask_storeu_epi32(wp + h * wp_stride + p / 2,
-                               static_cast<__mmask16>(n_pairs >= 16 ? 0xffff : (1u << n_pairs) - 1),
-                               pairs);
+      _mm512_mask_storeu_epi32(wp + h * wp_stride + p / 2, x86::FirstLanes(n_pairs), pairs);
     }
   }
 }
@@ -493,8 +467,8 @@ void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, f
   qp.resize(static_cast<size_t>(std::max(n_heads, 4) * cols));
   thread_local std::vector<float> head_scale;  // [n_heads]
   head_scale.assign(static_cast<size_t>(n_heads), scale);
-  if (n_heads >= kTransposeHeads) {
-    QueryWords(q, n_heads, cols, qp.data());
+  QueryWords(q, n_heads, cols, qp.data());
+  if (n_heads >= x86::kWidenOnceHeads) {
     switch (cols) {
       case 64:
         return ScoresTransposed<1>(qp.data(), n_heads, head_scale.data(), k, scores, along);
@@ -505,7 +479,6 @@ void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, f
     }
   }
   const int group = n_heads == 3 ? 4 : n_heads;  // 3 heads: a zero fourth
-  QueryWords(q, n_heads, cols, qp.data());
   std::fill(qp.begin() + n_heads * cols, qp.begin() + group * cols, uint16_t{0});
   x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
     ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), n_heads, k, scores, along);
@@ -519,7 +492,8 @@ void Bf16DotWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRe
   thread_local std::vector<uint32_t> wp;  // [n_heads, wp_stride]
   wp.resize(static_cast<size_t>(n_heads * wp_stride));
   PairWeights(w, w_stride, n_heads, v, wp.data(), wp_stride);
-  if (n_heads > 4) return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, o, along);
+  if (n_heads >= x86::kWidenOnceHeads)
+    return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, o, along);
   for (int h0 = 0; h0 < n_heads; h0 += 4) {
     const int nh = std::min(4, n_heads - h0);
     const uint32_t* wg = wp.data() + h0 * wp_stride;

@@ -171,6 +171,22 @@ WC_VNNI inline void AccumulateHeads(const int16_t* wq, int64_t wq_stride, int64_
   if (j < n32) AccumulatePairs<NH, 1>(wq, wq_stride, pair0, vw, n_pairs, n32, j, sums, sums_stride);
 }
 
+// o[0 : 32] = fma(float(sum), unit, o) for one 32-column block of int32 sums in the pairwise P.V
+// layout (the low vector's lane 4b + i: column 8b + i; the high one's: 8b + 4 + i).
+WC_VNNI inline __attribute__((always_inline)) void FmaBlockInOrder(__m512i lo, __m512i hi,
+                                                                   float unit, float* oh) {
+  const __m512i low_cols =
+      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i high_cols =
+      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  const __m512 l = _mm512_cvtepi32_ps(lo), u = _mm512_cvtepi32_ps(hi);
+  const __m512 vunit = _mm512_set1_ps(unit);
+  _mm512_storeu_ps(
+      oh, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, low_cols, u), vunit, _mm512_loadu_ps(oh)));
+  _mm512_storeu_ps(oh + 16, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, high_cols, u), vunit,
+                                            _mm512_loadu_ps(oh + 16)));
+}
+
 // Up to 4 heads (one group): o[h, c0 : c0 + 32 * NB] for NH heads over rows taken in pairs,
 // widened in registers (a buffer would only add stores, with no other head to read it) (vpdpwssd
 // sums two int16 products per lane): a pair's codes are widened and interleaved, so lane i of
@@ -210,20 +226,9 @@ WC_VNNI void WeightedBlock(const int16_t* wq, int64_t wq_stride, const float* un
       }
     }
   }
-  const __m512i low_cols =
-      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-  const __m512i high_cols =
-      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
   for (int j = 0; j < NB; ++j)
-    for (int h = 0; h < NH; ++h) {
-      float* oh = o + h * cols + c0 + 32 * j;
-      const __m512 l = _mm512_cvtepi32_ps(lo[j][h]), u = _mm512_cvtepi32_ps(hi[j][h]);
-      const __m512 vunit = _mm512_set1_ps(unit[h]);
-      _mm512_storeu_ps(
-          oh, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, low_cols, u), vunit, _mm512_loadu_ps(oh)));
-      _mm512_storeu_ps(oh + 16, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, high_cols, u), vunit,
-                                                _mm512_loadu_ps(oh + 16)));
-    }
+    for (int h = 0; h < NH; ++h)
+      FmaBlockInOrder(lo[j][h], hi[j][h], unit[h], o + h * cols + c0 + 32 * j);
 }
 
 // All columns of NH heads: 64 at a time, then a last 32.
@@ -307,8 +312,7 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
                                    float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
   const int64_t rows = v.rows;
   for (int64_t p = 0; p < rows; p += 16) {
-    const __mmask16 lanes =
-        static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+    const __mmask16 lanes = x86::FirstLanes(rows - p);
     _mm512_mask_storeu_ps(row_scale + p, lanes, x86::RowScales16(v, p, 1.0f));
   }
   const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
@@ -317,8 +321,7 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
     int16_t* qh = wq + h * wq_stride;
     __m512i max_bits = _mm512_setzero_si512();
     for (int64_t p = 0; p < rows; p += 16) {
-      const __mmask16 lanes =
-          static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+      const __mmask16 lanes = x86::FirstLanes(rows - p);
       const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
                                      _mm512_maskz_loadu_ps(lanes, row_scale + p));
       max_bits = _mm512_max_epu32(max_bits, _mm512_and_si512(_mm512_castps_si512(x), magnitude));
@@ -329,8 +332,7 @@ WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads
     const float wmax = FromBits(mb);
     const __m512 inv = _mm512_set1_ps(32767.0f / wmax);
     for (int64_t p = 0; p < rows; p += 16) {
-      const __mmask16 lanes =
-          static_cast<__mmask16>(rows - p >= 16 ? 0xffff : (1u << (rows - p)) - 1);
+      const __mmask16 lanes = x86::FirstLanes(rows - p);
       const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
                                      _mm512_maskz_loadu_ps(lanes, row_scale + p));
       const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, inv));  // MXCSR: nearest even
@@ -392,15 +394,7 @@ void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const R
   if (VnniOn())
     return QuantizeWeightsAvx512(w, w_stride, n_heads, v, row_scale, wq, wq_stride, unit);
   const int64_t rows = v.rows;
-  for (int64_t p = 0; p < rows; ++p) {
-    uint32_t bits = 0;
-    if (v.row_scale) {
-      uint16_t half;
-      std::memcpy(&half, v.data + p * v.row_bytes, 2);
-      bits = static_cast<uint32_t>(half) << 16;
-    }
-    row_scale[p] = v.row_scale ? FromBits(bits) : v.tensor_scale;
-  }
+  for (int64_t p = 0; p < rows; ++p) row_scale[p] = v.RowScale(p);
   thread_local std::vector<float> scaled;  // [rows]: w * row_scale of one head
   scaled.resize(static_cast<size_t>(rows));
   for (int h = 0; h < n_heads; ++h) {
@@ -429,51 +423,39 @@ WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float*
   for (x86::PairBlocks block(v, along, kPairBlock); block.Next();) {
     const int64_t pair0 = block.pair0, n_pairs = block.n_pairs, p0 = 2 * pair0;
     WidenPairs(codes + p0 * stride, rows - p0, stride, n32, n_pairs, vw);
-    int h = 0;
-    for (; h + 4 <= n_heads; h += 4)
-      AccumulateHeads<4>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
-                         cols);
-    switch (n_heads - h) {
-      case 3:
-        AccumulateHeads<3>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
-                           cols);
-        break;
-      case 2:
-        AccumulateHeads<2>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
-                           cols);
-        break;
-      case 1:
-        AccumulateHeads<1>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32, sums + h * cols,
-                           cols);
-        break;
-      default:
-        break;
+    for (int h = 0; h < n_heads; h += 4) {
+      const int16_t* wh = wq + h * wq_stride;
+      int32_t* sh = sums + h * cols;
+      switch (std::min(4, n_heads - h)) {
+        case 1:
+          AccumulateHeads<1>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
+          break;
+        case 2:
+          AccumulateHeads<2>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
+          break;
+        case 3:
+          AccumulateHeads<3>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
+          break;
+        default:
+          AccumulateHeads<4>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
+      }
     }
   }
   // o = fma(float(sum), unit[h], o), the lanes put back in column order.
-  const __m512i low_cols =
-      _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
-  const __m512i high_cols =
-      _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
-  for (int h = 0; h < n_heads; ++h) {
-    const __m512 vunit = _mm512_set1_ps(unit[h]);
+  for (int h = 0; h < n_heads; ++h)
     for (int64_t j = 0; j < n32; ++j) {
-      const int32_t* s = sums + h * cols + 32 * j;
-      float* oh = o + h * cols + 32 * j;
-      const __m512 l = _mm512_cvtepi32_ps(_mm512_load_si512(s)),
-                   u = _mm512_cvtepi32_ps(_mm512_load_si512(s + 16));
-      _mm512_storeu_ps(
-          oh, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, low_cols, u), vunit, _mm512_loadu_ps(oh)));
-      _mm512_storeu_ps(oh + 16, _mm512_fmadd_ps(_mm512_permutex2var_ps(l, high_cols, u), vunit,
-                                                _mm512_loadu_ps(oh + 16)));
+      const int32_t* sj = sums + h * cols + 32 * j;
+      FmaBlockInOrder(_mm512_load_si512(sj), _mm512_load_si512(sj + 16), unit[h],
+                      o + h * cols + 32 * j);
     }
-  }
 }
 
 }  // namespace
 
 void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
                       const RowsRef& v, float* o, const RowsRef& along) {
+  if (n_heads >= x86::kWidenOnceHeads)
+    return WeightedAllHeads(wq, wq_stride, unit, n_heads, v, o, along);
   switch (n_heads) {
     case 1:
       return WeightedGroup<1>(wq, wq_stride, unit, v, o, along);
@@ -481,10 +463,8 @@ void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, i
       return WeightedGroup<2>(wq, wq_stride, unit, v, o, along);
     case 3:
       return WeightedGroup<3>(wq, wq_stride, unit, v, o, along);
-    case 4:
-      return WeightedGroup<4>(wq, wq_stride, unit, v, o, along);
     default:
-      return WeightedAllHeads(wq, wq_stride, unit, n_heads, v, o, along);
+      return WeightedGroup<4>(wq, wq_stride, unit, v, o, along);
   }
 }
 

@@ -14,7 +14,10 @@
 
 #include <cstdint>
 
+#include <cstring>
+
 #include "kernels/matmul.h"
+#include "util/bf16.h"
 
 namespace wc {
 
@@ -47,6 +50,13 @@ struct RowsRef {
         data(static_cast<const uint8_t*>(m.data)) {}
 
   bool empty() const { return data == nullptr; }
+  // Scaled codes: the scale of row r, the bf16 leading it (row_scale) or tensor_scale.
+  float RowScale(int64_t r) const {
+    if (!row_scale) return tensor_scale;
+    uint16_t half;
+    std::memcpy(&half, data + r * row_bytes, 2);
+    return BF16ToF32(half);
+  }
   // Bytes of one row's payload (values, scales, exponents): what reading it from memory moves.
   int64_t PayloadBytes() const;
 };

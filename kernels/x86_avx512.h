@@ -37,23 +37,8 @@ inline bool CpuHasAvx512() {
 // so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
 constexpr int64_t kAheadRows = 64;
 
-// Lane j of the result: the sum of the 16 lanes of v[j], in a fixed pairing (so for floats a
-// lane's sum depends only on its own vector). Integer and float versions of the same tree.
-WC_AVX512_INLINE __m512i Sum16Epi32(const __m512i* v) {
-  __m512i t[8], u[4];
-  for (int i = 0; i < 8; ++i)  // per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3]
-    t[i] = _mm512_add_epi32(_mm512_unpacklo_epi32(v[2 * i], v[2 * i + 1]),
-                            _mm512_unpackhi_epi32(v[2 * i], v[2 * i + 1]));
-  for (int i = 0; i < 4; ++i)  // per block: the partial sums of v[4i .. 4i + 3]
-    u[i] = _mm512_add_epi32(_mm512_unpacklo_epi64(t[2 * i], t[2 * i + 1]),
-                            _mm512_unpackhi_epi64(t[2 * i], t[2 * i + 1]));
-  const __m512i w01 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u[0], u[1], _MM_SHUFFLE(3, 1, 3, 1)));
-  const __m512i w23 = _mm512_add_epi32(_mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(2, 0, 2, 0)),
-                                       _mm512_shuffle_i32x4(u[2], u[3], _MM_SHUFFLE(3, 1, 3, 1)));
-  return _mm512_add_epi32(_mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(2, 0, 2, 0)),
-                          _mm512_shuffle_i32x4(w01, w23, _MM_SHUFFLE(3, 1, 3, 1)));
-}
+// Lane j of the result: the sum of the 16 lanes of v[j], in a fixed pairing (so a lane's sum
+// depends only on its own vector).
 WC_AVX512_INLINE __m512 Sum16Ps(const __m512* v) {
   __m512 t[8], u[4];
   for (int i = 0; i < 8; ++i)
@@ -99,16 +84,33 @@ WC_AVX512_INLINE void Transpose16x16Epi32(__m512i* r) {
   for (int i = 0; i < 16; ++i) r[i] = t[i];
 }
 
-// Lanes [0, n) of a 16-lane mask, n <= 16.
+// Lanes [0, n) of a 16-lane mask (none for n <= 0, all for n >= 16).
 WC_AVX512_INLINE __mmask16 FirstLanes(int64_t n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+  return static_cast<__mmask16>(n >= 16 ? 0xffff : n <= 0 ? 0 : (1u << n) - 1);
 }
+
+// oh[0 : 64] += acc in column order, where accumulator m holds columns 16j + 4m + i of 128-bit
+// block j (i < 4), the pairwise-row P.V kernels' layout: a 4 x 4 transpose of 128-bit blocks.
+WC_AVX512_INLINE void AddBlockTransposed(const __m512* acc, float* oh) {
+  const __m512 t0 = _mm512_shuffle_f32x4(acc[0], acc[1], 0x44);
+  const __m512 t1 = _mm512_shuffle_f32x4(acc[0], acc[1], 0xee);
+  const __m512 t2 = _mm512_shuffle_f32x4(acc[2], acc[3], 0x44);
+  const __m512 t3 = _mm512_shuffle_f32x4(acc[2], acc[3], 0xee);
+  const __m512 out[4] = {_mm512_shuffle_f32x4(t0, t2, 0x88), _mm512_shuffle_f32x4(t0, t2, 0xdd),
+                         _mm512_shuffle_f32x4(t1, t3, 0x88), _mm512_shuffle_f32x4(t1, t3, 0xdd)};
+  for (int m = 0; m < 4; ++m)
+    _mm512_storeu_ps(oh + 16 * m, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * m), out[m]));
+}
+
+// Heads per KV group from which the kernels widen a block of K or V once for all the group's
+// heads (rows in lanes, shared row pairs); smaller groups keep the kernels that widen in
+// registers, where a shared buffer would only add stores.
+constexpr int kWidenOnceHeads = 5;
 
 // The scales of rows [p, p + 16) of scaled one-byte rows (lanes past m.rows: 0) times
 // code_factor: the bf16 leading each row gathered, or the tensor scale.
 WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_factor) {
-  const int64_t n = std::min<int64_t>(16, m.rows - p);
-  const __mmask16 lanes = static_cast<__mmask16>(n >= 16 ? 0xffff : (1u << n) - 1);
+  const __mmask16 lanes = FirstLanes(m.rows - p);
   if (!m.row_scale) return _mm512_maskz_mov_ps(lanes, _mm512_set1_ps(m.tensor_scale * code_factor));
   const __m512i offset =
       _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
