@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 #include <vector>
 
@@ -112,12 +113,15 @@ constexpr int kWidenOnceHeads = 5;
 WC_AVX512_INLINE __m512 RowScales16(const RowsRef& m, int64_t p, float code_factor) {
   const __mmask16 lanes = FirstLanes(m.rows - p);
   if (!m.row_scale) return _mm512_maskz_mov_ps(lanes, _mm512_set1_ps(m.tensor_scale * code_factor));
-  const __m512i offset =
-      _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                         _mm512_set1_epi32(static_cast<int32_t>(m.row_bytes)));
-  const __m512i bits = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), lanes, offset,
-                                                   m.data + p * m.row_bytes, 1);
-  return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(bits, 16)),
+  // 16 scalar loads (integer ports, idle in these kernels) instead of a vpgatherdd, which Zen 4
+  // runs as a long microcoded sequence on the vector side.
+  alignas(32) uint16_t bits[16] = {};
+  const int64_t n = std::min<int64_t>(16, m.rows - p);
+  const uint8_t* row = m.data + p * m.row_bytes;
+  for (int64_t i = 0; i < n; ++i) std::memcpy(&bits[i], row + i * m.row_bytes, 2);
+  const __m512i wide =
+      _mm512_cvtepu16_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(bits)));
+  return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_slli_epi32(wide, 16)),
                        _mm512_set1_ps(code_factor));
 }
 
