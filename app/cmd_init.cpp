@@ -7,7 +7,7 @@
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "model/random_checkpoint.h"
-#include "model/sentencepiece_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "kvcache/kv_scales.h"
-#include "model/ids_tokenizer.h"
+#include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 #include "util/parse.h"

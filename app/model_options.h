@@ -10,7 +10,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
 
@@ -32,7 +32,7 @@ struct ModelRunOptions {
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
   std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 (BF16 weights only)
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
-  // fed without chat framing (model/ids_tokenizer.h); no tokenizer.model needed.
+  // fed without chat framing (tokenizer/ids_tokenizer.h); no tokenizer.model needed.
   bool ids = false;
 };
 
@@ -88,7 +88,7 @@ KVDType ResolveKVDType(const std::string& name, DType weights);
 // Accepts what ResolveKVDType does (a format name or "auto"); throws wc::Error naming --kv-dtype.
 void CheckKVDTypeName(const std::string& name);
 
-// A flag's token ids, written as "1 2 3" (model/ids_tokenizer.h's ParseTokenIds). Throws wc::Error
+// A flag's token ids, written as "1 2 3" (tokenizer/ids_tokenizer.h's ParseTokenIds). Throws wc::Error
 // naming `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
 std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag);
 // Registers --kv-blocks (the paged pool's size) on a serving command.

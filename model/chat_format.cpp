@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"

@@ -24,7 +24,7 @@
 
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/beam_search.h"
 #include "serving/request.h"
 #include "serving/sampler.h"

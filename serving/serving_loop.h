@@ -37,7 +37,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/request.h"
 
 namespace wc {

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "model/chat_format.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 

@@ -7,7 +7,7 @@
 
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/sentencepiece_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
 #include "util/npy.h"
 

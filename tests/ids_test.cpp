@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "model/ids_tokenizer.h"
+#include "tokenizer/ids_tokenizer.h"
 #include "tests/batch_test_util.h"
 #include "util/error.h"
 

@@ -11,7 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "model/falcon.h"
-#include "model/sentencepiece_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 #include "util/npy.h"

@@ -16,7 +16,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
 

@@ -26,8 +26,8 @@ while (($#)); do
   esac
 done
 if ((${#names[@]} == 0)); then
-  names=(safetensors safetensors_index config kv_scales chat_format npy tokenizer text_stream
-         batch_input transcript turns_file)
+  names=(safetensors safetensors_index config kv_scales chat_format npy tokenizer tokenizer_json
+         text_stream batch_input transcript turns_file)
 fi
 
 build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"

@@ -9,7 +9,7 @@
 
 #include "app/batch/batch_input.h"
 #include "model/chat_format.h"
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/request.h"
 
 namespace wc {

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 #include "serving/conversation.h"
 
 namespace wc {

@@ -1,4 +1,4 @@
-// A sentencepiece tokenizer.model (model/tokenizer.h), loaded through a memory file, then used:
+// A sentencepiece tokenizer.model (tokenizer/tokenizer.h), loaded through a memory file, then used:
 // encoding, decoding, every piece's bytes.
 #include <sys/mman.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-#include "model/sentencepiece_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

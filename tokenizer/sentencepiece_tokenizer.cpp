@@ -1,4 +1,4 @@
-#include "model/sentencepiece_tokenizer.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 
 #include <sentencepiece_processor.h>
 

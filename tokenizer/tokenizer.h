@@ -1,6 +1,7 @@
 // What text input and output need of a tokenizer: text to ids, and the bytes each id adds to a
-// stream. Two kinds: SentencePieceTokenizer (DIR/tokenizer.model, model/sentencepiece_tokenizer.h)
-// and IdsTokenizer (model/ids_tokenizer.h: "text" that is token ids written out, for `--ids`).
+// stream. Two kinds: SentencePieceTokenizer (DIR/tokenizer.model,
+// tokenizer/sentencepiece_tokenizer.h) and IdsTokenizer (tokenizer/ids_tokenizer.h: "text" that is
+// token ids written out, for `--ids`).
 #pragma once
 
 #include <memory>
@@ -14,8 +15,10 @@ class Tokenizer {
  public:
   virtual ~Tokenizer() = default;
 
-  // The tokenizer of a model directory: DIR/tokenizer.model (sentencepiece). Throws wc::Error
-  // naming the file when it is missing (and how to run without one) or cannot be read.
+  // The tokenizer of a model directory: DIR/tokenizer.model (sentencepiece) if present, else
+  // DIR/tokenizer.json (Hugging Face, tokenizer/hf_tokenizer.h). Throws wc::Error naming both
+  // files when neither is there (and how to run without one), or naming the file that cannot be
+  // read.
   static std::unique_ptr<Tokenizer> FromModelDir(const std::string& model_dir);
 
   // Throws wc::Error naming path() for text it cannot encode.

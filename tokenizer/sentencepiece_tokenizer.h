@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "model/tokenizer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace sentencepiece {
 class SentencePieceProcessor;

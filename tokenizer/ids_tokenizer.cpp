@@ -1,4 +1,4 @@
-#include "model/ids_tokenizer.h"
+#include "tokenizer/ids_tokenizer.h"
 
 #include <sstream>
 
