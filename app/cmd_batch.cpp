@@ -155,7 +155,7 @@ those left out (or null) take the command line's values; n must be 1 if given; o
 Input whose first non-blank line does not start with '{' is plain text: one prompt a line,
 chat-framed, custom_id = its line number (blank lines are skipped but counted); --format forces
 either. With --ids every prompt and message is token ids written out ("5 17 9"), fed without
-framing, and every reply's text is its ids written out ("23 8 2"): no tokenizer.model needed.
+framing, and every reply's text is its ids written out ("23 8 2"): no tokenizer needed.
 
 Seeds: a request without "seed" gets splitmix64(fnv1a64(custom_id) ^ --seed), fnv1a64 being 64-bit
 FNV-1a over the custom_id's bytes, so reruns give the same results. Every result equals running

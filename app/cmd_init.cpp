@@ -1,4 +1,5 @@
-// `wormchat init`: a seeded random checkpoint (config.json, model.safetensors, tokenizer.model).
+// `wormchat init`: a seeded random checkpoint (config.json, model.safetensors, and a tokenizer:
+// tokenizer.model or tokenizer.json).
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -7,6 +8,7 @@
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "model/random_checkpoint.h"
+#include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -19,7 +21,7 @@ struct InitCmdOptions {
   int layers = 0, hidden = 0, heads = 0, kv_heads = 0, vocab = 0, ctx = 0;
   std::string dtype = "bf16";
   uint64_t seed = 0;
-  std::string tokenizer;  // default: the default model's tokenizer.model
+  std::string tokenizer;  // tokenizer.model or tokenizer.json; default: the default model's
   std::string out;
   bool force = false;
 };
@@ -46,7 +48,17 @@ void RunInit(const InitCmdOptions& o) {
   const DType dtype = o.dtype == "bf16" ? DType::kBF16 : DType::kF32;
   const std::string tok_path =
       o.tokenizer.empty() ? JoinPath(DefaultModelDir(), "tokenizer.model") : o.tokenizer;
-  const SentencePieceTokenizer tok(tok_path);
+  // A JSON file is a Hugging Face tokenizer.json, anything else a sentencepiece model.
+  const std::string tok_text = ReadTextFile(tok_path, HfTokenizer::kMaxFileBytes);
+  const size_t first = tok_text.find_first_not_of(" \t\r\n");
+  const bool hf = first != std::string::npos && tok_text[first] == '{';
+  std::unique_ptr<Tokenizer> tok_owned;
+  if (hf)
+    tok_owned = std::make_unique<HfTokenizer>(tok_text, tok_path);
+  else
+    tok_owned = std::make_unique<SentencePieceTokenizer>(tok_path);
+  const Tokenizer& tok = *tok_owned;
+  const char* tok_name = hf ? "tokenizer.json" : "tokenizer.model";
   if (o.vocab > 0) {
     c.vocab_size = o.vocab;
   } else if (o.preset == "tiny") {
@@ -67,10 +79,11 @@ void RunInit(const InitCmdOptions& o) {
   WriteRandomCheckpoint(c, dtype, o.seed, o.out,
                         [&progress](int64_t done, int64_t) { progress.Update(done); });
   progress.Finish();
-  const std::string tok_bytes = ReadTextFile(tok_path);
-  std::ofstream out(JoinPath(o.out, "tokenizer.model"), std::ios::binary);
-  out.write(tok_bytes.data(), static_cast<std::streamsize>(tok_bytes.size()));
-  if (!out) throw Error(Cat(JoinPath(o.out, "tokenizer.model"), ": cannot write"));
+  // The model directory's tokenizer is tokenizer.model if there is one: drop the other kind.
+  std::remove(JoinPath(o.out, hf ? "tokenizer.model" : "tokenizer.json").c_str());
+  std::ofstream out(JoinPath(o.out, tok_name), std::ios::binary);
+  out.write(tok_text.data(), static_cast<std::streamsize>(tok_text.size()));
+  if (!out) throw Error(Cat(JoinPath(o.out, tok_name), ": cannot write"));
   std::printf(
       "wrote %s: %d layers, hidden %d, %d heads / %d KV heads, vocab %d, %.1f M parameters, %s\n",
       o.out.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.vocab_size,
@@ -102,7 +115,8 @@ void RegisterInit(CLI::App& app) {
   cmd->add_option("--dtype", o->dtype, "Weight dtype: bf16 or f32")->capture_default_str();
   cmd->add_option("--seed", o->seed, "Random seed")->capture_default_str();
   cmd->add_option("--tokenizer", o->tokenizer,
-                  "tokenizer.model to copy [default: the default model's]");
+                  "Tokenizer to copy: a sentencepiece tokenizer.model or a Hugging Face "
+                  "tokenizer.json [default: the default model's]");
   cmd->add_option("--out", o->out, "Output directory")->required();
   cmd->add_flag("--force", o->force, "Overwrite a model already in --out");
   int threads = 0;

@@ -27,8 +27,13 @@ void RunTokenize(const TokenizeCmdOptions& o) {
 
 void RegisterTokenize(CLI::App& app) {
   auto o = std::make_shared<TokenizeCmdOptions>();
-  CLI::App* cmd = app.add_subcommand("tokenize", "Print the token ids of a text");
-  cmd->add_option("--model", o->model_dir, "Model directory holding tokenizer.model");
+  CLI::App* cmd = app.add_subcommand(
+      "tokenize",
+      "Print the token ids of a text (no BOS/EOS added; special tokens written in it are matched, "
+      "as Hugging Face's encode(text, add_special_tokens=False))");
+  cmd->add_option(
+      "--model", o->model_dir,
+      "Model directory holding tokenizer.model (sentencepiece) or tokenizer.json (Hugging Face)");
   cmd->add_option("--text", o->text, "Text to tokenize")->required();
   int threads = 0;  // accepted for uniformity; tokenizing is single-threaded
   cmd->add_option("--threads", threads, "Host threads (unused here)")

@@ -21,9 +21,11 @@
 namespace wc {
 
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
-  cmd->add_option("--model", o.model_dir,
-                  "Model directory: config.json, model.safetensors (or sharded), tokenizer.model "
-                  "[default: the model in assets/]");
+  cmd->add_option(
+      "--model", o.model_dir,
+      "Model directory: config.json, model.safetensors (or sharded), tokenizer.model or "
+      "tokenizer.json "
+      "[default: the model in assets/]");
   AddThreadsOption(cmd, o.threads);
   cmd->add_option("--kv-dtype", o.kv_dtype,
                   "KV cache format: auto (the checkpoint's precision: bf16 for bf16 weights, f32 "
@@ -113,7 +115,7 @@ std::string DefaultModelDir() {
 void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_flag("--ids", o.ids,
                 "Token ids in and out: messages and prompts are ids written out (\"5 17 9\"), fed "
-                "without chat framing; replies print as ids. Needs no tokenizer.model");
+                "without chat framing; replies print as ids. Needs no tokenizer");
 }
 
 void AddThreadsOption(CLI::App* cmd, int& threads) {

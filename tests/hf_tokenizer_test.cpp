@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/chat_format.h"
+#include "serving/text_stream.h"
 #include "tests/test_util.h"
 #include "tokenizer/hf_regex.h"
 #include "tokenizer/hf_tokenizer.h"
@@ -31,6 +33,10 @@ std::string FromHex(const std::string& hex) {
   for (size_t i = 0; i + 1 < hex.size(); i += 2)
     out.push_back(static_cast<char>(std::stoi(hex.substr(i, 2), nullptr, 16)));
   return out;
+}
+
+bool IsValidUtf8ForTest(const std::string& s) {
+  return Utf8CompletePrefix(s) == s.size() && SanitizeUtf8(s) == s;
 }
 
 const HfTokenizer& Falcon() {
@@ -178,6 +184,104 @@ TEST(HfTokenizer, BadFilesGetOneLineErrorsNamingFileAndKey) {
   EXPECT_NE(error_of(bad_regex).find("invalid regex"), std::string::npos) << error_of(bad_regex);
   for (const std::string& e : {error_of("{"), error_of(unknown_merge), error_of(bad_regex)})
     EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+// Byte-level BPE splits characters across tokens: streamed token by token, nothing is shown of a
+// character until it is complete, and the text comes out exactly.
+TEST(HfTokenizer, StreamedTokensNeverShowHalfACharacter) {
+  const std::string text =
+      "Falcon \xF0\x9F\xA6\x85 \xE4\xBD\xA0\xE5\xA5\xBD, \xD0\xB2\xD1\x8B "
+      "na\xC3\xAF"
+      "ve caf\xC3\xA9 \xF0\x9F\x91\xA8\xE2\x80\x8D\xF0\x9F\x91\xA9 12345";
+  const std::vector<int> ids = Falcon().Encode(text);
+  int split = 0;  // tokens that end inside a character
+  StringSink sink;
+  TextStream stream({}, sink, /*trim_leading_space=*/false);
+  for (int id : ids) {
+    const std::string_view bytes = Falcon().TokenBytes(id);
+    stream.Add(bytes);
+    EXPECT_EQ(Utf8CompletePrefix(sink.text()), sink.text().size());
+    const std::string so_far = sink.text();
+    if (!so_far.empty()) {
+      EXPECT_EQ(text.compare(0, so_far.size(), so_far), 0) << so_far;
+    }
+    split += Utf8CompletePrefix(bytes) != bytes.size() ? 1 : 0;
+  }
+  stream.Finish();
+  EXPECT_EQ(sink.text(), text);
+  EXPECT_GT(split, 0);  // the case this test is about did occur
+}
+
+// Falcon-instruct's framing through the default chat format gives HF's ids for the framed text.
+TEST(HfTokenizer, FalconInstructFramingIsHfs) {
+  const auto cases =
+      nlohmann::json::parse(ReadFile(FixtureDir("tokenizer/falcon") + "/hf_expected.json"));
+  std::vector<int> expected;
+  for (const auto& c : cases)
+    if (c.value("text", std::string()) == "User: hi\nAssistant:")
+      expected = c["ids"].get<std::vector<int>>();
+  ASSERT_FALSE(expected.empty());
+  EXPECT_EQ(EncodePrompt(Falcon(), ChatFormat{}, "hi", /*raw=*/false, 11), expected);
+}
+
+// A Falcon-shaped random checkpoint with Falcon's real tokenizer.json runs every text command.
+class FalconVocabModel : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new test::TempDir();
+    const auto r = test::RunWormchat({"init", "--preset", "falcon-7b", "--layers", "1", "--hidden",
+                                      "128", "--heads", "2", "--tokenizer",
+                                      WORMCHAT_FALCON_TOKENIZER, "--out", dir_->path(), "--force"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static void TearDownTestSuite() {
+    delete dir_;
+    dir_ = nullptr;
+  }
+  static test::TempDir* dir_;
+};
+test::TempDir* FalconVocabModel::dir_ = nullptr;
+
+TEST_F(FalconVocabModel, InitWroteTokenizerJsonAndTokenizeMatchesHf) {
+  EXPECT_FALSE(test::ReadFile(dir_->File("tokenizer.json")).empty());
+  const auto r = test::RunWormchat(
+      {"tokenize", "--model", dir_->path(), "--text", "Hello, world!<|endoftext|> 12345"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, Join(Falcon().Encode("Hello, world!<|endoftext|> 12345")) + "\n");
+  EXPECT_NE(r.out.find(" 11 "), std::string::npos) << r.out;  // the special token is matched
+}
+
+TEST_F(FalconVocabModel, GenerateChatBatchPerplexityAndTranscriptRun) {
+  const std::string m = dir_->path();
+  auto gen = test::RunWormchat(
+      {"generate", "--model", m, "--prompt", "Bonjour \xF0\x9F\xA6\x85", "-n", "8", "--seed", "3"});
+  ASSERT_EQ(gen.exit_code, 0) << gen.err;
+  EXPECT_TRUE(IsValidUtf8ForTest(gen.out)) << gen.out;
+  auto chat = test::RunWormchat({"chat", "--model", m, "--plain", "-n", "6", "--seed", "1"},
+                                "Hi there!\n/quit\n");
+  ASSERT_EQ(chat.exit_code, 0) << chat.err;
+  test::TempDir work;
+  std::ofstream(work.File("prompts.txt")) << "Tell me about falcons\nQuelle heure est-il ?\n";
+  auto batch = test::RunWormchat({"batch", "--model", m, "-i", work.File("prompts.txt"), "-o",
+                                  work.File("out.jsonl"), "-n", "5", "--seed", "2"});
+  ASSERT_EQ(batch.exit_code, 0) << batch.err;
+  EXPECT_NE(test::ReadFile(work.File("out.jsonl")).find("\"finish_reason\""), std::string::npos);
+  std::ofstream(work.File("text.txt")) << "The quick brown fox. \xC3\x9C"
+                                          "n\xC3\xAF"
+                                          "c\xC3\xB6"
+                                          "d\xC3\xA9 12345\n";
+  auto ppl = test::RunWormchat({"perplexity", "--model", m, "--text", work.File("text.txt")});
+  ASSERT_EQ(ppl.exit_code, 0) << ppl.err;
+  EXPECT_NE(ppl.out.find("tokens scored"), std::string::npos) << ppl.out;
+  std::ofstream(work.File("turns.txt")) << "Hello Falcon \xF0\x9F\xA6\x85\nWhat is 1234 + 5678?\n";
+  auto rec =
+      test::RunWormchat({"transcript", "record", "--model", m, "--turns", work.File("turns.txt"),
+                         "--out", work.File("t.transcript"), "-n", "6", "--seed", "5"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  auto replay =
+      test::RunWormchat({"transcript", "replay", "--model", m, work.File("t.transcript")});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("1 passed"), std::string::npos) << replay.out;
 }
 
 }  // namespace
