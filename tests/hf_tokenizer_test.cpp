@@ -90,9 +90,10 @@ void CheckReference(const Tokenizer& tok, const std::string& dir, bool has_decod
     const std::string name =
         c.value("note", std::string()) + ": " + (hex ? c["hex"].get<std::string>() : text);
     EXPECT_EQ(Join(ids), Join(c["ids"].get<std::vector<int>>())) << dir << " " << name;
-    if (has_decoder)
+    if (has_decoder) {
       EXPECT_EQ(tok.Decode(ids), c["decoded_skip_special"].get<std::string>())
           << dir << " " << name;
+    }
     ++checked;
   }
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
