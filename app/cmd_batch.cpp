@@ -203,7 +203,10 @@ void RegisterBatch(CLI::App& app) {
                   "starts with '{')");
   cmd->add_flag("--quiet", o->quiet, "No progress on stderr");
   cmd->footer(kBatchFooter);
-  cmd->callback([o] { RunBatch(*o); });
+  cmd->callback([o, cmd] {
+    ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
+    RunBatch(*o);
+  });
 }
 
 }  // namespace wc

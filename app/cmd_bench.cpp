@@ -19,6 +19,7 @@
 #include "app/bench_bounds.h"
 #include "app/bench_model.h"
 #include "app/bench_serve.h"
+#include "app/bench_tokenizer.h"
 #include "app/commands.h"
 #include "app/model_options.h"
 #include "attention/flash_decode.h"
@@ -270,6 +271,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchServe(bench);
   RegisterBenchModel(bench);
   RegisterBenchBeams(bench);
+  RegisterBenchTokenizer(bench);
 }
 
 }  // namespace wc

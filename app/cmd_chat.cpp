@@ -70,6 +70,7 @@ void RegisterChat(CLI::App& app) {
   cmd->add_flag("--plain", o->plain, "Line mode even on a terminal");
   cmd->callback([o, cmd] {
     o->seed_given = cmd->count("--seed") > 0;
+    ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
     RunChat(*o);
   });
 }

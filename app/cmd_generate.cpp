@@ -208,7 +208,8 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_option("--stop", o->stop, "Stop string (repeatable); the text before it is kept");
   cmd->add_flag("--raw", o->raw, "Feed the prompt as it is, without the chat format's framing");
   cmd->add_flag("--stats", o->stats, "Print speed and emulated-attention figures to stderr");
-  cmd->callback([o, prompt, ids, beams] {
+  cmd->callback([o, prompt, ids, beams, cmd] {
+    ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
     if (prompt->count() == 0 && ids->count() == 0)
       throw UsageError("generate needs --prompt or --ids");
     if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");

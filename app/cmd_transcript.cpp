@@ -239,7 +239,8 @@ void RegisterTranscript(CLI::App& app) {
                  "Beam search: end as soon as W hypotheses are finished")
       ->needs(beams);
   record->add_option("--system", r->system, "System prompt (needs the model's chat format)");
-  record->callback([r, beams] {
+  record->callback([r, beams, record] {
+    ApplyGenerationDefaults(*record, r->run.model_dir, &r->sampling, &r->max_new_tokens);
     if (beams->count() > 0 && (r->beams < 1 || r->beams > kMaxBeams))
       throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", r->beams));
     RunRecord(*r);

@@ -1,5 +1,7 @@
 #include "app/model_options.h"
 
+#include "model/generation_defaults.h"
+
 #include <omp.h>
 #include <sys/random.h>
 
@@ -95,6 +97,24 @@ void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
          },
          "Random seed: same seed, same tokens (-1: a random seed, printed)")
       ->default_str(std::to_string(seed));
+}
+
+void ApplyGenerationDefaults(const CLI::App& cmd, const std::string& model_dir, SamplingParams* s,
+                             int* max_new_tokens) {
+  const std::string dir = model_dir.empty() ? DefaultModelDir() : model_dir;
+  if (!DirExists(dir)) return;  // the model's loading names the problem
+  const GenerationDefaults g = ReadGenerationDefaults(dir, false, false);
+  auto unset = [&](const char* flag) { return cmd.count(flag) == 0; };
+  if (unset("--temperature")) {
+    if (g.do_sample && !*g.do_sample)
+      s->temperature = 0.0f;
+    else if (g.temperature)
+      s->temperature = *g.temperature;
+  }
+  if (unset("--top-k") && g.top_k) s->top_k = *g.top_k;
+  if (unset("--top-p") && g.top_p) s->top_p = *g.top_p;
+  if (max_new_tokens != nullptr && unset("--max-new-tokens") && g.max_new_tokens)
+    *max_new_tokens = *g.max_new_tokens;
 }
 
 uint64_t EntropySeed() {

@@ -10,9 +10,9 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "tokenizer/tokenizer.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
 
@@ -53,6 +53,11 @@ void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // Registers --temperature, --top-k, --top-p, --seed. --seed takes a whole number in [0, 2^64) or
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
+// The sampling settings and -n (`max_new_tokens`) the user did not give on `cmd`, taken from the
+// model directory's generation_config.json where it states them (model/generation_defaults.h):
+// do_sample false is greedy. `model_dir` empty: the default model.
+void ApplyGenerationDefaults(const CLI::App& cmd, const std::string& model_dir, SamplingParams* s,
+                             int* max_new_tokens);
 // A seed from the system's entropy (getrandom).
 uint64_t EntropySeed();
 
@@ -88,8 +93,9 @@ KVDType ResolveKVDType(const std::string& name, DType weights);
 // Accepts what ResolveKVDType does (a format name or "auto"); throws wc::Error naming --kv-dtype.
 void CheckKVDTypeName(const std::string& name);
 
-// A flag's token ids, written as "1 2 3" (tokenizer/ids_tokenizer.h's ParseTokenIds). Throws wc::Error
-// naming `flag` for a word that is not an id, an id outside the vocabulary, or no ids at all.
+// A flag's token ids, written as "1 2 3" (tokenizer/ids_tokenizer.h's ParseTokenIds). Throws
+// wc::Error naming `flag` for a word that is not an id, an id outside the vocabulary, or no ids at
+// all.
 std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag);
 // Registers --kv-blocks (the paged pool's size) on a serving command.
 void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);

@@ -1,5 +1,7 @@
 #include "model/config.h"
 
+#include "model/generation_defaults.h"
+
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -131,6 +133,8 @@ FalconConfig FalconConfig::FromJson(const json& j, const std::string& src) {
   c.max_position_embeddings =
       GetInt(j, {"max_position_embeddings"}, src, &pos_default, 1, kMaxPositions);
   const int tok_default = 11;
+  c.bos_token_id_given = j.contains("bos_token_id") && !j["bos_token_id"].is_null();
+  c.eos_token_id_given = j.contains("eos_token_id") && !j["eos_token_id"].is_null();
   c.bos_token_id = GetInt(j, {"bos_token_id"}, src, &tok_default, 0, kMaxVocab);
   c.eos_token_id = GetInt(j, {"eos_token_id"}, src, &tok_default, 0, kMaxVocab);
   c.Validate(src);
@@ -208,7 +212,22 @@ FalconConfig LoadConfig(const std::string& model_dir) {
     throw Error(Cat(path, ": missing (a Falcon model directory needs config.json)"));
   if (!problem.empty()) throw Error(Cat(path, ": ", problem));
   // Size and depth capped; syntax errors and numbers out of range (1e400) name the file and key.
-  return FalconConfig::FromJson(ReadJsonFile(path), path);
+  FalconConfig c = FalconConfig::FromJson(ReadJsonFile(path), path);
+  if (c.bos_token_id_given && c.eos_token_id_given) return c;
+  // HF's order: config.json, then generation_config.json, tokenizer_config.json,
+  // special_tokens_map.json.
+  const GenerationDefaults d =
+      ReadGenerationDefaults(model_dir, !c.bos_token_id_given, !c.eos_token_id_given);
+  auto take = [&](bool given, const std::optional<int>& id, const std::string& source, int* out) {
+    if (given || !id) return;
+    if (*id < 0 || *id >= c.vocab_size)
+      throw Error(
+          Cat(source, ": token id ", *id, " is not below ", path, "'s vocab_size ", c.vocab_size));
+    *out = *id;
+  };
+  take(c.bos_token_id_given, d.bos_token_id, d.bos_source, &c.bos_token_id);
+  take(c.eos_token_id_given, d.eos_token_id, d.eos_source, &c.eos_token_id);
+  return c;
 }
 
 FalconConfig PresetConfig(const std::string& name) {

@@ -34,6 +34,9 @@ struct FalconConfig {
   double rope_theta = 10000.0;
   int bos_token_id = 11;
   int eos_token_id = 11;
+  // Whether config.json gave them (else LoadConfig looks beside it: model/generation_defaults.h).
+  // Not part of ToJson.
+  bool bos_token_id_given = true, eos_token_id_given = true;
   bool tie_word_embeddings = true;
 
   int head_dim() const { return hidden_size / n_head; }

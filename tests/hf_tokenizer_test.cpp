@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/chat_format.h"
+#include "model/config.h"
 #include "serving/text_stream.h"
 #include "tests/test_util.h"
 #include "tokenizer/hf_regex.h"
@@ -283,6 +284,97 @@ TEST_F(FalconVocabModel, GenerateChatBatchPerplexityAndTranscriptRun) {
       test::RunWormchat({"transcript", "replay", "--model", m, work.File("t.transcript")});
   EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
   EXPECT_NE(replay.out.find("1 passed"), std::string::npos) << replay.out;
+}
+
+// bos/eos beside config.json: generation_config.json, tokenizer_config.json,
+// special_tokens_map.json, in HF's order, config.json winning.
+TEST(GenerationDefaults, SpecialTokensComeFromConfigThenTheFilesBesideIt) {
+  test::TempDir dir;
+  FalconConfig c = PresetConfig("tiny");
+  c.vocab_size = 65024;
+  nlohmann::json config = c.ToJson();
+  config.erase("bos_token_id");
+  config.erase("eos_token_id");
+  auto write = [&](const std::string& name, const nlohmann::json& j) {
+    std::ofstream(dir.File(name)) << j.dump();
+  };
+  write("config.json", config);
+  EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 11);  // nothing beside it: Falcon's default
+  CopyFile(WORMCHAT_FALCON_TOKENIZER, dir.File("tokenizer.json"));
+  write("special_tokens_map.json", {{"bos_token", ">>TITLE<<"}, {"eos_token", ">>ABSTRACT<<"}});
+  EXPECT_EQ(LoadConfig(dir.path()).bos_token_id, 0);
+  EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 1);
+  write("tokenizer_config.json", {{"eos_token", {{"content", ">>QUESTION<<"}}}});
+  EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, Falcon().TokenId(">>QUESTION<<"));
+  EXPECT_EQ(LoadConfig(dir.path()).bos_token_id, 0);  // still special_tokens_map.json's
+  write("generation_config.json", {{"eos_token_id", {7, 9}}});
+  EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 7);  // a list: its first
+  config["eos_token_id"] = 5;
+  write("config.json", config);
+  EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 5);  // config.json wins
+  config.erase("eos_token_id");
+  write("config.json", config);
+  write("generation_config.json", {{"eos_token_id", 70000}});
+  try {
+    LoadConfig(dir.path());
+    FAIL() << "an id past the vocabulary must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("generation_config.json (eos_token_id): token id 70000"),
+              std::string::npos)
+        << e.what();
+  }
+  write("generation_config.json", nlohmann::json::object());
+  write("tokenizer_config.json", {{"eos_token", "<no such token>"}});
+  try {
+    LoadConfig(dir.path());
+    FAIL() << "an unknown token name must be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("tokenizer_config.json: key 'eos_token' names"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(FalconVocabModel, GenerationConfigSetsDefaultsFlagsWin) {
+  test::TempDir dir;
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    CopyFile(dir_->File(f), dir.File(f));
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"generate", "--model", dir.path(), "--prompt",
+                                     "Hello",    "--seed",  "4"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = test::RunWormchat(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string greedy = gen({"-n", "6", "--temperature", "0"});
+  std::ofstream(dir.File("generation_config.json"))
+      << R"({"do_sample": false, "max_new_tokens": 6})";
+  EXPECT_EQ(gen({}), greedy);                                 // do_sample false: greedy; 6 tokens
+  EXPECT_NE(gen({"--temperature", "5", "-n", "6"}), greedy);  // a flag wins
+  std::ofstream(dir.File("generation_config.json")) << R"({"temperature": "hot"})";
+  auto bad = test::RunWormchat({"generate", "--model", dir.path(), "--prompt", "Hello"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("generation_config.json: key 'temperature'"), std::string::npos)
+      << bad.err;
+}
+
+TEST_F(FalconVocabModel, BenchTokenizerReportsSpeed) {
+  test::TempDir work;
+  std::ofstream(work.File("text.txt")) << "Hello world, 12345!\nBonjour \xF0\x9F\xA6\x85\n";
+  auto r =
+      test::RunWormchat({"bench", "tokenizer", "--model", dir_->path(), "--text",
+                         work.File("text.txt"), "--repeats", "2", "--json", work.File("b.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("MB/s"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::ReadFile(work.File("b.json")));
+  EXPECT_EQ(j["tokens"].get<int>(),
+            static_cast<int>(Falcon().Encode("Hello world, 12345!\n").size() +
+                             Falcon().Encode("Bonjour \xF0\x9F\xA6\x85\n").size()));
+  auto missing = test::RunWormchat(
+      {"bench", "tokenizer", "--model", dir_->path(), "--text", work.File("none.txt")});
+  EXPECT_NE(missing.exit_code, 0);
+  EXPECT_NE(missing.err.find("none.txt"), std::string::npos) << missing.err;
 }
 
 }  // namespace

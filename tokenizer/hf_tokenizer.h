@@ -44,8 +44,8 @@ class HfTokenizer final : public Tokenizer {
   int piece_count() const override { return static_cast<int>(token_bytes_.size()); }
   const std::string& path() const override { return path_; }
 
-  // The id of token (or added token) `content`, or -1.
-  int TokenId(const std::string& content) const;
+  // The id of added token or vocabulary token `content`, or -1.
+  int TokenId(const std::string& content) const override;
 
  private:
   struct AddedToken {

@@ -28,6 +28,7 @@ class IdsTokenizer final : public Tokenizer {
   std::string_view TokenBytes(int id) const override;
   int bos_id() const override { return -1; }
   int eos_id() const override { return -1; }
+  int TokenId(const std::string&) const override { return -1; }
   int piece_count() const override { return static_cast<int>(offsets_.size()) - 1; }
   const std::string& path() const override { return name_; }
 

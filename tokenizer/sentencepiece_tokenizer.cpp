@@ -138,6 +138,11 @@ std::vector<int> SentencePieceTokenizer::Encode(const std::string& text) const {
 int SentencePieceTokenizer::bos_id() const {
   return sp_->bos_id();
 }
+int SentencePieceTokenizer::TokenId(const std::string& piece) const {
+  const int id = sp_->PieceToId(piece);  // the unknown piece's id when there is none
+  return id >= 0 && id < sp_->GetPieceSize() && sp_->IdToPiece(id) == piece ? id : -1;
+}
+
 int SentencePieceTokenizer::eos_id() const {
   return sp_->eos_id();
 }

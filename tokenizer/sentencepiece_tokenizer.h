@@ -27,6 +27,7 @@ class SentencePieceTokenizer final : public Tokenizer {
   std::string_view TokenBytes(int id) const override;
   int bos_id() const override;
   int eos_id() const override;
+  int TokenId(const std::string& piece) const override;
   int piece_count() const override { return static_cast<int>(token_bytes_.size()); }
   const std::string& path() const override { return path_; }
 

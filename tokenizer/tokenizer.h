@@ -34,6 +34,9 @@ class Tokenizer {
   // The tokenizer's own BOS and EOS ids, or -1 when it defines none.
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
+  // The id of the token spelled `piece` (as the tokenizer's own files write it, e.g. "<s>",
+  // "<|endoftext|>"), or -1.
+  virtual int TokenId(const std::string& piece) const = 0;
   // Ids it knows: [0, piece_count).
   virtual int piece_count() const = 0;
   // Where it came from, for messages (a file, or a description).
