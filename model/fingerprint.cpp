@@ -37,7 +37,9 @@ std::vector<std::string> FingerprintFiles(const std::string& dir, bool with_kv_s
   } else {
     throw Error(Cat(dir, ": no model.safetensors or model.safetensors.index.json"));
   }
-  for (const char* optional : {"tokenizer.model", "chat_format.json"})
+  for (const char* optional :
+       {"tokenizer.model", "tokenizer.json", "chat_format.json", "generation_config.json",
+        "tokenizer_config.json", "special_tokens_map.json"})
     if (FileExists(JoinPath(dir, optional))) files.push_back(optional);
   if (with_kv_scales) files.push_back("kv_scales.json");
   return files;

@@ -8,9 +8,10 @@
 namespace wc {
 
 // The files ModelFingerprint reads, in the order it reads them: config.json; model.safetensors, or
-// model.safetensors.index.json and its shards (sorted by name); tokenizer.model and
-// chat_format.json if present; kv_scales.json if `with_kv_scales` (the scales --kv-scale tensor
-// uses). Throws wc::Error naming the file if config.json or the weights are missing, or the index
+// model.safetensors.index.json and its shards (sorted by name); tokenizer.model, tokenizer.json,
+// chat_format.json, generation_config.json, tokenizer_config.json and special_tokens_map.json if
+// present (each can change the tokens); kv_scales.json if `with_kv_scales` (the scales --kv-scale
+// tensor uses). Throws wc::Error naming the file if config.json or the weights are missing, or the index
 // is not valid JSON.
 std::vector<std::string> FingerprintFiles(const std::string& model_dir, bool with_kv_scales);
 
