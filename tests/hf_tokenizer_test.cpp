@@ -187,6 +187,23 @@ TEST(Tokenizer, ModelDirPrefersSentencepieceThenTokenizerJson) {
   EXPECT_EQ(Tokenizer::FromModelDir(dir.path())->path(), dir.File("tokenizer.model"));
 }
 
+// The post-processor's BOS/EOS: HF's encode(add_special_tokens=True) is [bos] + ids + [eos].
+TEST(HfTokenizer, PostProcessorBosEosAreHfs) {
+  for (const char* name : {"toy_bytefallback", "toy_unk", "toy_bytelevel"}) {
+    const std::string dir = FixtureDir(std::string("tokenizer/") + name);
+    const HfTokenizer tok(dir + "/tokenizer.json");
+    const auto cases = nlohmann::json::parse(ReadFile(dir + "/hf_expected.json"));
+    for (const auto& c : cases) {
+      ASSERT_TRUE(c.contains("ids_with_special")) << name;
+      std::vector<int> framed;
+      if (tok.bos_id() >= 0) framed.push_back(tok.bos_id());
+      for (int id : c["ids"].get<std::vector<int>>()) framed.push_back(id);
+      if (tok.eos_id() >= 0) framed.push_back(tok.eos_id());
+      EXPECT_EQ(Join(framed), Join(c["ids_with_special"].get<std::vector<int>>())) << name;
+    }
+  }
+}
+
 TEST(HfRegex, OnigurumaClassesWinOverPcre2s) {
   // \w takes combining marks (PCRE2's UCP \w does not); \s is White_Space.
   const HfRegex w(R"(\w+)", "test");
