@@ -210,13 +210,16 @@ PerfEstimate EstimateBaselineAttention(const MeshSpec& mesh, const AttentionShap
   const double cyc = NsPerCycle(chip);
   const int64_t n_cores = mesh.cores_per_chip();
   const int64_t hd_tiles = CeilDiv(shape.head_dim, 32);
-  // Vanilla attention (seed 000 section 2.2): the query's seqlen of 1 sits in the tile's row
-  // dimension, padded to one 32-row tile per query head, and K/V are broadcast to every query
-  // head of their group, so each query head is its own group reading its own K and V.
-  const int64_t rows = 1;                        // score tile rows per query head
+  // TTNN's decode attention before FlashDecode (tt-metal's Falcon-7B decode,
+  // models/demos/falcon7b_common/tt/falcon_attention.py, DRAM-interleaved path): a KV head's query
+  // heads are the rows of one padded tile row (group_attn_matmul), so K and V are read once per
+  // (user, KV head) group - but K is first sliced out of the cache and transposed, V sliced, and
+  // the bf16 scores [32, kv_len] make a DRAM round trip for each of scale, mask add and softmax.
+  const int64_t qpk = shape.n_q_heads / shape.n_kv_heads;
+  const int64_t rows = CeilDiv(qpk, 32);         // score tile rows per group
   const int64_t lt = CeilDiv(shape.kv_len, 32);  // score tiles per row
   const int64_t chips_used = std::min<int64_t>(mesh.chips, shape.n_kv_heads);
-  const int64_t groups = static_cast<int64_t>(shape.bsz) * CeilDiv(shape.n_q_heads, chips_used);
+  const int64_t groups = static_cast<int64_t>(shape.bsz) * CeilDiv(shape.n_kv_heads, chips_used);
   const double kv_tile = KVTileBytes(shape), s_tile = chip.bf16_tile_bytes;
   const int mm = MatmulTileCycles(chip, fidelity);
 
@@ -245,34 +248,59 @@ PerfEstimate EstimateBaselineAttention(const MeshSpec& mesh, const AttentionShap
                                    static_cast<int>(cores), static_cast<int>(cores));
     return chip.kernel_launch_cycles * cyc + std::max(dram, load.cycles * cyc);
   };
+  auto per_core = [&](int64_t units) { return CeilDiv(units, std::min(n_cores, units)); };
+  // A tile-wise op over `units` tiles: each reads `in` tiles (of `in_bytes` each) and writes one
+  // of `out_bytes`, with `sfpu_ops` vector passes per tile.
+  auto tilewise = [&](int64_t units, int in, double in_bytes, double out_bytes, int sfpu_ops) {
+    const int64_t upc = per_core(units);
+    CoreLoad load;
+    load.tiles = upc * (in + 1);
+    load.bytes = static_cast<double>(upc) * (in * in_bytes + out_bytes);
+    load.cycles = static_cast<double>(upc) * sfpu_ops * chip.sfpu_tile_cycles;
+    return op_ns(units, load);
+  };
+  const int64_t kv_tiles = groups * lt * hd_tiles;  // one group's K (or V) slice, all groups
+  const int64_t score_tiles = groups * rows * lt;
 
-  // Q K^T: one unit per score tile; reads Q once and hd_tiles K tiles per score tile, writes it.
-  const int64_t qk_units = groups * rows * lt;
-  const int64_t qk_upc = CeilDiv(qk_units, std::min(n_cores, qk_units));
-  CoreLoad qk;
-  qk.tiles = rows * hd_tiles + qk_upc * (hd_tiles + 1);
-  qk.bytes = rows * hd_tiles * s_tile + qk_upc * (hd_tiles * kv_tile + s_tile);
-  qk.cycles = static_cast<double>(qk_upc * hd_tiles) * mm;
-  // softmax: one unit per tile row; reads and writes the row, softmax_sfpu_ops_per_tile passes.
-  const int64_t sm_units = groups * rows;
-  const int64_t sm_upc = CeilDiv(sm_units, std::min(n_cores, sm_units));
-  CoreLoad sm;
-  sm.tiles = 2 * sm_upc * lt;
-  sm.bytes = static_cast<double>(sm.tiles) * s_tile;
-  sm.cycles =
-      static_cast<double>(sm_upc * lt) * chip.softmax_sfpu_ops_per_tile * chip.sfpu_tile_cycles;
+  // K: slice the cache to kv_len (a copy), transpose it (a copy; one transpose pass per tile).
+  double total_ns = tilewise(kv_tiles, 1, kv_tile, kv_tile, 0);
+  total_ns += tilewise(kv_tiles, 1, kv_tile, kv_tile, 1);
+  // Q K^T: one unit per score tile; reads Q once and hd_tiles K^T tiles per score tile, writes it.
+  {
+    const int64_t upc = per_core(score_tiles);
+    CoreLoad qk;
+    qk.tiles = rows * hd_tiles + upc * (hd_tiles + 1);
+    qk.bytes = rows * hd_tiles * s_tile + upc * (hd_tiles * kv_tile + s_tile);
+    qk.cycles = static_cast<double>(upc * hd_tiles) * mm;
+    total_ns += op_ns(score_tiles, qk);
+  }
+  // Scale, then add the explicit mask (FlashDecode needs neither: seed 000 section 2.2).
+  total_ns += tilewise(score_tiles, 1, s_tile, s_tile, 1);
+  total_ns += tilewise(score_tiles, 2, s_tile, s_tile, 1);
+  // Softmax: one unit per tile row; reads and writes the row, softmax_sfpu_ops_per_tile passes.
+  {
+    const int64_t upc = per_core(groups * rows);
+    CoreLoad sm;
+    sm.tiles = 2 * upc * lt;
+    sm.bytes = static_cast<double>(sm.tiles) * s_tile;
+    sm.cycles =
+        static_cast<double>(upc * lt) * chip.softmax_sfpu_ops_per_tile * chip.sfpu_tile_cycles;
+    total_ns += op_ns(groups * rows, sm);
+  }
+  // V: slice the cache to kv_len.
+  total_ns += tilewise(kv_tiles, 1, kv_tile, kv_tile, 0);
   // scores V: one unit per output tile (no split of kv_len over cores); a core reads each score
   // row it needs once and a kv_len x 32 column of V per output tile.
-  const int64_t pv_units = groups * rows * hd_tiles;
-  const int64_t pv_upc = CeilDiv(pv_units, std::min(n_cores, pv_units));
-  const int64_t pv_rows = CeilDiv(pv_upc, hd_tiles);
-  CoreLoad pv;
-  pv.tiles = pv_rows * lt + pv_upc * lt;
-  pv.bytes =
-      static_cast<double>(pv_rows * lt) * s_tile + static_cast<double>(pv_upc * lt) * kv_tile;
-  pv.cycles = static_cast<double>(pv_upc * lt) * mm;
-
-  const double total_ns = op_ns(qk_units, qk) + op_ns(sm_units, sm) + op_ns(pv_units, pv);
+  {
+    const int64_t pv_units = groups * rows * hd_tiles;
+    const int64_t upc = per_core(pv_units);
+    const int64_t pv_rows = CeilDiv(upc, hd_tiles);
+    CoreLoad pv;
+    pv.tiles = pv_rows * lt + upc * lt;
+    pv.bytes = static_cast<double>(pv_rows * lt) * s_tile + static_cast<double>(upc * lt) * kv_tile;
+    pv.cycles = static_cast<double>(upc * lt) * mm;
+    total_ns += op_ns(pv_units, pv);
+  }
   est.cores_used = max_cores * chips_used;
   est.emulated_us = total_ns / 1000.0;
   est.dram_gbps = est.dram_bytes / total_ns;

@@ -61,13 +61,13 @@ struct PerfEstimate {
 PerfEstimate EstimateFlashDecode(const OpTrace& trace, const MeshSpec& mesh,
                                  const AttentionShape& shape, MathFidelity fidelity);
 
-// Device time of the unfused TTNN baseline with inputs and outputs in DRAM, laid out as vanilla
-// attention (seed 000 section 2.2): Q [bsz, n_q_heads, 1 -> 32 padded rows, head_dim], K/V
-// broadcast to each query head. Q K^T writes the scores [bsz, n_q_heads, 32, kv_len] (bf16) to
-// DRAM, softmax reads and writes them, scores V reads them and each query head's V. Each op runs on
-// up to all cores of a chip (parallel over its output tiles / tile rows) and pays a kernel launch.
-// Not feasible (feasible = false, emulated_us = 0) when a softmax tile row of scores does not fit a
-// core's L1.
+// Device time of the unfused TTNN decode attention the seed compares against (seed 000 section
+// 4.1), as tt-metal's Falcon-7B ran it with inputs and outputs in DRAM: K sliced from the cache and
+// transposed, V sliced (copies), Q K^T with a KV head's query heads as the rows of one padded tile
+// row, the bf16 scores [32, kv_len] scaled, masked (an explicit mask read) and softmaxed, each a
+// DRAM round trip, then scores V. Each op runs on up to all cores of a chip (parallel over its
+// output tiles / tile rows) and pays a kernel launch. Not feasible (feasible = false,
+// emulated_us = 0) when a softmax tile row of scores does not fit a core's L1.
 PerfEstimate EstimateBaselineAttention(const MeshSpec& mesh, const AttentionShape& shape,
                                        MathFidelity fidelity);
 

@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -73,30 +75,61 @@ class SeedExperiments : public ::testing::Test {
 std::vector<MeshBenchRow>* SeedExperiments::fig34_ = nullptr;
 std::vector<MeshBenchRow>* SeedExperiments::fig5_ = nullptr;
 
-// Seed §4.1: "on average 2-10x faster than the baseline". With the vanilla layout of §2.2 (one
-// padded tile row per query head, K/V read per query head) the model gives 5.6-20x: inside the
-// seed's range at head_dim 256, above it at 64 and 128 (attention/README.md explains why).
+// Seed §4.1: "on average 2-10x faster than the baseline". The baseline is TTNN's unfused decode
+// attention as tt-metal's Falcon-7B ran it (K sliced and transposed, a KV head's query heads as the
+// rows of one tile row, the scores' DRAM round trips through scale, mask and softmax): every
+// Figure 3/4 shape lands inside the seed's range.
 TEST_F(SeedExperiments, FlashDecodeBeatsTheBaselineOnEveryFig34Shape) {
   const auto idx = Index(*fig34_);
   int pairs = 0;
-  double log_sum = 0, log_sum_256 = 0;
+  double log_sum = 0;
   for (const auto& b : *fig34_) {
     if (!b.config.baseline) continue;
     const MeshBenchConfig& c = b.config;
     const auto f = idx.find({"seed-fig3-4", "n150", c.bsz, c.head_dim, c.kv_len, 16, "flat"});
     ASSERT_NE(f, idx.end());
     const double speedup = b.emulated_us / f->second.emulated_us;
-    EXPECT_GT(speedup, 2.0) << "bsz " << c.bsz << " head_dim " << c.head_dim << " kv " << c.kv_len;
-    EXPECT_LT(speedup, 25.0);
+    EXPECT_GE(speedup, 2.0) << "bsz " << c.bsz << " head_dim " << c.head_dim << " kv " << c.kv_len;
+    EXPECT_LE(speedup, 10.0) << "bsz " << c.bsz << " head_dim " << c.head_dim << " kv " << c.kv_len;
     log_sum += std::log(speedup);
-    if (c.head_dim == 256) log_sum_256 += std::log(speedup);
     ++pairs;
   }
   EXPECT_EQ(pairs, 45);  // 3 bsz x 3 head_dim x 5 lengths (1k-16k)
-  EXPECT_GT(std::exp(log_sum / pairs), 5.0);
-  const double mean_256 = std::exp(log_sum_256 / 15);
-  EXPECT_GE(mean_256, 2.0);
-  EXPECT_LE(mean_256, 10.0);
+  const double mean = std::exp(log_sum / pairs);
+  EXPECT_GE(mean, 2.0);
+  EXPECT_LE(mean, 10.0);
+}
+
+// The same check from the committed CSV (attention/plots/seed-fig3-4.csv), which the README's
+// figures come from: it must agree with the model as built.
+TEST(SeedPlots, CommittedFig34CsvShowsTwoToTenX) {
+  std::ifstream in(std::string(WORMCHAT_TEST_DATA) + "/../attention/plots/seed-fig3-4.csv");
+  ASSERT_TRUE(in.good());
+  std::string line;
+  std::getline(in, line);
+  std::vector<std::string> header;
+  for (std::stringstream h(line); std::getline(h, line, ',');) header.push_back(line);
+  auto col = [&](const char* name) {
+    return static_cast<size_t>(std::find(header.begin(), header.end(), name) - header.begin());
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, double> fd, base;
+  while (std::getline(in, line)) {
+    std::vector<std::string> f;
+    for (std::stringstream l(line); std::getline(l, line, ',');) f.push_back(line);
+    ASSERT_EQ(f.size(), header.size());
+    const auto key = std::make_tuple(f[col("bsz")], f[col("head_dim")], f[col("kv_len")]);
+    const double us = std::stod(f[col("emulated_us")]);
+    if (f[col("experiment")] == "seed-fig3-4-baseline")
+      base[key] = us;
+    else if (f[col("max_cores_per_head")] == "16" && f[col("reduction")] == "flat")
+      fd[key] = us;
+  }
+  ASSERT_EQ(base.size(), 45u);
+  for (const auto& [key, us] : base) {
+    ASSERT_TRUE(fd.count(key));
+    EXPECT_GE(us / fd[key], 2.0);
+    EXPECT_LE(us / fd[key], 10.0);
+  }
 }
 
 // Seed §4.1: "up to 180 GB/s ... ~70% of" the achievable bandwidth, at long kv_len.
