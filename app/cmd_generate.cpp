@@ -10,6 +10,7 @@
 
 #include "app/cli_errors.h"
 #include "app/commands.h"
+#include "app/mesh_estimate.h"
 #include "app/model_options.h"
 #include "app/stdout_sink.h"
 #include "serving/serving_loop.h"
@@ -73,6 +74,10 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Request
                    : "reference",
                static_cast<long long>(at.ops), at.dram_bytes / 1e6, at.noc_bytes / 1e3,
                static_cast<long long>(at.max_cores_used), at.emulated_us);
+  const int ctx = res.prompt_tokens + static_cast<int>(res.tokens.size());
+  std::fprintf(stderr, "whole model: %.1f us/token on %s (one user at %d cached positions)\n",
+               WholeModelUsPerToken(m, m.model->options().mesh, 1, ctx),
+               m.model->options().mesh.c_str(), ctx);
   if (o.beams > 0) {
     int64_t longest = 0;
     for (const BeamSequence& s : res.sequences)

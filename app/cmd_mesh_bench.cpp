@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "app/commands.h"
+#include "app/mesh_decode_step.h"
 #include "app/mesh_plots.h"
 #include "app/model_options.h"
 #include "app/progress.h"
@@ -39,17 +40,55 @@ void RunMeshBench(const MeshBenchCmdOptions& o) {
 
 }  // namespace
 
+constexpr const char* kDecodeStep = "falcon40b-decode";
+
 void RegisterMeshBench(CLI::App& app) {
   auto o = std::make_shared<MeshBenchCmdOptions>();
+  auto d = std::make_shared<DecodeStepCmdOptions>();
   CLI::App* cmd = app.add_subcommand(
       "mesh-bench", "Replay the seed's FlashDecode experiments on the emulated Wormhole mesh");
   std::string names;
   for (const auto& n : MeshExperimentNames()) names += (names.empty() ? "" : ", ") + n;
+  names += Cat(", ", kDecodeStep, " (the whole decode step of a Falcon model)");
   cmd->add_option("--experiment", o->experiment, "Experiment: " + names)->required();
-  cmd->add_option("--csv", o->csv, "Output CSV, one row per configuration")->required();
+  cmd->add_option("--csv", o->csv,
+                  "Output CSV, one row per configuration (falcon40b-decode: per scenario and op)");
   cmd->add_option("--plot", o->plot, "Also draw the figures into this PNG (needs gnuplot)");
   AddThreadsOption(cmd, o->threads);
-  cmd->callback([o] { RunMeshBench(*o); });
+  // falcon40b-decode only.
+  std::vector<CLI::Option*> decode_flags = {
+      cmd->add_option("--model", d->model_dir,
+                      "falcon40b-decode: the model's config.json directory (default: --preset)"),
+      cmd->add_option("--preset", d->preset,
+                      "falcon40b-decode: falcon-40b (default), falcon-7b or tiny"),
+      cmd->add_option("--mesh", d->step.mesh,
+                      "falcon40b-decode: n150, n300, n300x2, t3k (default) or galaxy"),
+      cmd->add_option("--users", d->step.users, "falcon40b-decode: user rows (default 32)"),
+      cmd->add_option("--ctx", d->step.ctx,
+                      "falcon40b-decode: cached positions attended (default 128)"),
+      cmd->add_option("--weights-dtype", d->weights_dtype,
+                      "falcon40b-decode: bf16, bfp8 (default) or bfp4"),
+      cmd->add_option("--kv-dtype", d->kv_dtype, "falcon40b-decode: bf16 or bfp8 (default)"),
+      cmd->add_option(
+          "--attention", d->attention,
+          "falcon40b-decode: flash (default) or unfused (TTNN's matmul-softmax-matmul)"),
+      cmd->add_option("--json", d->json, "falcon40b-decode: write the headline figures here")};
+  cmd->callback([o, d, decode_flags] {
+    if (o->experiment == kDecodeStep) {
+      ApplyThreads(o->threads);
+      d->csv = o->csv;
+      d->plot = o->plot;
+      d->formats_given = decode_flags[0]->count() + decode_flags[1]->count() +
+                             decode_flags[5]->count() + decode_flags[6]->count() >
+                         0;
+      RunDecodeStepExperiment(*d);
+      return;
+    }
+    for (const CLI::Option* f : decode_flags)
+      if (f->count() > 0)
+        throw Error(Cat(f->get_name(), " applies to --experiment ", kDecodeStep, " only"));
+    RunMeshBench(*o);
+  });
 }
 
 }  // namespace wc

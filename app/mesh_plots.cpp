@@ -192,6 +192,10 @@ void PlotMeshBench(const std::vector<MeshBenchRow>& rows, const std::string& png
   if (fig5) AddFig5Panels(rows, grid);
   if (grid.empty()) throw Error(Cat("--plot ", png_path, ": no rows of a plotted experiment"));
 
+  RunGnuplot(Script(grid, png_path), png_path);
+}
+
+void RunGnuplot(const std::string& script_text, const std::string& png_path) {
   const std::string gnuplot = FindGnuplot();
   if (gnuplot.empty())
     throw Error(
@@ -206,7 +210,7 @@ void PlotMeshBench(const std::vector<MeshBenchRow>& rows, const std::string& png
   std::filesystem::remove(png_path);  // so a stale file is never taken for a new plot
   {
     std::ofstream out(script);
-    out << Script(grid, png_path);
+    out << script_text;
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -237,6 +241,14 @@ void PlotMeshBench(const std::vector<MeshBenchRow>& rows, const std::string& png
   struct stat st;
   if (stat(png_path.c_str(), &st) != 0 || st.st_size == 0)
     throw Error(Cat("--plot ", png_path, ": gnuplot wrote no image: ", FirstLine(output)));
+}
+
+}  // namespace wc
+
+namespace wc {
+
+std::string GnuplotQuote(const std::string& s) {
+  return Quote(s);
 }
 
 }  // namespace wc

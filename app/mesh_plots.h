@@ -15,4 +15,11 @@ namespace wc {
 // Throws wc::Error naming --plot if gnuplot is not installed, fails, or writes no file.
 void PlotMeshBench(const std::vector<MeshBenchRow>& rows, const std::string& png_path);
 
+// Runs gnuplot on `script_text`, which must draw into `png_path` (any stale file there is removed
+// first). Throws wc::Error naming --plot if gnuplot is not installed, fails, or writes no file.
+void RunGnuplot(const std::string& script_text, const std::string& png_path);
+
+// A gnuplot single-quoted string.
+std::string GnuplotQuote(const std::string& s);
+
 }  // namespace wc

@@ -539,7 +539,7 @@ class ChatTui {
     else if (f.ctx_size > 0)  // contiguous: the conversation's row
       t.kv_fill = static_cast<double>(f.ctx_tokens) / f.ctx_size;
     t.kv_bytes = f.kv_bytes_used;
-    if (f.mesh_us_per_token > 0) t.mesh_us_per_tok = f.mesh_us_per_token;
+    if (f.model_us_per_token > 0) t.mesh_us_per_tok = f.model_us_per_token;
     t.seed = f.seed;
     return t;
   }

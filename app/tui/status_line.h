@@ -36,7 +36,7 @@ struct StatusFigures {
   int64_t ctx_size = 0;         // the context size (--ctx)
   double kv_fill = -1;          // KV cache fill, 0-1; < 0: unknown
   int64_t kv_bytes = -1;        // bytes the KV cache holds for this chat; < 0: unknown
-  double mesh_us_per_tok = -1;  // emulated mesh microseconds per token; < 0: unknown
+  double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown
   uint64_t seed = 0;
 };
 

@@ -1,0 +1,22 @@
+#include "app/mesh_estimate.h"
+
+#include <algorithm>
+
+#include "meshmodel/decode_step.h"
+
+namespace wc {
+
+double WholeModelUsPerToken(const LoadedModel& m, const std::string& mesh, int users, int ctx) {
+  DecodeStepOptions o;
+  o.mesh = mesh;
+  o.users = std::max(1, users);
+  o.ctx = std::max(1, ctx);
+  o.weights = TileFormat::kBF16;
+  o.kv = IsQuantized(m.kv.dtype) ? TileFormat::kBFP8 : TileFormat::kBF16;
+  o.activations = TileFormat::kBF16;
+  o.fidelity = MathFidelity::kHiFi2;
+  o.lm_head_fractures = m.model->options().lm_head_fractures;
+  return EstimateDecodeStep(m.model->config(), o).step_us;
+}
+
+}  // namespace wc

@@ -1,0 +1,16 @@
+// The whole-model emulated decode time of the loaded model (meshmodel/decode_step.h), for the
+// figures generate --stats and the chat show beside the attention op's.
+#pragma once
+
+#include <string>
+
+#include "app/model_options.h"
+
+namespace wc {
+
+// Microseconds one decode step of `m` takes on `mesh` for `users` rows at `ctx` cached positions:
+// its weights as bf16 tiles (Wormhole has no f32 matmul weights; F32 and F16 checkpoints run as
+// bf16), its KV cache as bf16 tiles, or bfp8 for the host's quantized formats (int8, fp8, bfp8).
+double WholeModelUsPerToken(const LoadedModel& m, const std::string& mesh, int users, int ctx);
+
+}  // namespace wc
