@@ -121,7 +121,7 @@ void BpeModel::Tokenize(std::string_view word, std::vector<int>* ids) const {
     const int n = static_cast<int>(symbols.size());
     symbols.push_back(Symbol{id, n - 1, n + 1, true});
   };
-  std::optional<int> pending_unk;  // fuse_unk: the unk standing for the chars so far
+  int pending_unk = -1;  // the unk standing for the chars since the last token, or -1
   std::string piece;
   for (size_t p = 0; p < word.size();) {
     const size_t start = p;
@@ -131,7 +131,7 @@ void BpeModel::Tokenize(std::string_view word, std::vector<int>* ids) const {
     if (p == word.size() && !suffix_.empty()) piece += suffix_;
     const auto it = vocab_.find(piece);
     if (it != vocab_.end()) {
-      if (pending_unk) add(*pending_unk), pending_unk.reset();
+      if (pending_unk >= 0) add(pending_unk), pending_unk = -1;
       add(it->second);
       continue;
     }
@@ -144,12 +144,12 @@ void BpeModel::Tokenize(std::string_view word, std::vector<int>* ids) const {
       }
     }
     if (unk_id_) {
-      if (pending_unk && !fuse_unk_) add(*pending_unk);
+      if (pending_unk >= 0 && !fuse_unk_) add(pending_unk);
       pending_unk = *unk_id_;
     }
     // No token, no byte fallback, no unk: the char is dropped, as HF does.
   }
-  if (pending_unk) add(*pending_unk);
+  if (pending_unk >= 0) add(pending_unk);
   if (symbols.empty()) return;
   symbols.back().next = -1;
 

@@ -5,7 +5,7 @@ set -euo pipefail
 # clang, its runtimes (libFuzzer) and libomp build the fuzz harnesses (tools/fuzz.sh).
 packages=(g++ make cmake pkg-config libsentencepiece-dev libncurses-dev libcli11-dev libgtest-dev
           nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang libclang-rt-dev
-          libomp-dev libpcre2-dev libutf8proc-dev)
+          libomp-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

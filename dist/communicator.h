@@ -1,0 +1,54 @@
+// The one interface through which wormchat runs past one process (issue 19): ranks, broadcast,
+// all-reduce and all-gather. model/ and serving/ call it; only dist/ knows MPI. Without MPI (or
+// outside mpirun) World() is a single-process communicator: rank 0 of 1, every collective a copy.
+//
+// Determinism: AllReduceSum adds the ranks' contributions in rank order, element by element, on
+// every rank ((r0 + r1) + r2 ...), so a given number of ranks gives the same bits run to run and on
+// every rank (MPI's own reduction order is not guaranteed).
+//
+// Faults: every collective waits at most timeout_seconds() for the other ranks; past that it
+// throws wc::Error naming the collective, this rank and the wait, and the caller ends the job
+// (Abort) instead of hanging on a rank that died.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+
+namespace wc {
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // "single process" or "MPI (Open MPI 4.1.4), R ranks".
+  virtual std::string Describe() const = 0;
+
+  // root's `bytes` bytes at `data` are copied to `data` on every rank.
+  virtual void Broadcast(void* data, size_t bytes, int root) = 0;
+  // out [size() x bytes] = every rank's `bytes` bytes at `in`, in rank order.
+  virtual void AllGather(const void* in, size_t bytes, void* out) = 0;
+  // data[i] = the sum over ranks of data[i], added in rank order (see above). n elements.
+  void AllReduceSum(float* data, size_t n);
+  virtual void Barrier() = 0;
+  // Ends every rank of the job with exit status `code` (after printing the caller's error). The
+  // single-process communicator just exits.
+  [[noreturn]] virtual void Abort(int code) = 0;
+
+  double timeout_seconds() const { return timeout_s_; }
+  void set_timeout_seconds(double s) { timeout_s_ = s; }
+
+ private:
+  double timeout_s_ = 600;
+};
+
+// The process's communicator. The first call decides: MPI's world when wormchat was built with MPI
+// and runs under mpirun (MPI is initialized then, and finalized at exit), else single-process.
+// WORMCHAT_COLLECTIVE_TIMEOUT (seconds) overrides the default wait of 600 s.
+Communicator& World();
+
+// A single-process communicator (tests, and World() outside mpirun).
+std::unique_ptr<Communicator> MakeSingleProcessCommunicator();
+
+}  // namespace wc

@@ -1,0 +1,117 @@
+#include "dist/mpi_communicator.h"
+
+#ifdef WORMCHAT_HAVE_MPI
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+// Collectives are started non-blocking and polled against the timeout, so a rank that died or
+// stopped answering ends the job with an error instead of a hang.
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator() {
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+    MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string Describe() const override {
+    char version[MPI_MAX_LIBRARY_VERSION_STRING];
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    std::string v(version, static_cast<size_t>(len));
+    const size_t comma = v.find(',');
+    if (comma != std::string::npos) v.resize(comma);
+    return Cat("MPI (", v, "), ", size_, " ranks");
+  }
+  void Broadcast(void* data, size_t bytes, int root) override {
+    MPI_Request req;
+    Check(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req),
+          "broadcast");
+    Wait(&req, "broadcast");
+  }
+  void AllGather(const void* in, size_t bytes, void* out) override {
+    MPI_Request req;
+    Check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
+                         MPI_BYTE, MPI_COMM_WORLD, &req),
+          "all-gather");
+    Wait(&req, "all-gather");
+  }
+  void Barrier() override {
+    MPI_Request req;
+    Check(MPI_Ibarrier(MPI_COMM_WORLD, &req), "barrier");
+    Wait(&req, "barrier");
+  }
+  [[noreturn]] void Abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ private:
+  void Check(int rc, const char* what) const {
+    if (rc != MPI_SUCCESS) {
+      char msg[MPI_MAX_ERROR_STRING];
+      int len = 0;
+      MPI_Error_string(rc, msg, &len);
+      throw Error(Cat("rank ", rank_, ": MPI ", what, " failed: ", std::string(msg, len)));
+    }
+  }
+  void Wait(MPI_Request* req, const char* what) const {
+    const auto start = std::chrono::steady_clock::now();
+    for (int spins = 0;; ++spins) {
+      int done = 0;
+      Check(MPI_Test(req, &done, MPI_STATUS_IGNORE), what);
+      if (done) return;
+      const double waited =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (waited > timeout_seconds())
+        throw Error(Cat("rank ", rank_, " of ", size_, ": ", what, " timed out after ",
+                        static_cast<int>(timeout_seconds()),
+                        " s waiting for the other ranks (one of them died or stopped "
+                        "answering); ending the job"));
+      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+  }
+  int rank_ = 0, size_ = 1;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> MakeMpiWorldIfLaunched() {
+  if (std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr && std::getenv("PMI_SIZE") == nullptr)
+    return nullptr;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+  }
+  return std::make_unique<MpiCommunicator>();
+}
+
+}  // namespace wc
+
+#else  // built without MPI
+
+namespace wc {
+
+std::unique_ptr<Communicator> MakeMpiWorldIfLaunched() {
+  return nullptr;
+}
+
+}  // namespace wc
+
+#endif
