@@ -11,8 +11,8 @@ namespace wc {
 // model.safetensors.index.json and its shards (sorted by name); tokenizer.model, tokenizer.json,
 // chat_format.json, generation_config.json, tokenizer_config.json and special_tokens_map.json if
 // present (each can change the tokens); kv_scales.json if `with_kv_scales` (the scales --kv-scale
-// tensor uses). Throws wc::Error naming the file if config.json or the weights are missing, or the index
-// is not valid JSON.
+// tensor uses). Throws wc::Error naming the file if config.json or the weights are missing, or the
+// index is not valid JSON.
 std::vector<std::string> FingerprintFiles(const std::string& model_dir, bool with_kv_scales);
 
 // XXH3-128 (libxxhash) over those files' names, sizes and bytes, as 32 lowercase hex digits. Reads

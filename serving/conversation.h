@@ -24,11 +24,11 @@
 
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "tokenizer/tokenizer.h"
 #include "serving/beam_search.h"
 #include "serving/request.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
 

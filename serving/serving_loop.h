@@ -37,8 +37,8 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "tokenizer/tokenizer.h"
 #include "serving/request.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
 

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "model/chat_format.h"
-#include "tokenizer/tokenizer.h"
 #include "tests/test_util.h"
+#include "tokenizer/tokenizer.h"
 #include "util/error.h"
 
 namespace wc {

@@ -7,8 +7,8 @@
 
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/npy.h"
 
 namespace wc {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "tokenizer/ids_tokenizer.h"
 #include "tests/batch_test_util.h"
+#include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 
 namespace wc::test {

@@ -188,8 +188,8 @@ TEST(DecodeStepCli, StatsShowTheWholeModel) {
   ASSERT_EQ(gen.exit_code, 0) << gen.err;
   EXPECT_NE(gen.err.find("whole model: "), std::string::npos) << gen.err;
   EXPECT_NE(gen.err.find(" us/token on t3k"), std::string::npos) << gen.err;
-  const auto chat = test::RunWormchat({"chat", "--plain", "-n", "4", "--seed", "1"},
-                                      "Hi\n/stats\n/quit\n");
+  const auto chat =
+      test::RunWormchat({"chat", "--plain", "-n", "4", "--seed", "1"}, "Hi\n/stats\n/quit\n");
   ASSERT_EQ(chat.exit_code, 0) << chat.err;
   EXPECT_NE(chat.out.find("whole model "), std::string::npos) << chat.out;
 }

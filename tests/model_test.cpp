@@ -11,8 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "model/falcon.h"
-#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/test_util.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/error.h"
 #include "util/npy.h"
 

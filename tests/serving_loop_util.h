@@ -16,9 +16,9 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
-#include "tokenizer/tokenizer.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc::test {
 

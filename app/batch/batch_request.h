@@ -9,8 +9,8 @@
 
 #include "app/batch/batch_input.h"
 #include "model/chat_format.h"
-#include "tokenizer/tokenizer.h"
 #include "serving/request.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
 

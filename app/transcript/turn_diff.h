@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "tokenizer/tokenizer.h"
 #include "serving/conversation.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "tokenizer/sentencepiece_tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
+#include "tokenizer/sentencepiece_tokenizer.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const int fd = memfd_create("tokenizer.model", 0);
