@@ -78,9 +78,11 @@ void RegisterMeshBench(CLI::App& app) {
       ApplyThreads(o->threads);
       d->csv = o->csv;
       d->plot = o->plot;
-      d->formats_given = decode_flags[0]->count() + decode_flags[1]->count() +
-                             decode_flags[5]->count() + decode_flags[6]->count() >
-                         0;
+      // The model and its formats: the flags that move it off tt-metal's configuration.
+      d->formats_given = false;
+      for (const CLI::Option* f : decode_flags)
+        for (const char* name : {"--model", "--preset", "--weights-dtype", "--kv-dtype"})
+          d->formats_given = d->formats_given || (f->count() > 0 && f->check_name(name));
       RunDecodeStepExperiment(*d);
       return;
     }

@@ -174,8 +174,8 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
                                         weight_bytes(hidden, (hidden + n - 1) / n) +
                                         2 * weight_bytes(hidden, (ffn + n - 1) / n)) +
                               weight_bytes(hidden, (vocab + n - 1) / n);
-  est.kv_bytes_per_chip = 2.0 * layers * kv_per_chip * users * Tiles(o.ctx) * Tiles(hd) *
-                          (o.kv == TileFormat::kBF16 ? 2048.0 : 1088.0);
+  est.kv_bytes_per_chip =
+      2.0 * layers * kv_per_chip * users * Tiles(o.ctx) * Tiles(hd) * TileBytes(o.kv);
   return est;
 }
 

@@ -7,28 +7,23 @@
 namespace wc::byte_level {
 namespace {
 
+// Every alphabet char is below U+0144 (256 bytes, 68 of them moved past U+00FF).
+constexpr char32_t kAlphabetEnd = 0x144;
+
 struct Tables {
-  std::array<char32_t, 256> char_of{};  // byte -> char
-  std::array<std::string, 256> utf8_of;
+  std::array<std::string, 256> utf8_of;       // byte -> its char's UTF-8
+  std::array<int16_t, kAlphabetEnd> byte_of;  // char -> byte, or -1
   Tables() {
+    byte_of.fill(-1);
     char32_t next = 0x100;
     for (int b = 0; b < 256; ++b) {
       const bool self = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
-      char_of[static_cast<size_t>(b)] = self ? static_cast<char32_t>(b) : next++;
-      unicode::Append(char_of[static_cast<size_t>(b)], &utf8_of[static_cast<size_t>(b)]);
+      const char32_t c = self ? static_cast<char32_t>(b) : next++;
+      byte_of[c] = static_cast<int16_t>(b);
+      unicode::Append(c, &utf8_of[static_cast<size_t>(b)]);
     }
   }
-  // char -> byte, or -1: every alphabet char is below U+0144.
-  int ByteOf(char32_t c) const {
-    if (c >= 0x144) return -1;
-    if (c < 0x100) {
-      const bool self = (c >= 0x21 && c <= 0x7E) || (c >= 0xA1 && c <= 0xAC) || c >= 0xAE;
-      return self ? static_cast<int>(c) : -1;
-    }
-    for (int b = 0; b < 256; ++b)
-      if (char_of[static_cast<size_t>(b)] == c) return b;
-    return -1;
-  }
+  int ByteOf(char32_t c) const { return c < kAlphabetEnd ? byte_of[c] : -1; }
 };
 
 const Tables& T() {

@@ -47,8 +47,7 @@ class StripNormalizer final : public HfNormalizer {
     if (right_) {
       // Walk back char by char: a char starts at a byte that is not a continuation byte.
       while (end > begin) {
-        size_t start = end - 1;
-        while (start > begin && (static_cast<unsigned char>((*s)[start]) & 0xC0) == 0x80) --start;
+        const size_t start = unicode::PrevCharStart(*s, end);
         size_t p = start;
         if (!unicode::IsWhitespace(unicode::Next(*s, &p))) break;
         end = start;

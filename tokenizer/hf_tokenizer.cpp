@@ -18,8 +18,7 @@ namespace {
 
 // The last / first char of `s` (valid UTF-8, non-empty).
 char32_t LastChar(std::string_view s) {
-  size_t start = s.size() - 1;
-  while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  size_t start = unicode::PrevCharStart(s, s.size());
   return unicode::Next(s, &start);
 }
 char32_t FirstChar(std::string_view s) {
@@ -64,14 +63,11 @@ void HfTokenizer::Load(std::string_view json_text) {
                     "\" is not supported (wormchat reads BPE tokenizer.json files; sentencepiece "
                     "models go in tokenizer.model)"));
   model_ = std::make_unique<BpeModel>(model, key);
-  for (const char* name : {"normalizer", "pre_tokenizer"}) {
-    if (!j.contains(name) || j[name].is_null()) continue;
-    const std::string what = Cat(path_, ": key '", name, "'");
-    if (std::string(name) == "normalizer")
-      normalizer_ = HfNormalizer::FromJson(j[name], what);
-    else
-      pre_tokenizer_ = HfPreTokenizer::FromJson(j[name], what);
-  }
+  if (j.contains("normalizer") && !j["normalizer"].is_null())
+    normalizer_ = HfNormalizer::FromJson(j["normalizer"], Cat(path_, ": key 'normalizer'"));
+  if (j.contains("pre_tokenizer") && !j["pre_tokenizer"].is_null())
+    pre_tokenizer_ =
+        HfPreTokenizer::FromJson(j["pre_tokenizer"], Cat(path_, ": key 'pre_tokenizer'"));
   LoadAddedTokens(j);
   if (j.contains("decoder") && !j["decoder"].is_null()) LoadDecoder(j["decoder"]);
   if (j.contains("post_processor") && !j["post_processor"].is_null())
@@ -152,9 +148,9 @@ void HfTokenizer::LoadDecoder(const nlohmann::json& d) {
     const std::string type = JsonGet<std::string>(*s, "type", what);
     const std::string here = Cat(what, " (", type, ")");
     if (type == "ByteLevel") {
-      decoder_.push_back({DecodeStep::kByteLevel, "", ""});
+      decoder_.push_back({DecoderKind::kByteLevel, "", ""});
     } else if (type == "ByteFallback") {
-      decoder_.push_back({DecodeStep::kByteFallback, "", ""});
+      decoder_.push_back({DecoderKind::kByteFallback, "", ""});
     } else if (type == "Fuse" || type == "Strip") {
       // Fuse joins the tokens and Strip then trims the start of the whole text: neither changes
       // a token's own bytes in a stream.
@@ -162,15 +158,15 @@ void HfTokenizer::LoadDecoder(const nlohmann::json& d) {
       const nlohmann::json& pat = s->contains("pattern") ? (*s)["pattern"] : nlohmann::json();
       if (!pat.is_object() || !pat.contains("String") || !pat["String"].is_string())
         throw Error(Cat(here, ": only a {\"String\": ...} pattern is supported"));
-      decoder_.push_back({DecodeStep::kReplace, pat["String"].get<std::string>(),
+      decoder_.push_back({DecoderKind::kReplace, pat["String"].get<std::string>(),
                           JsonGet<std::string>(*s, "content", here)});
     } else if (type == "BPEDecoder") {
       // The suffix ends a word: a space after it (HF drops the very last one; a stream cannot
       // know which token is last).
       decoder_.push_back(
-          {DecodeStep::kReplace, JsonFind<std::string>(*s, "suffix", here).value_or("</w>"), " "});
+          {DecoderKind::kReplace, JsonFind<std::string>(*s, "suffix", here).value_or("</w>"), " "});
     } else if (type == "Metaspace") {
-      decoder_.push_back({DecodeStep::kMetaspace,
+      decoder_.push_back({DecoderKind::kMetaspace,
                           JsonFind<std::string>(*s, "replacement", here).value_or("\xE2\x96\x81"),
                           " "});
     } else {
@@ -245,20 +241,20 @@ int HfTokenizer::TokenId(const std::string& content) const {
 std::string HfTokenizer::DecodeToken(const std::string& token) const {
   std::string t = token;
   for (const DecoderStep& s : decoder_) {
-    switch (s.step) {
-      case DecodeStep::kByteLevel: {
+    switch (s.kind) {
+      case DecoderKind::kByteLevel: {
         std::string bytes;
         if (byte_level::Decode(t, &bytes)) t = std::move(bytes);
         break;
       }
-      case DecodeStep::kByteFallback:
+      case DecoderKind::kByteFallback:
         if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
             std::isxdigit(static_cast<unsigned char>(t[3])) &&
             std::isxdigit(static_cast<unsigned char>(t[4])))
           t = std::string(1, static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16)));
         break;
-      case DecodeStep::kReplace:
-      case DecodeStep::kMetaspace: {
+      case DecoderKind::kReplace:
+      case DecoderKind::kMetaspace: {
         if (s.from.empty()) break;
         std::string out;
         for (size_t p = 0;;) {
@@ -306,8 +302,7 @@ void HfTokenizer::SplitAddedTokens(const std::string& text, bool normalized,
     if (hit->lstrip) {
       size_t s = start;
       while (s > start_offset) {
-        size_t c = s - 1;
-        while (c > 0 && (static_cast<unsigned char>(text[c]) & 0xC0) == 0x80) --c;
+        const size_t c = unicode::PrevCharStart(text, s);
         size_t q = c;
         if (!unicode::IsWhitespace(unicode::Next(text, &q))) break;
         s = c;

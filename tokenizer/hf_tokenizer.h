@@ -75,9 +75,9 @@ class HfTokenizer final : public Tokenizer {
   // Indices into added_ by first byte of content, longest content first; [2] = normalized flag.
   std::vector<int> added_by_byte_[2][256];
   // The decoder: a chain of per-token steps.
-  enum class DecodeStep { kByteLevel, kByteFallback, kReplace, kMetaspace };
+  enum class DecoderKind { kByteLevel, kByteFallback, kReplace, kMetaspace };
   struct DecoderStep {
-    DecodeStep step;
+    DecoderKind kind;
     std::string from, to;  // kReplace: the literal and its replacement; kMetaspace: the char
   };
   std::vector<DecoderStep> decoder_;

@@ -32,6 +32,12 @@ char32_t Next(std::string_view s, size_t* pos) {
   return c;
 }
 
+size_t PrevCharStart(std::string_view s, size_t end) {
+  size_t start = end - 1;
+  while (start > 0 && (static_cast<unsigned char>(s[start]) & 0xC0) == 0x80) --start;
+  return start;
+}
+
 void Append(char32_t c, std::string* out) {
   if (c < 0x80) {
     out->push_back(static_cast<char>(c));

@@ -12,6 +12,8 @@ namespace wc::unicode {
 
 // The code point starting at s[*pos] of valid UTF-8; advances *pos past it.
 char32_t Next(std::string_view s, size_t* pos);
+// The start of the char that ends at byte `end` of valid UTF-8 (end > 0).
+size_t PrevCharStart(std::string_view s, size_t end);
 // The UTF-8 bytes of code point c appended to *out.
 void Append(char32_t c, std::string* out);
 // Bytes of the UTF-8 sequence led by byte b (1 for a continuation byte).

@@ -49,6 +49,8 @@ class ChatSession::ReplyObserver : public RequestObserver {
     if (on_text_) on_text_(delta);
   }
   void OnFinish(const RequestResult& r) override {
+    const double model_us =
+        WholeModelUsPerToken(s_.m_, s_.run_.mesh, 1, std::max(1, r.session_pos));
     {
       std::lock_guard<std::mutex> lock(s_.mu_);
       ChatFigures& f = s_.figures_;
@@ -63,8 +65,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
       const int fed = r.prompt_tokens + static_cast<int>(r.tokens.size());
       f.mesh_us_per_token = fed > 0 ? us / fed : 0;
       f.ctx_tokens = r.session_pos;
-      f.model_us_per_token =
-          WholeModelUsPerToken(s_.m_, s_.run_.mesh, 1, std::max(1, r.session_pos));
+      f.model_us_per_token = model_us;
     }
     if (on_done_) on_done_(r);
   }
