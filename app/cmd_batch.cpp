@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <csignal>
+#include <cstdio>
 #include <iostream>
 #include <iterator>
 #include <memory>
@@ -16,6 +17,8 @@
 #include "app/batch/batch_runner.h"
 #include "app/commands.h"
 #include "app/model_options.h"
+#include "dist/communicator.h"
+#include "dist/exchange.h"
 #include "serving/serving_loop.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -59,6 +62,8 @@ std::string ModelName(std::string dir) {
 }
 
 void RunBatch(const BatchCmdOptions& o) {
+  Communicator& comm = World();
+  const bool root = comm.rank() == 0;
   o.sampling.Validate();
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
   for (const std::string& s : o.stop)
@@ -68,8 +73,14 @@ void RunBatch(const BatchCmdOptions& o) {
   if (o.output == "-")
     throw Error("-o must name a file (not -): records are fsynced there and a rerun resumes it");
   const BatchFormat format_flag = ParseBatchFormat(o.format);
-  const std::string text = ReadInput(o.input);
-  BatchWriter writer(o.output);
+  // Rank 0 reads the input (under mpirun only it has stdin) and owns the output.
+  std::string text;
+  std::unique_ptr<BatchWriter> writer;
+  if (root) {
+    text = ReadInput(o.input);
+    writer = std::make_unique<BatchWriter>(o.output);
+  }
+  BroadcastBytes(comm, &text, 0);
 
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const FalconConfig& c = m.model->config();
@@ -87,25 +98,32 @@ void RunBatch(const BatchCmdOptions& o) {
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
                    ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
 
+  // Which lines an earlier run wrote ('1'), from rank 0's output, for every rank.
+  std::string written(lines.size(), '0');
   BatchCounts counts;
-  for (const BatchLine& b : lines) {
-    const auto it = writer.existing().find(BatchRecordId(b.line));
-    if (it == writer.existing().end()) continue;
-    ++counts.done;
-    counts.failed += it->second;
+  if (root) {
+    for (size_t i = 0; i < lines.size(); ++i) {
+      const auto it = writer->existing().find(BatchRecordId(lines[i].line));
+      if (it == writer->existing().end()) continue;
+      written[i] = '1';
+      ++counts.done;
+      counts.failed += it->second;
+    }
   }
+  BroadcastBytes(comm, &written, 0);
   const int already = counts.done;
-  BatchProgress progress(!o.quiet, isatty(STDERR_FILENO) != 0, static_cast<int>(lines.size()),
-                         already);
-  if (writer.repaired_bytes() > 0)
-    progress.Note(Cat("batch: ", o.output, ": cut away a torn last line (", writer.repaired_bytes(),
-                      " bytes) left by an interrupted run"));
+  BatchProgress progress(!o.quiet && root, isatty(STDERR_FILENO) != 0,
+                         static_cast<int>(lines.size()), already);
+  if (root && writer->repaired_bytes() > 0)
+    progress.Note(Cat("batch: ", o.output, ": cut away a torn last line (",
+                      writer->repaired_bytes(), " bytes) left by an interrupted run"));
 
-  // Bad lines become error records at once; good ones go to the loop.
+  // Bad lines become error records at once (rank 0 writes them); good ones go to the loops.
   std::vector<BatchJob> jobs;
   int bad = 0;
-  for (const BatchLine& b : lines) {
-    if (writer.existing().count(BatchRecordId(b.line)) != 0) continue;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const BatchLine& b = lines[i];
+    if (written[i] == '1') continue;
     std::string error = b.error;
     if (error.empty()) {
       try {
@@ -115,31 +133,41 @@ void RunBatch(const BatchCmdOptions& o) {
         error = e.what();
       }
     }
-    writer.Append(ErrorRecord(b.line, b.custom_id, "invalid_request", error));
+    if (root) writer->Append(ErrorRecord(b.line, b.custom_id, "invalid_request", error));
     ++counts.done, ++counts.failed, ++bad;
   }
-  progress.Note(Cat("batch: ", lines.size(), " requests (",
-                    format == BatchFormat::kJsonl ? "jsonl" : "text", "), ", already,
-                    " already in ", o.output, ", ", bad, " bad; running ", jobs.size(), " on ",
-                    o.user_rows, " user rows"));
+  progress.Note(Cat(
+      "batch: ", lines.size(), " requests (", format == BatchFormat::kJsonl ? "jsonl" : "text",
+      "), ", already, " already in ", o.output, ", ", bad, " bad; running ", jobs.size(), " on ",
+      comm.size() > 1 ? Cat(comm.size(), " ranks x ") : std::string(), o.user_rows, " user rows"));
 
   struct sigaction sa {};
   sa.sa_handler = OnSignal;
   sa.sa_flags = SA_RESETHAND | SA_RESTART;  // a second signal ends the process at once
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
-  BatchRunner runner(loop, writer, progress, ModelName(m.dir));
-  const bool interrupted = runner.Run(std::move(jobs), counts, g_signal);
-  progress.Finish(counts.done, counts.failed, loop.status(), interrupted);
-  if (interrupted) {
-    // End as the signal would have, now that every finished record is on disk.
-    const int sig = g_signal;
-    signal(sig, SIG_DFL);
-    raise(sig);
+  BatchRunner runner(comm, loop, writer.get(), progress, ModelName(m.dir));
+  const int stopped_by = runner.Run(std::move(jobs), counts, g_signal);
+  if (comm.size() > 1) {
+    std::string ran;
+    for (size_t r = 0; r < runner.ran_per_rank().size(); ++r)
+      ran += Cat(r == 0 ? "" : ", ", "rank ", r, ": ", runner.ran_per_rank()[r]);
+    progress.Note(Cat("batch: requests run per rank: ", ran));
   }
-  if (counts.failed > 0)
-    throw Error(Cat(counts.failed, " of ", lines.size(),
-                    " requests failed; their error records are in ", o.output));
+  progress.Finish(counts.done, counts.failed, runner.status(), stopped_by != 0);
+  if (stopped_by != 0) {
+    // End as the signal would have, now that every finished record is on disk.
+    signal(stopped_by, SIG_DFL);
+    raise(stopped_by);
+  }
+  if (counts.failed > 0) {
+    // Every rank ends with status 1; rank 0 says why (an Error would end the job as a fault).
+    if (root)
+      std::fprintf(stderr,
+                   "wormchat: error: %d of %zu requests failed; their error records are in %s\n",
+                   counts.failed, lines.size(), o.output.c_str());
+    throw CLI::RuntimeError(1);
+  }
 }
 
 const char kBatchFooter[] =
@@ -171,6 +199,14 @@ context). Records carry no timestamps ("created" is left out on purpose): the sa
 settings give byte-identical records, so runs can be diffed. Each record is fsynced as it
 finishes. Rerunning with the same -o resumes: records already there are skipped, a torn last line
 is cut away. Ctrl-C/SIGTERM cancels the rest cleanly; a rerun runs what was not written.
+
+Across hosts (data parallel): mpirun -np R wormchat batch -i IN -o OUT ... runs R ranks, each a
+whole model and its own serving loop (--model must exist on every host; --threads 0 shares a host's
+cores among its ranks). Rank 0 reads IN (stdin included), hands out requests in input order as
+ranks have room, writes and fsyncs every record once, and shows the whole job's progress. The
+records equal a single-process run's (in another order). A rank that dies or cannot load the
+model ends the job with an error naming it; OUT keeps what finished and a rerun (with or without
+mpirun) resumes it.
 
 Exit status: 0 when every request succeeded, 1 when any failed (its record is an error record),
 non-zero on a usage error; a run stopped by Ctrl-C/SIGTERM ends by that signal (130/143).)";

@@ -2,13 +2,45 @@
 // subcommands (app/commands.h) and turns every error into one line on stderr and a non-zero exit.
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 
 #include "app/cli_errors.h"
 #include "app/commands.h"
+#include "dist/communicator.h"
 #include "kernels/simd_limit.h"
 #include "util/error.h"
+
+namespace {
+
+// A command's error on stderr as one line. Under mpirun with other ranks (which may be waiting on
+// this one in a collective) the line names this rank and the whole job ends, instead of hanging.
+int Fail(std::string message, int code) {
+  std::fflush(stdout);
+  wc::Communicator* world = wc::WorldIfStarted();
+  const bool distributed = world != nullptr && world->size() > 1;
+  if (distributed && message.rfind("rank ", 0) != 0)
+    message = wc::Cat("rank ", world->rank(), " of ", world->size(), ": ", message);
+  std::fprintf(stderr, "wormchat: error: %s\n", message.c_str());
+  std::fflush(stderr);
+  if (distributed) world->Abort(code);
+  return code;
+}
+
+// Under mpirun with several ranks, only the commands that split their work across ranks run:
+// the others would run R copies of themselves.
+std::string RanksMessage(int argc, char** argv) {
+  if (argc < 2 || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return {};
+  const std::string command = argv[1];
+  if (command == "batch" || command.empty() || command[0] == '-') return {};
+  const wc::Communicator& world = wc::World();
+  if (world.size() <= 1) return {};
+  return wc::Cat("wormchat ", command, " runs in one process, but mpirun started ", world.size(),
+                 " ranks; under mpirun, run batch (its requests are shared out across the ranks)");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -36,6 +68,11 @@ int main(int argc, char** argv) {
   }
   try {
     wc::ApplySimdLimit();  // WORMCHAT_SIMD, before any kernel runs
+    const std::string ranks = RanksMessage(argc, argv);
+    if (!ranks.empty()) {
+      if (wc::World().rank() == 0) std::fprintf(stderr, "wormchat: error: %s\n", ranks.c_str());
+      return wc::kExitUsage;
+    }
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
@@ -50,17 +87,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wormchat: error: %s\n", wc::UsageMessage(app, e).c_str());
     return wc::kExitUsage;
   } catch (const wc::Error& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "wormchat: error: %s\n", e.what());
-    return 1;
+    return Fail(e.what(), 1);
   } catch (const std::bad_alloc&) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "wormchat: error: out of memory; lower --ctx or use a smaller model\n");
-    return 1;
+    return Fail("out of memory; lower --ctx or use a smaller model", 1);
   } catch (const std::exception& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "wormchat: %s\n", e.what());
-    return 70;
+    return Fail(wc::Cat("internal error: ", e.what()), 70);
   }
   // Output that could not be written (a full disk, a closed pipe) is a failure, not a success.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {

@@ -1,20 +1,20 @@
 #include "app/model_options.h"
 
-#include "model/generation_defaults.h"
-
 #include <omp.h>
 #include <sys/random.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "kvcache/kv_scales.h"
+#include "model/generation_defaults.h"
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -140,7 +140,9 @@ void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o) {
 
 void AddThreadsOption(CLI::App* cmd, int& threads) {
   cmd->add_option("--threads", threads,
-                  Cat("Host threads (0 = all cores; at most ", kMaxThreads, ")"))
+                  Cat("Host threads (0 = all cores, shared among the host's ranks under mpirun; "
+                      "at most ",
+                      kMaxThreads, ")"))
       ->check(CLI::Range(0, kMaxThreads))
       ->capture_default_str();
 }
@@ -148,7 +150,14 @@ void AddThreadsOption(CLI::App* cmd, int& threads) {
 void ApplyThreads(int threads) {
   if (threads < 0 || threads > kMaxThreads)
     throw Error(Cat("--threads must be in [0, ", kMaxThreads, "] (0 = all cores), got ", threads));
-  if (threads > 0) omp_set_num_threads(threads);
+  if (threads > 0) {
+    omp_set_num_threads(threads);
+    return;
+  }
+  // Ranks on one host share its cores (Open MPI binds a rank to a core when there are few ranks;
+  // then this rank sees only that core).
+  const int local_ranks = World().local_size();
+  if (local_ranks > 1) omp_set_num_threads(std::max(1, omp_get_num_procs() / local_ranks));
 }
 
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {

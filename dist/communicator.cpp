@@ -26,6 +26,8 @@ class SingleProcessCommunicator final : public Communicator {
   [[noreturn]] void Abort(int code) override { std::exit(code); }
 };
 
+Communicator* g_world = nullptr;  // set once World() has made it
+
 }  // namespace
 
 void Communicator::AllReduceSum(float* data, size_t n) {
@@ -56,7 +58,12 @@ Communicator& World() {
     }
     return c;
   }();
+  g_world = world.get();
   return *world;
+}
+
+Communicator* WorldIfStarted() {
+  return g_world;
 }
 
 }  // namespace wc

@@ -22,6 +22,8 @@ class Communicator {
   virtual ~Communicator() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
+  // Ranks on this host (sharing its memory and cores), this one included.
+  virtual int local_size() const { return 1; }
   // "single process" or "MPI (Open MPI 4.1.4), R ranks".
   virtual std::string Describe() const = 0;
 
@@ -47,6 +49,10 @@ class Communicator {
 // and runs under mpirun (MPI is initialized then, and finalized at exit), else single-process.
 // WORMCHAT_COLLECTIVE_TIMEOUT (seconds) overrides the default wait of 600 s.
 Communicator& World();
+
+// World() if it has been called, else null (an error handler's question: are other ranks waiting
+// on this one?).
+Communicator* WorldIfStarted();
 
 // A single-process communicator (tests, and World() outside mpirun).
 std::unique_ptr<Communicator> MakeSingleProcessCommunicator();

@@ -4,7 +4,9 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <thread>
 
@@ -20,6 +22,11 @@ class MpiCommunicator final : public Communicator {
   MpiCommunicator() {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
     MPI_Comm_size(MPI_COMM_WORLD, &size_);
+    // The ranks sharing this host's memory (their count sets the default threads per rank).
+    MPI_Comm local;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+    MPI_Comm_size(local, &local_size_);
+    MPI_Comm_free(&local);
   }
   ~MpiCommunicator() override {
     int finalized = 0;
@@ -28,6 +35,7 @@ class MpiCommunicator final : public Communicator {
   }
   int rank() const override { return rank_; }
   int size() const override { return size_; }
+  int local_size() const override { return local_size_; }
   std::string Describe() const override {
     char version[MPI_MAX_LIBRARY_VERSION_STRING];
     int len = 0;
@@ -38,12 +46,23 @@ class MpiCommunicator final : public Communicator {
     return Cat("MPI (", v, "), ", size_, " ranks");
   }
   void Broadcast(void* data, size_t bytes, int root) override {
-    MPI_Request req;
-    Check(MPI_Ibcast(data, static_cast<int>(bytes), MPI_BYTE, root, MPI_COMM_WORLD, &req),
-          "broadcast");
-    Wait(&req, "broadcast");
+    // MPI counts are ints: a message past 1 GiB goes in pieces.
+    constexpr size_t kPiece = size_t{1} << 30;
+    char* p = static_cast<char*>(data);
+    size_t off = 0;
+    do {
+      const size_t n = std::min(kPiece, bytes - off);
+      MPI_Request req;
+      Check(MPI_Ibcast(p + off, static_cast<int>(n), MPI_BYTE, root, MPI_COMM_WORLD, &req),
+            "broadcast");
+      Wait(&req, "broadcast");
+      off += n;
+    } while (off < bytes);
   }
   void AllGather(const void* in, size_t bytes, void* out) override {
+    if (bytes > static_cast<size_t>(INT_MAX))
+      throw Error(Cat("rank ", rank_, ": an all-gather of ", bytes,
+                      " bytes per rank is past MPI's ", INT_MAX, "-byte limit"));
     MPI_Request req;
     Check(MPI_Iallgather(in, static_cast<int>(bytes), MPI_BYTE, out, static_cast<int>(bytes),
                          MPI_BYTE, MPI_COMM_WORLD, &req),
@@ -82,10 +101,13 @@ class MpiCommunicator final : public Communicator {
                         static_cast<int>(timeout_seconds()),
                         " s waiting for the other ranks (one of them died or stopped "
                         "answering); ending the job"));
-      if (spins > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      // Spin first (a tensor-parallel step's collectives are microseconds apart), then sleep,
+      // longer the longer the wait, so a rank waiting on a busy one leaves it the cores.
+      if (spins > 1000)
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 20 + (spins - 1000))));
     }
   }
-  int rank_ = 0, size_ = 1;
+  int rank_ = 0, size_ = 1, local_size_ = 1;
 };
 
 }  // namespace

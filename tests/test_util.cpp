@@ -44,6 +44,11 @@ pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out
                     const std::string& err_path, const std::string& in_path) {
   std::vector<std::string> argv_s = {WORMCHAT_BINARY};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return SpawnProgram(argv_s, out_path, err_path, in_path);
+}
+
+pid_t SpawnProgram(std::vector<std::string> argv_s, const std::string& out_path,
+                   const std::string& err_path, const std::string& in_path) {
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -20,6 +20,9 @@ RunResult RunWormchat(const std::vector<std::string>& args, const std::string& i
 // stderr to the given files) and returns its pid, for tests that signal or kill it mid-run.
 pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
                     const std::string& err_path, const std::string& in_path = "/dev/null");
+// The same for any program: argv[0] is its path.
+pid_t SpawnProgram(std::vector<std::string> argv, const std::string& out_path,
+                   const std::string& err_path, const std::string& in_path = "/dev/null");
 // Waits for a spawned process: its exit code, or 128 + the signal that ended it.
 int WaitWormchat(pid_t pid);
 

@@ -1,0 +1,209 @@
+// wormchat under `mpirun -np 2` on this host (built when CMake finds MPI; not under sanitizers).
+// Data-parallel batch: the records equal a single-process run's, from a file or stdin, resuming
+// an earlier output; a rank killed mid-run or unable to load its model ends the job with an error
+// naming the rank, and the output resumes. Commands that do not split across ranks refuse to run R
+// copies of themselves.
+#include <dirent.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tests/batch_test_util.h"
+
+namespace wc::test {
+namespace {
+
+// Open MPI's settings for tests: run as root (containers), no single-copy shared memory (it needs
+// ptrace rights containers lack), more ranks than cores allowed.
+void MpiEnvironment() {
+  setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 0);
+  setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 0);
+  setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+  setenv("OMPI_MCA_rmaps_base_oversubscribe", "1", 0);
+}
+
+std::vector<std::string> MpirunArgv(int ranks, const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {WORMCHAT_MPIRUN, "-np", std::to_string(ranks), WORMCHAT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+RunResult Mpirun(const std::vector<std::string>& argv, const std::string& input = "") {
+  MpiEnvironment();
+  TempDir io;
+  WriteFile(io.File("in"), input);
+  const pid_t pid = SpawnProgram(argv, io.File("out"), io.File("err"), io.File("in"));
+  RunResult r;
+  r.exit_code = WaitWormchat(pid);
+  r.out = ReadFile(io.File("out"));
+  r.err = ReadFile(io.File("err"));
+  return r;
+}
+
+// 150 prompts of 16 tokens on 2 user rows a rank: a second or two under mpirun, long enough to
+// kill a rank mid-run.
+std::string DataParallelInput() {
+  std::string s;
+  for (int i = 1; i <= 150; ++i) s += "Tell me about the number " + std::to_string(i) + ".\n";
+  return s;
+}
+std::vector<std::string> DataParallelArgs() {
+  return {"-n", "16", "--user-rows", "2", "--threads", "1"};
+}
+const std::string& SingleProcessRecords() {
+  static const std::string out = [] {
+    TempDir dir;
+    const RunResult r = Batch(dir, DataParallelInput(), dir.File("out.jsonl"), DataParallelArgs());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return ReadFile(dir.File("out.jsonl"));
+  }();
+  return out;
+}
+
+std::vector<std::string> BatchArgs(const TempDir& dir) {
+  std::vector<std::string> args = {"batch", "-i", dir.File("in.txt"), "-o", dir.File("out.jsonl")};
+  for (const std::string& a : DataParallelArgs()) args.push_back(a);
+  return args;
+}
+
+// The pid of the wormchat process of `rank` whose command line names `marker`, or -1.
+pid_t FindRank(int rank, const std::string& marker) {
+  const std::string want = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  DIR* proc = opendir("/proc");
+  pid_t found = -1;
+  while (dirent* e = readdir(proc)) {
+    const pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    const std::string dir = "/proc/" + std::string(e->d_name);
+    const std::string cmdline = ReadFile(dir + "/cmdline");
+    if (cmdline.rfind(WORMCHAT_BINARY, 0) != 0 || cmdline.find(marker) == std::string::npos)
+      continue;
+    const std::string env = ReadFile(dir + "/environ");
+    if (env.find(want + '\0') != std::string::npos) found = pid;
+  }
+  closedir(proc);
+  return found;
+}
+
+TEST(MpiTest, DataParallelBatchEqualsTheSingleProcessRecords) {
+  TempDir dir;
+  WriteFile(dir.File("in.txt"), DataParallelInput());
+  const RunResult r = Mpirun(MpirunArgv(2, BatchArgs(dir)));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string out = ReadFile(dir.File("out.jsonl"));
+  EXPECT_EQ(Records(out).size(), 150u);
+  EXPECT_EQ(SortedLines(out), SortedLines(SingleProcessRecords()));
+  // Both ranks ran requests; one progress (rank 0's) for the whole job.
+  EXPECT_NE(r.err.find("running 150 on 2 ranks x 2 user rows"), std::string::npos) << r.err;
+  int ran0 = 0, ran1 = 0;
+  const size_t at = r.err.find("requests run per rank: ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at, "requests run per rank: rank 0: %d, rank 1: %d", &ran0,
+                        &ran1),
+            2)
+      << r.err;
+  EXPECT_GT(ran0, 0);
+  EXPECT_GT(ran1, 0);
+  EXPECT_EQ(ran0 + ran1, 150);
+  EXPECT_NE(r.err.find("150/150 done"), std::string::npos) << r.err;
+}
+
+TEST(MpiTest, DataParallelBatchReadsStdinAndFailsAsTheSingleProcessRunDoes) {
+  // Rank 0 alone has mpirun's stdin; a bad line is an error record and exit status 1, once.
+  const std::string input = MixedInput() + "{\"custom_id\": \"bad\", \"body\": 5}\n";
+  TempDir dir;
+  const RunResult single = Batch(dir, input, dir.File("single.jsonl"), {"-n", "12"});
+  ASSERT_EQ(single.exit_code, 1) << single.err;
+  const RunResult r =
+      Mpirun(MpirunArgv(2, {"batch", "-i", "-", "-o", dir.File("out.jsonl"), "-n", "12"}), input);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("out.jsonl"))),
+            SortedLines(ReadFile(dir.File("single.jsonl"))));
+  const std::string failed = "1 of 7 requests failed";
+  const size_t first = r.err.find(failed);
+  ASSERT_NE(first, std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find(failed, first + 1), std::string::npos) << "said by one rank only: " << r.err;
+  EXPECT_EQ(r.err.find("MPI_ABORT"), std::string::npos) << "a normal end, not a fault: " << r.err;
+}
+
+TEST(MpiTest, AKilledRankEndsTheJobNamingItAndTheOutputResumes) {
+  TempDir dir;
+  WriteFile(dir.File("in.txt"), DataParallelInput());
+  const std::vector<std::string> argv = MpirunArgv(2, BatchArgs(dir));
+  MpiEnvironment();
+  const pid_t mpirun = SpawnProgram(argv, dir.File("stdout"), dir.File("stderr"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadFile(dir.File("out.jsonl")).find('\n') == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const pid_t rank1 = FindRank(1, dir.File("out.jsonl"));
+  ASSERT_GT(rank1, 0) << "rank 1 not found";
+  kill(rank1, SIGKILL);
+  EXPECT_NE(WaitWormchat(mpirun), 0);
+  const std::string err = ReadFile(dir.File("stderr"));
+  EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
+  const std::string partial = ReadFile(dir.File("out.jsonl"));
+  const size_t complete = std::count(partial.begin(), partial.end(), '\n');
+  ASSERT_GE(complete, 1u);
+  ASSERT_LT(complete, 150u) << "the run ended before the kill; make it longer";
+  // What was written is a subset of the single-process records; a rerun completes it.
+  const std::vector<std::string> ref = Lines(SingleProcessRecords());
+  const std::set<std::string> ref_lines(ref.begin(), ref.end());
+  for (const std::string& line : Lines(partial.substr(0, partial.rfind('\n') + 1)))
+    EXPECT_EQ(ref_lines.count(line), 1u) << line;
+  const RunResult r = Mpirun(argv);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("out.jsonl"))), SortedLines(SingleProcessRecords()));
+}
+
+TEST(MpiTest, ARankThatCannotLoadItsModelEndsTheJobNamingIt) {
+  // Open MPI's MPMD form: rank 0 with the default model, rank 1 with a directory that is not one.
+  TempDir dir;
+  WriteFile(dir.File("in.txt"), "Hello\n");
+  std::vector<std::string> argv = {WORMCHAT_MPIRUN,
+                                   "-np",
+                                   "1",
+                                   WORMCHAT_BINARY,
+                                   "batch",
+                                   "-i",
+                                   dir.File("in.txt"),
+                                   "-o",
+                                   dir.File("out.jsonl"),
+                                   ":",
+                                   "-np",
+                                   "1",
+                                   WORMCHAT_BINARY,
+                                   "batch",
+                                   "-i",
+                                   dir.File("in.txt"),
+                                   "-o",
+                                   dir.File("out.jsonl"),
+                                   "--model",
+                                   dir.path()};
+  const RunResult r = Mpirun(argv);
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("wormchat: error: rank 1 of 2: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("config.json: missing"), std::string::npos) << r.err;
+}
+
+TEST(MpiTest, CommandsThatDoNotSplitAcrossRanksRefuseToRunTwice) {
+  const RunResult r = Mpirun(MpirunArgv(2, {"generate", "-p", "Hello", "-n", "4"}));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("wormchat generate runs in one process, but mpirun started 2 ranks"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+}
+
+}  // namespace
+}  // namespace wc::test
