@@ -73,7 +73,7 @@ struct QkvIndex {
 
 // The weights with their matrices packed for the GEMM kernels, after the cheap option checks.
 FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
-  FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
+  if (w.split.whole()) FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
   w.Pack(options.matmul_precision);
   return w;
 }
@@ -83,7 +83,11 @@ FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
 std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
                                                const ModelOptions& options) {
   FalconConfig config = LoadConfig(dir);
-  FalconWeights weights = FalconWeights::Load(config, dir);
+  const Communicator* group = options.tensor_group;
+  const TensorSplit split = group == nullptr ? TensorSplit::Whole(config, options.lm_head_fractures)
+                                             : TensorSplit::Make(config, options.lm_head_fractures,
+                                                                 group->rank(), group->size());
+  FalconWeights weights = FalconWeights::Load(config, dir, split);
   return std::make_unique<FalconModel>(config, std::move(weights), options);
 }
 
@@ -92,7 +96,7 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
     : options_(options),
       config_(config),
       weights_(Packed(std::move(weights), options)),
-      lm_head_(weights_.lm_head_p, options.lm_head_fractures),
+      lm_head_(weights_.lm_head_p, weights_.split.whole() ? options.lm_head_fractures : 1),
       rope_(config.head_dim(), config.rope_theta),
       engine_(MeshPreset(options.mesh), options.flash) {}
 
@@ -117,7 +121,7 @@ KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   KVCacheShape s;
   s.n_layers = config_.n_layers;
   s.user_rows = user_rows;
-  s.n_kv_heads = config_.n_kv_heads;
+  s.n_kv_heads = split().n_kv_heads();
   s.max_seq = max_seq;
   s.head_dim = config_.head_dim();
   return s;
@@ -142,11 +146,12 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
   for (int64_t i = 0; i < n; ++i) weights_.Embedding(batch.tokens[i], &x[i * hidden]);
   try {
+    // (Tensor parallel: the interrupt is voted on inside each layer, by every rank at once.)
     for (int l = 0; l < config_.n_layers; ++l) {
-      PollInterrupt(interrupted);
+      if (!tensor_parallel()) PollInterrupt(interrupted);
       Layer(l, batch, cache, x, interrupted);
     }
-    PollInterrupt(interrupted);
+    if (!tensor_parallel()) PollInterrupt(interrupted);
   } catch (const Interrupted&) {
     return false;
   }
@@ -157,8 +162,48 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
     LayerNorm(&x[batch.logit_rows[r] * hidden], weights_.ln_f_w.data(), weights_.ln_f_b.data(),
               config_.layer_norm_epsilon, &normed[r * hidden], hidden);
   logits->assign(static_cast<size_t>(n_out * config_.vocab_size), 0.0f);
-  if (n_out > 0) lm_head_.Compute(normed.data(), n_out, logits->data());
+  if (tensor_parallel())
+    GatheredLogits(normed.data(), n_out, logits->data());
+  else if (n_out > 0)
+    lm_head_.Compute(normed.data(), n_out, logits->data());
   return true;
+}
+
+void FalconModel::SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted) const {
+  if (!tensor_parallel()) return PollInterrupt(interrupted);
+  // The interrupt's vote rides in the same all-reduce as one more element: every rank stops at
+  // the same layer, none is left waiting in a collective.
+  sum.push_back(interrupted && interrupted() ? 1.0f : 0.0f);
+  options_.tensor_group->AllReduceSum(sum.data(), sum.size());
+  const bool stop = sum.back() > 0;
+  sum.pop_back();
+  if (stop) throw Interrupted{};
+}
+
+void FalconModel::GatheredLogits(const float* normed, int64_t n_out, float* logits) const {
+  Communicator& group = *options_.tensor_group;
+  const int ranks = group.size();
+  const int fractures = options_.lm_head_fractures;
+  const int64_t per_rank =  // rows of every rank's fractures, padding included
+      FracturedLMHead::PaddedVocab(config_.vocab_size, fractures) / fractures * (fractures / ranks);
+  const int64_t mine = weights_.lm_head_p.rows();
+  std::vector<float> part(static_cast<size_t>(n_out * per_rank), 0.0f);  // [n_out, per_rank]
+  if (n_out > 0 && mine > 0) {
+    std::vector<float> local(static_cast<size_t>(n_out * mine));  // [n_out, mine]
+    lm_head_.Compute(normed, n_out, local.data());
+    for (int64_t t = 0; t < n_out; ++t)
+      std::memcpy(&part[t * per_rank], &local[t * mine], static_cast<size_t>(mine) * sizeof(float));
+  }
+  std::vector<float> all(part.size() * static_cast<size_t>(ranks));  // [ranks, n_out, per_rank]
+  group.AllGather(part.data(), part.size() * sizeof(float), all.data());
+  const int64_t vocab = config_.vocab_size;
+  for (int r = 0; r < ranks; ++r) {
+    const TensorSplit s = TensorSplit::Make(config_, fractures, r, ranks);
+    const int64_t rows = s.vocab_end - s.vocab_begin;
+    for (int64_t t = 0; t < n_out; ++t)
+      std::memcpy(logits + t * vocab + s.vocab_begin, &all[(r * n_out + t) * per_rank],
+                  static_cast<size_t>(rows) * sizeof(float));
+  }
 }
 
 void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
@@ -166,10 +211,19 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   const FalconConfig& c = config_;
   const LayerWeights& w = weights_.layers[l];
   const int64_t n = static_cast<int64_t>(batch.size());
-  const int64_t hidden = c.hidden_size, hd = c.head_dim(), ffn = c.ffn_hidden_size;
-  const int n_head = c.n_head, n_kv = c.n_kv_heads, q_per_kv = n_head / n_kv;
-  const int64_t qkv_rows = c.qkv_rows(), attn_dim = static_cast<int64_t>(n_head) * hd;
+  // This rank's heads and MLP width (the whole model's outside tensor parallel).
+  const TensorSplit& split = weights_.split;
+  const int64_t hidden = c.hidden_size, hd = c.head_dim(), ffn = split.ffn();
+  const int n_head = split.n_head(), n_kv = split.n_kv_heads(), q_per_kv = n_head / n_kv;
+  const int64_t qkv_rows = w.qkv.rows, attn_dim = static_cast<int64_t>(n_head) * hd;
   const QkvIndex idx{c.qkv_layout(), n_head, n_kv, static_cast<int>(hd), q_per_kv};
+  // Tensor parallel: dense and fc2 give partial sums; their biases are added once, after the sum.
+  const bool tp = tensor_parallel();
+  const float* dense_b = tp ? nullptr : OrNull(w.dense_b);
+  const float* fc2_b = tp ? nullptr : OrNull(w.fc2_b);
+  // A tensor-parallel rank's matmuls are not interrupted mid-layer (the other ranks would wait in
+  // the layer's sum): the interrupt is voted at the sums instead.
+  const Interrupt& poll = tp ? Interrupt() : interrupted;
 
   // LayerNorms of the residual stream.  xa, xm: [n, hidden]
   std::vector<float> xa(x.size()), xm;
@@ -185,7 +239,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), interrupted,
+  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), poll,
                       options_.interrupt_slice_macs);
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
@@ -211,7 +265,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
-  InterruptibleMatMul(attn.data(), n, w.dense_p, OrNull(w.dense_b), attn_out.data(), interrupted,
+  InterruptibleMatMul(attn.data(), n, w.dense_p, dense_b, attn_out.data(), poll,
                       options_.interrupt_slice_macs);
   std::vector<float>().swap(attn);
 
@@ -223,19 +277,37 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
     for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
       const int64_t m = std::min(kMlpChunk, n - t0);
-      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), interrupted,
+      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), poll,
                           options_.interrupt_slice_macs);
       GeluErf(h4.data(), m * ffn);
-      InterruptibleMatMul(h4.data(), m, w.fc2_p, OrNull(w.fc2_b), &out[t0 * hidden], interrupted,
+      InterruptibleMatMul(h4.data(), m, w.fc2_p, fc2_b, &out[t0 * hidden], poll,
                           options_.interrupt_slice_macs);
     }
+  };
+  // Tensor parallel: out[t, :] += bias after the ranks' sum (no bias: nothing to add).
+  auto add_bias = [&](std::vector<float>& out, const std::vector<float>& bias) {
+    if (!tp || bias.empty()) return;
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t j = 0; j < hidden; ++j) out[t * hidden + j] += bias[j];
   };
   std::vector<float> mlp_out;  // [n, hidden]
   if (c.parallel_attn) {
     if (c.two_layernorms()) std::vector<float>().swap(xa);
     mlp(c.two_layernorms() ? xm : xa, mlp_out);
+    if (tp) {  // one sum of both partials a layer (seed 001's one all-reduce)
+      for (size_t i = 0; i < x.size(); ++i) mlp_out[i] += attn_out[i];
+      SumOverRanks(mlp_out, interrupted);
+      add_bias(mlp_out, w.dense_b);
+      add_bias(mlp_out, w.fc2_b);
+      for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
+      return;
+    }
     for (size_t i = 0; i < x.size(); ++i) x[i] = (mlp_out[i] + attn_out[i]) + x[i];
   } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
+    if (tp) {
+      SumOverRanks(attn_out, interrupted);
+      add_bias(attn_out, w.dense_b);
+    }
     for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];
     std::vector<float>().swap(xa);
     xm.resize(x.size());
@@ -243,6 +315,10 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
       LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
                 &xm[t * hidden], hidden);
     mlp(xm, mlp_out);
+    if (tp) {
+      SumOverRanks(mlp_out, interrupted);
+      add_bias(mlp_out, w.fc2_b);
+    }
     for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
   }
 }
@@ -250,7 +326,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache, const float* q,
                             float* attn) const {
   const int64_t n = static_cast<int64_t>(batch.size());
-  const int n_head = config_.n_head, n_kv = config_.n_kv_heads, q_per_kv = n_head / n_kv;
+  const int n_head = split().n_head(), n_kv = split().n_kv_heads(), q_per_kv = n_head / n_kv;
   const int64_t hd = config_.head_dim();
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   if (options_.attention == AttentionImpl::kFlashDecode) {

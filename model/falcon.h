@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "attention/flash_decode.h"
+#include "dist/communicator.h"
 #include "kernels/ops.h"
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
@@ -53,6 +54,10 @@ struct ModelOptions {
   // 2 cores, ~5 ms with AVX2); a matmul is split into slices of output rows this size. Tests shrink
   // it to slice small models.
   int64_t interrupt_slice_macs = int64_t{1} << 28;
+  // Tensor parallel (--tensor-parallel): this process is rank comm->rank() of comm->size(), holds
+  // that rank's slice of the weights (model/tensor_split.h) and meets the other ranks in every
+  // Forward. Null or a group of one: the whole model. Must outlive the model.
+  Communicator* tensor_group = nullptr;
 };
 
 // What the emulated mesh did for the attention of the forward passes so far.
@@ -83,7 +88,11 @@ class FalconModel {
 
   const FalconConfig& config() const { return config_; }
   const FalconWeights& weights() const { return weights_; }
+  // The LM head (a tensor-parallel rank's: its fractures' rows, as one fracture).
   const FracturedLMHead& lm_head() const { return lm_head_; }
+  // What this rank holds (the whole model outside tensor parallel).
+  const TensorSplit& split() const { return weights_.split; }
+  // The KV cache this rank needs: its KV heads only.
   KVCacheShape CacheShape(int user_rows, int max_seq) const;
   const ModelOptions& options() const { return options_; }
   // Identifies the weights (config, tensor bytes, a hash of the embedding's first rows): what a
@@ -101,6 +110,9 @@ class FalconModel {
 
   // Runs `batch` through the decoder, writing each token's K/V into `cache`.
   //   logits: resized to [batch.logit_rows.size(), vocab_size]
+  // Tensor parallel: every rank calls Forward with the same batch at the same time (each with its
+  // own cache of CacheShape); the partial sums meet in options().tensor_group, so every rank gets
+  // the same logits; only rank 0 passes `interrupted`, and its answer stops every rank.
   // Throws wc::Error for a token id outside the vocabulary or a position beyond the cache.
   //
   // `interrupted` (optional) is polled between layers and between slices of each large matmul
@@ -116,6 +128,12 @@ class FalconModel {
  private:
   void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
              const Interrupt& interrupted) const;
+  // Tensor parallel: sum[0:n] over the ranks (in rank order, model/tensor_split.h), and whether
+  // rank 0's `interrupted` fired (voted in the same collective). Whole model: polls only.
+  void SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted) const;
+  // Tensor parallel: logits [n_out, vocab] from every rank's fractures of normed [n_out, hidden].
+  void GatheredLogits(const float* normed, int64_t n_out, float* logits) const;
+  bool tensor_parallel() const { return !weights_.split.whole(); }
   // attn [n, n_head, head_dim] = attention of q [n, n_head, head_dim] over each token's user row.
   void Attention(int layer, const TokenBatch& batch, const KVCache& cache, const float* q,
                  float* attn) const;

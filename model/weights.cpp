@@ -48,7 +48,7 @@ void GatherRow(const MatrixRef& m, int64_t row, float* out) {
 }
 
 void FalconWeights::Embedding(int64_t token, float* out) const {
-  if (lm_head_tied && !lm_head_p.empty()) return lm_head_p.Row(token, out);
+  if (lm_head_tied && split.whole() && !lm_head_p.empty()) return lm_head_p.Row(token, out);
   GatherRow(embeddings, token, out);
 }
 
@@ -74,10 +74,67 @@ void FalconWeights::Pack(ActivationPrecision bf16_precision) {
     l.fc2_p = PackAndRelease(l.fc2, bf16_precision);
   }
   lm_head_p = PackAndRelease(lm_head, bf16_precision);
+  std::vector<std::vector<uint8_t>>().swap(gathered);  // packed: the copies are no longer read
 }
 
-FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir) {
+int64_t FalconWeights::HeldBytes() const {
+  int64_t bytes = static_cast<int64_t>(lm_head_p.bytes() + (ln_f_w.size() + ln_f_b.size()) * 4);
+  for (const LayerWeights& l : layers) {
+    bytes += static_cast<int64_t>(l.qkv_p.bytes() + l.dense_p.bytes() + l.fc1_p.bytes() +
+                                  l.fc2_p.bytes());
+    for (const auto* v : {&l.ln_attn_w, &l.ln_attn_b, &l.ln_mlp_w, &l.ln_mlp_b, &l.qkv_b,
+                          &l.dense_b, &l.fc1_b, &l.fc2_b})
+      bytes += static_cast<int64_t>(v->size() * sizeof(float));
+  }
+  return bytes;
+}
+
+namespace {
+
+// Rows [r0, r1) of m.
+MatrixRef Rows(const MatrixRef& m, int64_t r0, int64_t r1) {
+  MatrixRef s = m;
+  s.rows = r1 - r0;
+  s.data = static_cast<const uint8_t*>(m.data) + r0 * m.row_stride * DTypeSize(m.dtype);
+  return s;
+}
+
+// Columns [c0, c1) of m (a strided view).
+MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1) {
+  MatrixRef s = m;
+  s.cols = c1 - c0;
+  s.data = static_cast<const uint8_t*>(m.data) + c0 * DTypeSize(m.dtype);
+  return s;
+}
+
+// The fused QKV rows of the split's heads, as [begin, end) row ranges of the whole matrix, in the
+// order the rank's own (smaller) fused layout has them (HF FalconAttention._split_heads).
+std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const FalconConfig& c, const TensorSplit& s) {
+  const int64_t hd = c.head_dim(), q_per_kv = c.n_head / c.n_kv_heads;
+  // One KV head, grouped or multi-query: [n_head q][k][v]; the rank's q heads, then the shared
+  // k and v (the same rows when it holds every head).
+  if (c.n_kv_heads == 1 && c.qkv_layout() != QkvLayout::kMultiHead) {
+    if (s.q_head_end == c.n_head) return {{s.q_head_begin * hd, int64_t{c.n_head + 2} * hd}};
+    return {{s.q_head_begin * hd, s.q_head_end * hd},
+            {int64_t{c.n_head} * hd, int64_t{c.n_head + 2} * hd}};
+  }
+  switch (c.qkv_layout()) {
+    case QkvLayout::kGrouped:  // [kv groups][q_per_kv q, k, v]
+      return {{s.kv_begin * (q_per_kv + 2) * hd, s.kv_end * (q_per_kv + 2) * hd}};
+    case QkvLayout::kMultiHead:  // [heads][q, k, v]
+      return {{3 * s.q_head_begin * hd, 3 * s.q_head_end * hd}};
+    case QkvLayout::kMultiQuery:
+      break;  // n_kv_heads == 1, above
+  }
+  return {};
+}
+
+}  // namespace
+
+FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
+                                  const TensorSplit& split) {
   FalconWeights w;
+  w.split = split;
   w.checkpoint = Checkpoint::Open(dir);
   const Checkpoint& ck = *w.checkpoint;
   const int64_t h = c.hidden_size, ffn = c.ffn_hidden_size, qkv = c.qkv_rows();
@@ -98,6 +155,7 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir)
   } else {
     w.lm_head = w.embeddings;
   }
+  w.lm_head = Rows(w.lm_head, split.vocab_begin, split.vocab_end);
   w.ln_f_w = vec("transformer.ln_f.weight", h);
   w.ln_f_b = vec("transformer.ln_f.bias", h);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -113,14 +171,34 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir)
       L.ln_mlp_w = vec(p + "post_attention_layernorm.weight", h);
       L.ln_mlp_b = vec(p + "post_attention_layernorm.bias", h);
     }
-    L.qkv = mat(p + "self_attention.query_key_value.weight", qkv, h);
-    L.dense = mat(p + "self_attention.dense.weight", h, attn_dim);
-    L.fc1 = mat(p + "mlp.dense_h_to_4h.weight", ffn, h);
-    L.fc2 = mat(p + "mlp.dense_4h_to_h.weight", h, ffn);
+    const MatrixRef qkv_all = mat(p + "self_attention.query_key_value.weight", qkv, h);
+    const auto qkv_ranges = QkvRowRanges(c, split);
+    if (qkv_ranges.size() == 1) {
+      L.qkv = Rows(qkv_all, qkv_ranges[0].first, qkv_ranges[0].second);
+    } else {  // several ranges: gathered into one matrix
+      const int64_t row_bytes = h * DTypeSize(qkv_all.dtype);
+      std::vector<uint8_t> rows;
+      for (const auto& [r0, r1] : qkv_ranges) {
+        const auto* src = static_cast<const uint8_t*>(qkv_all.data) + r0 * row_bytes;
+        rows.insert(rows.end(), src, src + (r1 - r0) * row_bytes);
+      }
+      L.qkv = qkv_all;
+      L.qkv.rows = static_cast<int64_t>(rows.size()) / row_bytes;
+      w.gathered.push_back(std::move(rows));
+      L.qkv.data = w.gathered.back().data();
+    }
+    const int64_t hd = c.head_dim();
+    L.dense = Cols(mat(p + "self_attention.dense.weight", h, attn_dim), split.q_head_begin * hd,
+                   split.q_head_end * hd);
+    L.fc1 = Rows(mat(p + "mlp.dense_h_to_4h.weight", ffn, h), split.ffn_begin, split.ffn_end);
+    L.fc2 = Cols(mat(p + "mlp.dense_4h_to_h.weight", h, ffn), split.ffn_begin, split.ffn_end);
     if (c.bias) {
-      L.qkv_b = vec(p + "self_attention.query_key_value.bias", qkv);
+      const std::vector<float> qkv_b = vec(p + "self_attention.query_key_value.bias", qkv);
+      for (const auto& [r0, r1] : qkv_ranges)
+        L.qkv_b.insert(L.qkv_b.end(), qkv_b.begin() + r0, qkv_b.begin() + r1);
       L.dense_b = vec(p + "self_attention.dense.bias", h);
-      L.fc1_b = vec(p + "mlp.dense_h_to_4h.bias", ffn);
+      const std::vector<float> fc1_b = vec(p + "mlp.dense_h_to_4h.bias", ffn);
+      L.fc1_b.assign(fc1_b.begin() + split.ffn_begin, fc1_b.begin() + split.ffn_end);
       L.fc2_b = vec(p + "mlp.dense_4h_to_h.bias", h);
     }
     w.layers.push_back(std::move(L));

@@ -22,7 +22,7 @@ start=$(date +%s)
 {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=thread &&
-    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test
+    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
 export OMP_NUM_THREADS=1
@@ -33,4 +33,6 @@ export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/t
 "$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*'
 # The chat's conversation: replies recorded on the loop's thread, read and sent from another.
 "$build/tests/conversation_test" --gtest_filter='Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*'
+# Ranks as threads (dist/thread_group.h): the collectives' shared buffers.
+"$build/tests/dist_test" --gtest_filter='ThreadGroup.*'
 echo "tsan.sh: no data race; build $((built - start)) s, tests $(($(date +%s) - built)) s"
