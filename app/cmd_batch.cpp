@@ -62,7 +62,11 @@ std::string ModelName(std::string dir) {
 }
 
 void RunBatch(const BatchCmdOptions& o) {
-  Communicator& comm = World();
+  // Data parallel: the ranks share out the requests; tensor parallel: the ranks share one model,
+  // and rank 0 alone runs the batch.
+  FollowUnlessTensorParallelLeader(o.run);
+  const std::unique_ptr<Communicator> one_rank = MakeSingleProcessCommunicator();
+  Communicator& comm = o.run.tensor_parallel > 1 ? *one_rank : World();
   const bool root = comm.rank() == 0;
   o.sampling.Validate();
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
@@ -222,6 +226,7 @@ void RegisterBatch(CLI::App& app) {
                   "Output JSONL file; an existing one is resumed (its records are skipped)")
       ->required();
   AddModelRunOptions(cmd, o->run);
+  AddTensorParallelOption(cmd, o->run);
   AddIdsFlag(cmd, o->run);
   AddKVBlocksOption(cmd, o->run);
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,

@@ -28,6 +28,7 @@ struct ChatCmdOptions {
 };
 
 void RunChat(const ChatCmdOptions& o) {
+  FollowUnlessTensorParallelLeader(o.run);
   o.sampling.Validate();
   if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
   if (o.beams < 0 || o.beams > kMaxBeams)
@@ -57,6 +58,7 @@ void RegisterChat(CLI::App& app) {
   auto o = std::make_shared<ChatCmdOptions>();
   CLI::App* cmd = app.add_subcommand("chat", "Chat with the model");
   AddModelRunOptions(cmd, o->run);
+  AddTensorParallelOption(cmd, o->run);
   AddIdsFlag(cmd, o->run);
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
       ->capture_default_str();

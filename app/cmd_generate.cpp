@@ -78,6 +78,23 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Request
   std::fprintf(stderr, "whole model: %.1f us/token on %s (one user at %d cached positions)\n",
                WholeModelUsPerToken(m, m.model->options().mesh, 1, ctx),
                m.model->options().mesh.c_str(), ctx);
+  if (!m.rank_weight_bytes.empty()) {
+    std::string held, rss;
+    int64_t total = 0;
+    char buf[32];
+    for (size_t r = 0; r < m.rank_weight_bytes.size(); ++r) {
+      std::snprintf(buf, sizeof buf, "%s%.1f", r == 0 ? "" : ", ",
+                    m.rank_weight_bytes[r] / 1048576.0);
+      held += buf;
+      std::snprintf(buf, sizeof buf, "%s%.1f", r == 0 ? "" : ", ", m.rank_peak_rss[r] / 1048576.0);
+      rss += buf;
+      total += m.rank_weight_bytes[r];
+    }
+    std::fprintf(stderr,
+                 "tensor parallel: %zu ranks hold %s MiB of weights (%.1f MiB in all); peak "
+                 "resident %s MiB\n",
+                 m.rank_weight_bytes.size(), held.c_str(), total / 1048576.0, rss.c_str());
+  }
   if (o.beams > 0) {
     int64_t longest = 0;
     for (const BeamSequence& s : res.sequences)
@@ -93,6 +110,7 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Request
 }
 
 void RunGenerate(const GenerateCmdOptions& o) {
+  FollowUnlessTensorParallelLeader(o.run);
   if (o.beams == 0) o.sampling.Validate();
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
   BeamParams beam = o.beam;
@@ -184,6 +202,7 @@ void RegisterGenerate(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("generate", "Generate a reply to one prompt, streamed to stdout");
   AddModelRunOptions(cmd, o->run);
+  AddTensorParallelOption(cmd, o->run);
   auto* prompt = cmd->add_option("--prompt", o->prompt, "The prompt text");
   auto* ids = cmd->add_option("--ids", o->ids,
                               "Token ids instead of --prompt, e.g. \"1 2 3\", fed exactly (no BOS, "

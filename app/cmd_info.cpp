@@ -9,6 +9,7 @@
 #include "model/fingerprint.h"
 #include "model/lm_head.h"
 #include "model/safetensors.h"
+#include "model/tensor_split.h"
 #include "util/error.h"
 
 namespace wc {
@@ -21,6 +22,8 @@ struct InfoCmdOptions {
   int ctx = 0;
   std::string kv_dtype = "bf16";
   std::string kv_scale = "token-head";
+  int tensor_parallel = 1;
+  int lm_head_fractures = 8;
   bool json = false;
 };
 
@@ -51,6 +54,7 @@ void RunInfo(const InfoCmdOptions& o) {
   FalconConfig c;
   std::string source, weight_dtype, fingerprint;
   int64_t weight_bytes = 0;
+  int bytes_per_weight = 2;  // the matrices' (packed in their stored dtype)
   if (!o.preset.empty()) {
     c = PresetConfig(o.preset);
     source = "preset " + o.preset;
@@ -63,6 +67,9 @@ void RunInfo(const InfoCmdOptions& o) {
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
+    bytes_per_weight = static_cast<int>(DTypeSize(
+        ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, c.hidden_size})
+            .dtype));
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
   KVCacheShape shape;
@@ -77,6 +84,21 @@ void RunInfo(const InfoCmdOptions& o) {
   const int64_t total = 2 * layer_k * c.n_layers;
   const int pad = FracturedLMHead::kPadMultiple;
   const int padded_vocab = (c.vocab_size + pad - 1) / pad * pad;
+  // --tensor-parallel R: what each rank would hold (model/tensor_split.h).
+  struct RankBytes {
+    int64_t weights, kv;
+  };
+  std::vector<RankBytes> ranks;
+  if (o.tensor_parallel > 1)
+    for (int r = 0; r < o.tensor_parallel; ++r) {
+      const TensorSplit s = TensorSplit::Make(c, o.lm_head_fractures, r, o.tensor_parallel);
+      KVCacheShape rank_shape = shape;
+      rank_shape.n_kv_heads = s.n_kv_heads();
+      ranks.push_back({RankWeightBytes(c, s, bytes_per_weight),
+                       2 * KVBytesPerLayerK(rank_shape, kv_dtype, scale) * c.n_layers});
+    }
+  const int64_t whole_held =
+      RankWeightBytes(c, TensorSplit::Whole(c, o.lm_head_fractures), bytes_per_weight);
   if (o.json) {
     nlohmann::json j = {{"source", source},
                         {"layout", LayoutName(c.qkv_layout())},
@@ -100,6 +122,13 @@ void RunInfo(const InfoCmdOptions& o) {
                         {"kv_bytes_per_layer", 2 * layer_k},
                         {"kv_bytes_total", total}};
     if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
+    j["weight_bytes_held"] = whole_held;
+    if (!ranks.empty()) {
+      nlohmann::json per_rank = nlohmann::json::array();
+      for (const RankBytes& r : ranks)
+        per_rank.push_back({{"weight_bytes_held", r.weights}, {"kv_bytes_total", r.kv}});
+      j["tensor_parallel"] = {{"ranks", o.tensor_parallel}, {"per_rank", per_rank}};
+    }
     std::printf("%s\n", j.dump(2).c_str());
     return;
   }
@@ -120,6 +149,16 @@ void RunInfo(const InfoCmdOptions& o) {
   std::printf("  per layer  K %s + V %s = %s for %d users x %d positions\n", MiB(layer_k).c_str(),
               MiB(layer_k).c_str(), MiB(2 * layer_k).c_str(), o.users, shape.max_seq);
   std::printf("  total      %s for all %d layers\n", MiB(total).c_str(), c.n_layers);
+  if (ranks.empty()) return;
+  std::printf(
+      "tensor parallel over %d ranks (each holds 1/%d of the heads, MLP and LM head; the "
+      "embeddings are read from the checkpoint's mapping):\n",
+      o.tensor_parallel, o.tensor_parallel);
+  std::printf("  1 process  weights %s held, KV cache %s\n", MiB(whole_held).c_str(),
+              MiB(total).c_str());
+  for (size_t r = 0; r < ranks.size(); ++r)
+    std::printf("  rank %-5zu weights %s held, KV cache %s\n", r, MiB(ranks[r].weights).c_str(),
+                MiB(ranks[r].kv).c_str());
 }
 
 }  // namespace
@@ -137,6 +176,13 @@ void RegisterInfo(CLI::App& app) {
                   "KV cache format: bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
       ->capture_default_str();
   cmd->add_option("--kv-scale", o->kv_scale, "int8/fp8 scales: token-head or tensor")
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Also print what each of R tensor-parallel ranks would hold")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--lm-head-fractures", o->lm_head_fractures,
+                  "LM-head fractures (shared out among the tensor-parallel ranks)")
       ->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   int threads = 0;

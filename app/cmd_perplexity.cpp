@@ -22,6 +22,11 @@ struct PerplexityCmdOptions {
 };
 
 void RunPerplexity(const PerplexityCmdOptions& o) {
+  if (o.attention_error && o.run.tensor_parallel > 1)
+    throw Error(
+        "--attention-error compares every head's attention; run it without "
+        "--tensor-parallel");
+  FollowUnlessTensorParallelLeader(o.run);
   const std::string text = ReadTextFile(o.text_file);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(Cat(o.text_file, ": is empty; give some text to score"));
@@ -69,6 +74,7 @@ void RegisterPerplexity(CLI::App& app) {
   CLI::App* cmd =
       app.add_subcommand("perplexity", "Teacher-forced perplexity of a text, token by token");
   AddModelRunOptions(cmd, o->run);
+  AddTensorParallelOption(cmd, o->run);
   cmd->add_option("--text", o->text_file, "Text file to score")->required();
   cmd->add_flag("--json", o->json, "Print one JSON object");
   cmd->add_flag("--attention-error", o->attention_error,

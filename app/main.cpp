@@ -34,10 +34,14 @@ std::string RanksMessage(int argc, char** argv) {
   if (argc < 2 || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return {};
   const std::string command = argv[1];
   if (command == "batch" || command.empty() || command[0] == '-') return {};
+  for (int i = 2; i < argc; ++i)  // the model split across the ranks: they run it together
+    if (std::strncmp(argv[i], "--tensor-parallel", 17) == 0) return {};
   const wc::Communicator& world = wc::World();
   if (world.size() <= 1) return {};
   return wc::Cat("wormchat ", command, " runs in one process, but mpirun started ", world.size(),
-                 " ranks; under mpirun, run batch (its requests are shared out across the ranks)");
+                 " ranks; under mpirun, run batch (its requests are shared out across the ranks) "
+                 "or a command with --tensor-parallel ",
+                 world.size(), " (the model split across the ranks)");
 }
 
 }  // namespace

@@ -12,9 +12,11 @@
 #include <string>
 #include <vector>
 
+#include "app/bench_bounds.h"
 #include "dist/communicator.h"
 #include "kvcache/kv_scales.h"
 #include "model/generation_defaults.h"
+#include "model/tensor_parallel.h"
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -160,6 +162,25 @@ void ApplyThreads(int threads) {
   if (local_ranks > 1) omp_set_num_threads(std::max(1, omp_get_num_procs() / local_ranks));
 }
 
+FollowersStop::~FollowersStop() {
+  try {
+    if (model) model->StopFollowers();
+  } catch (const std::exception&) {
+    // a rank is gone: the job is ending with the error that said so
+  }
+}
+
+void AddTensorParallelOption(CLI::App* cmd, ModelRunOptions& o) {
+  cmd->add_option("--tensor-parallel", o.tensor_parallel,
+                  "Split the model across the R ranks of mpirun -np R: each loads 1/R of the "
+                  "weights (KV-head groups, MLP, LM-head fractures); rank 0 runs the command")
+      ->capture_default_str();
+}
+
+void FollowUnlessTensorParallelLeader(const ModelRunOptions& o) {
+  if (o.tensor_parallel > 1 && World().rank() != 0) LoadModel(o, /*need_tokenizer=*/false);
+}
+
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
   LoadedModel m;
@@ -182,7 +203,35 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
   mo.flash.k_chunk_size = o.k_chunk_size;
   mo.matmul_precision = ParseMatmulPrecision(o.matmul_precision);
+  if (o.tensor_parallel < 1)
+    throw Error(Cat("--tensor-parallel must be >= 1, got ", o.tensor_parallel));
+  if (o.tensor_parallel > 1) {
+    Communicator& world = World();
+    if (world.size() != o.tensor_parallel)
+      throw Error(Cat("--tensor-parallel ", o.tensor_parallel, " runs under mpirun -np ",
+                      o.tensor_parallel, ", but this run has ", world.size(),
+                      world.size() == 1 ? " process" : " ranks"));
+    mo.tensor_group = &world;
+    m.kv.journal = true;  // rank 0's cache operations, replayed by the others
+  }
   m.model = FalconModel::Load(m.dir, mo);
+  if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
+    const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
+    std::vector<int64_t> all(2 * static_cast<size_t>(o.tensor_parallel));  // [ranks, 2]
+    World().AllGather(mine, sizeof mine, all.data());
+    for (int r = 0; r < o.tensor_parallel; ++r) {
+      m.rank_weight_bytes.push_back(all[2 * r]);
+      m.rank_peak_rss.push_back(all[2 * r + 1]);
+    }
+  }
+  if (o.tensor_parallel > 1 && World().rank() != 0) {
+    FollowSteps(*m.model);
+    throw CLI::RuntimeError(0);  // rank 0 is done: so is this rank
+  }
+  if (o.tensor_parallel > 1) {
+    m.followers = std::make_unique<FollowersStop>();
+    m.followers->model = m.model.get();
+  }
   m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().layers[0].qkv.dtype);
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16

@@ -34,6 +34,9 @@ struct ModelRunOptions {
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
   // fed without chat framing (tokenizer/ids_tokenizer.h); no tokenizer.model needed.
   bool ids = false;
+  // --tensor-parallel R (chat, generate, batch, perplexity): under mpirun -np R, each rank holds
+  // 1/R of the model (model/tensor_split.h); rank 0 runs the command, the others follow.
+  int tensor_parallel = 1;
 };
 
 // ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
@@ -72,6 +75,13 @@ void AddThreadsOption(CLI::App* cmd, int& threads);
 void ApplyThreads(int threads);
 
 // Everything a text command needs, loaded from ModelRunOptions.
+// Rank 0 of a tensor-parallel group: ends the other ranks' FollowSteps when the command is done
+// (or fails), once everything that runs the model is gone.
+struct FollowersStop {
+  const FalconModel* model = nullptr;
+  ~FollowersStop();
+};
+
 struct LoadedModel {
   std::string dir;
   std::unique_ptr<FalconModel> model;
@@ -81,8 +91,21 @@ struct LoadedModel {
   std::optional<ChatFormat> chat_format;
   KVCacheOptions kv;  // format, scales, layout
   int ctx = 0;        // positions per user row
+  // Tensor parallel, rank 0: each rank's weight bytes held (FalconWeights::HeldBytes) and peak
+  // resident bytes once loaded, [ranks]; empty otherwise.
+  std::vector<int64_t> rank_weight_bytes, rank_peak_rss;
+  std::unique_ptr<FollowersStop> followers;  // last: destroyed first
 };
+// Loads the model (with --tensor-parallel R, this rank's slice). On a tensor-parallel rank other
+// than 0 it then follows rank 0's forward passes until rank 0 is done and ends the command with
+// exit status 0 (CLI::RuntimeError), never returning: commands call it (or
+// FollowUnlessTensorParallelLeader) before anything only rank 0 does.
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
+// A tensor-parallel rank other than 0 loads its slice and follows (LoadModel); elsewhere returns
+// at once. Commands call it first, so that only rank 0 reads input and writes output.
+void FollowUnlessTensorParallelLeader(const ModelRunOptions& o);
+// Registers --tensor-parallel on a command that runs under mpirun with a model split across ranks.
+void AddTensorParallelOption(CLI::App* cmd, ModelRunOptions& o);
 
 // The serving loop's options for a loaded model: its KV format and layout, context, --threads.
 ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,

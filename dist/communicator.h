@@ -11,6 +11,7 @@
 // (Abort) instead of hanging on a rank that died.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -40,9 +41,16 @@ class Communicator {
 
   double timeout_seconds() const { return timeout_s_; }
   void set_timeout_seconds(double s) { timeout_s_ = s; }
+  // Whether a collective timed out or failed: the group is broken, and a caller cleaning up should
+  // not start another collective (it would only wait out the timeout again).
+  bool broken() const { return broken_; }
+
+ protected:
+  void MarkBroken() { broken_ = true; }
 
  private:
   double timeout_s_ = 600;
+  std::atomic<bool> broken_{false};
 };
 
 // The process's communicator. The first call decides: MPI's world when wormchat was built with MPI

@@ -80,15 +80,16 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
-  void Check(int rc, const char* what) const {
+  void Check(int rc, const char* what) {
     if (rc != MPI_SUCCESS) {
+      MarkBroken();
       char msg[MPI_MAX_ERROR_STRING];
       int len = 0;
       MPI_Error_string(rc, msg, &len);
       throw Error(Cat("rank ", rank_, ": MPI ", what, " failed: ", std::string(msg, len)));
     }
   }
-  void Wait(MPI_Request* req, const char* what) const {
+  void Wait(MPI_Request* req, const char* what) {
     const auto start = std::chrono::steady_clock::now();
     for (int spins = 0;; ++spins) {
       int done = 0;
@@ -96,11 +97,13 @@ class MpiCommunicator final : public Communicator {
       if (done) return;
       const double waited =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (waited > timeout_seconds())
+      if (waited > timeout_seconds()) {
+        MarkBroken();
         throw Error(Cat("rank ", rank_, " of ", size_, ": ", what, " timed out after ",
                         static_cast<int>(timeout_seconds()),
                         " s waiting for the other ranks (one of them died or stopped "
                         "answering); ending the job"));
+      }
       // Spin first (a tensor-parallel step's collectives are microseconds apart), then sleep,
       // longer the longer the wait, so a rank waiting on a busy one leaves it the cores.
       if (spins > 1000)
@@ -118,8 +121,13 @@ std::unique_ptr<Communicator> MakeMpiWorldIfLaunched() {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // Serialized: one thread at a time, not always the main one (a tensor-parallel rank 0 meets
+    // the others from its serving loop's thread).
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    if (provided < MPI_THREAD_SERIALIZED)
+      throw Error(Cat("this MPI library gives thread level ", provided,
+                      "; wormchat needs MPI_THREAD_SERIALIZED"));
   }
   return std::make_unique<MpiCommunicator>();
 }

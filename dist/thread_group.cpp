@@ -23,21 +23,19 @@ struct Group {
   std::vector<const void*> in;  // [ranks]: each rank's input of the current collective
 
   // Blocks until every rank has called it (for the same collective), or throws after `timeout_s`.
-  void Meet(int rank, double timeout_s, const char* what) {
+  // Returns false on timeout (the caller throws).
+  bool Meet(int rank, double timeout_s) {
     std::unique_lock<std::mutex> lock(mu);
     const int64_t gen = generation;
     if (++arrived == ranks) {
       arrived = 0;
       ++generation;
       cv.notify_all();
-      return;
+      return true;
     }
-    const bool met = cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
-                                 [&] { return generation != gen; });
-    if (!met)
-      throw Error(Cat("rank ", rank, " of ", ranks, ": ", what, " timed out after ",
-                      static_cast<int>(timeout_s),
-                      " s waiting for the other ranks (one of them died or stopped answering)"));
+    (void)rank;
+    return cv.wait_for(lock, std::chrono::duration<double>(timeout_s),
+                       [&] { return generation != gen; });
   }
 };
 
@@ -53,26 +51,33 @@ class ThreadCommunicator final : public Communicator {
   void Broadcast(void* data, size_t bytes, int root) override {
     WC_CHECK(root >= 0 && root < size(), "broadcast root ", root);
     Publish(data);
-    group_->Meet(rank_, timeout_seconds(), "broadcast");
+    Meet("broadcast");
     if (rank_ != root && bytes > 0) std::memcpy(data, group_->in[static_cast<size_t>(root)], bytes);
-    group_->Meet(rank_, timeout_seconds(), "broadcast");
+    Meet("broadcast");
   }
   void AllGather(const void* in, size_t bytes, void* out) override {
     Publish(in);
-    group_->Meet(rank_, timeout_seconds(), "all-gather");
+    Meet("all-gather");
     // Another rank's output may be this rank's input (in place): read inputs into a copy first.
     std::vector<char> all(bytes * static_cast<size_t>(size()));  // [ranks, bytes]
     for (int r = 0; r < size(); ++r)
       if (bytes > 0)
         std::memcpy(&all[bytes * static_cast<size_t>(r)], group_->in[static_cast<size_t>(r)],
                     bytes);
-    group_->Meet(rank_, timeout_seconds(), "all-gather");
+    Meet("all-gather");
     if (!all.empty()) std::memcpy(out, all.data(), all.size());
   }
-  void Barrier() override { group_->Meet(rank_, timeout_seconds(), "barrier"); }
+  void Barrier() override { Meet("barrier"); }
   [[noreturn]] void Abort(int code) override { std::exit(code); }
 
  private:
+  void Meet(const char* what) {
+    if (group_->Meet(rank_, timeout_seconds())) return;
+    MarkBroken();
+    throw Error(Cat("rank ", rank_, " of ", size(), ": ", what, " timed out after ",
+                    static_cast<int>(timeout_seconds()),
+                    " s waiting for the other ranks (one of them died or stopped answering)"));
+  }
   void Publish(const void* in) {
     std::lock_guard<std::mutex> lock(group_->mu);
     group_->in[static_cast<size_t>(rank_)] = in;

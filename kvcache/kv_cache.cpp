@@ -1,6 +1,7 @@
 #include "kvcache/kv_cache.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 
@@ -137,6 +138,10 @@ KVCache::KVCache(const KVCacheShape& shape, const KVCacheOptions& options)
     for (int u = 0; u < shape.user_rows; ++u) tables_.emplace_back(*pool_);
   }
   if (pool_ == nullptr) sources_.resize(shape.user_rows);
+  if (options.journal) {
+    static std::atomic<uint64_t> next_id{1};
+    journal_ = std::make_shared<KVJournal>(next_id++);
+  }
   amax_.assign(2 * static_cast<size_t>(shape.n_layers), 0.0f);
   for (int l = 0; l < shape.n_layers; ++l) {
     k_.emplace_back(static_cast<size_t>(bytes));
@@ -213,7 +218,23 @@ int64_t KVCache::storage_bytes() const {
   return bytes;
 }
 
+KVCache::~KVCache() {
+  if (journal_) journal_->MarkDestroyed();
+}
+
+void KVCache::Apply(const KVCacheOp& op) {
+  switch (op.kind) {
+    case KVCacheOp::Kind::kReset:
+      return ResetUser(op.user);
+    case KVCacheOp::Kind::kShare:
+      return ShareUser(op.src, op.user, op.n_tokens);
+    case KVCacheOp::Kind::kReorder:
+      return ReorderUsers(op.users, op.parents, op.n_tokens);
+  }
+}
+
 void KVCache::ResetUser(int user) {
+  if (journal_) journal_->Record({KVCacheOp::Kind::kReset, user, 0, 0, {}, {}});
   if (pool_ != nullptr)
     tables_[user].Clear();
   else
@@ -226,6 +247,7 @@ void KVCache::ShareUser(int src, int dst, int n_tokens) {
            "rows ", src, " -> ", dst);
   WC_CHECK(n_tokens >= 0 && n_tokens <= tables_[src].capacity(), "sharing ", n_tokens,
            " tokens of a row holding ", tables_[src].capacity());
+  if (journal_) journal_->Record({KVCacheOp::Kind::kShare, dst, src, n_tokens, {}, {}});
   tables_[dst].Clear();
   tables_[dst].ShareFrom(tables_[src], n_tokens);
 }
@@ -239,6 +261,7 @@ void KVCache::ReorderUsers(const std::vector<int>& users, const std::vector<int>
   for (int parent : parents)
     WC_CHECK(parent == -1 || std::find(users.begin(), users.end(), parent) != users.end(),
              "parent row ", parent, " is not among the reordered rows");
+  if (journal_) journal_->Record({KVCacheOp::Kind::kReorder, 0, 0, n_tokens, users, parents});
   if (pool_ == nullptr) {
     ReorderContiguous(users, parents, n_tokens);
     return;

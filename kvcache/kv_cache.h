@@ -17,6 +17,7 @@
 #include "kernels/matmul.h"
 #include "kvcache/block_pool.h"
 #include "kvcache/kv_formats.h"
+#include "kvcache/kv_journal.h"
 #include "kvcache/kv_view.h"
 #include "util/page_buffer.h"
 
@@ -53,6 +54,8 @@ struct KVCacheOptions {
   int n_blocks = 0;
   // kTensor: per layer, K then V dequantization multipliers: [n_layers * 2].
   std::vector<float> tensor_scales;
+  // Log the row operations (KVCache::journal()) for a tensor-parallel group's other ranks.
+  bool journal = false;
 };
 
 // Bytes one stored K (or V) row of `head_dim` values takes, scales included.
@@ -68,6 +71,9 @@ class KVCache {
   // scale mode without scales, or a block size that is not a power of two.
   KVCache(const KVCacheShape& shape, const KVCacheOptions& options);
   KVCache(const KVCacheShape& shape, KVDType dtype) : KVCache(shape, Options(dtype)) {}
+  ~KVCache();
+  KVCache(KVCache&&) = default;
+  KVCache& operator=(KVCache&&) = default;
 
   const KVCacheShape& shape() const { return shape_; }
   const KVCacheOptions& options() const { return options_; }
@@ -79,6 +85,11 @@ class KVCache {
   int n_blocks() const { return pool_ != nullptr ? pool_->n_blocks() : 0; }
   int free_blocks() const { return pool_ != nullptr ? pool_->free_blocks() : 0; }
   int block_size() const { return options_.block_size; }
+
+  // The log of ResetUser, ShareUser and ReorderUsers calls (options().journal), else null.
+  const std::shared_ptr<KVJournal>& journal() const { return journal_; }
+  // Replays one logged operation (another cache's) on this one.
+  void Apply(const KVCacheOp& op);
 
   // Stores one token's keys and values for `user` at `pos` of `layer`.
   //   k, v: [n_kv_heads, head_dim] f32
@@ -170,6 +181,7 @@ class KVCache {
   std::vector<float> amax_;    // [n_layers * 2]: K then V
   std::vector<PageBuffer> k_;  // [n_layers] of the layout above, as bytes
   std::vector<PageBuffer> v_;
+  std::shared_ptr<KVJournal> journal_;  // options_.journal only
 };
 
 // One layer of a KVCache seen by an attention engine: batch entry b reads user row users[b],

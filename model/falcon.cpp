@@ -7,6 +7,7 @@
 
 #include "attention/perf_model.h"
 #include "attention/reference_attention.h"
+#include "dist/exchange.h"
 #include "kernels/gemm.h"
 #include "util/error.h"
 
@@ -98,7 +99,10 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
       weights_(Packed(std::move(weights), options)),
       lm_head_(weights_.lm_head_p, weights_.split.whole() ? options.lm_head_fractures : 1),
       rope_(config.head_dim(), config.rope_theta),
-      engine_(MeshPreset(options.mesh), options.flash) {}
+      engine_(MeshPreset(options.mesh), options.flash) {
+  if (tensor_parallel() && options.tensor_group->rank() == 0)
+    leader_ = std::make_unique<TensorParallelLeader>(*options.tensor_group);
+}
 
 std::string FalconModel::Fingerprint() const {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
@@ -143,6 +147,7 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
                       cache.shape().max_seq, " tokens; raise --ctx or shorten the input"));
     WC_CHECK(batch.user_rows[i] >= 0 && batch.user_rows[i] < cache.shape().user_rows, "user row");
   }
+  if (leader_) leader_->Announce(batch, cache);  // the other ranks run this pass with rank 0
   std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
   for (int64_t i = 0; i < n; ++i) weights_.Embedding(batch.tokens[i], &x[i * hidden]);
   try {
@@ -169,14 +174,24 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   return true;
 }
 
-void FalconModel::SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted) const {
+void FalconModel::SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted,
+                               const std::string& error) const {
   if (!tensor_parallel()) return PollInterrupt(interrupted);
-  // The interrupt's vote rides in the same all-reduce as one more element: every rank stops at
-  // the same layer, none is left waiting in a collective.
+  // The votes ride in the same all-reduce as two more elements, so every rank stops at the same
+  // layer and none is left waiting in a collective: rank 0's interrupt, and the ranks with an
+  // error as bits (exact in a float for up to 24 ranks).
+  Communicator& group = *options_.tensor_group;
   sum.push_back(interrupted && interrupted() ? 1.0f : 0.0f);
-  options_.tensor_group->AllReduceSum(sum.data(), sum.size());
-  const bool stop = sum.back() > 0;
-  sum.pop_back();
+  sum.push_back(error.empty() ? 0.0f : static_cast<float>(1 << std::min(group.rank(), 23)));
+  group.AllReduceSum(sum.data(), sum.size());
+  const bool failed = sum.back() > 0, stop = sum[sum.size() - 2] > 0;
+  sum.resize(sum.size() - 2);
+  if (failed) {
+    const std::vector<std::string> errors = AllGatherBytes(group, error);
+    for (int r = 0; r < group.size(); ++r)
+      if (!errors[static_cast<size_t>(r)].empty())
+        throw Error(r == 0 ? errors[0] : Cat("rank ", r, ": ", errors[static_cast<size_t>(r)]));
+  }
   if (stop) throw Interrupted{};
 }
 
@@ -243,6 +258,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
                       options_.interrupt_slice_macs);
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
+  std::string write_error;  // tensor parallel: this rank's K/V write failed (voted at the sum)
   for (int64_t t = 0; t < n; ++t) {
     const float* row = &qkv[t * qkv_rows];
     const int pos = batch.positions[t];
@@ -256,12 +272,21 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
       std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
       rope_.Apply(&k[g * hd], pos);
     }
-    cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
+    if (!tp) {
+      cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
+      continue;
+    }
+    try {  // (a rank's own error must not leave the others waiting in the layer's sum)
+      cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
+    } catch (const Error& e) {
+      write_error = e.what();
+      break;
+    }
   }
 
   std::vector<float>().swap(qkv);
   std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
-  Attention(l, batch, cache, q.data(), attn.data());
+  if (write_error.empty()) Attention(l, batch, cache, q.data(), attn.data());
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
@@ -296,7 +321,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     mlp(c.two_layernorms() ? xm : xa, mlp_out);
     if (tp) {  // one sum of both partials a layer (seed 001's one all-reduce)
       for (size_t i = 0; i < x.size(); ++i) mlp_out[i] += attn_out[i];
-      SumOverRanks(mlp_out, interrupted);
+      SumOverRanks(mlp_out, interrupted, write_error);
       add_bias(mlp_out, w.dense_b);
       add_bias(mlp_out, w.fc2_b);
       for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
@@ -305,7 +330,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     for (size_t i = 0; i < x.size(); ++i) x[i] = (mlp_out[i] + attn_out[i]) + x[i];
   } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
     if (tp) {
-      SumOverRanks(attn_out, interrupted);
+      SumOverRanks(attn_out, interrupted, write_error);
       add_bias(attn_out, w.dense_b);
     }
     for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];

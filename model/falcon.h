@@ -17,6 +17,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
 #include "model/lm_head.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
 
 namespace wc {
@@ -124,13 +125,20 @@ class FalconModel {
   using Interrupt = std::function<bool()>;
   bool Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits,
                const Interrupt& interrupted = nullptr) const;
+  // Tensor parallel, rank 0: rank 0's Forward first announces the step to the other ranks, which
+  // run FollowSteps (model/tensor_parallel.h) until this is called. Idempotent; no-op elsewhere.
+  void StopFollowers() const {
+    if (leader_) leader_->Stop();
+  }
 
  private:
   void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
              const Interrupt& interrupted) const;
-  // Tensor parallel: sum[0:n] over the ranks (in rank order, model/tensor_split.h), and whether
-  // rank 0's `interrupted` fired (voted in the same collective). Whole model: polls only.
-  void SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted) const;
+  // Tensor parallel: sum[0:n] over the ranks (in rank order, model/tensor_split.h), voting in the
+  // same collective on whether rank 0's `interrupted` fired and whether any rank has an `error`
+  // (then every rank throws the first such rank's error). Whole model: polls only.
+  void SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted,
+                    const std::string& error = {}) const;
   // Tensor parallel: logits [n_out, vocab] from every rank's fractures of normed [n_out, hidden].
   void GatheredLogits(const float* normed, int64_t n_out, float* logits) const;
   bool tensor_parallel() const { return !weights_.split.whole(); }
@@ -148,6 +156,7 @@ class FalconModel {
   mutable std::mutex last_mu_;
   mutable LastAttention last_;  // under last_mu_
   AttentionObserver observer_;
+  std::unique_ptr<TensorParallelLeader> leader_;  // rank 0 of a tensor-parallel group
 };
 
 }  // namespace wc

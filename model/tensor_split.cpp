@@ -48,4 +48,14 @@ TensorSplit TensorSplit::Make(const FalconConfig& c, int lm_head_fractures, int 
   return s;
 }
 
+int64_t RankWeightBytes(const FalconConfig& c, const TensorSplit& s, int bytes_per_weight) {
+  const int64_t hidden = c.hidden_size, hd = c.head_dim();
+  const int64_t qkv_rows = (s.n_head() + 2 * int64_t{s.n_kv_heads()}) * hd;
+  int64_t per_layer = qkv_rows * hidden + hidden * s.n_head() * hd + 2 * s.ffn() * hidden;
+  int64_t vectors = 2 * hidden * (c.two_layernorms() || !c.parallel_attn ? 2 : 1);  // LayerNorms
+  if (c.bias) vectors += qkv_rows + hidden + s.ffn() + hidden;
+  return c.n_layers * (per_layer * bytes_per_weight + vectors * 4) +
+         (s.vocab_end - s.vocab_begin) * hidden * bytes_per_weight + 2 * hidden * 4;
+}
+
 }  // namespace wc

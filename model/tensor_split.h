@@ -38,4 +38,9 @@ struct TensorSplit {
   int64_t ffn() const { return ffn_end - ffn_begin; }
 };
 
+// Bytes of the matrices a rank holds (fused QKV, dense, MLP and its LM-head rows; the embeddings,
+// read row by row from the checkpoint's mapping, are not held) at `bytes_per_weight`, plus its
+// LayerNorms and biases in f32.
+int64_t RankWeightBytes(const FalconConfig& c, const TensorSplit& s, int bytes_per_weight);
+
 }  // namespace wc

@@ -205,5 +205,128 @@ TEST(MpiTest, CommandsThatDoNotSplitAcrossRanksRefuseToRunTwice) {
   EXPECT_EQ(r.out, "");
 }
 
+// ---- Tensor parallel: one model split across the ranks ----
+
+RunResult Single(const std::vector<std::string>& args, const std::string& input = "") {
+  return RunWormchat(args, input);
+}
+
+TEST(MpiTest, TensorParallelGreedyTokensEqualTheSingleProcessRun) {
+  const std::vector<std::vector<std::string>> runs = {
+      // the default model: grouped KV heads, one group a rank
+      {"generate", "--prompt", "Tell me about the sea.", "-n", "48", "--temperature", "0"},
+      // beams: rank 0's cache reorders replayed on rank 1
+      {"generate", "--prompt", "Once upon a time", "-n", "24", "--beams", "3"},
+      // multi-query: the one KV head on both ranks, the query heads split
+      {"generate", "--model", test::FixtureDir("mq_f32"), "--ids", "5 9 17 3 44", "-n", "24",
+       "--temperature", "0"},
+  };
+  for (const auto& args : runs) {
+    const RunResult one = Single(args);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    std::vector<std::string> tp = args;
+    tp.insert(tp.end(), {"--tensor-parallel", "2"});
+    const RunResult two = Mpirun(MpirunArgv(2, tp));
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_EQ(two.out, one.out) << args[2];
+    EXPECT_FALSE(one.out.empty());
+  }
+}
+
+TEST(MpiTest, TensorParallelRanksEachHoldAboutHalfTheWeights) {
+  const RunResult r = Mpirun(MpirunArgv(
+      2, {"generate", "--prompt", "Hi", "-n", "4", "--stats", "--tensor-parallel", "2"}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  double rank0 = 0, rank1 = 0, all = 0;
+  const size_t at = r.err.find("tensor parallel: 2 ranks hold ");
+  ASSERT_NE(at, std::string::npos) << r.err;
+  ASSERT_EQ(std::sscanf(r.err.c_str() + at,
+                        "tensor parallel: 2 ranks hold %lf, %lf MiB of weights (%lf MiB in all)",
+                        &rank0, &rank1, &all),
+            3)
+      << r.err;
+  EXPECT_NEAR(rank0, all / 2, all * 0.02);
+  EXPECT_NEAR(rank1, all / 2, all * 0.02);
+  // `info` predicts the same split without loading anything.
+  const RunResult info = Single({"info", "--tensor-parallel", "2", "--json"});
+  ASSERT_EQ(info.exit_code, 0) << info.err;
+  const json j = json::parse(info.out);
+  EXPECT_NEAR(j["tensor_parallel"]["per_rank"][0]["weight_bytes_held"].get<double>() / 1048576.0,
+              rank0, 0.1);
+  EXPECT_NEAR(j["weight_bytes_held"].get<double>() / 1048576.0, all, 0.2);
+}
+
+TEST(MpiTest, TensorParallelBatchAndPerplexityMatchTheSingleProcessRun) {
+  TempDir dir;
+  const std::string input = MixedInput();
+  const RunResult one = Batch(dir, input, dir.File("one.jsonl"), {"-n", "12"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  WriteFile(dir.File("in.jsonl"), input);
+  const RunResult two =
+      Mpirun(MpirunArgv(2, {"batch", "-i", dir.File("in.jsonl"), "-o", dir.File("two.jsonl"), "-n",
+                            "12", "--tensor-parallel", "2"}));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("two.jsonl"))),
+            SortedLines(ReadFile(dir.File("one.jsonl"))));
+  // Perplexity: the same tokens scored, within the partial sums' rounding.
+  WriteFile(dir.File("text.txt"), LongInput());
+  const RunResult p1 = Single({"perplexity", "--text", dir.File("text.txt"), "--json"});
+  ASSERT_EQ(p1.exit_code, 0) << p1.err;
+  const RunResult p2 = Mpirun(MpirunArgv(
+      2, {"perplexity", "--text", dir.File("text.txt"), "--json", "--tensor-parallel", "2"}));
+  ASSERT_EQ(p2.exit_code, 0) << p2.err;
+  const json a = json::parse(p1.out), b = json::parse(p2.out);
+  EXPECT_EQ(a["tokens"], b["tokens"]);
+  EXPECT_NEAR(b["perplexity"].get<double>(), a["perplexity"].get<double>(),
+              1e-5 * a["perplexity"].get<double>());
+}
+
+TEST(MpiTest, TensorParallelMisuseIsAClearError) {
+  // Without mpirun.
+  RunResult r = Single({"generate", "--prompt", "Hi", "--tensor-parallel", "2"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--tensor-parallel 2 runs under mpirun -np 2, but this run has 1 process"),
+            std::string::npos)
+      << r.err;
+  // Ranks and --tensor-parallel disagree.
+  r = Mpirun(MpirunArgv(2, {"generate", "--prompt", "Hi", "--tensor-parallel", "3"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--tensor-parallel 3 runs under mpirun -np 3, but this run has 2 ranks"),
+            std::string::npos)
+      << r.err;
+  // Five query heads and one KV head do not split in two.
+  r = Mpirun(MpirunArgv(2, {"generate", "--model", test::FixtureDir("mq_bias_bf16"), "--ids",
+                            "1 2 3", "--tensor-parallel", "2"}));
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--tensor-parallel 2 must divide the model's 1 KV heads (or, with one KV "
+                       "head, its 5 query heads)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(MpiTest, TensorParallelBatchWithAKilledRankEndsNamingItAndResumes) {
+  TempDir dir;
+  WriteFile(dir.File("in.txt"), DataParallelInput());
+  std::vector<std::string> args = BatchArgs(dir);
+  args.insert(args.end(), {"--tensor-parallel", "2"});
+  MpiEnvironment();
+  const pid_t mpirun = SpawnProgram(MpirunArgv(2, args), dir.File("stdout"), dir.File("stderr"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadFile(dir.File("out.jsonl")).find('\n') == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const pid_t rank1 = FindRank(1, dir.File("out.jsonl"));
+  ASSERT_GT(rank1, 0) << "rank 1 not found";
+  kill(rank1, SIGKILL);
+  EXPECT_NE(WaitWormchat(mpirun), 0);
+  EXPECT_NE(ReadFile(dir.File("stderr")).find("rank 1"), std::string::npos);
+  const std::string partial = ReadFile(dir.File("out.jsonl"));
+  ASSERT_LT(std::count(partial.begin(), partial.end(), '\n'), 150) << "make the run longer";
+  // A single-process rerun finishes it with the single-process records.
+  const RunResult r = Single(BatchArgs(dir));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("out.jsonl"))), SortedLines(SingleProcessRecords()));
+}
+
 }  // namespace
 }  // namespace wc::test
