@@ -18,6 +18,7 @@
 #include "app/bench_beams.h"
 #include "app/bench_bounds.h"
 #include "app/bench_model.h"
+#include "app/bench_ranks.h"
 #include "app/bench_serve.h"
 #include "app/bench_tokenizer.h"
 #include "app/commands.h"
@@ -272,6 +273,7 @@ void RegisterBench(CLI::App& app) {
   RegisterBenchModel(bench);
   RegisterBenchBeams(bench);
   RegisterBenchTokenizer(bench);
+  RegisterBenchRanks(bench);
 }
 
 }  // namespace wc

@@ -34,6 +34,7 @@ std::string RanksMessage(int argc, char** argv) {
   if (argc < 2 || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return {};
   const std::string command = argv[1];
   if (command == "batch" || command.empty() || command[0] == '-') return {};
+  if (command == "bench" && argc > 2 && std::strcmp(argv[2], "ranks") == 0) return {};
   for (int i = 2; i < argc; ++i)  // the model split across the ranks: they run it together
     if (std::strncmp(argv[i], "--tensor-parallel", 17) == 0) return {};
   const wc::Communicator& world = wc::World();

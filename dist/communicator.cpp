@@ -1,5 +1,6 @@
 #include "dist/communicator.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -32,6 +33,7 @@ Communicator* g_world = nullptr;  // set once World() has made it
 
 void Communicator::AllReduceSum(float* data, size_t n) {
   if (size() == 1 || n == 0) return;
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<float> all(n * static_cast<size_t>(size()));  // [size, n]
   AllGather(data, n * sizeof(float), all.data());
   for (size_t i = 0; i < n; ++i) {
@@ -39,6 +41,10 @@ void Communicator::AllReduceSum(float* data, size_t n) {
     for (int r = 1; r < size(); ++r) s += all[static_cast<size_t>(r) * n + i];
     data[i] = s;
   }
+  ++reduce_stats_.calls;
+  reduce_stats_.bytes += static_cast<double>(n * sizeof(float));
+  reduce_stats_.seconds +=
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 std::unique_ptr<Communicator> MakeSingleProcessCommunicator() {

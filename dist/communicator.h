@@ -45,12 +45,22 @@ class Communicator {
   // not start another collective (it would only wait out the timeout again).
   bool broken() const { return broken_; }
 
+  // What AllReduceSum has done since construction (or reset): calls, float bytes summed per rank,
+  // and wall seconds inside it (waiting for the other ranks included). For benchmarks.
+  struct ReduceStats {
+    int64_t calls = 0;
+    double bytes = 0, seconds = 0;
+  };
+  const ReduceStats& reduce_stats() const { return reduce_stats_; }
+  void reset_reduce_stats() { reduce_stats_ = {}; }
+
  protected:
   void MarkBroken() { broken_ = true; }
 
  private:
   double timeout_s_ = 600;
   std::atomic<bool> broken_{false};
+  ReduceStats reduce_stats_;
 };
 
 // The process's communicator. The first call decides: MPI's world when wormchat was built with MPI

@@ -104,10 +104,11 @@ class MpiCommunicator final : public Communicator {
                         " s waiting for the other ranks (one of them died or stopped "
                         "answering); ending the job"));
       }
-      // Spin first (a tensor-parallel step's collectives are microseconds apart), then sleep,
-      // longer the longer the wait, so a rank waiting on a busy one leaves it the cores.
-      if (spins > 1000)
-        std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 20 + (spins - 1000))));
+      // Spin for the first 200 us (a tensor-parallel layer's sums are microseconds apart and a
+      // sleep costs ~60 us to wake from), then sleep, longer the longer the wait, so a rank
+      // waiting on a busy one (its serving loop, a slow request) leaves it the cores.
+      if (waited > 200e-6)
+        std::this_thread::sleep_for(std::chrono::microseconds(std::min(1000, 20 + spins / 64)));
     }
   }
   int rank_ = 0, size_ = 1, local_size_ = 1;

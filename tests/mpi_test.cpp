@@ -328,5 +328,29 @@ TEST(MpiTest, TensorParallelBatchWithAKilledRankEndsNamingItAndResumes) {
   EXPECT_EQ(SortedLines(ReadFile(dir.File("out.jsonl"))), SortedLines(SingleProcessRecords()));
 }
 
+TEST(MpiTest, BenchRanksMeasuresBothSplitsAgainstOneRank) {
+  TempDir dir;
+  const RunResult r =
+      Mpirun(MpirunArgv(2, {"bench", "ranks", "--requests", "8", "--prompt-len", "8", "-n", "4",
+                            "--decode", "8", "--json", dir.File("b.json")}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bench ranks: 2 ranks"), std::string::npos) << r.out;
+  const json j = json::parse(ReadFile(dir.File("b.json")));
+  EXPECT_EQ(j["ranks"], 2);
+  EXPECT_GT(j["one_rank"]["decode_tok_s"].get<double>(), 0);
+  EXPECT_GT(j["tensor_parallel"]["decode_tok_s"].get<double>(), 0);
+  // One all-reduce a layer of the default model (3 layers, parallel attention), hidden_size f32s
+  // (plus the two votes) per token.
+  EXPECT_NEAR(j["tensor_parallel"]["reduce_calls_per_token"].get<double>(), 3, 1e-9);
+  EXPECT_NEAR(j["tensor_parallel"]["reduce_bytes_per_token"].get<double>(), 3 * (512 + 2) * 4,
+              1e-6);
+  const auto held = j["tensor_parallel"]["weight_bytes_held"];
+  EXPECT_NEAR(held[0].get<double>(), held[1].get<double>(), held[0].get<double>() * 0.01);
+  EXPECT_EQ(j["data_parallel"]["requests_per_rank"][0].get<int>() +
+                j["data_parallel"]["requests_per_rank"][1].get<int>(),
+            8);
+  EXPECT_GT(j["data_parallel"]["batch_tok_s"].get<double>(), 0);
+}
+
 }  // namespace
 }  // namespace wc::test
