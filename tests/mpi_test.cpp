@@ -40,14 +40,7 @@ std::vector<std::string> MpirunArgv(int ranks, const std::vector<std::string>& a
 
 RunResult Mpirun(const std::vector<std::string>& argv, const std::string& input = "") {
   MpiEnvironment();
-  TempDir io;
-  WriteFile(io.File("in"), input);
-  const pid_t pid = SpawnProgram(argv, io.File("out"), io.File("err"), io.File("in"));
-  RunResult r;
-  r.exit_code = WaitWormchat(pid);
-  r.out = ReadFile(io.File("out"));
-  r.err = ReadFile(io.File("err"));
-  return r;
+  return RunProgram(argv, input);
 }
 
 // 150 prompts of 16 tokens on 2 user rows a rank: a second or two under mpirun, long enough to
@@ -95,6 +88,21 @@ pid_t FindRank(int rank, const std::string& marker) {
   return found;
 }
 
+// Starts `argv` (an mpirun of batch writing dir/out.jsonl; stdout and stderr to dir/stdout and
+// dir/stderr), SIGKILLs rank 1 once the first record is written, and returns mpirun's exit status.
+int KillRankOneAfterTheFirstRecord(const std::vector<std::string>& argv, const TempDir& dir) {
+  MpiEnvironment();
+  const pid_t mpirun = SpawnProgram(argv, dir.File("stdout"), dir.File("stderr"));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (ReadFile(dir.File("out.jsonl")).find('\n') == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const pid_t rank1 = FindRank(1, dir.File("out.jsonl"));
+  EXPECT_GT(rank1, 0) << "rank 1 not found";
+  if (rank1 > 0) kill(rank1, SIGKILL);
+  return WaitWormchat(mpirun);
+}
+
 TEST(MpiTest, DataParallelBatchEqualsTheSingleProcessRecords) {
   TempDir dir;
   WriteFile(dir.File("in.txt"), DataParallelInput());
@@ -140,16 +148,7 @@ TEST(MpiTest, AKilledRankEndsTheJobNamingItAndTheOutputResumes) {
   TempDir dir;
   WriteFile(dir.File("in.txt"), DataParallelInput());
   const std::vector<std::string> argv = MpirunArgv(2, BatchArgs(dir));
-  MpiEnvironment();
-  const pid_t mpirun = SpawnProgram(argv, dir.File("stdout"), dir.File("stderr"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadFile(dir.File("out.jsonl")).find('\n') == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const pid_t rank1 = FindRank(1, dir.File("out.jsonl"));
-  ASSERT_GT(rank1, 0) << "rank 1 not found";
-  kill(rank1, SIGKILL);
-  EXPECT_NE(WaitWormchat(mpirun), 0);
+  EXPECT_NE(KillRankOneAfterTheFirstRecord(argv, dir), 0);
   const std::string err = ReadFile(dir.File("stderr"));
   EXPECT_NE(err.find("rank 1"), std::string::npos) << err;
   const std::string partial = ReadFile(dir.File("out.jsonl"));
@@ -309,16 +308,7 @@ TEST(MpiTest, TensorParallelBatchWithAKilledRankEndsNamingItAndResumes) {
   WriteFile(dir.File("in.txt"), DataParallelInput());
   std::vector<std::string> args = BatchArgs(dir);
   args.insert(args.end(), {"--tensor-parallel", "2"});
-  MpiEnvironment();
-  const pid_t mpirun = SpawnProgram(MpirunArgv(2, args), dir.File("stdout"), dir.File("stderr"));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (ReadFile(dir.File("out.jsonl")).find('\n') == std::string::npos &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  const pid_t rank1 = FindRank(1, dir.File("out.jsonl"));
-  ASSERT_GT(rank1, 0) << "rank 1 not found";
-  kill(rank1, SIGKILL);
-  EXPECT_NE(WaitWormchat(mpirun), 0);
+  EXPECT_NE(KillRankOneAfterTheFirstRecord(MpirunArgv(2, args), dir), 0);
   EXPECT_NE(ReadFile(dir.File("stderr")).find("rank 1"), std::string::npos);
   const std::string partial = ReadFile(dir.File("out.jsonl"));
   ASSERT_LT(std::count(partial.begin(), partial.end(), '\n'), 150) << "make the run longer";

@@ -30,9 +30,15 @@ void WriteFile(const std::string& path, const std::string& bytes) {
 }
 
 RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input) {
+  std::vector<std::string> argv = {WORMCHAT_BINARY};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunProgram(argv, input);
+}
+
+RunResult RunProgram(const std::vector<std::string>& argv, const std::string& input) {
   TempDir io;
   WriteFile(io.File("in"), input);
-  const pid_t pid = SpawnWormchat(args, io.File("out"), io.File("err"), io.File("in"));
+  const pid_t pid = SpawnProgram(argv, io.File("out"), io.File("err"), io.File("in"));
   RunResult r;
   r.exit_code = WaitWormchat(pid);
   r.out = ReadFile(io.File("out"));

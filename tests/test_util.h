@@ -16,6 +16,8 @@ struct RunResult {
 
 // Runs the wormchat binary with `args` (no shell), stdin from `input`.
 RunResult RunWormchat(const std::vector<std::string>& args, const std::string& input = "");
+// The same for any program: argv[0] is its path.
+RunResult RunProgram(const std::vector<std::string>& argv, const std::string& input = "");
 // Starts the wormchat binary with `args` in the background (stdin from `in_path`, stdout and
 // stderr to the given files) and returns its pid, for tests that signal or kill it mid-run.
 pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out_path,
