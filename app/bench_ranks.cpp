@@ -30,6 +30,7 @@
 #include "app/bench_bounds.h"
 #include "app/bench_requests.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "dist/communicator.h"
 #include "model/tensor_parallel.h"
 #include "util/error.h"
@@ -64,9 +65,7 @@ struct ForwardFigures {
 // a tensor-parallel model (the cache journals for the followers), or a whole model.
 ForwardFigures TimeForward(const FalconModel& model, const std::vector<int>& prompt, int steps,
                            const KVCacheOptions& kv, Communicator* group) {
-  KVCacheOptions o = kv;
-  o.journal = group != nullptr;
-  KVCache cache(model.CacheShape(1, static_cast<int>(prompt.size()) + steps + 1), o);
+  KVCache cache(model.CacheShape(1, static_cast<int>(prompt.size()) + steps + 1), kv);
   TokenBatch b;
   for (size_t i = 0; i < prompt.size(); ++i)
     b.Add(prompt[i], 0, static_cast<int>(i), i + 1 == prompt.size());
@@ -136,16 +135,6 @@ BatchFigures TimeBatch(Communicator& comm, const LoadedModel& m, const BenchRank
   return f;
 }
 
-std::string MiBList(const std::vector<int64_t>& v) {
-  std::string s;
-  char buf[32];
-  for (size_t i = 0; i < v.size(); ++i) {
-    std::snprintf(buf, sizeof buf, "%s%.1f", i == 0 ? "" : ", ", v[i] / 1048576.0);
-    s += buf;
-  }
-  return s;
-}
-
 void RunBenchRanks(const BenchRanksOptions& o) {
   if (o.requests < 1) throw Error(Cat("--requests must be >= 1, got ", o.requests));
   if (o.prompt_len < 1) throw Error(Cat("--prompt-len must be >= 1, got ", o.prompt_len));
@@ -156,42 +145,34 @@ void RunBenchRanks(const BenchRanksOptions& o) {
   const bool root = rank == 0;
   ApplyThreads(o.run.threads);
   const bool oversubscribed = world.local_size() > static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  // The whole model's loading decides the KV format and context for every phase.
   ModelRunOptions whole_run = o.run;
   whole_run.tensor_parallel = 1;
+  // The prompt, once the first model loaded tells the vocabulary and the context.
+  std::vector<int> prompt;
+  auto make_prompt = [&](const LoadedModel& m) {
+    if (!prompt.empty()) return;
+    if (o.prompt_len + o.decode + 1 > m.ctx)
+      throw Error(Cat("--prompt-len + --decode = ", o.prompt_len + o.decode,
+                      " exceed the context of ", m.ctx, " positions"));
+    Rng rng(o.seed);
+    prompt = RandomPrompt(rng, o.prompt_len, m.model->config().vocab_size);
+  };
 
   // 1. Tensor parallel first, so each rank's peak resident set is its slice's; then rank 0 alone
   // with the whole model.
   ForwardFigures tp, one;
-  std::vector<int64_t> held(static_cast<size_t>(ranks)), peak(static_cast<size_t>(ranks));
-  const FalconConfig config =
-      LoadConfig(o.run.model_dir.empty() ? DefaultModelDir() : o.run.model_dir);
-  Rng rng(o.seed);
-  const std::vector<int> prompt = RandomPrompt(rng, o.prompt_len, config.vocab_size);
-  const int ctx = o.run.ctx > 0 ? o.run.ctx : config.max_position_embeddings;
-  if (o.prompt_len + o.decode + 1 > ctx)
-    throw Error(Cat("--prompt-len + --decode = ", o.prompt_len + o.decode,
-                    " exceed the context of ", ctx, " positions"));
+  std::vector<int64_t> held, peak;
   if (ranks > 1) {
-    ModelOptions mo;
-    mo.lm_head_fractures = o.run.lm_head_fractures;
-    mo.matmul_precision = ParseMatmulPrecision(o.run.matmul_precision);
-    mo.tensor_group = &world;
-    auto model =
-        FalconModel::Load(o.run.model_dir.empty() ? DefaultModelDir() : o.run.model_dir, mo);
-    const int64_t mine[2] = {model->weights().HeldBytes(), PeakRssBytes()};
-    std::vector<int64_t> all(2 * static_cast<size_t>(ranks));
-    world.AllGather(mine, sizeof mine, all.data());
-    for (int r = 0; r < ranks; ++r) held[r] = all[2 * r], peak[r] = all[2 * r + 1];
-    KVCacheOptions kv;
-    kv.dtype = ResolveKVDType(o.run.kv_dtype, model->weights().layers[0].qkv.dtype);
-    kv.block_size = o.run.kv_block_size;
-    if (root) {
-      tp = TimeForward(*model, prompt, o.decode, kv, &world);
-      model->StopFollowers();
-    } else {
-      FollowSteps(*model);
-    }
+    ModelRunOptions split_run = o.run;
+    split_run.tensor_parallel = ranks;
+    LoadedModel m = LoadModelOnThisRank(split_run, /*need_tokenizer=*/false);
+    held = m.rank_weight_bytes;
+    peak = m.rank_peak_rss;
+    make_prompt(m);
+    if (root)
+      tp = TimeForward(*m.model, prompt, o.decode, m.kv, &world);  // then m stops the others
+    else
+      FollowSteps(*m.model);
   }
   // Rank 0 alone gets every core it may run on (all of the host's under mpirun --bind-to none),
   // as a single process would; the ranks together share them (ApplyThreads).
@@ -199,6 +180,7 @@ void RunBenchRanks(const BenchRanksOptions& o) {
   const int alone_threads = o.run.threads > 0 ? o.run.threads : omp_get_num_procs();
   {
     LoadedModel m = LoadModel(whole_run, /*need_tokenizer=*/false);
+    make_prompt(m);
     world.Barrier();
     omp_set_num_threads(alone_threads);
     if (root) one = TimeForward(*m.model, prompt, o.decode, m.kv, nullptr);

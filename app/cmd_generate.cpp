@@ -12,6 +12,7 @@
 #include "app/commands.h"
 #include "app/mesh_estimate.h"
 #include "app/model_options.h"
+#include "app/progress.h"
 #include "app/stdout_sink.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
@@ -79,21 +80,13 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Request
                WholeModelUsPerToken(m, m.model->options().mesh, 1, ctx),
                m.model->options().mesh.c_str(), ctx);
   if (!m.rank_weight_bytes.empty()) {
-    std::string held, rss;
     int64_t total = 0;
-    char buf[32];
-    for (size_t r = 0; r < m.rank_weight_bytes.size(); ++r) {
-      std::snprintf(buf, sizeof buf, "%s%.1f", r == 0 ? "" : ", ",
-                    m.rank_weight_bytes[r] / 1048576.0);
-      held += buf;
-      std::snprintf(buf, sizeof buf, "%s%.1f", r == 0 ? "" : ", ", m.rank_peak_rss[r] / 1048576.0);
-      rss += buf;
-      total += m.rank_weight_bytes[r];
-    }
+    for (int64_t b : m.rank_weight_bytes) total += b;
     std::fprintf(stderr,
                  "tensor parallel: %zu ranks hold %s MiB of weights (%.1f MiB in all); peak "
                  "resident %s MiB\n",
-                 m.rank_weight_bytes.size(), held.c_str(), total / 1048576.0, rss.c_str());
+                 m.rank_weight_bytes.size(), MiBList(m.rank_weight_bytes).c_str(),
+                 total / 1048576.0, MiBList(m.rank_peak_rss).c_str());
   }
   if (o.beams > 0) {
     int64_t longest = 0;

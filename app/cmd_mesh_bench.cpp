@@ -73,16 +73,14 @@ void RegisterMeshBench(CLI::App& app) {
           "--attention", d->attention,
           "falcon40b-decode: flash (default) or unfused (TTNN's matmul-softmax-matmul)"),
       cmd->add_option("--json", d->json, "falcon40b-decode: write the headline figures here")};
-  cmd->callback([o, d, decode_flags] {
+  cmd->callback([o, d, decode_flags, cmd] {
     if (o->experiment == kDecodeStep) {
       ApplyThreads(o->threads);
       d->csv = o->csv;
       d->plot = o->plot;
       // The model and its formats: the flags that move it off tt-metal's configuration.
-      d->formats_given = false;
-      for (const CLI::Option* f : decode_flags)
-        for (const char* name : {"--model", "--preset", "--weights-dtype", "--kv-dtype"})
-          d->formats_given = d->formats_given || (f->count() > 0 && f->check_name(name));
+      for (const char* name : {"--model", "--preset", "--weights-dtype", "--kv-dtype"})
+        d->formats_given = d->formats_given || cmd->count(name) > 0;
       RunDecodeStepExperiment(*d);
       return;
     }

@@ -2,7 +2,6 @@
 // subcommands (app/commands.h) and turns every error into one line on stderr and a non-zero exit.
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 
@@ -31,7 +30,7 @@ int Fail(std::string message, int code) {
 // Under mpirun with several ranks, only the commands that split their work across ranks run:
 // the others would run R copies of themselves.
 std::string RanksMessage(int argc, char** argv) {
-  if (argc < 2 || std::getenv("OMPI_COMM_WORLD_SIZE") == nullptr) return {};
+  if (argc < 2) return {};
   const std::string command = argv[1];
   if (command == "batch" || command.empty() || command[0] == '-') return {};
   if (command == "bench" && argc > 2 && std::strcmp(argv[2], "ranks") == 0) return {};

@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <utility>
 #include <vector>
@@ -72,8 +73,9 @@ void Plot(const std::string& png,
   g << "\n";
   for (const auto& [s, e] : runs) {
     g << "\"" << s.label << "\"";
-    const auto m = e.OpMap();
-    for (const auto& n : names) g << " " << (m.count(n) ? m.at(n) / 1000.0 : 0.0);
+    std::map<std::string, double> us;  // op name -> us per step
+    for (const StepOp& op : e.ops) us[op.name] = op.us;
+    for (const auto& n : names) g << " " << (us.count(n) ? us.at(n) / 1000.0 : 0.0);
     g << "\n";
   }
   g << "EOD\n";

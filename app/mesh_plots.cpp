@@ -18,6 +18,12 @@
 extern char** environ;
 
 namespace wc {
+
+std::string GnuplotQuote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
+  return q + "'";
+}
 namespace {
 
 // One line of a panel: (x, y) points in x order.
@@ -33,12 +39,6 @@ struct Panel {
   bool log_x = false;
   std::vector<Series> series;
 };
-
-std::string Quote(const std::string& s) {  // a gnuplot single-quoted string
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("''") : std::string(1, c);
-  return q + "'";
-}
 
 // Figures 3 and 4: two rows of panels (TFLOP/s, GB/s), one column per head_dim.
 void AddFig34Panels(const std::vector<MeshBenchRow>& rows, std::vector<std::vector<Panel>>& grid) {
@@ -126,7 +126,7 @@ std::string Script(const std::vector<std::vector<Panel>>& grid, const std::strin
   }
   g << "set terminal pngcairo size " << 480 * cols << "," << 380 * n_rows << " font ',8'\n";
   g << "set termoption noenhanced\n";
-  g << "set output " << Quote(png) << "\n";
+  g << "set output " << GnuplotQuote(png) << "\n";
   g << "set multiplot\n";
   g << "set key top left font ',7' samplen 2 spacing 0.9\n";
   g << "set grid\n";
@@ -136,9 +136,9 @@ std::string Script(const std::vector<std::vector<Panel>>& grid, const std::strin
       g << "set origin " << static_cast<double>(c) / cols << ","
         << 1.0 - static_cast<double>(r + 1) / n_rows << "\n";
       g << "set size " << 1.0 / cols << "," << 1.0 / n_rows << "\n";
-      g << "set title " << Quote(p.title) << "\n";
-      g << "set xlabel " << Quote(p.xlabel) << "\n";
-      g << "set ylabel " << Quote(p.ylabel) << "\n";
+      g << "set title " << GnuplotQuote(p.title) << "\n";
+      g << "set xlabel " << GnuplotQuote(p.xlabel) << "\n";
+      g << "set ylabel " << GnuplotQuote(p.ylabel) << "\n";
       g << "set yrange [0:*]\n";
       if (p.log_x) {
         g << "set logscale x 2\nset xtics 2\n";
@@ -150,7 +150,7 @@ std::string Script(const std::vector<std::vector<Panel>>& grid, const std::strin
         const Series& se = p.series[s];
         g << (s ? ", " : "") << "$d" << r << "_" << c << "_" << s
           << " using 1:2 with linespoints pt 7 ps 0.4 lw 1.5 lc " << se.color << " dt "
-          << (se.dashed ? 2 : 1) << " title " << Quote(se.title);
+          << (se.dashed ? 2 : 1) << " title " << GnuplotQuote(se.title);
       }
       g << "\n";
     }
@@ -241,14 +241,6 @@ void RunGnuplot(const std::string& script_text, const std::string& png_path) {
   struct stat st;
   if (stat(png_path.c_str(), &st) != 0 || st.st_size == 0)
     throw Error(Cat("--plot ", png_path, ": gnuplot wrote no image: ", FirstLine(output)));
-}
-
-}  // namespace wc
-
-namespace wc {
-
-std::string GnuplotQuote(const std::string& s) {
-  return Quote(s);
 }
 
 }  // namespace wc

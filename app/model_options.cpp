@@ -182,6 +182,16 @@ void FollowUnlessTensorParallelLeader(const ModelRunOptions& o) {
 }
 
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
+  const bool follower = o.tensor_parallel > 1 && World().rank() != 0;
+  LoadedModel m = LoadModelOnThisRank(o, need_tokenizer && !follower);
+  if (follower) {
+    FollowSteps(*m.model);
+    throw CLI::RuntimeError(0);  // rank 0 is done: so is this rank
+  }
+  return m;
+}
+
+LoadedModel LoadModelOnThisRank(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
   LoadedModel m;
   m.dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
@@ -224,11 +234,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
       m.rank_peak_rss.push_back(all[2 * r + 1]);
     }
   }
-  if (o.tensor_parallel > 1 && World().rank() != 0) {
-    FollowSteps(*m.model);
-    throw CLI::RuntimeError(0);  // rank 0 is done: so is this rank
-  }
-  if (o.tensor_parallel > 1) {
+  if (o.tensor_parallel > 1 && World().rank() == 0) {
     m.followers = std::make_unique<FollowersStop>();
     m.followers->model = m.model.get();
   }

@@ -101,6 +101,10 @@ struct LoadedModel {
 // exit status 0 (CLI::RuntimeError), never returning: commands call it (or
 // FollowUnlessTensorParallelLeader) before anything only rank 0 does.
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
+// LoadModel without the following: every rank, rank 0 of a tensor-parallel group included, returns
+// its model (collective: every rank of the group calls it), for code that leads and follows itself
+// (bench ranks).
+LoadedModel LoadModelOnThisRank(const ModelRunOptions& o, bool need_tokenizer);
 // A tensor-parallel rank other than 0 loads its slice and follows (LoadModel); elsewhere returns
 // at once. Commands call it first, so that only rank 0 reads input and writes output.
 void FollowUnlessTensorParallelLeader(const ModelRunOptions& o);

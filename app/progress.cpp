@@ -14,6 +14,16 @@ constexpr double kQuietS = 1.0;  // nothing is drawn for runs shorter than this
 
 }  // namespace
 
+std::string MiBList(const std::vector<int64_t>& bytes) {
+  std::string s;
+  char buf[32];
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::snprintf(buf, sizeof buf, "%s%.1f", i == 0 ? "" : ", ", bytes[i] / 1048576.0);
+    s += buf;
+  }
+  return s;
+}
+
 std::string ClockText(double seconds) {
   const long t = static_cast<long>(seconds + 0.5);
   char buf[32];

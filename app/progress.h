@@ -8,11 +8,14 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace wc {
 
 // "0:42", "12:05", "1:02:03": a duration for progress lines.
 std::string ClockText(double seconds);
+// "19.8, 19.8": byte counts in MiB with one decimal, comma-separated (per-rank figures).
+std::string MiBList(const std::vector<int64_t>& bytes);
 
 class Progress {
  public:

@@ -41,6 +41,7 @@ struct WormholeChipSpec {
   int merge_tile_cycles = 64;       // one tile op of a partial merge (exp, scale, add): SFPU
   int bf16_tile_bytes = 2048;       // Q, scores, partials
   int bfp8_tile_bytes = 1088;       // 1024 mantissa bytes + 64 shared exponents (1 per 16)
+  int bfp4_tile_bytes = 576;        // 512 mantissa bytes + 64 shared exponents
   int kernel_launch_cycles = 2000;  // dispatch + program start of one op
   // Baseline (unfused) attention, seed 000 §4.1: scores are written to DRAM in bf16, and softmax
   // costs this many SFPU passes per score tile (max, subtract + exp, sum, scale), as in the

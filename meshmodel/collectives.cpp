@@ -4,18 +4,6 @@
 
 namespace wc {
 
-const char* CollectiveName(CollectiveKind kind) {
-  switch (kind) {
-    case CollectiveKind::kAllGather:
-      return "all_gather";
-    case CollectiveKind::kReduceScatter:
-      return "reduce_scatter";
-    case CollectiveKind::kAllReduce:
-      return "all_reduce";
-  }
-  return "?";
-}
-
 CollectiveCost RingCollective(CollectiveKind kind, const RingSpec& ring, double bytes) {
   if (ring.chips < 1 || ring.links < 1 || !(bytes >= 0))
     throw Error(Cat("a ring collective needs chips >= 1, links >= 1 and bytes >= 0, got ",
@@ -33,7 +21,6 @@ CollectiveCost RingCollective(CollectiveKind kind, const RingSpec& ring, double 
   const double pass_us = pass_latency_us + per_link / gbps / 1000.0;
   const int passes = kind == CollectiveKind::kAllReduce ? 2 : 1;
   c.us = passes * pass_us;
-  c.latency_us = passes * pass_latency_us;
   c.bytes_per_link = passes * per_link;
   c.steps = passes * steps;
   return c;

@@ -21,7 +21,6 @@
 namespace wc {
 
 enum class CollectiveKind { kAllGather, kReduceScatter, kAllReduce };
-const char* CollectiveName(CollectiveKind kind);  // "all_gather", "reduce_scatter", "all_reduce"
 
 struct RingSpec {
   int chips = 1;
@@ -32,7 +31,6 @@ struct RingSpec {
 
 struct CollectiveCost {
   double us = 0;              // the whole collective
-  double latency_us = 0;      // of which hop latencies
   double bytes_per_link = 0;  // bytes one link direction carries
   int steps = 0;
 };

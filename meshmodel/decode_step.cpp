@@ -19,19 +19,9 @@ constexpr int kRopePasses = 4;       // x cos, rotate half, x sin, add
 constexpr int kGeluPasses = 1;       // fused into the up-projection's packer, approximate mode
 constexpr int kAddPasses = 1;
 
-int64_t Tiles(int64_t n) {
-  return (n + 31) / 32;
-}
-
 // Accumulates the step's ops by name, in first-seen order.
 class StepBuilder {
  public:
-  StepOp& Op(const std::string& name) {
-    for (StepOp& op : ops_)
-      if (op.name == name) return op;
-    ops_.push_back(StepOp{name});
-    return ops_.back();
-  }
   // `times` runs of an op costing `c` each.
   void Add(const std::string& name, const OpCost& c, int times) {
     StepOp& op = Op(name);
@@ -52,16 +42,16 @@ class StepBuilder {
   std::vector<StepOp> Take() { return std::move(ops_); }
 
  private:
+  StepOp& Op(const std::string& name) {
+    for (StepOp& op : ops_)
+      if (op.name == name) return op;
+    ops_.push_back(StepOp{name});
+    return ops_.back();
+  }
   std::vector<StepOp> ops_;
 };
 
 }  // namespace
-
-std::map<std::string, double> DecodeStepEstimate::OpMap() const {
-  std::map<std::string, double> m;
-  for (const StepOp& op : ops) m[op.name] = op.us;
-  return m;
-}
 
 DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOptions& o) {
   const MeshSpec mesh = MeshPreset(o.mesh);
@@ -78,11 +68,10 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
   const int64_t hd = c.head_dim();
   const int64_t q_per_chip = (c.n_head + n - 1) / n;
   const int64_t kv_per_chip = std::max<int64_t>(1, (c.n_kv_heads + n - 1) / n);
-  const double launch_us = chip.kernel_launch_cycles / chip.clock_ghz / 1000.0;
+  const double launch_us = LaunchUs(chip);
   const int layers = c.n_layers;
 
   DecodeStepEstimate est;
-  est.options = o;
   est.chips = n;
   StepBuilder b;
   // The residual and every gathered activation: [users, hidden] in the activation format.
@@ -134,15 +123,13 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
     b.Add("heads", heads, 1);
     b.Add("rope", rope, 2);
     b.Add("kv_update", kv_update, 2);
-    {
-      StepOp& op = b.Op("attention");
-      op.per_step += 1;
-      op.us += attn.emulated_us;
-      op.launch_us += launch_us;
-      // FlashDecode streams K/V at the chip's bandwidth: its time past the launch is DRAM time
-      // (the model's critical path is the reads; compute overlaps them).
-      op.dram_us += attn.emulated_us - launch_us;
-    }
+    // FlashDecode streams K/V at the chip's bandwidth: its time past the launch is DRAM time
+    // (the model's critical path is the reads; compute overlaps them).
+    OpCost attention;
+    attention.us = attn.emulated_us;
+    attention.launch_us = launch_us;
+    attention.dram_us = attn.emulated_us - launch_us;
+    b.Add("attention", attention, 1);
     b.Add("heads", heads, 1);
     if (multi) b.AddCollective("all_gather", ag, launch_us, 1);
     b.Add("dense", dense, 1);

@@ -23,7 +23,6 @@
 // and their Tensix compute. Collectives: meshmodel/collectives.h.
 #pragma once
 
-#include <map>
 #include <string>
 #include <vector>
 
@@ -55,7 +54,6 @@ struct StepOp {
 };
 
 struct DecodeStepEstimate {
-  DecodeStepOptions options;
   int chips = 1;
   std::vector<StepOp> ops;  // in graph order; the names are unique
   double step_us = 0;
@@ -64,9 +62,6 @@ struct DecodeStepEstimate {
   double dram_us = 0, compute_us = 0, eth_us = 0, launch_us = 0;
   double weight_bytes_per_chip = 0;  // read once per step
   double kv_bytes_per_chip = 0;      // read by attention per step
-
-  // name -> us per step.
-  std::map<std::string, double> OpMap() const;
 };
 
 // The step of model `c` under `o`. Throws wc::Error for a mesh, shape or option the model cannot

@@ -6,7 +6,6 @@
 #include "util/error.h"
 
 namespace wc {
-namespace {
 
 int64_t Tiles(int64_t n) {
   return (n + 31) / 32;
@@ -15,8 +14,6 @@ int64_t Tiles(int64_t n) {
 double LaunchUs(const WormholeChipSpec& chip) {
   return chip.kernel_launch_cycles / chip.clock_ghz / 1000.0;
 }
-
-}  // namespace
 
 const char* TileFormatName(TileFormat f) {
   switch (f) {
@@ -38,13 +35,14 @@ TileFormat ParseTileFormat(const std::string& name, const std::string& flag) {
 }
 
 double TileBytes(TileFormat f) {
+  static const WormholeChipSpec chip;
   switch (f) {
     case TileFormat::kBF16:
-      return 2048;
+      return chip.bf16_tile_bytes;
     case TileFormat::kBFP8:
-      return 1088;
+      return chip.bfp8_tile_bytes;
     case TileFormat::kBFP4:
-      return 576;
+      return chip.bfp4_tile_bytes;
   }
   return 0;
 }

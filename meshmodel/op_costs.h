@@ -26,9 +26,13 @@ namespace wc {
 enum class TileFormat { kBF16, kBFP8, kBFP4 };
 const char* TileFormatName(TileFormat f);  // "bf16", "bfp8", "bfp4"
 TileFormat ParseTileFormat(const std::string& name, const std::string& flag);  // throws wc::Error
-// Bytes of one 32 x 32 tile: bf16 2048; BFP8_B 1024 mantissas + 64 exponents = 1088; BFP4_B 512
-// + 64 = 576.
+// Bytes of one 32 x 32 tile (WormholeChipSpec's): bf16 2048; BFP8_B 1024 mantissas + 64 exponents
+// = 1088; BFP4_B 512 + 64 = 576.
 double TileBytes(TileFormat f);
+// 32 x 32 tiles spanning n values: ceil(n / 32).
+int64_t Tiles(int64_t n);
+// One op's kernel launch (dispatch + program start), microseconds.
+double LaunchUs(const WormholeChipSpec& chip);
 
 // One op's modelled time and where it goes (microseconds; DRAM and compute overlap, the op takes
 // the larger plus its launch).

@@ -272,14 +272,12 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
       std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
       rope_.Apply(&k[g * hd], pos);
     }
-    if (!tp) {
-      cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
-      continue;
-    }
-    try {  // (a rank's own error must not leave the others waiting in the layer's sum)
+    try {
       cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
     } catch (const Error& e) {
-      write_error = e.what();
+      if (!tp) throw;
+      write_error =
+          e.what();  // voted at the layer's sum: the other ranks must not wait on this one
       break;
     }
   }

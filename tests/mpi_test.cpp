@@ -169,26 +169,13 @@ TEST(MpiTest, ARankThatCannotLoadItsModelEndsTheJobNamingIt) {
   // Open MPI's MPMD form: rank 0 with the default model, rank 1 with a directory that is not one.
   TempDir dir;
   WriteFile(dir.File("in.txt"), "Hello\n");
-  std::vector<std::string> argv = {WORMCHAT_MPIRUN,
-                                   "-np",
-                                   "1",
-                                   WORMCHAT_BINARY,
-                                   "batch",
-                                   "-i",
-                                   dir.File("in.txt"),
-                                   "-o",
-                                   dir.File("out.jsonl"),
-                                   ":",
-                                   "-np",
-                                   "1",
-                                   WORMCHAT_BINARY,
-                                   "batch",
-                                   "-i",
-                                   dir.File("in.txt"),
-                                   "-o",
-                                   dir.File("out.jsonl"),
-                                   "--model",
-                                   dir.path()};
+  const std::vector<std::string> batch = {WORMCHAT_BINARY,    "batch", "-i",
+                                          dir.File("in.txt"), "-o",    dir.File("out.jsonl")};
+  std::vector<std::string> argv = {WORMCHAT_MPIRUN, "-np", "1"};
+  argv.insert(argv.end(), batch.begin(), batch.end());
+  argv.insert(argv.end(), {":", "-np", "1"});
+  argv.insert(argv.end(), batch.begin(), batch.end());
+  argv.insert(argv.end(), {"--model", dir.path()});
   const RunResult r = Mpirun(argv);
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.err.find("wormchat: error: rank 1 of 2: "), std::string::npos) << r.err;
