@@ -1,12 +1,13 @@
 // wormchat: a Falcon chatbot and inference engine for the CPU. This file only dispatches to the
-// subcommands (app/commands.h) and turns every error into one line on stderr and a non-zero exit.
+// subcommands (app/commands/commands.h) and turns every error into one line on stderr and a
+// non-zero exit.
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 
 #include "app/cli_errors.h"
-#include "app/commands.h"
+#include "app/commands/commands.h"
 #include "dist/communicator.h"
 #include "kernels/simd_limit.h"
 #include "util/error.h"

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "app/bench_bounds.h"
+#include "app/bench/bounds.h"
 #include "dist/communicator.h"
 #include "kvcache/kv_scales.h"
 #include "model/generation_defaults.h"

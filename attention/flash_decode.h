@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "attention/wormhole_spec.h"
 #include "kvcache/kv_view.h"
+#include "mesh/wormhole_spec.h"
 
 namespace wc {
 

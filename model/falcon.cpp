@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstring>
 
-#include "attention/perf_model.h"
 #include "attention/reference_attention.h"
 #include "dist/exchange.h"
 #include "kernels/gemm.h"
+#include "mesh/perf_model.h"
 #include "util/error.h"
 
 namespace wc {

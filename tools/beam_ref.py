@@ -23,7 +23,7 @@ Semantics (issue 13):
     a hypothesis (same scoring and replacement rule), finish reason "length".
   - Result: the best num_return hypotheses, best first, equal scores in the order they were kept.
 
-Fixtures (tests/fixtures/beams/cases.json, compared by tests/beam_fixture_test.cpp): each case's
+Fixtures (tests/fixtures/beams/cases.json, compared by tests/serving/beam_fixture_test.cpp): each case's
 prompt is drawn from a seeded RNG and redrawn until every decision of the search has a margin of
 at least MIN_MARGIN (the engine's float32 logits differ from torch's by ~1e-6 relative): adjacent
 scores among the best 2W+1 candidates of every step, the stopping test's comparison, every

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <fstream>
 #include <limits>
 #include <vector>
 
@@ -242,5 +243,11 @@ WC_JSON_INSTANTIATE(std::vector<float>)
 WC_JSON_INSTANTIATE(std::vector<int64_t>)
 WC_JSON_INSTANTIATE(std::vector<std::string>)
 #undef WC_JSON_INSTANTIATE
+
+void WriteJsonOutput(const std::string& path, const std::string& text) {
+  std::ofstream f(path);
+  f << text << "\n";
+  if (!f) throw Error(Cat("--json ", path, ": cannot write the file"));
+}
 
 }  // namespace wc

@@ -73,4 +73,8 @@ std::string JsonErrorText(const nlohmann::json::exception& e);
 // `v` as JSON text for a message: invalid UTF-8 replaced, cut to about `max_chars`.
 std::string JsonSnippet(const nlohmann::json& v, size_t max_chars = 40);
 
+// Writes `text` and a newline to `path` (a bench's or experiment's --json). Throws wc::Error naming
+// --json and the path if it cannot be written.
+void WriteJsonOutput(const std::string& path, const std::string& text);
+
 }  // namespace wc

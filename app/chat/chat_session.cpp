@@ -1,6 +1,6 @@
 #include "app/chat/chat_session.h"
 
-#include "app/mesh_estimate.h"
+#include "mesh/model_estimate.h"
 
 #include <chrono>
 #include <cstdio>
@@ -49,8 +49,8 @@ class ChatSession::ReplyObserver : public RequestObserver {
     if (on_text_) on_text_(delta);
   }
   void OnFinish(const RequestResult& r) override {
-    const double model_us =
-        WholeModelUsPerToken(s_.m_, s_.run_.mesh, 1, std::max(1, r.session_pos));
+    const double model_us = WholeModelUsPerToken(*s_.m_.model, s_.m_.kv.dtype, s_.run_.mesh, 1,
+                                                 std::max(1, r.session_pos));
     {
       std::lock_guard<std::mutex> lock(s_.mu_);
       ChatFigures& f = s_.figures_;

@@ -4,8 +4,8 @@
 #include <map>
 
 #include "attention/flash_decode.h"
-#include "attention/wormhole_spec.h"
 #include "kvcache/kv_cache.h"
+#include "mesh/wormhole_spec.h"
 #include "model/fingerprint.h"
 #include "util/error.h"
 #include "util/parse.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "attention/flash_decode.h"
-#include "attention/wormhole_spec.h"
+#include "mesh/wormhole_spec.h"
 
 namespace wc::tui {
 

@@ -1,0 +1,236 @@
+// `wormchat bench model`: the model's speed on this machine against the machine's own bounds,
+// measured in the same run (issue 16). Through the serving loop, as every front end runs it:
+//   prefill   one prompt of --prompt-len random ids in one forward pass (llama-bench -p);
+//   decode    one row generating --gen-len tokens (llama-bench -n);
+//   batched   R rows decoding together (--decode-rows), aggregate tokens/s.
+// Bounds: the read bandwidth (a multi-threaded stream over a buffer larger than the caches) and
+// the f32 FMA / bf16 dot-product peak (kernels/peak.h). Decode reads every weight once per step
+// (the embedding table only one row) plus the KV rows so far: bound = R tokens per (bytes /
+// bandwidth). Prefill and batched decode do 2 FLOPs per weight per token (and attention's
+// 4 * head_dim per query head per position; a prefill's LM head runs for its last token only):
+// bound = tokens per (FLOPs / FMA peak), and batched decode takes the lower of its two bounds.
+// Each figure is the median of --repeats runs.
+#include "app/bench/model.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "app/bench/bounds.h"
+#include "app/bench/requests.h"
+#include "app/model_options.h"
+#include "kernels/gemm.h"
+#include "kernels/matmul.h"
+#include "kernels/peak.h"
+#include "serving/serving_loop.h"
+#include "util/error.h"
+#include "util/json_file.h"
+#include "util/rng.h"
+
+namespace wc {
+namespace {
+
+struct BenchModelOptions {
+  ModelRunOptions run = ServingRunDefaults();
+  int prompt_len = 512;
+  int gen_len = 128;
+  std::vector<int> decode_rows = {1, 8, 32};
+  int repeats = 3;
+  uint64_t seed = 0;
+  std::string json;
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+// One request of `prompt` random tokens generating `gen` (EOS ignored); its result.
+RequestResult RunOne(ServingLoop& loop, int prompt, int gen, int vocab, Rng& rng) {
+  auto obs = std::make_shared<TimingObserver>(BenchClock::now());
+  loop.Submit(BenchRequest(RandomPrompt(rng, prompt, vocab), gen, rng.Next(), obs));
+  WaitAll({obs});
+  return obs->Wait();
+}
+
+struct ModelShape {
+  double matmul_params = 0;       // weights a token multiplies through, LM head included
+  double lm_head_params = 0;      // of which the LM head's
+  double weight_bytes_step = 0;   // bytes a decode step reads: every weight, one embedding row
+  double kv_bytes_per_pos = 0;    // K and V bytes per position, every layer
+  double attn_flops_per_pos = 0;  // per query token per attended position, every layer
+};
+
+ModelShape ShapeOf(const LoadedModel& m) {
+  const FalconConfig& c = m.model->config();
+  const FalconWeights& w = m.model->weights();
+  ModelShape s;
+  double bytes = 0;
+  for (const LayerWeights& l : w.layers) {
+    for (const MatrixRef* mr : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) {
+      s.matmul_params += static_cast<double>(mr->rows) * mr->cols;
+      bytes += static_cast<double>(mr->rows) * mr->cols * DTypeSize(mr->dtype);
+    }
+  }
+  s.lm_head_params = static_cast<double>(w.lm_head.rows) * w.lm_head.cols;
+  s.matmul_params += s.lm_head_params;
+  bytes += static_cast<double>(w.lm_head.rows) * w.lm_head.cols * DTypeSize(w.lm_head.dtype);
+  s.weight_bytes_step = bytes;
+  s.kv_bytes_per_pos =
+      static_cast<double>(KVBytesPerToken(m.model->CacheShape(1, m.ctx), m.kv.dtype, m.kv.scale));
+  s.attn_flops_per_pos = 4.0 * c.n_layers * c.n_head * c.head_dim();
+  return s;
+}
+
+void RunBenchModel(const BenchModelOptions& o) {
+  if (o.prompt_len < 1) throw Error(Cat("--prompt-len must be >= 1, got ", o.prompt_len));
+  if (o.gen_len < 2) throw Error(Cat("--gen-len must be >= 2, got ", o.gen_len));
+  if (o.repeats < 1) throw Error(Cat("--repeats must be >= 1, got ", o.repeats));
+  int max_rows = 1;
+  for (int r : o.decode_rows) {
+    if (r < 1 || r > 256) throw Error(Cat("--decode-rows ", r, " must be in [1, 256]"));
+    max_rows = std::max(max_rows, r);
+  }
+  // The machine's bounds, measured before the model is loaded so the probe's buffer does not add to
+  // the peak RSS reported below; on the threads the run uses.
+  ApplyThreads(o.run.threads);
+  const double read_gbps = MeasureReadBandwidth(size_t{256} << 20, 5) / 1e9;
+  const PeakFlops peak = MeasurePeakFlops(0.1);
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
+  const FalconConfig& c = m.model->config();
+  if (o.prompt_len + 1 > m.ctx || 8 + o.gen_len > m.ctx)
+    throw Error(Cat("--prompt-len ", o.prompt_len, " and --gen-len ", o.gen_len,
+                    " must fit the context of ", m.ctx, "; raise --ctx"));
+  // One prefill pass takes the whole prompt (llama-bench's ubatch is 512).
+  ServingLoop loop(*m.model, nullptr, std::nullopt,
+                   ServingOptionsFor(o.run, m, max_rows, std::max(o.prompt_len, max_rows)));
+  const ModelShape shape = ShapeOf(m);
+  const int threads = BenchThreads(o.run.threads);
+  const PackedMatrix& qkv = m.model->weights().layers[0].qkv_p;
+  const char* kernel = GemmKernelName(qkv);
+  std::printf(
+      "bench model: %s (%d layers, hidden %d, vocab %d, %s weights), KV %s, %d threads, %s, "
+      "matmul %s\n",
+      m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
+      DTypeName(m.model->weights().layers[0].qkv.dtype), KVDTypeName(m.kv.dtype), threads,
+      SimdTargetName(), kernel);
+  // The compute bound of the kernel the matmuls run on.
+  const bool bf16_dot = GemmUsesBf16Dot(qkv);
+  const double compute_peak = bf16_dot ? peak.bf16_dot : peak.f32_fma;
+  const char* compute_name = bf16_dot ? "bf16 dot" : "f32 FMA";
+  std::printf("machine: read %.1f GB/s, f32 FMA %.1f GFLOP/s, bf16 dot %s\n", read_gbps,
+              peak.f32_fma / 1e9,
+              peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none");
+
+  Rng rng(o.seed);
+  DecodeRate(loop, std::min(max_rows, 4), 4, c.vocab_size, rng.Next());  // warm-up: page faults
+  nlohmann::json out = {{"model", m.dir},
+                        {"threads", threads},
+                        {"simd", SimdTargetName()},
+                        {"matmul_kernel", kernel},
+                        {"weights_dtype", DTypeName(m.model->weights().layers[0].qkv.dtype)},
+                        {"kv_dtype", KVDTypeName(m.kv.dtype)},
+                        {"read_gbps", read_gbps},
+                        {"f32_fma_gflops", peak.f32_fma / 1e9},
+                        {"bf16_dot_gflops", peak.bf16_dot / 1e9}};
+
+  // Prefill.
+  std::vector<double> prefill;
+  for (int i = 0; i < o.repeats; ++i) {
+    const RequestResult r = RunOne(loop, o.prompt_len, 1, c.vocab_size, rng);
+    prefill.push_back(o.prompt_len / (r.t_first_token - r.t_admit));
+  }
+  // Per prompt token: the layers' weights and attention over the positions before it; the LM head
+  // runs for the last token only.
+  const double prefill_flops = 2.0 * (shape.matmul_params - shape.lm_head_params) +
+                               shape.attn_flops_per_pos * (o.prompt_len + 1) / 2.0 +
+                               2.0 * shape.lm_head_params / o.prompt_len;
+  const double prefill_bound = compute_peak / prefill_flops;
+  const double prefill_rate = Median(prefill);
+  std::printf("prefill %4d tokens: %9.1f tokens/s  (%.0f%% of the %s bound %.1f)\n", o.prompt_len,
+              prefill_rate, 100 * prefill_rate / prefill_bound, compute_name, prefill_bound);
+  out["prefill"] = {{"tokens", o.prompt_len},
+                    {"tokens_per_s", prefill_rate},
+                    {"bound_tokens_per_s", prefill_bound},
+                    {"fraction_of_bound", prefill_rate / prefill_bound}};
+
+  // Decode, one row and batched.
+  double rate1 = 0;
+  for (int rows : o.decode_rows) {
+    std::vector<double> rates;
+    for (int i = 0; i < o.repeats; ++i)
+      rates.push_back(DecodeRate(loop, rows, o.gen_len, c.vocab_size, rng.Next()));
+    const double rate = Median(rates);
+    if (rows == 1) rate1 = rate;
+    const double avg_pos = 8 + o.gen_len / 2.0;
+    const double step_bytes = shape.weight_bytes_step + rows * avg_pos * shape.kv_bytes_per_pos;
+    const double bw_bound = rows * read_gbps * 1e9 / step_bytes;
+    const double fma_bound =
+        compute_peak / (2.0 * shape.matmul_params + shape.attn_flops_per_pos * avg_pos);
+    const double bound = std::min(bw_bound, fma_bound);
+    std::printf("decode  %2d row%s:   %9.1f tokens/s  (%.0f%% of the %s bound %.1f)", rows,
+                rows == 1 ? " " : "s", rate, 100 * rate / bound,
+                bw_bound <= fma_bound ? "bandwidth" : compute_name, bound);
+    if (rows != 1 && rate1 > 0) std::printf(", %.2fx 1 row", rate / rate1);
+    std::printf("\n");
+    std::fflush(stdout);
+    out["decode"].push_back({{"rows", rows},
+                             {"tokens_per_s", rate},
+                             {"bandwidth_bound_tokens_per_s", bw_bound},
+                             {"fma_bound_tokens_per_s", fma_bound},
+                             {"fraction_of_bound", rate / bound}});
+  }
+  const int64_t rss = PeakRssBytes();
+  const double weights = static_cast<double>(m.model->weights().checkpoint->total_bytes());
+  // The KV pool is reserved whole but its pages become resident only as rows fill.
+  const double over = rss - weights - loop.kv_bytes();
+  if (over >= 0) {
+    std::printf("memory: peak RSS %.1f MiB = weights %.1f + KV pool %.1f + %.1f MiB\n",
+                rss / 1048576.0, weights / 1048576.0, loop.kv_bytes() / 1048576.0,
+                over / 1048576.0);
+  } else {
+    std::printf(
+        "memory: peak RSS %.1f MiB, within weights %.1f + KV pool %.1f MiB (the pool's "
+        "untouched pages are not resident)\n",
+        rss / 1048576.0, weights / 1048576.0, loop.kv_bytes() / 1048576.0);
+  }
+  out["memory"] = {
+      {"peak_rss_bytes", rss}, {"weight_bytes", weights}, {"kv_pool_bytes", loop.kv_bytes()}};
+  loop.Shutdown(ShutdownMode::kDrain);
+  if (!o.json.empty()) WriteJsonOutput(o.json, out.dump(2));
+}
+
+}  // namespace
+
+void RegisterBenchModel(CLI::App* bench) {
+  auto o = std::make_shared<BenchModelOptions>();
+  CLI::App* cmd = bench->add_subcommand(
+      "model",
+      "Prefill, decode and batched decode tokens/s against this machine's bandwidth and FMA "
+      "bounds, measured in the same run");
+  AddModelRunOptions(cmd, o->run);
+  cmd->add_option("--prompt-len", o->prompt_len, "Prefill: prompt tokens, in one pass (1-65536)")
+      ->check(CLI::Range(1, 65536))
+      ->capture_default_str();
+  cmd->add_option("--gen-len", o->gen_len, "Decode: new tokens per row (2-65536)")
+      ->check(CLI::Range(2, 65536))
+      ->capture_default_str();
+  cmd->add_option("--decode-rows", o->decode_rows,
+                  "Rows decoding together, each measured (comma-separated, 1-256)")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  cmd->add_option("--repeats", o->repeats, "Runs of each measurement; the median counts (1-100)")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
+  cmd->add_option("--json", o->json, "Also write the figures to this JSON file");
+  cmd->callback([o] { RunBenchModel(*o); });
+}
+
+}  // namespace wc

@@ -1,0 +1,56 @@
+#include "app/bench/requests.h"
+
+#include <algorithm>
+
+#include "util/error.h"
+
+namespace wc {
+
+std::vector<int> RandomPrompt(Rng& rng, int len, int vocab) {
+  std::vector<int> ids(len);
+  // Skip the first few ids (special tokens in Falcon-style vocabularies).
+  for (int& id : ids) id = 3 + static_cast<int>(rng.Next() % static_cast<uint64_t>(vocab - 3));
+  return ids;
+}
+
+Request BenchRequest(std::vector<int> prompt, int gen_len, uint64_t seed,
+                     std::shared_ptr<RequestObserver> observer) {
+  Request r;
+  r.prompt_ids = std::move(prompt);
+  r.max_new_tokens = gen_len;
+  r.stop_at_eos = false;  // fixed lengths, as serving benchmarks' ignore_eos
+  r.seed = seed;
+  r.observer = std::move(observer);
+  return r;
+}
+
+void WaitAll(const std::vector<std::shared_ptr<TimingObserver>>& obs) {
+  for (const auto& o : obs)
+    if (o->Wait().reason == StopReason::kError)
+      throw Error(Cat("bench request failed: ", o->Wait().error));
+}
+
+// Aggregate decode tokens/s with `rows` requests decoding together.
+double DecodeRate(ServingLoop& loop, int rows, int gen_len, int vocab, uint64_t seed) {
+  Rng rng(seed);
+  const BenchClock::time_point t0 = BenchClock::now();
+  std::vector<std::shared_ptr<TimingObserver>> obs;
+  for (int i = 0; i < rows; ++i) {
+    obs.push_back(std::make_shared<TimingObserver>(t0));
+    loop.Submit(BenchRequest(RandomPrompt(rng, 8, vocab), gen_len, seed + i, obs.back()));
+  }
+  WaitAll(obs);
+  double start = 0, end = 1e300;
+  for (const auto& o : obs) {
+    start = std::max(start, o->times().front());
+    end = std::min(end, o->times().back());
+  }
+  int64_t tokens = 0;
+  for (const auto& o : obs)
+    for (double t : o->times()) tokens += (t > start && t <= end) ? 1 : 0;
+  if (end <= start || tokens == 0)
+    throw Error("--gen-len is too short to measure decode speed; raise it");
+  return tokens / (end - start);
+}
+
+}  // namespace wc

@@ -1,0 +1,194 @@
+// `wormchat info`: parameters, weight bytes and KV-cache bytes of a model or a preset shape.
+#include <cstdio>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "app/commands/commands.h"
+#include "app/model_options.h"
+#include "model/fingerprint.h"
+#include "model/lm_head.h"
+#include "model/safetensors.h"
+#include "model/tensor_split.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+struct InfoCmdOptions {
+  std::string model_dir;
+  std::string preset;
+  int users = 1;
+  int ctx = 0;
+  std::string kv_dtype = "bf16";
+  std::string kv_scale = "token-head";
+  int tensor_parallel = 1;
+  int lm_head_fractures = 8;
+  bool json = false;
+};
+
+const char* LayoutName(QkvLayout layout) {
+  switch (layout) {
+    case QkvLayout::kGrouped:
+      return "new_decoder_architecture (grouped KV heads)";
+    case QkvLayout::kMultiQuery:
+      return "multi_query (one KV head)";
+    case QkvLayout::kMultiHead:
+      return "multi-head";
+  }
+  return "?";
+}
+
+std::string MiB(int64_t bytes) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
+  std::string s = buf;
+  if (s.size() > 7 && s.compare(s.size() - 7, 7, ".00 MiB") == 0) s.erase(s.size() - 7, 3);
+  return s;
+}
+
+void RunInfo(const InfoCmdOptions& o) {
+  if (o.users < 1) throw Error(Cat("--users must be >= 1, got ", o.users));
+  if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
+  const KVDType kv_dtype = ParseKVDType(o.kv_dtype);
+  FalconConfig c;
+  std::string source, weight_dtype, fingerprint;
+  int64_t weight_bytes = 0;
+  int bytes_per_weight = 2;  // the matrices' (packed in their stored dtype)
+  if (!o.preset.empty()) {
+    c = PresetConfig(o.preset);
+    source = "preset " + o.preset;
+    weight_dtype = "BF16 (as the preset would be stored)";
+    weight_bytes = c.n_params() * 2;
+  } else {
+    const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
+    c = LoadConfig(dir);
+    const auto ck = Checkpoint::Open(dir);
+    source = dir;
+    weight_dtype = ck->dtype_summary();
+    weight_bytes = static_cast<int64_t>(ck->total_bytes());
+    bytes_per_weight = static_cast<int>(DTypeSize(
+        ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, c.hidden_size})
+            .dtype));
+    fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
+  }
+  KVCacheShape shape;
+  shape.n_layers = c.n_layers;
+  shape.user_rows = o.users;
+  shape.n_kv_heads = c.n_kv_heads;
+  shape.max_seq = o.ctx > 0 ? o.ctx : c.max_position_embeddings;
+  shape.head_dim = c.head_dim();
+  const ScaleMode scale = ParseScaleMode(o.kv_scale);
+  const int64_t per_token = KVBytesPerToken(shape, kv_dtype, scale);
+  const int64_t layer_k = KVBytesPerLayerK(shape, kv_dtype, scale);
+  const int64_t total = 2 * layer_k * c.n_layers;
+  const int pad = FracturedLMHead::kPadMultiple;
+  const int padded_vocab = (c.vocab_size + pad - 1) / pad * pad;
+  // --tensor-parallel R: what each rank would hold (model/tensor_split.h).
+  struct RankBytes {
+    int64_t weights, kv;
+  };
+  std::vector<RankBytes> ranks;
+  if (o.tensor_parallel > 1)
+    for (int r = 0; r < o.tensor_parallel; ++r) {
+      const TensorSplit s = TensorSplit::Make(c, o.lm_head_fractures, r, o.tensor_parallel);
+      KVCacheShape rank_shape = shape;
+      rank_shape.n_kv_heads = s.n_kv_heads();
+      ranks.push_back({RankWeightBytes(c, s, bytes_per_weight),
+                       2 * KVBytesPerLayerK(rank_shape, kv_dtype, scale) * c.n_layers});
+    }
+  const int64_t whole_held =
+      RankWeightBytes(c, TensorSplit::Whole(c, o.lm_head_fractures), bytes_per_weight);
+  if (o.json) {
+    nlohmann::json j = {{"source", source},
+                        {"layout", LayoutName(c.qkv_layout())},
+                        {"n_layers", c.n_layers},
+                        {"hidden_size", c.hidden_size},
+                        {"n_head", c.n_head},
+                        {"n_kv_heads", c.n_kv_heads},
+                        {"head_dim", c.head_dim()},
+                        {"ffn_hidden_size", c.ffn_hidden_size},
+                        {"vocab_size", c.vocab_size},
+                        {"padded_vocab", padded_vocab},
+                        {"parameters", c.n_params()},
+                        {"weight_bytes", weight_bytes},
+                        {"weight_dtype", weight_dtype},
+                        {"kv_dtype", KVDTypeName(kv_dtype)},
+                        {"users", o.users},
+                        {"ctx", shape.max_seq},
+                        {"kv_bytes_per_token", per_token},
+                        {"kv_bytes_per_layer_k", layer_k},
+                        {"kv_bytes_per_layer_v", layer_k},
+                        {"kv_bytes_per_layer", 2 * layer_k},
+                        {"kv_bytes_total", total}};
+    if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
+    j["weight_bytes_held"] = whole_held;
+    if (!ranks.empty()) {
+      nlohmann::json per_rank = nlohmann::json::array();
+      for (const RankBytes& r : ranks)
+        per_rank.push_back({{"weight_bytes_held", r.weights}, {"kv_bytes_total", r.kv}});
+      j["tensor_parallel"] = {{"ranks", o.tensor_parallel}, {"per_rank", per_rank}};
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("model        %s\n", source.c_str());
+  if (!fingerprint.empty())
+    std::printf("fingerprint  %s (as transcripts record it; kv_scales.json aside)\n",
+                fingerprint.c_str());
+  std::printf("layout       %s\n", LayoutName(c.qkv_layout()));
+  std::printf(
+      "shape        %d layers, hidden %d, %d query heads / %d KV heads, head_dim %d, ffn %d\n",
+      c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.head_dim(), c.ffn_hidden_size);
+  std::printf("vocabulary   %d (LM head padded to %d rows)\n", c.vocab_size, padded_vocab);
+  std::printf("parameters   %.3f B (%lld)\n", static_cast<double>(c.n_params()) / 1e9,
+              static_cast<long long>(c.n_params()));
+  std::printf("weights      %s, %s\n", MiB(weight_bytes).c_str(), weight_dtype.c_str());
+  std::printf("KV cache     %s, %lld bytes per token (K+V, all layers)\n", KVDTypeName(kv_dtype),
+              static_cast<long long>(per_token));
+  std::printf("  per layer  K %s + V %s = %s for %d users x %d positions\n", MiB(layer_k).c_str(),
+              MiB(layer_k).c_str(), MiB(2 * layer_k).c_str(), o.users, shape.max_seq);
+  std::printf("  total      %s for all %d layers\n", MiB(total).c_str(), c.n_layers);
+  if (ranks.empty()) return;
+  std::printf(
+      "tensor parallel over %d ranks (each holds 1/%d of the heads, MLP and LM head; the "
+      "embeddings are read from the checkpoint's mapping):\n",
+      o.tensor_parallel, o.tensor_parallel);
+  std::printf("  1 process  weights %s held, KV cache %s\n", MiB(whole_held).c_str(),
+              MiB(total).c_str());
+  for (size_t r = 0; r < ranks.size(); ++r)
+    std::printf("  rank %-5zu weights %s held, KV cache %s\n", r, MiB(ranks[r].weights).c_str(),
+                MiB(ranks[r].kv).c_str());
+}
+
+}  // namespace
+
+void RegisterInfo(CLI::App& app) {
+  auto o = std::make_shared<InfoCmdOptions>();
+  CLI::App* cmd = app.add_subcommand("info", "Parameters, weight bytes and KV-cache bytes");
+  auto* model = cmd->add_option("--model", o->model_dir, "Model directory [default: assets model]");
+  auto* preset =
+      cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny");
+  model->excludes(preset);
+  cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();
+  cmd->add_option("--ctx", o->ctx, "Positions per user (0 = max_position_embeddings)");
+  cmd->add_option("--kv-dtype", o->kv_dtype,
+                  "KV cache format: bf16, f32, int8, fp8-e4m3, fp8-e5m2, bfp8")
+      ->capture_default_str();
+  cmd->add_option("--kv-scale", o->kv_scale, "int8/fp8 scales: token-head or tensor")
+      ->capture_default_str();
+  cmd->add_option("--tensor-parallel", o->tensor_parallel,
+                  "Also print what each of R tensor-parallel ranks would hold")
+      ->check(CLI::Range(1, 4096))
+      ->capture_default_str();
+  cmd->add_option("--lm-head-fractures", o->lm_head_fractures,
+                  "LM-head fractures (shared out among the tensor-parallel ranks)")
+      ->capture_default_str();
+  cmd->add_flag("--json", o->json, "Print JSON");
+  int threads = 0;
+  cmd->add_option("--threads", threads, "Host threads (unused here)")
+      ->check(CLI::Range(0, kMaxThreads));
+  cmd->callback([o] { RunInfo(*o); });
+}
+
+}  // namespace wc

@@ -1,0 +1,208 @@
+#include "mesh/decode_step_experiment.h"
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mesh/plot_writer.h"
+#include "model/config.h"
+#include "util/error.h"
+#include "util/json_file.h"
+
+namespace wc {
+namespace {
+
+// tt-metal's published Falcon-40B decode on a T3000 (QuietBox): models/README.md ("Falcon 40B
+// (TP=8) | 32 | QuietBox (Wormhole) | | 11.9 | 36 | 380.8 | v0.59.0-rc38"): batch 32, 128 tokens
+// in the KV cache, 1 / inter-token latency, end to end as the demo runs it (host sampling
+// included). Its configuration (models/demos/t3000/falcon40b/tt/model_config.py,
+// "BFLOAT8_B-SHARDED" decode): BFLOAT8_B weights and KV cache, LoFi matmuls, bfp8 activations,
+// 1-link ring collectives.
+constexpr double kPublishedTokensPerSPerUser = 11.9;
+constexpr double kTargetTokensPerSPerUser = 36.0;
+
+struct Scenario {
+  std::string label;
+  DecodeStepOptions options;
+};
+
+std::string AttentionName(const DecodeStepOptions& o) {
+  return o.unfused_attention ? "unfused" : "flash";
+}
+
+void WriteCsv(const std::string& path,
+              const std::vector<std::pair<Scenario, DecodeStepEstimate>>& runs, int layers) {
+  std::ostringstream out;
+  out.precision(10);
+  out << "scenario,mesh,chips,users,ctx,weights_dtype,kv_dtype,attention,op,per_step,us_per_step,"
+         "us_per_layer,dram_us,compute_us,eth_us,launch_us,tokens_per_s_per_user,tokens_per_s\n";
+  for (const auto& [s, e] : runs) {
+    const DecodeStepOptions& o = s.options;
+    const std::string head =
+        Cat(s.label, ",", o.mesh, ",", e.chips, ",", o.users, ",", o.ctx, ",",
+            TileFormatName(o.weights), ",", TileFormatName(o.kv), ",", AttentionName(o), ",");
+    for (const StepOp& op : e.ops)
+      out << head << op.name << "," << op.per_step << "," << op.us << "," << op.us / layers << ","
+          << op.dram_us << "," << op.compute_us << "," << op.eth_us << "," << op.launch_us
+          << ",,\n";
+    out << head << "total,"
+        << "," << e.step_us << "," << e.step_us / layers << "," << e.dram_us << "," << e.compute_us
+        << "," << e.eth_us << "," << e.launch_us << "," << e.tokens_per_s_per_user << ","
+        << e.tokens_per_s << "\n";
+  }
+  std::ofstream f(path);
+  f << out.str();
+  f.close();
+  if (!f) throw Error(Cat("--csv ", path, ": cannot write"));
+}
+
+void Plot(const std::string& png,
+          const std::vector<std::pair<Scenario, DecodeStepEstimate>>& runs) {
+  std::vector<std::string> names;  // every op name, in first-seen order
+  for (const auto& [s, e] : runs)
+    for (const StepOp& op : e.ops)
+      if (std::find(names.begin(), names.end(), op.name) == names.end()) names.push_back(op.name);
+  std::ostringstream g;
+  g << "$d << EOD\nscenario";
+  for (const auto& n : names) g << " " << n;
+  g << "\n";
+  for (const auto& [s, e] : runs) {
+    g << "\"" << s.label << "\"";
+    std::map<std::string, double> us;  // op name -> us per step
+    for (const StepOp& op : e.ops) us[op.name] = op.us;
+    for (const auto& n : names) g << " " << (us.count(n) ? us.at(n) / 1000.0 : 0.0);
+    g << "\n";
+  }
+  g << "EOD\n";
+  g << "set terminal pngcairo size 1400,700 font ',9'\nset termoption noenhanced\n";
+  g << "set output " << GnuplotQuote(png) << "\n";
+  g << "set title 'Falcon decode step on the emulated Wormhole mesh: time per op (ms per token)'\n";
+  g << "set style data histograms\nset style histogram rowstacked\n";
+  g << "set style fill solid 0.85 border -1\nset boxwidth 0.7\nset grid ytics\n";
+  g << "set key outside right top\nset xtics rotate by -35 font ',8'\n";
+  g << "set ylabel 'ms per step (per token per user)'\nset yrange [0:*]\n";
+  // One colour per op (gnuplot's default cycle repeats after eight).
+  g << "colors = '#1f77b4 #ff7f0e #2ca02c #d62728 #9467bd #8c564b #e377c2 #7f7f7f #bcbd22 "
+       "#17becf #393b79 #e7ba52 #843c39 #5254a3 #637939'\n";
+  g << "plot for [i=2:" << names.size() + 1
+    << "] $d using i:xtic(1) title columnheader(i) lc rgb word(colors, (i - 2) % 15 + 1)\n";
+  RunGnuplot(g.str(), png);
+}
+
+}  // namespace
+
+void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
+  FalconConfig c;
+  std::string model_name;
+  if (!o.model_dir.empty()) {
+    if (!o.preset.empty()) throw Error("--model and --preset name two models; give one");
+    c = LoadConfig(o.model_dir);
+    model_name = o.model_dir;
+  } else {
+    model_name = o.preset.empty() ? "falcon-40b" : o.preset;
+    c = PresetConfig(model_name);
+  }
+  o.step.weights = ParseTileFormat(o.weights_dtype, "--weights-dtype");
+  o.step.kv = ParseTileFormat(o.kv_dtype, "--kv-dtype");
+  if (o.attention != "flash" && o.attention != "unfused")
+    throw Error(
+        Cat("--attention '", o.attention, "' is not supported here; choose flash or unfused"));
+  o.step.unfused_attention = o.attention == "unfused";
+
+  std::vector<Scenario> scenarios = {{"headline", o.step}};
+  auto what_if = [&](const std::string& label, auto change) {
+    Scenario s{label, o.step};
+    change(s.options);
+    scenarios.push_back(s);
+  };
+  for (int u : {1, 8, 16, 32})
+    if (u != o.step.users) what_if(Cat("users ", u), [u](DecodeStepOptions& d) { d.users = u; });
+  for (int ctx : {128, 512, 1024, 2048})
+    if (ctx != o.step.ctx) what_if(Cat("ctx ", ctx), [ctx](DecodeStepOptions& d) { d.ctx = ctx; });
+  for (TileFormat w : {TileFormat::kBF16, TileFormat::kBFP8, TileFormat::kBFP4})
+    if (w != o.step.weights)
+      what_if(Cat("weights ", TileFormatName(w)), [w](DecodeStepOptions& d) { d.weights = w; });
+  for (TileFormat k : {TileFormat::kBF16, TileFormat::kBFP8})
+    if (k != o.step.kv)
+      what_if(Cat("kv ", TileFormatName(k)), [k](DecodeStepOptions& d) { d.kv = k; });
+  what_if(o.step.unfused_attention ? "flash attention" : "unfused attention",
+          [](DecodeStepOptions& d) { d.unfused_attention = !d.unfused_attention; });
+  for (const char* mesh : {"t3k", "galaxy"})
+    if (o.step.mesh != mesh) what_if(mesh, [mesh](DecodeStepOptions& d) { d.mesh = mesh; });
+  what_if("2 eth links", [](DecodeStepOptions& d) { d.eth_links = 2; });
+
+  std::vector<std::pair<Scenario, DecodeStepEstimate>> runs;
+  for (const Scenario& s : scenarios) runs.emplace_back(s, EstimateDecodeStep(c, s.options));
+  const DecodeStepEstimate& e = runs.front().second;
+  const int layers = c.n_layers;
+
+  std::printf(
+      "%s decode step on %s (%d chips): %d users, ctx %d, weights %s, KV %s, %s attention\n",
+      model_name.c_str(), o.step.mesh.c_str(), e.chips, o.step.users, o.step.ctx,
+      TileFormatName(o.step.weights), TileFormatName(o.step.kv), AttentionName(o.step).c_str());
+  std::printf("  %-15s %8s %11s %11s %7s\n", "op", "runs", "us/step", "us/layer", "share");
+  for (const StepOp& op : e.ops)
+    std::printf("  %-15s %8d %11.1f %11.2f %6.1f%%\n", op.name.c_str(), op.per_step, op.us,
+                op.us / layers, 100.0 * op.us / e.step_us);
+  std::printf("  step %.1f us = %.2f ms per token: %.2f tokens/s per user, %.1f tokens/s in all\n",
+              e.step_us, e.step_us / 1000.0, e.tokens_per_s_per_user, e.tokens_per_s);
+  std::printf("  shares: DRAM %.1f%%, compute %.1f%%, Ethernet %.1f%%, op launches %.1f%%\n",
+              100.0 * e.dram_us / e.step_us, 100.0 * e.compute_us / e.step_us,
+              100.0 * e.eth_us / e.step_us, 100.0 * e.launch_us / e.step_us);
+  std::printf("  per chip and step: %.1f MB of weights, %.2f MB of KV cache\n",
+              e.weight_bytes_per_chip / 1e6, e.kv_bytes_per_chip / 1e6);
+  if (!o.formats_given && o.step.mesh == "t3k" && o.step.users == 32) {
+    std::printf(
+        "  tt-metal's published Falcon-40B on T3000 (32 users, ctx 128): %.1f tokens/s/user "
+        "(target %.0f): this model gives %.2fx the published figure and %.2fx the target\n",
+        kPublishedTokensPerSPerUser, kTargetTokensPerSPerUser,
+        e.tokens_per_s_per_user / kPublishedTokensPerSPerUser,
+        e.tokens_per_s_per_user / kTargetTokensPerSPerUser);
+  }
+  std::printf("what-ifs (one change each from the headline):\n");
+  std::printf("  %-20s %10s %10s %10s %7s %7s %7s\n", "scenario", "ms/token", "tok/s/u", "tok/s",
+              "DRAM", "eth", "launch");
+  for (const auto& [s, r] : runs)
+    std::printf("  %-20s %10.2f %10.2f %10.1f %6.1f%% %6.1f%% %6.1f%%\n", s.label.c_str(),
+                r.step_us / 1000.0, r.tokens_per_s_per_user, r.tokens_per_s,
+                100.0 * r.dram_us / r.step_us, 100.0 * r.eth_us / r.step_us,
+                100.0 * r.launch_us / r.step_us);
+  if (!o.csv.empty()) {
+    WriteCsv(o.csv, runs, layers);
+    std::printf("csv -> %s\n", o.csv.c_str());
+  }
+  if (!o.plot.empty()) {
+    if (o.plot.size() < 4 || o.plot.compare(o.plot.size() - 4, 4, ".png") != 0)
+      throw Error(Cat("--plot ", o.plot, ": the file name must end in .png"));
+    Plot(o.plot, runs);
+    std::printf("plot -> %s\n", o.plot.c_str());
+  }
+  if (!o.json.empty()) {
+    nlohmann::json ops = nlohmann::json::object();
+    for (const StepOp& op : e.ops) ops[op.name] = op.us;
+    const nlohmann::json j = {{"model", model_name},
+                              {"mesh", o.step.mesh},
+                              {"chips", e.chips},
+                              {"users", o.step.users},
+                              {"ctx", o.step.ctx},
+                              {"weights_dtype", TileFormatName(o.step.weights)},
+                              {"kv_dtype", TileFormatName(o.step.kv)},
+                              {"attention", AttentionName(o.step)},
+                              {"step_us", e.step_us},
+                              {"tokens_per_s_per_user", e.tokens_per_s_per_user},
+                              {"tokens_per_s", e.tokens_per_s},
+                              {"dram_share", e.dram_us / e.step_us},
+                              {"compute_share", e.compute_us / e.step_us},
+                              {"eth_share", e.eth_us / e.step_us},
+                              {"launch_share", e.launch_us / e.step_us},
+                              {"ops", ops}};
+    WriteJsonOutput(o.json, j.dump(2));
+  }
+}
+
+}  // namespace wc
