@@ -1,4 +1,4 @@
-// FlashDecode (../shared/seeds/000 §2.3-3.4) executed on an emulated Wormhole mesh.
+// FlashDecode (seed 000 §2.3-3.4, docs/references.md) executed on an emulated Wormhole mesh.
 //
 // One op: Q [1, bsz, n_q_heads, head_dim] (the query heads of each KV group in the tile's row
 // dimension) against K/V [bsz, n_kv_heads, kv_len, head_dim]. KV heads are split over the mesh's

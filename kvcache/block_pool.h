@@ -1,4 +1,4 @@
-// Paged KV-cache bookkeeping (vLLM-style, ../shared/seeds/002): fixed-size blocks of
+// Paged KV-cache bookkeeping (vLLM-style, seed 002 in docs/references.md): fixed-size blocks of
 // `block_size` tokens from one pool, a free list, reference counts so a block can be shared (a
 // prompt's blocks across beams or users), and a block table per user row mapping positions to
 // blocks. Only indices live here; the K/V bytes of block b are wherever the cache puts block b.

@@ -1,6 +1,7 @@
-// The seed's performance experiments (../shared/seeds/000 §4, Figures 3-5) replayed on the emulated
-// mesh: each configuration is a planning run of the FlashDecode engine (no math) turned into device
-// time by the performance model (mesh/perf_model.h), or the model of the unfused baseline.
+// The FlashDecode report's performance experiments (seed 000 §4, Figures 3-5; docs/references.md)
+// replayed on the emulated mesh: each configuration is a planning run of the FlashDecode engine
+// (no math) turned into device time by the performance model (mesh/perf_model.h), or the model of
+// the unfused baseline.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // A performance model of decode attention on Wormhole: turns what the emulated cores did (an
 // OpTrace of the FlashDecode engine) into device time, and estimates the unfused baseline the seed
-// compares against (../shared/seeds/000 §4.1). Every formula and constant is documented in
-// attention/README.md ("The performance model"); every constant lives in WormholeChipSpec.
+// compares against (seed 000 §4.1; docs/references.md). Every formula and constant is documented
+// in mesh/README.md ("The performance model"); every constant lives in WormholeChipSpec.
 //
 // FlashDecode, per emulated core:
 //   read    K and V chunks from DRAM: bytes at min(core read port, chip DRAM / streaming cores),

@@ -232,7 +232,7 @@ FalconConfig LoadConfig(const std::string& model_dir) {
 
 FalconConfig PresetConfig(const std::string& name) {
   FalconConfig c;
-  if (name == "falcon-40b") {  // ../shared/seeds/001: RWConfig of tiiuae/falcon-40b-instruct
+  if (name == "falcon-40b") {  // seed 001's RWConfig of tiiuae/falcon-40b-instruct
     c.hidden_size = 8192;
     c.n_head = 128;
     c.n_kv_heads = 8;

@@ -1,4 +1,4 @@
-// The LM head as the seed's Galaxy deployment ran it (../shared/seeds/001, `padded_lmh`,
+// The LM head as the seed's Galaxy deployment ran it (seed 001 in docs/references.md, `padded_lmh`,
 // `fracture_vocab`): the vocabulary is padded to a multiple of 512 rows and split into F fractures,
 // each computed independently into its own buffer; the host concatenates them and drops the
 // padding, so padded rows never reach sampling. Every logit is one dot product, so the result is

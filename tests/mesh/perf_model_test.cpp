@@ -1,6 +1,7 @@
-// The performance model (mesh/perf_model.h) against the seed's findings (../shared/seeds/000
-// §4), the mesh-bench experiments and their CSV, and `wormchat mesh-bench` end to end (including
-// the gnuplot PNG). No host timing is asserted anywhere: the model's time is deterministic.
+// The performance model (mesh/perf_model.h) against the seed's findings (seed 000 §4;
+// docs/references.md), the mesh-bench experiments and their CSV, and `wormchat mesh-bench` end to
+// end (including the gnuplot PNG). No host timing is asserted anywhere: the model's time is
+// deterministic.
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>

@@ -167,7 +167,7 @@ TEST(Config, PresetsAndTheSeedsKvFigures) {
   EXPECT_EQ(c.head_dim(), 64);
   EXPECT_EQ(c.vocab_size, 65024);
   KVCacheShape s{c.n_layers, 32, c.n_kv_heads, 2048, c.head_dim()};
-  // ../shared/seeds/001: K and V caches are 64 MB each per layer, 7680 MB for 60 layers.
+  // seed 001 (docs/references.md): K and V caches are 64 MB each per layer, 7680 MB for 60 layers.
   EXPECT_EQ(KVBytesPerLayerK(s, KVDType::kBF16, ScaleMode::kTokenHead), 64LL << 20);
   EXPECT_EQ(2 * KVBytesPerLayerK(s, KVDType::kBF16, ScaleMode::kTokenHead) * c.n_layers,
             7680LL << 20);
