@@ -65,7 +65,7 @@ void AddFig34(std::vector<MeshBenchConfig>& out) {
 
 // Seed §4.2: Llama-3.1-8B attention (bsz 1, head_dim 128, 32 q / 8 KV heads) split over 1, 2, 4, 8
 // chips, max_cores_per_head 8-64, with the seed's flat reducer and the engine's tree. The fine
-// variant sweeps t3k every 2k to show what the power-of-two points hide (attention/README.md).
+// variant sweeps t3k every 2k to show what the power-of-two points hide (mesh/README.md).
 void AddFig5(std::vector<MeshBenchConfig>& out, bool fine) {
   const std::vector<const char*> meshes =
       fine ? std::vector<const char*>{"t3k"}

@@ -1,5 +1,5 @@
 // Device time of the non-attention ops of a decode step on one Wormhole chip, from the figures in
-// mesh/wormhole_spec.h (their sources are there and in attention/README.md). Every op pays
+// mesh/wormhole_spec.h (their sources are there and in mesh/README.md). Every op pays
 // one kernel launch (dispatch + program start) and runs on up to the chip's compute grid:
 //
 //   matmul [m, k] x [k, n] with weights in DRAM (decode: m = users, padded to 32):

@@ -18,7 +18,7 @@ struct WormholeChipSpec {
   double dram_peak_gbps = 288.0;
   double dram_achievable_gbps = 256.0;  // measured ~250-267 GB/s
   // Round trip of a DRAM read as a reader core sees it (request over the NoC, GDDR6 access, the
-  // data's way back), exposed once at every read barrier. Calibrated (attention/README.md): 450 ns
+  // data's way back), exposed once at every read barrier. Calibrated (mesh/README.md): 450 ns
   // makes the 64-core FlashDecode stream reach the seed's ~70% of achievable bandwidth at 128k.
   double dram_latency_ns = 450.0;
   double core_dram_read_gbps = 32.0;  // one core's NoC read port (32 B/cycle)

@@ -1,4 +1,4 @@
-// The whole-model decode step on the emulated mesh (meshmodel/): each cost formula against a
+// The whole-model decode step on the emulated mesh (mesh/decode_step.h): each cost formula against a
 // hand-computed example, the ring collectives against a hand-computed ring, the step's
 // bookkeeping, and the mesh-bench experiment's CSV / JSON (the committed CSV included).
 #include <gtest/gtest.h>
@@ -118,7 +118,7 @@ TEST(DecodeStep, OpsAddUpAndCountEveryLayer) {
 // The model of tt-metal's configuration (T3000, 32 users, 128 cached positions, BFLOAT8_B
 // weights and KV cache, LoFi, 1-link rings) is bound by streaming its weights: it lands within
 // +-30% of tt-metal's own target for this hardware (36 tokens/s/user). The published 11.9 is
-// about a third of that; attention/README.md says why.
+// about a third of that; mesh/README.md says why.
 TEST(DecodeStep, FalconOnT3kLandsAtTheHardwareTarget) {
   const DecodeStepEstimate e = EstimateDecodeStep(PresetConfig("falcon-40b"), DecodeStepOptions{});
   EXPECT_GT(e.tokens_per_s_per_user, 36.0 * 0.7);
