@@ -1,4 +1,4 @@
-// The whole-model decode step on the emulated mesh (mesh/decode_step.h): each cost formula against a
+// The whole-model decode step on the emulated mesh (mesh/): each cost formula against a
 // hand-computed example, the ring collectives against a hand-computed ring, the step's
 // bookkeeping, and the mesh-bench experiment's CSV / JSON (the committed CSV included).
 #include <gtest/gtest.h>
