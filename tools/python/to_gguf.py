@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Converts a wormchat / Hugging Face Falcon checkpoint to GGUF for llama.cpp, keeping its dtype.
 
-    PYTHONPATH=LLAMA_CPP/gguf-py tools/bench/to_gguf.py MODEL_DIR OUT.gguf
+    PYTHONPATH=LLAMA_CPP/gguf-py /usr/bin/python3 tools/python/to_gguf.py MODEL_DIR OUT.gguf
 
 MODEL_DIR holds config.json, model.safetensors (one file; HF or RW-era key names) and, if present,
 tokenizer.model (sentencepiece) and chat_format.json. Weights are written in the checkpoint's own

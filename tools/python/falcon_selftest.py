@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""Self-test for falcon_ref.py and safetensors_io.py (run: python3 tools/falcon_ref.py selftest).
+"""Self-test for falcon_ref.py and safetensors_io.py (run: python3 tools/python/falcon_selftest.py).
 
 The core check compares falcon_ref.Falcon against `slow_forward`, a float64
 numpy implementation that loops over tokens and heads and reads each head's
@@ -20,9 +20,7 @@ import traceback
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import falcon_ref  # noqa: E402
-import safetensors_io  # noqa: E402
+from wormref import falcon_ref, safetensors_io
 
 # Tiny configs covering every decoder-layer / QKV-layout path.
 BASE = dict(vocab_size=37, hidden_size=32, num_attention_heads=4, num_hidden_layers=2,
