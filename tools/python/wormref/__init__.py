@@ -5,6 +5,7 @@ because Python puts a script's own directory on the import path):
 
     config          FalconConfig: config.json resolved as HF does (torch-free)
     safetensors_io  safetensors and HF checkpoint-dir reading/writing (numpy only)
+    slow_ref        float64 per-token, per-head numpy loop of the Falcon forward pass (numpy only)
     falcon_ref      PyTorch Falcon forward pass, checkpoint load/save (needs torch)
     beam_ref        issue 13's beam search over falcon_ref, and the beam fixture cases (needs torch)
 
