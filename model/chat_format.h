@@ -1,5 +1,5 @@
 // How a conversation is framed into tokens, read from DIR/chat_format.json beside the model, so the
-// training recipe (tools/train) and the runtime cannot drift apart:
+// training recipe (tools/python/train) and the runtime cannot drift apart:
 //   [bos if add_bos] then per turn:
 //   Encode(user_prefix + message + user_suffix + assistant_prefix) + Encode(reply) + [eos]
 // (each Encode one sentencepiece call), and a system message (batch requests) as

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # README command (2), and CI's (.ci/run): install, build, and run every test -
 #   1. the whole suite in Release (./build),
-#   2. the whole suite again under ASan + UBSan (tools/asan.sh, ./build-asan),
-#   3. the serving loop's concurrency under TSan (tools/tsan.sh, ./build-tsan),
-#   4. every parser's libFuzzer harness for a short run (tools/fuzz.sh, ./build-fuzz).
+#   2. the Python reference and the committed fixtures, numpy only (tools/python/check_reference.py),
+#   3. the whole suite again under ASan + UBSan (tools/asan.sh, ./build-asan),
+#   4. the serving loop's concurrency under TSan (tools/tsan.sh, ./build-tsan),
+#   5. every parser's libFuzzer harness for a short run (tools/fuzz.sh, ./build-fuzz).
 # Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 15) is each harness's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,6 +12,7 @@ t0=$(date +%s)
 bash tools/build.sh
 t1=$(date +%s)
 ctest --test-dir build --output-on-failure -j"$(nproc)"
+/usr/bin/python3 tools/python/check_reference.py
 t2=$(date +%s)
 bash tools/asan.sh
 t3=$(date +%s)
@@ -18,5 +20,5 @@ bash tools/tsan.sh
 t4=$(date +%s)
 bash tools/fuzz.sh --seconds "${WORMCHAT_FUZZ_SECONDS:-15}" --jobs "$(nproc)"
 t5=$(date +%s)
-echo "test.sh: build $((t1 - t0)) s, ctest $((t2 - t1)) s, asan+ubsan $((t3 - t2)) s," \
+echo "test.sh: build $((t1 - t0)) s, ctest + reference $((t2 - t1)) s, asan+ubsan $((t3 - t2)) s," \
   "tsan $((t4 - t3)) s, fuzz $((t5 - t4)) s; $((t5 - t0)) s in all"

@@ -1,5 +1,5 @@
 // The Falcon decoder against the independent PyTorch reference (tests/fixtures, made by
-// tools/make_fixtures.py), and the decoder's own invariants: token-by-token == whole prompt,
+// tools/python/make_fixtures.py), and the decoder's own invariants: token-by-token == whole prompt,
 // fractured == unfractured LM head, any thread count gives the same bits.
 #include <omp.h>
 

@@ -3,7 +3,7 @@
 #
 #   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2] MODEL_DIR...
 #
-# For each model: converts it to GGUF (tools/bench/to_gguf.py, same dtype), checks that both
+# For each model: converts it to GGUF (tools/python/to_gguf.py, same dtype), checks that both
 # programs pick the same greedy tokens for a prompt, then runs llama-bench (-p 512, -n 128) and
 # `wormchat bench model` alternately, --reps times each (default 3), and prints the median
 # tokens/s of each and their ratio. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
@@ -71,7 +71,7 @@ for model in "${models[@]}"; do
   name=$(basename "$(realpath "$model")")
   gguf="$out/$name.gguf"
   if [ ! -f "$gguf" ] || [ "$model/model.safetensors" -nt "$gguf" ]; then
-    PYTHONPATH="$llama_dir/gguf-py" "$py" tools/bench/to_gguf.py "$model" "$gguf" >&2
+    PYTHONPATH="$llama_dir/gguf-py" "$py" tools/python/to_gguf.py "$model" "$gguf" >&2
   fi
 
   # The same greedy tokens: 12 new tokens of a raw prompt, as text.

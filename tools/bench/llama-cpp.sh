@@ -3,7 +3,7 @@
 # commit 50d26e8a), from the git bundle that the npm package node-llama-cpp@3.14.0 ships.
 # Needs only Debian apt and the npm registry. Idempotent: each step is skipped when already done.
 # Prints the bin dir (llama-bench, llama-cli, llama-perplexity, llama-tokenize) as its last line;
-# the tree's gguf-py/ writes GGUF files (tools/bench/to_gguf.py). A copy of the anchor script
+# the tree's gguf-py/ writes GGUF files (tools/python/to_gguf.py). A copy of the anchor script
 # the project compares itself with (issue 16); nothing in the build, tests or runs needs it.
 #   DEST          default ./llama.cpp-b6673
 #   NLC_TGZ=FILE  use this node-llama-cpp-3.14.0.tgz instead of `npm pack`

@@ -14,7 +14,7 @@ for c in json.load(open(sys.argv[1], encoding="utf-8")):
 PY
 : > "$out"
 for _ in 1 2 3 4 5 6 7 8; do
-  cat "$root/README.md" "$root/kernels/README.md" "$root/tools/train/README.md" \
+  cat "$root/README.md" "$root/kernels/README.md" "$root/tools/python/train/README.md" \
       "$root/assets/README.md" "$root/attention/README.md" "$corpus" >> "$out"
 done
 rm -f "$corpus"

@@ -22,9 +22,9 @@ package it reproduces every vector of llama.cpp's ggml-vocab-falcon.gguf.out
 tests/fixtures/tokenizer/README.md. The --no-digits / --post-processor options
 only exist to re-run that experiment.
 
-Usage (Debian's python3 has numpy, which gguf-py needs):
+Usage (Debian's python3 has numpy, which gguf-py needs; PYTHONPATH finds gguf-py):
 
-    /usr/bin/python3 tools/tokenizer/gguf_to_tokenizer_json.py \
+    PYTHONPATH=/work/llama.cpp-b6673/gguf-py /usr/bin/python3 tools/tokenizer/gguf_to_tokenizer_json.py \
         --llama-cpp /work/llama.cpp-b6673 \
         --out tests/fixtures/tokenizer/falcon/tokenizer.json
     (then packed as tokenizer.json.tar.xz: tests/fixtures/tokenizer/README.md)
@@ -36,7 +36,6 @@ the files HF publishes, fixed key order, trailing newline.
 import argparse
 import json
 import os
-import sys
 
 # GGUF token types (llama.cpp's llama_token_type / gguf.TokenType).
 TOKEN_TYPE_NORMAL = 1
@@ -56,9 +55,12 @@ BYTE_LEVEL_DECODER = {"type": "ByteLevel", "add_prefix_space": True, "trim_offse
 BYTE_LEVEL_POST = {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True}
 
 
-def read_gguf(path, llama_cpp):
-    sys.path.insert(0, os.path.join(llama_cpp, "gguf-py"))
-    import gguf  # noqa: E402  (llama.cpp's package, not installed system-wide)
+def read_gguf(path):
+    try:
+        import gguf  # llama.cpp's package, not installed system-wide
+    except ImportError:
+        raise SystemExit("gguf_to_tokenizer_json.py: needs llama.cpp's gguf-py "
+                         "(PYTHONPATH=LLAMA_CPP/gguf-py)") from None
 
     reader = gguf.GGUFReader(path)
 
@@ -144,7 +146,7 @@ def build(g, digits=True, post_processor="null"):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--llama-cpp", default="/work/llama.cpp-b6673", help="llama.cpp source tree (gguf-py/, models/)")
+    ap.add_argument("--llama-cpp", default="/work/llama.cpp-b6673", help="llama.cpp source tree (models/)")
     ap.add_argument("--gguf", help="vocab GGUF (default: LLAMA_CPP/models/ggml-vocab-falcon.gguf)")
     ap.add_argument("--out", required=True, help="tokenizer.json to write")
     ap.add_argument("--no-digits", action="store_true", help="experiment: drop the Digits pre-tokenizer step")
@@ -153,7 +155,7 @@ def main():
     args = ap.parse_args()
 
     gguf_path = args.gguf or os.path.join(args.llama_cpp, "models", "ggml-vocab-falcon.gguf")
-    g = read_gguf(gguf_path, args.llama_cpp)
+    g = read_gguf(gguf_path)
     tj = build(g, digits=not args.no_digits, post_processor=args.post_processor)
     n_special = len(tj["added_tokens"])
     if g["eos"] is not None and not any(t["id"] == g["eos"] for t in tj["added_tokens"]):

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Independent reference of issue 13's beam search, and the fixtures that check the engine's.
 
 Written from issue 13's text, not from serving/beam_search.cpp. Every forward pass is
@@ -29,25 +28,16 @@ at least MIN_MARGIN (the engine's float32 logits differ from torch's by ~1e-6 re
 scores among the best 2W+1 candidates of every step, the stopping test's comparison, every
 replace-the-worst comparison and the final ranking of the kept hypotheses.
 
-Usage:
-    /usr/bin/python3 tools/beam_ref.py            # (re)generate the fixtures, then verify them
-    /usr/bin/python3 tools/beam_ref.py --check    # recompute every case and compare
-    /usr/bin/python3 tools/beam_ref.py --only NAME [--out FILE]
+Made and checked from the command line by tools/python/make_beam_fixtures.py.
 """
 
-import argparse
-import json
 import os
-import re
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import falcon_ref  # noqa: E402
+from . import REPO_ROOT, falcon_ref
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURES_ROOT = os.path.join(REPO_ROOT, "tests", "fixtures")
 DEFAULT_OUT = os.path.join(FIXTURES_ROOT, "beams", "cases.json")
 FORMAT = "wormchat-beam-fixtures-1"
@@ -345,61 +335,3 @@ def summary(case):
             f"replaced {i['replaced_worst']} not kept {i['not_kept']}, "
             f"test went on {i['stopping_test_went_on']}, "
             f"returned {reasons}, margin {i['min_margin']:.2g}")
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description="generate / verify the beam-search fixtures")
-    p.add_argument("--out", default=DEFAULT_OUT, help="fixture file (default %(default)s)")
-    p.add_argument("--only", action="append", help="restrict to case NAME")
-    p.add_argument("--check", action="store_true", help="verify the existing fixtures only")
-    args = p.parse_args(argv)
-    torch.set_num_threads(1)  # keep float32 reductions reproducible
-    names = set(args.only or [])
-    unknown = names - {c[0] for c in CASES}
-    if unknown:
-        p.error(f"unknown case(s): {sorted(unknown)}")
-
-    if not args.check:
-        old = {}
-        if names and os.path.exists(args.out):
-            with open(args.out) as f:
-                old = {c["name"]: c for c in json.load(f)["cases"]}
-        cases = []
-        for index, spec in enumerate(CASES):
-            if names and spec[0] not in names:
-                if spec[0] in old:  # --only: the other cases stay as they were
-                    cases.append(old[spec[0]])
-                continue
-            case = make_case(index, spec)
-            print("made", summary(case), flush=True)
-            cases.append(case)
-        os.makedirs(os.path.dirname(args.out), exist_ok=True)
-        text = json.dumps({"format": FORMAT, "generator": "tools/beam_ref.py",
-                           "min_margin": MIN_MARGIN, "cases": cases}, indent=1)
-        # Token id lists on one line each.
-        text = re.sub(r"\[(?:\s*-?\d+,)*\s*-?\d+\s*\]",
-                      lambda m: "[" + ", ".join(m.group(0)[1:-1].split()).replace(",,", ",") + "]",
-                      text)
-        with open(args.out, "w") as f:
-            f.write(text + "\n")
-
-    with open(args.out) as f:
-        data = json.load(f)
-    assert data["format"] == FORMAT, data["format"]
-    failed = checked = 0
-    for case in data["cases"]:
-        if names and case["name"] not in names:
-            continue
-        checked += 1
-        problems = check_case(case)
-        if problems:
-            failed += 1
-            print(f"{case['name']}: FAILED " + "; ".join(problems))
-        else:
-            print(summary(case))
-    print(f"{checked - failed} passed, {failed} failed")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -17,11 +17,11 @@ import types
 
 import sentencepiece as spm
 
-import data
-import tokenizer
+from wormref import REPO_ROOT
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-CHAT_FORMAT = os.path.join(os.path.dirname(os.path.dirname(HERE)), "assets", "chat_format.json")
+from . import data, tokenizer
+
+CHAT_FORMAT = os.path.join(REPO_ROOT, "assets", "chat_format.json")
 
 DATA_KEYS = ("seed", "val_percent", "tier_b", "max_fortunes", "max_fortune_chars",
              "greeting_copies", "multi_turn", "vocab")

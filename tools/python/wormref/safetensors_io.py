@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Minimal safetensors reader/writer (numpy only, no `safetensors` package).
 
 File layout (all integers little-endian):
@@ -31,6 +30,9 @@ import numpy as np
 
 # dtype name -> bytes per element
 DTYPE_SIZES = {"F32": 4, "F16": 2, "BF16": 2}
+
+# dtype name -> numpy type of the stored values (BF16: the raw upper 16 bits)
+STORED_NUMPY_TYPES = {"F32": "<f4", "F16": "<f2", "BF16": "<u2"}
 
 # Friendly aliases accepted by write functions.
 DTYPE_ALIASES = {
@@ -92,19 +94,6 @@ def encode(x, dtype):
     return f32_to_bf16_bits(x).astype("<u2").tobytes()
 
 
-def decode(buf, dtype, shape):
-    """raw little-endian bytes in `dtype` -> float32 array of `shape`."""
-    if dtype == "F32":
-        a = np.frombuffer(buf, dtype="<f4").astype(np.float32)
-    elif dtype == "F16":
-        a = np.frombuffer(buf, dtype="<f2").astype(np.float32)
-    elif dtype == "BF16":
-        a = bf16_bits_to_f32(np.frombuffer(buf, dtype="<u2"))
-    else:
-        raise ValueError(f"unsupported safetensors dtype {dtype!r}")
-    return a.reshape(shape)
-
-
 def write_safetensors(path, tensors, dtype="F32", metadata=None):
     """Write {name: float32 ndarray} to `path`, every tensor stored as `dtype`.
 
@@ -159,12 +148,12 @@ def read_header(path):
     return header, metadata, 8 + n
 
 
-def read_safetensors(path):
-    """Read a safetensors file.
+def read_stored(path):
+    """Read a safetensors file without converting it.
 
-    Returns (tensors, dtypes, metadata):
-        tensors  {name: float32 ndarray with the stored shape}
-        dtypes   {name: "F32"|"F16"|"BF16"} as stored on disk
+    Returns (tensors, metadata):
+        tensors  {name: (dtype, shape, ndarray)}: dtype "F32"|"F16"|"BF16" as stored, ndarray the
+                 stored values of that shape, '<f4' for F32, '<f2' for F16, '<u2' bits for BF16
         metadata {str: str} from "__metadata__" ({} if absent)
     Validates that data_offsets are in bounds, match shape x dtype size, and
     tile the data buffer without gaps or overlaps.
@@ -173,7 +162,7 @@ def read_safetensors(path):
     with open(path, "rb") as f:
         f.seek(start)
         buf = f.read()
-    tensors, dtypes = {}, {}
+    tensors = {}
     spans = []
     for name, info in header.items():
         dt = info.get("dtype")
@@ -185,8 +174,8 @@ def read_safetensors(path):
         if not (0 <= begin <= end <= len(buf)) or end - begin != want:
             raise ValueError(f"{path}: tensor {name!r} has bad data_offsets {[begin, end]} "
                              f"for shape {list(shape)} {dt} (buffer {len(buf)} bytes)")
-        tensors[name] = decode(buf[begin:end], dt, shape)
-        dtypes[name] = dt
+        stored = np.frombuffer(buf[begin:end], dtype=STORED_NUMPY_TYPES[dt]).reshape(shape)
+        tensors[name] = (dt, shape, stored)
         spans.append((begin, end, name))
     pos = 0
     for begin, end, name in sorted(spans):
@@ -195,4 +184,58 @@ def read_safetensors(path):
         pos = end
     if pos != len(buf):
         raise ValueError(f"{path}: {len(buf) - pos} trailing bytes after the last tensor")
+    return tensors, metadata
+
+
+def to_f32(dtype, stored):
+    """Stored values (as read_stored gives them) -> float32 array, exactly."""
+    if dtype == "BF16":
+        return bf16_bits_to_f32(stored)
+    if dtype in ("F32", "F16"):
+        return stored.astype(np.float32)
+    raise ValueError(f"unsupported safetensors dtype {dtype!r}")
+
+
+def read_safetensors(path):
+    """Read a safetensors file, every tensor upcast (exactly) to float32.
+
+    Returns (tensors, dtypes, metadata):
+        tensors  {name: float32 ndarray with the stored shape}
+        dtypes   {name: "F32"|"F16"|"BF16"} as stored on disk
+        metadata {str: str} from "__metadata__" ({} if absent)
+    Validates the file as read_stored does.
+    """
+    stored, metadata = read_stored(path)
+    tensors = {name: to_f32(dt, arr) for name, (dt, _, arr) in stored.items()}
+    dtypes = {name: dt for name, (dt, _, _) in stored.items()}
     return tensors, dtypes, metadata
+
+
+# --------------------------------------------------------------------------- checkpoint dirs
+
+SINGLE_NAME = "model.safetensors"
+INDEX_NAME = "model.safetensors.index.json"
+
+
+def read_model_dir(model_dir):
+    """{name: float32 ndarray} of an HF checkpoint dir: model.safetensors, or the shards
+    model.safetensors.index.json maps (every shard's tensors must be mapped to that shard)."""
+    single = os.path.join(model_dir, SINGLE_NAME)
+    index = os.path.join(model_dir, INDEX_NAME)
+    if os.path.exists(single):
+        return read_safetensors(single)[0]
+    if not os.path.exists(index):
+        raise FileNotFoundError(f"{model_dir}: neither {SINGLE_NAME} nor {INDEX_NAME}")
+    with open(index) as f:
+        weight_map = json.load(f)["weight_map"]
+    tensors = {}
+    for shard in sorted(set(weight_map.values())):
+        part = read_safetensors(os.path.join(model_dir, shard))[0]
+        for name, arr in part.items():
+            if weight_map.get(name) != shard:
+                raise ValueError(f"{shard}: tensor {name!r} not mapped to this shard in {INDEX_NAME}")
+            tensors[name] = arr
+    missing = set(weight_map) - set(tensors)
+    if missing:
+        raise ValueError(f"{INDEX_NAME} lists tensors missing from shards: {sorted(missing)[:5]}")
+    return tensors

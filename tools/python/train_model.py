@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """Train wormchat's default chat model from scratch: data -> tokenizer -> model -> export.
 
-    /usr/bin/python3 tools/train/train.py --out assets/default-model [--threads N]
-                                          [--minutes M] [--seed S] [--resume]
+    /usr/bin/python3 tools/python/train_model.py --out assets/default-model [--threads N]
+                                               [--minutes M] [--seed S] [--resume]
 
 Steps (work files go to --work, default build/train-work/, never into the repo):
-  1. data.py       WordNet 3.0 + fortunes + greetings -> chat conversations (train/val)
-  2. tokenizer.py  SentencePiece BPE on the training conversations, then encode
-  3. this file     Falcon-40B-shaped model (tools/falcon_ref.py), AdamW, warmup + cosine,
-                   loss on answer tokens only, packed fixed-length rows, seeded shuffles;
-                   the number of steps is chosen from the --minutes budget after timing
-                   the first steps; periodic checkpoints (--resume), validation, samples
-  4. export        config.json, model.safetensors, tokenizer.model, chat_format.json,
-                   training.json into --out
+  1. train/data.py       WordNet 3.0 + fortunes + greetings -> chat conversations (train/val)
+  2. train/tokenizer.py  SentencePiece BPE on the training conversations, then encode
+  3. train/loop.py       Falcon-40B-shaped model (wormref/falcon_ref.py), AdamW, warmup +
+                         cosine, loss on answer tokens only, packed fixed-length rows, seeded
+                         shuffles; the number of steps is chosen from the --minutes budget
+                         after timing the first steps; periodic checkpoints (--resume),
+                         validation, samples
+  4. export              config.json, model.safetensors, tokenizer.model, chat_format.json,
+                         training.json into --out
 
 Speed: Debian's torch uses the generic libblas.so.3 (reference BLAS unless an optimised
 one is selected); if OpenBLAS is installed (libopenblas0-pthread) this script re-executes
@@ -102,11 +103,9 @@ def main(argv=None):
     maybe_reexec(args, argv)
     t_start = time.time()
 
-    sys.path.insert(0, HERE)
-    sys.path.insert(0, os.path.join(REPO, "tools"))
     import torch
-    import loop
-    import prep
+
+    from train import loop, prep
 
     torch.set_num_threads(args.threads)
     os.makedirs(args.work, exist_ok=True)

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Ask an exported model questions in Python (reference for `wormchat chat`).
 
-    /usr/bin/python3 tools/train/sample.py --model assets/default-model \
+    /usr/bin/python3 tools/python/sample_model.py --model assets/default-model \
         "What is a falcon?" "Define harbor."
 
 Greedy decoding; multi-turn: all questions form one conversation when --conversation
@@ -11,16 +11,14 @@ the model's chat_format.json (bos + per turn: prompt tokens, answer tokens, eos)
 
 import argparse
 import os
-import sys
 
 import sentencepiece as spm
 import torch
 
+from train import tokenizer
+from wormref import falcon_ref
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(os.path.dirname(HERE)))
-import falcon_ref  # noqa: E402
-import tokenizer  # noqa: E402
 
 
 def main():

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Converts a wormchat / Hugging Face Falcon checkpoint to GGUF for llama.cpp, keeping its dtype.
 
-    PYTHONPATH=LLAMA_CPP/gguf-py tools/bench/to_gguf.py MODEL_DIR OUT.gguf
+    PYTHONPATH=LLAMA_CPP/gguf-py /usr/bin/python3 tools/python/to_gguf.py MODEL_DIR OUT.gguf
 
 MODEL_DIR holds config.json, model.safetensors (one file; HF or RW-era key names) and, if present,
 tokenizer.model (sentencepiece) and chat_format.json. Weights are written in the checkpoint's own
@@ -27,6 +27,8 @@ import struct
 import sys
 
 import numpy as np
+
+from wormref import safetensors_io
 
 try:
     import gguf
@@ -81,32 +83,15 @@ def read_config(model_dir):
 
 
 def read_tensors(model_dir):
-    """{name: (dtype, shape, raw bytes)} of model.safetensors, bytes as stored."""
-    path = os.path.join(model_dir, "model.safetensors")
+    """{name: (dtype, shape, stored ndarray)} of model.safetensors: F32 float32, F16 float16,
+    BF16 uint16 bits, as stored (wormref.safetensors_io.read_stored)."""
+    path = os.path.join(model_dir, safetensors_io.SINGLE_NAME)
     if not os.path.exists(path):
         fail(f"{path}: missing (sharded checkpoints are not supported here)")
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n))
-        header.pop("__metadata__", None)
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        b, e = t["data_offsets"]
-        out[name] = (t["dtype"], tuple(t["shape"]), data[b:e])
-    return out
-
-
-def as_array(dtype, shape, raw):
-    """The stored bytes as a numpy array: F32 float32, F16 float16, BF16 uint16 bits."""
-    np_type = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}[dtype]
-    return np.frombuffer(raw, dtype=np_type).reshape(shape)
-
-
-def to_f32(dtype, arr):
-    if dtype == "BF16":
-        return (arr.astype(np.uint32) << 16).view(np.float32)
-    return arr.astype(np.float32)
+    try:
+        return safetensors_io.read_stored(path)[0]
+    except ValueError as e:
+        fail(str(e))
 
 
 # ---------------------------------------------------------------- vocabulary
@@ -234,14 +219,13 @@ def main():
     w.add_add_eos_token(False)
 
     def norm(name):  # layer norms in F32
-        dtype, shape, raw = tensors[name]
-        return to_f32(dtype, as_array(dtype, shape, raw))
+        dtype, _, stored = tensors[name]
+        return safetensors_io.to_f32(dtype, stored)
 
     def weight(name, transform=None):
-        dtype, shape, raw = tensors[name]
+        dtype, _, arr = tensors[name]
         if dtype != wdtype:
             fail(f"{name}: {dtype}, expected {wdtype} like the other weights")
-        arr = as_array(dtype, shape, raw)
         return arr if transform is None else transform(arr)
 
     def add(gguf_name, arr, is_weight):

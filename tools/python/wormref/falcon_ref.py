@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 """Independent PyTorch reference of Hugging Face's Falcon (FalconForCausalLM) forward pass.
 
 Written from the structure of transformers' `modeling_falcon.py`; no HF code is
@@ -6,176 +5,33 @@ imported. Full-sequence only (no KV cache), rotary positions 0..T-1, always
 float32 (bf16/f16 checkpoints are upcast on load). It is a plain `nn.Module`,
 so it can be trained too; `state_dict()` keys are exactly HF's.
 
-Public API (kept stable; tools/train imports it):
+Public API (kept stable; tools/python/train imports it):
     FalconConfig.from_dict(d) / .to_dict()
     Falcon(cfg)                         forward(ids [B, T] long) -> logits [B, T, vocab] f32
     Falcon.init_weights(std, generator, bias_std=, ln_std=)
     load_checkpoint(dir) -> (cfg, model)
     save_checkpoint(dir, cfg_dict, model, dtype="f32"|"bf16"|"f16", shards=1)
 
-CLI:
-    python3 tools/falcon_ref.py logits --model DIR --ids "1 2 3" --out FILE.npy
-    python3 tools/falcon_ref.py selftest
+    compute_logits(model, ids) -> float32 ndarray [T, vocab]
+    (FalconConfig lives in wormref.config, torch-free, and is re-exported here.)
+
+Logits from the command line: python3 tools/python/falcon_logits.py (see there).
 
 Shape legend: B batch, T tokens, C hidden_size, H query heads, K kv heads,
 G = H // K query heads per kv head, D head_dim = C // H, F ffn_hidden_size, V vocab.
 """
 
-import argparse
-import dataclasses
 import json
 import math
 import os
-import sys
-from typing import Optional
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import safetensors_io  # noqa: E402  (sibling module)
-
-
-# --------------------------------------------------------------------------- config
-
-@dataclasses.dataclass(frozen=True)
-class FalconConfig:
-    """Resolved Falcon hyper-parameters (defaults are HF FalconConfig's)."""
-
-    vocab_size: int = 65024
-    hidden_size: int = 4544
-    num_hidden_layers: int = 32
-    num_attention_heads: int = 71
-    num_kv_heads: int = 1             # effective kv heads (see from_dict)
-    new_decoder_architecture: bool = False
-    multi_query: bool = True
-    parallel_attn: bool = True
-    bias: bool = False
-    layer_norm_epsilon: float = 1e-5
-    rope_theta: float = 10000.0
-    ffn_hidden_size: int = 4 * 4544
-    num_ln_in_parallel_attn: Optional[int] = None  # 1 or 2 for new arch, None otherwise
-    max_position_embeddings: int = 2048
-    tie_word_embeddings: bool = True
-    bos_token_id: Optional[int] = 11
-    eos_token_id: Optional[int] = 11
-
-    # ---- derived
-    @property
-    def head_dim(self):
-        return self.hidden_size // self.num_attention_heads
-
-    @property
-    def group_size(self):
-        """Query heads sharing one kv head (G)."""
-        return self.num_attention_heads // self.num_kv_heads
-
-    @property
-    def qkv_out_dim(self):
-        """Rows of the fused query_key_value weight: (H + 2K) * D."""
-        return (self.num_attention_heads + 2 * self.num_kv_heads) * self.head_dim
-
-    @property
-    def layernorm_names(self):
-        """Per-layer LayerNorm module names, as in HF FalconDecoderLayer.__init__."""
-        if not self.parallel_attn:
-            return ("input_layernorm", "post_attention_layernorm")
-        if self.new_decoder_architecture and self.num_ln_in_parallel_attn == 2:
-            return ("ln_attn", "ln_mlp")
-        return ("input_layernorm",)
-
-    # ---- (de)serialisation
-    @classmethod
-    def from_dict(cls, d):
-        """Build from an HF (or RW-era) config.json dict.
-
-        RW-era aliases: n_head -> num_attention_heads, n_head_kv -> num_kv_heads,
-        n_layer -> num_hidden_layers, n_embed -> hidden_size.
-        Effective kv heads: new_decoder_architecture -> num_kv_heads
-        (default num_attention_heads); elif multi_query -> 1; else num_attention_heads.
-        Raises ValueError for configurations HF cannot run or this reference
-        does not implement (alibi, rope_scaling, non-gelu activation, ...).
-        """
-        d = dict(d)
-
-        def pick(hf_key, rw_key, default):
-            a, b = d.get(hf_key), d.get(rw_key)
-            if a is not None and b is not None and a != b:
-                raise ValueError(f"config has conflicting {hf_key}={a} and {rw_key}={b}")
-            return a if a is not None else (b if b is not None else default)
-
-        if d.get("alibi", False):
-            raise ValueError("alibi=true is not supported (rotary Falcon only)")
-        if d.get("rope_scaling") is not None:
-            raise ValueError(f"rope_scaling={d['rope_scaling']!r} is not supported")
-        if d.get("activation", "gelu") != "gelu":
-            raise ValueError(f"activation={d['activation']!r} is not supported (only exact 'gelu')")
-        if d.get("apply_residual_connection_post_layernorm", False):
-            raise ValueError("apply_residual_connection_post_layernorm=true is not supported")
-
-        hidden = int(pick("hidden_size", "n_embed", 4544))
-        n_head = int(pick("num_attention_heads", "n_head", 71))
-        n_layer = int(pick("num_hidden_layers", "n_layer", 32))
-        kv_raw = pick("num_kv_heads", "n_head_kv", None)
-        new_arch = bool(d.get("new_decoder_architecture", False))
-        multi_query = bool(d.get("multi_query", True))
-        parallel = bool(d.get("parallel_attn", True))
-        n_ln = d.get("num_ln_in_parallel_attn")
-
-        if n_head <= 0 or hidden % n_head != 0:
-            raise ValueError(f"hidden_size={hidden} is not divisible by num_attention_heads={n_head}")
-        if new_arch:
-            n_kv = n_head if kv_raw is None else int(kv_raw)
-            if not parallel:
-                raise ValueError("new_decoder_architecture with parallel_attn=false is not "
-                                 "runnable in HF Falcon")
-            n_ln = 2 if n_ln is None else int(n_ln)
-            if n_ln not in (1, 2):
-                raise ValueError(f"num_ln_in_parallel_attn must be 1 or 2, got {n_ln}")
-        else:
-            if multi_query:
-                n_kv = 1
-            else:
-                if kv_raw is not None and int(kv_raw) != n_head:
-                    raise ValueError(f"multi-head Falcon with num_kv_heads={kv_raw} != "
-                                     f"num_attention_heads={n_head} is not runnable in HF")
-                n_kv = n_head
-            if n_ln not in (None, 1):
-                raise ValueError("num_ln_in_parallel_attn=2 requires new_decoder_architecture")
-            n_ln = None
-        if n_kv <= 0 or n_head % n_kv != 0:
-            raise ValueError(f"num_attention_heads={n_head} not divisible by num_kv_heads={n_kv}")
-
-        ffn = d.get("ffn_hidden_size")
-        return cls(
-            vocab_size=int(d.get("vocab_size", 65024)),
-            hidden_size=hidden,
-            num_hidden_layers=n_layer,
-            num_attention_heads=n_head,
-            num_kv_heads=n_kv,
-            new_decoder_architecture=new_arch,
-            multi_query=multi_query,
-            parallel_attn=parallel,
-            bias=bool(d.get("bias", False)),
-            layer_norm_epsilon=float(d.get("layer_norm_epsilon", 1e-5)),
-            rope_theta=float(d.get("rope_theta", 10000.0)),
-            ffn_hidden_size=4 * hidden if ffn is None else int(ffn),
-            num_ln_in_parallel_attn=n_ln,
-            max_position_embeddings=int(d.get("max_position_embeddings", 2048)),
-            tie_word_embeddings=bool(d.get("tie_word_embeddings", True)),
-            bos_token_id=d.get("bos_token_id", 11),
-            eos_token_id=d.get("eos_token_id", 11),
-        )
-
-    def to_dict(self):
-        """HF-style config.json dict (without model_type/architectures/torch_dtype)."""
-        d = dataclasses.asdict(self)
-        if d["num_ln_in_parallel_attn"] is None:
-            del d["num_ln_in_parallel_attn"]
-        d["alibi"] = False
-        return d
+from . import safetensors_io
+from .config import FalconConfig  # noqa: F401  (re-exported: falcon_ref.FalconConfig)
 
 
 # --------------------------------------------------------------------------- rotary
@@ -371,32 +227,9 @@ class Falcon(nn.Module):
 # --------------------------------------------------------------------------- checkpoints
 
 CONFIG_NAME = "config.json"
-SINGLE_NAME = "model.safetensors"
-INDEX_NAME = "model.safetensors.index.json"
+SINGLE_NAME = safetensors_io.SINGLE_NAME
+INDEX_NAME = safetensors_io.INDEX_NAME
 TORCH_DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
-
-
-def _read_all_tensors(model_dir):
-    """{name: float32 ndarray} from model.safetensors or the sharded index."""
-    single = os.path.join(model_dir, SINGLE_NAME)
-    index = os.path.join(model_dir, INDEX_NAME)
-    if os.path.exists(single):
-        return safetensors_io.read_safetensors(single)[0]
-    if not os.path.exists(index):
-        raise FileNotFoundError(f"{model_dir}: neither {SINGLE_NAME} nor {INDEX_NAME}")
-    with open(index) as f:
-        weight_map = json.load(f)["weight_map"]
-    tensors = {}
-    for shard in sorted(set(weight_map.values())):
-        part = safetensors_io.read_safetensors(os.path.join(model_dir, shard))[0]
-        for name, arr in part.items():
-            if weight_map.get(name) != shard:
-                raise ValueError(f"{shard}: tensor {name!r} not mapped to this shard in {INDEX_NAME}")
-            tensors[name] = arr
-    missing = set(weight_map) - set(tensors)
-    if missing:
-        raise ValueError(f"{INDEX_NAME} lists tensors missing from shards: {sorted(missing)[:5]}")
-    return tensors
 
 
 def load_checkpoint(model_dir):
@@ -409,7 +242,7 @@ def load_checkpoint(model_dir):
     with open(os.path.join(model_dir, CONFIG_NAME)) as f:
         cfg = FalconConfig.from_dict(json.load(f))
     model = Falcon(cfg)
-    tensors = _read_all_tensors(model_dir)
+    tensors = safetensors_io.read_model_dir(model_dir)
     expected = model.state_dict()
     state = {}
     for name, arr in tensors.items():
@@ -492,7 +325,7 @@ def save_checkpoint(model_dir, cfg_dict, model, dtype="f32", shards=1):
         f.write("\n")
 
 
-# --------------------------------------------------------------------------- CLI
+# --------------------------------------------------------------------------- logits
 
 def parse_ids(text):
     """'1 2 3' or '1,2,3' -> [1, 2, 3]."""
@@ -510,36 +343,3 @@ def compute_logits(model, ids):
         raise ValueError(f"token ids out of range [0, {v}): {bad[:5]}")
     logits = model(torch.tensor(ids, dtype=torch.long))
     return np.ascontiguousarray(logits.float().numpy(), dtype=np.float32)
-
-
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = p.add_subparsers(dest="cmd", required=True)
-    pl = sub.add_parser("logits", help="write float32 logits [n_tokens, vocab] as .npy")
-    pl.add_argument("--model", required=True, help="checkpoint dir (config.json + safetensors)")
-    ids_src = pl.add_mutually_exclusive_group(required=True)
-    ids_src.add_argument("--ids", help='token ids, e.g. "1 2 3"')
-    ids_src.add_argument("--ids-file", help="file holding whitespace-separated token ids")
-    pl.add_argument("--out", required=True, help="output .npy path")
-    sub.add_parser("selftest", help="check layouts against a slow per-head loop reference")
-    args = p.parse_args(argv)
-
-    if args.cmd == "selftest":
-        import falcon_selftest
-        return falcon_selftest.main()
-
-    torch.set_grad_enabled(False)
-    if args.ids_file:
-        with open(args.ids_file) as f:
-            ids = parse_ids(f.read())
-    else:
-        ids = parse_ids(args.ids)
-    _, model = load_checkpoint(args.model)
-    logits = compute_logits(model, ids)
-    np.save(args.out, logits)
-    print(f"wrote {args.out}: float32 {list(logits.shape)}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -11,9 +11,9 @@ logits.npy is computed by falcon_ref in float32 from the checkpoint *as stored*
 (it is reloaded after saving, so bf16/f16 rounding is included).
 
 Usage:
-    python3 tools/make_fixtures.py            # (re)generate all, then verify
-    python3 tools/make_fixtures.py --check    # only verify existing fixtures
-    python3 tools/make_fixtures.py --only mq_f32 [--out DIR]
+    python3 tools/python/make_fixtures.py            # (re)generate all, then verify
+    python3 tools/python/make_fixtures.py --check    # only verify existing fixtures
+    python3 tools/python/make_fixtures.py --only mq_f32 [--out DIR]
 """
 
 import argparse
@@ -25,10 +25,8 @@ import sys
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import falcon_ref  # noqa: E402
+from wormref import REPO_ROOT, falcon_ref
 
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures")
 
 N_IDS = 12
@@ -179,14 +177,14 @@ def write_readme(out_root):
         "# Falcon test fixtures",
         "",
         "Tiny seeded random Falcon checkpoints with reference logits, for checking the C++",
-        "engine against an independent PyTorch reference (`tools/falcon_ref.py`).",
+        "engine against an independent PyTorch reference (`tools/python/wormref/falcon_ref.py`).",
         "",
         "Generated (from the repo root) with:",
         "",
-        "    /usr/bin/python3 tools/make_fixtures.py",
+        "    /usr/bin/python3 tools/python/make_fixtures.py",
         "",
         "which rewrites every fixture dir listed below and then verifies them; "
-        "`/usr/bin/python3 tools/make_fixtures.py --check` only verifies.",
+        "`/usr/bin/python3 tools/python/make_fixtures.py --check` only verifies.",
         "Generated with Debian 12's python3-torch 1.13 / python3-numpy 1.24 (CPU); other torch",
         "versions may draw different random weights, so regenerate all fixtures together.",
         "",
@@ -230,7 +228,7 @@ def write_readme(out_root):
     lines += [
         "",
         "Reference logits for other ids: "
-        "`/usr/bin/python3 tools/falcon_ref.py logits --model tests/fixtures/NAME --ids \"1 2 3\" "
+        "`/usr/bin/python3 tools/python/falcon_logits.py --model tests/fixtures/NAME --ids \"1 2 3\" "
         "--out /tmp/x.npy`.",
         "",
     ]

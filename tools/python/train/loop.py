@@ -1,4 +1,4 @@
-"""Training loop, evaluation, checkpoints and export for tools/train/train.py.
+"""Training loop, evaluation, checkpoints and export for tools/python/train_model.py.
 
 Shape legend: B rows per step, T tokens per row, C hidden, V vocab, N answer tokens
 in a batch (the only positions that get logits and loss).
@@ -17,8 +17,9 @@ import sentencepiece as spm
 import torch
 import torch.nn.functional as F
 
-import falcon_ref
-import tokenizer
+from wormref import falcon_ref
+
+from . import tokenizer
 
 CKPT = "ckpt.pt"
 

@@ -1,0 +1,18 @@
+"""wormref: the independent Python reference wormchat's C++ engine is checked against.
+
+Modules (import as `from wormref import falcon_ref`; scripts in tools/python/ find the package
+because Python puts a script's own directory on the import path):
+
+    config          FalconConfig: config.json resolved as HF does (torch-free)
+    safetensors_io  safetensors and HF checkpoint-dir reading/writing (numpy only)
+    slow_ref        float64 per-token, per-head numpy loop of the Falcon forward pass (numpy only)
+    falcon_ref      PyTorch Falcon forward pass, checkpoint load/save (needs torch)
+    beam_ref        issue 13's beam search over falcon_ref, and the beam fixture cases (needs torch)
+
+Nothing here is imported at package import time, so the numpy-only modules work without torch.
+"""
+
+import os
+
+# The repository root (tools/python/wormref/ -> ../../..), for default fixture paths.
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
