@@ -8,6 +8,7 @@
 
 #include "app/cli_errors.h"
 #include "app/commands/commands.h"
+#include "app/rank_lifecycle.h"
 #include "dist/communicator.h"
 #include "kernels/simd_limit.h"
 #include "util/error.h"
@@ -28,21 +29,21 @@ int Fail(std::string message, int code) {
   return code;
 }
 
-// Under mpirun with several ranks, only the commands that split their work across ranks run:
-// the others would run R copies of themselves.
-std::string RanksMessage(int argc, char** argv) {
-  if (argc < 2) return {};
-  const std::string command = argv[1];
-  if (command == "batch" || command.empty() || command[0] == '-') return {};
-  if (command == "bench" && argc > 2 && std::strcmp(argv[2], "ranks") == 0) return {};
-  for (int i = 2; i < argc; ++i)  // the model split across the ranks: they run it together
-    if (std::strncmp(argv[i], "--tensor-parallel", 17) == 0) return {};
-  const wc::Communicator& world = wc::World();
-  if (world.size() <= 1) return {};
-  return wc::Cat("wormchat ", command, " runs in one process, but mpirun started ", world.size(),
-                 " ranks; under mpirun, run batch (its requests are shared out across the ranks) "
-                 "or a command with --tensor-parallel ",
-                 world.size(), " (the model split across the ranks)");
+// Under mpirun with several ranks, a command that runs in one process: every rank refuses it, rank
+// 0 says why.
+int Refuse(const std::string& message) {
+  if (wc::World().rank() == 0) std::fprintf(stderr, "wormchat: error: %s\n", message.c_str());
+  return wc::kExitUsage;
+}
+
+// The exit status of a CLI11 error: --help and --version print their text (status 0), a command's
+// own status (transcript replay), or a usage error as one line (status 2).
+int CliStatus(const CLI::App& app, const CLI::ParseError& e) {
+  if (dynamic_cast<const CLI::Success*>(&e) != nullptr) return app.exit(e);
+  if (dynamic_cast<const CLI::RuntimeError*>(&e) != nullptr) return e.get_exit_code();
+  std::fflush(stdout);
+  std::fprintf(stderr, "wormchat: error: %s\n", wc::UsageMessage(app, e).c_str());
+  return wc::kExitUsage;
 }
 
 }  // namespace
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   wc::RegisterPerplexity(app);
   wc::RegisterCalibrate(app);
   wc::RegisterTranscript(app);
+  wc::RefuseCommandsThatRunInOneProcess(app);
   // Usage errors: one line, status 2 (--help and --version: their text, status 0).
   const std::string unknown = wc::UnknownSubcommandMessage(app, argc, argv);
   if (!unknown.empty()) {
@@ -73,24 +75,13 @@ int main(int argc, char** argv) {
   }
   try {
     wc::ApplySimdLimit();  // WORMCHAT_SIMD, before any kernel runs
-    const std::string ranks = RanksMessage(argc, argv);
-    if (!ranks.empty()) {
-      if (wc::World().rank() == 0) std::fprintf(stderr, "wormchat: error: %s\n", ranks.c_str());
-      return wc::kExitUsage;
-    }
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::RuntimeError& e) {  // a command's own exit status (transcript replay)
-    return e.get_exit_code();
+  } catch (const wc::RanksRefusal& e) {
+    return Refuse(e.what());
   } catch (const CLI::ParseError& e) {
-    std::fflush(stdout);
-    std::fprintf(stderr, "wormchat: error: %s\n", wc::UsageMessage(app, e).c_str());
-    return wc::kExitUsage;
+    // The refusal comes first, as if the command's flags had not been looked at.
+    const std::string refusal = wc::RanksRefusalMessage(app);
+    return refusal.empty() ? CliStatus(app, e) : Refuse(refusal);
   } catch (const wc::Error& e) {
     return Fail(e.what(), 1);
   } catch (const std::bad_alloc&) {

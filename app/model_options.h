@@ -1,18 +1,17 @@
-// Options every model-running command shares, and the loading they drive.
+// Options every model-running command shares: their flags, their checks and the defaults they
+// take from the model directory. The loading they drive is app/model_loader.h.
 #pragma once
 
-#include <memory>
-#include <optional>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
 #include "kvcache/kv_cache.h"
-#include "model/chat_format.h"
 #include "model/falcon.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
-#include "tokenizer/tokenizer.h"
 
 namespace wc {
 
@@ -74,46 +73,9 @@ void AddThreadsOption(CLI::App* cmd, int& threads);
 // Applies --threads (OpenMP). Throws wc::Error outside [0, kMaxThreads].
 void ApplyThreads(int threads);
 
-// Everything a text command needs, loaded from ModelRunOptions.
-// Rank 0 of a tensor-parallel group: ends the other ranks' FollowSteps when the command is done
-// (or fails), once everything that runs the model is gone.
-struct FollowersStop {
-  const FalconModel* model = nullptr;
-  ~FollowersStop();
-};
-
-struct LoadedModel {
-  std::string dir;
-  std::unique_ptr<FalconModel> model;
-  // The model's tokenizer; an IdsTokenizer with --ids; null if `need_tokenizer` was false.
-  std::unique_ptr<Tokenizer> tokenizer;
-  // chat_format.json's, if any; with --ids one that frames nothing (ids are fed as given).
-  std::optional<ChatFormat> chat_format;
-  KVCacheOptions kv;  // format, scales, layout
-  int ctx = 0;        // positions per user row
-  // Tensor parallel, rank 0: each rank's weight bytes held (FalconWeights::HeldBytes) and peak
-  // resident bytes once loaded, [ranks]; empty otherwise.
-  std::vector<int64_t> rank_weight_bytes, rank_peak_rss;
-  std::unique_ptr<FollowersStop> followers;  // last: destroyed first
-};
-// Loads the model (with --tensor-parallel R, this rank's slice). On a tensor-parallel rank other
-// than 0 it then follows rank 0's forward passes until rank 0 is done and ends the command with
-// exit status 0 (CLI::RuntimeError), never returning: commands call it (or
-// FollowUnlessTensorParallelLeader) before anything only rank 0 does.
-LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
-// LoadModel without the following: every rank, rank 0 of a tensor-parallel group included, returns
-// its model (collective: every rank of the group calls it), for code that leads and follows itself
-// (bench ranks).
-LoadedModel LoadModelOnThisRank(const ModelRunOptions& o, bool need_tokenizer);
-// A tensor-parallel rank other than 0 loads its slice and follows (LoadModel); elsewhere returns
-// at once. Commands call it first, so that only rank 0 reads input and writes output.
-void FollowUnlessTensorParallelLeader(const ModelRunOptions& o);
 // Registers --tensor-parallel on a command that runs under mpirun with a model split across ranks.
 void AddTensorParallelOption(CLI::App* cmd, ModelRunOptions& o);
 
-// The serving loop's options for a loaded model: its KV format and layout, context, --threads.
-ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
-                                 int max_batch_tokens = 256);
 // --kv-dtype NAME, where "auto" (the default, vLLM's convention) is the checkpoint's own precision:
 // bf16 weights -> bf16 KV, f32 -> f32, and f16 -> f32 (no f16 KV format; f32 holds f16 exactly).
 KVDType ResolveKVDType(const std::string& name, DType weights);

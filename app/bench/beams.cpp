@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "app/bench/beams.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"

@@ -23,6 +23,7 @@
 
 #include "app/bench/bounds.h"
 #include "app/bench/requests.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "kernels/gemm.h"
 #include "kernels/matmul.h"

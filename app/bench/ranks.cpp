@@ -29,6 +29,7 @@
 #include "app/batch/batch_runner.h"
 #include "app/bench/bounds.h"
 #include "app/bench/requests.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "dist/communicator.h"
@@ -166,7 +167,7 @@ void RunBenchRanks(const BenchRanksOptions& o) {
   if (ranks > 1) {
     ModelRunOptions split_run = o.run;
     split_run.tensor_parallel = ranks;
-    LoadedModel m = LoadModelOnThisRank(split_run, /*need_tokenizer=*/false);
+    LoadedModel m = LoadModel(split_run, /*need_tokenizer=*/false);
     held = m.rank_weight_bytes;
     peak = m.rank_peak_rss;
     make_prompt(m);

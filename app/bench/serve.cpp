@@ -20,6 +20,7 @@
 #include "app/bench/bounds.h"
 #include "app/bench/requests.h"
 #include "app/bench/serve.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"

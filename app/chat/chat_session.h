@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "app/chat/chat_commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "serving/conversation.h"
 

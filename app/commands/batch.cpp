@@ -16,7 +16,9 @@
 #include "app/batch/batch_request.h"
 #include "app/batch/batch_runner.h"
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
+#include "app/rank_lifecycle.h"
 #include "dist/communicator.h"
 #include "dist/exchange.h"
 #include "serving/serving_loop.h"
@@ -64,7 +66,7 @@ std::string ModelName(std::string dir) {
 void RunBatch(const BatchCmdOptions& o) {
   // Data parallel: the ranks share out the requests; tensor parallel: the ranks share one model,
   // and rank 0 alone runs the batch.
-  FollowUnlessTensorParallelLeader(o.run);
+  if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   const std::unique_ptr<Communicator> one_rank = MakeSingleProcessCommunicator();
   Communicator& comm = o.run.tensor_parallel > 1 ? *one_rank : World();
   const bool root = comm.rank() == 0;

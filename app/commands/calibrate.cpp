@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "kvcache/kv_scales.h"

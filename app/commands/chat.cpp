@@ -9,7 +9,9 @@
 #include "app/chat/chat_plain.h"
 #include "app/chat/chat_session.h"
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
+#include "app/rank_lifecycle.h"
 #include "app/tui/chat_tui.h"
 #include "util/error.h"
 
@@ -28,7 +30,7 @@ struct ChatCmdOptions {
 };
 
 void RunChat(const ChatCmdOptions& o) {
-  FollowUnlessTensorParallelLeader(o.run);
+  if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   o.sampling.Validate();
   if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
   if (o.beams < 0 || o.beams > kMaxBeams)

@@ -10,8 +10,10 @@
 
 #include "app/cli_errors.h"
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/progress.h"
+#include "app/rank_lifecycle.h"
 #include "app/stdout_sink.h"
 #include "mesh/model_estimate.h"
 #include "serving/serving_loop.h"
@@ -103,7 +105,7 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Request
 }
 
 void RunGenerate(const GenerateCmdOptions& o) {
-  FollowUnlessTensorParallelLeader(o.run);
+  if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   if (o.beams == 0) o.sampling.Validate();
   if (o.max_new_tokens < 0) throw Error(Cat("-n must be >= 0, got ", o.max_new_tokens));
   BeamParams beam = o.beam;

@@ -3,6 +3,7 @@
 
 #include "app/cli_errors.h"
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "util/error.h"
 #include "util/npy.h"

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "app/commands/commands.h"
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/progress.h"
+#include "app/rank_lifecycle.h"
 #include "serving/perplexity.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -26,7 +28,7 @@ void RunPerplexity(const PerplexityCmdOptions& o) {
     throw Error(
         "--attention-error compares every head's attention; run it without "
         "--tensor-parallel");
-  FollowUnlessTensorParallelLeader(o.run);
+  if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   const std::string text = ReadTextFile(o.text_file);
   if (text.find_first_not_of(" \t\r\n") == std::string::npos)
     throw Error(Cat(o.text_file, ": is empty; give some text to score"));

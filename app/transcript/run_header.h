@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "app/model_loader.h"
 #include "app/model_options.h"
 #include "serving/conversation.h"
 #include "serving/transcript.h"

@@ -1,0 +1,111 @@
+#include "app/model_loader.h"
+
+#include <string>
+#include <vector>
+
+#include "app/bench/bounds.h"
+#include "dist/communicator.h"
+#include "kvcache/kv_scales.h"
+#include "tokenizer/ids_tokenizer.h"
+#include "util/error.h"
+
+namespace wc {
+
+FollowersStop::~FollowersStop() {
+  try {
+    if (model) model->StopFollowers();
+  } catch (const std::exception&) {
+    // a rank is gone: the job is ending with the error that said so
+  }
+}
+
+LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
+  ApplyThreads(o.threads);
+  LoadedModel m;
+  m.dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
+  CheckKVDTypeName(o.kv_dtype);  // before any file is read
+  m.kv.scale = ParseScaleMode(o.kv_scale);
+  if (o.kv_block_size < 0) throw Error(Cat("--kv-block-size must be >= 0, got ", o.kv_block_size));
+  m.kv.block_size = o.kv_block_size;
+  if (m.kv.scale == ScaleMode::kTensor &&
+      (o.kv_dtype == "auto" || !HasScale(ParseKVDType(o.kv_dtype))))
+    throw Error(Cat("--kv-scale tensor applies to int8 and fp8 caches, not ", o.kv_dtype));
+  ModelOptions mo;
+  mo.lm_head_fractures = o.lm_head_fractures;
+  if (o.attention != "flash" && o.attention != "reference")
+    throw Error(Cat("--attention '", o.attention, "' is not supported; choose flash or reference"));
+  mo.attention = o.attention == "flash" ? AttentionImpl::kFlashDecode : AttentionImpl::kReference;
+  mo.mesh = o.mesh;
+  MeshPreset(o.mesh);  // validates the name before any file is read
+  mo.flash.reduction = ParseReduction(o.reduction);
+  mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
+  mo.flash.k_chunk_size = o.k_chunk_size;
+  mo.matmul_precision = ParseMatmulPrecision(o.matmul_precision);
+  if (o.tensor_parallel < 1)
+    throw Error(Cat("--tensor-parallel must be >= 1, got ", o.tensor_parallel));
+  if (o.tensor_parallel > 1) {
+    Communicator& world = World();
+    if (world.size() != o.tensor_parallel)
+      throw Error(Cat("--tensor-parallel ", o.tensor_parallel, " runs under mpirun -np ",
+                      o.tensor_parallel, ", but this run has ", world.size(),
+                      world.size() == 1 ? " process" : " ranks"));
+    mo.tensor_group = &world;
+    m.kv.journal = true;  // rank 0's cache operations, replayed by the others
+  }
+  m.model = FalconModel::Load(m.dir, mo);
+  if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
+    const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
+    std::vector<int64_t> all(2 * static_cast<size_t>(o.tensor_parallel));  // [ranks, 2]
+    World().AllGather(mine, sizeof mine, all.data());
+    for (int r = 0; r < o.tensor_parallel; ++r) {
+      m.rank_weight_bytes.push_back(all[2 * r]);
+      m.rank_peak_rss.push_back(all[2 * r + 1]);
+    }
+  }
+  if (o.tensor_parallel > 1 && World().rank() == 0) {
+    m.followers = std::make_unique<FollowersStop>();
+    m.followers->model = m.model.get();
+  }
+  m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().layers[0].qkv.dtype);
+  if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
+  KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16
+  if (m.kv.scale == ScaleMode::kTensor) {
+    m.kv.tensor_scales =
+        KVScaleFile::Load(m.dir, m.model->Fingerprint(), m.model->config().n_layers)
+            .Scales(QuantOf(m.kv.dtype));
+  }
+  m.ctx = o.ctx > 0 ? o.ctx : m.model->config().max_position_embeddings;
+  if (o.ids) {
+    m.tokenizer = std::make_unique<IdsTokenizer>(m.model->config().vocab_size);
+    m.chat_format = ChatFormat::Unframed();
+    return m;
+  }
+  if (need_tokenizer) {
+    m.tokenizer = Tokenizer::FromModelDir(m.dir);
+    if (m.tokenizer->piece_count() > m.model->config().vocab_size)
+      throw Error(Cat(m.tokenizer->path(), " has ", m.tokenizer->piece_count(),
+                      " pieces but config.json's vocab_size is ", m.model->config().vocab_size,
+                      "; the tokenizer does not belong to this model"));
+  }
+  m.chat_format = ChatFormat::Load(m.dir);
+  return m;
+}
+
+ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
+                                 int max_batch_tokens) {
+  ServingOptions so;
+  so.user_rows = user_rows;
+  so.max_batch_tokens = max_batch_tokens;
+  so.threads = o.threads;
+  so.ctx = m.ctx;
+  so.kv = m.kv;
+  if (o.kv_blocks < 0)
+    throw Error(
+        Cat("--kv-blocks must be >= 0 (0 = every user row's full context), got ", o.kv_blocks));
+  if (o.kv_blocks > 0 && o.kv_block_size == 0)
+    throw Error("--kv-blocks sizes the paged pool; it needs --kv-block-size > 0");
+  so.kv.n_blocks = o.kv_blocks;
+  return so;
+}
+
+}  // namespace wc

@@ -1,0 +1,52 @@
+// The model loader: ModelRunOptions (app/model_options.h) in, a LoadedModel (the model, its
+// tokenizer, chat format and KV format) out. What the ranks of a tensor-parallel group do with it
+// is app/rank_lifecycle.h.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "app/model_options.h"
+#include "kvcache/kv_cache.h"
+#include "model/chat_format.h"
+#include "model/falcon.h"
+#include "serving/serving_loop.h"
+#include "tokenizer/tokenizer.h"
+
+namespace wc {
+
+// Rank 0 of a tensor-parallel group: ends the other ranks' FollowSteps when the command is done
+// (or fails), once everything that runs the model is gone.
+struct FollowersStop {
+  const FalconModel* model = nullptr;
+  ~FollowersStop();
+};
+
+// Everything a text command needs, loaded from ModelRunOptions.
+struct LoadedModel {
+  std::string dir;
+  std::unique_ptr<FalconModel> model;
+  // The model's tokenizer; an IdsTokenizer with --ids; null if `need_tokenizer` was false.
+  std::unique_ptr<Tokenizer> tokenizer;
+  // chat_format.json's, if any; with --ids one that frames nothing (ids are fed as given).
+  std::optional<ChatFormat> chat_format;
+  KVCacheOptions kv;  // format, scales, layout
+  int ctx = 0;        // positions per user row
+  // Tensor parallel, rank 0: each rank's weight bytes held (FalconWeights::HeldBytes) and peak
+  // resident bytes once loaded, [ranks]; empty otherwise.
+  std::vector<int64_t> rank_weight_bytes, rank_peak_rss;
+  std::unique_ptr<FollowersStop> followers;  // last: destroyed first
+};
+// Loads the model; with --tensor-parallel R under mpirun -np R, this rank's slice (collective:
+// every rank of the group calls it, rank 0 to run the command and the others through
+// FollowUnlessTensorParallelLeader or, in bench ranks, to follow by themselves). Applies --threads
+// first. Throws wc::Error for bad options or files.
+LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
+
+// The serving loop's options for a loaded model: its KV format and layout, context, --threads.
+ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
+                                 int max_batch_tokens = 256);
+}  // namespace wc
