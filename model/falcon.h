@@ -80,6 +80,8 @@ struct LastAttention {
   double kv_row_bytes = 0;
 };
 
+class PartialSums;
+
 class FalconModel {
  public:
   // Loads DIR/config.json and the safetensors weights. Throws wc::Error naming the file on failure.
@@ -132,13 +134,9 @@ class FalconModel {
   }
 
  private:
+  // One decoder layer on the residual stream x [n, hidden]; `sums` holds its tensor-parallel steps.
   void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
-             const Interrupt& interrupted) const;
-  // Tensor parallel: sum[0:n] over the ranks (in rank order, model/tensor_split.h), voting in the
-  // same collective on whether rank 0's `interrupted` fired and whether any rank has an `error`
-  // (then every rank throws the first such rank's error). Whole model: polls only.
-  void SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted,
-                    const std::string& error = {}) const;
+             PartialSums& sums) const;
   // Tensor parallel: logits [n_out, vocab] from every rank's fractures of normed [n_out, hidden].
   void GatheredLogits(const float* normed, int64_t n_out, float* logits) const;
   bool tensor_parallel() const { return !weights_.split.whole(); }
