@@ -7,7 +7,6 @@
 
 #include "attention/reference_attention.h"
 #include "kernels/gemm.h"
-#include "mesh/perf_model.h"
 #include "model/partial_sums.h"
 #include "util/error.h"
 
@@ -316,21 +315,8 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     op.scale = scale;
     op.out = attn;
     const OpTrace trace = engine_.Run(op);
-    ++totals_.ops;
-    totals_.emulated_us +=
-        EstimateFlashDecode(trace, engine_.mesh(), ShapeOf(op), options_.flash.fidelity)
-            .emulated_us;
-    totals_.dram_bytes += trace.dram_bytes;
-    totals_.noc_bytes += trace.noc_bytes;
-    totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);
-    {
-      std::lock_guard<std::mutex> lock(last_mu_);
-      last_.valid = true;
-      last_.layer = l;
-      last_.bsz = op.bsz;
-      last_.trace = trace;
-      last_.kv_row_bytes = cached.RowBytes();
-    }
+    if (flash_observer_)
+      flash_observer_->OnFlashDecode({l, op, trace, engine_.mesh(), options_.flash});
     return;
   }
   // Reference (the oracle): each (token, KV group) over its row's positions [0, pos], the rows
@@ -354,11 +340,6 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
                               scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
     }
   }
-}
-
-LastAttention FalconModel::last_attention() const {
-  std::lock_guard<std::mutex> lock(last_mu_);
-  return last_;
 }
 
 }  // namespace wc
