@@ -31,18 +31,41 @@ Communicator* g_world = nullptr;  // set once World() has made it
 
 }  // namespace
 
-void Communicator::AllReduceSum(float* data, size_t n) {
-  if (size() == 1 || n == 0) return;
+void Communicator::AllReduceSum(float* data, size_t n, int32_t* ints, size_t n_ints) {
+  if (size() == 1 || n + n_ints == 0) return;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<float> all(n * static_cast<size_t>(size()));  // [size, n]
-  AllGather(data, n * sizeof(float), all.data());
+  static_assert(sizeof(float) == sizeof(uint32_t) && sizeof(int32_t) == sizeof(uint32_t));
+  const size_t words = n + n_ints;  // one rank's message: the floats, then the integers
+  std::vector<uint32_t> all(words * static_cast<size_t>(size()));  // [size, words]
+  if (n_ints == 0) {
+    AllGather(data, n * sizeof(float), all.data());
+  } else {
+    std::vector<uint32_t> mine(words);
+    std::memcpy(mine.data(), data, n * sizeof(float));
+    std::memcpy(mine.data() + n, ints, n_ints * sizeof(int32_t));
+    AllGather(mine.data(), words * sizeof(uint32_t), all.data());
+  }
+  auto word = [&](int r, size_t i) { return &all[static_cast<size_t>(r) * words + i]; };
   for (size_t i = 0; i < n; ++i) {
-    float s = all[i];
-    for (int r = 1; r < size(); ++r) s += all[static_cast<size_t>(r) * n + i];
+    float s, x;
+    std::memcpy(&s, word(0, i), sizeof s);
+    for (int r = 1; r < size(); ++r) {
+      std::memcpy(&x, word(r, i), sizeof x);
+      s += x;
+    }
     data[i] = s;
   }
+  for (size_t j = 0; j < n_ints; ++j) {
+    int64_t s = 0;
+    for (int r = 0; r < size(); ++r) {
+      int32_t x;
+      std::memcpy(&x, word(r, n + j), sizeof x);
+      s += x;
+    }
+    ints[j] = static_cast<int32_t>(s);
+  }
   ++reduce_stats_.calls;
-  reduce_stats_.bytes += static_cast<double>(n * sizeof(float));
+  reduce_stats_.bytes += static_cast<double>(words * sizeof(uint32_t));
   reduce_stats_.seconds +=
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -33,7 +34,11 @@ class Communicator {
   // out [size() x bytes] = every rank's `bytes` bytes at `in`, in rank order.
   virtual void AllGather(const void* in, size_t bytes, void* out) = 0;
   // data[i] = the sum over ranks of data[i], added in rank order (see above). n elements.
-  void AllReduceSum(float* data, size_t n);
+  void AllReduceSum(float* data, size_t n) { AllReduceSum(data, n, nullptr, 0); }
+  // The same, and in the same collective ints[j] = the sum over ranks of ints[j] (n_ints
+  // elements, exact): integers that ride with the floats, e.g. the ranks' votes on whether to go
+  // on. One call in reduce_stats; its bytes count both.
+  void AllReduceSum(float* data, size_t n, int32_t* ints, size_t n_ints);
   virtual void Barrier() = 0;
   // Ends every rank of the job with exit status `code` (after printing the caller's error). The
   // single-process communicator just exits.
@@ -45,7 +50,7 @@ class Communicator {
   // not start another collective (it would only wait out the timeout again).
   bool broken() const { return broken_; }
 
-  // What AllReduceSum has done since construction (or reset): calls, float bytes summed per rank,
+  // What AllReduceSum has done since construction (or reset): calls, bytes summed per rank,
   // and wall seconds inside it (waiting for the other ranks included). For benchmarks.
   struct ReduceStats {
     int64_t calls = 0;

@@ -6,9 +6,8 @@
 #include <cstring>
 
 #include "attention/reference_attention.h"
-#include "dist/exchange.h"
 #include "kernels/gemm.h"
-#include "mesh/perf_model.h"
+#include "model/partial_sums.h"
 #include "util/error.h"
 
 namespace wc {
@@ -18,11 +17,8 @@ const float* OrNull(const std::vector<float>& v) {
   return v.empty() ? nullptr : v.data();
 }
 
-// Thrown out of a layer when the interrupt fires; Forward catches it.
-struct Interrupted {};
-
 void PollInterrupt(const FalconModel::Interrupt& interrupted) {
-  if (interrupted && interrupted()) throw Interrupted{};
+  if (interrupted && interrupted()) throw PartialSums::Interrupted{};
 }
 
 // Gemm(x, n_tokens, w, bias, y) in slices of output rows of about slice_macs multiply-adds each,
@@ -150,14 +146,14 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   if (leader_) leader_->Announce(batch, cache);  // the other ranks run this pass with rank 0
   std::vector<float> x(static_cast<size_t>(n * hidden));  // [n, hidden] residual stream
   for (int64_t i = 0; i < n; ++i) weights_.Embedding(batch.tokens[i], &x[i * hidden]);
+  PartialSums sums(tensor_parallel() ? options_.tensor_group : nullptr, interrupted);
   try {
-    // (Tensor parallel: the interrupt is voted on inside each layer, by every rank at once.)
     for (int l = 0; l < config_.n_layers; ++l) {
-      if (!tensor_parallel()) PollInterrupt(interrupted);
-      Layer(l, batch, cache, x, interrupted);
+      sums.Poll();
+      Layer(l, batch, cache, x, sums);
     }
-    if (!tensor_parallel()) PollInterrupt(interrupted);
-  } catch (const Interrupted&) {
+    sums.Poll();
+  } catch (const PartialSums::Interrupted&) {
     return false;
   }
 
@@ -172,27 +168,6 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   else if (n_out > 0)
     lm_head_.Compute(normed.data(), n_out, logits->data());
   return true;
-}
-
-void FalconModel::SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted,
-                               const std::string& error) const {
-  if (!tensor_parallel()) return PollInterrupt(interrupted);
-  // The votes ride in the same all-reduce as two more elements, so every rank stops at the same
-  // layer and none is left waiting in a collective: rank 0's interrupt, and the ranks with an
-  // error as bits (exact in a float for up to 24 ranks).
-  Communicator& group = *options_.tensor_group;
-  sum.push_back(interrupted && interrupted() ? 1.0f : 0.0f);
-  sum.push_back(error.empty() ? 0.0f : static_cast<float>(1 << std::min(group.rank(), 23)));
-  group.AllReduceSum(sum.data(), sum.size());
-  const bool failed = sum.back() > 0, stop = sum[sum.size() - 2] > 0;
-  sum.resize(sum.size() - 2);
-  if (failed) {
-    const std::vector<std::string> errors = AllGatherBytes(group, error);
-    for (int r = 0; r < group.size(); ++r)
-      if (!errors[static_cast<size_t>(r)].empty())
-        throw Error(r == 0 ? errors[0] : Cat("rank ", r, ": ", errors[static_cast<size_t>(r)]));
-  }
-  if (stop) throw Interrupted{};
 }
 
 void FalconModel::GatheredLogits(const float* normed, int64_t n_out, float* logits) const {
@@ -222,7 +197,7 @@ void FalconModel::GatheredLogits(const float* normed, int64_t n_out, float* logi
 }
 
 void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
-                        const Interrupt& interrupted) const {
+                        PartialSums& sums) const {
   const FalconConfig& c = config_;
   const LayerWeights& w = weights_.layers[l];
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -232,13 +207,11 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
   const int n_head = split.n_head(), n_kv = split.n_kv_heads(), q_per_kv = n_head / n_kv;
   const int64_t qkv_rows = w.qkv.rows, attn_dim = static_cast<int64_t>(n_head) * hd;
   const QkvIndex idx{c.qkv_layout(), n_head, n_kv, static_cast<int>(hd), q_per_kv};
-  // Tensor parallel: dense and fc2 give partial sums; their biases are added once, after the sum.
-  const bool tp = tensor_parallel();
-  const float* dense_b = tp ? nullptr : OrNull(w.dense_b);
-  const float* fc2_b = tp ? nullptr : OrNull(w.fc2_b);
-  // A tensor-parallel rank's matmuls are not interrupted mid-layer (the other ranks would wait in
-  // the layer's sum): the interrupt is voted at the sums instead.
-  const Interrupt& poll = tp ? Interrupt() : interrupted;
+  const int64_t slice_macs = options_.interrupt_slice_macs;
+  auto matmul = [&](const float* in, int64_t m, const PackedMatrix& wp, const float* bias,
+                    float* out) {
+    InterruptibleMatMul(in, m, wp, bias, out, sums.matmul_interrupt(), slice_macs);
+  };
 
   // LayerNorms of the residual stream.  xa, xm: [n, hidden]
   std::vector<float> xa(x.size()), xm;
@@ -254,11 +227,9 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
 
   // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
   std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  InterruptibleMatMul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data(), poll,
-                      options_.interrupt_slice_macs);
+  matmul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data());
   std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
-  std::string write_error;  // tensor parallel: this rank's K/V write failed (voted at the sum)
   for (int64_t t = 0; t < n; ++t) {
     const float* row = &qkv[t * qkv_rows];
     const int pos = batch.positions[t];
@@ -272,24 +243,16 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
       std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
       rope_.Apply(&k[g * hd], pos);
     }
-    try {
-      cache.Write(l, batch.user_rows[t], pos, k.data(), v.data());
-    } catch (const Error& e) {
-      if (!tp) throw;
-      write_error =
-          e.what();  // voted at the layer's sum: the other ranks must not wait on this one
-      break;
-    }
+    if (!sums.TryWrite([&] { cache.Write(l, batch.user_rows[t], pos, k.data(), v.data()); })) break;
   }
 
   std::vector<float>().swap(qkv);
   std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
-  if (write_error.empty()) Attention(l, batch, cache, q.data(), attn.data());
+  if (!sums.failed()) Attention(l, batch, cache, q.data(), attn.data());
   std::vector<float>().swap(q);
   if (observer_) observer_(l, attn.data(), n);
   std::vector<float> attn_out(x.size());  // [n, hidden]
-  InterruptibleMatMul(attn.data(), n, w.dense_p, dense_b, attn_out.data(), poll,
-                      options_.interrupt_slice_macs);
+  matmul(attn.data(), n, w.dense_p, sums.OwnBias(w.dense_b), attn_out.data());
   std::vector<float>().swap(attn);
 
   // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
@@ -300,37 +263,20 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
     std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
     for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
       const int64_t m = std::min(kMlpChunk, n - t0);
-      InterruptibleMatMul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data(), poll,
-                          options_.interrupt_slice_macs);
+      matmul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data());
       GeluErf(h4.data(), m * ffn);
-      InterruptibleMatMul(h4.data(), m, w.fc2_p, fc2_b, &out[t0 * hidden], poll,
-                          options_.interrupt_slice_macs);
+      matmul(h4.data(), m, w.fc2_p, sums.OwnBias(w.fc2_b), &out[t0 * hidden]);
     }
-  };
-  // Tensor parallel: out[t, :] += bias after the ranks' sum (no bias: nothing to add).
-  auto add_bias = [&](std::vector<float>& out, const std::vector<float>& bias) {
-    if (!tp || bias.empty()) return;
-    for (int64_t t = 0; t < n; ++t)
-      for (int64_t j = 0; j < hidden; ++j) out[t * hidden + j] += bias[j];
   };
   std::vector<float> mlp_out;  // [n, hidden]
-  if (c.parallel_attn) {
+  if (c.parallel_attn) {  // x += attn + mlp, one sum of both a layer (seed 001's one all-reduce)
     if (c.two_layernorms()) std::vector<float>().swap(xa);
     mlp(c.two_layernorms() ? xm : xa, mlp_out);
-    if (tp) {  // one sum of both partials a layer (seed 001's one all-reduce)
-      for (size_t i = 0; i < x.size(); ++i) mlp_out[i] += attn_out[i];
-      SumOverRanks(mlp_out, interrupted, write_error);
-      add_bias(mlp_out, w.dense_b);
-      add_bias(mlp_out, w.fc2_b);
-      for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
-      return;
-    }
-    for (size_t i = 0; i < x.size(); ++i) x[i] = (mlp_out[i] + attn_out[i]) + x[i];
+    for (size_t i = 0; i < x.size(); ++i) mlp_out[i] += attn_out[i];
+    sums.Sum(mlp_out, {&w.dense_b, &w.fc2_b});
+    for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
   } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
-    if (tp) {
-      SumOverRanks(attn_out, interrupted, write_error);
-      add_bias(attn_out, w.dense_b);
-    }
+    sums.Sum(attn_out, {&w.dense_b});
     for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];
     std::vector<float>().swap(xa);
     xm.resize(x.size());
@@ -338,10 +284,7 @@ void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vec
       LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
                 &xm[t * hidden], hidden);
     mlp(xm, mlp_out);
-    if (tp) {
-      SumOverRanks(mlp_out, interrupted);
-      add_bias(mlp_out, w.fc2_b);
-    }
+    sums.Sum(mlp_out, {&w.fc2_b});
     for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
   }
 }
@@ -372,21 +315,8 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     op.scale = scale;
     op.out = attn;
     const OpTrace trace = engine_.Run(op);
-    ++totals_.ops;
-    totals_.emulated_us +=
-        EstimateFlashDecode(trace, engine_.mesh(), ShapeOf(op), options_.flash.fidelity)
-            .emulated_us;
-    totals_.dram_bytes += trace.dram_bytes;
-    totals_.noc_bytes += trace.noc_bytes;
-    totals_.max_cores_used = std::max(totals_.max_cores_used, trace.cores_used);
-    {
-      std::lock_guard<std::mutex> lock(last_mu_);
-      last_.valid = true;
-      last_.layer = l;
-      last_.bsz = op.bsz;
-      last_.trace = trace;
-      last_.kv_row_bytes = cached.RowBytes();
-    }
+    if (flash_observer_)
+      flash_observer_->OnFlashDecode({l, op, trace, engine_.mesh(), options_.flash});
     return;
   }
   // Reference (the oracle): each (token, KV group) over its row's positions [0, pos], the rows
@@ -410,11 +340,6 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
                               scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
     }
   }
-}
-
-LastAttention FalconModel::last_attention() const {
-  std::lock_guard<std::mutex> lock(last_mu_);
-  return last_;
 }
 
 }  // namespace wc

@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "kernels/ops.h"
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
+#include "model/flash_decode_observer.h"
 #include "model/lm_head.h"
 #include "model/tensor_parallel.h"
 #include "model/weights.h"
@@ -61,24 +61,7 @@ struct ModelOptions {
   Communicator* tensor_group = nullptr;
 };
 
-// What the emulated mesh did for the attention of the forward passes so far.
-struct AttentionTotals {
-  int64_t ops = 0;        // engine runs (one per layer per Forward)
-  double dram_bytes = 0;  // K/V bytes read, stored format
-  double noc_bytes = 0;   // partials moved between cores
-  int64_t max_cores_used = 0;
-  double emulated_us = 0;  // device time the performance model gives these ops on the mesh
-};
-
-// The last attention op the emulated mesh ran (the chat's core-grid panel): which cores worked on
-// what, and the stored K/V row size their DRAM bytes count.
-struct LastAttention {
-  bool valid = false;  // false before the first FlashDecode op (or with the reference attention)
-  int layer = 0;
-  int bsz = 0;  // tokens (user rows) in the op
-  OpTrace trace;
-  double kv_row_bytes = 0;
-};
+class PartialSums;
 
 class FalconModel {
  public:
@@ -99,15 +82,15 @@ class FalconModel {
   // Identifies the weights (config, tensor bytes, a hash of the embedding's first rows): what a
   // calibration file is tied to.
   std::string Fingerprint() const;
-  // Called after every layer's attention with (layer, attn [n_tokens, n_head * head_dim]); for
-  // measurements (e.g. a KV format's attention error). Not thread-safe: set it between Forwards.
+  // Called after every layer's attention with its output values (layer, attn [n_tokens, n_head *
+  // head_dim]), whichever attention runs; for measurements (e.g. a KV format's attention error).
+  // Not thread-safe: set it between Forwards.
   using AttentionObserver = std::function<void(int layer, const float* attn, int64_t n_tokens)>;
   void set_attention_observer(AttentionObserver observer) { observer_ = std::move(observer); }
-  // Totals of the emulated attention ops since construction (FlashDecode only).
-  // Read from the thread that runs Forward (or when no Forward runs).
-  const AttentionTotals& attention_totals() const { return totals_; }
-  // A copy of the last attention op; safe from any thread while Forward runs.
-  LastAttention last_attention() const;
+  // Told of every FlashDecode op the model runs, with its trace and mesh
+  // (model/flash_decode_observer.h; mesh/attention_meter.h keeps the emulated mesh's figures).
+  // Null: nobody. Not thread-safe: set it between Forwards; it must outlive them.
+  void set_flash_decode_observer(FlashDecodeObserver* observer) { flash_observer_ = observer; }
 
   // Runs `batch` through the decoder, writing each token's K/V into `cache`.
   //   logits: resized to [batch.logit_rows.size(), vocab_size]
@@ -132,13 +115,9 @@ class FalconModel {
   }
 
  private:
+  // One decoder layer on the residual stream x [n, hidden]; `sums` holds its tensor-parallel steps.
   void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
-             const Interrupt& interrupted) const;
-  // Tensor parallel: sum[0:n] over the ranks (in rank order, model/tensor_split.h), voting in the
-  // same collective on whether rank 0's `interrupted` fired and whether any rank has an `error`
-  // (then every rank throws the first such rank's error). Whole model: polls only.
-  void SumOverRanks(std::vector<float>& sum, const Interrupt& interrupted,
-                    const std::string& error = {}) const;
+             PartialSums& sums) const;
   // Tensor parallel: logits [n_out, vocab] from every rank's fractures of normed [n_out, hidden].
   void GatheredLogits(const float* normed, int64_t n_out, float* logits) const;
   bool tensor_parallel() const { return !weights_.split.whole(); }
@@ -152,10 +131,8 @@ class FalconModel {
   FracturedLMHead lm_head_;
   Rope rope_;
   FlashDecodeEngine engine_;
-  mutable AttentionTotals totals_;
-  mutable std::mutex last_mu_;
-  mutable LastAttention last_;  // under last_mu_
   AttentionObserver observer_;
+  FlashDecodeObserver* flash_observer_ = nullptr;
   std::unique_ptr<TensorParallelLeader> leader_;  // rank 0 of a tensor-parallel group
 };
 

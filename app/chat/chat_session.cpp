@@ -61,7 +61,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
         const double decode = r.t_finish - r.t_first_token;
         if (r.tokens.size() > 1 && decode > 0) f.tokens_per_s = (r.tokens.size() - 1) / decode;
       }
-      const double us = s_.m_.model->attention_totals().emulated_us - s_.mesh_us_at_start_;
+      const double us = s_.meter_.totals().emulated_us - s_.mesh_us_at_start_;
       const int fed = r.prompt_tokens + static_cast<int>(r.tokens.size());
       f.mesh_us_per_token = fed > 0 ? us / fed : 0;
       f.ctx_tokens = r.session_pos;
@@ -89,11 +89,13 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
   figures_.kv_format = Cat(KVDTypeName(m.kv.dtype),
                            m.kv.block_size > 0 ? Cat(" paged/", m.kv.block_size) : " contiguous");
   figures_.kv_bytes_total = loop_->kv_bytes();
+  m.model->set_flash_decode_observer(&meter_);  // before the first Forward (Send)
 }
 
 ChatSession::~ChatSession() {
   conversation_.reset();  // cancels a running reply and waits for it
   loop_->Shutdown(ShutdownMode::kCancel);
+  m_.model->set_flash_decode_observer(nullptr);
 }
 
 void ChatSession::Send(const std::string& message, std::function<void(std::string_view)> on_text,
@@ -107,7 +109,7 @@ void ChatSession::Send(const std::string& message, std::function<void(std::strin
     figures_.ttft_s = 0;
     figures_.notice.clear();
     reply_start_ = NowS();
-    mesh_us_at_start_ = m_.model->attention_totals().emulated_us;
+    mesh_us_at_start_ = meter_.totals().emulated_us;
   }
   try {
     running_ = conversation_->Send(

@@ -19,6 +19,7 @@
 #include "app/chat/chat_commands.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
+#include "mesh/attention_meter.h"
 #include "serving/conversation.h"
 
 namespace wc {
@@ -71,12 +72,15 @@ class ChatSession {
   Conversation& conversation() { return *conversation_; }
   const LoadedModel& model() const { return m_; }
   const ModelRunOptions& run_options() const { return run_; }
+  // The last attention op the emulated mesh ran (the core-grid panel); safe from any thread.
+  LastAttention last_attention() const { return meter_.last(); }
 
  private:
   class ReplyObserver;
 
   const LoadedModel& m_;
   ModelRunOptions run_;
+  AttentionMeter meter_;  // installed on the model for the session's life; outlives loop_
   std::unique_ptr<ServingLoop> loop_;
   std::unique_ptr<Conversation> conversation_;
   RequestId running_ = 0;

@@ -15,6 +15,7 @@
 #include "app/progress.h"
 #include "app/rank_lifecycle.h"
 #include "app/stdout_sink.h"
+#include "mesh/attention_meter.h"
 #include "mesh/model_estimate.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
@@ -60,11 +61,10 @@ class ScoringObserver : public WaitingObserver {
 };
 
 // kv_bytes_per_token: one token's K and V, every layer; block_size: paged blocks (0: contiguous).
-void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const RequestResult& res,
-                int64_t kv_bytes_per_token, int block_size) {
+void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const AttentionTotals& at,
+                const RequestResult& res, int64_t kv_bytes_per_token, int block_size) {
   const double prefill_s = res.t_first_token > 0 ? res.t_first_token - res.t_admit : 0;
   const double decode_s = res.t_finish - (res.t_first_token > 0 ? res.t_first_token : res.t_admit);
-  const auto& at = m.model->attention_totals();
   std::fprintf(stderr,
                "prompt %d tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
                "(%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
@@ -129,6 +129,8 @@ void RunGenerate(const GenerateCmdOptions& o) {
                     " tokens, too long for the context of ", m.ctx,
                     " tokens; shorten it or raise --ctx"));
   const ServingOptions so = ServingOptionsFor(o.run, m, /*user_rows=*/std::max(1, o.beams));
+  AttentionMeter meter;  // the emulated mesh's attention figures (--stats)
+  m.model->set_flash_decode_observer(&meter);
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, so);
   Request r;
   r.prompt_ids = ids;
@@ -186,7 +188,8 @@ void RunGenerate(const GenerateCmdOptions& o) {
   }
   sink.Flush();
   if (o.stats)
-    PrintStats(o, m, res, KVBytesPerToken(m.model->CacheShape(1, m.ctx), so.kv.dtype, so.kv.scale),
+    PrintStats(o, m, meter.totals(), res,
+               KVBytesPerToken(m.model->CacheShape(1, m.ctx), so.kv.dtype, so.kv.scale),
                so.kv.block_size);
 }
 

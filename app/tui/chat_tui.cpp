@@ -546,7 +546,7 @@ class ChatTui {
 
   void DrawPanel(int x, int top, int rows, int width) {
     std::vector<std::string> lines;
-    const LastAttention last = s_.model().model->last_attention();
+    const LastAttention last = s_.last_attention();
     if (last.valid) {
       const MeshSpec mesh = MeshPreset(s_.run_options().mesh);
       tui::CoreGridFigures g = tui::CoreGridFromTrace(last.trace, 0, mesh.chip, last.kv_row_bytes);

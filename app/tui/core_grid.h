@@ -1,12 +1,10 @@
 // The side panel's picture of one Wormhole chip's 8x8 Tensix compute grid during the last
 // attention step, and its KV cache usage line. No terminal: the front end draws the lines.
 //
-// The panel's input is a plain struct of per-core work (e.g. K/V rows each core read). The model
-// does not keep per-core figures today: FlashDecodeEngine::Run returns them in an OpTrace
-// (attention/flash_decode.h, CoreTrace per active core), but FalconModel::Attention folds each
-// trace into AttentionTotals and drops it. CoreGridFromTrace turns such a trace into the panel's
-// input once the model exposes one (e.g. the last layer's OpTrace of the last forward, copied into
-// the serving loop's status).
+// The panel's input is a plain struct of per-core work (e.g. K/V rows each core read).
+// FlashDecodeEngine::Run returns it in an OpTrace (attention/flash_decode.h, CoreTrace per active
+// core); the chat session's AttentionMeter (mesh/attention_meter.h) keeps the last op's, and
+// CoreGridFromTrace turns it into the panel's input.
 //
 // Glyphs: with shades, an idle core is '·' and a busy one '░', '▒', '▓' or '█' for up to a
 // quarter, a half, three quarters or all of the busiest core's work; with digits (terminals

@@ -86,6 +86,22 @@ TEST(ThreadGroup, CollectivesAgreeOnEveryRank) {
   for (const std::string& e : errors) EXPECT_EQ(e, "");
 }
 
+TEST(ThreadGroup, IntegersRideWithTheFloatsInOneAllReduce) {
+  const int n = 3;
+  const auto errors = OnThreads(n, [](Communicator& c) {
+    const int r = c.rank();
+    std::vector<float> x = {0.1f * r, 1.0f};
+    // Values a float could not carry exactly (past 2^24), and a vote only rank 2 casts.
+    int32_t ints[2] = {(1 << 26) + 1 + r, r == 2 ? 1 : 0};
+    c.AllReduceSum(x.data(), x.size(), ints, 2);
+    WC_CHECK(x[0] == (0.0f + 0.1f) + 0.2f && x[1] == 3.0f, "floats");
+    WC_CHECK(ints[0] == 3 * ((1 << 26) + 1) + 3 && ints[1] == 1, "integers");
+    WC_CHECK(c.reduce_stats().calls == 1 && c.reduce_stats().bytes == 4.0 * sizeof(float),
+             "one collective, float and integer bytes counted");
+  });
+  for (const std::string& e : errors) EXPECT_EQ(e, "");
+}
+
 TEST(ThreadGroup, ARankThatNeverComesTimesOutWithAnErrorNamingTheWaitingRank) {
   const auto errors = OnThreads(
       2,
