@@ -226,8 +226,6 @@ HWY_AFTER_NAMESPACE();
 
 #include "kernels/x86_avx512.h"
 
-#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-
 namespace wc {
 namespace {
 

@@ -10,9 +10,8 @@
 #include "kernels/decode_attention_int8.h"
 #include "kernels/x86_avx512.h"
 
-#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
-// Everything below runs only on a CPU with these instructions; the pragma gives them to the
-// lambdas of the head ladders too (x86_head_ladder-inl.h).
+// Everything below runs only on a CPU with WC_VNNI's instructions; the pragma (the same list) gives
+// them to the lambdas of the head ladders too (x86_head_ladder-inl.h).
 #pragma GCC push_options
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics
 // (_mm512_undefined_*), wherever they inline into the kernels below.

@@ -17,6 +17,8 @@
 
 #define WC_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #define WC_AVX512_INLINE WC_AVX512 inline __attribute__((always_inline))
+// The int8 family's target (cpu_kernels.h's kAvx512Vnni): its kernels and its AVX-512 roundings.
+#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
 namespace wc {
 namespace x86 {
