@@ -3,9 +3,11 @@
 // in place in their stored format (kv_rows.h: f32, bf16, f16, int8, fp8, bfp8), dequantized inside
 // the dot products, with run-time SIMD dispatch (Highway) and FP32 accumulation. Scaled codes
 // (int8 / fp8) are summed unscaled and the row's scale applied once: to each score, and to each
-// P.V weight. int8 rows take integer dot products instead (decode_attention_vnni.h): the query
+// P.V weight. int8 rows take integer dot products instead (decode_attention_int8.h): the query
 // rounded to int8 per head and the P.V weights to int16 per head and segment, summed exactly -
 // AVX-512 VNNI where the CPU has it, the same integers portably elsewhere, bit for bit.
+//
+// Which kernel runs for a format, shape and CPU is one table, kernel_table.h.
 //
 // Determinism contract: every output is computed with a fixed sequence of operations that depends
 // only on the inputs and their sizes (never on threads or on what else is in the batch), so a
@@ -40,6 +42,13 @@ float ExpShiftSum(float* x, int64_t n, float shift);
 //   v: [rows, head_dim] stored rows; o: [n_heads, head_dim] f32.
 void AccumulateWeightedRows(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
                             float* o, const RowsRef& along = {});
+
+// The signatures of AttentionScores and AccumulateWeightedRows, which every kernel of the table
+// (kernel_table.h) has, with the same contract for the rows its table row takes.
+using ScoresKernelFn = void(const float* q, int n_heads, const RowsRef& k, float scale,
+                            float* scores, const RowsRef& along);
+using WeightedKernelFn = void(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                              float* o, const RowsRef& along);
 
 // Which kernels read rows like `m` on this CPU, for benchmarks and logs: e.g. "int8 dot (AVX-512
 // VNNI)", "bf16 dot (AVX-512 BF16)", "f32 FMA (AVX3)".

@@ -3,153 +3,34 @@
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 #include <vector>
 
-#include "kernels/decode_attention.h"
 #include "kernels/x86_avx512.h"
 #include "util/bf16.h"
 
 #define WC_BF16DOT \
   __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi")))
+// Everything below runs only on a CPU with these instructions; the pragma gives them to the
+// lambdas of the head ladders too (x86_head_ladder-inl.h).
+#pragma GCC push_options
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics
+// (_mm512_undefined_*), wherever they inline into the kernels below.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi")
+
+#include "kernels/x86_bf16_widen.h"
+#include "kernels/x86_head_ladder-inl.h"
 
 namespace wc {
 namespace {
 
 using x86::kAheadRows;
 
-std::atomic<bool> g_bf16dot_enabled{true};
-
-bool CpuHasBf16Dot() {
-  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512bf16") &&
-                          __builtin_cpu_supports("avx512vbmi");
-  return has;
-}
-
-// The kernels read E4M3 through its f16 bit pattern (its value times 2^-8), as the f32 kernels
-// do; the row scale carries the 2^8 back.
-float CodeFactor(RowFormat f) {
-  return f == RowFormat::kFP8E4M3 ? 256.0f : 1.0f;
-}
-
-// The scales of rows [p, p + 16) (lanes past m.rows: 0): the row or tensor scale times the code
-// factor, or 1 for BFP8 (its exponents are widened into the values).
-WC_BF16DOT inline __m512 RowScales(const RowsRef& m, int64_t p) {
-  if (m.format == RowFormat::kBFP8)
-    return _mm512_maskz_mov_ps(x86::FirstLanes(m.rows - p), _mm512_set1_ps(1.0f));
-  return x86::RowScales16(m, p, CodeFactor(m.format));
-}
-
-// The bf16 of every magnitude code m < 128 of one fp8 format (E4M3 as its f16 bit pattern), or of
-// the integer m (BFP8's magnitudes), split into high and low bytes: two 128-entry tables, one
-// vpermi2b each; the lookup ignores the sign bit, which is ORed into the high byte.
-struct CodeTables {
-  alignas(64) uint8_t hi[128];
-  alignas(64) uint8_t lo[128];
-};
-struct AllTables {
-  CodeTables e4m3, e5m2, integers;
-  AllTables() {
-    for (int m = 0; m < 128; ++m) {
-      const uint16_t i = F32ToBF16(static_cast<float>(m));  // exact: 7 bits
-      integers.hi[m] = static_cast<uint8_t>(i >> 8);
-      integers.lo[m] = static_cast<uint8_t>(i & 0xff);
-      const uint16_t a = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 7)));  // exact
-      const uint16_t b = F32ToBF16(F16ToF32(static_cast<uint16_t>(m << 8)));
-      e4m3.hi[m] = static_cast<uint8_t>(a >> 8);
-      e4m3.lo[m] = static_cast<uint8_t>(a & 0xff);
-      e5m2.hi[m] = static_cast<uint8_t>(b >> 8);
-      e5m2.lo[m] = static_cast<uint8_t>(b & 0xff);
-    }
-  }
-};
-const CodeTables& TablesFor(RowFormat f) {
-  static const AllTables tables;
-  return f == RowFormat::kFP8E4M3   ? tables.e4m3
-         : f == RowFormat::kFP8E5M2 ? tables.e5m2
-                                    : tables.integers;
-}
-
-// 64 values of a row as 64 bf16 in two vectors: w0 holds columns 16j + i and w1 columns
-// 16j + 8 + i of 128-bit block j, i < 8 (the in-block order of the byte unpacks).
-//   fp8: the codes by table. Exact.
-//   BFP8: the magnitudes m by table (bf16 of the integer), the sign ORed, then the block's shared
-//   exponent e added to the exponent field: bf16(+-m * 2^(e - 133)), BFP8_B's value. 128-bit
-//   block j of the vectors is BFP8 block c / 16 + j. Exact where the value is a normal bf16;
-//   below 2^-126 (e < 7 only) it is 0, as vdpbf16ps reads every subnormal, and above the bf16
-//   range (e = 255: Inf and NaN's exponent, which the encoder never writes) +-Inf.
-struct Widen {
-  __m512i hi0, hi1, lo0, lo1, sign;
-  int64_t code_offset = 0;  // fp8: bytes before a row's codes (its bf16 scale)
-  int64_t blocks = 0;       // BFP8: cols / 16 (the exponents lead the row); 0 for fp8
-  WC_BF16DOT explicit Widen(const RowsRef& m) {
-    const CodeTables& t = TablesFor(m.format);
-    hi0 = _mm512_load_si512(t.hi);
-    hi1 = _mm512_load_si512(t.hi + 64);
-    lo0 = _mm512_load_si512(t.lo);
-    lo1 = _mm512_load_si512(t.lo + 64);
-    sign = _mm512_set1_epi8(static_cast<char>(0x80));
-    if (m.format == RowFormat::kBFP8) {
-      blocks = m.cols / 16;
-    } else {
-      code_offset = m.row_scale ? 2 : 0;
-    }
-  }
-  // The high and low bytes of the 64 codes' bf16.
-  WC_BF16DOT inline __attribute__((always_inline)) void Bytes(__m512i codes, __m512i* hi,
-                                                              __m512i* lo) const {
-    // hi | (codes & 0x80)
-    *hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, codes, hi1), codes, sign, 0xf8);
-    *lo = _mm512_permutex2var_epi8(lo0, codes, lo1);
-  }
-  WC_BF16DOT inline __attribute__((always_inline)) void Words(const uint8_t* p, __m512i* w0,
-                                                              __m512i* w1) const {
-    __m512i hi, lo;
-    Bytes(_mm512_loadu_si512(p), &hi, &lo);
-    *w0 = _mm512_unpacklo_epi8(lo, hi);
-    *w1 = _mm512_unpackhi_epi8(lo, hi);
-  }
-  // Columns [c, c + 64) of the row starting at `row`.
-  WC_BF16DOT inline __attribute__((always_inline)) void Row(const uint8_t* row, int64_t c,
-                                                            __m512i* w0, __m512i* w1) const {
-    if (blocks == 0) return Words(row + code_offset + c, w0, w1);
-    Words(row + blocks + c, w0, w1);
-    int32_t four;  // the exponents of blocks c / 16 .. c / 16 + 3
-    std::memcpy(&four, row + c / 16, 4);
-    // e: 16-bit lanes of 128-bit block j = exponent byte j.
-    const __m512i spread = _mm512_set_epi64(
-        0x8003800380038003LL, 0x8003800380038003LL, 0x8002800280028002LL, 0x8002800280028002LL,
-        0x8001800180018001LL, 0x8001800180018001LL, 0x8000800080008000LL, 0x8000800080008000LL);
-    const __m512i e = _mm512_shuffle_epi8(_mm512_set1_epi32(four), spread);
-    const __m512i delta = _mm512_slli_epi16(_mm512_sub_epi16(e, _mm512_set1_epi16(133)), 7);
-    const __m512i magnitude = _mm512_set1_epi16(0x7fff);
-    if (_mm512_cmplt_epu16_mask(_mm512_sub_epi16(e, _mm512_set1_epi16(7)),
-                                _mm512_set1_epi16(248)) == 0xffffffffu) {
-      // Every e in [7, 254]: the new exponent field, 127..133 + e - 133, stays in [1, 254].
-      *w0 = _mm512_mask_add_epi16(*w0, _mm512_test_epi16_mask(*w0, magnitude), *w0, delta);
-      *w1 = _mm512_mask_add_epi16(*w1, _mm512_test_epi16_mask(*w1, magnitude), *w1, delta);
-      return;
-    }
-    Rare(w0, e, delta);
-    Rare(w1, e, delta);
-  }
-  // Exponents outside [7, 254]: lane by lane, a field below 1 gives +-0 and above 254 +-Inf.
-  WC_BF16DOT inline void Rare(__m512i* w, __m512i e, __m512i delta) const {
-    const __mmask32 nonzero = _mm512_test_epi16_mask(*w, _mm512_set1_epi16(0x7fff));
-    const __m512i field =
-        _mm512_add_epi16(_mm512_and_si512(_mm512_srli_epi16(*w, 7), _mm512_set1_epi16(0xff)),
-                         _mm512_sub_epi16(e, _mm512_set1_epi16(133)));  // signed, in [-133, 255]
-    const __m512i signs = _mm512_and_si512(*w, _mm512_set1_epi16(static_cast<int16_t>(0x8000)));
-    const __mmask32 under = _mm512_cmplt_epi16_mask(field, _mm512_set1_epi16(1));
-    const __mmask32 over = _mm512_cmpgt_epi16_mask(field, _mm512_set1_epi16(254));
-    __m512i out = _mm512_add_epi16(*w, delta);
-    out = _mm512_mask_mov_epi16(out, nonzero & under, signs);
-    out = _mm512_mask_mov_epi16(out, nonzero & over,
-                                _mm512_or_si512(signs, _mm512_set1_epi16(0x7f80)));
-    *w = _mm512_mask_mov_epi16(out, ~nonzero, *w);
-  }
-};
+using x86::RowScales;
+using x86::Widen;
 
 // qp[h, :] = the bf16 (nearest even) of q[h, :], each 64-column block in Widen's order: w0's 32
 // columns (16j + i, i < 8, per 128-bit block j), then w1's (16j + 8 + i). cols % 64 == 0.
@@ -174,10 +55,10 @@ WC_BF16DOT void QueryWords(const float* q, int n_heads, int64_t cols, uint16_t* 
     }
 }
 
-// Groups of fewer than x86::kWidenOnceHeads heads (widening and transposing a block would cost
-// more than the heads save): scores of NH heads (qp: [NH, cols]
-// bf16 in Widen's column order per 64-column block) against every row, R = 16 / NH rows per tile
-// (accumulator h * R + r: head h, row r), unscaled; the scales are applied after.
+// Groups of fewer than kAvx512SharedBlockHeads (kernel_table.h) heads (widening and transposing a
+// block would cost more than the heads save): scores of NH heads (qp: [NH, cols] bf16 in Widen's
+// column order per 64-column block) against every row, R = 16 / NH rows per tile (accumulator h * R
+// + r: head h, row r), unscaled; the scales are applied after.
 template <int NH, int KC>
 WC_BF16DOT void ScoresGroup(const uint16_t* qp, int n_out, const RowsRef& k, float* scores,
                             const RowsRef& along) {
@@ -274,23 +155,10 @@ WC_BF16DOT void ScoresTransposed(const uint16_t* qp, int n_heads, const float* h
     }
     const __m512 row_scale = RowScales(k, p);
     const __mmask16 store = x86::FirstLanes(valid);
-    int h = 0;
-    for (; h + 8 <= n_heads; h += 8)
-      HeadsOfBlock<8>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-    if (h + 4 <= n_heads) {
-      HeadsOfBlock<4>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-      h += 4;
-    }
-    if (h + 2 <= n_heads) {
-      HeadsOfBlock<2>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-      h += 2;
-    }
-    if (h < n_heads)
-      HeadsOfBlock<1>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
+    x86::ForHeadLadder(n_heads, [&](auto nh, int h) {
+      HeadsOfBlock<decltype(nh)::value>(qp + h * cols, n2, kt, head_scale + h, row_scale, store,
+                                        scores + h * rows + p, rows);
+    });
   }
 }
 
@@ -326,11 +194,11 @@ WC_BF16DOT void WeightedBlock(const uint32_t* wp, int64_t wp_stride, const RowsR
   for (int h = 0; h < NH; ++h) x86::AddBlockTransposed(acc[h], o + h * cols + c0);
 }
 
-// At least x86::kWidenOnceHeads heads: each block of kPairBlock row pairs is widened and
-// interleaved once into vw (WeightedBlock's d[4] per pair and 64 columns) and read by every group
-// of 4 heads; each head's f32 accumulators (WeightedBlock's lane order) live in `sums` between
-// blocks, so every output is the same chain of vdpbf16ps over the rows in order as WeightedBlock's,
-// bit for bit.
+// At least kAvx512SharedBlockHeads (kernel_table.h) heads: each block of kPairBlock row pairs is
+// widened and interleaved once into vw (WeightedBlock's d[4] per pair and 64 columns) and read by
+// every group of 4 heads; each head's f32 accumulators (WeightedBlock's lane order) live in `sums`
+// between blocks, so every output is the same chain of vdpbf16ps over the rows in order as
+// WeightedBlock's, bit for bit.
 constexpr int64_t kPairBlock = 32;  // 64 rows: 16 KB of widened pairs at 64 columns
 
 template <int NH>
@@ -379,26 +247,11 @@ WC_BF16DOT void WeightedAllHeads(const uint32_t* wp, int64_t wp_stride, int n_he
         d[3] = _mm512_unpackhi_epi16(a1, b1);
       }
     }
-    for (int h = 0; h < n_heads; h += 4) {
-      const int nh = std::min(4, n_heads - h);
-      for (int64_t j = 0; j < n64; ++j) {
-        const uint32_t* wh = wp + h * wp_stride;
-        float* sh = sums + h * cols;
-        switch (nh) {
-          case 1:
-            AccumulatePairs<1>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
-            break;
-          case 2:
-            AccumulatePairs<2>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
-            break;
-          case 3:
-            AccumulatePairs<3>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
-            break;
-          default:
-            AccumulatePairs<4>(wh, wp_stride, pair0, vw, n_pairs, n64, j, sh, cols);
-        }
-      }
-    }
+    x86::ForHeadGroupsOf4(n_heads, [&](auto nh, int h) {
+      for (int64_t j = 0; j < n64; ++j)
+        AccumulatePairs<decltype(nh)::value>(wp + h * wp_stride, wp_stride, pair0, vw, n_pairs, n64,
+                                             j, sums + h * cols, cols);
+    });
   }
   for (int h = 0; h < n_heads; ++h)
     for (int64_t j = 0; j < n64; ++j) {
@@ -444,77 +297,83 @@ WC_BF16DOT void ScaleByRows(const RowsRef& k, const float* head_scale, int n_hea
   }
 }
 
+// The query as bf16 in Widen's order and the heads' scale, in per-thread buffers.
+struct Bf16Query {
+  const uint16_t* qp;       // [n_heads rounded up to 4, cols]; heads past n_heads: not written
+  const float* head_scale;  // [n_heads]
+  Bf16Query(const float* q, int n_heads, int64_t cols, float scale) {
+    thread_local std::vector<uint16_t> qp_buf;
+    thread_local std::vector<float> hs_buf;
+    qp_buf.resize(static_cast<size_t>((n_heads + 3) / 4 * 4 * cols));
+    hs_buf.assign(static_cast<size_t>(n_heads), scale);
+    QueryWords(q, n_heads, cols, qp_buf.data());
+    qp = qp_buf.data();
+    head_scale = hs_buf.data();
+  }
+};
+
+// The P.V weights as bf16 pairs (PairWeights) in a per-thread buffer: [n_heads, stride].
+struct Bf16Weights {
+  const uint32_t* wp;
+  int64_t stride;
+  Bf16Weights(const float* w, int64_t w_stride, int n_heads, const RowsRef& v)
+      : stride((v.rows + 1) / 2 + 16) {
+    thread_local std::vector<uint32_t> buf;
+    buf.resize(static_cast<size_t>(n_heads * stride));
+    PairWeights(w, w_stride, n_heads, v, buf.data(), stride);
+    wp = buf.data();
+  }
+};
+
 }  // namespace
 
-bool Bf16DotUsable(const RowsRef& m) {
-  return (m.format == RowFormat::kFP8E4M3 || m.format == RowFormat::kFP8E5M2 ||
-          m.format == RowFormat::kBFP8) &&
-         m.cols % 64 == 0 && CpuHasBf16Dot() && g_bf16dot_enabled.load(std::memory_order_relaxed);
+void Bf16DotScoresRowsInLanes(const float* q, int n_heads, const RowsRef& k, float scale,
+                              float* scores, const RowsRef& along) {
+  const Bf16Query query(q, n_heads, k.cols, scale);
+  switch (k.cols) {
+    case 64:
+      return ScoresTransposed<1>(query.qp, n_heads, query.head_scale, k, scores, along);
+    case 128:
+      return ScoresTransposed<2>(query.qp, n_heads, query.head_scale, k, scores, along);
+    default:
+      return ScoresTransposed<0>(query.qp, n_heads, query.head_scale, k, scores, along);
+  }
 }
 
-void SetBf16DotKernels(bool enabled) {
-  g_bf16dot_enabled.store(enabled);
-}
-
-bool CpuHasBf16DotKernels() {
-  return CpuHasBf16Dot();
-}
-
-void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
-                   const RowsRef& along) {
+void Bf16DotScoresGroups(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
+                         const RowsRef& along) {
   const int64_t cols = k.cols;
-  thread_local std::vector<uint16_t> qp;  // [max(n_heads, 4), cols] bf16 in Widen's order
-  qp.resize(static_cast<size_t>(std::max(n_heads, 4) * cols));
-  thread_local std::vector<float> head_scale;  // [n_heads]
-  head_scale.assign(static_cast<size_t>(n_heads), scale);
-  QueryWords(q, n_heads, cols, qp.data());
-  if (n_heads >= x86::kWidenOnceHeads) {
-    switch (cols) {
-      case 64:
-        return ScoresTransposed<1>(qp.data(), n_heads, head_scale.data(), k, scores, along);
-      case 128:
-        return ScoresTransposed<2>(qp.data(), n_heads, head_scale.data(), k, scores, along);
-      default:
-        return ScoresTransposed<0>(qp.data(), n_heads, head_scale.data(), k, scores, along);
-    }
+  const Bf16Query query(q, n_heads, cols, scale);
+  uint16_t* qp = const_cast<uint16_t*>(query.qp);
+  for (int h0 = 0; h0 < n_heads; h0 += 4) {  // one group when n_heads <= 4, as the table calls it
+    const int n = std::min(4, n_heads - h0), group = n == 3 ? 4 : n;  // 3 heads: a zero fourth
+    uint16_t* qg = qp + h0 * cols;
+    if (group > n) std::fill(qg + n * cols, qg + group * cols, uint16_t{0});
+    x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
+      ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qg, n, k, scores + h0 * k.rows,
+                                                                h0 == 0 ? along : RowsRef{});
+    });
   }
-  const int group = n_heads == 3 ? 4 : n_heads;  // 3 heads: a zero fourth
-  std::fill(qp.begin() + n_heads * cols, qp.begin() + group * cols, uint16_t{0});
-  x86::WithGroupAndWidth(group, cols, [&](auto nh_c, auto kc_c) {
-    ScoresGroup<decltype(nh_c)::value, decltype(kc_c)::value>(qp.data(), n_heads, k, scores, along);
-  });
-  ScaleByRows(k, head_scale.data(), n_heads, scores);
+  ScaleByRows(k, query.head_scale, n_heads, scores);
 }
 
-void Bf16DotWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
-                     const RowsRef& along) {
-  const int64_t wp_stride = (v.rows + 1) / 2 + 16;
-  thread_local std::vector<uint32_t> wp;  // [n_heads, wp_stride]
-  wp.resize(static_cast<size_t>(n_heads * wp_stride));
-  PairWeights(w, w_stride, n_heads, v, wp.data(), wp_stride);
-  if (n_heads >= x86::kWidenOnceHeads)
-    return WeightedAllHeads(wp.data(), wp_stride, n_heads, v, o, along);
-  for (int h0 = 0; h0 < n_heads; h0 += 4) {
-    const int nh = std::min(4, n_heads - h0);
-    const uint32_t* wg = wp.data() + h0 * wp_stride;
-    float* og = o + h0 * v.cols;
-    for (int64_t c = 0; c < v.cols; c += 64) {
-      const RowsRef& al = h0 == 0 ? along : RowsRef{};
-      switch (nh) {
-        case 1:
-          WeightedBlock<1>(wg, wp_stride, v, c, og, al);
-          break;
-        case 2:
-          WeightedBlock<2>(wg, wp_stride, v, c, og, al);
-          break;
-        case 3:
-          WeightedBlock<3>(wg, wp_stride, v, c, og, al);
-          break;
-        default:
-          WeightedBlock<4>(wg, wp_stride, v, c, og, al);
-      }
-    }
-  }
+void Bf16DotWeightedShared(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                           float* o, const RowsRef& along) {
+  const Bf16Weights pairs(w, w_stride, n_heads, v);
+  WeightedAllHeads(pairs.wp, pairs.stride, n_heads, v, o, along);
+}
+
+void Bf16DotWeightedGroups(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
+                           float* o, const RowsRef& along) {
+  const Bf16Weights pairs(w, w_stride, n_heads, v);
+  x86::ForHeadGroupsOf4(n_heads, [&](auto nh, int h0) {
+    for (int64_t c = 0; c < v.cols; c += 64)
+      WeightedBlock<decltype(nh)::value>(pairs.wp + h0 * pairs.stride, pairs.stride, v, c,
+                                         o + h0 * v.cols, h0 == 0 ? along : RowsRef{});
+  });
 }
 
 }  // namespace wc
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options

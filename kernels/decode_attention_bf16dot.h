@@ -12,29 +12,32 @@
 // function of the chunk; it differs from the f32 kernels (the fallback on CPUs without these
 // instructions) by the bf16 rounding of that operand (relative 2^-9).
 //
-// With more than 4 query heads per KV group, Q.K^T holds each block of 16 rows transposed (rows
-// in lanes, widened once for all heads) and P.V widens V once per 64 rows for all heads.
+// With kAvx512SharedBlockHeads or more query heads per KV group (kernel_table.h), Q.K^T holds each
+// block of 16 rows transposed (rows in lanes, widened once for all heads) and P.V widens V once
+// per 64 rows for all heads.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/cpu_kernels.h"
+#include "kernels/decode_attention.h"
 #include "kernels/kv_rows.h"
 
 namespace wc {
 
-// True when this CPU has AVX-512 BF16 and VBMI, the kernels are enabled and take `m` (fp8 or
-// BFP8 rows, cols % 64 == 0).
+// True when the kernel table (kernel_table.h) runs these kernels for `m` on this CPU: fp8 or BFP8
+// rows, cols % 64 == 0, AVX-512 BF16 and VBMI present and enabled.
 bool Bf16DotUsable(const RowsRef& m);
 
-// As AttentionScores / AccumulateWeightedRows for the rows Bf16DotUsable takes.
-void Bf16DotScores(const float* q, int n_heads, const RowsRef& k, float scale, float* scores,
-                   const RowsRef& along);
-void Bf16DotWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
-                     const RowsRef& along);
+// The table's kernels, as AttentionScores / AccumulateWeightedRows for the rows Bf16DotUsable
+// takes:
+//   ScoresRowsInLanes: each block of 16 rows widened and transposed once for all heads.
+//   ScoresGroups: groups of up to 4 heads widening in registers.
+//   WeightedShared: V widened once per 64 rows for all heads.
+//   WeightedGroups: groups of up to 4 heads widening in registers.
+ScoresKernelFn Bf16DotScoresRowsInLanes, Bf16DotScoresGroups;
+WeightedKernelFn Bf16DotWeightedShared, Bf16DotWeightedGroups;
 
-// Tests turn these kernels off (and on) to compare them with the f32 ones; whether this CPU runs
-// them at all.
-void SetBf16DotKernels(bool enabled);
-bool CpuHasBf16DotKernels();
+// Tests switch these kernels with SetBf16DotKernels and ask CpuHasBf16DotKernels (cpu_kernels.h).
 
 }  // namespace wc

@@ -3,11 +3,11 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <type_traits>
 
+#include "kernels/cpu_kernels.h"
 #include "kernels/gemm_bf16dot.h"
 #include "kernels/gemm_schedule.h"
 #include "util/bf16.h"
@@ -192,8 +192,6 @@ HWY_EXPORT(RunRange);
 
 namespace {
 
-std::atomic<bool> g_bf16dot_enabled{true};
-
 int PathOf(const PackedMatrix& w) {
   switch (w.dtype()) {
     case DType::kF32:
@@ -201,8 +199,7 @@ int PathOf(const PackedMatrix& w) {
     case DType::kF16:
       return kPathF16;
     case DType::kBF16:
-      return w.precision() == ActivationPrecision::kBF16 && g_bf16dot_enabled.load() &&
-                     GemmBf16DotAvailable()
+      return w.precision() == ActivationPrecision::kBF16 && KernelsOn(CpuKernels::kAvx512Bf16Gemm)
                  ? kPathBf16Dot
                  : kPathPairs;
   }
@@ -331,7 +328,7 @@ bool GemmUsesBf16Dot(const PackedMatrix& w) {
 }
 
 void SetGemmBf16DotKernel(bool enabled) {
-  g_bf16dot_enabled.store(enabled);
+  SetKernelsEnabled(CpuKernels::kAvx512Bf16Gemm, enabled);
 }
 
 }  // namespace wc

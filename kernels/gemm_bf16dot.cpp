@@ -65,11 +65,6 @@ struct TileFn {
 
 }  // namespace
 
-bool GemmBf16DotAvailable() {
-  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
-  return has;
-}
-
 WC_GEMM_BF16DOT void PackBf16PairsRow(const float* x, int64_t cols, int64_t padded_cols, int mr,
                                       int t, float* dst) {
   alignas(64) uint32_t pairs[16];

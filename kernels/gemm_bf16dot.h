@@ -8,8 +8,7 @@
 
 namespace wc {
 
-// True when this CPU has AVX-512 F/BW/BF16.
-bool GemmBf16DotAvailable();
+// gemm.cpp runs these where KernelsOn(CpuKernels::kAvx512Bf16Gemm) (cpu_kernels.h).
 
 // Token row x[0:cols] of a tile mr tokens high, as bf16 pairs into the tile's slot t: dst[kp * mr
 // + t] = bits of (bf16(x[2kp + 1]) << 16 | bf16(x[2kp])) for kp < padded_cols / 2, zero past cols.

@@ -1,7 +1,7 @@
-// Shared pieces of the hand-written AVX-512 kernels (decode_attention_vnni.cpp,
+// Shared pieces of the hand-written AVX-512 kernels (decode_attention_int8_vnni.cpp,
 // decode_attention_bf16dot.cpp), for the instructions Highway 1.0.3 (Debian 12) has no op for.
 // Everything here is compiled for base AVX-512 and inlines into the kernels' wider targets; the
-// kernels run only after a run-time CPU check.
+// kernels run only where the kernel table (kernel_table.h) found their family on (cpu_kernels.h).
 #pragma once
 
 #include <immintrin.h>
@@ -14,25 +14,14 @@
 
 #include "kernels/kv_rows.h"
 #include "kernels/prefetch_stream.h"
-#include "kernels/simd_limit.h"
 
 #define WC_AVX512 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 #define WC_AVX512_INLINE WC_AVX512 inline __attribute__((always_inline))
-// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wuninitialized"
+// The int8 family's target (cpu_kernels.h's kAvx512Vnni): its kernels and its AVX-512 roundings.
+#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
 
 namespace wc {
 namespace x86 {
-
-// True when this CPU has AVX-512 F, BW, DQ and VL (what WC_AVX512 compiles for) and WORMCHAT_SIMD
-// allows them (simd_limit.h). Kernels add their own extension (__builtin_cpu_supports takes only
-// a literal) and keep the answer in a static.
-inline bool CpuHasAvx512() {
-  return Avx512KernelsAllowed() && __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-}
 
 // Rows ahead of the current one whose cache lines the kernels prefetch: one-byte rows are short,
 // so further ahead than the f32 kernels' kChunkPrefetchRows to keep as many bytes in flight.
@@ -102,11 +91,6 @@ WC_AVX512_INLINE void AddBlockTransposed(const __m512* acc, float* oh) {
   for (int m = 0; m < 4; ++m)
     _mm512_storeu_ps(oh + 16 * m, _mm512_add_ps(_mm512_loadu_ps(oh + 16 * m), out[m]));
 }
-
-// Heads per KV group from which the kernels widen a block of K or V once for all the group's
-// heads (rows in lanes, shared row pairs); smaller groups keep the kernels that widen in
-// registers, where a shared buffer would only add stores.
-constexpr int kWidenOnceHeads = 5;
 
 // The scales of rows [p, p + 16) of scaled one-byte rows (lanes past m.rows: 0) times
 // code_factor: the bf16 leading each row gathered, or the tensor scale.

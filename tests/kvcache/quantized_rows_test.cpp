@@ -2,7 +2,7 @@
 // kvcache codec writes them (kvcache/kv_formats.h): every code of every format decodes to the
 // codec's value, and scores / weighted sums over encoded rows match naive loops over DecodeRow's
 // values, for every head and row count around the SIMD groupings and head_dims with scalar tails.
-// int8 rows go through integer dot products (decode_attention_vnni.h): their scores and sums are
+// int8 rows go through integer dot products (decode_attention_int8.h): their scores and sums are
 // checked bit for bit against that contract, and within its rounding bound of the true values.
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,8 @@
 
 #include "kernels/decode_attention.h"
 #include "kernels/decode_attention_bf16dot.h"
-#include "kernels/decode_attention_vnni.h"
+#include "kernels/decode_attention_int8.h"
+#include "kernels/kernel_table.h"
 #include "kvcache/kv_formats.h"
 #include "util/bf16.h"
 #include "util/rng.h"
@@ -350,6 +351,62 @@ TEST(QuantizedRows, KernelNamesFollowTheCpuAndSwitches) {
   EXPECT_EQ(AttentionKernelName(i8.ref).find("VNNI"), std::string::npos);
   EXPECT_EQ(AttentionKernelName(f8.ref).rfind("f32 FMA (", 0), 0u);
   EXPECT_EQ(AttentionKernelName(b8.ref).rfind("f32 FMA (", 0), 0u);
+  SetVnniKernels(true);
+  SetBf16DotKernels(true);
+}
+
+// The kernel table (kernels/kernel_table.h) is what runs and what is printed: AttentionScores and
+// AccumulateWeightedRows give bit for bit what the chosen row's kernel gives, AttentionKernelName
+// prints the chosen row's name whatever the group size, and the two head thresholds pick the rows
+// they name, with every family on and with the AVX-512 ones off.
+TEST(QuantizedRows, KernelTableNamesTheKernelThatRuns) {
+  const int64_t rows = 37, cols = 64;
+  for (bool avx512 : {true, false}) {
+    SetVnniKernels(avx512);
+    SetBf16DotKernels(avx512);
+    for (KVQuant quant : {KVQuant::kInt8, KVQuant::kFP8E4M3, KVQuant::kFP8E5M2, KVQuant::kBFP8}) {
+      const Encoded m = Encode({quant, ScaleMode::kTokenHead}, rows, cols, 71);
+      for (int n_heads : {1, 3, 4, 5, 7, 8, 16}) {
+        SCOPED_TRACE(std::string(KVQuantName(quant)) + " heads " + std::to_string(n_heads));
+        const auto q = RandomVec(n_heads * cols, 72);
+        const auto w = RandomVec(n_heads * rows, 73);
+        const AttentionKernelRow& qk = ChooseAttentionKernel(AttentionOp::kScores, m.ref, n_heads);
+        const AttentionKernelRow& pv =
+            ChooseAttentionKernel(AttentionOp::kWeighted, m.ref, n_heads);
+        EXPECT_EQ(AttentionKernelRowName(qk), AttentionKernelName(m.ref));
+        std::vector<float> got(n_heads * rows), want(n_heads * rows);
+        AttentionScores(q.data(), n_heads, m.ref, 0.125f, got.data());
+        qk.scores(q.data(), n_heads, m.ref, 0.125f, want.data(), RowsRef{});
+        EXPECT_EQ(0, std::memcmp(got.data(), want.data(), got.size() * sizeof(float)));
+        std::vector<float> o_got(n_heads * cols, 0.5f), o_want(n_heads * cols, 0.5f);
+        AccumulateWeightedRows(w.data(), rows, n_heads, m.ref, o_got.data());
+        pv.weighted(w.data(), rows, n_heads, m.ref, o_want.data(), RowsRef{});
+        EXPECT_EQ(0, std::memcmp(o_got.data(), o_want.data(), o_got.size() * sizeof(float)));
+        const bool shared = n_heads >= kAvx512SharedBlockHeads;
+        const bool in_lanes = n_heads >= kPortableHeadsInLanes;
+        if (quant == KVQuant::kInt8 && qk.cpu == CpuKernels::kPortable) {
+          EXPECT_EQ(std::string(qk.variant).rfind(in_lanes ? "heads in lanes" : "groups", 0), 0u);
+          EXPECT_EQ(std::string(pv.variant), in_lanes ? "V widened once" : "one head at a time");
+        }
+        if (qk.cpu == CpuKernels::kAvx512Bf16Vbmi) {
+          EXPECT_EQ(std::string(qk.variant), shared ? "rows in lanes" : "groups of 4 heads");
+        }
+        if (pv.cpu != CpuKernels::kPortable) {
+          EXPECT_EQ(std::string(pv.variant), shared ? "V widened once" : "groups of 4 heads");
+        }
+      }
+      // The printed names, as they were before the table.
+      const std::string simd = CpuKernelsName(CpuKernels::kPortable);
+      const std::string name = AttentionKernelName(m.ref);
+      if (quant == KVQuant::kInt8) {
+        EXPECT_EQ(name, CpuHasVnniKernels() && avx512 ? "int8 dot (AVX-512 VNNI)"
+                                                      : "int8 dot (" + simd + ")");
+      } else {
+        EXPECT_EQ(name, CpuHasBf16DotKernels() && avx512 ? "bf16 dot (AVX-512 BF16)"
+                                                         : "f32 FMA (" + simd + ")");
+      }
+    }
+  }
   SetVnniKernels(true);
   SetBf16DotKernels(true);
 }

@@ -1,37 +1,31 @@
-#include "kernels/decode_attention_vnni.h"
-
+// The int8 attention kernels on AVX-512 VNNI (decode_attention_int8.h). Highway 1.0.3 (Debian 12)
+// has no op for the VNNI dot products, so these are intrinsics, compiled for AVX-512 VNNI and
+// called only where KernelsOn(CpuKernels::kAvx512Vnni) (kernel_table.cpp).
 #include <immintrin.h>
 
 #include <algorithm>
-#include <atomic>
-#include <cmath>
 #include <cstring>
-#include <limits>
 #include <vector>
 
-#include "kernels/decode_attention.h"
+#include "kernels/decode_attention_int8.h"
 #include "kernels/x86_avx512.h"
 
-// Highway 1.0.3 (Debian 12) has no op for the VNNI dot products, so this kernel uses intrinsics in
-// functions compiled for AVX-512 VNNI, called only after a run-time CPU check.
-#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")))
+// Everything below runs only on a CPU with WC_VNNI's instructions; the pragma (the same list) gives
+// them to the lambdas of the head ladders too (x86_head_ladder-inl.h).
+#pragma GCC push_options
+// GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics
+// (_mm512_undefined_*), wherever they inline into the kernels below.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512vnni")
+
+#include "kernels/x86_head_ladder-inl.h"
 
 namespace wc {
 namespace {
 
 using x86::kAheadRows;
-
-std::atomic<bool> g_vnni_enabled{true};
-
-bool CpuHasAvx512Vnni() {
-  static const bool has = x86::CpuHasAvx512() && __builtin_cpu_supports("avx512vnni");
-  return has;
-}
-
-// The VNNI kernels run: this CPU has them and tests have not switched them off.
-bool VnniOn() {
-  return CpuHasAvx512Vnni() && g_vnni_enabled.load(std::memory_order_relaxed);
-}
 
 // The scores of NH heads (q8 rows of n4 32-bit words: 4 codes each) against one block of 16 rows
 // held transposed in kt ([n4][16] words: lane r = row r's 4 codes of that word, offset to
@@ -85,23 +79,10 @@ WC_VNNI void ScoresTransposed(const int8_t* q8, int n_heads, const int32_t* bias
     }
     const __m512 row_scale = x86::RowScales16(k, p, 1.0f);
     const __mmask16 store = x86::FirstLanes(valid);
-    int h = 0;
-    for (; h + 8 <= n_heads; h += 8)
-      HeadsOfBlock<8>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-    if (h + 4 <= n_heads) {
-      HeadsOfBlock<4>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-      h += 4;
-    }
-    if (h + 2 <= n_heads) {
-      HeadsOfBlock<2>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
-      h += 2;
-    }
-    if (h < n_heads)
-      HeadsOfBlock<1>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale, store,
-                      scores + h * rows + p, rows);
+    x86::ForHeadLadder(n_heads, [&](auto nh, int h) {
+      HeadsOfBlock<decltype(nh)::value>(q8 + h * cols, n4, kt, bias + h, head_scale + h, row_scale,
+                                        store, scores + h * rows + p, rows);
+    });
   }
 }
 
@@ -240,135 +221,10 @@ WC_VNNI void WeightedGroup(const int16_t* wq, int64_t wq_stride, const float* un
   if (c < v.cols) WeightedBlock<NH, 1>(wq, wq_stride, unit, v, c, o, along);
 }
 
-// The largest |x[i]|, i < n, as its f32 bits (an integer max: the bits of non-negative floats
-// order as their values; >= 0x7f800000 means a NaN or Inf is there).
-inline uint32_t MaxAbsBits(const float* x, int64_t n) {
-  uint32_t m = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    uint32_t bits;
-    std::memcpy(&bits, x + i, 4);
-    m = std::max(m, bits & 0x7fffffffu);
-  }
-  return m;
-}
-inline float FromBits(uint32_t bits) {
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-constexpr uint32_t kNonFinite = 0x7f800000u;
-constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: (x + kRound) - kRound rounds x to even
-
-// out[i] = round-to-nearest-even(x[i] / step) with step = max |x| / limit, the portable rounding
-// of the query (int8) and of the P.V weights (int16); returns step (0 when all x are 0, NaN when
-// one is NaN or Inf - then out is all 0). The AVX-512 versions below do the same operations.
-// The all-zero and non-finite cases of a rounding whose largest |x| has f32 bits max_bits: out
-// all 0 and *step 0 or NaN; false when max_bits is an ordinary number.
-template <class T>
-bool ZeroOrNonFinite(uint32_t max_bits, int64_t n, T* out, float* step) {
-  if (max_bits != 0 && max_bits < kNonFinite) return false;
-  for (int64_t i = 0; i < n; ++i) out[i] = 0;
-  *step = max_bits == 0 ? 0.0f : std::numeric_limits<float>::quiet_NaN();
-  return true;
-}
-
-template <class T>
-float RoundToSteps(const float* x, int64_t n, float limit, T* out) {
-  const uint32_t max_bits = MaxAbsBits(x, n);
-  float step;
-  if (ZeroOrNonFinite(max_bits, n, out, &step)) return step;
-  const float xmax = FromBits(max_bits), inv = limit / xmax;
-  for (int64_t i = 0; i < n; ++i) out[i] = static_cast<T>((x[i] * inv + kRound) - kRound);
-  return xmax / limit;
-}
-
-// QuantizeQueryInt8 in AVX-512: the same f32 bit max, one product by inv, rounding to nearest even
-// by the conversion, so the same q8 and head_scale. Requires cols % 16 == 0.
-WC_VNNI void QuantizeQueryAvx512(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
-                                 float* head_scale) {
-  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
-  for (int h = 0; h < n_heads; ++h) {
-    const float* qh = q + h * cols;
-    int8_t* out = q8 + h * cols;
-    __m512i max_bits = _mm512_setzero_si512();
-    for (int64_t c = 0; c < cols; c += 16)
-      max_bits = _mm512_max_epu32(
-          max_bits, _mm512_and_si512(_mm512_castps_si512(_mm512_loadu_ps(qh + c)), magnitude));
-    const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
-    if (ZeroOrNonFinite(mb, cols, out, &head_scale[h])) continue;
-    const float qmax = FromBits(mb);
-    const __m512 inv = _mm512_set1_ps(127.0f / qmax);
-    for (int64_t c = 0; c < cols; c += 16)
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i*>(out + c),
-          _mm512_cvtepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(qh + c), inv))));
-    head_scale[h] = scale * (qmax / 127.0f);
-  }
-}
-
-// QuantizeWeightsInt16 in AVX-512: the same operations lane by lane (one f32 product, the f32 bit
-// max, one product by inv rounded to nearest even by the conversion), so the same wq and unit.
-WC_VNNI void QuantizeWeightsAvx512(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
-                                   float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
-  const int64_t rows = v.rows;
-  for (int64_t p = 0; p < rows; p += 16) {
-    const __mmask16 lanes = x86::FirstLanes(rows - p);
-    _mm512_mask_storeu_ps(row_scale + p, lanes, x86::RowScales16(v, p, 1.0f));
-  }
-  const __m512i magnitude = _mm512_set1_epi32(0x7fffffff);
-  for (int h = 0; h < n_heads; ++h) {
-    const float* wh = w + h * w_stride;
-    int16_t* qh = wq + h * wq_stride;
-    __m512i max_bits = _mm512_setzero_si512();
-    for (int64_t p = 0; p < rows; p += 16) {
-      const __mmask16 lanes = x86::FirstLanes(rows - p);
-      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
-                                     _mm512_maskz_loadu_ps(lanes, row_scale + p));
-      max_bits = _mm512_max_epu32(max_bits, _mm512_and_si512(_mm512_castps_si512(x), magnitude));
-    }
-    const uint32_t mb = static_cast<uint32_t>(_mm512_reduce_max_epu32(max_bits));
-    if (rows % 2 == 1) qh[rows] = 0;
-    if (ZeroOrNonFinite(mb, rows, qh, &unit[h])) continue;
-    const float wmax = FromBits(mb);
-    const __m512 inv = _mm512_set1_ps(32767.0f / wmax);
-    for (int64_t p = 0; p < rows; p += 16) {
-      const __mmask16 lanes = x86::FirstLanes(rows - p);
-      const __m512 x = _mm512_mul_ps(_mm512_maskz_loadu_ps(lanes, wh + p),
-                                     _mm512_maskz_loadu_ps(lanes, row_scale + p));
-      const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(x, inv));  // MXCSR: nearest even
-      _mm256_mask_storeu_epi16(qh + p, lanes, _mm512_cvtepi32_epi16(q));
-    }
-    unit[h] = wmax / 32767.0f;
-  }
-}
-
 }  // namespace
 
-void QuantizeQueryInt8(const float* q, int n_heads, int64_t cols, float scale, int8_t* q8,
-                       float* head_scale) {
-  if (cols % 16 == 0 && VnniOn())
-    return QuantizeQueryAvx512(q, n_heads, cols, scale, q8, head_scale);
-  for (int h = 0; h < n_heads; ++h) {
-    const float step = RoundToSteps(q + h * cols, cols, 127.0f, q8 + h * cols);
-    head_scale[h] = step == step ? scale * step : step;  // NaN stays NaN
-  }
-}
-
-bool VnniInt8ScoresUsable(const RowsRef& k) {
-  return k.format == RowFormat::kInt8 && k.cols % 64 == 0 && k.cols <= kInt8QueryMaxCols &&
-         VnniOn();
-}
-
-void SetVnniKernels(bool enabled) {
-  g_vnni_enabled.store(enabled);
-}
-
-bool CpuHasVnniKernels() {
-  return CpuHasAvx512Vnni();
-}
-
-void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
-                    float* scores, const RowsRef& along) {
+void Int8ScoresVnniKernel(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
+                          float* scores, const RowsRef& along) {
   const int64_t cols = k.cols;
   thread_local std::vector<int32_t> bias;  // [n_heads]: 128 * sum(q8[h])
   bias.resize(static_cast<size_t>(n_heads));
@@ -389,28 +245,6 @@ void Int8ScoresVnni(const int8_t* q8, int n_heads, const float* head_scale, cons
   }
 }
 
-void QuantizeWeightsInt16(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
-                          float* row_scale, int16_t* wq, int64_t wq_stride, float* unit) {
-  if (VnniOn())
-    return QuantizeWeightsAvx512(w, w_stride, n_heads, v, row_scale, wq, wq_stride, unit);
-  const int64_t rows = v.rows;
-  for (int64_t p = 0; p < rows; ++p) row_scale[p] = v.RowScale(p);
-  thread_local std::vector<float> scaled;  // [rows]: w * row_scale of one head
-  scaled.resize(static_cast<size_t>(rows));
-  for (int h = 0; h < n_heads; ++h) {
-    const float* wh = w + h * w_stride;
-    int16_t* qh = wq + h * wq_stride;
-    for (int64_t p = 0; p < rows; ++p) scaled[p] = wh[p] * row_scale[p];
-    if (rows % 2 == 1) qh[rows] = 0;
-    unit[h] = RoundToSteps(scaled.data(), rows, 32767.0f, qh);
-  }
-}
-
-bool VnniInt8WeightsUsable(const RowsRef& v) {
-  return v.format == RowFormat::kInt8 && v.cols % 32 == 0 && v.rows <= kInt8WeightSegmentRows &&
-         VnniOn();
-}
-
 namespace {
 WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
                               const RowsRef& v, float* o, const RowsRef& along) {
@@ -423,23 +257,10 @@ WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float*
   for (x86::PairBlocks block(v, along, kPairBlock); block.Next();) {
     const int64_t pair0 = block.pair0, n_pairs = block.n_pairs, p0 = 2 * pair0;
     WidenPairs(codes + p0 * stride, rows - p0, stride, n32, n_pairs, vw);
-    for (int h = 0; h < n_heads; h += 4) {
-      const int16_t* wh = wq + h * wq_stride;
-      int32_t* sh = sums + h * cols;
-      switch (std::min(4, n_heads - h)) {
-        case 1:
-          AccumulateHeads<1>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
-          break;
-        case 2:
-          AccumulateHeads<2>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
-          break;
-        case 3:
-          AccumulateHeads<3>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
-          break;
-        default:
-          AccumulateHeads<4>(wh, wq_stride, pair0, vw, n_pairs, n32, sh, cols);
-      }
-    }
+    x86::ForHeadGroupsOf4(n_heads, [&](auto nh, int h) {
+      AccumulateHeads<decltype(nh)::value>(wq + h * wq_stride, wq_stride, pair0, vw, n_pairs, n32,
+                                           sums + h * cols, cols);
+    });
   }
   // o = fma(float(sum), unit[h], o), the lanes put back in column order.
   for (int h = 0; h < n_heads; ++h)
@@ -452,20 +273,20 @@ WC_VNNI void WeightedAllHeads(const int16_t* wq, int64_t wq_stride, const float*
 
 }  // namespace
 
-void Int8WeightedVnni(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
-                      const RowsRef& v, float* o, const RowsRef& along) {
-  if (n_heads >= x86::kWidenOnceHeads)
-    return WeightedAllHeads(wq, wq_stride, unit, n_heads, v, o, along);
-  switch (n_heads) {
-    case 1:
-      return WeightedGroup<1>(wq, wq_stride, unit, v, o, along);
-    case 2:
-      return WeightedGroup<2>(wq, wq_stride, unit, v, o, along);
-    case 3:
-      return WeightedGroup<3>(wq, wq_stride, unit, v, o, along);
-    default:
-      return WeightedGroup<4>(wq, wq_stride, unit, v, o, along);
-  }
+void Int8WeightedVnniSharedKernel(const int16_t* wq, int64_t wq_stride, const float* unit,
+                                  int n_heads, const RowsRef& v, float* o, const RowsRef& along) {
+  WeightedAllHeads(wq, wq_stride, unit, n_heads, v, o, along);
+}
+
+void Int8WeightedVnniGroupsKernel(const int16_t* wq, int64_t wq_stride, const float* unit,
+                                  int n_heads, const RowsRef& v, float* o, const RowsRef& along) {
+  x86::ForHeadGroupsOf4(n_heads, [&](auto nh, int h) {
+    WeightedGroup<decltype(nh)::value>(wq + h * wq_stride, wq_stride, unit + h, v, o + h * v.cols,
+                                       h == 0 ? along : RowsRef{});
+  });
 }
 
 }  // namespace wc
+
+#pragma GCC diagnostic pop
+#pragma GCC pop_options
