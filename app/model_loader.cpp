@@ -41,6 +41,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   mo.flash.max_cores_per_head_batch = o.max_cores_per_head;
   mo.flash.k_chunk_size = o.k_chunk_size;
   mo.matmul_precision = ParseMatmulPrecision(o.matmul_precision);
+  mo.weights = WeightSpec::Parse(o.weights);
   if (o.tensor_parallel < 1)
     throw Error(Cat("--tensor-parallel must be >= 1, got ", o.tensor_parallel));
   if (o.tensor_parallel > 1) {

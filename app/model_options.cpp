@@ -59,7 +59,13 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
                   "Activations of BF16 weight matrices: bf16 (rounded, bf16 dot products: twice "
                   "the throughput, as llama.cpp) or f32 (exact products). F32/F16 weights: f32")
       ->capture_default_str();
+  cmd->add_option("--weights", o.weights, kWeightsHelp)->capture_default_str();
 }
+
+const char kWeightsHelp[] =
+    "Format of the weight matrices: auto (as stored), f32, bf16, bfp8 or bfp4 (Wormhole's block "
+    "floats, 8.5 and 4.5 bits a weight), or per group: attn=bfp8,mlp=bfp4,lm_head=bf16 (a group "
+    "not named keeps auto). Embeddings and LayerNorms stay as stored";
 
 ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   if (name == "bf16") return ActivationPrecision::kBF16;

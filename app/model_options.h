@@ -30,6 +30,7 @@ struct ModelRunOptions {
   int max_cores_per_head = 16;          // --max-cores-per-head
   int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
   std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 (BF16 weights only)
+  std::string weights = "auto";           // --weights SPEC (model/weight_spec.h)
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
   // fed without chat framing (tokenizer/ids_tokenizer.h); no tokenizer.model needed.
   bool ids = false;
@@ -47,6 +48,8 @@ inline ModelRunOptions ServingRunDefaults() {
 
 // Registers --model, --threads, --kv-dtype, --ctx, --lm-head-fractures on `cmd`.
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
+// The --weights flag's help (shared with info).
+extern const char kWeightsHelp[];
 // The ActivationPrecision named by --matmul-precision (bf16 or f32); throws wc::Error otherwise.
 ActivationPrecision ParseMatmulPrecision(const std::string& name);
 

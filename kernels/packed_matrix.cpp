@@ -1,6 +1,10 @@
 #include "kernels/packed_matrix.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "util/bf16.h"
 #include "util/error.h"
@@ -8,35 +12,104 @@
 namespace wc {
 namespace {
 
-// The bf16 bits h with a subnormal flushed to zero of its sign (vdpbf16ps's DAZ).
-uint16_t FlushSubnormal(uint16_t h) {
-  return (h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
+constexpr int64_t kPanel = PackedMatrix::kPanelRows;
+
+// Element k of a source row as a float (exact for every dtype).
+float SourceValue(const uint8_t* row, DType dtype, int64_t k) {
+  if (dtype == DType::kF32) {
+    float f;
+    std::memcpy(&f, row + 4 * k, 4);
+    return f;
+  }
+  uint16_t h;
+  std::memcpy(&h, row + 2 * k, 2);
+  return dtype == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
 }
 
-// Packs rows [p * 32, p * 32 + 32) of w into `out` (one panel, already zeroed).
-template <typename T>
-void PackPanelKMajor(const MatrixRef& w, int64_t p, T* out) {
-  const auto* src = static_cast<const uint8_t*>(w.data);
-  const int64_t r0 = p * PackedMatrix::kPanelRows;
-  const int64_t n = std::min(PackedMatrix::kPanelRows, w.rows - r0);
+const uint8_t* SourceRow(const MatrixRef& w, int64_t r) {
+  return static_cast<const uint8_t*>(w.data) + r * w.row_stride * DTypeSize(w.dtype);
+}
+
+// Index of W[i, k] of a panel (i < 32) in its elements: [k][32] or, BF16, [k / 2][32][2].
+int64_t InPanel(DType panel_dtype, int64_t i, int64_t k) {
+  return panel_dtype == DType::kBF16 ? (k / 2) * 2 * kPanel + i * 2 + k % 2 : k * kPanel + i;
+}
+
+// Packs rows [p * 32, p * 32 + 32) of w into `out` (one panel of `dtype`, already zeroed): the
+// source's values copied (same dtype), widened to f32, or rounded to bf16 (nearest even).
+void PackPanel(const MatrixRef& w, int64_t p, DType dtype, uint8_t* out) {
+  const int64_t r0 = p * kPanel, n = std::min(kPanel, w.rows - r0);
   for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* row = src + (r0 + i) * w.row_stride * static_cast<int64_t>(sizeof(T));
-    for (int64_t k = 0; k < w.cols; ++k)
-      std::memcpy(&out[k * PackedMatrix::kPanelRows + i], row + k * sizeof(T), sizeof(T));
+    const uint8_t* row = SourceRow(w, r0 + i);
+    if (dtype == w.dtype && dtype != DType::kBF16) {  // F32 or F16 copied
+      const size_t es = DTypeSize(dtype);
+      for (int64_t k = 0; k < w.cols; ++k)
+        std::memcpy(out + InPanel(dtype, i, k) * es, row + k * es, es);
+    } else if (dtype == DType::kBF16) {
+      auto* o = reinterpret_cast<uint16_t*>(out);
+      for (int64_t k = 0; k < w.cols; ++k) {
+        uint16_t h;
+        if (w.dtype == DType::kBF16)
+          std::memcpy(&h, row + 2 * k, 2);
+        else
+          h = F32ToBF16(SourceValue(row, w.dtype, k));
+        o[InPanel(dtype, i, k)] = FlushBF16Subnormal(h);
+      }
+    } else {  // F32 from BF16 or F16
+      auto* o = reinterpret_cast<float*>(out);
+      for (int64_t k = 0; k < w.cols; ++k) o[InPanel(dtype, i, k)] = SourceValue(row, w.dtype, k);
+    }
   }
 }
 
-void PackPanelPairs(const MatrixRef& w, int64_t p, uint16_t* out) {
-  const auto* src = static_cast<const uint8_t*>(w.data);
-  const int64_t r0 = p * PackedMatrix::kPanelRows;
-  const int64_t n = std::min(PackedMatrix::kPanelRows, w.rows - r0);
-  for (int64_t i = 0; i < n; ++i) {
-    const uint8_t* row = src + (r0 + i) * w.row_stride * 2;
-    for (int64_t k = 0; k < w.cols; ++k) {
-      uint16_t h;
-      std::memcpy(&h, row + k * 2, 2);
-      out[(k / 2) * 2 * PackedMatrix::kPanelRows + i * 2 + (k % 2)] = FlushSubnormal(h);
-    }
+// The first non-finite weight of rows [r0, r1) as the bfp packer names it (tiles in k order, rows
+// inside a tile), for an error found on a panel's own view of w.
+std::string NonFiniteMessage(const MatrixRef& w, const std::string& name, int64_t r0, int64_t r1) {
+  for (int64_t k0 = 0; k0 < w.cols; k0 += kBfpTileDim)
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t k = k0; k < std::min(w.cols, k0 + kBfpTileDim); ++k) {
+        const float v = SourceValue(SourceRow(w, r), w.dtype, k);
+        if (!std::isfinite(v))
+          return Cat(name, ": weight [", r, ", ", k, "] is ", v,
+                     "; block-float (bfp8/bfp4) weights must be finite");
+      }
+  return Cat(name, ": a weight is not finite");
+}
+
+// Panel p of a bfp matrix: rows [p * 32, p * 32 + 32) of w are one tile column of the packed
+// matrix (tile n = p), packed by the exact codec into `tiles` [k_tiles, tile_bytes] and decoded
+// into `out` (a zeroed panel of `dtype`): BF16 flushed, F32 exact. The tiles of a tile column do
+// not depend on the other columns, so packing the panel's rows alone gives the whole matrix's.
+void PackBfpPanel(const MatrixRef& w, BfpFormat f, const std::string& name, int64_t p, DType dtype,
+                  std::vector<uint8_t>& tiles, uint8_t* out) {
+  const int64_t r0 = p * kPanel, n = std::min(kPanel, w.rows - r0);
+  MatrixRef rows = w;
+  rows.rows = n;
+  rows.data = SourceRow(w, r0);
+  const BfpLayout layout{f, n, w.cols};
+  tiles.resize(static_cast<size_t>(layout.bytes()));
+  try {
+    PackBfpTiles(f, rows, name, 0, layout.k_tiles(), 0, 1, tiles.data());
+  } catch (const Error&) {
+    throw Error(NonFiniteMessage(w, name, r0, r0 + n));
+  }
+  float values[kBfpTileDim * kBfpTileDim];  // [32 k][32 n] one tile
+  for (int64_t tk = 0; tk < layout.k_tiles(); ++tk) {
+    UnpackBfpTile(f, tiles.data() + layout.TileOffset(tk, 0), values);
+    const int64_t k0 = tk * kBfpTileDim, kn = std::min(kBfpTileDim, w.cols - k0);
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t kk = 0; kk < kn; ++kk) {
+        const float v = values[kk * kBfpTileDim + i];
+        const int64_t at = InPanel(dtype, i, k0 + kk);
+        if (dtype == DType::kBF16) {
+          uint32_t bits;
+          std::memcpy(&bits, &v, 4);  // exactly a bf16: the low half is zero
+          reinterpret_cast<uint16_t*>(out)[at] =
+              FlushBF16Subnormal(static_cast<uint16_t>(bits >> 16));
+        } else {
+          reinterpret_cast<float*>(out)[at] = v;
+        }
+      }
   }
 }
 
@@ -44,39 +117,71 @@ void PackPanelPairs(const MatrixRef& w, int64_t p, uint16_t* out) {
 
 PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precision,
                                 const RowsDone& done) {
-  WC_CHECK(w.rows >= 0 && w.cols >= 0 && w.row_stride >= w.cols, "bad matrix shape");
   WC_CHECK(precision == ActivationPrecision::kF32 || w.dtype == DType::kBF16,
            "bf16 activations need a BF16 matrix");
+  return Pack(w, FormatOfDType(w.dtype), precision, "", done);
+}
+
+PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
+                                ActivationPrecision precision, const std::string& name,
+                                const RowsDone& done) {
+  WC_CHECK(w.rows >= 0 && w.cols >= 0 && w.row_stride >= w.cols, "bad matrix shape");
+  if (format == WeightFormat::kF16 && w.dtype != DType::kF16)
+    throw Error(Cat(name, ": f16 weights only as an F16 checkpoint stores them"));
   PackedMatrix m;
-  m.dtype_ = w.dtype;
-  m.precision_ = precision;
+  m.format_ = format;
+  switch (format) {
+    case WeightFormat::kF32:
+      m.dtype_ = DType::kF32;
+      break;
+    case WeightFormat::kF16:
+      m.dtype_ = DType::kF16;
+      break;
+    case WeightFormat::kBF16:
+      m.dtype_ = DType::kBF16;
+      break;
+    case WeightFormat::kBfp8:
+    case WeightFormat::kBfp4:
+      m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
+      break;
+  }
+  m.precision_ = m.dtype_ == DType::kBF16 ? precision : ActivationPrecision::kF32;
   m.rows_ = w.rows;
   m.cols_ = w.cols;
-  m.padded_cols_ = w.dtype == DType::kBF16 ? (w.cols + 1) / 2 * 2 : w.cols;
+  m.padded_cols_ = m.dtype_ == DType::kBF16 ? (w.cols + 1) / 2 * 2 : w.cols;
   const int64_t panels = m.panels(), elems = m.panel_elems();
-  const int64_t esize = DTypeSize(w.dtype);
+  const int64_t esize = DTypeSize(m.dtype_);
   m.data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels * elems * esize)));
   uint8_t* base = m.data_.data();
   // Blocks of about 8 MiB of source, so `done` can release a large matrix while it is packed.
-  const int64_t row_bytes = std::max<int64_t>(1, w.row_stride * esize);
+  const int64_t row_bytes = std::max<int64_t>(1, w.row_stride * DTypeSize(w.dtype));
   const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / (kPanelRows * row_bytes));
   for (int64_t p0 = 0; p0 < panels; p0 += block) {
     const int64_t p1 = std::min(panels, p0 + block);
-#pragma omp parallel for schedule(static)
-    for (int64_t p = p0; p < p1; ++p) {
-      uint8_t* out = base + p * elems * esize;
-      switch (w.dtype) {
-        case DType::kF32:
-          PackPanelKMajor(w, p, reinterpret_cast<float*>(out));
-          break;
-        case DType::kF16:
-          PackPanelKMajor(w, p, reinterpret_cast<uint16_t*>(out));
-          break;
-        case DType::kBF16:
-          PackPanelPairs(w, p, reinterpret_cast<uint16_t*>(out));
-          break;
+    // An exception must not leave an OpenMP region: the lowest failing panel's is rethrown.
+    int64_t bad_p = p1;
+    std::string bad_what;
+#pragma omp parallel
+    {
+      std::vector<uint8_t> tiles;  // [k_tiles, tile_bytes] one bfp tile column
+#pragma omp for schedule(static)
+      for (int64_t p = p0; p < p1; ++p) {
+        uint8_t* out = base + p * elems * esize;
+        try {
+          if (IsBfp(format))
+            PackBfpPanel(w, BfpOf(format), name, p, m.dtype_, tiles, out);
+          else
+            PackPanel(w, p, m.dtype_, out);
+        } catch (const Error& e) {
+#pragma omp critical(wc_pack_error)
+          if (p < bad_p) {
+            bad_p = p;
+            bad_what = e.what();
+          }
+        }
       }
     }
+    if (bad_p < p1) throw Error(bad_what);
     if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
   }
   return m;

@@ -13,13 +13,19 @@
 //
 // BF16 subnormals are flushed to zero of the same sign while packing: vdpbf16ps reads them as zero
 // (DAZ), so the portable kernel, which reads the same packed values, agrees with it bit for bit.
+//
+// A matrix has a WeightFormat (kernels/weight_format.h, --weights): the panels' dtype is the
+// format's own for f32, f16 and bf16; a bfp8/bfp4 matrix holds its decoded values (the block-float
+// GEMM contract) as BF16 panels, or as F32 panels with kF32 activations.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "kernels/matmul.h"
+#include "kernels/weight_format.h"
 #include "util/page_buffer.h"
 
 namespace wc {
@@ -48,7 +54,19 @@ class PackedMatrix {
   static PackedMatrix Pack(const MatrixRef& w,
                            ActivationPrecision precision = ActivationPrecision::kF32,
                            const RowsDone& done = nullptr);
+  // w (F32, BF16 or F16) converted to `format` and packed, in parallel over panels, calling `done`
+  // as above. f32: widened exactly; bf16: rounded to nearest even (copied from BF16); f16: only
+  // from F16; bfp8/bfp4: quantized tile by tile by the exact packer (PackBfpTiles) and decoded
+  // (the block-float contract above). `precision` applies to the matrices held as BF16 panels (a
+  // bf16 matrix, or a bfp one with kBF16); kF32 makes a bfp matrix F32 panels of its exactly
+  // decoded values. Throws wc::Error naming `name` (the tensor) for a non-finite weight of a bfp
+  // matrix, or for f16 from another dtype.
+  static PackedMatrix Pack(const MatrixRef& w, WeightFormat format, ActivationPrecision precision,
+                           const std::string& name, const RowsDone& done = nullptr);
 
+  // The format the weights are held in (what they multiply as).
+  WeightFormat format() const { return format_; }
+  // The panels' element type (BF16 for a bfp matrix multiplied with bf16 activations).
   DType dtype() const { return dtype_; }
   ActivationPrecision precision() const { return precision_; }
   int64_t rows() const { return rows_; }
@@ -57,7 +75,11 @@ class PackedMatrix {
   int64_t panels() const { return (rows_ + kPanelRows - 1) / kPanelRows; }
   int64_t panel_elems() const { return padded_cols_ * kPanelRows; }
   const void* data() const { return data_.data(); }
+  // Bytes held now: the panels.
   size_t bytes() const { return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_)); }
+  // Bytes of the format itself (WeightFormatBytes): bytes() for f32/f16/bf16, the packed tiles'
+  // size for bfp (what the streaming block-float GEMM will hold; today's panels hold more).
+  int64_t format_bytes() const { return WeightFormatBytes(format_, rows_, cols_); }
   bool empty() const { return rows_ == 0; }
 
   // W[r, k] as a float, read from the packed layout (tests and debugging).
@@ -71,6 +93,7 @@ class PackedMatrix {
   int64_t Index(int64_t r, int64_t k) const;
   float ValueAt(int64_t index) const;
 
+  WeightFormat format_ = WeightFormat::kF32;
   DType dtype_ = DType::kF32;
   ActivationPrecision precision_ = ActivationPrecision::kF32;
   int64_t rows_ = 0, cols_ = 0, padded_cols_ = 0;

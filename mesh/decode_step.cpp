@@ -86,20 +86,23 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
 
   b.Add("embedding", EltwiseCost(chip, 0, 0, static_cast<double>(users * hidden) * 2.0 / n), 1);
   const OpCost ln = EltwiseCost(chip, Tiles(users) * Tiles(hidden), kLayerNormPasses, 0);
+  const TileFormat w_attn = o.attn_weights.value_or(o.weights);
+  const TileFormat w_mlp = o.mlp_weights.value_or(o.weights);
+  const TileFormat w_lm_head = o.lm_head_weights.value_or(o.weights);
   const OpCost qkv =
-      MatmulCost(chip, users, hidden, (q_per_chip + 2 * kv_per_chip) * hd, o.weights, o.fidelity);
+      MatmulCost(chip, users, hidden, (q_per_chip + 2 * kv_per_chip) * hd, w_attn, o.fidelity);
   const OpCost heads = EltwiseCost(chip, 0, 0, 0);
   const OpCost rope =
       EltwiseCost(chip, (q_per_chip + kv_per_chip) * Tiles(users) * Tiles(hd), kRopePasses, 0);
   // update_cache rewrites each user's tile row of K (then V): read and write a tile per user.
   const OpCost kv_update = EltwiseCost(
       chip, 0, 0, 2.0 * static_cast<double>(kv_per_chip * users * Tiles(hd)) * TileBytes(o.kv));
-  const OpCost dense = MatmulCost(chip, users, hidden, (hidden + n - 1) / n, o.weights, o.fidelity);
-  OpCost up = MatmulCost(chip, users, hidden, (ffn + n - 1) / n, o.weights, o.fidelity);
+  const OpCost dense = MatmulCost(chip, users, hidden, (hidden + n - 1) / n, w_attn, o.fidelity);
+  OpCost up = MatmulCost(chip, users, hidden, (ffn + n - 1) / n, w_mlp, o.fidelity);
   const OpCost gelu = EltwiseCost(chip, Tiles(users) * Tiles((ffn + n - 1) / n), kGeluPasses, 0);
   up.compute_us += gelu.compute_us;
   up.us = up.launch_us + std::max(up.dram_us, up.compute_us);
-  const OpCost down = MatmulCost(chip, users, (ffn + n - 1) / n, hidden, o.weights, o.fidelity);
+  const OpCost down = MatmulCost(chip, users, (ffn + n - 1) / n, hidden, w_mlp, o.fidelity);
   const OpCost add = EltwiseCost(chip, Tiles(users) * Tiles((hidden + n - 1) / n), kAddPasses, 0);
 
   // Attention: the FlashDecode engine's planning run and its performance model, unchanged.
@@ -142,7 +145,7 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
   if (multi) b.AddCollective("all_gather", ag, launch_us, 1);
   b.Add("layernorm", ln, 1);
   const int64_t vocab = FracturedLMHead::PaddedVocab(c.vocab_size, o.lm_head_fractures);
-  b.Add("lm_head", MatmulCost(chip, users, hidden, (vocab + n - 1) / n, o.weights, o.fidelity), 1);
+  b.Add("lm_head", MatmulCost(chip, users, hidden, (vocab + n - 1) / n, w_lm_head, o.fidelity), 1);
 
   est.ops = b.Take();
   for (const StepOp& op : est.ops) {
@@ -154,13 +157,14 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
   }
   est.tokens_per_s_per_user = 1e6 / est.step_us;
   est.tokens_per_s = est.tokens_per_s_per_user * users;
-  auto weight_bytes = [&](int64_t k, int64_t cols) {
-    return static_cast<double>(Tiles(k) * Tiles(cols)) * TileBytes(o.weights);
+  auto weight_bytes = [&](int64_t k, int64_t cols, TileFormat f) {
+    return static_cast<double>(Tiles(k) * Tiles(cols)) * TileBytes(f);
   };
-  est.weight_bytes_per_chip = layers * (weight_bytes(hidden, (q_per_chip + 2 * kv_per_chip) * hd) +
-                                        weight_bytes(hidden, (hidden + n - 1) / n) +
-                                        2 * weight_bytes(hidden, (ffn + n - 1) / n)) +
-                              weight_bytes(hidden, (vocab + n - 1) / n);
+  est.weight_bytes_per_chip =
+      layers * (weight_bytes(hidden, (q_per_chip + 2 * kv_per_chip) * hd, w_attn) +
+                weight_bytes(hidden, (hidden + n - 1) / n, w_attn) +
+                2 * weight_bytes(hidden, (ffn + n - 1) / n, w_mlp)) +
+      weight_bytes(hidden, (vocab + n - 1) / n, w_lm_head);
   est.kv_bytes_per_chip =
       2.0 * layers * kv_per_chip * users * Tiles(o.ctx) * Tiles(hd) * TileBytes(o.kv);
   return est;

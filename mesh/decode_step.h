@@ -23,6 +23,7 @@
 // and their Tensix compute. Collectives: mesh/collectives.h.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,9 @@ struct DecodeStepOptions {
   int users = 32;  // user rows decoded together (padded to 32 in tiles)
   int ctx = 128;   // cached positions each user attends
   TileFormat weights = TileFormat::kBFP8;
+  // Per --weights group (model/weight_spec.h), instead of `weights`: QKV and dense, the MLP, the
+  // LM head. Unset: `weights`.
+  std::optional<TileFormat> attn_weights, mlp_weights, lm_head_weights;
   TileFormat kv = TileFormat::kBFP8;
   TileFormat activations = TileFormat::kBFP8;   // what the collectives carry
   MathFidelity fidelity = MathFidelity::kLoFi;  // the matmuls'

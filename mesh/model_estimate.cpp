@@ -6,13 +6,28 @@
 
 namespace wc {
 
+TileFormat ModelTileFormat(WeightFormat f) {
+  switch (f) {
+    case WeightFormat::kBfp8:
+      return TileFormat::kBFP8;
+    case WeightFormat::kBfp4:
+      return TileFormat::kBFP4;
+    default:
+      return TileFormat::kBF16;
+  }
+}
+
 double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx) {
   DecodeStepOptions o;
   o.mesh = mesh;
   o.users = std::max(1, users);
   o.ctx = std::max(1, ctx);
+  const FalconWeights& w = model.weights();
   o.weights = TileFormat::kBF16;
+  o.attn_weights = ModelTileFormat(w.layers.front().qkv_p.format());
+  o.mlp_weights = ModelTileFormat(w.layers.front().fc1_p.format());
+  o.lm_head_weights = ModelTileFormat(w.lm_head_p.format());
   o.kv = IsQuantized(kv_dtype) ? TileFormat::kBFP8 : TileFormat::kBF16;
   o.activations = TileFormat::kBF16;
   o.fidelity = MathFidelity::kHiFi2;

@@ -4,15 +4,21 @@
 
 #include <string>
 
+#include "kernels/weight_format.h"
 #include "kvcache/kv_cache.h"
+#include "mesh/op_costs.h"
 #include "model/falcon.h"
 
 namespace wc {
 
 // Microseconds one decode step of `model` (its KV cache in `kv_dtype`) takes on `mesh` for `users`
-// rows at `ctx` cached positions: its weights as bf16 tiles (Wormhole has no f32 matmul weights;
-// F32 and F16 checkpoints run as bf16), its KV cache as bf16 tiles, or bfp8 for the host's
-// quantized formats (int8, fp8, bfp8).
+// rows at `ctx` cached positions: each --weights group (QKV and dense, MLP, LM head) in the tile
+// format the loaded model holds it in (ModelTileFormat), its KV cache as bf16 tiles, or bfp8 for
+// the host's quantized formats (int8, fp8, bfp8).
+// The Wormhole tile format of a host weight format: bfp8 and bfp4 are BFP8_B and BFP4_B; f32, f16
+// and bf16 run as bf16 tiles (Wormhole has no f32 matmul weights).
+TileFormat ModelTileFormat(WeightFormat f);
+
 double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx);
 

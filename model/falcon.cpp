@@ -71,7 +71,7 @@ struct QkvIndex {
 // The weights with their matrices packed for the GEMM kernels, after the cheap option checks.
 FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
   if (w.split.whole()) FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
-  w.Pack(options.matmul_precision);
+  w.Pack(options.matmul_precision, options.weights);
   return w;
 }
 
@@ -84,6 +84,8 @@ std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
   const TensorSplit split = group == nullptr ? TensorSplit::Whole(config, options.lm_head_fractures)
                                              : TensorSplit::Make(config, options.lm_head_fractures,
                                                                  group->rank(), group->size());
+  if (group != nullptr)
+    CheckBfpSlices(config, options.lm_head_fractures, group->size(), options.weights);
   FalconWeights weights = FalconWeights::Load(config, dir, split);
   return std::make_unique<FalconModel>(config, std::move(weights), options);
 }

@@ -18,6 +18,7 @@
 #include "model/flash_decode_observer.h"
 #include "model/lm_head.h"
 #include "model/tensor_parallel.h"
+#include "model/weight_spec.h"
 #include "model/weights.h"
 
 namespace wc {
@@ -51,6 +52,9 @@ struct ModelOptions {
   // How BF16 weight matrices meet their activations (--matmul-precision): bf16 dot products (the
   // default) or exact f32 products. F32 and F16 matrices always multiply f32 activations.
   ActivationPrecision matmul_precision = ActivationPrecision::kBF16;
+  // The format each group of matrices is held in (--weights; model/weight_spec.h): auto keeps the
+  // checkpoint's. Block-float groups multiply as their decoded values (kernels/weight_format.h).
+  WeightSpec weights;
   // Multiply-adds of a matmul between two polls of Forward's interrupt (~1 ms with AVX-512 BF16 on
   // 2 cores, ~5 ms with AVX2); a matmul is split into slices of output rows this size. Tests shrink
   // it to slice small models.

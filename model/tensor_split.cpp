@@ -58,4 +58,20 @@ int64_t RankWeightBytes(const FalconConfig& c, const TensorSplit& s, int bytes_p
          (s.vocab_end - s.vocab_begin) * hidden * bytes_per_weight + 2 * hidden * 4;
 }
 
+WeightGroupBytes RankWeightGroupBytes(const FalconConfig& c, const TensorSplit& s,
+                                      const WeightFormat formats[3]) {
+  const int64_t hidden = c.hidden_size, hd = c.head_dim();
+  const int64_t qkv_rows = (s.n_head() + 2 * int64_t{s.n_kv_heads()}) * hd;
+  WeightGroupBytes b;
+  b.attn = c.n_layers * (WeightFormatBytes(formats[0], qkv_rows, hidden) +
+                         WeightFormatBytes(formats[0], hidden, s.n_head() * hd));
+  b.mlp = c.n_layers * (WeightFormatBytes(formats[1], s.ffn(), hidden) +
+                        WeightFormatBytes(formats[1], hidden, s.ffn()));
+  b.lm_head = WeightFormatBytes(formats[2], s.vocab_end - s.vocab_begin, hidden);
+  int64_t vectors = 2 * hidden * (c.two_layernorms() || !c.parallel_attn ? 2 : 1);  // LayerNorms
+  if (c.bias) vectors += qkv_rows + hidden + s.ffn() + hidden;
+  b.vectors = 4 * (c.n_layers * vectors + 2 * hidden);
+  return b;
+}
+
 }  // namespace wc

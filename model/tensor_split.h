@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/weight_format.h"
 #include "model/config.h"
 
 namespace wc {
@@ -42,5 +43,15 @@ struct TensorSplit {
 // read row by row from the checkpoint's mapping, are not held) at `bytes_per_weight`, plus its
 // LayerNorms and biases in f32.
 int64_t RankWeightBytes(const FalconConfig& c, const TensorSplit& s, int bytes_per_weight);
+
+// The bytes a rank's matrices take per --weights group in formats {attn, mlp, lm_head}
+// (WeightFormatBytes: the panels for f32/f16/bf16, the 32x32 tiles for bfp), all layers, and its
+// f32 vectors (LayerNorms, biases).
+struct WeightGroupBytes {
+  int64_t attn = 0, mlp = 0, lm_head = 0, vectors = 0;
+  int64_t total() const { return attn + mlp + lm_head + vectors; }
+};
+WeightGroupBytes RankWeightGroupBytes(const FalconConfig& c, const TensorSplit& s,
+                                      const WeightFormat formats[3]);
 
 }  // namespace wc

@@ -48,32 +48,40 @@ void GatherRow(const MatrixRef& m, int64_t row, float* out) {
 }
 
 void FalconWeights::Embedding(int64_t token, float* out) const {
-  if (lm_head_tied && split.whole() && !lm_head_p.empty()) return lm_head_p.Row(token, out);
+  if (lm_head_tied && split.whole() && !lm_head_p.empty() &&
+      lm_head_p.format() == FormatOfDType(embeddings.dtype))
+    return lm_head_p.Row(token, out);
   GatherRow(embeddings, token, out);
 }
 
 namespace {
 
-PackedMatrix PackAndRelease(const MatrixRef& m, ActivationPrecision bf16_precision) {
+PackedMatrix PackAndRelease(const MatrixRef& m, WeightFormat format,
+                            ActivationPrecision bf16_precision, const std::string& name) {
   const int64_t row_bytes = m.row_stride * DTypeSize(m.dtype);
-  return PackedMatrix::Pack(m, m.dtype == DType::kBF16 ? bf16_precision : ActivationPrecision::kF32,
-                            [&](int64_t r0, int64_t r1) {
-                              ReleaseMappedPages(
-                                  static_cast<const uint8_t*>(m.data) + r0 * row_bytes,
-                                  static_cast<size_t>((r1 - r0) * row_bytes));
-                            });
+  return PackedMatrix::Pack(m, format, bf16_precision, name, [&](int64_t r0, int64_t r1) {
+    ReleaseMappedPages(static_cast<const uint8_t*>(m.data) + r0 * row_bytes,
+                       static_cast<size_t>((r1 - r0) * row_bytes));
+  });
 }
 
 }  // namespace
 
-void FalconWeights::Pack(ActivationPrecision bf16_precision) {
-  for (LayerWeights& l : layers) {
-    l.qkv_p = PackAndRelease(l.qkv, bf16_precision);
-    l.dense_p = PackAndRelease(l.dense, bf16_precision);
-    l.fc1_p = PackAndRelease(l.fc1, bf16_precision);
-    l.fc2_p = PackAndRelease(l.fc2, bf16_precision);
+void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec) {
+  auto pack = [&](const MatrixRef& m, WeightGroup g, const std::string& name) {
+    return PackAndRelease(m, spec.Resolve(g, m.dtype), bf16_precision, name);
+  };
+  for (size_t i = 0; i < layers.size(); ++i) {
+    LayerWeights& l = layers[i];
+    const std::string p = Cat("transformer.h.", i, ".");
+    l.qkv_p = pack(l.qkv, WeightGroup::kAttn, p + "self_attention.query_key_value.weight");
+    l.dense_p = pack(l.dense, WeightGroup::kAttn, p + "self_attention.dense.weight");
+    l.fc1_p = pack(l.fc1, WeightGroup::kMlp, p + "mlp.dense_h_to_4h.weight");
+    l.fc2_p = pack(l.fc2, WeightGroup::kMlp, p + "mlp.dense_4h_to_h.weight");
   }
-  lm_head_p = PackAndRelease(lm_head, bf16_precision);
+  lm_head_p = pack(
+      lm_head, WeightGroup::kLmHead,
+      lm_head_tied ? "transformer.word_embeddings.weight (the tied LM head)" : "lm_head.weight");
   std::vector<std::vector<uint8_t>>().swap(gathered);  // packed: the copies are no longer read
 }
 
@@ -86,6 +94,14 @@ int64_t FalconWeights::HeldBytes() const {
                           &l.dense_b, &l.fc1_b, &l.fc2_b})
       bytes += static_cast<int64_t>(v->size() * sizeof(float));
   }
+  return bytes;
+}
+
+int64_t FalconWeights::FormatBytes() const {
+  int64_t bytes = HeldBytes() - static_cast<int64_t>(lm_head_p.bytes()) + lm_head_p.format_bytes();
+  for (const LayerWeights& l : layers)
+    for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p})
+      bytes += m->format_bytes() - static_cast<int64_t>(m->bytes());
   return bytes;
 }
 
@@ -107,8 +123,8 @@ MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1) {
   return s;
 }
 
-// The fused QKV rows of the split's heads, as [begin, end) row ranges of the whole matrix, in the
-// order the rank's own (smaller) fused layout has them (HF FalconAttention._split_heads).
+}  // namespace
+
 std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const FalconConfig& c, const TensorSplit& s) {
   const int64_t hd = c.head_dim(), q_per_kv = c.n_head / c.n_kv_heads;
   // One KV head, grouped or multi-query: [n_head q][k][v]; the rank's q heads, then the shared
@@ -129,7 +145,33 @@ std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const FalconConfig& c, con
   return {};
 }
 
-}  // namespace
+void CheckBfpSlices(const FalconConfig& c, int lm_head_fractures, int ranks,
+                    const WeightSpec& spec) {
+  if (ranks <= 1 || !spec.any_bfp()) return;
+  auto bfp = [&](WeightGroup g) { return spec.Of(g) && IsBfp(*spec.Of(g)); };
+  const int64_t hd = c.head_dim();
+  for (int r = 0; r < ranks; ++r) {
+    const TensorSplit s = TensorSplit::Make(c, lm_head_fractures, r, ranks);
+    auto check = [&](WeightGroup g, const char* what, const char* dim, int64_t b, int64_t e,
+                     int64_t extent) {
+      if (!bfp(g) || b == e || (b % kBfpTileDim == 0 && (e % kBfpTileDim == 0 || e == extent)))
+        return;
+      throw Error(Cat("--weights ", spec.ToString(), " with --tensor-parallel ", ranks, ": rank ",
+                      r, "'s slice of ", what, " (", dim, " [", b, ", ", e, ") of ", extent,
+                      ") does not fall on whole 32-wide block-float tiles; choose another "
+                      "--tensor-parallel or hold ",
+                      WeightGroupName(g), " in bf16 or f32 (--weights ", WeightGroupName(g),
+                      "=bf16)"));
+    };
+    for (const auto& [b, e] : QkvRowRanges(c, s))
+      check(WeightGroup::kAttn, "query_key_value", "rows", b, e, c.qkv_rows());
+    check(WeightGroup::kAttn, "self_attention.dense", "columns", s.q_head_begin * hd,
+          s.q_head_end * hd, int64_t{c.n_head} * hd);
+    check(WeightGroup::kMlp, "the MLP (dense_h_to_4h rows, dense_4h_to_h columns)", "units",
+          s.ffn_begin, s.ffn_end, c.ffn_hidden_size);
+    check(WeightGroup::kLmHead, "the LM head", "rows", s.vocab_begin, s.vocab_end, c.vocab_size);
+  }
+}
 
 FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
                                   const TensorSplit& split) {

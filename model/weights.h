@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels/matmul.h"
@@ -13,6 +14,7 @@
 #include "model/config.h"
 #include "model/safetensors.h"
 #include "model/tensor_split.h"
+#include "model/weight_spec.h"
 
 namespace wc {
 
@@ -50,14 +52,17 @@ struct FalconWeights {
   std::vector<LayerWeights> layers;   // [n_layers]
   PackedMatrix lm_head_p;             // lm_head packed (FalconWeights::Pack)
 
-  // out[0:hidden] = the embedding of `token`: from the packed LM head when tied and whole (the
-  // checkpoint's pages are released), else from the mapping.
+  // out[0:hidden] = the embedding of `token`: from the packed LM head when tied, whole and held
+  // exactly as stored (the checkpoint's pages are released), else from the mapping (a tied LM
+  // head converted by --weights no longer holds the embeddings' values).
   void Embedding(int64_t token, float* out) const;
 
-  // Packs every layer's matrices and the LM head (BF16 ones for `bf16_precision` activations),
-  // releasing each source's resident mapping pages once copied, so the process holds the weights
-  // once (the embeddings are read back row by row from the page cache).
-  void Pack(ActivationPrecision bf16_precision);
+  // Packs every layer's matrices and the LM head in the formats `spec` gives their groups
+  // (PackedMatrix::Pack; BF16 panels for `bf16_precision` activations), releasing each source's
+  // resident mapping pages once copied, so the process holds the weights once (the embeddings are
+  // read back row by row from the page cache). Throws wc::Error naming the tensor for a weight the
+  // format refuses (a non-finite one in bfp).
+  void Pack(ActivationPrecision bf16_precision, const WeightSpec& spec = {});
 
   // Binds every tensor `config` needs (the parts `split` holds). Throws wc::Error naming file and
   // tensor when one is missing, mis-shaped or of an unsupported dtype.
@@ -68,9 +73,25 @@ struct FalconWeights {
   }
 
   // Bytes of the packed matrices and vectors this process holds (the embeddings, read from the
-  // page cache, not counted).
+  // page cache, not counted). A bfp matrix is held today as its decoded values' panels (larger
+  // than its tiles); FormatBytes counts the formats' own sizes (PackedMatrix::format_bytes).
   int64_t HeldBytes() const;
+  int64_t FormatBytes() const;
 };
+
+// The fused QKV rows of the split's heads, as [begin, end) row ranges of the whole matrix, in the
+// order the rank's own (smaller) fused layout has them (HF FalconAttention._split_heads).
+std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const FalconConfig& c, const TensorSplit& s);
+
+// Tensor parallel with block-float groups: every rank's slice of a bfp matrix must be whole tiles
+// of the whole matrix's (each sliced range starting on a multiple of 32 rows or columns and ending
+// on one or at the matrix's end), so each rank holds exactly the whole packing's tiles and the
+// ranks together multiply exactly as one process. (tt-metal would pack each rank's shard alone,
+// with tiles straddling the cut quantized differently; wormchat refuses that instead.) Checks all
+// `ranks` ranks alike (every rank gives the same verdict); throws wc::Error naming --weights and
+// --tensor-parallel otherwise. Real Falcons (head_dim 64, ffn 4 x hidden) always split.
+void CheckBfpSlices(const FalconConfig& c, int lm_head_fractures, int ranks,
+                    const WeightSpec& spec);
 
 // Copies one embedding row to FP32. out: [cols]
 void GatherRow(const MatrixRef& m, int64_t row, float* out);

@@ -62,7 +62,7 @@ RequestResult RunOne(ServingLoop& loop, int prompt, int gen, int vocab, Rng& rng
 struct ModelShape {
   double matmul_params = 0;       // weights a token multiplies through, LM head included
   double lm_head_params = 0;      // of which the LM head's
-  double weight_bytes_step = 0;   // bytes a decode step reads: every weight, one embedding row
+  double weight_bytes_step = 0;   // bytes a decode step reads: every packed matrix as held
   double kv_bytes_per_pos = 0;    // K and V bytes per position, every layer
   double attn_flops_per_pos = 0;  // per query token per attended position, every layer
 };
@@ -72,15 +72,17 @@ ModelShape ShapeOf(const LoadedModel& m) {
   const FalconWeights& w = m.model->weights();
   ModelShape s;
   double bytes = 0;
+  // The packed matrices as held (a bfp matrix's decoded panels until the streaming block-float
+  // GEMM holds its tiles).
   for (const LayerWeights& l : w.layers) {
-    for (const MatrixRef* mr : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) {
-      s.matmul_params += static_cast<double>(mr->rows) * mr->cols;
-      bytes += static_cast<double>(mr->rows) * mr->cols * DTypeSize(mr->dtype);
+    for (const PackedMatrix* p : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) {
+      s.matmul_params += static_cast<double>(p->rows()) * p->cols();
+      bytes += static_cast<double>(p->bytes());
     }
   }
-  s.lm_head_params = static_cast<double>(w.lm_head.rows) * w.lm_head.cols;
+  s.lm_head_params = static_cast<double>(w.lm_head_p.rows()) * w.lm_head_p.cols();
   s.matmul_params += s.lm_head_params;
-  bytes += static_cast<double>(w.lm_head.rows) * w.lm_head.cols * DTypeSize(w.lm_head.dtype);
+  bytes += static_cast<double>(w.lm_head_p.bytes());
   s.weight_bytes_step = bytes;
   s.kv_bytes_per_pos =
       static_cast<double>(KVBytesPerToken(m.model->CacheShape(1, m.ctx), m.kv.dtype, m.kv.scale));
@@ -115,10 +117,11 @@ void RunBenchModel(const BenchModelOptions& o) {
   const PackedMatrix& qkv = m.model->weights().layers[0].qkv_p;
   const char* kernel = GemmKernelName(qkv);
   std::printf(
-      "bench model: %s (%d layers, hidden %d, vocab %d, %s weights), KV %s, %d threads, %s, "
-      "matmul %s\n",
+      "bench model: %s (%d layers, hidden %d, vocab %d, %s weights, --weights %s), KV %s, %d "
+      "threads, %s, matmul %s\n",
       m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
-      DTypeName(m.model->weights().layers[0].qkv.dtype), KVDTypeName(m.kv.dtype), threads,
+      DTypeName(m.model->weights().layers[0].qkv.dtype),
+      m.model->options().weights.ToString().c_str(), KVDTypeName(m.kv.dtype), threads,
       SimdTargetName(), kernel);
   // The compute bound of the kernel the matmuls run on.
   const bool bf16_dot = GemmUsesBf16Dot(qkv);
@@ -135,6 +138,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"simd", SimdTargetName()},
                         {"matmul_kernel", kernel},
                         {"weights_dtype", DTypeName(m.model->weights().layers[0].qkv.dtype)},
+                        {"weights", m.model->options().weights.ToString()},
+                        {"weight_bytes_step", shape.weight_bytes_step},
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},
                         {"read_gbps", read_gbps},
                         {"f32_fma_gflops", peak.f32_fma / 1e9},
@@ -187,7 +192,7 @@ void RunBenchModel(const BenchModelOptions& o) {
                              {"fraction_of_bound", rate / bound}});
   }
   const int64_t rss = PeakRssBytes();
-  const double weights = static_cast<double>(m.model->weights().checkpoint->total_bytes());
+  const double weights = static_cast<double>(m.model->weights().HeldBytes());  // as packed
   // The KV pool is reserved whole but its pages become resident only as rows fill.
   const double over = rss - weights - loop.kv_bytes();
   if (over >= 0) {

@@ -10,6 +10,8 @@
 #include "model/lm_head.h"
 #include "model/safetensors.h"
 #include "model/tensor_split.h"
+#include "model/weight_spec.h"
+#include "model/weights.h"
 #include "util/error.h"
 
 namespace wc {
@@ -24,6 +26,7 @@ struct InfoCmdOptions {
   std::string kv_scale = "token-head";
   int tensor_parallel = 1;
   int lm_head_fractures = 8;
+  std::string weights = "auto";
   bool json = false;
 };
 
@@ -51,10 +54,11 @@ void RunInfo(const InfoCmdOptions& o) {
   if (o.users < 1) throw Error(Cat("--users must be >= 1, got ", o.users));
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   const KVDType kv_dtype = ParseKVDType(o.kv_dtype);
+  const WeightSpec spec = WeightSpec::Parse(o.weights);
   FalconConfig c;
   std::string source, weight_dtype, fingerprint;
   int64_t weight_bytes = 0;
-  int bytes_per_weight = 2;  // the matrices' (packed in their stored dtype)
+  DType stored[3] = {DType::kBF16, DType::kBF16, DType::kBF16};  // attn, mlp, lm_head as stored
   if (!o.preset.empty()) {
     c = PresetConfig(o.preset);
     source = "preset " + o.preset;
@@ -67,9 +71,16 @@ void RunInfo(const InfoCmdOptions& o) {
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
-    bytes_per_weight = static_cast<int>(DTypeSize(
+    stored[0] = ck->Get("transformer.h.0.self_attention.query_key_value.weight",
+                        {c.qkv_rows(), c.hidden_size})
+                    .dtype;
+    stored[1] =
         ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, c.hidden_size})
-            .dtype));
+            .dtype;
+    stored[2] =
+        ck->Get(ck->Has("lm_head.weight") ? "lm_head.weight" : "transformer.word_embeddings.weight",
+                {c.vocab_size, c.hidden_size})
+            .dtype;
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
   KVCacheShape shape;
@@ -84,9 +95,17 @@ void RunInfo(const InfoCmdOptions& o) {
   const int64_t total = 2 * layer_k * c.n_layers;
   const int pad = FracturedLMHead::kPadMultiple;
   const int padded_vocab = (c.vocab_size + pad - 1) / pad * pad;
+  // The groups' formats (--weights) and what they take, whole and on each rank.
+  WeightFormat formats[3];
+  for (WeightGroup g : kWeightGroups)
+    formats[static_cast<int>(g)] = spec.Resolve(g, stored[static_cast<int>(g)]);
+  CheckBfpSlices(c, o.lm_head_fractures, o.tensor_parallel, spec);
+  const WeightGroupBytes whole_groups =
+      RankWeightGroupBytes(c, TensorSplit::Whole(c, o.lm_head_fractures), formats);
   // --tensor-parallel R: what each rank would hold (model/tensor_split.h).
   struct RankBytes {
-    int64_t weights, kv;
+    WeightGroupBytes weights;
+    int64_t kv;
   };
   std::vector<RankBytes> ranks;
   if (o.tensor_parallel > 1)
@@ -94,11 +113,14 @@ void RunInfo(const InfoCmdOptions& o) {
       const TensorSplit s = TensorSplit::Make(c, o.lm_head_fractures, r, o.tensor_parallel);
       KVCacheShape rank_shape = shape;
       rank_shape.n_kv_heads = s.n_kv_heads();
-      ranks.push_back({RankWeightBytes(c, s, bytes_per_weight),
+      ranks.push_back({RankWeightGroupBytes(c, s, formats),
                        2 * KVBytesPerLayerK(rank_shape, kv_dtype, scale) * c.n_layers});
     }
-  const int64_t whole_held =
-      RankWeightBytes(c, TensorSplit::Whole(c, o.lm_head_fractures), bytes_per_weight);
+  const int64_t whole_held = whole_groups.total();
+  auto group_json = [&](const WeightGroupBytes& b) {
+    return nlohmann::json{
+        {"attn", b.attn}, {"mlp", b.mlp}, {"lm_head", b.lm_head}, {"vectors", b.vectors}};
+  };
   if (o.json) {
     nlohmann::json j = {{"source", source},
                         {"layout", LayoutName(c.qkv_layout())},
@@ -123,10 +145,17 @@ void RunInfo(const InfoCmdOptions& o) {
                         {"kv_bytes_total", total}};
     if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
     j["weight_bytes_held"] = whole_held;
+    j["weights"] = spec.ToString();
+    j["weight_formats"] = {{"attn", WeightFormatName(formats[0])},
+                           {"mlp", WeightFormatName(formats[1])},
+                           {"lm_head", WeightFormatName(formats[2])}};
+    j["weight_bytes_by_group"] = group_json(whole_groups);
     if (!ranks.empty()) {
       nlohmann::json per_rank = nlohmann::json::array();
       for (const RankBytes& r : ranks)
-        per_rank.push_back({{"weight_bytes_held", r.weights}, {"kv_bytes_total", r.kv}});
+        per_rank.push_back({{"weight_bytes_held", r.weights.total()},
+                            {"weight_bytes_by_group", group_json(r.weights)},
+                            {"kv_bytes_total", r.kv}});
       j["tensor_parallel"] = {{"ranks", o.tensor_parallel}, {"per_rank", per_rank}};
     }
     std::printf("%s\n", j.dump(2).c_str());
@@ -144,6 +173,22 @@ void RunInfo(const InfoCmdOptions& o) {
   std::printf("parameters   %.3f B (%lld)\n", static_cast<double>(c.n_params()) / 1e9,
               static_cast<long long>(c.n_params()));
   std::printf("weights      %s, %s\n", MiB(weight_bytes).c_str(), weight_dtype.c_str());
+  // Held matrices per group: one column for one process, one per rank with --tensor-parallel.
+  std::printf("held         --weights %s: %s (bfp: 32x32 tiles of 1088 / 576 bytes)\n",
+              spec.ToString().c_str(), MiB(whole_held).c_str());
+  std::printf("  %-9s %-6s %12s", "group", "format", "1 process");
+  for (size_t r = 0; r < ranks.size(); ++r) std::printf(" %12s", Cat("rank ", r).c_str());
+  std::printf("\n");
+  const char* names[4] = {"attn", "mlp", "lm_head", "vectors"};
+  for (int g = 0; g < 4; ++g) {
+    auto pick = [g](const WeightGroupBytes& b) {
+      return g == 0 ? b.attn : g == 1 ? b.mlp : g == 2 ? b.lm_head : b.vectors;
+    };
+    std::printf("  %-9s %-6s %12s", names[g], g < 3 ? WeightFormatName(formats[g]) : "f32",
+                MiB(pick(whole_groups)).c_str());
+    for (const RankBytes& r : ranks) std::printf(" %12s", MiB(pick(r.weights)).c_str());
+    std::printf("\n");
+  }
   std::printf("KV cache     %s, %lld bytes per token (K+V, all layers)\n", KVDTypeName(kv_dtype),
               static_cast<long long>(per_token));
   std::printf("  per layer  K %s + V %s = %s for %d users x %d positions\n", MiB(layer_k).c_str(),
@@ -157,8 +202,8 @@ void RunInfo(const InfoCmdOptions& o) {
   std::printf("  1 process  weights %s held, KV cache %s\n", MiB(whole_held).c_str(),
               MiB(total).c_str());
   for (size_t r = 0; r < ranks.size(); ++r)
-    std::printf("  rank %-5zu weights %s held, KV cache %s\n", r, MiB(ranks[r].weights).c_str(),
-                MiB(ranks[r].kv).c_str());
+    std::printf("  rank %-5zu weights %s held, KV cache %s\n", r,
+                MiB(ranks[r].weights.total()).c_str(), MiB(ranks[r].kv).c_str());
 }
 
 }  // namespace
@@ -184,6 +229,7 @@ void RegisterInfo(CLI::App& app) {
   cmd->add_option("--lm-head-fractures", o->lm_head_fractures,
                   "LM-head fractures (shared out among the tensor-parallel ranks)")
       ->capture_default_str();
+  cmd->add_option("--weights", o->weights, kWeightsHelp)->capture_default_str();
   cmd->add_flag("--json", o->json, "Print JSON");
   int threads = 0;
   cmd->add_option("--threads", threads, "Host threads (unused here)")

@@ -16,6 +16,7 @@
 #include "app/transcript/run_header.h"
 #include "app/transcript/turn_diff.h"
 #include "model/fingerprint.h"
+#include "model/weight_spec.h"
 #include "serving/transcript.h"
 #include "serving/turns_file.h"
 #include "util/error.h"
@@ -41,6 +42,8 @@ struct ReplayCmdOptions {
   std::vector<std::string> files;
   int threads = 0;
   std::string model;  // --model: instead of the header's model line
+  // --weights (replay): the spec the transcripts must have been recorded with; empty: any
+  std::string weights;
 };
 
 enum class Outcome { kPassed, kFailed };
@@ -94,6 +97,18 @@ void RunRecord(const RecordCmdOptions& o) {
 // The run options of `t` with the command line's overrides.
 ModelRunOptions RunOptionsFor(const Transcript& t, const ReplayCmdOptions& o) {
   ModelRunOptions run = RunOptionsFromTranscript(t);
+  if (!o.weights.empty()) {
+    const std::string want = WeightSpec::Parse(o.weights).ToString();
+    if (want != run.weights) {
+      int line = 0;
+      for (const TranscriptOption& entry : t.run)
+        if (entry.key == "weights") line = entry.line;
+      throw Error(Cat(t.path, line > 0 ? Cat(":", line) : std::string(),
+                      ": recorded with --weights ", run.weights, ", replayed with --weights ", want,
+                      " (the weight formats decide the tokens; replay without --weights to use the "
+                      "header's)"));
+    }
+  }
   run.threads = o.threads;
   if (!o.model.empty()) run.model_dir = o.model;
   return run;
@@ -252,6 +267,9 @@ void RegisterTranscript(CLI::App& app) {
       "Replay transcripts with their headers' settings and check every reply token for token "
       "(exit 1: a reply differed; 2: a file is malformed or for another model)");
   AddReplayOptions(replay, *p);
+  replay->add_option("--weights", p->weights,
+                     "Check that each transcript was recorded with this --weights spec (another "
+                     "is a mismatch, exit 2); the header's spec is what runs");
   replay->callback([p] { RunReplay(*p); });
 
   auto u = std::make_shared<ReplayCmdOptions>();

@@ -7,6 +7,7 @@
 #include "kvcache/kv_cache.h"
 #include "mesh/wormhole_spec.h"
 #include "model/fingerprint.h"
+#include "model/weight_spec.h"
 #include "util/error.h"
 #include "util/parse.h"
 
@@ -82,6 +83,19 @@ const std::vector<Field>& Fields() {
          o.matmul_precision = v;
        },
        "bf16"},
+      // Canonical (WeightSpec::ToString); absent in transcripts written before --weights: auto.
+      {"weights",
+       [](const ModelRunOptions& o, const LoadedModel&) {
+         return WeightSpec::Parse(o.weights).ToString();
+       },
+       [](ModelRunOptions& o, const std::string& v) {
+         try {
+           o.weights = WeightSpec::Parse(v).ToString();
+         } catch (const Error& e) {
+           throw Error(Cat("weights: ", e.what()));
+         }
+       },
+       "auto"},
       {"ids", [](const ModelRunOptions& o, const LoadedModel&) { return o.ids ? "true" : "false"; },
        [](ModelRunOptions& o, const std::string& v) {
          if (v != "true" && v != "false") throw Error(Cat("ids: '", v, "' is not true or false"));

@@ -16,7 +16,8 @@ namespace wc {
 // The run options a header records: every ModelRunOptions field that can change tokens, by flag
 // name without the dashes - kv-dtype, kv-scale, kv-block-size, kv-blocks, ctx (as resolved: never
 // 0), lm-head-fractures, attention, mesh, reduction, max-cores-per-head, k-chunk-size,
-// matmul-precision (written only when f32; bf16 when absent), and ids
+// matmul-precision (written only when f32; bf16 when absent), weights (the canonical --weights
+// spec, written only when not auto; auto when absent), and ids
 // (written only when true; false when absent). Not --threads: tokens are the same on any thread
 // count.
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m);

@@ -13,8 +13,10 @@
 
 #include "mesh/collectives.h"
 #include "mesh/decode_step.h"
+#include "mesh/model_estimate.h"
 #include "mesh/op_costs.h"
 #include "model/config.h"
+#include "model/falcon.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -113,6 +115,36 @@ TEST(DecodeStep, OpsAddUpAndCountEveryLayer) {
   EXPECT_GT(EstimateDecodeStep(c, longer).step_us, e.step_us);
   o.ctx = 0;
   EXPECT_THROW(EstimateDecodeStep(c, o), Error);
+}
+
+// Per-group weight formats (--weights): each group streams its own tiles; all groups in one format
+// is that format; the loaded model's groups set them (ModelTileFormat).
+TEST(DecodeStep, WeightGroupsStreamTheirOwnFormats) {
+  const FalconConfig c = PresetConfig("falcon-40b");
+  DecodeStepOptions o;  // bfp8
+  const DecodeStepEstimate e = EstimateDecodeStep(c, o);
+  DecodeStepOptions same = o;
+  same.weights = TileFormat::kBF16;
+  same.attn_weights = same.mlp_weights = same.lm_head_weights = TileFormat::kBFP8;
+  EXPECT_EQ(EstimateDecodeStep(c, same).step_us, e.step_us);
+  DecodeStepOptions mixed = o;
+  mixed.mlp_weights = TileFormat::kBFP4;
+  mixed.lm_head_weights = TileFormat::kBF16;
+  const double attn_tiles = 60.0 * 256 * (36 + 32), mlp_tiles = 60.0 * 256 * 2 * 128,
+               lm_tiles = 256.0 * 254;
+  EXPECT_NEAR(EstimateDecodeStep(c, mixed).weight_bytes_per_chip,
+              attn_tiles * 1088 + mlp_tiles * 576 + lm_tiles * 2048, 1.0);
+  EXPECT_EQ(ModelTileFormat(WeightFormat::kBfp4), TileFormat::kBFP4);
+  EXPECT_EQ(ModelTileFormat(WeightFormat::kBfp8), TileFormat::kBFP8);
+  EXPECT_EQ(ModelTileFormat(WeightFormat::kF32), TileFormat::kBF16);
+  // The loaded model's formats: bfp4 weights stream fewer bytes than the checkpoint's own.
+  const std::string dir = test::FixtureDir("newarch_gqa_f32");
+  ModelOptions mo;
+  const auto as_stored = FalconModel::Load(dir, mo);
+  mo.weights = WeightSpec::Parse("bfp4");
+  const auto bfp4 = FalconModel::Load(dir, mo);
+  EXPECT_LT(WholeModelUsPerToken(*bfp4, KVDType::kBF16, "n150", 32, 64),
+            WholeModelUsPerToken(*as_stored, KVDType::kBF16, "n150", 32, 64));
 }
 
 // The model of tt-metal's configuration (T3000, 32 users, 128 cached positions, BFLOAT8_B

@@ -27,9 +27,10 @@ std::vector<int> Ids(const std::string& dir) {
   return ids;
 }
 
-ModelOptions Exact() {
+ModelOptions Exact(const std::string& weights = "auto") {
   ModelOptions o;
   o.matmul_precision = ActivationPrecision::kF32;
+  o.weights = WeightSpec::Parse(weights);
   return o;
 }
 
@@ -69,7 +70,8 @@ std::vector<float> RunModel(const FalconModel& model, const std::vector<int>& id
 // Runs `body(rank, model)` for every rank of a `ranks`-thread group, rank 0 leading (body) and the
 // others following until it is done. `held`: each rank's FalconWeights::HeldBytes.
 template <typename Body>
-void OnRanks(const std::string& dir, int ranks, Body body, std::vector<int64_t>* held = nullptr) {
+void OnRanks(const std::string& dir, int ranks, Body body, std::vector<int64_t>* held = nullptr,
+             const std::string& weights = "auto") {
   auto group = MakeThreadGroup(ranks);
   std::vector<std::string> errors(static_cast<size_t>(ranks));
   if (held) held->assign(static_cast<size_t>(ranks), 0);
@@ -77,7 +79,7 @@ void OnRanks(const std::string& dir, int ranks, Body body, std::vector<int64_t>*
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        ModelOptions o = Exact();
+        ModelOptions o = Exact(weights);
         o.tensor_group = group[static_cast<size_t>(r)].get();
         auto model = FalconModel::Load(dir, o);
         if (held) (*held)[static_cast<size_t>(r)] = model->weights().HeldBytes();
@@ -97,11 +99,12 @@ void OnRanks(const std::string& dir, int ranks, Body body, std::vector<int64_t>*
 }
 
 // Rank 0's RunModel over a group of `ranks`.
-std::vector<float> RunRanks(const std::string& dir, int ranks,
-                            std::vector<int64_t>* held = nullptr) {
+std::vector<float> RunRanks(const std::string& dir, int ranks, std::vector<int64_t>* held = nullptr,
+                            const std::string& weights = "auto") {
   std::vector<float> out;
   OnRanks(
-      dir, ranks, [&](const FalconModel& model) { out = RunModel(model, Ids(dir)); }, held);
+      dir, ranks, [&](const FalconModel& model) { out = RunModel(model, Ids(dir)); }, held,
+      weights);
   return out;
 }
 
@@ -137,6 +140,25 @@ TEST_P(TensorParallelTest, TwoRanksGiveTheWholeModelsLogitsAndTokens) {
   EXPECT_GT(held[0] + held[1], all * 0.98) << GetParam();
 }
 
+// Block-float weights: each rank holds whole tiles of the whole packing (CheckBfpSlices), so the
+// ranks multiply exactly as one process; info's per-group bytes are what the ranks' formats take.
+TEST_P(TensorParallelTest, TwoRanksInBfp8GiveTheWholeModelsLogits) {
+  const std::string dir = test::FixtureDir(GetParam());
+  for (const char* weights : {"bfp8", "attn=bfp4,mlp=bfp8,lm_head=bf16"}) {
+    auto whole = FalconModel::Load(dir, Exact(weights));
+    const std::vector<float> ref = RunModel(*whole, Ids(dir));
+    std::vector<int64_t> held;
+    const std::vector<float> two = RunRanks(dir, 2, &held, weights);
+    ASSERT_EQ(two.size(), ref.size());
+    EXPECT_LE(test::RelMaxError(two, ref), 1e-5) << GetParam() << " " << weights;
+    const int vocab = whole->config().vocab_size;
+    for (size_t row = 0; row < ref.size() / vocab; ++row)
+      EXPECT_EQ(Argmax(&two[row * vocab], vocab), Argmax(&ref[row * vocab], vocab))
+          << GetParam() << " row " << row;
+    EXPECT_GT(held[0] + held[1], whole->weights().HeldBytes() * 0.98) << GetParam();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Layouts, TensorParallelTest,
                          ::testing::Values("newarch_gqa_f32", "newarch_gqa_bias_bf16",
                                            "newarch_1ln_f16", "mq_f32", "mha_bias_f32",
@@ -161,6 +183,28 @@ TEST(TensorParallel, AnInterruptOnRankZeroStopsEveryRankAndTheGroupGoesOn) {
     EXPECT_TRUE(model.Forward(b, cache, &whole));
     EXPECT_EQ(whole.size(), static_cast<size_t>(model.config().vocab_size));
   });
+}
+
+TEST(TensorParallel, ABfpSliceThatCutsATileIsAClearError) {
+  const FalconConfig c = LoadConfig(test::FixtureDir("mha_seq_bf16"));  // 4 heads of 16
+  try {  // 4 ranks: one head each, 48 QKV rows
+    CheckBfpSlices(c, 8, 4, WeightSpec::Parse("bfp8"));
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--weights bfp8 with --tensor-parallel 4: rank 0's slice "
+                                         "of query_key_value (rows [0, 48) of 192)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("--weights attn=bf16"), std::string::npos) << e.what();
+  }
+  CheckBfpSlices(c, 8, 4, WeightSpec::Parse("mlp=bfp8,lm_head=bfp4"));  // 64 MLP units a rank
+  CheckBfpSlices(c, 8, 4, WeightSpec::Parse("bf16"));
+  CheckBfpSlices(c, 8, 2, WeightSpec::Parse("bfp4"));
+  // The loader refuses it on every rank alike, before reading the weights.
+  auto group = MakeThreadGroup(4);
+  ModelOptions o = Exact("bfp4");
+  o.tensor_group = group[2].get();
+  EXPECT_THROW(FalconModel::Load(test::FixtureDir("mha_seq_bf16"), o), Error);
 }
 
 TEST(TensorParallel, ASplitThatDoesNotDivideTheHeadsIsAClearError) {
