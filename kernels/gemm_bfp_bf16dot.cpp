@@ -1,0 +1,216 @@
+// The block-float GEMM's tiles on AVX-512 BF16 (gemm_bfp_bf16dot.h): each 64-byte chunk of codes
+// (gemm_bfp.h's layout) is widened in registers to vdpbf16ps's pair operands, exact bf16:
+//   bfp8: the magnitude's bf16 by table (two vpermi2b: high and low bytes of bf16(m), m < 128), the
+//         sign ORed into the high byte, the bytes interleaved into (k, k + 1) pairs per row (two
+//         vpermt2b), then the block's exponent applied to the exponent field;
+//   bfp4: a lane holds 8 codes of one row, a 16-bit word 4 of them: vpermw (32 words: the bf16 of
+//         every sign and magnitude) on the word shifted by 0, 4, 8, 12 gives 4 pair operands.
+// The exponent: a magnitude's bf16 has field 127 + msb; the value's is E - (B - 1) + msb, so the
+// field drops by D = 127 + B - 1 - E. On plain panels (gemm_bfp.h: nonzero blocks have
+// B <= E <= 127 + B - 1) that is one unsigned saturating subtract of D << 7 per word, which leaves
+// a zero code 0 and never leaves the normals; other panels subtract with a check per word, flushing
+// a result below the normals to zero of its sign (vdpbf16ps's DAZ, as the BF16 panels' packer
+// does).
+#include "kernels/gemm_bfp_bf16dot.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "util/bf16.h"
+
+#define WC_GEMM_BFP_DOT \
+  __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16,avx512vbmi")))
+
+namespace wc {
+namespace {
+
+constexpr int kAccBudget = 24;  // of 32 zmm, as gemm_bf16dot.cpp
+
+constexpr bool Fits(int mr, int np) {
+  return np == 1 || mr * np * 2 <= kAccBudget;
+}
+
+// bf16(m) for m < 128 split into bytes (bfp8), and bf16(+-q) for every bfp4 code (twice: vpermw
+// reads 5 index bits, the code is the low 4).
+struct Tables {
+  alignas(64) uint8_t hi[128];
+  alignas(64) uint8_t lo[128];
+  alignas(64) uint16_t bfp4[32];
+  Tables() {
+    for (int m = 0; m < 128; ++m) {
+      const uint16_t b = F32ToBF16(static_cast<float>(m));  // exact: 7 bits
+      hi[m] = static_cast<uint8_t>(b >> 8);
+      lo[m] = static_cast<uint8_t>(b & 0xff);
+    }
+    for (int i = 0; i < 32; ++i) {
+      const int c = i & 15, q = c & 7;
+      bfp4[i] =
+          q == 0 ? 0 : static_cast<uint16_t>(F32ToBF16(static_cast<float>(q)) | (c & 8) << 12);
+    }
+  }
+};
+const Tables& GetTables() {
+  static const Tables t;
+  return t;
+}
+
+// The exponent drop of a k tile's blocks: d[2 kp + h] = (D(k = 2 kp) | D(2 kp + 1) << 16) << 7,
+// kp < 16, h < 2, from the tile's 64 exponent bytes (same order).
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Drops(const uint8_t* e, int bias,
+                                                                 uint32_t* d) {
+  const __m512i b = _mm512_set1_epi16(static_cast<int16_t>(bias));
+  for (int i = 0; i < 2; ++i) {
+    const __m512i ew = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i*)(e + 32 * i)));
+    _mm512_store_si512(d + 16 * i, _mm512_slli_epi16(_mm512_sub_epi16(b, ew), 7));
+  }
+}
+
+// The exponent applied to pair operand w (bf16 magnitudes | signs) with drops `drop` (one 32-bit
+// pattern broadcast).
+template <bool kPlain>
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) __m512i Apply(__m512i w, uint32_t drop) {
+  const __m512i d = _mm512_set1_epi32(static_cast<int>(drop));
+  if constexpr (kPlain) return _mm512_subs_epu16(w, d);
+  const __m512i mag = _mm512_and_si512(w, _mm512_set1_epi16(0x7fff));
+  const __m512i sign = _mm512_andnot_si512(_mm512_set1_epi16(0x7fff), w);
+  const __m512i v = _mm512_sub_epi16(mag, d);  // signed: the new field in bits 7..14, or < 0x80
+  const __mmask32 keep =
+      _mm512_test_epi16_mask(mag, mag) & _mm512_cmpgt_epi16_mask(v, _mm512_set1_epi16(0x7f));
+  return _mm512_mask_mov_epi16(sign, keep, _mm512_or_si512(v, sign));
+}
+
+// acc[t][j] = vdpbf16ps(acc[t][j], wv, x pair of token t) for t < MR. x: [MR] pairs.
+template <int MR, int NV>
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Dot(__m512 (&acc)[MR][NV], int j,
+                                                               __m512i wv, const uint32_t* x) {
+  for (int t = 0; t < MR; ++t) {
+    const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[t]));
+    acc[t][j] = _mm512_dpbf16_ps(acc[t][j], (__m512bh)wv, xb);
+  }
+}
+
+// out[t][j * 16 + lane], j = 2 p + h: acc = vdpbf16ps(acc, W pair, x pair) over every k pair
+// (the last tile's first last_pairs), per chain.
+//   xp: [K32 / 2][MR] bf16 pairs; w: NP panels, panel_bytes apart (gemm_bfp.h's layout).
+template <int MR, int NP, int B, bool kPlain>
+WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict xp,
+                                                    const uint8_t* __restrict w,
+                                                    int64_t panel_bytes, int64_t k_tiles,
+                                                    int64_t last_pairs, float* __restrict out) {
+  constexpr int NV = NP * 2;
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const Tables& tables = GetTables();
+  __m512 acc[MR][NV];
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_setzero_ps();
+  alignas(64) uint32_t drop[NP][32];  // [panel][2 kp + h] of the current tile
+  // bfp8: the tables and the byte interleaves (lane i: lo, hi of code 4i + 2s, then of 4i + 2s +
+  // 1).
+  __m512i hi0 = _mm512_setzero_si512(), hi1 = hi0, lo0 = hi0, lo1 = hi0, sign = hi0, table4 = hi0;
+  __m512i pick[2] = {hi0, hi0};
+  if constexpr (B == 7) {
+    hi0 = _mm512_load_si512(tables.hi);
+    hi1 = _mm512_load_si512(tables.hi + 64);
+    lo0 = _mm512_load_si512(tables.lo);
+    lo1 = _mm512_load_si512(tables.lo + 64);
+    sign = _mm512_set1_epi8(static_cast<char>(0x80));
+    alignas(64) uint8_t idx[2][64];
+    for (int s = 0; s < 2; ++s) {
+      for (int i = 0; i < 16; ++i) {
+        idx[s][4 * i + 0] = static_cast<uint8_t>(4 * i + 2 * s);
+        idx[s][4 * i + 1] = static_cast<uint8_t>(64 + 4 * i + 2 * s);
+        idx[s][4 * i + 2] = static_cast<uint8_t>(4 * i + 2 * s + 1);
+        idx[s][4 * i + 3] = static_cast<uint8_t>(64 + 4 * i + 2 * s + 1);
+      }
+      pick[s] = _mm512_load_si512(idx[s]);
+    }
+  } else {
+    table4 = _mm512_load_si512(tables.bfp4);
+  }
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
+    const int64_t kp0 = tk * 16;
+    for (int p = 0; p < NP; ++p) Drops(w + p * panel_bytes + tk * kTileBytes, 127 + B - 1, drop[p]);
+    if constexpr (B == 7) {
+      for (int g = 0; g < 8; ++g) {
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* chunks = w + p * panel_bytes + tk * kTileBytes + 64 + 128 * g;
+          for (int h = 0; h < 2; ++h) {
+            const __m512i c = _mm512_load_si512(chunks + 64 * h);
+            const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c,
+                                                         sign, 0xf8);  // hi | (c & 0x80)
+            const __m512i lo = _mm512_permutex2var_epi8(lo0, c, lo1);
+            for (int s = 0; s < 2; ++s) {
+              const int kp = 2 * g + s;
+              if (kp >= pairs) break;
+              const __m512i wv =
+                  Apply<kPlain>(_mm512_permutex2var_epi8(lo, pick[s], hi), drop[p][2 * kp + h]);
+              Dot<MR, NV>(acc, p * 2 + h, wv, xp + (kp0 + kp) * MR);
+            }
+          }
+        }
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* chunks = w + p * panel_bytes + tk * kTileBytes + 64 + 128 * g;
+          for (int h = 0; h < 2; ++h) {
+            const __m512i c = _mm512_load_si512(chunks + 64 * h);
+            for (int q = 0; q < 4; ++q) {
+              const int kp = 4 * g + q;
+              if (kp >= pairs) break;
+              const __m512i idx = q == 0 ? c : _mm512_srli_epi16(c, 4 * q);
+              const __m512i wv =
+                  Apply<kPlain>(_mm512_permutexvar_epi16(idx, table4), drop[p][2 * kp + h]);
+              Dot<MR, NV>(acc, p * 2 + h, wv, xp + (kp0 + kp) * MR);
+            }
+          }
+        }
+      }
+    }
+  }
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) _mm512_store_ps(out + (t * NV + j) * 16, acc[t][j]);
+}
+
+template <int B>
+struct TileFn {
+  const gemm::BfpTask* task;
+  int MaxPanels(int mr) const { return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1; }
+  template <int MR, int NP>
+  void RunNp(const uint32_t* xp, const uint8_t* w, float* out) const {
+    const gemm::Task& b = task->base;
+    const int64_t p = (w - b.w) / b.panel_bytes;
+    bool plain = true;
+    for (int i = 0; i < NP; ++i) plain = plain && task->plain[p + i] != 0;
+    if (plain) return Tile<MR, NP, B, true>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
+    Tile<MR, NP, B, false>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
+  }
+  template <int MR>
+  void Run(int np, const uint32_t* xp, const uint8_t* w, float* out) const {
+    if constexpr (Fits(MR, 4)) {
+      if (np == 4) return RunNp<MR, 4>(xp, w, out);
+    }
+    if constexpr (Fits(MR, 2)) {
+      if (np == 2) return RunNp<MR, 2>(xp, w, out);
+    }
+    return RunNp<MR, 1>(xp, w, out);
+  }
+  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
+    const auto* pairs = reinterpret_cast<const uint32_t*>(xp);
+    gemm::WithTileHeight(mr, [&](auto height) { Run<decltype(height)::value>(np, pairs, w, out); });
+  }
+};
+
+}  // namespace
+
+void GemmBfpDotRange(const gemm::BfpTask& task, int64_t pa, int64_t pb) {
+  if (task.magnitude_bits == 7) {
+    gemm::RunPanels(task.base, pa, pb, TileFn<7>{&task});
+  } else {
+    gemm::RunPanels(task.base, pa, pb, TileFn<3>{&task});
+  }
+}
+
+}  // namespace wc
