@@ -91,24 +91,49 @@ inline float BlockUnit(int b, uint32_t e) {
 // The code at bit `bit` of every lane (B + 1 bits: sign, magnitude) as its value: magnitude
 // converted exactly, times the unit (exact, or flushed to +0 under FTZ), sign ORed.
 template <int B>
-HWY_INLINE VF Widen(VU lanes, int bit, float unit) {
+HWY_INLINE VF Widen(VU lanes, int bit, VF unit) {
   const DF df;
   const DU du;
   const VU mag = hn::And(hn::ShiftRightSame(lanes, bit), hn::Set(du, (1u << B) - 1));
   const VU sign = hn::And(hn::ShiftLeftSame(lanes, 31 - B - bit), hn::Set(du, 0x80000000u));
-  const VF v = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), hn::Set(df, unit));
+  const VF v = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), unit);
   return hn::Or(v, hn::BitCast(df, sign));
 }
 
-// out[t][j * kLanes + lane] for t < MR, j < NP * kPanelVecs (j = 2 h kHalfVecs... as below): the
-// tile's chains over k tiles [0, k_tiles), the last one's pairs cut at last_pairs (kPairs).
+// The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k + 1 first (the
+// BF16 GEMM's pair order), else k first. xp: the tile's input (see Tile).
+template <int MR, int NV, bool kPairs>
+HWY_INLINE void Chain(VF (&acc)[MR][NV], int j, VF w0, VF w1, const float* HWY_RESTRICT xp,
+                      int64_t k) {
+  const DF df;
+  for (int t = 0; t < MR; ++t) {
+    if constexpr (kPairs) {
+      const float* xt = xp + ((k / 2) * MR + t) * 2;
+      acc[t][j] = Fma(hn::Set(df, xt[1]), w1, acc[t][j]);
+      acc[t][j] = Fma(hn::Set(df, xt[0]), w0, acc[t][j]);
+    } else {
+      acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), w0, acc[t][j]);
+      acc[t][j] = Fma(hn::Set(df, xp[(k + 1) * MR + t]), w1, acc[t][j]);
+    }
+  }
+}
+
+// bfp8: the row (in its panel) of set s of lane L = 4 j + e of a chunk (gemm_bfp.h's layout).
+constexpr int Bfp8Row(int lane, int s) {
+  return 16 * ((lane % 4) / 2) + 4 * (lane / 4) + 2 * (lane % 2) + s;
+}
+
+// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
+// last one's pairs cut at last_pairs (kPairs). Chain j holds, in lane l: bfp4 the row
+// 16 h + v kLanes + l (j = (2 p + h) kHalfVecs + v), bfp8 the row Bfp8Row(v kLanes + l, set)
+// (j = p kPanelVecs + set kHalfVecs + v).
 //   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
 template <int MR, int NP, int B, bool kPairs>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
                        int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs,
                        float* HWY_RESTRICT out) {
   constexpr int NV = NP * kPanelVecs;
-  constexpr int kChunkK = B == 7 ? 4 : 8;  // k per 64-byte chunk of one half
+  constexpr int kChunkK = 8;  // bfp4: k per 64-byte chunk of one half
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const DF df;
   const DU du;
@@ -123,36 +148,72 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
       for (int k = 0; k < 32; ++k)
         for (int h = 0; h < 2; ++h) unit[p][k][h] = BlockUnit(B, e[(k / 2) * 4 + 2 * h + k % 2]);
     }
-    for (int g = 0; g < 32 / kChunkK; ++g) {
-      for (int p = 0; p < NP; ++p) {
-        const uint8_t* tile = w + p * panel_bytes + tk * kTileBytes;
-        for (int h = 0; h < 2; ++h) {
-          const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
+    if constexpr (B == 7) {
+      // Chunk kp: vector v of lanes L = v kLanes + l; set s (bytes 2 s, 2 s + 1) is row
+      // Bfp8Row(L, s), of half (L / 2) % 2.
+      for (int kp = 0; kp < 16; ++kp) {
+        if (kPairs && kp >= pairs) break;
+        const int k = 2 * kp;
+        const int64_t kk = tk * 32 + k;
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* chunk = w + p * panel_bytes + tk * kTileBytes + 64 + 64 * kp;
           for (int v = 0; v < kHalfVecs; ++v) {
-            const int j = (p * 2 + h) * kHalfVecs + v;
             const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
-            for (int q = 0; q < kChunkK / 2; ++q) {
-              const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
-              if (kPairs && k / 2 >= pairs) break;
-              const int bit0 = B == 7 ? 16 * q : 4 * q, bit1 = B == 7 ? bit0 + 8 : bit0 + 16;
-              const VF w0 = Widen<B>(lanes, bit0, unit[p][k][h]);
-              const VF w1 = Widen<B>(lanes, bit1, unit[p][k + 1][h]);
-              const int64_t kk = tk * 32 + k;
-              for (int t = 0; t < MR; ++t) {
-                if constexpr (kPairs) {
-                  const float* xt = xp + ((kk / 2) * MR + t) * 2;
-                  acc[t][j] = Fma(hn::Set(df, xt[1]), w1, acc[t][j]);
-                  acc[t][j] = Fma(hn::Set(df, xt[0]), w0, acc[t][j]);
-                } else {
-                  acc[t][j] = Fma(hn::Set(df, xp[kk * MR + t]), w0, acc[t][j]);
-                  acc[t][j] = Fma(hn::Set(df, xp[(kk + 1) * MR + t]), w1, acc[t][j]);
-                }
+            const auto half1 = hn::RebindMask(
+                df,
+                hn::Ne(hn::And(hn::ShiftRight<1>(hn::Iota(du, static_cast<uint32_t>(v * kLanes))),
+                               hn::Set(du, 1u)),
+                       hn::Zero(du)));
+            const VF u0 =
+                hn::IfThenElse(half1, hn::Set(df, unit[p][k][1]), hn::Set(df, unit[p][k][0]));
+            const VF u1 = hn::IfThenElse(half1, hn::Set(df, unit[p][k + 1][1]),
+                                         hn::Set(df, unit[p][k + 1][0]));
+            for (int set = 0; set < 2; ++set) {
+              const int j = p * kPanelVecs + set * kHalfVecs + v;
+              const VF w0 = Widen<B>(lanes, 16 * set, u0);
+              const VF w1 = Widen<B>(lanes, 16 * set + 8, u1);
+              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, kk);
+            }
+          }
+        }
+      }
+    } else {
+      for (int g = 0; g < 32 / kChunkK; ++g) {
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* tile = w + p * panel_bytes + tk * kTileBytes;
+          for (int h = 0; h < 2; ++h) {
+            const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
+            for (int v = 0; v < kHalfVecs; ++v) {
+              const int j = (p * 2 + h) * kHalfVecs + v;
+              const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+              for (int q = 0; q < kChunkK / 2; ++q) {
+                const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
+                if (kPairs && k / 2 >= pairs) break;
+                const int bit0 = 4 * q, bit1 = bit0 + 16;
+                const VF w0 = Widen<B>(lanes, bit0, hn::Set(df, unit[p][k][h]));
+                const VF w1 = Widen<B>(lanes, bit1, hn::Set(df, unit[p][k + 1][h]));
+                Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
               }
             }
           }
         }
       }
     }
+  }
+  if constexpr (B == 7) {  // lane l of acc[t][p kPanelVecs + set kHalfVecs + v]: row Bfp8Row
+    HWY_ALIGN float lanes[kLanes];
+    for (int t = 0; t < MR; ++t) {
+      for (int p = 0; p < NP; ++p) {
+        for (int set = 0; set < 2; ++set) {
+          for (int v = 0; v < kHalfVecs; ++v) {
+            hn::Store(acc[t][p * kPanelVecs + set * kHalfVecs + v], df, lanes);
+            for (int l = 0; l < kLanes; ++l)
+              out[t * NV * kLanes + p * 32 + Bfp8Row(v * kLanes + l, set)] = lanes[l];
+          }
+        }
+      }
+    }
+    return;
   }
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);

@@ -19,12 +19,15 @@
 // [32 p, 32 p + 32), in the kernels' order rather than tt-metal's face order:
 //   [0, 64)    exponents: byte 4 kp + 2 h + b = E of the block (k = 2 kp + b, half h), kp < 16,
 //              h < 2 (h: n in [16 h, 16 h + 16)), so one 32-bit word holds a k pair's two E
-//   [64, ...)  codes in chunks of 64 bytes = 16 little-endian 32-bit lanes, lane i = n = 16 h + i:
-//     bfp8: chunk 2 g + h (g < 8): byte b of lane i = code (k = 4 g + b, n)
-//     bfp4: chunk 2 g + h (g < 4): nibble at bit 4 j + 16 b of lane i = code (k = 8 g + 2 j + b, n)
+//   [64, ...)  codes in chunks of 64 bytes = 16 little-endian 32-bit lanes:
+//     bfp8: chunk kp (k pair, < 16): lane 4 j + e (j, e < 4), byte 2 s + b = code (k = 2 kp + b,
+//           n = 16 (e / 2) + 4 j + 2 (e % 2) + s): so vpunpck{l,h}bw of the looked-up low and
+//           high bytes are the pair operands of rows 0-15 and 16-31 in order
+//     bfp4: chunk 2 g + h (g < 4): lane i (n = 16 h + i), nibble at bit 4 j + 16 b = code
+//           (k = 8 g + 2 j + b, n): vpermw on the words shifted by 0, 4, 8, 12
 // A code whose magnitude is 0 is stored as 0 (tt-metal never writes a negative zero; one from a
 // file is cleared). Loading tt-metal tiles (BfpPanels::FromTiles) is this per-tile reorder only:
-// exponents moved, bfp8 codes transposed 4 x 16 per chunk, bfp4 nibbles regrouped.
+// exponents moved, bfp8 code bytes and bfp4 nibbles regrouped.
 #pragma once
 
 #include <cstdint>

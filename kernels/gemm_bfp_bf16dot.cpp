@@ -1,8 +1,9 @@
 // The block-float GEMM's tiles on AVX-512 BF16 (gemm_bfp_bf16dot.h): each 64-byte chunk of codes
 // (gemm_bfp.h's layout) is widened in registers to vdpbf16ps's pair operands, exact bf16:
 //   bfp8: the magnitude's bf16 by table (two vpermi2b: high and low bytes of bf16(m), m < 128), the
-//         sign ORed into the high byte, the bytes interleaved into (k, k + 1) pairs per row (two
-//         vpermt2b), then the block's exponent applied to the exponent field;
+//         sign ORed into the high byte, the bytes interleaved into (k, k + 1) pairs per row (the
+//         layout puts them where vpunpck{l,h}bw want them: one-source shuffles, cheaper on Intel
+//         than two-source ones), then the block's exponent applied to the exponent field;
 //   bfp4: a lane holds 8 codes of one row, a 16-bit word 4 of them: vpermw (32 words: the bf16 of
 //         every sign and magnitude) on the word shifted by 0, 4, 8, 12 gives 4 pair operands.
 // The exponent: a magnitude's bf16 has field 127 + msb; the value's is E - (B - 1) + msb, so the
@@ -105,26 +106,13 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_setzero_ps();
   alignas(64) uint32_t drop[NP][32];  // [panel][2 kp + h] of the current tile
-  // bfp8: the tables and the byte interleaves (lane i: lo, hi of code 4i + 2s, then of 4i + 2s +
-  // 1).
   __m512i hi0 = _mm512_setzero_si512(), hi1 = hi0, lo0 = hi0, lo1 = hi0, sign = hi0, table4 = hi0;
-  __m512i pick[2] = {hi0, hi0};
   if constexpr (B == 7) {
     hi0 = _mm512_load_si512(tables.hi);
     hi1 = _mm512_load_si512(tables.hi + 64);
     lo0 = _mm512_load_si512(tables.lo);
     lo1 = _mm512_load_si512(tables.lo + 64);
     sign = _mm512_set1_epi8(static_cast<char>(0x80));
-    alignas(64) uint8_t idx[2][64];
-    for (int s = 0; s < 2; ++s) {
-      for (int i = 0; i < 16; ++i) {
-        idx[s][4 * i + 0] = static_cast<uint8_t>(4 * i + 2 * s);
-        idx[s][4 * i + 1] = static_cast<uint8_t>(64 + 4 * i + 2 * s);
-        idx[s][4 * i + 2] = static_cast<uint8_t>(4 * i + 2 * s + 1);
-        idx[s][4 * i + 3] = static_cast<uint8_t>(64 + 4 * i + 2 * s + 1);
-      }
-      pick[s] = _mm512_load_si512(idx[s]);
-    }
   } else {
     table4 = _mm512_load_si512(tables.bfp4);
   }
@@ -133,22 +121,17 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
     const int64_t kp0 = tk * 16;
     for (int p = 0; p < NP; ++p) Drops(w + p * panel_bytes + tk * kTileBytes, 127 + B - 1, drop[p]);
     if constexpr (B == 7) {
-      for (int g = 0; g < 8; ++g) {
+      for (int kp = 0; kp < 16; ++kp) {
+        if (kp >= pairs) break;
         for (int p = 0; p < NP; ++p) {
-          const uint8_t* chunks = w + p * panel_bytes + tk * kTileBytes + 64 + 128 * g;
-          for (int h = 0; h < 2; ++h) {
-            const __m512i c = _mm512_load_si512(chunks + 64 * h);
-            const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c,
-                                                         sign, 0xf8);  // hi | (c & 0x80)
-            const __m512i lo = _mm512_permutex2var_epi8(lo0, c, lo1);
-            for (int s = 0; s < 2; ++s) {
-              const int kp = 2 * g + s;
-              if (kp >= pairs) break;
-              const __m512i wv =
-                  Apply<kPlain>(_mm512_permutex2var_epi8(lo, pick[s], hi), drop[p][2 * kp + h]);
-              Dot<MR, NV>(acc, p * 2 + h, wv, xp + (kp0 + kp) * MR);
-            }
-          }
+          const __m512i c = _mm512_load_si512(w + p * panel_bytes + tk * kTileBytes + 64 + 64 * kp);
+          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c,
+                                                       sign, 0xf8);  // hi | (c & 0x80)
+          const __m512i lo = _mm512_permutex2var_epi8(lo0, c, lo1);
+          const __m512i w0 = Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[p][2 * kp]);
+          Dot<MR, NV>(acc, p * 2, w0, xp + (kp0 + kp) * MR);
+          const __m512i w1 = Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[p][2 * kp + 1]);
+          Dot<MR, NV>(acc, p * 2 + 1, w1, xp + (kp0 + kp) * MR);
         }
       }
     } else {

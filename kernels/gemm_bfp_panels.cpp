@@ -13,6 +13,14 @@ namespace {
 
 constexpr int64_t kTile = kBfpTileDim;
 
+// bfp8: the byte of code (k, n) in its tile's chunk of k pair k / 2 (gemm_bfp.h): lane 4 j + e,
+// byte 2 s + k % 2, where n = 16 (e / 2) + 4 j + 2 (e % 2) + s.
+inline int64_t Bfp8CodeByte(int64_t k, int64_t n) {
+  const int64_t h = n / 16, m = n % 16, j = m / 4, d = m % 4;
+  const int64_t lane = 4 * j + 2 * h + d / 2, s = d % 2;
+  return kBfpExponentBytes + 64 * (k / 2) + 4 * lane + 2 * s + k % 2;
+}
+
 // out[0:n] = float32 bits of W[r, c0 : c0 + n].
 void LoadRowBits(const MatrixRef& w, int64_t r, int64_t c0, int64_t n, uint32_t* out) {
   const int64_t esize = DTypeSize(w.dtype);
@@ -110,7 +118,7 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
           uint8_t c = tt[kBfpExponentBytes + (face * 16 + i) * 16 + j];
           if ((c & 0x7f) == 0) c = 0;
           nonzero |= c != 0;
-          dst[kBfpExponentBytes + (2 * (k / 4) + h) * 64 + 4 * j + k % 4] = c;
+          dst[Bfp8CodeByte(k, 16 * h + j)] = c;
         } else {
           uint8_t c = (tt[kBfpExponentBytes + (face * 16 + i) * 8 + j / 2] >> (4 * (j % 2))) & 0xf;
           if ((c & 7) == 0) c = 0;
@@ -178,7 +186,7 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
   uint8_t code;
   if (format_ == BfpFormat::kBfp8) {
-    code = tile[kBfpExponentBytes + (2 * (kk / 4) + h) * 64 + 4 * lane + kk % 4];
+    code = tile[Bfp8CodeByte(kk, n)];
   } else {
     const int64_t k8 = kk % 8, bit = 4 * (k8 / 2) + 16 * (k8 % 2);
     uint32_t word;
