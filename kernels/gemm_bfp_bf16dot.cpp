@@ -94,6 +94,62 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Dot(__m512 (&acc)[MR]
 // out[t][j * 16 + lane], j = 2 p + h: acc = vdpbf16ps(acc, W pair, x pair) over every k pair
 // (the last tile's first last_pairs), per chain.
 //   xp: [K32 / 2][MR] bf16 pairs; w: NP panels, panel_bytes apart (gemm_bfp.h's layout).
+// The widening constants of one format, loaded once per tile call.
+struct Consts {
+  __m512i hi0, hi1, lo0, lo1, sign, table4;
+};
+
+// One k tile (k pairs [0, pairs), all 16 unless kTail) of NP panels into the chains acc[t][2 p +
+// h].
+//   tile: panel 0's tile, the others panel_bytes apart; xp: the tile's first pair, [16][MR].
+template <int MR, int NP, int B, bool kPlain, bool kTail>
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void TileStep(
+    __m512 (&acc)[MR][NP * 2], const Consts& c, const uint8_t* __restrict tile, int64_t panel_bytes,
+    const uint32_t* __restrict xp, int pairs) {
+  constexpr int NV = NP * 2;
+  alignas(64) uint32_t drop[NP][32];  // [panel][2 kp + h]
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p) Drops(tile + p * panel_bytes, 127 + B - 1, drop[p]);
+  if constexpr (B == 7) {
+    for (int kp = 0; kp < 16; ++kp) {
+      if (kTail && kp >= pairs) break;
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p) {
+        const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 64 * kp);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1),
+                                                     code, c.sign, 0xf8);  // hi | sign
+        const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
+        const __m512i w0 = Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[p][2 * kp]);
+        Dot<MR, NV>(acc, p * 2, w0, xp + kp * MR);
+        const __m512i w1 = Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[p][2 * kp + 1]);
+        Dot<MR, NV>(acc, p * 2 + 1, w1, xp + kp * MR);
+      }
+    }
+  } else {
+    for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p) {
+#pragma GCC unroll 2
+        for (int h = 0; h < 2; ++h) {
+          const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 128 * g + 64 * h);
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) {
+            const int kp = 4 * g + q;
+            if (kTail && kp >= pairs) break;
+            const __m512i idx = q == 0 ? code : _mm512_srli_epi16(code, 4 * q);
+            const __m512i wv =
+                Apply<kPlain>(_mm512_permutexvar_epi16(idx, c.table4), drop[p][2 * kp + h]);
+            Dot<MR, NV>(acc, p * 2 + h, wv, xp + kp * MR);
+          }
+        }
+      }
+    }
+  }
+}
+
+// out[t][j * 16 + lane], j = 2 p + h: acc = vdpbf16ps(acc, W pair, x pair) over every k pair
+// (the last tile's first last_pairs), per chain.
+//   xp: [K32 / 2][MR] bf16 pairs; w: NP panels, panel_bytes apart (gemm_bfp.h's layout).
 template <int MR, int NP, int B, bool kPlain>
 WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict xp,
                                                     const uint8_t* __restrict w,
@@ -102,57 +158,23 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
   constexpr int NV = NP * 2;
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const Tables& tables = GetTables();
+  Consts c;
+  c.hi0 = _mm512_load_si512(tables.hi);
+  c.hi1 = _mm512_load_si512(tables.hi + 64);
+  c.lo0 = _mm512_load_si512(tables.lo);
+  c.lo1 = _mm512_load_si512(tables.lo + 64);
+  c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  c.table4 = _mm512_load_si512(tables.bfp4);
   __m512 acc[MR][NV];
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_setzero_ps();
-  alignas(64) uint32_t drop[NP][32];  // [panel][2 kp + h] of the current tile
-  __m512i hi0 = _mm512_setzero_si512(), hi1 = hi0, lo0 = hi0, lo1 = hi0, sign = hi0, table4 = hi0;
-  if constexpr (B == 7) {
-    hi0 = _mm512_load_si512(tables.hi);
-    hi1 = _mm512_load_si512(tables.hi + 64);
-    lo0 = _mm512_load_si512(tables.lo);
-    lo1 = _mm512_load_si512(tables.lo + 64);
-    sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  } else {
-    table4 = _mm512_load_si512(tables.bfp4);
-  }
-  for (int64_t tk = 0; tk < k_tiles; ++tk) {
-    const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
-    const int64_t kp0 = tk * 16;
-    for (int p = 0; p < NP; ++p) Drops(w + p * panel_bytes + tk * kTileBytes, 127 + B - 1, drop[p]);
-    if constexpr (B == 7) {
-      for (int kp = 0; kp < 16; ++kp) {
-        if (kp >= pairs) break;
-        for (int p = 0; p < NP; ++p) {
-          const __m512i c = _mm512_load_si512(w + p * panel_bytes + tk * kTileBytes + 64 + 64 * kp);
-          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, c, hi1), c,
-                                                       sign, 0xf8);  // hi | (c & 0x80)
-          const __m512i lo = _mm512_permutex2var_epi8(lo0, c, lo1);
-          const __m512i w0 = Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[p][2 * kp]);
-          Dot<MR, NV>(acc, p * 2, w0, xp + (kp0 + kp) * MR);
-          const __m512i w1 = Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[p][2 * kp + 1]);
-          Dot<MR, NV>(acc, p * 2 + 1, w1, xp + (kp0 + kp) * MR);
-        }
-      }
-    } else {
-      for (int g = 0; g < 4; ++g) {
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* chunks = w + p * panel_bytes + tk * kTileBytes + 64 + 128 * g;
-          for (int h = 0; h < 2; ++h) {
-            const __m512i c = _mm512_load_si512(chunks + 64 * h);
-            for (int q = 0; q < 4; ++q) {
-              const int kp = 4 * g + q;
-              if (kp >= pairs) break;
-              const __m512i idx = q == 0 ? c : _mm512_srli_epi16(c, 4 * q);
-              const __m512i wv =
-                  Apply<kPlain>(_mm512_permutexvar_epi16(idx, table4), drop[p][2 * kp + h]);
-              Dot<MR, NV>(acc, p * 2 + h, wv, xp + (kp0 + kp) * MR);
-            }
-          }
-        }
-      }
-    }
-  }
+  const int64_t full = last_pairs == 16 ? k_tiles : k_tiles - 1;
+  for (int64_t tk = 0; tk < full; ++tk)
+    TileStep<MR, NP, B, kPlain, false>(acc, c, w + tk * kTileBytes, panel_bytes, xp + tk * 16 * MR,
+                                       16);
+  if (full < k_tiles)
+    TileStep<MR, NP, B, kPlain, true>(acc, c, w + full * kTileBytes, panel_bytes,
+                                      xp + full * 16 * MR, static_cast<int>(last_pairs));
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) _mm512_store_ps(out + (t * NV + j) * 16, acc[t][j]);
 }
