@@ -323,7 +323,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   BfpGemmInput in;
   in.path_ = PathOf(w);
-  in.tile_tokens_ = in.path_ == kBfpPathDot ? gemm::kMaxTileTokens
+  in.tile_tokens_ = in.path_ == kBfpPathDot ? BfpDotTileTokens(BfpMagnitudeBits(w.format()))
                                             : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;

@@ -106,7 +106,7 @@ class BfpPanels {
 // TokenTiles), the tile of tokens [t0, t0 + h) at data + t0 * floats_per_token, laid out
 //   kF32:                    [K32][h] f32
 //   kBF16 portable:          [K32 / 2][h][2] f32 (bf16-rounded values)
-//   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits
+//   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4)
 class BfpGemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }

@@ -26,10 +26,13 @@
 namespace wc {
 namespace {
 
-constexpr int kAccBudget = 24;  // of 32 zmm, as gemm_bf16dot.cpp
-
-constexpr bool Fits(int mr, int np) {
-  return np == 1 || mr * np * 2 <= kAccBudget;
+// Accumulators of 32 zmm: bfp8's widening holds 5 constants and 5 temporaries (24 spilled the
+// chains of a 12-token tile to the stack), bfp4's 1 and 4.
+constexpr int AccBudget(int b) {
+  return b == 7 ? 20 : 24;
+}
+constexpr bool Fits(int b, int mr, int np) {
+  return mr <= AccBudget(b) / 2 && (np == 1 || mr * np * 2 <= AccBudget(b));
 }
 
 // bf16(m) for m < 128 split into bytes (bfp8), and bf16(+-q) for every bfp4 code (twice: vpermw
@@ -81,19 +84,20 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) __m512i Apply(__m512i w, u
   return _mm512_mask_mov_epi16(sign, keep, _mm512_or_si512(v, sign));
 }
 
-// acc[t][j] = vdpbf16ps(acc[t][j], wv, x pair of token t) for t < MR. x: [MR] pairs.
+// acc[t][j] = vdpbf16ps(acc[t][j], w0, x pair of token t), and acc[t][j + 1] with w1, for t < MR
+// (each broadcast used at once: hoisted, a 10-token tile's broadcasts spilled its chains).
+//   x: [MR] pairs.
 template <int MR, int NV>
-WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Dot(__m512 (&acc)[MR][NV], int j,
-                                                               __m512i wv, const uint32_t* x) {
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Dot2(__m512 (&acc)[MR][NV], int j,
+                                                                __m512i w0, __m512i w1,
+                                                                const uint32_t* x) {
   for (int t = 0; t < MR; ++t) {
     const __m512bh xb = (__m512bh)_mm512_set1_epi32(static_cast<int>(x[t]));
-    acc[t][j] = _mm512_dpbf16_ps(acc[t][j], (__m512bh)wv, xb);
+    acc[t][j] = _mm512_dpbf16_ps(acc[t][j], (__m512bh)w0, xb);
+    acc[t][j + 1] = _mm512_dpbf16_ps(acc[t][j + 1], (__m512bh)w1, xb);
   }
 }
 
-// out[t][j * 16 + lane], j = 2 p + h: acc = vdpbf16ps(acc, W pair, x pair) over every k pair
-// (the last tile's first last_pairs), per chain.
-//   xp: [K32 / 2][MR] bf16 pairs; w: NP panels, panel_bytes apart (gemm_bfp.h's layout).
 // The widening constants of one format, loaded once per tile call.
 struct Consts {
   __m512i hi0, hi1, lo0, lo1, sign, table4;
@@ -120,27 +124,26 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void TileStep(
                                                      code, c.sign, 0xf8);  // hi | sign
         const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
         const __m512i w0 = Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[p][2 * kp]);
-        Dot<MR, NV>(acc, p * 2, w0, xp + kp * MR);
         const __m512i w1 = Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[p][2 * kp + 1]);
-        Dot<MR, NV>(acc, p * 2 + 1, w1, xp + kp * MR);
+        Dot2<MR, NV>(acc, p * 2, w0, w1, xp + kp * MR);
       }
     }
   } else {
     for (int g = 0; g < 4; ++g) {
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 128 * g + 64 * h);
+        const uint8_t* chunks = tile + p * panel_bytes + 64 + 128 * g;  // halves 0, 1
+        const __m512i c0 = _mm512_load_si512(chunks), c1 = _mm512_load_si512(chunks + 64);
 #pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
-            const int kp = 4 * g + q;
-            if (kTail && kp >= pairs) break;
-            const __m512i idx = q == 0 ? code : _mm512_srli_epi16(code, 4 * q);
-            const __m512i wv =
-                Apply<kPlain>(_mm512_permutexvar_epi16(idx, c.table4), drop[p][2 * kp + h]);
-            Dot<MR, NV>(acc, p * 2 + h, wv, xp + kp * MR);
-          }
+        for (int q = 0; q < 4; ++q) {
+          const int kp = 4 * g + q;
+          if (kTail && kp >= pairs) break;
+          const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
+          const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
+          const __m512i w0 = Apply<kPlain>(_mm512_permutexvar_epi16(i0, c.table4), drop[p][2 * kp]);
+          const __m512i w1 =
+              Apply<kPlain>(_mm512_permutexvar_epi16(i1, c.table4), drop[p][2 * kp + 1]);
+          Dot2<MR, NV>(acc, p * 2, w0, w1, xp + kp * MR);
         }
       }
     }
@@ -182,7 +185,7 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
 template <int B>
 struct TileFn {
   const gemm::BfpTask* task;
-  int MaxPanels(int mr) const { return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1; }
+  int MaxPanels(int mr) const { return Fits(B, mr, 4) ? 4 : Fits(B, mr, 2) ? 2 : 1; }
   template <int MR, int NP>
   void RunNp(const uint32_t* xp, const uint8_t* w, float* out) const {
     const gemm::Task& b = task->base;
@@ -194,13 +197,13 @@ struct TileFn {
   }
   template <int MR>
   void Run(int np, const uint32_t* xp, const uint8_t* w, float* out) const {
-    if constexpr (Fits(MR, 4)) {
+    if constexpr (Fits(B, MR, 4)) {
       if (np == 4) return RunNp<MR, 4>(xp, w, out);
     }
-    if constexpr (Fits(MR, 2)) {
+    if constexpr (Fits(B, MR, 2)) {
       if (np == 2) return RunNp<MR, 2>(xp, w, out);
     }
-    return RunNp<MR, 1>(xp, w, out);
+    if constexpr (Fits(B, MR, 1)) return RunNp<MR, 1>(xp, w, out);
   }
   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
     const auto* pairs = reinterpret_cast<const uint32_t*>(xp);
@@ -209,6 +212,10 @@ struct TileFn {
 };
 
 }  // namespace
+
+int BfpDotTileTokens(int magnitude_bits) {
+  return AccBudget(magnitude_bits) / 2;
+}
 
 void GemmBfpDotRange(const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   if (task.magnitude_bits == 7) {

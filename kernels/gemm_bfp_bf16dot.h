@@ -21,8 +21,11 @@ struct BfpTask {
 
 }  // namespace gemm
 
+// The tallest token tile of the AVX-512 kernel for B magnitude bits (its input's tile height).
+int BfpDotTileTokens(int magnitude_bits);
+
 // Panels [pa, pb) of `task` with bf16 activations packed as PackBf16PairsRow's pairs
-// ([K32 / 2][MR] in tiles of gemm::kMaxTileTokens). Runs where KernelsOn(kAvx512Bf16Gemm) and
+// ([K32 / 2][MR] in tiles of BfpDotTileTokens(B)). Runs where KernelsOn(kAvx512Bf16Gemm) and
 // CpuHas(kAvx512Bf16Vbmi) (cpu_kernels.h).
 void GemmBfpDotRange(const gemm::BfpTask& task, int64_t pa, int64_t pb);
 
