@@ -1,0 +1,414 @@
+// GemmBfp (gemm_bfp.h): input packing, the kernel choice, threading, and the portable tiles
+// (Highway): each code widened in registers to its exact f32 value (sign | magnitude converted,
+// times the block's power of two), then the BF16 GEMM's pair chain (kBF16, under FTZ, so a bf16
+// subnormal flushes as the BF16 panels' packer flushes it) or the f32 chain (kF32).
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+
+#include "kernels/cpu_kernels.h"
+#include "kernels/gemm_bf16dot.h"
+#include "kernels/gemm_bfp.h"
+#include "kernels/gemm_bfp_bf16dot.h"
+#include "util/bf16.h"
+#include "util/error.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <xmmintrin.h>
+#endif
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/gemm_bfp.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+#ifndef WC_KERNELS_GEMM_BFP_PATHS_
+#define WC_KERNELS_GEMM_BFP_PATHS_
+namespace wc {
+// The kernels a BfpGemmInput is laid out for.
+enum BfpPath : int { kBfpPathF32 = 0, kBfpPathPairs = 1, kBfpPathDot = 2 };
+}  // namespace wc
+#endif
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DF = hn::ScalableTag<float>;
+using DU = hn::RebindToUnsigned<DF>;
+using DI = hn::RebindToSigned<DF>;
+using VF = hn::Vec<DF>;
+using VU = hn::Vec<DU>;
+constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
+constexpr int kHalfVecs = 16 / kLanes;  // vectors across one half (16 rows) of a panel
+constexpr int kPanelVecs = 2 * kHalfVecs;
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+constexpr int kAccBudget = 24, kPairAccBudget = 24;  // of 32 vector registers (as gemm.cpp)
+#else
+constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16
+#endif
+
+template <bool kPairs>
+constexpr int MaxTokens() {
+  return std::max(
+      1, std::min(gemm::kMaxTileTokens, (kPairs ? kPairAccBudget : kAccBudget) / kPanelVecs));
+}
+template <bool kPairs>
+constexpr bool Fits(int mr, int np) {
+  return mr <= MaxTokens<kPairs>() &&
+         (np == 1 || mr * np * kPanelVecs <= (kPairs ? kPairAccBudget : kAccBudget));
+}
+
+// As gemm.cpp's: the hardware FMA, or each lane's std::fma (same bits) where there is none.
+HWY_INLINE VF Fma(VF a, VF b, VF c) {
+#if HWY_NATIVE_FMA
+  return hn::MulAdd(a, b, c);
+#else
+  const DF df;
+  HWY_ALIGN float la[kLanes], lb[kLanes], lc[kLanes];
+  hn::Store(a, df, la);
+  hn::Store(b, df, lb);
+  hn::Store(c, df, lc);
+  for (int i = 0; i < kLanes; ++i) lc[i] = std::fma(la[i], lb[i], lc[i]);
+  return hn::Load(df, lc);
+#endif
+}
+
+// 2^(E - 127 - (B - 1)), the unit of a block of exponent E (E <= 254): a normal or, for E < B, a
+// float32 subnormal, exact either way.
+inline float BlockUnit(int b, uint32_t e) {
+  const int field = static_cast<int>(e) - (b - 1);
+  const uint32_t bits = field >= 1 ? static_cast<uint32_t>(field) << 23 : 1u << (field + 22);
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+// The code at bit `bit` of every lane (B + 1 bits: sign, magnitude) as its value: magnitude
+// converted exactly, times the unit (exact, or flushed to +0 under FTZ), sign ORed.
+template <int B>
+HWY_INLINE VF Widen(VU lanes, int bit, VF unit) {
+  const DF df;
+  const DU du;
+  const VU mag = hn::And(hn::ShiftRightSame(lanes, bit), hn::Set(du, (1u << B) - 1));
+  const VU sign = hn::And(hn::ShiftLeftSame(lanes, 31 - B - bit), hn::Set(du, 0x80000000u));
+  const VF v = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), unit);
+  return hn::Or(v, hn::BitCast(df, sign));
+}
+
+// The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k + 1 first (the
+// BF16 GEMM's pair order), else k first. xp: the tile's input (see Tile).
+template <int MR, int NV, bool kPairs>
+HWY_INLINE void Chain(VF (&acc)[MR][NV], int j, VF w0, VF w1, const float* HWY_RESTRICT xp,
+                      int64_t k) {
+  const DF df;
+  for (int t = 0; t < MR; ++t) {
+    if constexpr (kPairs) {
+      const float* xt = xp + ((k / 2) * MR + t) * 2;
+      acc[t][j] = Fma(hn::Set(df, xt[1]), w1, acc[t][j]);
+      acc[t][j] = Fma(hn::Set(df, xt[0]), w0, acc[t][j]);
+    } else {
+      acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), w0, acc[t][j]);
+      acc[t][j] = Fma(hn::Set(df, xp[(k + 1) * MR + t]), w1, acc[t][j]);
+    }
+  }
+}
+
+// bfp8: the row (in its panel) of set s of lane L = 4 j + e of a chunk (gemm_bfp.h's layout).
+constexpr int Bfp8Row(int lane, int s) {
+  return 16 * ((lane % 4) / 2) + 4 * (lane / 4) + 2 * (lane % 2) + s;
+}
+
+// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
+// last one's pairs cut at last_pairs (kPairs). Chain j holds, in lane l: bfp4 the row
+// 16 h + v kLanes + l (j = (2 p + h) kHalfVecs + v), bfp8 the row Bfp8Row(v kLanes + l, set)
+// (j = p kPanelVecs + set kHalfVecs + v).
+//   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
+template <int MR, int NP, int B, bool kPairs>
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
+                       int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs,
+                       float* HWY_RESTRICT out) {
+  constexpr int NV = NP * kPanelVecs;
+  constexpr int kChunkK = 8;  // bfp4: k per 64-byte chunk of one half
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const DF df;
+  const DU du;
+  VF acc[MR][NV];
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
+  float unit[NP][32][2];  // [panel][k][half] of the current tile
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
+    for (int p = 0; p < NP; ++p) {
+      const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
+      for (int k = 0; k < 32; ++k)
+        for (int h = 0; h < 2; ++h) unit[p][k][h] = BlockUnit(B, e[(k / 2) * 4 + 2 * h + k % 2]);
+    }
+    if constexpr (B == 7) {
+      // Chunk kp: vector v of lanes L = v kLanes + l; set s (bytes 2 s, 2 s + 1) is row
+      // Bfp8Row(L, s), of half (L / 2) % 2.
+      for (int kp = 0; kp < 16; ++kp) {
+        if (kPairs && kp >= pairs) break;
+        const int k = 2 * kp;
+        const int64_t kk = tk * 32 + k;
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* chunk = w + p * panel_bytes + tk * kTileBytes + 64 + 64 * kp;
+          for (int v = 0; v < kHalfVecs; ++v) {
+            const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+            const auto half1 = hn::RebindMask(
+                df,
+                hn::Ne(hn::And(hn::ShiftRight<1>(hn::Iota(du, static_cast<uint32_t>(v * kLanes))),
+                               hn::Set(du, 1u)),
+                       hn::Zero(du)));
+            const VF u0 =
+                hn::IfThenElse(half1, hn::Set(df, unit[p][k][1]), hn::Set(df, unit[p][k][0]));
+            const VF u1 = hn::IfThenElse(half1, hn::Set(df, unit[p][k + 1][1]),
+                                         hn::Set(df, unit[p][k + 1][0]));
+            for (int set = 0; set < 2; ++set) {
+              const int j = p * kPanelVecs + set * kHalfVecs + v;
+              const VF w0 = Widen<B>(lanes, 16 * set, u0);
+              const VF w1 = Widen<B>(lanes, 16 * set + 8, u1);
+              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, kk);
+            }
+          }
+        }
+      }
+    } else {
+      for (int g = 0; g < 32 / kChunkK; ++g) {
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* tile = w + p * panel_bytes + tk * kTileBytes;
+          for (int h = 0; h < 2; ++h) {
+            const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
+            for (int v = 0; v < kHalfVecs; ++v) {
+              const int j = (p * 2 + h) * kHalfVecs + v;
+              const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+              for (int q = 0; q < kChunkK / 2; ++q) {
+                const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
+                if (kPairs && k / 2 >= pairs) break;
+                const int bit0 = 4 * q, bit1 = bit0 + 16;
+                const VF w0 = Widen<B>(lanes, bit0, hn::Set(df, unit[p][k][h]));
+                const VF w1 = Widen<B>(lanes, bit1, hn::Set(df, unit[p][k + 1][h]));
+                Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  if constexpr (B == 7) {  // lane l of acc[t][p kPanelVecs + set kHalfVecs + v]: row Bfp8Row
+    HWY_ALIGN float lanes[kLanes];
+    for (int t = 0; t < MR; ++t) {
+      for (int p = 0; p < NP; ++p) {
+        for (int set = 0; set < 2; ++set) {
+          for (int v = 0; v < kHalfVecs; ++v) {
+            hn::Store(acc[t][p * kPanelVecs + set * kHalfVecs + v], df, lanes);
+            for (int l = 0; l < kLanes; ++l)
+              out[t * NV * kLanes + p * 32 + Bfp8Row(v * kLanes + l, set)] = lanes[l];
+          }
+        }
+      }
+    }
+    return;
+  }
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+}
+
+template <int B, bool kPairs>
+struct TileFn {
+  int64_t panel_bytes, k_tiles, last_pairs;
+  int MaxPanels(int mr) const { return Fits<kPairs>(mr, 4) ? 4 : Fits<kPairs>(mr, 2) ? 2 : 1; }
+  template <int MR>
+  void Run(int np, const float* xp, const uint8_t* w, float* out) const {
+    if constexpr (MR <= MaxTokens<kPairs>()) {
+      if constexpr (Fits<kPairs>(MR, 4)) {
+        if (np == 4) return Tile<MR, 4, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      }
+      if constexpr (Fits<kPairs>(MR, 2)) {
+        if (np == 2) return Tile<MR, 2, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      }
+      return Tile<MR, 1, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+    }
+  }
+  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
+    gemm::WithTileHeight(mr, [&](auto height) { Run<decltype(height)::value>(np, xp, w, out); });
+  }
+};
+
+int BfpMaxTileTokens(int path) {
+  return path == kBfpPathPairs ? MaxTokens<true>() : MaxTokens<false>();
+}
+
+template <int B>
+void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
+  const gemm::Task& t = task.base;
+  if (path == kBfpPathF32) {
+    gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, task.last_pairs});
+    return;
+  }
+#if HWY_ARCH_X86
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
+#endif
+  gemm::RunPanels(t, pa, pb, TileFn<B, true>{t.panel_bytes, t.k_steps, task.last_pairs});
+#if HWY_ARCH_X86
+  _mm_setcsr(csr);
+#endif
+}
+
+// The thread's panels [pa, pb) on the portable tiles.
+void BfpRunRange(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
+  if (task.magnitude_bits == 7) return RunB<7>(path, task, pa, pb);
+  return RunB<3>(path, task, pa, pb);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(BfpMaxTileTokens);
+HWY_EXPORT(BfpRunRange);
+
+namespace {
+
+bool DotKernelOn() {
+  return KernelsOn(CpuKernels::kAvx512Bf16Gemm) && CpuHas(CpuKernels::kAvx512Bf16Vbmi);
+}
+
+int PathOf(const BfpPanels& w) {
+  if (w.precision() == ActivationPrecision::kF32) return kBfpPathF32;
+  return DotKernelOn() ? kBfpPathDot : kBfpPathPairs;
+}
+
+// x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign (gemm.cpp's rounding).
+inline float ActivationBF16(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7f800000u) == 0) return (u & 0x80000000u) ? -0.0f : 0.0f;
+  return BF16ToF32(F32ToBF16(x));
+}
+
+// Packs one tile of mr tokens of x into dst (gemm_bfp.h's BfpGemmInput layouts).
+void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t k32, int mr,
+              float* dst) {
+  for (int t = 0; t < mr; ++t) {
+    const float* xt = x + t * x_stride;
+    switch (path) {
+      case kBfpPathF32:
+        for (int64_t k = 0; k < k32; ++k) dst[k * mr + t] = k < cols ? xt[k] : 0.0f;
+        break;
+      case kBfpPathPairs:
+        for (int64_t k = 0; k < k32; ++k)
+          dst[((k / 2) * mr + t) * 2 + k % 2] = k < cols ? ActivationBF16(xt[k]) : 0.0f;
+        break;
+      case kBfpPathDot:
+        PackBf16PairsRow(xt, cols, k32, mr, t, dst);
+        break;
+    }
+  }
+}
+
+}  // namespace
+
+BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride,
+                              const BfpPanels& w) {
+  WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
+  BfpGemmInput in;
+  in.path_ = PathOf(w);
+  in.tile_tokens_ = in.path_ == kBfpPathDot ? BfpDotTileTokens(BfpMagnitudeBits(w.format()))
+                                            : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  in.n_tokens_ = n_tokens;
+  in.panels_ = &w;
+  const int64_t k32 = w.k_tiles() * 32;
+  in.floats_per_token_ = in.path_ == kBfpPathDot ? k32 / 2 : k32;
+  in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
+  const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
+  const bool parallel = !omp_in_parallel() && tiles.n_tiles > 1 && n_tokens * w.cols() >= (1 << 16);
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t i = 0; i < tiles.n_tiles; ++i) {
+    const int64_t t0 = tiles.Begin(i);
+    PackTile(in.path_, x + t0 * x_stride, x_stride, w.cols(), k32, tiles.Height(i),
+             in.data_.data() + t0 * in.floats_per_token_);
+  }
+  return in;
+}
+
+void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float* y,
+             int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  WC_CHECK(row_begin >= 0 && row_end <= w.rows() && row_begin <= row_end, "bad row range");
+  WC_CHECK(x.panels_ == &w, "gemm input packed for another matrix");
+  if (x.n_tokens_ == 0 || row_begin == row_end || w.cols() == 0) {
+    for (int64_t t = 0; t < x.n_tokens_; ++t)
+      for (int64_t r = row_begin; r < row_end; ++r)
+        y[t * y_stride + r - row_begin] = bias != nullptr ? 0.0f + bias[r] : 0.0f;
+    return;
+  }
+  gemm::BfpTask task;
+  gemm::Task& b = task.base;
+  b.xp = x.data_.data();
+  b.floats_per_token = x.floats_per_token_;
+  b.tile_tokens = x.tile_tokens_;
+  b.n_tokens = x.n_tokens_;
+  b.w = w.data();
+  b.panel_bytes = w.panel_bytes();
+  b.k_steps = w.k_tiles();
+  b.bias = bias;
+  b.y = y;
+  b.y_stride = y_stride;
+  b.row_begin = row_begin;
+  b.row_end = row_end;
+  task.magnitude_bits = BfpMagnitudeBits(w.format());
+  // The BF16 GEMM's chain runs to cols rounded up to even; the f32 chain's padding terms are
+  // +0 products added to a chain that is never -0 (no FTZ), so it runs whole tiles.
+  const int64_t last_cols = w.cols() - (w.k_tiles() - 1) * 32;
+  task.last_pairs = x.path_ == kBfpPathF32 ? 16 : (last_cols + 1) / 2;
+  task.plain = w.plain_flags();
+  const int64_t pa = row_begin / gemm::kPanelRows;
+  const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
+  const int path = x.path_;
+  auto run = [&](int64_t a, int64_t c) {
+    if (a >= c) return;
+    if (path == kBfpPathDot) {
+      GemmBfpDotRange(task, a, c);
+    } else {
+      HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c);
+    }
+  };
+  if (omp_in_parallel() || pb - pa <= 1) {
+    run(pa, pb);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    run(pa + (pb - pa) * tid / nth, pa + (pb - pa) * (tid + 1) / nth);
+  }
+}
+
+void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {
+  const BfpGemmInput in = PackBfpGemmInput(x, n_tokens, w.cols(), w);
+  GemmBfp(in, w, bias, y, w.rows(), 0, w.rows());
+}
+
+std::string GemmBfpKernelName(const BfpPanels& w) {
+  const std::string f = BfpFormatName(w.format());
+  switch (PathOf(w)) {
+    case kBfpPathDot:
+      return f + " bf16 dot (AVX-512 BF16)";
+    case kBfpPathPairs:
+      return f + " bf16 pairs (emulated dot, " + CpuKernelsName(CpuKernels::kPortable) + ")";
+    default:
+      return f + " f32 FMA (" + CpuKernelsName(CpuKernels::kPortable) + ")";
+  }
+}
+
+}  // namespace wc
+#endif  // HWY_ONCE

@@ -1,0 +1,142 @@
+// y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
+// a widened copy: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream 8.5 or 4.5 bits
+// a weight and widen the codes in registers, on AVX-512 BF16 (gemm_bfp_bf16dot.cpp) or portable
+// Highway (gemm_bfp.cpp).
+//
+// Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
+// BF16 / F32 GEMM on its decoded values, i.e. GemmBfp(x, panels) == Gemm(x, PackedMatrix::Pack(D))
+// for D = DequantizeBfpMatrix's values,
+//   kBF16: D as BF16 (exact: every code is a bf16), subnormals flushed to zero of their sign, with
+//          the BF16 GEMM's pair chain (per pair k + 1 then k, bf16-rounded activations, FTZ);
+//   kF32:  D as F32 (exact, no flush), the f32 FMA chain over k in increasing order;
+// for any token count, tile, row range, thread count and SIMD target, with or without the AVX-512
+// kernel. The only padding terms run are zeros that leave a chain unchanged (K is padded to 32,
+// but a kBF16 chain stops at the BF16 GEMM's own padded_cols, so a flushed -0 stays -0).
+//
+// Panel layout (BfpPanels): output rows in panels of 32 (= one tt-metal tile column tn), K-major:
+// panel p = its k tiles tk = 0 .. K/32 - 1 back to back, each BfpTileBytes(f) bytes (1088 / 576,
+// as tt-metal's tile, so bytes() is tt-metal's size), holding k in [32 tk, 32 tk + 32) x n in
+// [32 p, 32 p + 32), in the kernels' order rather than tt-metal's face order:
+//   [0, 64)    exponents: byte 4 kp + 2 h + b = E of the block (k = 2 kp + b, half h), kp < 16,
+//              h < 2 (h: n in [16 h, 16 h + 16)), so one 32-bit word holds a k pair's two E
+//   [64, ...)  codes in chunks of 64 bytes = 16 little-endian 32-bit lanes:
+//     bfp8: chunk kp (k pair, < 16): lane 4 j + e (j, e < 4), byte 2 s + b = code (k = 2 kp + b,
+//           n = 16 (e / 2) + 4 j + 2 (e % 2) + s): so vpunpck{l,h}bw of the looked-up low and
+//           high bytes are the pair operands of rows 0-15 and 16-31 in order
+//     bfp4: chunk 2 g + h (g < 4): lane i (n = 16 h + i), nibble at bit 4 j + 16 b = code
+//           (k = 8 g + 2 j + b, n): vpermw on the words shifted by 0, 4, 8, 12
+// A code whose magnitude is 0 is stored as 0 (tt-metal never writes a negative zero; one from a
+// file is cleared). Loading tt-metal tiles (BfpPanels::FromTiles) is this per-tile reorder only:
+// exponents moved, bfp8 code bytes and bfp4 nibbles regrouped.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/bfp_weights.h"
+#include "kernels/packed_matrix.h"
+#include "util/page_buffer.h"
+
+namespace wc {
+
+class BfpPanels {
+ public:
+  static constexpr int64_t kPanelRows = 32;
+
+  BfpPanels() = default;
+  BfpPanels(BfpPanels&&) noexcept = default;
+  BfpPanels& operator=(BfpPanels&&) noexcept = default;
+
+  // Called after source rows [row_begin, row_end) are packed (in blocks of rows, in order).
+  using RowsDone = std::function<void(int64_t row_begin, int64_t row_end)>;
+
+  // W (HF shape [out = w.rows, in = w.cols], F32 / BF16 / F16, any stride, unaligned) through the
+  // codec (PackBfpTile), in parallel (OpenMP) over panels in blocks of about 8 MiB of source rows,
+  // calling `done` after each. Throws wc::Error naming `name` and the element for a NaN or Inf (the
+  // first in row-block order, whatever the thread count).
+  static BfpPanels FromMatrix(BfpFormat f, const MatrixRef& w, const std::string& name,
+                              ActivationPrecision precision, const RowsDone& done = nullptr);
+
+  // From tt-metal's tiles: `tiles` [layout.bytes()], tile (tk, tn) at layout.TileOffset(tk, tn)
+  // (row-major over the padded [K, N], each as bfp_weights.h step 6 lays it out: a converted
+  // checkpoint's tensor). Throws wc::Error naming `name` for an exponent byte of 255 (an Inf or
+  // NaN's; the packer never writes it).
+  static BfpPanels FromTiles(const BfpLayout& layout, const uint8_t* tiles, const std::string& name,
+                             ActivationPrecision precision);
+
+  BfpFormat format() const { return format_; }
+  ActivationPrecision precision() const { return precision_; }
+  int64_t rows() const { return rows_; }  // N, unpadded (W's rows)
+  int64_t cols() const { return cols_; }  // K, unpadded (W's columns)
+  int64_t k_tiles() const { return (cols_ + 31) / 32; }
+  int64_t panels() const { return (rows_ + kPanelRows - 1) / kPanelRows; }
+  int64_t tile_bytes() const { return BfpTileBytes(format_); }
+  int64_t panel_bytes() const { return k_tiles() * tile_bytes(); }
+  size_t bytes() const { return static_cast<size_t>(panels() * panel_bytes()); }
+  const uint8_t* data() const { return data_.data(); }
+  bool empty() const { return rows_ == 0; }
+
+  // True when every block of panel p holding a nonzero code has E in [B, 127 + B - 1]: its nonzero
+  // values are bf16 normals below 2^B in magnitude, which the AVX-512 kernel widens with one
+  // saturating subtract; other panels take a slower widening that flushes and handles any E.
+  bool PanelIsPlain(int64_t p) const { return plain_[static_cast<size_t>(p)] != 0; }
+  const uint8_t* plain_flags() const { return plain_.data(); }  // [panels] PanelIsPlain
+
+  // W[r, k] (the exact decoded value) and row r as floats (tests; a tied head's lookup).
+  float At(int64_t r, int64_t k) const;
+  void Row(int64_t r, float* out) const;  // out: [cols] f32
+
+ private:
+  void Init(BfpFormat f, int64_t rows, int64_t cols, ActivationPrecision precision);
+  // Reorders tile bytes `tt` (tt-metal's layout) into tile (tk, p) of the panels.
+  void PutTile(int64_t tk, int64_t p, const uint8_t* tt);
+  void MarkPlain();
+
+  BfpFormat format_ = BfpFormat::kBfp8;
+  ActivationPrecision precision_ = ActivationPrecision::kBF16;
+  int64_t rows_ = 0, cols_ = 0;
+  PageBuffer data_;             // [panels][k_tiles][tile_bytes], 2 MiB aligned, huge pages
+  std::vector<uint8_t> plain_;  // [panels] PanelIsPlain
+};
+
+// Activations packed for one BfpPanels' kernel (the BF16 / F32 GEMM's layouts, gemm.h's
+// GemmInput), K padded to 32 with zeros: tiles of at most MR tokens (balanced, gemm_schedule.h's
+// TokenTiles), the tile of tokens [t0, t0 + h) at data + t0 * floats_per_token, laid out
+//   kF32:                    [K32][h] f32
+//   kBF16 portable:          [K32 / 2][h][2] f32 (bf16-rounded values)
+//   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4)
+class BfpGemmInput {
+ public:
+  int64_t n_tokens() const { return n_tokens_; }
+
+ private:
+  friend BfpGemmInput PackBfpGemmInput(const float*, int64_t, int64_t, const BfpPanels&);
+  friend void GemmBfp(const BfpGemmInput&, const BfpPanels&, const float*, float*, int64_t, int64_t,
+                      int64_t);
+  int path_ = 0;  // gemm_bfp.cpp's BfpPath
+  int tile_tokens_ = 1;
+  int64_t n_tokens_ = 0;
+  int64_t floats_per_token_ = 0;
+  const BfpPanels* panels_ = nullptr;  // the matrix it was packed for
+  std::vector<float> data_;
+};
+
+// x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
+BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride,
+                              const BfpPanels& w);
+
+// y[t * y_stride + (r - row_begin)] = sum_k x[t, k] W[r, k] (+ bias[r]) for t < n_tokens,
+// r in [row_begin, row_end). bias: [w.rows()] or nullptr. Splits panels over OpenMP threads
+// (contiguous ranges), or runs on the calling thread inside a parallel region; identical results.
+void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float* y,
+             int64_t y_stride, int64_t row_begin, int64_t row_end);
+
+// Both steps: y [n_tokens, w.rows()].
+void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y);
+
+// The kernel w's products run on, e.g. "bfp8 bf16 dot (AVX-512 BF16)", "bfp4 f32 FMA (AVX2)".
+std::string GemmBfpKernelName(const BfpPanels& w);
+
+}  // namespace wc

@@ -1,0 +1,203 @@
+// BfpPanels (gemm_bfp.h): block-float weights in the GEMM kernels' panel layout, built through the
+// codec (bfp_weights.h) from a matrix or reordered from tt-metal's tiles.
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+#include "kernels/gemm_bfp.h"
+#include "util/bf16.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+constexpr int64_t kTile = kBfpTileDim;
+
+// bfp8: the byte of code (k, n) in its tile's chunk of k pair k / 2 (gemm_bfp.h): lane 4 j + e,
+// byte 2 s + k % 2, where n = 16 (e / 2) + 4 j + 2 (e % 2) + s.
+inline int64_t Bfp8CodeByte(int64_t k, int64_t n) {
+  const int64_t h = n / 16, m = n % 16, j = m / 4, d = m % 4;
+  const int64_t lane = 4 * j + 2 * h + d / 2, s = d % 2;
+  return kBfpExponentBytes + 64 * (k / 2) + 4 * lane + 2 * s + k % 2;
+}
+
+// out[0:n] = float32 bits of W[r, c0 : c0 + n].
+void LoadRowBits(const MatrixRef& w, int64_t r, int64_t c0, int64_t n, uint32_t* out) {
+  const int64_t esize = DTypeSize(w.dtype);
+  const auto* src = static_cast<const uint8_t*>(w.data) + (r * w.row_stride + c0) * esize;
+  switch (w.dtype) {
+    case DType::kF32:
+      std::memcpy(out, src, static_cast<size_t>(n) * 4);
+      break;
+    case DType::kBF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        out[i] = static_cast<uint32_t>(h) << 16;
+      }
+      break;
+    case DType::kF16:
+      for (int64_t i = 0; i < n; ++i) {
+        uint16_t h;
+        std::memcpy(&h, src + 2 * i, 2);
+        const float f = F16ToF32(h);
+        std::memcpy(&out[i], &f, 4);
+      }
+      break;
+  }
+}
+
+// bits [32 k][32 n] = tile (tk, tn) of the transposed, zero-padded W (as the codec's packer reads
+// it). Throws on a non-finite value, with the codec's message.
+void GatherTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t tn,
+                uint32_t* bits) {
+  const int64_t k0 = tk * kTile, n0 = tn * kTile;
+  const int64_t kn = std::clamp<int64_t>(w.cols - k0, 0, kTile);
+  const int64_t nn = std::clamp<int64_t>(w.rows - n0, 0, kTile);
+  std::memset(bits, 0, sizeof(uint32_t) * kTile * kTile);
+  uint32_t row[kTile];  // [kn] W[n0 + j, k0 : k0 + kn]
+  for (int64_t j = 0; j < nn; ++j) {
+    LoadRowBits(w, n0 + j, k0, kn, row);
+    for (int64_t i = 0; i < kn; ++i) {
+      if ((row[i] & 0x7f800000u) == 0x7f800000u) {
+        float v;
+        std::memcpy(&v, &row[i], 4);
+        throw Error(Cat(name, ": weight [", n0 + j, ", ", k0 + i, "] is ", v,
+                        "; block-float (bfp8/bfp4) weights must be finite"));
+      }
+      bits[i * kTile + j] = row[i];
+    }
+  }
+}
+
+// Runs fn(p) for panels [0, panels) in parallel (OpenMP); an exception from the lowest failing
+// panel, whatever the thread count, is rethrown after the region.
+template <class Fn>
+void ForPanels(int64_t p0, int64_t p1, const Fn& fn) {
+  int64_t bad = p1;
+  std::string what;
+#pragma omp parallel for schedule(static)
+  for (int64_t p = p0; p < p1; ++p) {
+    try {
+      fn(p);
+    } catch (const Error& e) {
+#pragma omp critical(wc_bfp_panels_error)
+      if (p < bad) {
+        bad = p;
+        what = e.what();
+      }
+    }
+  }
+  if (bad < p1) throw Error(what);
+}
+
+}  // namespace
+
+void BfpPanels::Init(BfpFormat f, int64_t rows, int64_t cols, ActivationPrecision precision) {
+  WC_CHECK(rows >= 0 && cols >= 0, "bad matrix shape");
+  format_ = f;
+  precision_ = precision;
+  rows_ = rows;
+  cols_ = cols;
+  data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels() * panel_bytes())));
+  plain_.assign(static_cast<size_t>(panels()), 1);
+}
+
+void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
+  uint8_t* dst = data_.data() + p * panel_bytes() + tk * tile_bytes();
+  const int b_bits = BfpMagnitudeBits(format_);
+  bool plain = true;
+  for (int64_t k = 0; k < kTile; ++k) {
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t face = (k / 16) * 2 + h, i = k % 16;
+      const uint8_t e = tt[face * 16 + i];
+      dst[(k / 2) * 4 + 2 * h + k % 2] = e;
+      bool nonzero = false;
+      for (int64_t j = 0; j < 16; ++j) {  // n = 16 h + j
+        if (format_ == BfpFormat::kBfp8) {
+          uint8_t c = tt[kBfpExponentBytes + (face * 16 + i) * 16 + j];
+          if ((c & 0x7f) == 0) c = 0;
+          nonzero |= c != 0;
+          dst[Bfp8CodeByte(k, 16 * h + j)] = c;
+        } else {
+          uint8_t c = (tt[kBfpExponentBytes + (face * 16 + i) * 8 + j / 2] >> (4 * (j % 2))) & 0xf;
+          if ((c & 7) == 0) c = 0;
+          nonzero |= c != 0;
+          const int64_t kk = k % 8, bit = 4 * (kk / 2) + 16 * (kk % 2);
+          uint8_t& byte = dst[kBfpExponentBytes + (2 * (k / 8) + h) * 64 + 4 * j + bit / 8];
+          byte = static_cast<uint8_t>(byte | c << (bit % 8));
+        }
+      }
+      if (nonzero && (e < b_bits || e > 126 + b_bits)) plain = false;
+    }
+  }
+  if (!plain) plain_[static_cast<size_t>(p)] = 0;
+}
+
+BfpPanels BfpPanels::FromMatrix(BfpFormat f, const MatrixRef& w, const std::string& name,
+                                ActivationPrecision precision, const RowsDone& done) {
+  WC_CHECK(w.dtype == DType::kF32 || w.dtype == DType::kBF16 || w.dtype == DType::kF16,
+           "bad dtype");
+  WC_CHECK(w.rows >= 0 && w.cols >= 0 && w.row_stride >= w.cols, "bad matrix shape");
+  BfpPanels m;
+  m.Init(f, w.rows, w.cols, precision);
+  const int64_t panels = m.panels(), k_tiles = m.k_tiles();
+  // Blocks of about 8 MiB of source rows, so `done` can release a large matrix while it is packed.
+  const int64_t row_bytes = std::max<int64_t>(1, w.row_stride * DTypeSize(w.dtype));
+  const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / (kPanelRows * row_bytes));
+  for (int64_t p0 = 0; p0 < panels; p0 += block) {
+    const int64_t p1 = std::min(panels, p0 + block);
+    ForPanels(p0, p1, [&](int64_t p) {
+      uint32_t bits[kTile * kTile];                            // [32 k][32 n] one tile's values
+      alignas(64) uint8_t tt[BfpTileBytes(BfpFormat::kBfp8)];  // one tile, tt-metal's layout
+      for (int64_t tk = 0; tk < k_tiles; ++tk) {
+        GatherTile(w, name, tk, p, bits);
+        PackBfpTile(f, bits, tt);
+        m.PutTile(tk, p, tt);
+      }
+    });
+    if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
+  }
+  return m;
+}
+
+BfpPanels BfpPanels::FromTiles(const BfpLayout& layout, const uint8_t* tiles,
+                               const std::string& name, ActivationPrecision precision) {
+  BfpPanels m;
+  m.Init(layout.format, layout.out, layout.in, precision);
+  ForPanels(0, m.panels(), [&](int64_t p) {
+    for (int64_t tk = 0; tk < m.k_tiles(); ++tk) {
+      const uint8_t* tt = tiles + layout.TileOffset(tk, p);
+      for (int64_t i = 0; i < kBfpExponentBytes; ++i) {
+        if (tt[i] == 255)
+          throw Error(Cat(name, ": tile (", tk, ", ", p, ") of this ", BfpFormatName(layout.format),
+                          " tensor has an exponent of 255 (Inf/NaN), which no packer writes"));
+      }
+      m.PutTile(tk, p, tt);
+    }
+  });
+  return m;
+}
+
+float BfpPanels::At(int64_t r, int64_t k) const {
+  WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
+  const uint8_t* tile = data_.data() + (r / 32) * panel_bytes() + (k / 32) * tile_bytes();
+  const int64_t n = r % 32, h = n / 16, lane = n % 16, kk = k % 32;
+  const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
+  uint8_t code;
+  if (format_ == BfpFormat::kBfp8) {
+    code = tile[Bfp8CodeByte(kk, n)];
+  } else {
+    const int64_t k8 = kk % 8, bit = 4 * (k8 / 2) + 16 * (k8 % 2);
+    uint32_t word;
+    std::memcpy(&word, tile + kBfpExponentBytes + (2 * (kk / 8) + h) * 64 + 4 * lane, 4);
+    code = static_cast<uint8_t>((word >> bit) & 0xf);
+  }
+  return BfpDecode(format_, code, e);
+}
+
+void BfpPanels::Row(int64_t r, float* out) const {
+  for (int64_t k = 0; k < cols_; ++k) out[k] = At(r, k);
+}
+
+}  // namespace wc

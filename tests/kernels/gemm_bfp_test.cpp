@@ -1,0 +1,319 @@
+// The block-float GEMM (kernels/gemm_bfp.h) against its contract: every element bit for bit the
+// BF16 GEMM (kBF16) or F32 GEMM (kF32) on the dequantized matrix, for both formats, odd shapes,
+// decode (1 token) and prefill (1..40 tokens), partial row ranges, bias, 1 and 2 threads, the
+// AVX-512 kernel on and off, every SIMD target this binary has and WORMCHAT_SIMD=avx2 (a
+// subprocess). Plus the panels' values and their build from tt-metal tiles.
+#include <omp.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "hwy/targets.h"
+#include "kernels/cpu_kernels.h"
+#include "kernels/gemm.h"
+#include "kernels/gemm_bfp.h"
+#include "kernels/simd_limit.h"
+#include "util/bf16.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+namespace wc {
+namespace {
+
+constexpr BfpFormat k8 = BfpFormat::kBfp8, k4 = BfpFormat::kBfp4;
+
+// How a test matrix's values are drawn.
+enum class Values {
+  kUniform,  // U(-1, 1): every block plain
+  kWide,     // per row and block of 16 columns a scale 2^[-150, 100], some zeros and tiny blocks:
+             // exponents outside [B, 127 + B - 1], bf16 subnormals to flush, zero blocks
+};
+
+// W [out, in] f32 with row stride in + 3, one float off alignment.
+struct Source {
+  std::vector<float> storage;
+  MatrixRef ref;
+};
+
+Source MakeSource(int64_t out, int64_t in, uint64_t seed, Values values) {
+  Source s;
+  const int64_t stride = in + 3;
+  s.storage.assign(static_cast<size_t>(out * stride + 1), 0.0f);
+  Rng rng(seed);
+  for (int64_t r = 0; r < out; ++r) {
+    float scale = 1.0f;
+    for (int64_t k = 0; k < in; ++k) {
+      if (values == Values::kWide && k % 16 == 0) {
+        const double u = rng.Uniform();
+        scale =
+            u < 0.1 ? 0.0f : static_cast<float>(std::ldexp(1.0, static_cast<int>(u * 250) - 150));
+      }
+      float v = scale * static_cast<float>(rng.Uniform() * 2.0 - 1.0);
+      if (values == Values::kWide && rng.Uniform() < 0.05) v = -0.0f;
+      s.storage[1 + r * stride + k] = v;
+    }
+  }
+  s.ref = MatrixRef{DType::kF32, out, in, stride, s.storage.data() + 1};
+  return s;
+}
+
+// The reference: the dequantized matrix packed for the BF16 (kBF16) or F32 (kF32) GEMM.
+struct Reference {
+  std::vector<float> values;   // [out, in]
+  std::vector<uint16_t> bf16;  // [out, in]
+  PackedMatrix packed;
+};
+
+Reference MakeReference(BfpFormat f, const Source& s, ActivationPrecision p) {
+  Reference ref;
+  const int64_t out = s.ref.rows, in = s.ref.cols;
+  std::vector<uint8_t> tiles(static_cast<size_t>(BfpLayout{f, out, in}.bytes()));
+  PackBfpMatrix(f, s.ref, "w", tiles.data());
+  ref.values.resize(static_cast<size_t>(out * in));
+  DequantizeBfpMatrix(BfpLayout{f, out, in}, tiles.data(), ref.values.data());
+  if (p == ActivationPrecision::kBF16) {
+    ref.bf16.resize(ref.values.size());
+    for (size_t i = 0; i < ref.values.size(); ++i) {
+      ref.bf16[i] = F32ToBF16(ref.values[i]);
+      EXPECT_EQ(BF16ToF32(ref.bf16[i]), ref.values[i]);  // exact
+    }
+    ref.packed = PackedMatrix::Pack(MatrixRef{DType::kBF16, out, in, in, ref.bf16.data()}, p);
+  } else {
+    ref.packed = PackedMatrix::Pack(MatrixRef{DType::kF32, out, in, in, ref.values.data()}, p);
+  }
+  return ref;
+}
+
+std::vector<float> RandomX(int64_t n, int64_t stride, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * stride));
+  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4.0 - 2.0);
+  return x;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// The first element whose bits differ, for the failure message.
+std::string FirstDifference(const std::vector<float>& got, const std::vector<float>& want) {
+  for (size_t i = 0; i < got.size() && i < want.size(); ++i) {
+    if (std::memcmp(&got[i], &want[i], 4) != 0)
+      return Cat("element ", i, ": ", got[i], " want ", want[i]);
+  }
+  return "sizes differ";
+}
+
+struct Case {
+  BfpFormat format;
+  ActivationPrecision precision;
+};
+
+class GemmBfpTest : public ::testing::TestWithParam<Case> {
+ protected:
+  void TearDown() override { SetGemmBf16DotKernel(true); }
+};
+
+// The panels hold exactly the codec's values, built from the matrix or from tt-metal tiles.
+TEST_P(GemmBfpTest, PanelsHoldTheCodecsValues) {
+  const Case c = GetParam();
+  for (Values values : {Values::kUniform, Values::kWide}) {
+    const Source s = MakeSource(45, 77, 3, values);
+    const Reference ref = MakeReference(c.format, s, c.precision);
+    const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+    EXPECT_EQ(m.bytes(), static_cast<size_t>(BfpLayout{c.format, 45, 77}.bytes()));
+    std::vector<float> row(77);
+    for (int64_t r = 0; r < 45; ++r) {
+      m.Row(r, row.data());
+      for (int64_t k = 0; k < 77; ++k)
+        ASSERT_EQ(std::memcmp(&row[k], &ref.values[r * 77 + k], 4), 0) << r << ", " << k;
+    }
+    std::vector<uint8_t> tiles(static_cast<size_t>(BfpLayout{c.format, 45, 77}.bytes()));
+    PackBfpMatrix(c.format, s.ref, "w", tiles.data());
+    const BfpPanels t =
+        BfpPanels::FromTiles(BfpLayout{c.format, 45, 77}, tiles.data(), "w", c.precision);
+    ASSERT_EQ(t.bytes(), m.bytes());
+    EXPECT_EQ(std::memcmp(t.data(), m.data(), m.bytes()), 0);
+    for (int64_t p = 0; p < m.panels(); ++p) EXPECT_EQ(t.PanelIsPlain(p), m.PanelIsPlain(p));
+    int64_t plain = 0;
+    for (int64_t p = 0; p < m.panels(); ++p) plain += m.PanelIsPlain(p);
+    // Uniform values make plain panels only; wide ones none (both widenings are tested).
+    EXPECT_EQ(plain, values == Values::kUniform ? m.panels() : 0);
+  }
+}
+
+// Every token count (every tile height and tail), odd shapes, partial row ranges, bias or not,
+// plain and wide values: each element equals the reference GEMM's bit for bit, on the AVX-512
+// kernel (where the CPU has it) and on the portable one.
+TEST_P(GemmBfpTest, EveryElementIsTheReferenceGemms) {
+  const Case c = GetParam();
+  for (Values values : {Values::kUniform, Values::kWide}) {
+    for (int64_t cols : {1, 2, 5, 31, 33, 64, 131}) {
+      for (int64_t rows : {1, 33, 100, 160}) {
+        const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows * 7 + cols), values);
+        const Reference ref = MakeReference(c.format, s, c.precision);
+        const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+        const std::vector<float> bias = RandomX(1, rows, 99);
+        for (int64_t n : {1, 2, 3, 4, 7, 12, 13, 25, 40}) {
+          const int64_t x_stride = cols + 1;
+          const std::vector<float> x = RandomX(n, x_stride, static_cast<uint64_t>(n));
+          const int64_t r0 = rows > 40 ? 5 : 0, r1 = rows > 40 ? rows - 2 : rows;
+          const float* b = (n % 2) == 1 ? bias.data() : nullptr;
+          std::vector<float> want(static_cast<size_t>(n * (r1 - r0)), -1.0f);
+          Gemm(PackGemmInput(x.data(), n, x_stride, ref.packed), ref.packed, b, want.data(),
+               r1 - r0, r0, r1);
+          for (bool hw : {true, false}) {
+            SetGemmBf16DotKernel(hw);
+            std::vector<float> y(want.size(), -1.0f);
+            GemmBfp(PackBfpGemmInput(x.data(), n, x_stride, m), m, b, y.data(), r1 - r0, r0, r1);
+            ASSERT_TRUE(SameBits(y, want))
+                << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " n " << n
+                << (hw ? " " : " portable ") << GemmBfpKernelName(m);
+          }
+          SetGemmBf16DotKernel(true);
+        }
+      }
+    }
+  }
+}
+
+// 1 and 2 threads, AVX-512 kernel on and off, decode and prefill: identical bits.
+TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
+  const Case c = GetParam();
+  const int64_t rows = 300, cols = 200;
+  const Source s = MakeSource(rows, cols, 5, Values::kWide);
+  const Reference ref = MakeReference(c.format, s, c.precision);
+  const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+  for (int64_t n : {1, 29}) {
+    const std::vector<float> x = RandomX(n, cols, 6);
+    std::vector<float> want(static_cast<size_t>(n * rows));
+    Gemm(x.data(), n, ref.packed, nullptr, want.data());
+    for (int threads : {1, 2}) {
+      for (bool hw : {true, false}) {
+        SetGemmBf16DotKernel(hw);
+        const int saved = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        std::vector<float> y(want.size());
+        GemmBfp(x.data(), n, m, nullptr, y.data());
+        omp_set_num_threads(saved);
+        EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " threads " << threads
+                                       << " n " << n << " " << GemmBfpKernelName(m);
+      }
+    }
+  }
+}
+
+// Every SIMD target this binary has and this CPU runs: the same bits.
+TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
+  const Case c = GetParam();
+  const int64_t rows = 70, cols = 67, n = 14;
+  const Source s = MakeSource(rows, cols, 8, Values::kWide);
+  const Reference ref = MakeReference(c.format, s, c.precision);
+  const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+  const std::vector<float> x = RandomX(n, cols, 9);
+  std::vector<float> want(static_cast<size_t>(n * rows));
+  Gemm(x.data(), n, ref.packed, nullptr, want.data());
+  if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Bf16Vbmi))
+    EXPECT_EQ(GemmBfpKernelName(m),
+              std::string(BfpFormatName(c.format)) + " bf16 dot (AVX-512 BF16)");
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  EXPECT_GE(targets.size(), 2u);
+  SetGemmBf16DotKernel(false);
+  for (const int64_t target : targets) {
+    hwy::SetSupportedTargetsForTest(target);
+    std::vector<float> y(want.size());
+    GemmBfp(x.data(), n, m, nullptr, y.data());
+    EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " " << hwy::TargetName(target);
+  }
+  hwy::SetSupportedTargetsForTest(0);
+}
+
+std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+  return std::string(BfpFormatName(info.param.format)) +
+         (info.param.precision == ActivationPrecision::kBF16 ? "_bf16act" : "_f32act");
+}
+
+INSTANTIATE_TEST_SUITE_P(AllKinds, GemmBfpTest,
+                         ::testing::Values(Case{k8, ActivationPrecision::kBF16},
+                                           Case{k4, ActivationPrecision::kBF16},
+                                           Case{k8, ActivationPrecision::kF32},
+                                           Case{k4, ActivationPrecision::kF32}),
+                         CaseName);
+
+// A negative zero code (sign set, magnitude 0) from a file reads as +0, and an exponent of 255 is
+// refused naming the tensor.
+TEST(GemmBfp, TilesFromAFile) {
+  for (BfpFormat f : {k8, k4}) {
+    const BfpLayout layout{f, 32, 32};
+    std::vector<uint8_t> tile(static_cast<size_t>(layout.bytes()), 0);
+    for (int i = 0; i < 64; ++i) tile[i] = 127;
+    // Every code: sign set, magnitude 0 except W[n = 0, k = 0] (face 0 row 0 code 0) = 1.
+    for (size_t i = 64; i < tile.size(); ++i) tile[i] = f == k8 ? 0x80 : 0x88;
+    tile[64] = f == k8 ? 0x01 : 0x81;  // bfp4: code 0 in the low nibble
+    const BfpPanels m = BfpPanels::FromTiles(layout, tile.data(), "w", ActivationPrecision::kBF16);
+    const float one = BfpDecode(f, 1, 127);
+    EXPECT_EQ(m.At(0, 0), one);
+    const float zero = m.At(1, 0);
+    EXPECT_EQ(std::signbit(zero), false);
+    EXPECT_EQ(zero, 0.0f);
+    std::vector<float> x(32, 1.0f), y(32);
+    GemmBfp(x.data(), 1, m, nullptr, y.data());
+    EXPECT_EQ(y[0], one);
+    EXPECT_EQ(std::signbit(y[1]), false);
+    tile[5] = 255;
+    try {
+      BfpPanels::FromTiles(layout, tile.data(), "h.0.mlp", ActivationPrecision::kBF16);
+      FAIL() << "accepted an exponent of 255";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("h.0.mlp"), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(GemmBfp, NonFiniteWeightsAreRefusedNamingTheTensor) {
+  std::vector<float> w(40 * 70, 0.5f);
+  w[33 * 70 + 41] = std::nanf("");
+  try {
+    BfpPanels::FromMatrix(k8, MatrixRef{DType::kF32, 40, 70, 70, w.data()}, "h.3.attn",
+                          ActivationPrecision::kBF16);
+    FAIL() << "accepted a NaN";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("h.3.attn: weight [33, 41]"), std::string::npos)
+        << e.what();
+  }
+}
+
+// WORMCHAT_SIMD=avx2 in a subprocess (the limit is read once per process): Highway's AVX2 target
+// and no AVX-512 kernel, the same bits as the reference.
+TEST(GemmBfp, SimdLimitAvx2) {
+  if (std::getenv("WORMCHAT_SIMD") == nullptr) {
+    const std::string cmd =
+        "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
+        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement* > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return;
+  }
+  ApplySimdLimit();
+  const Source s = MakeSource(50, 100, 4, Values::kWide);
+  for (BfpFormat f : {k8, k4}) {
+    const Reference ref = MakeReference(f, s, ActivationPrecision::kBF16);
+    const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
+    if (SimdLimitName() == "avx2")
+      EXPECT_EQ(GemmBfpKernelName(m),
+                std::string(BfpFormatName(f)) + " bf16 pairs (emulated dot, AVX2)");
+    const std::vector<float> x = RandomX(3, 100, 1);
+    std::vector<float> want(150), y(150);
+    Gemm(x.data(), 3, ref.packed, nullptr, want.data());
+    GemmBfp(x.data(), 3, m, nullptr, y.data());
+    EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want);
+  }
+}
+
+}  // namespace
+}  // namespace wc
