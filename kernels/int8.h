@@ -1,8 +1,9 @@
-// Everything of the int8 KV format in decode attention: the contract, the rounding of the query and
-// of the P.V weights, and its kernels - portable (Highway, decode_attention_int8.cpp) and AVX-512
-// VNNI (decode_attention_int8_vnni.cpp: Q.K^T with vpdpbusd, 64 byte products per instruction,
-// P.V with vpdpwssd, 32 int16 products; a 512-bit f32 FMA does 16). kernel_table.cpp says which
-// of them runs; the codec that writes int8 rows is kvcache/kv_formats.cpp.
+// The int8 KV format in decode attention: the contract of its kernels, the rounding of the query
+// and of the P.V weights, and the kernels - portable (Highway, int8_portable.cpp) and AVX-512 VNNI
+// (int8_vnni.cpp: Q.K^T with vpdpbusd, 64 byte products per instruction, P.V with vpdpwssd, 32
+// int16 products; a 512-bit f32 FMA does 16). int8.cpp holds the roundings and the table entries;
+// kernel_table.cpp says which entry runs; the codec that writes int8 rows is
+// kvcache/kv_formats.cpp.
 //
 // Contract (every int8 kernel, bit for bit): the query is rounded per head to int8
 // (QuantizeQueryInt8), its dot product with a row's codes is an exact integer, and score[h, p] =
@@ -55,7 +56,17 @@ ScoresKernelFn Int8ScoresVnni, Int8ScoresHeadsInLanes, Int8ScoresPerHead;
 WeightedKernelFn Int8WeightedVnniShared, Int8WeightedVnniGroups, Int8WeightedPairs,
     Int8WeightedPerHead;
 
-// The VNNI kernels proper (decode_attention_int8_vnni.cpp), on operands already rounded:
+// The portable kernels proper (int8_portable.cpp), on operands already rounded (shapes as below):
+//   Int8ScoresHeadsInLanesKernel: the heads in the lanes of a vector, 4 rows at a time.
+//   Int8WeightedPairsKernel: V's row pairs widened once for all heads; PerHead: one head at a time.
+void Int8ScoresHeadsInLanesKernel(const int8_t* q8, int n_heads, const float* head_scale,
+                                  const RowsRef& k, float* scores);
+void Int8WeightedPairsKernel(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                             const RowsRef& v, float* o);
+void Int8WeightedPerHeadKernel(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                               const RowsRef& v, float* o);
+
+// The VNNI kernels proper (int8_vnni.cpp), on operands already rounded:
 //   q8: [n_heads, k.cols]; head_scale: [n_heads]; scores: [n_heads, k.rows].
 void Int8ScoresVnniKernel(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
                           float* scores, const RowsRef& along);
