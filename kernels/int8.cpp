@@ -1,6 +1,7 @@
 // The int8 KV format (int8.h): the rounding of the query and of the P.V weights (portable and
 // AVX-512) and the entries the kernel table runs, which round their operand and call the kernels
-// proper - portable (int8_portable.cpp) or AVX-512 VNNI (int8_vnni.cpp).
+// proper - portable (int8_portable.cpp) or AVX-512 VNNI (int8_vnni.cpp). The row codec is inline
+// in int8.h.
 #include "kernels/int8.h"
 
 #include <immintrin.h>

@@ -15,8 +15,10 @@
 
 #include "hwy/targets.h"
 
+#include "kernels/bfp_kv.h"
 #include "kernels/decode_attention.h"
 #include "kernels/decode_attention_bf16dot.h"
+#include "kernels/fp8.h"
 #include "kernels/int8.h"
 #include "kernels/kernel_table.h"
 #include "kvcache/kv_formats.h"
