@@ -10,7 +10,7 @@ namespace wc {
 
 enum class CpuKernels : uint8_t {
   kPortable,        // Highway's run-time dispatch: every CPU, its best target
-  kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (decode_attention_int8.h)
+  kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (int8.h)
   kAvx512Bf16Vbmi,  // vdpbf16ps and vpermi2b: the fp8 / bfp8 attention kernels (..._bf16dot.h)
   kAvx512Bf16Gemm,  // vdpbf16ps: the BF16 GEMM (gemm_bf16dot.h), switched apart from attention
 };

@@ -3,7 +3,7 @@
 // in place in their stored format (kv_rows.h: f32, bf16, f16, int8, fp8, bfp8), dequantized inside
 // the dot products, with run-time SIMD dispatch (Highway) and FP32 accumulation. Scaled codes
 // (int8 / fp8) are summed unscaled and the row's scale applied once: to each score, and to each
-// P.V weight. int8 rows take integer dot products instead (decode_attention_int8.h): the query
+// P.V weight. int8 rows take integer dot products instead (int8.h): the query
 // rounded to int8 per head and the P.V weights to int16 per head and segment, summed exactly -
 // AVX-512 VNNI where the CPU has it, the same integers portably elsewhere, bit for bit.
 //

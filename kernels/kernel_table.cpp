@@ -5,7 +5,7 @@
 #include "kernels/decode_attention.h"
 #include "kernels/decode_attention_bf16dot.h"
 #include "kernels/decode_attention_f32.h"
-#include "kernels/decode_attention_int8.h"
+#include "kernels/int8.h"
 #include "util/error.h"
 
 namespace wc {

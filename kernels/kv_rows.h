@@ -1,6 +1,7 @@
 // Rows of cached K or V exactly as they are stored, in any KV-cache format: what the decode-
 // attention kernels (decode_attention.h) read in place, dequantizing inside their dot products,
-// so no decoded copy of a cache is ever made. kvcache/kv_formats.cpp writes these layouts.
+// so no decoded copy of a cache is ever made. The codecs that write them: int8.h, fp8.h, bfp_kv.h
+// (called by kvcache/kv_formats.cpp).
 //
 // Byte layout of one row of `cols` values (row r starts at data + r * row_bytes):
 //   kF32, kBF16, kF16      cols values.

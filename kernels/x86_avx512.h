@@ -1,4 +1,4 @@
-// Shared pieces of the hand-written AVX-512 kernels (decode_attention_int8_vnni.cpp,
+// Shared pieces of the hand-written AVX-512 kernels (int8_vnni.cpp,
 // decode_attention_bf16dot.cpp), for the instructions Highway 1.0.3 (Debian 12) has no op for.
 // Everything here is compiled for base AVX-512 and inlines into the kernels' wider targets; the
 // kernels run only where the kernel table (kernel_table.h) found their family on (cpu_kernels.h).

@@ -1,6 +1,6 @@
 // The fp8 and BFP8 codes widened to bf16 in AVX-512 registers, for the kernels of
 // decode_attention_bf16dot.cpp: the formats' decoders on the bf16 dot-product path (their
-// encoders are kvcache/kv_formats.cpp). Include it inside that file's target region (AVX-512 BF16
+// encoders are fp8.h and bfp_kv.h). Include it inside that file's target region (AVX-512 BF16
 // and VBMI): everything here is compiled for it.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The head-group ladders of the hand-written AVX-512 kernels, written once for every family.
 //
 // Include this inside the family's `#pragma GCC target` region (one region, one target per
-// translation unit), as decode_attention_int8_vnni.cpp and decode_attention_bf16dot.cpp do: the
+// translation unit), as int8_vnni.cpp and decode_attention_bf16dot.cpp do: the
 // lambdas the ladders call take their instructions from that pragma (GCC gives a lambda no target
 // attribute from the function it is written in, and refuses an always-inline call across
 // targets), so ladder, lambda and head kernel compile for one target and inline into one loop.

@@ -1,16 +1,19 @@
-// Row codecs of the quantized KV-cache formats (issue 5): each K or V row of head_dim values is
-// quantized once, when its token is written, and decoded chunk by chunk inside attention.
+// The quantized KV-cache formats (issue 5) as the cache sees them: which exist, their scale modes,
+// the bytes of a row, and the encoding and decoding of one row, dispatched to each format's codec
+// in kernels/ - beside the kernels that read its rows:
 //
-//   int8      symmetric, q = round(x / s) in [-127, 127], x ~ q * s
-//   fp8-e4m3  OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
-//   fp8-e5m2  OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s) * s
-//   bfp8      Tenstorrent BFP8_B: blocks of 16 values share one 8-bit exponent; each value keeps a
-//             sign and a 7-bit magnitude (1088 bytes per 32x32 tile). No scale needed.
-// Encoded rows have the byte layouts of kernels/kv_rows.h, which the attention kernels read in
-// place. Scales (int8/fp8) are per row ("token-head": one per token per KV head, stored in the row
-// as bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows). Values
+//   int8      kernels/int8.h    symmetric, q = round(x / s) in [-127, 127], x ~ q * s
+//   fp8-e4m3  kernels/fp8.h     OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
+//   fp8-e5m2  kernels/fp8.h     OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s) * s
+//   bfp8      kernels/bfp_kv.h  Tenstorrent BFP8_B: blocks of 16 values share one 8-bit exponent;
+//                               each value keeps a sign and a 7-bit magnitude (1088 bytes per
+//                               32x32 tile). No scale needed.
+// Each K or V row of head_dim values is encoded once, when its token is written, and read in
+// place by attention. Encoded rows have the byte layouts of kernels/kv_rows.h. Scales (int8/fp8)
+// are per row ("token-head": one per token per KV head, amax / KVQuantMax, stored in the row as
+// bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows). Values
 // beyond a format's range saturate to its largest finite value; a zero row gets scale 0 and decodes
-// to zeros; NaN/Inf inputs are refused by the caller (EncodeRow reports them).
+// to zeros; NaN/Inf inputs are refused (EncodeRow reports them).
 #pragma once
 
 #include <cstdint>
@@ -39,15 +42,5 @@ bool EncodeRow(KVQuant q, ScaleMode mode, float tensor_scale, const float* x, in
 // Decodes one row into out[0:head_dim] (f32).
 void DecodeRow(KVQuant q, ScaleMode mode, float tensor_scale, const uint8_t* src, int head_dim,
                float* out);
-
-// Element conversions (exposed for tests): round to nearest even, saturating.
-uint8_t F32ToFP8E4M3(float x);
-uint8_t F32ToFP8E5M2(float x);
-float FP8E4M3ToF32(uint8_t b);
-float FP8E5M2ToF32(uint8_t b);
-
-// One BFP8_B block of 16 values: exp (shared, biased like float32), mant[16] = sign << 7 | mag.
-void EncodeBfp8Block(const float* x, uint8_t* exp, uint8_t* mant);
-void DecodeBfp8Block(uint8_t exp, const uint8_t* mant, float* out);
 
 }  // namespace wc

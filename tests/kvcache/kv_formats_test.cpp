@@ -1,5 +1,6 @@
-// KV-cache row codecs: exhaustive fp8 round trips, rounding, saturation, error bounds, zero and
-// non-finite rows, and the bytes each format costs.
+// KV-cache rows through kv_formats.h in every format and scale mode: error bounds, zero and
+// non-finite rows, saturation at a tensor scale, and the bytes each format costs. The element
+// codecs' own tests sit with their formats: tests/kernels/fp8_test.cpp, bfp_kv_test.cpp.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -11,60 +12,6 @@
 
 namespace wc {
 namespace {
-
-TEST(Fp8, E4M3EveryFiniteCodeRoundTripsAndNeighboursRoundToNearestEven) {
-  for (int b = 0; b < 256; ++b) {
-    if ((b & 0x7f) == 0x7f) continue;  // NaN
-    const float v = FP8E4M3ToF32(static_cast<uint8_t>(b));
-    if (v == 0.0f) continue;  // +0 / -0 both fine
-    EXPECT_EQ(F32ToFP8E4M3(v), b) << b << " " << v;
-  }
-  EXPECT_EQ(F32ToFP8E4M3(1.0f), 0x38);  // code points of the OCP FP8 spec
-  EXPECT_EQ(F32ToFP8E4M3(-2.0f), 0xc0);
-  EXPECT_EQ(FP8E4M3ToF32(0x08), std::ldexp(1.0f, -6));  // smallest normal
-  EXPECT_EQ(FP8E4M3ToF32(0x7e), 448.0f);
-  EXPECT_EQ(FP8E4M3ToF32(0x01), std::ldexp(1.0f, -9));   // smallest subnormal
-  EXPECT_EQ(F32ToFP8E4M3(1.0625f), F32ToFP8E4M3(1.0f));  // tie: to the even mantissa
-  EXPECT_EQ(F32ToFP8E4M3(1.1875f), F32ToFP8E4M3(1.25f));
-  EXPECT_EQ(F32ToFP8E4M3(1e9f), 0x7e);  // saturates, never NaN
-  EXPECT_EQ(F32ToFP8E4M3(-1e9f), 0xfe);
-  EXPECT_TRUE(std::isnan(FP8E4M3ToF32(0x7f)));
-}
-
-TEST(Fp8, E5M2EveryFiniteCodeRoundTripsAndSaturates) {
-  for (int b = 0; b < 256; ++b) {
-    if (((b & 0x7f) >> 2) == 31) continue;  // inf / NaN
-    const float v = FP8E5M2ToF32(static_cast<uint8_t>(b));
-    if (v == 0.0f) continue;
-    EXPECT_EQ(F32ToFP8E5M2(v), b) << b << " " << v;
-  }
-  EXPECT_EQ(F32ToFP8E5M2(1.0f), 0x3c);
-  EXPECT_EQ(F32ToFP8E5M2(-0.5f), 0xb8);
-  EXPECT_EQ(FP8E5M2ToF32(0x7b), 57344.0f);
-  EXPECT_EQ(F32ToFP8E5M2(1e9f), 0x7b);
-  EXPECT_EQ(FP8E5M2ToF32(0x01), std::ldexp(1.0f, -16));
-  EXPECT_TRUE(std::isinf(FP8E5M2ToF32(0x7c)));
-}
-
-TEST(Bfp8, BlockKeepsSevenBitsBelowTheSharedExponent) {
-  float x[16], y[16];
-  for (int i = 0; i < 16; ++i) x[i] = (i % 2 ? -1.0f : 1.0f) * (0.01f + i * 0.37f);
-  uint8_t exp, mant[16];
-  EncodeBfp8Block(x, &exp, mant);
-  DecodeBfp8Block(exp, mant, y);
-  float amax = 0;
-  for (float v : x) amax = std::max(amax, std::fabs(v));
-  for (int i = 0; i < 16; ++i) {
-    EXPECT_LE(std::fabs(x[i] - y[i]), amax * std::ldexp(1.0f, -6)) << i;
-    EXPECT_EQ(std::signbit(x[i]), std::signbit(y[i]));
-  }
-  // A value just under the next power of two rounds up to 128 * quantum: it saturates at 127.
-  float z[16] = {1.999f};
-  EncodeBfp8Block(z, &exp, mant);
-  DecodeBfp8Block(exp, mant, y);
-  EXPECT_EQ(mant[0], 127);
-  EXPECT_NEAR(y[0], 1.984375f, 1e-7);
-}
 
 struct FormatCase {
   KVQuant q;

@@ -2,7 +2,7 @@
 // kvcache codec writes them (kvcache/kv_formats.h): every code of every format decodes to the
 // codec's value, and scores / weighted sums over encoded rows match naive loops over DecodeRow's
 // values, for every head and row count around the SIMD groupings and head_dims with scalar tails.
-// int8 rows go through integer dot products (decode_attention_int8.h): their scores and sums are
+// int8 rows go through integer dot products (int8.h): their scores and sums are
 // checked bit for bit against that contract, and within its rounding bound of the true values.
 #include <algorithm>
 #include <cmath>
@@ -15,9 +15,11 @@
 
 #include "hwy/targets.h"
 
+#include "kernels/bfp_kv.h"
 #include "kernels/decode_attention.h"
 #include "kernels/decode_attention_bf16dot.h"
-#include "kernels/decode_attention_int8.h"
+#include "kernels/fp8.h"
+#include "kernels/int8.h"
 #include "kernels/kernel_table.h"
 #include "kvcache/kv_formats.h"
 #include "util/bf16.h"

@@ -1,8 +1,10 @@
-// Everything of the int8 KV format in decode attention: the contract, the rounding of the query and
-// of the P.V weights, and its kernels - portable (Highway, decode_attention_int8.cpp) and AVX-512
-// VNNI (decode_attention_int8_vnni.cpp: Q.K^T with vpdpbusd, 64 byte products per instruction,
-// P.V with vpdpwssd, 32 int16 products; a 512-bit f32 FMA does 16). kernel_table.cpp says which
-// of them runs; the codec that writes int8 rows is kvcache/kv_formats.cpp.
+// The int8 KV format, all of it: the row codec that writes K and V rows (inline below), the
+// contract of its attention kernels, the rounding of the query and of the P.V weights, and the
+// kernels - portable (Highway, int8_portable.cpp) and AVX-512 VNNI (int8_vnni.cpp: Q.K^T with
+// vpdpbusd, 64 byte products per instruction, P.V with vpdpwssd, 32 int16 products; a 512-bit f32
+// FMA does 16). int8.cpp holds the roundings and the table entries; kernel_table.cpp says which
+// entry runs; kvcache/kv_formats.cpp picks the row's scale (per row or per tensor) and calls the
+// codec.
 //
 // Contract (every int8 kernel, bit for bit): the query is rounded per head to int8
 // (QuantizeQueryInt8), its dot product with a row's codes is an exact integer, and score[h, p] =
@@ -11,6 +13,8 @@
 // products and partial sums are exact integers below 2^24) give identical scores.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/cpu_kernels.h"
@@ -18,6 +22,25 @@
 #include "kernels/kv_rows.h"
 
 namespace wc {
+
+// The row codec. An int8 row (layout: kv_rows.h) holds symmetric codes q = round(x / s) in
+// [-kInt8CodeMax, kInt8CodeMax], value q * s; the scale s is amax / kInt8CodeMax of the row or of
+// the tensor (kvcache/kv_formats.h), so values beyond a tensor scale's range saturate.
+constexpr float kInt8CodeMax = 127.0f;
+
+// codes[i] = round-to-nearest-even(clamp(x[i] * inv_scale)) as two's complement bytes, i < n;
+// inv_scale = 1 / s (0 for an all-zero row: all codes 0).
+inline void EncodeInt8Codes(const float* x, int n, float inv_scale, uint8_t* codes) {
+  for (int i = 0; i < n; ++i) {
+    const float y = x[i] * inv_scale;
+    const float r = std::nearbyint(std::max(-kInt8CodeMax, std::min(kInt8CodeMax, y)));
+    codes[i] = static_cast<uint8_t>(static_cast<int8_t>(r));
+  }
+}
+// out[i] = code[i] * scale, i < n: the scalar decoder, the oracle the kernels are tested against.
+inline void DecodeInt8Codes(const uint8_t* codes, int n, float scale, float* out) {
+  for (int i = 0; i < n; ++i) out[i] = static_cast<float>(static_cast<int8_t>(codes[i])) * scale;
+}
 
 // Largest head_dim whose int8 dot products stay exact in f32 partial sums (127 * 128 * 1024
 // < 2^24); wider heads keep the f32 query.
@@ -55,7 +78,17 @@ ScoresKernelFn Int8ScoresVnni, Int8ScoresHeadsInLanes, Int8ScoresPerHead;
 WeightedKernelFn Int8WeightedVnniShared, Int8WeightedVnniGroups, Int8WeightedPairs,
     Int8WeightedPerHead;
 
-// The VNNI kernels proper (decode_attention_int8_vnni.cpp), on operands already rounded:
+// The portable kernels proper (int8_portable.cpp), on operands already rounded (shapes as below):
+//   Int8ScoresHeadsInLanesKernel: the heads in the lanes of a vector, 4 rows at a time.
+//   Int8WeightedPairsKernel: V's row pairs widened once for all heads; PerHead: one head at a time.
+void Int8ScoresHeadsInLanesKernel(const int8_t* q8, int n_heads, const float* head_scale,
+                                  const RowsRef& k, float* scores);
+void Int8WeightedPairsKernel(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                             const RowsRef& v, float* o);
+void Int8WeightedPerHeadKernel(const int16_t* wq, int64_t wq_stride, const float* unit, int n_heads,
+                               const RowsRef& v, float* o);
+
+// The VNNI kernels proper (int8_vnni.cpp), on operands already rounded:
 //   q8: [n_heads, k.cols]; head_scale: [n_heads]; scores: [n_heads, k.rows].
 void Int8ScoresVnniKernel(const int8_t* q8, int n_heads, const float* head_scale, const RowsRef& k,
                           float* scores, const RowsRef& along);

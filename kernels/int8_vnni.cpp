@@ -1,4 +1,4 @@
-// The int8 attention kernels on AVX-512 VNNI (decode_attention_int8.h). Highway 1.0.3 (Debian 12)
+// The int8 attention kernels on AVX-512 VNNI (int8.h). Highway 1.0.3 (Debian 12)
 // has no op for the VNNI dot products, so these are intrinsics, compiled for AVX-512 VNNI and
 // called only where KernelsOn(CpuKernels::kAvx512Vnni) (kernel_table.cpp).
 #include <immintrin.h>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/decode_attention_int8.h"
+#include "kernels/int8.h"
 #include "kernels/x86_avx512.h"
 
 // Everything below runs only on a CPU with WC_VNNI's instructions; the pragma (the same list) gives
