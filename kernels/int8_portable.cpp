@@ -56,7 +56,7 @@ void WeightedInt16Impl(const int16_t* wq, int64_t wq_stride, const float* unit, 
 }
 
 #if HWY_TARGET != HWY_SCALAR
-// int8 Q.K^T without the VNNI kernel (the contract in decode_attention_int8.h, bit for bit): the
+// int8 Q.K^T without the VNNI kernel (the contract in int8.h, bit for bit): the
 // heads in the lanes of a vector, the query transposed once per call into words of two int16 (qt:
 // [groups][cols / 2][lanes]), each row's codes widened to int16 once and its words broadcast, so
 // one int16 multiply-add pair (vpmaddwd) per word and 4 rows at a time give every head's partial
