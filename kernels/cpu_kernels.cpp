@@ -67,6 +67,11 @@ std::string CpuKernelsName(CpuKernels family) {
       break;
   }
   const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  // SupportedTargets() (under SupportedAndGeneratedTargets) re-detects the CPU and points Highway's
+  // dispatch at every target it has, WORMCHAT_SIMD's DisableTargets mask ignored (Highway 1.0's
+  // guard against recursion; its FunctionCache re-applies the mask, a direct call does not): put
+  // the masked choice back, so naming a kernel never changes which one runs.
+  hwy::GetChosenTarget().Update(hwy::SupportedTargets());
   return targets.empty() ? "scalar" : hwy::TargetName(targets.front());
 }
 

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
 #include <type_traits>
+#include <utility>
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm_bf16dot.h"
@@ -26,7 +30,7 @@
 #ifndef WC_KERNELS_GEMM_PATHS_
 #define WC_KERNELS_GEMM_PATHS_
 namespace wc {
-enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBf16Dot = 3 };
+enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBf16Dot = 3, kPathBfp = 4 };
 }  // namespace wc
 #endif
 
@@ -192,7 +196,10 @@ HWY_EXPORT(RunRange);
 
 namespace {
 
+// The kernel choice, the first row that fits (kernels/README.md's GEMM table): a bfp matrix the
+// block-float GEMM (which picks its own tiles: GemmBfpKernelName), then by the panels' dtype.
 int PathOf(const PackedMatrix& w) {
+  if (IsBfp(w.format())) return kPathBfp;
   switch (w.dtype()) {
     case DType::kF32:
       return kPathF32;
@@ -244,9 +251,13 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   GemmInput in;
   in.path_ = PathOf(w);
+  in.n_tokens_ = n_tokens;
+  if (in.path_ == kPathBfp) {
+    in.bfp_ = PackBfpGemmInput(x, n_tokens, x_stride, w.bfp());
+    return in;
+  }
   in.tile_tokens_ = in.path_ == kPathBf16Dot ? gemm::kMaxTileTokens
                                              : HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
-  in.n_tokens_ = n_tokens;
   in.cols_ = w.padded_cols();
   in.floats_per_token_ = in.path_ == kPathBf16Dot ? w.padded_cols() / 2 : w.padded_cols();
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
@@ -266,6 +277,8 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
 
 void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y, int64_t y_stride,
           int64_t row_begin, int64_t row_end) {
+  WC_CHECK((x.path_ == kPathBfp) == IsBfp(w.format()), "gemm input packed for another matrix");
+  if (x.path_ == kPathBfp) return GemmBfp(x.bfp_, w.bfp(), bias, y, y_stride, row_begin, row_end);
   WC_CHECK(row_begin >= 0 && row_end <= w.rows() && row_begin <= row_end, "bad row range");
   WC_CHECK(x.cols_ == w.padded_cols(), "gemm input packed for another matrix");
   if (x.n_tokens_ == 0 || row_begin == row_end) return;
@@ -309,8 +322,23 @@ void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* 
   Gemm(in, w, bias, y, w.rows(), 0, w.rows());
 }
 
+namespace {
+
+// s kept for the process (the few names the block-float kernels print), so a const char* to it
+// stays valid.
+const char* Interned(std::string s) {
+  static std::mutex mu;
+  static std::set<std::string> names;
+  const std::lock_guard<std::mutex> lock(mu);
+  return names.insert(std::move(s)).first->c_str();
+}
+
+}  // namespace
+
 const char* GemmKernelName(const PackedMatrix& w) {
   switch (PathOf(w)) {
+    case kPathBfp:
+      return Interned(GemmBfpKernelName(w.bfp()));
     case kPathBf16Dot:
       return "bf16 dot (AVX-512 BF16)";
     case kPathPairs:
@@ -324,7 +352,8 @@ const char* GemmKernelName(const PackedMatrix& w) {
 }
 
 bool GemmUsesBf16Dot(const PackedMatrix& w) {
-  return PathOf(w) == kPathBf16Dot;
+  const int path = PathOf(w);
+  return path == kPathBf16Dot || (path == kPathBfp && GemmBfpUsesBf16Dot(w.bfp()));
 }
 
 void SetGemmBf16DotKernel(bool enabled) {

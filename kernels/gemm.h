@@ -14,6 +14,10 @@
 // in the call, the tile a token lands in, the row range, the thread count or the SIMD target (every
 // target has FMA; the emulated pairs equal vdpbf16ps bit for bit, checked by tests on CPUs that
 // have it). So decode (one token) and prefill (many) give identical bits.
+//
+// A bfp8 / bfp4 matrix (PackedMatrix::bfp()) runs on the block-float GEMM (gemm_bfp.h), which
+// streams its tiles and gives the bits the BF16 (kF32: F32) chain above gives on its decoded
+// values (the block-float contract, weight_format.h); every entry point below routes it there.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +34,8 @@ namespace wc {
 //         data + t0 * floats_per_token, laid out [padded_cols][h] (f32 paths),
 //         [padded_cols / 2][h][2] (emulated bf16 pairs) or [padded_cols / 2][h] (bf16 pairs as
 //         one float's bits: vdpbf16ps).
+//   For a bfp matrix it holds the block-float GEMM's input instead (BfpGemmInput: K padded to 32,
+//   its own tile heights). Either way it serves the one matrix it was packed for (any row ranges).
 class GemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }
@@ -44,6 +50,7 @@ class GemmInput {
   int64_t floats_per_token_ = 0;
   int64_t cols_ = 0;  // the matrix's padded_cols the input was packed for
   std::vector<float> data_;
+  BfpGemmInput bfp_;  // path_ == the block-float path: the input (data_ empty)
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
@@ -58,10 +65,12 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
 // Both steps: packs x, then the whole row range. y: [n_tokens, w.rows()].
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y);
 
-// The kernel a matrix's products run on, e.g. "bf16 dot (AVX-512 BF16)", "f32 FMA (AVX3)".
+// The kernel a matrix's products run on, e.g. "bf16 dot (AVX-512 BF16)", "f32 FMA", or a bfp
+// matrix's GemmBfpKernelName ("bfp8 bf16 dot (AVX-512 BF16)"); a pointer valid for the process.
 const char* GemmKernelName(const PackedMatrix& w);
 
-// True when w's products run on vdpbf16ps (its compute bound is the bf16 dot-product peak).
+// True when w's products run on vdpbf16ps (its compute bound is the bf16 dot-product peak): the
+// BF16 kernel's, or the block-float one's on AVX-512 BF16 + VBMI.
 bool GemmUsesBf16Dot(const PackedMatrix& w);
 
 // Tests turn the AVX-512 BF16 kernel off (and on) to compare it with its portable emulation.

@@ -410,5 +410,9 @@ std::string GemmBfpKernelName(const BfpPanels& w) {
   }
 }
 
+bool GemmBfpUsesBf16Dot(const BfpPanels& w) {
+  return PathOf(w) == kBfpPathDot;
+}
+
 }  // namespace wc
 #endif  // HWY_ONCE

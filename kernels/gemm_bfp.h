@@ -36,7 +36,8 @@
 #include <vector>
 
 #include "kernels/bfp_weights.h"
-#include "kernels/packed_matrix.h"
+#include "kernels/matmul.h"
+#include "kernels/weight_format.h"
 #include "util/page_buffer.h"
 
 namespace wc {
@@ -138,5 +139,8 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 
 // The kernel w's products run on, e.g. "bfp8 bf16 dot (AVX-512 BF16)", "bfp4 f32 FMA (AVX2)".
 std::string GemmBfpKernelName(const BfpPanels& w);
+
+// True when w's products run on vdpbf16ps (the AVX-512 BF16 + VBMI tiles).
+bool GemmBfpUsesBf16Dot(const BfpPanels& w);
 
 }  // namespace wc

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "util/bf16.h"
 #include "util/error.h"
@@ -62,57 +61,6 @@ void PackPanel(const MatrixRef& w, int64_t p, DType dtype, uint8_t* out) {
   }
 }
 
-// The first non-finite weight of rows [r0, r1) as the bfp packer names it (tiles in k order, rows
-// inside a tile), for an error found on a panel's own view of w.
-std::string NonFiniteMessage(const MatrixRef& w, const std::string& name, int64_t r0, int64_t r1) {
-  for (int64_t k0 = 0; k0 < w.cols; k0 += kBfpTileDim)
-    for (int64_t r = r0; r < r1; ++r)
-      for (int64_t k = k0; k < std::min(w.cols, k0 + kBfpTileDim); ++k) {
-        const float v = SourceValue(SourceRow(w, r), w.dtype, k);
-        if (!std::isfinite(v))
-          return Cat(name, ": weight [", r, ", ", k, "] is ", v,
-                     "; block-float (bfp8/bfp4) weights must be finite");
-      }
-  return Cat(name, ": a weight is not finite");
-}
-
-// Panel p of a bfp matrix: rows [p * 32, p * 32 + 32) of w are one tile column of the packed
-// matrix (tile n = p), packed by the exact codec into `tiles` [k_tiles, tile_bytes] and decoded
-// into `out` (a zeroed panel of `dtype`): BF16 flushed, F32 exact. The tiles of a tile column do
-// not depend on the other columns, so packing the panel's rows alone gives the whole matrix's.
-void PackBfpPanel(const MatrixRef& w, BfpFormat f, const std::string& name, int64_t p, DType dtype,
-                  std::vector<uint8_t>& tiles, uint8_t* out) {
-  const int64_t r0 = p * kPanel, n = std::min(kPanel, w.rows - r0);
-  MatrixRef rows = w;
-  rows.rows = n;
-  rows.data = SourceRow(w, r0);
-  const BfpLayout layout{f, n, w.cols};
-  tiles.resize(static_cast<size_t>(layout.bytes()));
-  try {
-    PackBfpTiles(f, rows, name, 0, layout.k_tiles(), 0, 1, tiles.data());
-  } catch (const Error&) {
-    throw Error(NonFiniteMessage(w, name, r0, r0 + n));
-  }
-  float values[kBfpTileDim * kBfpTileDim];  // [32 k][32 n] one tile
-  for (int64_t tk = 0; tk < layout.k_tiles(); ++tk) {
-    UnpackBfpTile(f, tiles.data() + layout.TileOffset(tk, 0), values);
-    const int64_t k0 = tk * kBfpTileDim, kn = std::min(kBfpTileDim, w.cols - k0);
-    for (int64_t i = 0; i < n; ++i)
-      for (int64_t kk = 0; kk < kn; ++kk) {
-        const float v = values[kk * kBfpTileDim + i];
-        const int64_t at = InPanel(dtype, i, k0 + kk);
-        if (dtype == DType::kBF16) {
-          uint32_t bits;
-          std::memcpy(&bits, &v, 4);  // exactly a bf16: the low half is zero
-          reinterpret_cast<uint16_t*>(out)[at] =
-              FlushBF16Subnormal(static_cast<uint16_t>(bits >> 16));
-        } else {
-          reinterpret_cast<float*>(out)[at] = v;
-        }
-      }
-  }
-}
-
 }  // namespace
 
 PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precision,
@@ -148,6 +96,10 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
   m.precision_ = m.dtype_ == DType::kBF16 ? precision : ActivationPrecision::kF32;
   m.rows_ = w.rows;
   m.cols_ = w.cols;
+  if (IsBfp(format)) {  // the tiles themselves (no panels of values: padded_cols 0)
+    m.bfp_ = BfpPanels::FromMatrix(BfpOf(format), w, name, m.precision_, done);
+    return m;
+  }
   m.padded_cols_ = m.dtype_ == DType::kBF16 ? (w.cols + 1) / 2 * 2 : w.cols;
   const int64_t panels = m.panels(), elems = m.panel_elems();
   const int64_t esize = DTypeSize(m.dtype_);
@@ -158,30 +110,8 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
   const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / (kPanelRows * row_bytes));
   for (int64_t p0 = 0; p0 < panels; p0 += block) {
     const int64_t p1 = std::min(panels, p0 + block);
-    // An exception must not leave an OpenMP region: the lowest failing panel's is rethrown.
-    int64_t bad_p = p1;
-    std::string bad_what;
-#pragma omp parallel
-    {
-      std::vector<uint8_t> tiles;  // [k_tiles, tile_bytes] one bfp tile column
-#pragma omp for schedule(static)
-      for (int64_t p = p0; p < p1; ++p) {
-        uint8_t* out = base + p * elems * esize;
-        try {
-          if (IsBfp(format))
-            PackBfpPanel(w, BfpOf(format), name, p, m.dtype_, tiles, out);
-          else
-            PackPanel(w, p, m.dtype_, out);
-        } catch (const Error& e) {
-#pragma omp critical(wc_pack_error)
-          if (p < bad_p) {
-            bad_p = p;
-            bad_what = e.what();
-          }
-        }
-      }
-    }
-    if (bad_p < p1) throw Error(bad_what);
+#pragma omp parallel for schedule(static)
+    for (int64_t p = p0; p < p1; ++p) PackPanel(w, p, m.dtype_, base + p * elems * esize);
     if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
   }
   return m;
@@ -206,14 +136,27 @@ float PackedMatrix::ValueAt(int64_t index) const {
   return dtype_ == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
 }
 
+// A bfp matrix's decoded value as its GEMM multiplies it: kBF16 flushes a subnormal (the BF16
+// panels' FlushBF16Subnormal; every decoded value is a bf16, so this is the same bits).
+float PackedMatrix::BfpValue(int64_t r, int64_t k) const {
+  const float v = bfp_.At(r, k);
+  if (precision_ == ActivationPrecision::kBF16 && std::fpclassify(v) == FP_SUBNORMAL)
+    return std::copysign(0.0f, v);
+  return v;
+}
+
 void PackedMatrix::Row(int64_t r, float* out) const {
   WC_CHECK(r >= 0 && r < rows_, "row out of range");
+  if (IsBfp(format_)) {
+    for (int64_t k = 0; k < cols_; ++k) out[k] = BfpValue(r, k);
+    return;
+  }
   for (int64_t k = 0; k < cols_; ++k) out[k] = ValueAt(Index(r, k));
 }
 
 float PackedMatrix::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
-  return ValueAt(Index(r, k));
+  return IsBfp(format_) ? BfpValue(r, k) : ValueAt(Index(r, k));
 }
 
 }  // namespace wc

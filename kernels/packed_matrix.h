@@ -15,8 +15,11 @@
 // (DAZ), so the portable kernel, which reads the same packed values, agrees with it bit for bit.
 //
 // A matrix has a WeightFormat (kernels/weight_format.h, --weights): the panels' dtype is the
-// format's own for f32, f16 and bf16; a bfp8/bfp4 matrix holds its decoded values (the block-float
-// GEMM contract) as BF16 panels, or as F32 panels with kF32 activations.
+// format's own for f32, f16 and bf16. A bfp8/bfp4 matrix holds no such panels but its packed tiles
+// (BfpPanels, gemm_bfp.h: 1088 / 576 bytes a 32x32 tile, tt-metal's size), which the block-float
+// GEMM streams; it multiplies as its decoded values (the block-float contract) would as BF16
+// panels, or as F32 panels with kF32 activations, and dtype() names those panels.
+// (ActivationPrecision, how activations enter the products, is weight_format.h's.)
 #pragma once
 
 #include <cstddef>
@@ -24,18 +27,12 @@
 #include <functional>
 #include <string>
 
+#include "kernels/gemm_bfp.h"
 #include "kernels/matmul.h"
 #include "kernels/weight_format.h"
 #include "util/page_buffer.h"
 
 namespace wc {
-
-// How a BF16 matrix's activations enter its products (F32 and F16 matrices always use kF32).
-//   kF32:  f32 activations times the widened bf16 weights, f32 FMAs (exact products).
-//   kBF16: activations rounded to bf16 (nearest even), pairs of exact products summed by
-//          vdpbf16ps (or its exact emulation on CPUs without it): twice the f32 FMA throughput, at
-//          the cost of the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
-enum class ActivationPrecision : uint8_t { kF32, kBF16 };
 
 class PackedMatrix {
  public:
@@ -56,35 +53,43 @@ class PackedMatrix {
                            const RowsDone& done = nullptr);
   // w (F32, BF16 or F16) converted to `format` and packed, in parallel over panels, calling `done`
   // as above. f32: widened exactly; bf16: rounded to nearest even (copied from BF16); f16: only
-  // from F16; bfp8/bfp4: quantized tile by tile by the exact packer (PackBfpTiles) and decoded
-  // (the block-float contract above). `precision` applies to the matrices held as BF16 panels (a
-  // bf16 matrix, or a bfp one with kBF16); kF32 makes a bfp matrix F32 panels of its exactly
-  // decoded values. Throws wc::Error naming `name` (the tensor) for a non-finite weight of a bfp
-  // matrix, or for f16 from another dtype.
+  // from F16; bfp8/bfp4: quantized tile by tile by the exact packer (BfpPanels::FromMatrix) and
+  // held as tiles (the block-float contract above). `precision` applies to a bf16 matrix and to a
+  // bfp one (kBF16: multiplied as BF16 panels of its decoded values would be; kF32: as F32 panels
+  // of them). Throws wc::Error naming `name` (the tensor) and the element for a non-finite weight
+  // of a bfp matrix (the first in row-block order), or for f16 from another dtype.
   static PackedMatrix Pack(const MatrixRef& w, WeightFormat format, ActivationPrecision precision,
                            const std::string& name, const RowsDone& done = nullptr);
 
   // The format the weights are held in (what they multiply as).
   WeightFormat format() const { return format_; }
-  // The panels' element type (BF16 for a bfp matrix multiplied with bf16 activations).
+  // The panels' element type; for a bfp matrix the panels its decoded values multiply as (BF16
+  // with bf16 activations, else F32).
   DType dtype() const { return dtype_; }
   ActivationPrecision precision() const { return precision_; }
   int64_t rows() const { return rows_; }
   int64_t cols() const { return cols_; }
-  int64_t padded_cols() const { return padded_cols_; }
   int64_t panels() const { return (rows_ + kPanelRows - 1) / kPanelRows; }
+  // The f32 / f16 / bf16 panel layout (not a bfp matrix's: see bfp()).
+  int64_t padded_cols() const { return padded_cols_; }
   int64_t panel_elems() const { return padded_cols_ * kPanelRows; }
   const void* data() const { return data_.data(); }
-  // Bytes held now: the panels.
-  size_t bytes() const { return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_)); }
-  // Bytes of the format itself (WeightFormatBytes): bytes() for f32/f16/bf16, the packed tiles'
-  // size for bfp (what the streaming block-float GEMM will hold; today's panels hold more).
+  // A bfp matrix's tiles (IsBfp(format())); empty otherwise.
+  const BfpPanels& bfp() const { return bfp_; }
+  // Bytes held: the panels, or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()).
+  size_t bytes() const {
+    return IsBfp(format_) ? bfp_.bytes()
+                          : static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
+  }
+  // Bytes of the format itself (WeightFormatBytes of the shape): equal to bytes() in every format
+  // now that a bfp matrix holds its tiles.
   int64_t format_bytes() const { return WeightFormatBytes(format_, rows_, cols_); }
   bool empty() const { return rows_ == 0; }
 
-  // W[r, k] as a float, read from the packed layout (tests and debugging).
+  // W[r, k] as a float, read from the packed layout (tests and debugging): the value it multiplies
+  // as (a bfp matrix's decoded value, a subnormal flushed to zero of its sign with kBF16).
   float At(int64_t r, int64_t k) const;
-  // out[0:cols] = row r as floats (a tied LM head serves the embedding lookup this way, so the
+  // out[0:cols] = row r as At gives it (a tied LM head serves the embedding lookup this way, so the
   // checkpoint's copy need not stay mapped). out: [cols] f32.
   void Row(int64_t r, float* out) const;
 
@@ -92,12 +97,14 @@ class PackedMatrix {
   // Element index of W[r, k] in data() (either layout), and the float value at an index.
   int64_t Index(int64_t r, int64_t k) const;
   float ValueAt(int64_t index) const;
+  float BfpValue(int64_t r, int64_t k) const;  // a bfp matrix's W[r, k], as At
 
   WeightFormat format_ = WeightFormat::kF32;
   DType dtype_ = DType::kF32;
   ActivationPrecision precision_ = ActivationPrecision::kF32;
   int64_t rows_ = 0, cols_ = 0, padded_cols_ = 0;
-  PageBuffer data_;  // [panels, panel_elems] of dtype_, 2 MiB aligned, huge pages
+  PageBuffer data_;  // [panels, panel_elems] of dtype_, 2 MiB aligned, huge pages (not bfp)
+  BfpPanels bfp_;    // a bfp matrix's tiles, else empty
 };
 
 }  // namespace wc

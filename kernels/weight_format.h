@@ -12,9 +12,9 @@
 // D = its decoded values (every code decodes to a bf16 exactly), with D's bf16 subnormals flushed
 // to zero of their sign like any BF16 packing (vdpbf16ps's DAZ); with ActivationPrecision kF32
 // (--matmul-precision f32) it multiplies the exactly decoded, unflushed values as f32 weights,
-// by f32 activations, in the F32 GEMM's order. Today PackedMatrix holds D in the BF16 (or F32)
-// panel layout; the streaming block-float GEMM will hold the packed tiles themselves and widen
-// them in registers, bit-identical to this. D[r, k] = FlushBF16Subnormal(BfpDecodeBF16(code, E)).
+// by f32 activations, in the F32 GEMM's order. PackedMatrix holds the packed tiles themselves
+// (BfpPanels, gemm_bfp.h: 8.5 / 4.5 bits a weight) and the block-float GEMM widens them in
+// registers, bit-identical to this. D[r, k] = FlushBF16Subnormal(BfpDecodeBF16(code, E)).
 #pragma once
 
 #include <cstdint>
@@ -27,6 +27,14 @@
 namespace wc {
 
 enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kBfp8, kBfp4 };
+
+// How a BF16 (or bfp) matrix's activations enter its products (F32 and F16 matrices always use
+// kF32).
+//   kF32:  f32 activations times the widened bf16 weights, f32 FMAs (exact products).
+//   kBF16: activations rounded to bf16 (nearest even), pairs of exact products summed by
+//          vdpbf16ps (or its exact emulation on CPUs without it): twice the f32 FMA throughput, at
+//          the cost of the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
+enum class ActivationPrecision : uint8_t { kF32, kBF16 };
 
 // "f32", "f16", "bf16", "bfp8", "bfp4"; WeightFormatFromName is its inverse (nullopt otherwise).
 const char* WeightFormatName(WeightFormat f);

@@ -73,8 +73,9 @@ struct FalconWeights {
   }
 
   // Bytes of the packed matrices and vectors this process holds (the embeddings, read from the
-  // page cache, not counted). A bfp matrix is held today as its decoded values' panels (larger
-  // than its tiles); FormatBytes counts the formats' own sizes (PackedMatrix::format_bytes).
+  // page cache, not counted): a bfp matrix's tiles at tt-metal's size (1088 / 576 bytes a 32x32
+  // tile). FormatBytes counts the formats' own sizes (PackedMatrix::format_bytes), which every
+  // format now holds: the two are equal.
   int64_t HeldBytes() const;
   int64_t FormatBytes() const;
 };

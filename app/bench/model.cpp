@@ -72,8 +72,7 @@ ModelShape ShapeOf(const LoadedModel& m) {
   const FalconWeights& w = m.model->weights();
   ModelShape s;
   double bytes = 0;
-  // The packed matrices as held (a bfp matrix's decoded panels until the streaming block-float
-  // GEMM holds its tiles).
+  // The packed matrices as held and streamed (a bfp matrix's tiles: 8.5 / 4.5 bits a weight).
   for (const LayerWeights& l : w.layers) {
     for (const PackedMatrix* p : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) {
       s.matmul_params += static_cast<double>(p->rows()) * p->cols();

@@ -315,5 +315,25 @@ TEST(GemmBfp, SimdLimitAvx2) {
   }
 }
 
+// Naming a portable kernel (GemmBfpKernelName, as `bench model` prints it) asks Highway for its
+// targets, which must not undo WORMCHAT_SIMD=avx2: the dispatch stays on AVX2 afterwards.
+TEST(GemmBfp, NamingAKernelKeepsTheSimdLimit) {
+  if (std::getenv("WORMCHAT_SIMD") == nullptr) {
+    const std::string cmd =
+        "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
+        "/exe --gtest_filter=GemmBfp.NamingAKernelKeepsTheSimdLimit > /dev/null 2>&1";
+    EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
+    return;
+  }
+  ApplySimdLimit();
+  const Source s = MakeSource(50, 100, 4, Values::kWide);
+  const BfpPanels m = BfpPanels::FromMatrix(k8, s.ref, "w", ActivationPrecision::kBF16);
+  const std::string before = SimdTargetName();
+  GemmBfpKernelName(m);
+  EXPECT_EQ(std::string(SimdTargetName()), before);
+  if (SimdLimitName() == "avx2")  // no AVX3, AVX3_ZEN4, AVX3_SPR (hwy's names)
+    EXPECT_EQ(before.find("AVX3"), std::string::npos) << before;
+}
+
 }  // namespace
 }  // namespace wc

@@ -16,6 +16,7 @@
 
 #include "kernels/bfp_weights.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bfp.h"
 #include "kernels/packed_matrix.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -191,6 +192,31 @@ TEST(PackedWeights, ReleasesRowsInOrderAndRefusesNonFiniteNamingTheElement) {
       PackedMatrix::Pack(s.ref, WeightFormat::kF32, ActivationPrecision::kF32, "w").At(67, 40)));
   EXPECT_THROW(PackedMatrix::Pack(s.ref, WeightFormat::kF16, ActivationPrecision::kF32, "w"),
                Error);
+}
+
+// A bfp matrix holds its tiles, not a widened copy: bytes() is tt-metal's byte count (1088 / 576 a
+// 32x32 tile, K and N padded to 32), under the bf16 panels' bytes, and the GEMM's printed kernel
+// is the block-float one's.
+TEST(PackedWeights, BfpHoldsTtMetalsBytes) {
+  const Source s = MakeSource(DType::kBF16, 70, 100, 8);  // 3 x 4 tiles of 32x32
+  const size_t bf16 =
+      PackedMatrix::Pack(s.ref, WeightFormat::kBF16, ActivationPrecision::kBF16, "w").bytes();
+  EXPECT_EQ(bf16, 96u * 100 * 2);
+  for (WeightFormat f : {WeightFormat::kBfp8, WeightFormat::kBfp4})
+    for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16}) {
+      const PackedMatrix m = PackedMatrix::Pack(s.ref, f, p, "w");
+      const BfpLayout layout{BfpOf(f), 70, 100};
+      EXPECT_EQ(m.bytes(), static_cast<size_t>(layout.bytes())) << WeightFormatName(f);
+      EXPECT_EQ(m.bytes(), f == WeightFormat::kBfp8 ? 12u * 1088 : 12u * 576);
+      EXPECT_EQ(m.bytes(), m.bfp().bytes());
+      EXPECT_LT(m.bytes(), bf16);
+      EXPECT_EQ(std::string(GemmKernelName(m)), GemmBfpKernelName(m.bfp()));
+      EXPECT_EQ(GemmUsesBf16Dot(m), GemmBfpUsesBf16Dot(m.bfp()));
+    }
+  // The same shape in f32 / bf16 holds no tiles.
+  EXPECT_TRUE(PackedMatrix::Pack(s.ref, WeightFormat::kBF16, ActivationPrecision::kBF16, "w")
+                  .bfp()
+                  .empty());
 }
 
 }  // namespace

@@ -294,5 +294,35 @@ TEST(WeightSpec, BadSpecsAreOneLineNamingWeights) {
   }
 }
 
+// A bfp model holds its matrices' tiles at tt-metal's size, so HeldBytes shrinks with the format
+// (what the process holds and decode streams; FormatBytes is the same count).
+TEST(WeightFormats, BfpModelsHoldTheirTiles) {
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");  // hidden 128, ffn 256
+  std::map<std::string, int64_t> held;
+  std::map<std::string, int64_t> matrices;  // the packed matrices' bytes
+  for (const char* text : {"bf16", "bfp8", "bfp4"}) {
+    const auto model = FalconModel::Load(dir, Options(text, ActivationPrecision::kBF16));
+    const FalconWeights& w = model->weights();
+    const std::optional<WeightFormat> f = WeightSpec::Parse(text).Of(WeightGroup::kMlp);
+    std::vector<const PackedMatrix*> all = {&w.lm_head_p};
+    for (const LayerWeights& l : w.layers)
+      for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) all.push_back(m);
+    for (const PackedMatrix* m : all) {
+      if (IsBfp(*f))
+        EXPECT_EQ(static_cast<int64_t>(m->bytes()),
+                  (BfpLayout{BfpOf(*f), m->rows(), m->cols()}.bytes()))
+            << text;
+      matrices[text] += static_cast<int64_t>(m->bytes());
+    }
+    held[text] = w.HeldBytes();
+    EXPECT_EQ(w.FormatBytes(), w.HeldBytes()) << text;
+  }
+  // The vectors (biases, LayerNorms) are the same in each; the matrices shrink 2 : 1.0625 : 0.5625.
+  EXPECT_EQ(held["bf16"] - matrices["bf16"], held["bfp8"] - matrices["bfp8"]);
+  EXPECT_EQ(held["bf16"] - matrices["bf16"], held["bfp4"] - matrices["bfp4"]);
+  EXPECT_LT(held["bfp8"], held["bf16"]);
+  EXPECT_LT(held["bfp4"], held["bfp8"]);
+}
+
 }  // namespace
 }  // namespace wc
