@@ -34,12 +34,13 @@ struct ChatFigures {
   int ctx_tokens = 0, ctx_size = 0;
   int kv_blocks_used = 0, kv_blocks_total = 0;  // paged (0 when contiguous)
   int64_t kv_bytes_used = 0, kv_bytes_total = 0;
-  std::string kv_format;          // e.g. "bf16 paged/64"
-  double mesh_us_per_token = 0;   // emulated attention time per token of the last reply
-  double model_us_per_token = 0;  // emulated whole-model decode step at its context (mesh/model_estimate.h)
-  uint64_t seed = 0;              // the conversation's settings, as figures() reads them
-  int beams = 0;                  // 0: sampling
-  std::string notice;             // e.g. "dropped 2 oldest turns to fit the context"
+  std::string kv_format;         // e.g. "bf16 paged/64"
+  double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
+  double model_us_per_token =
+      0;               // emulated whole-model decode step at its context (mesh/model_estimate.h)
+  uint64_t seed = 0;   // the conversation's settings, as figures() reads them
+  int beams = 0;       // 0: sampling
+  std::string notice;  // e.g. "dropped 2 oldest turns to fit the context"
 };
 
 class ChatSession {

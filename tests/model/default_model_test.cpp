@@ -1,5 +1,6 @@
 // The shipped default model (assets/default-model): its logits against the PyTorch reference
-// (tests/fixtures/default_model, made by tools/python/falcon_logits.py), its tokenizer and chat format.
+// (tests/fixtures/default_model, made by tools/python/falcon_logits.py), its tokenizer and chat
+// format.
 #include <cmath>
 #include <sstream>
 

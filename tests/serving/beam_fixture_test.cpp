@@ -1,10 +1,10 @@
 // Beam requests in the serving loop against the independent Python reference (issue 13):
-// tests/fixtures/beams/cases.json, made by tools/python/make_beam_fixtures.py from falcon_ref's full-sequence
-// forward passes. Each case runs on a copy of an F32 model fixture whose config.json names the
-// case's eos_token_id, with F32 KV, paged (the loop's default block size) and then contiguous:
-// the sequences must match the reference (ids, reasons; scores within 1e-4 relative - every
-// decision in a case has a margin of at least 1e-4, so float32 noise cannot flip one) and the two
-// KV layouts must give identical bits.
+// tests/fixtures/beams/cases.json, made by tools/python/make_beam_fixtures.py from falcon_ref's
+// full-sequence forward passes. Each case runs on a copy of an F32 model fixture whose config.json
+// names the case's eos_token_id, with F32 KV, paged (the loop's default block size) and then
+// contiguous: the sequences must match the reference (ids, reasons; scores within 1e-4 relative -
+// every decision in a case has a margin of at least 1e-4, so float32 noise cannot flip one) and the
+// two KV layouts must give identical bits.
 #include <chrono>
 #include <cmath>
 #include <cstring>
