@@ -82,9 +82,11 @@ void LoadRowBits(const MatrixRef& w, int64_t r, int64_t c0, int64_t n, uint32_t*
   }
 }
 
+}  // namespace
+
 // bits [32 k][32 n] = tile (tk, tn) of the transposed, zero-padded W. Throws on a non-finite value.
-void GatherTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t tn,
-                uint32_t* bits) {
+void GatherBfpTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t tn,
+                   uint32_t* bits) {
   const int64_t k0 = tk * kTile, n0 = tn * kTile;
   const int64_t kn = std::clamp<int64_t>(w.cols - k0, 0, kTile);
   const int64_t nn = std::clamp<int64_t>(w.rows - n0, 0, kTile);
@@ -100,8 +102,6 @@ void GatherTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t
     }
   }
 }
-
-}  // namespace
 
 const char* BfpFormatName(BfpFormat f) {
   return f == BfpFormat::kBfp8 ? "bfp8" : "bfp4";
@@ -185,7 +185,7 @@ void PackBfpTiles(BfpFormat f, const MatrixRef& w, const std::string& name, int6
   // Tile columns outermost: their 32 source rows stay in cache across the tile row.
   for (int64_t tn = tn_begin; tn < tn_end; ++tn) {
     for (int64_t tk = tk_begin; tk < tk_end; ++tk) {
-      GatherTile(w, name, tk, tn, bits);
+      GatherBfpTile(w, name, tk, tn, bits);
       PackBfpTile(f, bits, packed + layout.TileOffset(tk, tn));
     }
   }

@@ -110,6 +110,10 @@ constexpr bool BfpBlockIsBf16Normal(BfpFormat f, uint8_t shared_exp) {
 
 // Packs tile values `bits` [32 k][32 n] (float32 bit patterns, finite) into `tile`
 // [BfpTileBytes(f)] bytes.
+// bits [32 k][32 n] = the float32 bits of tile (tk, tn) of the transposed, zero-padded W (what
+// PackBfpTile packs). Throws wc::Error naming `name` and the element for a non-finite weight.
+void GatherBfpTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t tn,
+                   uint32_t* bits);
 void PackBfpTile(BfpFormat f, const uint32_t* bits, uint8_t* tile);
 // Decodes `tile` [BfpTileBytes(f)] to values [32 k][32 n] f32.
 void UnpackBfpTile(BfpFormat f, const uint8_t* tile, float* values);

@@ -21,55 +21,6 @@ inline int64_t Bfp8CodeByte(int64_t k, int64_t n) {
   return kBfpExponentBytes + 64 * (k / 2) + 4 * lane + 2 * s + k % 2;
 }
 
-// out[0:n] = float32 bits of W[r, c0 : c0 + n].
-void LoadRowBits(const MatrixRef& w, int64_t r, int64_t c0, int64_t n, uint32_t* out) {
-  const int64_t esize = DTypeSize(w.dtype);
-  const auto* src = static_cast<const uint8_t*>(w.data) + (r * w.row_stride + c0) * esize;
-  switch (w.dtype) {
-    case DType::kF32:
-      std::memcpy(out, src, static_cast<size_t>(n) * 4);
-      break;
-    case DType::kBF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        out[i] = static_cast<uint32_t>(h) << 16;
-      }
-      break;
-    case DType::kF16:
-      for (int64_t i = 0; i < n; ++i) {
-        uint16_t h;
-        std::memcpy(&h, src + 2 * i, 2);
-        const float f = F16ToF32(h);
-        std::memcpy(&out[i], &f, 4);
-      }
-      break;
-  }
-}
-
-// bits [32 k][32 n] = tile (tk, tn) of the transposed, zero-padded W (as the codec's packer reads
-// it). Throws on a non-finite value, with the codec's message.
-void GatherTile(const MatrixRef& w, const std::string& name, int64_t tk, int64_t tn,
-                uint32_t* bits) {
-  const int64_t k0 = tk * kTile, n0 = tn * kTile;
-  const int64_t kn = std::clamp<int64_t>(w.cols - k0, 0, kTile);
-  const int64_t nn = std::clamp<int64_t>(w.rows - n0, 0, kTile);
-  std::memset(bits, 0, sizeof(uint32_t) * kTile * kTile);
-  uint32_t row[kTile];  // [kn] W[n0 + j, k0 : k0 + kn]
-  for (int64_t j = 0; j < nn; ++j) {
-    LoadRowBits(w, n0 + j, k0, kn, row);
-    for (int64_t i = 0; i < kn; ++i) {
-      if ((row[i] & 0x7f800000u) == 0x7f800000u) {
-        float v;
-        std::memcpy(&v, &row[i], 4);
-        throw Error(Cat(name, ": weight [", n0 + j, ", ", k0 + i, "] is ", v,
-                        "; block-float (bfp8/bfp4) weights must be finite"));
-      }
-      bits[i * kTile + j] = row[i];
-    }
-  }
-}
-
 // Runs fn(p) for panels [0, panels) in parallel (OpenMP); an exception from the lowest failing
 // panel, whatever the thread count, is rethrown after the region.
 template <class Fn>
@@ -151,7 +102,7 @@ BfpPanels BfpPanels::FromMatrix(BfpFormat f, const MatrixRef& w, const std::stri
       uint32_t bits[kTile * kTile];                            // [32 k][32 n] one tile's values
       alignas(64) uint8_t tt[BfpTileBytes(BfpFormat::kBfp8)];  // one tile, tt-metal's layout
       for (int64_t tk = 0; tk < k_tiles; ++tk) {
-        GatherTile(w, name, tk, p, bits);
+        GatherBfpTile(w, name, tk, p, bits);
         PackBfpTile(f, bits, tt);
         m.PutTile(tk, p, tt);
       }
