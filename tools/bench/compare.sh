@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # wormchat against llama.cpp (b6673) on the same checkpoints, dtype and threads (issue 16).
 #
-#   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2] MODEL_DIR...
+#   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2]
+#                          [--formats OURS:THEIRS,...] MODEL_DIR...
 #
 # For each model: converts it to GGUF (tools/python/to_gguf.py, same dtype), checks that both
-# programs pick the same greedy tokens for a prompt, then runs llama-bench (-p 512, -n 128) and
-# `wormchat bench model` alternately, --reps times each (default 3), and prints the median
-# tokens/s of each and their ratio. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
+# programs pick the same greedy tokens for a prompt, then, for each format pair (default
+# auto:auto, the checkpoint as stored in both), runs llama-bench (-p 512, -n 128) and
+# `wormchat bench model --weights OURS` alternately, --reps times each (default 3), and prints the
+# median tokens/s of each and their ratio. A pair such as bfp8:q8_0 or bfp4:q4_0 compares formats
+# of the same bytes per weight (8.5 and 4.5 bits): llama.cpp's file is made from the same GGUF by
+# its llama-quantize, wormchat packs at load; the two quantizers round differently, so the greedy
+# check is made on the checkpoint as stored only. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
 # (default build-llama/llama.cpp-b6673) the first time; nothing of it is needed to build, run or
 # test wormchat. Prints the CPU and its SIMD flags first: figures are only comparable on one
 # machine. --simd avx2 measures the AVX2 machine kind on an AVX-512 host: wormchat runs with
@@ -19,6 +24,7 @@ reps=3
 threads=$(nproc)
 llama_dir=build-llama/llama.cpp-b6673
 simd=native
+formats=auto:auto
 models=()
 while (($#)); do
   case "$1" in
@@ -26,7 +32,8 @@ while (($#)); do
     --threads) threads="$2"; shift 2 ;;
     --llama) llama_dir="$2"; shift 2 ;;
     --simd) simd="$2"; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --formats) formats="$2"; shift 2 ;;
+    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -92,33 +99,53 @@ print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
   fi
   echo "$name: greedy tokens agree (\"$ours\")"
 
-  : > "$out/$name.llama"
-  : > "$out/$name.ours"
-  for ((r = 0; r < reps; ++r)); do
-    "$bench_bin/llama-bench" -m "$gguf" -p 512 -n 128 -t "$threads" -r 1 -o json 2>/dev/null |
-      "$py" -c '
+  IFS=, read -r -a pairs <<< "$formats"
+  for pair in "${pairs[@]}"; do
+    ours_fmt=${pair%%:*}
+    theirs_fmt=${pair#*:}
+    [[ "$pair" == *:* && -n "$ours_fmt" && -n "$theirs_fmt" ]] ||
+      { echo "compare.sh: --formats: '$pair' is not OURS:THEIRS (e.g. bfp8:q8_0)" >&2; exit 2; }
+    case "$theirs_fmt" in
+      auto) their_gguf=$gguf ;;
+      *)
+        their_gguf="$out/$name.$theirs_fmt.gguf"
+        if [ ! -f "$their_gguf" ] || [ "$gguf" -nt "$their_gguf" ]; then
+          "$bin/llama-quantize" "$gguf" "$their_gguf" "${theirs_fmt^^}" "$threads" >&2 ||
+            { echo "compare.sh: llama-quantize to $theirs_fmt failed" >&2; exit 1; }
+        fi
+        ;;
+    esac
+    tag="$name.$ours_fmt-$theirs_fmt"
+    : > "$out/$tag.llama"
+    : > "$out/$tag.ours"
+    for ((r = 0; r < reps; ++r)); do
+      "$bench_bin/llama-bench" -m "$their_gguf" -p 512 -n 128 -t "$threads" -r 1 -o json \
+        2>/dev/null | "$py" -c '
 import json, sys
 for t in json.load(sys.stdin):
     kind = "prefill" if t["n_prompt"] > 0 else "decode"
-    print(kind, t["avg_ts"])' >> "$out/$name.llama"
-    "$wormchat" bench model --model "$model" --threads "$threads" --prompt-len 512 \
-      --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$name.json" > /dev/null
-    "$py" -c '
+    print(kind, t["avg_ts"])' >> "$out/$tag.llama"
+      "$wormchat" bench model --model "$model" --weights "$ours_fmt" --threads "$threads" \
+        --prompt-len 512 --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$tag.json" \
+        > /dev/null
+      "$py" -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 print("prefill", j["prefill"]["tokens_per_s"])
 print("decode", j["decode"][0]["tokens_per_s"])
-print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])' "$out/$name.json" \
-      >> "$out/$name.ours"
+print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])' "$out/$tag.json" \
+        >> "$out/$tag.ours"
+    done
+    label="$name $ours_fmt/$theirs_fmt"
+    for kind in prefill decode; do
+      l=$(grep "^$kind " "$out/$tag.llama" | awk '{print $2}' | median)
+      o=$(grep "^$kind " "$out/$tag.ours" | awk '{print $2}' | median)
+      printf '%-30s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
+        "$label" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')"
+    done
+    b=$(grep "^decode_bound " "$out/$tag.ours" | awk '{print $2}' | median)
+    o=$(grep "^decode " "$out/$tag.ours" | awk '{print $2}' | median)
+    printf '%-30s decode at %.0f%% of the read-bandwidth bound (%.1f tok/s)\n' "$label" \
+      "$(awk -v a="$o" -v b="$b" 'BEGIN {print 100 * a / b}')" "$b"
   done
-  for kind in prefill decode; do
-    l=$(grep "^$kind " "$out/$name.llama" | awk '{print $2}' | median)
-    o=$(grep "^$kind " "$out/$name.ours" | awk '{print $2}' | median)
-    printf '%-24s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
-      "$name" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')"
-  done
-  b=$(grep "^decode_bound " "$out/$name.ours" | awk '{print $2}' | median)
-  o=$(grep "^decode " "$out/$name.ours" | awk '{print $2}' | median)
-  printf '%-24s decode at %.0f%% of the read-bandwidth bound (%.1f tok/s)\n' "$name" \
-    "$(awk -v a="$o" -v b="$b" 'BEGIN {print 100 * a / b}')" "$b"
 done

@@ -2,8 +2,8 @@
 # llama-cpp.sh [DEST]: builds the llama.cpp release wormchat compares itself against (tag b6673,
 # commit 50d26e8a), from the git bundle that the npm package node-llama-cpp@3.14.0 ships.
 # Needs only Debian apt and the npm registry. Idempotent: each step is skipped when already done.
-# Prints the bin dir (llama-bench, llama-cli, llama-perplexity, llama-tokenize) as its last line;
-# the tree's gguf-py/ writes GGUF files (tools/python/to_gguf.py). A copy of the anchor script
+# Prints the bin dir (llama-bench, llama-cli, llama-perplexity, llama-tokenize, llama-quantize) as
+# its last line; the tree's gguf-py/ writes GGUF files (tools/python/to_gguf.py). A copy of the anchor script
 # the project compares itself with (issue 16); nothing in the build, tests or runs needs it.
 #   DEST          default ./llama.cpp-b6673
 #   NLC_TGZ=FILE  use this node-llama-cpp-3.14.0.tgz instead of `npm pack`
@@ -13,7 +13,7 @@ set -euo pipefail
 NLC_VERSION=3.14.0
 TAG=b6673
 COMMIT=50d26e8acc98507d3fd6e5e8e83dc5fbd8e9b342
-TARGETS=(llama-bench llama-cli llama-perplexity llama-tokenize)
+TARGETS=(llama-bench llama-cli llama-perplexity llama-tokenize llama-quantize)
 
 DEST=${1:-./llama.cpp-$TAG}
 mkdir -p "$(dirname "$DEST")"
