@@ -61,6 +61,7 @@ int main(int argc, char** argv) {
   wc::RegisterTokenize(app);
   wc::RegisterInfo(app);
   wc::RegisterInit(app);
+  wc::RegisterConvert(app);
   wc::RegisterMeshBench(app);
   wc::RegisterBench(app);
   wc::RegisterPerplexity(app);

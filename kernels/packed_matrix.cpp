@@ -117,6 +117,18 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
   return m;
 }
 
+PackedMatrix PackedMatrix::FromBfpTiles(const BfpLayout& layout, const uint8_t* tiles,
+                                        ActivationPrecision precision, const std::string& name) {
+  PackedMatrix m;
+  m.format_ = layout.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
+  m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
+  m.precision_ = precision;
+  m.rows_ = layout.out;
+  m.cols_ = layout.in;
+  m.bfp_ = BfpPanels::FromTiles(layout, tiles, name, m.precision_);
+  return m;
+}
+
 int64_t PackedMatrix::Index(int64_t r, int64_t k) const {
   const int64_t i = r % kPanelRows;
   const int64_t in_panel =

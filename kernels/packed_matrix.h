@@ -60,6 +60,12 @@ class PackedMatrix {
   // of a bfp matrix (the first in row-block order), or for f16 from another dtype.
   static PackedMatrix Pack(const MatrixRef& w, WeightFormat format, ActivationPrecision precision,
                            const std::string& name, const RowsDone& done = nullptr);
+  // A bfp matrix from tt-metal's tiles as stored (a converted checkpoint's tensor, `tiles`
+  // [layout.bytes()], BfpPanels::FromTiles): no quantization, the same matrix Pack would make of
+  // the weights those tiles were packed from. Throws wc::Error naming `name` for an exponent byte
+  // of 255.
+  static PackedMatrix FromBfpTiles(const BfpLayout& layout, const uint8_t* tiles,
+                                   ActivationPrecision precision, const std::string& name);
 
   // The format the weights are held in (what they multiply as).
   WeightFormat format() const { return format_; }

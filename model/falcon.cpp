@@ -84,10 +84,13 @@ std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
   const TensorSplit split = group == nullptr ? TensorSplit::Whole(config, options.lm_head_fractures)
                                              : TensorSplit::Make(config, options.lm_head_fractures,
                                                                  group->rank(), group->size());
-  if (group != nullptr)
-    CheckBfpSlices(config, options.lm_head_fractures, group->size(), options.weights);
+  // A converted checkpoint's block-float groups load as stored (model/converted_checkpoint.h).
+  const WeightSpec spec = EffectiveWeightSpec(ReadStoredWeightFormats(dir), options.weights, dir);
+  if (group != nullptr) CheckBfpSlices(config, options.lm_head_fractures, group->size(), spec);
   FalconWeights weights = FalconWeights::Load(config, dir, split);
-  return std::make_unique<FalconModel>(config, std::move(weights), options);
+  ModelOptions resolved = options;  // options().weights names what is held
+  resolved.weights = spec;
+  return std::make_unique<FalconModel>(config, std::move(weights), resolved);
 }
 
 FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,

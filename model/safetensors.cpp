@@ -100,8 +100,9 @@ class HeaderReader {
   using string_t = json::string_t;
   using binary_t = json::binary_t;
 
-  HeaderReader(const std::string& path, const uint8_t* buffer, uint64_t buffer_size)
-      : path_(path), buffer_(buffer), buffer_size_(buffer_size) {}
+  HeaderReader(const std::string& path, const uint8_t* buffer, uint64_t buffer_size,
+               std::map<std::string, std::string>* metadata)
+      : path_(path), buffer_(buffer), buffer_size_(buffer_size), metadata_(metadata) {}
 
   std::map<std::string, TensorInfo> Finish() {
     std::sort(ranges_.begin(), ranges_.end());
@@ -122,6 +123,7 @@ class HeaderReader {
   bool number_unsigned(number_unsigned_t v) { return Scalar(&v, Cat(v)); }
   bool number_float(number_float_t, const string_t& text) { return Scalar(nullptr, text); }
   bool string(string_t& v) {
+    if (InMetadata() && depth_ == 2 && metadata_ != nullptr) (*metadata_)[meta_key_] = v;
     if (Skipping()) return true;
     if (depth_ == 2 && field_ == Field::kDtype) {
       entry_.dtype_name = v;
@@ -137,6 +139,7 @@ class HeaderReader {
   bool end_array() { return Close(); }
 
   bool key(string_t& k) {
+    if (InMetadata() && depth_ == 2) meta_key_ = k;
     if (Skipping()) return true;
     if (depth_ == 1) {
       if (k == "__metadata__") {
@@ -310,12 +313,15 @@ class HeaderReader {
   std::vector<uint64_t> offsets_;
   std::map<std::string, TensorInfo> tensors_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // [begin, end) per tensor
+  std::map<std::string, std::string>* metadata_;       // __metadata__'s string values, or null
+  std::string meta_key_;                               // the __metadata__ key being read
 };
 
 }  // namespace
 
 std::map<std::string, TensorInfo> ParseSafetensors(const uint8_t* bytes, size_t size,
-                                                   const std::string& path) {
+                                                   const std::string& path,
+                                                   std::map<std::string, std::string>* metadata) {
   if (size < 8)
     throw Error(Cat(path, ": truncated safetensors file (", size, " bytes, no header)"));
   uint64_t header_len;
@@ -329,7 +335,7 @@ std::map<std::string, TensorInfo> ParseSafetensors(const uint8_t* bytes, size_t 
   const char* header = reinterpret_cast<const char*>(bytes) + 8;
   SyntaxCheck syntax(path);
   json::sax_parse(header, header + header_len, &syntax);
-  HeaderReader reader(path, bytes + 8 + header_len, size - 8 - header_len);
+  HeaderReader reader(path, bytes + 8 + header_len, size - 8 - header_len, metadata);
   json::sax_parse(header, header + header_len, &reader);
   return reader.Finish();
 }
@@ -355,7 +361,7 @@ std::map<std::string, std::string> ParseSafetensorsIndex(std::string_view text,
 }
 
 SafetensorsFile::SafetensorsFile(const std::string& path)
-    : file_(path), tensors_(ParseSafetensors(file_.data(), file_.size(), path)) {}
+    : file_(path), tensors_(ParseSafetensors(file_.data(), file_.size(), path, &metadata_)) {}
 
 std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
   auto ck = std::make_unique<Checkpoint>();
@@ -384,6 +390,8 @@ std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
                         Printable(shard), "'"));
       ck->index_[tensor] = &t->second;
     }
+    for (const auto& f : ck->files_)
+      ck->metadata_.insert(f->metadata().begin(), f->metadata().end());
     return ck;
   } else {
     if (!DirExists(dir)) throw Error(Cat(dir, ": model directory not found"));
@@ -394,6 +402,7 @@ std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& dir) {
     throw Error(Cat(dir, ": no model.safetensors or model.safetensors.index.json"));
   }
   for (const auto& [name, info] : ck->files_[0]->tensors()) ck->index_[name] = &info;
+  ck->metadata_ = ck->files_[0]->metadata();
   return ck;
 }
 
@@ -411,6 +420,18 @@ const TensorInfo& Checkpoint::Get(const std::string& name,
   return t;
 }
 
+const TensorInfo& Checkpoint::Raw(const std::string& name) const {
+  auto it = index_.find(name);
+  if (it == index_.end()) throw Error(Cat(source_, ": missing tensor '", name, "'"));
+  return *it->second;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> names;
+  for (const auto& [name, t] : index_) names.push_back(name);
+  return names;
+}
+
 size_t Checkpoint::total_bytes() const {
   size_t total = 0;
   for (const auto& [name, t] : index_) total += t->n_bytes;
@@ -425,17 +446,27 @@ std::string Checkpoint::dtype_summary() const {
   return s;
 }
 
-void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors) {
+int64_t TensorToWrite::bytes() const {
+  int64_t n = raw_dtype != nullptr ? ElementSize(raw_dtype) : DTypeSize(dtype);
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
   json header = json::object();
   uint64_t offset = 0;
   for (const auto& t : tensors) {
-    uint64_t n = static_cast<uint64_t>(DTypeSize(t.dtype));
-    for (int64_t d : t.shape) n *= static_cast<uint64_t>(d);
-    header[t.name] = {
-        {"dtype", DTypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + n}}};
+    WC_CHECK(t.raw_dtype == nullptr || ElementSize(t.raw_dtype) > 0, "unknown safetensors dtype");
+    const auto n = static_cast<uint64_t>(t.bytes());
+    header[t.name] = {{"dtype", t.raw_dtype != nullptr ? t.raw_dtype : DTypeName(t.dtype)},
+                      {"shape", t.shape},
+                      {"data_offsets", {offset, offset + n}}};
     offset += n;
   }
-  header["__metadata__"] = {{"format", "pt"}};
+  json meta = {{"format", "pt"}};
+  for (const auto& [key, value] : metadata) meta[key] = value;
+  header["__metadata__"] = meta;
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
   // Written to PATH.tmp and renamed at the end: a failed write (a full disk) leaves no truncated
@@ -455,8 +486,7 @@ void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>&
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   std::vector<uint8_t> buffer;
   for (const auto& t : tensors) {
-    int64_t n = DTypeSize(t.dtype);
-    for (int64_t d : t.shape) n *= d;
+    const int64_t n = t.bytes();
     const void* bytes = t.data;
     if (bytes == nullptr) {
       buffer.resize(static_cast<size_t>(n));

@@ -42,9 +42,12 @@ constexpr size_t kSafetensorsMaxRank = 64;
 // JSON (numbers out of range included), nesting deeper than kSafetensorsMaxDepth, a tensor listed
 // twice, an entry without dtype, shape and data_offsets or with an unknown dtype, a shape entry
 // that is not a non-negative integer, more than kSafetensorsMaxRank dimensions, a byte count that
-// overflows 64 bits, offsets out of range, not matching the shape, or overlapping.
-std::map<std::string, TensorInfo> ParseSafetensors(const uint8_t* bytes, size_t size,
-                                                   const std::string& path);
+// overflows 64 bits, offsets out of range, not matching the shape, or overlapping. `metadata`, if
+// given, receives the header's __metadata__ entries whose values are strings (the safetensors
+// spec's string -> string map; other values are skipped).
+std::map<std::string, TensorInfo> ParseSafetensors(
+    const uint8_t* bytes, size_t size, const std::string& path,
+    std::map<std::string, std::string>* metadata = nullptr);
 
 // model.safetensors.index.json's weight_map: tensor name -> shard file name. Throws wc::Error
 // naming `path` (and the tensor) if the text is not JSON, has no weight_map object, or a shard is
@@ -58,10 +61,13 @@ class SafetensorsFile {
  public:
   explicit SafetensorsFile(const std::string& path);
   const std::map<std::string, TensorInfo>& tensors() const { return tensors_; }
+  // __metadata__'s string entries.
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   const std::string& path() const { return file_.path(); }
 
  private:
   MappedFile file_;
+  std::map<std::string, std::string> metadata_;  // filled while tensors_ is parsed
   std::map<std::string, TensorInfo> tensors_;
 };
 
@@ -76,6 +82,12 @@ class Checkpoint {
   // The tensor `name` with exactly `shape` and a readable dtype. Throws wc::Error naming the file,
   // tensor, expected and actual shape otherwise.
   const TensorInfo& Get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // The tensor `name` whatever its dtype and shape (a converted checkpoint's U8 tiles). Throws
+  // wc::Error naming the file and tensor when it is missing.
+  const TensorInfo& Raw(const std::string& name) const;
+  std::vector<std::string> names() const;  // every tensor, sorted
+  // The __metadata__ string entries of every file (shards merged; the first file's value wins).
+  const std::map<std::string, std::string>& metadata() const { return metadata_; }
   // Sum of tensor bytes and a description such as "BF16" or "F32+BF16".
   size_t total_bytes() const;
   std::string dtype_summary() const;
@@ -85,20 +97,27 @@ class Checkpoint {
   std::string source_;  // file name used in messages
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*> index_;
+  std::map<std::string, std::string> metadata_;
 };
 
 // A tensor to write: `data` holds numel * DTypeSize(dtype) little-endian bytes, or, when `data` is
 // null, `fill` writes them into the buffer it is given (so large tensors are made one at a time).
+// `raw_dtype`, when set, is the header's dtype instead of `dtype`'s (any safetensors dtype, e.g.
+// "U8" for a converted checkpoint's block-float tiles; its element size sizes the data).
 struct TensorToWrite {
   std::string name;
   DType dtype;
   std::vector<int64_t> shape;
   const void* data;
   std::function<void(uint8_t* out)> fill;
+  const char* raw_dtype = nullptr;
+  int64_t bytes() const;  // the data's size
 };
 
-// Writes a safetensors file (header padded to 8 bytes). Throws wc::Error naming the path.
-void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors);
+// Writes a safetensors file (header padded to 8 bytes) to PATH.tmp and renames it to PATH when
+// complete. __metadata__ holds {"format": "pt"} and `metadata`. Throws wc::Error naming the path.
+void WriteSafetensors(const std::string& path, const std::vector<TensorToWrite>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
 
 std::string ShapeString(const std::vector<int64_t>& shape);
 

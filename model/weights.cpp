@@ -69,6 +69,8 @@ PackedMatrix PackAndRelease(const MatrixRef& m, WeightFormat format,
 
 void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec) {
   auto pack = [&](const MatrixRef& m, WeightGroup g, const std::string& name) {
+    const auto stored = stored_tiles.find(name);
+    if (stored != stored_tiles.end()) return stored->second.Pack(spec.Of(g), bf16_precision, name);
     return PackAndRelease(m, spec.Resolve(g, m.dtype), bf16_precision, name);
   };
   for (size_t i = 0; i < layers.size(); ++i) {
@@ -83,6 +85,7 @@ void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& s
       lm_head, WeightGroup::kLmHead,
       lm_head_tied ? "transformer.word_embeddings.weight (the tied LM head)" : "lm_head.weight");
   std::vector<std::vector<uint8_t>>().swap(gathered);  // packed: the copies are no longer read
+  stored_tiles.clear();
 }
 
 int64_t FalconWeights::HeldBytes() const {
@@ -185,10 +188,31 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
   auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
     return AsMatrix(ck.Get(name, {rows, cols}));
   };
-
   w.embeddings = mat("transformer.word_embeddings.weight", c.vocab_size, h);
+  // A converted checkpoint's block-float groups: bound as tiles, the rank's rows (several ranges
+  // concatenated) and columns [c0, c1) of the [rows, cols] matrix.
+  const std::optional<WeightSpec> stored = ReadStoredWeightFormats(dir);
+  auto stored_bfp = [&](WeightGroup g) {
+    return stored && IsBfp(*stored->Of(g)) ? stored->Of(g) : std::nullopt;
+  };
+  auto tiles = [&](const std::string& name, WeightGroup g, int64_t rows, int64_t cols,
+                   const std::vector<std::pair<int64_t, int64_t>>& row_ranges, int64_t c0,
+                   int64_t c1) {
+    StoredTiles t = StoredTiles::Bind(ck, name, *stored_bfp(g), rows, cols, row_ranges, c0, c1);
+    MatrixRef m{w.embeddings.dtype, t.layout.out, t.layout.in, t.layout.in, nullptr};
+    w.stored_tiles.emplace(name, std::move(t));
+    return m;
+  };
+
   w.lm_head_tied = !ck.Has("lm_head.weight");
-  if (!w.lm_head_tied) {
+  if (!w.lm_head_tied && stored_bfp(WeightGroup::kLmHead)) {
+    w.lm_head = tiles("lm_head.weight", WeightGroup::kLmHead, c.vocab_size, h,
+                      {{split.vocab_begin, split.vocab_end}}, 0, h);
+  } else if (stored_bfp(WeightGroup::kLmHead)) {
+    throw Error(Cat(ck.source(), ": missing tensor 'lm_head.weight' (config.json's ",
+                    kStoredWeightsKey, " stores lm_head in ",
+                    WeightFormatName(*stored_bfp(WeightGroup::kLmHead)), ")"));
+  } else if (!w.lm_head_tied) {
     w.lm_head = mat("lm_head.weight", c.vocab_size, h);
   } else if (!c.tie_word_embeddings) {
     throw Error(Cat(ck.source(),
@@ -197,7 +221,8 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
   } else {
     w.lm_head = w.embeddings;
   }
-  w.lm_head = Rows(w.lm_head, split.vocab_begin, split.vocab_end);
+  if (!stored_bfp(WeightGroup::kLmHead))
+    w.lm_head = Rows(w.lm_head, split.vocab_begin, split.vocab_end);
   w.ln_f_w = vec("transformer.ln_f.weight", h);
   w.ln_f_b = vec("transformer.ln_f.bias", h);
   for (int l = 0; l < c.n_layers; ++l) {
@@ -213,27 +238,41 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
       L.ln_mlp_w = vec(p + "post_attention_layernorm.weight", h);
       L.ln_mlp_b = vec(p + "post_attention_layernorm.bias", h);
     }
-    const MatrixRef qkv_all = mat(p + "self_attention.query_key_value.weight", qkv, h);
     const auto qkv_ranges = QkvRowRanges(c, split);
-    if (qkv_ranges.size() == 1) {
-      L.qkv = Rows(qkv_all, qkv_ranges[0].first, qkv_ranges[0].second);
-    } else {  // several ranges: gathered into one matrix
-      const int64_t row_bytes = h * DTypeSize(qkv_all.dtype);
-      std::vector<uint8_t> rows;
-      for (const auto& [r0, r1] : qkv_ranges) {
-        const auto* src = static_cast<const uint8_t*>(qkv_all.data) + r0 * row_bytes;
-        rows.insert(rows.end(), src, src + (r1 - r0) * row_bytes);
-      }
-      L.qkv = qkv_all;
-      L.qkv.rows = static_cast<int64_t>(rows.size()) / row_bytes;
-      w.gathered.push_back(std::move(rows));
-      L.qkv.data = w.gathered.back().data();
-    }
     const int64_t hd = c.head_dim();
-    L.dense = Cols(mat(p + "self_attention.dense.weight", h, attn_dim), split.q_head_begin * hd,
-                   split.q_head_end * hd);
-    L.fc1 = Rows(mat(p + "mlp.dense_h_to_4h.weight", ffn, h), split.ffn_begin, split.ffn_end);
-    L.fc2 = Cols(mat(p + "mlp.dense_4h_to_h.weight", h, ffn), split.ffn_begin, split.ffn_end);
+    if (stored_bfp(WeightGroup::kAttn)) {
+      L.qkv = tiles(p + "self_attention.query_key_value.weight", WeightGroup::kAttn, qkv, h,
+                    qkv_ranges, 0, h);
+      L.dense = tiles(p + "self_attention.dense.weight", WeightGroup::kAttn, h, attn_dim, {{0, h}},
+                      split.q_head_begin * hd, split.q_head_end * hd);
+    } else {
+      const MatrixRef qkv_all = mat(p + "self_attention.query_key_value.weight", qkv, h);
+      if (qkv_ranges.size() == 1) {
+        L.qkv = Rows(qkv_all, qkv_ranges[0].first, qkv_ranges[0].second);
+      } else {  // several ranges: gathered into one matrix
+        const int64_t row_bytes = h * DTypeSize(qkv_all.dtype);
+        std::vector<uint8_t> rows;
+        for (const auto& [r0, r1] : qkv_ranges) {
+          const auto* src = static_cast<const uint8_t*>(qkv_all.data) + r0 * row_bytes;
+          rows.insert(rows.end(), src, src + (r1 - r0) * row_bytes);
+        }
+        L.qkv = qkv_all;
+        L.qkv.rows = static_cast<int64_t>(rows.size()) / row_bytes;
+        w.gathered.push_back(std::move(rows));
+        L.qkv.data = w.gathered.back().data();
+      }
+      L.dense = Cols(mat(p + "self_attention.dense.weight", h, attn_dim), split.q_head_begin * hd,
+                     split.q_head_end * hd);
+    }
+    if (stored_bfp(WeightGroup::kMlp)) {
+      L.fc1 = tiles(p + "mlp.dense_h_to_4h.weight", WeightGroup::kMlp, ffn, h,
+                    {{split.ffn_begin, split.ffn_end}}, 0, h);
+      L.fc2 = tiles(p + "mlp.dense_4h_to_h.weight", WeightGroup::kMlp, h, ffn, {{0, h}},
+                    split.ffn_begin, split.ffn_end);
+    } else {
+      L.fc1 = Rows(mat(p + "mlp.dense_h_to_4h.weight", ffn, h), split.ffn_begin, split.ffn_end);
+      L.fc2 = Cols(mat(p + "mlp.dense_4h_to_h.weight", h, ffn), split.ffn_begin, split.ffn_end);
+    }
     if (c.bias) {
       const std::vector<float> qkv_b = vec(p + "self_attention.query_key_value.bias", qkv);
       for (const auto& [r0, r1] : qkv_ranges)

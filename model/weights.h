@@ -4,6 +4,7 @@
 // parameters and biases (vectors) are converted to FP32.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 #include "kernels/matmul.h"
 #include "kernels/packed_matrix.h"
 #include "model/config.h"
+#include "model/converted_checkpoint.h"
 #include "model/safetensors.h"
 #include "model/tensor_split.h"
 #include "model/weight_spec.h"
@@ -48,6 +50,10 @@ struct FalconWeights {
   // Slices gathered from several ranges of a tensor (a multi-query QKV's heads and its shared K
   // and V rows), which a MatrixRef above points into until Pack.
   std::vector<std::vector<uint8_t>> gathered;
+  // A converted checkpoint's block-float matrices (model/converted_checkpoint.h) by tensor name,
+  // until Pack hands their tiles to the kernels; their MatrixRefs above have the slice's shape and
+  // the embeddings' dtype but no data.
+  std::map<std::string, StoredTiles> stored_tiles;
   std::vector<float> ln_f_w, ln_f_b;  // [hidden]
   std::vector<LayerWeights> layers;   // [n_layers]
   PackedMatrix lm_head_p;             // lm_head packed (FalconWeights::Pack)
@@ -65,7 +71,9 @@ struct FalconWeights {
   void Pack(ActivationPrecision bf16_precision, const WeightSpec& spec = {});
 
   // Binds every tensor `config` needs (the parts `split` holds). Throws wc::Error naming file and
-  // tensor when one is missing, mis-shaped or of an unsupported dtype.
+  // tensor when one is missing, mis-shaped or of an unsupported dtype. A converted checkpoint's
+  // block-float matrices (config.json's wormchat_weights) are bound as their tiles (StoredTiles:
+  // validated, a rank's slice gathered along whole tiles).
   static FalconWeights Load(const FalconConfig& config, const std::string& model_dir,
                             const TensorSplit& split);
   static FalconWeights Load(const FalconConfig& config, const std::string& model_dir) {

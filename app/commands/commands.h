@@ -14,6 +14,7 @@ void RegisterLogits(CLI::App& app);
 void RegisterTokenize(CLI::App& app);
 void RegisterInfo(CLI::App& app);
 void RegisterInit(CLI::App& app);
+void RegisterConvert(CLI::App& app);
 void RegisterMeshBench(CLI::App& app);
 void RegisterBench(CLI::App& app);
 void RegisterPerplexity(CLI::App& app);

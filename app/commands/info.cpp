@@ -1,11 +1,13 @@
 // `wormchat info`: parameters, weight bytes and KV-cache bytes of a model or a preset shape.
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "app/commands/commands.h"
 #include "app/model_options.h"
+#include "model/converted_checkpoint.h"
 #include "model/fingerprint.h"
 #include "model/lm_head.h"
 #include "model/safetensors.h"
@@ -58,7 +60,10 @@ void RunInfo(const InfoCmdOptions& o) {
   FalconConfig c;
   std::string source, weight_dtype, fingerprint;
   int64_t weight_bytes = 0;
-  DType stored[3] = {DType::kBF16, DType::kBF16, DType::kBF16};  // attn, mlp, lm_head as stored
+  // attn, mlp, lm_head as stored
+  WeightFormat stored[3] = {WeightFormat::kBF16, WeightFormat::kBF16, WeightFormat::kBF16};
+  std::optional<WeightSpec> converted;  // a converted checkpoint's wormchat_weights
+  WeightSpec effective = spec;          // --weights with the converted bfp groups as stored
   if (!o.preset.empty()) {
     c = PresetConfig(o.preset);
     source = "preset " + o.preset;
@@ -71,16 +76,19 @@ void RunInfo(const InfoCmdOptions& o) {
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
-    stored[0] = ck->Get("transformer.h.0.self_attention.query_key_value.weight",
-                        {c.qkv_rows(), c.hidden_size})
-                    .dtype;
-    stored[1] =
-        ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, c.hidden_size})
-            .dtype;
-    stored[2] =
-        ck->Get(ck->Has("lm_head.weight") ? "lm_head.weight" : "transformer.word_embeddings.weight",
-                {c.vocab_size, c.hidden_size})
-            .dtype;
+    converted = ReadStoredWeightFormats(dir);
+    effective = EffectiveWeightSpec(converted, spec, dir);
+    const std::string names[3] = {
+        "transformer.h.0.self_attention.query_key_value.weight",
+        "transformer.h.0.mlp.dense_h_to_4h.weight",
+        ck->Has("lm_head.weight") ? "lm_head.weight" : "transformer.word_embeddings.weight"};
+    const int64_t rows[3] = {c.qkv_rows(), c.ffn_hidden_size, c.vocab_size};
+    for (WeightGroup g : kWeightGroups) {
+      const int i = static_cast<int>(g);
+      stored[i] = converted && IsBfp(*converted->Of(g))
+                      ? *converted->Of(g)
+                      : FormatOfDType(ck->Get(names[i], {rows[i], c.hidden_size}).dtype);
+    }
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
   KVCacheShape shape;
@@ -98,8 +106,8 @@ void RunInfo(const InfoCmdOptions& o) {
   // The groups' formats (--weights) and what they take, whole and on each rank.
   WeightFormat formats[3];
   for (WeightGroup g : kWeightGroups)
-    formats[static_cast<int>(g)] = spec.Resolve(g, stored[static_cast<int>(g)]);
-  CheckBfpSlices(c, o.lm_head_fractures, o.tensor_parallel, spec);
+    formats[static_cast<int>(g)] = effective.Of(g).value_or(stored[static_cast<int>(g)]);
+  CheckBfpSlices(c, o.lm_head_fractures, o.tensor_parallel, effective);
   const WeightGroupBytes whole_groups =
       RankWeightGroupBytes(c, TensorSplit::Whole(c, o.lm_head_fractures), formats);
   // --tensor-parallel R: what each rank would hold (model/tensor_split.h).
@@ -146,6 +154,10 @@ void RunInfo(const InfoCmdOptions& o) {
     if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
     j["weight_bytes_held"] = whole_held;
     j["weights"] = spec.ToString();
+    if (converted)
+      j["stored_weights"] = {{"attn", WeightFormatName(*converted->attn)},
+                             {"mlp", WeightFormatName(*converted->mlp)},
+                             {"lm_head", WeightFormatName(*converted->lm_head)}};
     j["weight_formats"] = {{"attn", WeightFormatName(formats[0])},
                            {"mlp", WeightFormatName(formats[1])},
                            {"lm_head", WeightFormatName(formats[2])}};
@@ -173,6 +185,10 @@ void RunInfo(const InfoCmdOptions& o) {
   std::printf("parameters   %.3f B (%lld)\n", static_cast<double>(c.n_params()) / 1e9,
               static_cast<long long>(c.n_params()));
   std::printf("weights      %s, %s\n", MiB(weight_bytes).c_str(), weight_dtype.c_str());
+  if (converted)
+    std::printf("stored       attn %s, mlp %s, lm_head %s (converted: wormchat convert)\n",
+                WeightFormatName(*converted->attn), WeightFormatName(*converted->mlp),
+                WeightFormatName(*converted->lm_head));
   // Held matrices per group: one column for one process, one per rank with --tensor-parallel.
   std::printf("held         --weights %s: %s (bfp: 32x32 tiles of 1088 / 576 bytes)\n",
               spec.ToString().c_str(), MiB(whole_held).c_str());

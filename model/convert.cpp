@@ -1,0 +1,228 @@
+#include "model/convert.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "kernels/bfp_weights.h"
+#include "model/config.h"
+#include "model/converted_checkpoint.h"
+#include "model/safetensors.h"
+#include "util/bf16.h"
+#include "util/error.h"
+#include "util/json_file.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t kChunkBytes = size_t{64} << 20;  // source read between two page releases
+
+MatrixRef AsMatrix(const TensorInfo& t) {
+  return MatrixRef{t.dtype, t.shape[0], t.shape[1], t.shape[1], t.data};
+}
+
+// dst[0:n] = src[0:n], the source's pages released chunk by chunk.
+void CopyReleasing(const uint8_t* src, size_t n, uint8_t* dst) {
+  for (size_t at = 0; at < n; at += kChunkBytes) {
+    const size_t len = std::min(kChunkBytes, n - at);
+    std::memcpy(dst + at, src + at, len);
+    ReleaseMappedPages(src + at, len);
+  }
+}
+
+// out = t's values in `to` (F32 or BF16; BF16 rounded to nearest even), chunk by chunk.
+void ConvertReleasing(const TensorInfo& t, DType to, uint8_t* out) {
+  const int64_t n = t.numel(), in_size = DTypeSize(t.dtype);
+  const int64_t chunk = static_cast<int64_t>(kChunkBytes) / in_size;
+  for (int64_t i0 = 0; i0 < n; i0 += chunk) {
+    const int64_t i1 = std::min(n, i0 + chunk);
+#pragma omp parallel for schedule(static)
+    for (int64_t i = i0; i < i1; ++i) {
+      float v;
+      if (t.dtype == DType::kF32) {
+        std::memcpy(&v, t.data + 4 * i, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        v = t.dtype == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
+      }
+      if (to == DType::kF32) {
+        std::memcpy(out + 4 * i, &v, 4);
+      } else {
+        const uint16_t h = F32ToBF16(v);
+        std::memcpy(out + 2 * i, &h, 2);
+      }
+    }
+    ReleaseMappedPages(t.data + i0 * in_size, static_cast<size_t>((i1 - i0) * in_size));
+  }
+}
+
+// The tensor `name` written from source t (a matrix [out, in]) in format f.
+TensorToWrite MatrixIn(const std::string& name, const TensorInfo& t, WeightFormat f,
+                       std::map<std::string, std::string>& metadata) {
+  if (IsBfp(f)) {
+    const BfpLayout layout{BfpOf(f), t.shape[0], t.shape[1]};
+    metadata[name + ".format"] = BfpFormatName(layout.format);
+    metadata[name + ".shape"] = ShapeString({layout.out, layout.in});
+    TensorToWrite w{name,    DType::kF32, {layout.k_tiles(), layout.n_tiles(), layout.tile_bytes()},
+                    nullptr, nullptr,     "U8"};
+    w.fill = [&t, layout, name](uint8_t* out) {
+      const MatrixRef m = AsMatrix(t);
+      const int64_t row_bytes = m.cols * DTypeSize(m.dtype);
+      PackBfpMatrix(layout.format, m, name, out, [&](int64_t r0, int64_t r1) {
+        ReleaseMappedPages(t.data + r0 * row_bytes, static_cast<size_t>((r1 - r0) * row_bytes));
+      });
+    };
+    return w;
+  }
+  if (f == FormatOfDType(t.dtype)) {
+    TensorToWrite w{name, t.dtype, t.shape, nullptr, nullptr};
+    w.fill = [&t](uint8_t* out) { CopyReleasing(t.data, t.n_bytes, out); };
+    return w;
+  }
+  WC_CHECK(f == WeightFormat::kF32 || f == WeightFormat::kBF16, "convert to f32 or bf16");
+  const DType to = f == WeightFormat::kF32 ? DType::kF32 : DType::kBF16;
+  TensorToWrite w{name, to, t.shape, nullptr, nullptr};
+  w.fill = [&t, to](uint8_t* out) { ConvertReleasing(t, to, out); };
+  return w;
+}
+
+// Any tensor copied as it is (its own dtype, whatever it is).
+TensorToWrite Unchanged(const TensorInfo& t) {
+  TensorToWrite w{t.name, DType::kF32, t.shape, nullptr, nullptr, t.dtype_name.c_str()};
+  w.fill = [&t](uint8_t* out) { CopyReleasing(t.data, t.n_bytes, out); };
+  return w;
+}
+
+// --out: absent, or an empty directory, and not the model itself.
+void CheckOut(const std::string& model_dir, const std::string& out_dir) {
+  std::error_code ec;
+  if (out_dir.empty()) throw Error("--out: an output directory is required");
+  if (fs::exists(out_dir, ec) && fs::exists(model_dir, ec) &&
+      fs::equivalent(out_dir, model_dir, ec))
+    throw Error(Cat("--out ", out_dir, " is the model directory; choose a new directory"));
+  if (!fs::exists(out_dir, ec)) return;
+  if (!fs::is_directory(out_dir, ec))
+    throw Error(Cat("--out ", out_dir, " exists and is not a directory; choose a new directory"));
+  if (!fs::is_empty(out_dir, ec))
+    throw Error(Cat("--out ", out_dir, " exists and is not empty; choose a new directory"));
+}
+
+}  // namespace
+
+ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string& out_dir,
+                                 const WeightSpec& spec, const ConvertProgress& progress) {
+  CheckOut(model_dir, out_dir);
+  const FalconConfig c = LoadConfig(model_dir);
+  const std::string config_path = JoinPath(model_dir, "config.json");
+  nlohmann::json config = ReadJsonFile(config_path);
+  const std::optional<WeightSpec> stored = StoredWeightFormats(config, config_path);
+  if (stored && stored->any_bfp())
+    throw Error(Cat(model_dir, " is already in block float (", kStoredWeightsKey, " ",
+                    stored->ToString(),
+                    "); converting it again would round twice: convert the "
+                    "original checkpoint"));
+  const auto ck = Checkpoint::Open(model_dir);
+  for (const auto& [key, value] : ck->metadata())
+    if (key.size() > 7 && key.compare(key.size() - 7, 7, ".format") == 0 &&
+        ck->Has(key.substr(0, key.size() - 7)))
+      throw Error(Cat(ck->source(), ": tensor '", key.substr(0, key.size() - 7),
+                      "' is already in block float (", Printable(value),
+                      "); converting it again would round twice: convert the original checkpoint"));
+
+  // Each group's format, from its first matrix's dtype (shapes checked against config.json).
+  const int64_t h = c.hidden_size;
+  const TensorInfo& emb = ck->Get("transformer.word_embeddings.weight", {c.vocab_size, h});
+  const bool tied = !ck->Has("lm_head.weight");
+  const DType group_dtype[3] = {
+      ck->Get("transformer.h.0.self_attention.query_key_value.weight", {c.qkv_rows(), h}).dtype,
+      ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, h}).dtype,
+      tied ? emb.dtype : ck->Get("lm_head.weight", {c.vocab_size, h}).dtype};
+  ConvertSummary summary;
+  for (WeightGroup g : kWeightGroups) {
+    const WeightFormat f = spec.Resolve(g, group_dtype[static_cast<int>(g)]);
+    (g == WeightGroup::kAttn  ? summary.stored.attn
+     : g == WeightGroup::kMlp ? summary.stored.mlp
+                              : summary.stored.lm_head) = f;
+  }
+  summary.lm_head_split = tied && *summary.stored.lm_head != FormatOfDType(emb.dtype);
+
+  std::map<std::string, std::string> metadata;
+  std::vector<TensorToWrite> tensors;
+  for (const std::string& name : ck->names()) {
+    const TensorInfo& t = ck->Raw(name);
+    const std::optional<WeightGroup> g = WeightGroupOfTensor(name);
+    if (g && t.readable && t.shape.size() == 2)
+      tensors.push_back(MatrixIn(name, t, spec.Resolve(*g, t.dtype), metadata));
+    else
+      tensors.push_back(Unchanged(t));
+  }
+  if (summary.lm_head_split)
+    tensors.push_back(MatrixIn("lm_head.weight", emb, *summary.stored.lm_head, metadata));
+  int64_t total = 0;
+  for (const std::string& name : ck->names()) total += static_cast<int64_t>(ck->Raw(name).n_bytes);
+  if (summary.lm_head_split) total += static_cast<int64_t>(emb.n_bytes);
+  summary.bytes_in = total;
+  int64_t done = 0;
+  for (TensorToWrite& w : tensors) {
+    summary.bytes_out += w.bytes();
+    const int64_t in_bytes = w.name == "lm_head.weight" && summary.lm_head_split
+                                 ? static_cast<int64_t>(emb.n_bytes)
+                                 : static_cast<int64_t>(ck->Raw(w.name).n_bytes);
+    w.fill = [fill = std::move(w.fill), in_bytes, total, &done, &progress](uint8_t* out) {
+      fill(out);
+      done += in_bytes;
+      if (progress) progress(done, total);
+    };
+  }
+
+  config[kStoredWeightsKey] = {{"attn", WeightFormatName(*summary.stored.attn)},
+                               {"mlp", WeightFormatName(*summary.stored.mlp)},
+                               {"lm_head", WeightFormatName(*summary.stored.lm_head)}};
+  if (summary.lm_head_split) config["tie_word_embeddings"] = false;
+
+  // Built beside --out and renamed to it when complete.
+  std::string out = out_dir;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  const std::string partial = Cat(out, ".partial-", getpid());
+  std::error_code ec;
+  fs::remove_all(partial, ec);
+  if (!fs::create_directories(partial, ec) && !fs::is_directory(partial))
+    throw Error(Cat("--out ", out_dir, ": cannot create ", partial, ": ", ec.message()));
+  try {
+    if (progress) progress(0, total);
+    for (const auto& entry : fs::directory_iterator(model_dir)) {
+      const std::string file = entry.path().filename().string();
+      const bool weights = file == "config.json" || file == "model.safetensors.index.json" ||
+                           (file.size() > 12 && file.substr(file.size() - 12) == ".safetensors");
+      if (weights || !entry.is_regular_file()) continue;
+      fs::copy_file(entry.path(), JoinPath(partial, file));
+    }
+    {
+      const std::string path = JoinPath(partial, "config.json");
+      std::ofstream f(path, std::ios::binary);
+      f << config.dump(2) << "\n";
+      if (!f) throw Error(Cat(path, ": cannot write"));
+    }
+    WriteSafetensors(JoinPath(partial, "model.safetensors"), tensors, metadata);
+    fs::rename(partial, out);
+  } catch (const fs::filesystem_error& e) {
+    fs::remove_all(partial, ec);
+    throw Error(Cat("--out ", out_dir, ": ", e.code().message(), " (", e.path1().string(), ")"));
+  } catch (...) {
+    fs::remove_all(partial, ec);
+    throw;
+  }
+  return summary;
+}
+
+}  // namespace wc

@@ -1,0 +1,166 @@
+#include "model/converted_checkpoint.h"
+
+#include <cstring>
+
+#include "util/error.h"
+#include "util/json_file.h"
+#include "util/mapped_file.h"
+
+namespace wc {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// "[out, in]" -> {out, in}; nullopt unless exactly two non-negative integers.
+std::optional<std::pair<int64_t, int64_t>> ParseShape(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_array() || j.size() != 2 || !j[0].is_number_unsigned() || !j[1].is_number_unsigned())
+    return std::nullopt;
+  return std::make_pair(j[0].get<int64_t>(), j[1].get<int64_t>());
+}
+
+}  // namespace
+
+std::optional<WeightGroup> WeightGroupOfTensor(const std::string& name) {
+  if (name == "lm_head.weight") return WeightGroup::kLmHead;
+  if (name.rfind("transformer.h.", 0) != 0) return std::nullopt;
+  if (EndsWith(name, ".self_attention.query_key_value.weight") ||
+      EndsWith(name, ".self_attention.dense.weight"))
+    return WeightGroup::kAttn;
+  if (EndsWith(name, ".mlp.dense_h_to_4h.weight") || EndsWith(name, ".mlp.dense_4h_to_h.weight"))
+    return WeightGroup::kMlp;
+  return std::nullopt;
+}
+
+std::optional<WeightSpec> StoredWeightFormats(const nlohmann::json& config,
+                                              const std::string& source) {
+  if (!config.is_object() || !config.contains(kStoredWeightsKey)) return std::nullopt;
+  const nlohmann::json& j = config[kStoredWeightsKey];
+  const std::string where = Cat(source, ": '", kStoredWeightsKey, "'");
+  if (!j.is_object())
+    throw Error(Cat(where, " must be an object naming the format of attn, mlp and lm_head"));
+  WeightSpec spec;
+  for (WeightGroup g : kWeightGroups) {
+    const char* group = WeightGroupName(g);
+    const auto it = j.find(group);
+    if (it == j.end() || !it->is_string())
+      throw Error(Cat(where, " has no format for '", group, "'"));
+    const std::optional<WeightFormat> f = WeightFormatFromName(it->get<std::string>());
+    if (!f)
+      throw Error(Cat(where, ": unknown format '", Printable(it->get<std::string>()), "' for '",
+                      group, "'; expected f32, f16, bf16, bfp8 or bfp4"));
+    (g == WeightGroup::kAttn ? spec.attn : g == WeightGroup::kMlp ? spec.mlp : spec.lm_head) = f;
+  }
+  for (const auto& [key, value] : j.items())
+    if (key != "attn" && key != "mlp" && key != "lm_head")
+      throw Error(Cat(where, ": unknown group '", Printable(key), "'"));
+  return spec;
+}
+
+std::optional<WeightSpec> ReadStoredWeightFormats(const std::string& model_dir) {
+  const std::string path = JoinPath(model_dir, "config.json");
+  return StoredWeightFormats(ReadJsonFile(path), path);
+}
+
+WeightSpec EffectiveWeightSpec(const std::optional<WeightSpec>& stored, const WeightSpec& asked,
+                               const std::string& model_dir) {
+  if (!stored) return asked;
+  WeightSpec spec = asked;
+  for (WeightGroup g : kWeightGroups) {
+    const WeightFormat s = *stored->Of(g);
+    if (!IsBfp(s)) continue;
+    const std::optional<WeightFormat> a = asked.Of(g);
+    if (a && *a != s)
+      throw Error(Cat(
+          "--weights ", asked.ToString(), ": ", model_dir, " stores ", WeightGroupName(g), " in ",
+          WeightFormatName(s), " (converted); block-float weights are not converted again (",
+          WeightFormatName(*a), " would ", IsBfp(*a) ? "round them twice" : "only widen them",
+          "): load it with --weights auto (as stored), or convert the original"));
+    (g == WeightGroup::kAttn ? spec.attn : g == WeightGroup::kMlp ? spec.mlp : spec.lm_head) = s;
+  }
+  return spec;
+}
+
+StoredTiles StoredTiles::Bind(const Checkpoint& ck, const std::string& name, WeightFormat f,
+                              int64_t out, int64_t in,
+                              const std::vector<std::pair<int64_t, int64_t>>& row_ranges,
+                              int64_t col_begin, int64_t col_end) {
+  WC_CHECK(IsBfp(f), "StoredTiles of a bfp format");
+  const TensorInfo& t = ck.Raw(name);
+  const std::string where = Cat(t.file, ": tensor '", name, "'");
+  const auto& meta = ck.metadata();
+  const auto fmt = meta.find(name + ".format");
+  if (fmt == meta.end())
+    throw Error(Cat(where, ": no \"", name, ".format\" in __metadata__ (config.json's ",
+                    kStoredWeightsKey, " stores it as ", WeightFormatName(f), ")"));
+  const std::optional<BfpFormat> bf = BfpFormatFromName(fmt->second);
+  if (!bf)
+    throw Error(Cat(where, ": unknown block-float format '", Printable(fmt->second),
+                    "' in __metadata__; expected bfp8 or bfp4"));
+  if (*bf != BfpOf(f))
+    throw Error(Cat(where, ": __metadata__ says ", BfpFormatName(*bf), " but config.json's ",
+                    kStoredWeightsKey, " says ", WeightFormatName(f)));
+  const auto shape = meta.find(name + ".shape");
+  const std::optional<std::pair<int64_t, int64_t>> oi =
+      shape == meta.end() ? std::nullopt : ParseShape(shape->second);
+  if (!oi)
+    throw Error(Cat(where, ": __metadata__ needs \"", name, ".shape\": \"[out, in]\"",
+                    shape == meta.end() ? "" : Cat(", got '", Printable(shape->second), "'")));
+  if (oi->first != out || oi->second != in)
+    throw Error(Cat(where, ": __metadata__ shape [", oi->first, ", ", oi->second,
+                    "] disagrees with config.json's [", out, ", ", in, "]"));
+  const BfpLayout whole{*bf, out, in};
+  const std::vector<int64_t> want = {whole.k_tiles(), whole.n_tiles(), whole.tile_bytes()};
+  if (t.dtype_name != "U8" || t.shape != want)
+    throw Error(Cat(where, ": ", t.dtype_name, " ", ShapeString(t.shape), " is not the ",
+                    BfpFormatName(*bf), " tiles of [", out, ", ", in, "] (U8 ", ShapeString(want),
+                    ")"));
+  StoredTiles s;
+  s.source = t.data;
+  s.source_bytes = t.n_bytes;
+  auto aligned = [](int64_t b, int64_t e, int64_t extent) {
+    return b % kBfpTileDim == 0 && (e % kBfpTileDim == 0 || e == extent) && b <= e && e <= extent;
+  };
+  int64_t rows = 0;
+  for (size_t i = 0; i < row_ranges.size(); ++i) {
+    const auto& [b, e] = row_ranges[i];
+    WC_CHECK(aligned(b, e, out) && (i + 1 == row_ranges.size() || e % kBfpTileDim == 0),
+             "bfp row slice off the tiles");
+    rows += e - b;
+  }
+  WC_CHECK(aligned(col_begin, col_end, in), "bfp column slice off the tiles");
+  s.layout = BfpLayout{*bf, rows, col_end - col_begin};
+  if (row_ranges.size() == 1 && row_ranges[0] == std::make_pair(int64_t{0}, out) &&
+      col_begin == 0 && col_end == in) {
+    s.tiles = t.data;
+    return s;
+  }
+  s.gathered.resize(static_cast<size_t>(s.layout.bytes()));
+  const int64_t tb = whole.tile_bytes();
+  uint8_t* dst = s.gathered.data();
+  for (int64_t tk = col_begin / kBfpTileDim; tk < (col_end + kBfpTileDim - 1) / kBfpTileDim; ++tk)
+    for (const auto& [b, e] : row_ranges) {
+      const int64_t tn0 = b / kBfpTileDim, tn1 = (e + kBfpTileDim - 1) / kBfpTileDim;
+      std::memcpy(dst, t.data + whole.TileOffset(tk, tn0), static_cast<size_t>((tn1 - tn0) * tb));
+      dst += (tn1 - tn0) * tb;
+    }
+  WC_CHECK(dst == s.gathered.data() + s.gathered.size(), "gathered tiles");
+  s.tiles = s.gathered.data();
+  return s;
+}
+
+PackedMatrix StoredTiles::Pack(std::optional<WeightFormat> asked,
+                               ActivationPrecision bf16_precision, const std::string& name) const {
+  const WeightFormat f =
+      layout.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
+  if (asked && *asked != f)
+    throw Error(Cat("--weights: ", name, " is stored as ", WeightFormatName(f),
+                    " (converted); it is not converted again to ", WeightFormatName(*asked)));
+  PackedMatrix m = PackedMatrix::FromBfpTiles(layout, tiles, bf16_precision, name);
+  ReleaseMappedPages(source, source_bytes);
+  return m;
+}
+
+}  // namespace wc
