@@ -42,6 +42,20 @@
 
 namespace wc {
 
+// Where a matrix's tiles lie in a tensor of tt-metal's tiles (a converted checkpoint's): the
+// matrix [rows, cols] (N, K unpadded) is whole tile rows [tk_begin, tk_begin + K/32) of `whole`,
+// its 32-row panel p the whole's tile column tile_cols[p].
+struct BfpTileSlice {
+  BfpLayout whole;                 // the tensor's layout
+  const uint8_t* tiles = nullptr;  // [whole.bytes()]
+  int64_t rows = 0, cols = 0;      // the slice's N and K
+  int64_t tk_begin = 0;
+  std::vector<int64_t> tile_cols;  // [ceil(rows / 32)]
+
+  // All of a [layout.out, layout.in] tensor's tiles.
+  static BfpTileSlice Whole(const BfpLayout& layout, const uint8_t* tiles);
+};
+
 class BfpPanels {
  public:
   static constexpr int64_t kPanelRows = 32;
@@ -66,6 +80,16 @@ class BfpPanels {
   // NaN's; the packer never writes it).
   static BfpPanels FromTiles(const BfpLayout& layout, const uint8_t* tiles, const std::string& name,
                              ActivationPrecision precision);
+
+  // Called after the source's whole tile rows [tk_begin, tk_end) are reordered (in blocks of about
+  // 8 MiB of the source, in order): their bytes, one run of the source, are no longer read.
+  using TileRowsDone = std::function<void(int64_t tk_begin, int64_t tk_end)>;
+
+  // A slice of tt-metal's tiles (BfpTileSlice, a tensor-parallel rank's part of a converted
+  // tensor) reordered in place, no copy of the slice made; the lowest failing tile in (tile-row
+  // block, panel) order is named, whatever the thread count.
+  static BfpPanels FromTiles(const BfpTileSlice& slice, const std::string& name,
+                             ActivationPrecision precision, const TileRowsDone& done = nullptr);
 
   BfpFormat format() const { return format_; }
   ActivationPrecision precision() const { return precision_; }

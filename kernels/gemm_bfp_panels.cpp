@@ -112,21 +112,49 @@ BfpPanels BfpPanels::FromMatrix(BfpFormat f, const MatrixRef& w, const std::stri
   return m;
 }
 
+BfpTileSlice BfpTileSlice::Whole(const BfpLayout& layout, const uint8_t* tiles) {
+  BfpTileSlice s;
+  s.whole = layout;
+  s.tiles = tiles;
+  s.rows = layout.out;
+  s.cols = layout.in;
+  for (int64_t tn = 0; tn < layout.n_tiles(); ++tn) s.tile_cols.push_back(tn);
+  return s;
+}
+
 BfpPanels BfpPanels::FromTiles(const BfpLayout& layout, const uint8_t* tiles,
                                const std::string& name, ActivationPrecision precision) {
+  return FromTiles(BfpTileSlice::Whole(layout, tiles), name, precision);
+}
+
+BfpPanels BfpPanels::FromTiles(const BfpTileSlice& s, const std::string& name,
+                               ActivationPrecision precision, const TileRowsDone& done) {
   BfpPanels m;
-  m.Init(layout.format, layout.out, layout.in, precision);
-  ForPanels(0, m.panels(), [&](int64_t p) {
-    for (int64_t tk = 0; tk < m.k_tiles(); ++tk) {
-      const uint8_t* tt = tiles + layout.TileOffset(tk, p);
-      for (int64_t i = 0; i < kBfpExponentBytes; ++i) {
-        if (tt[i] == 255)
-          throw Error(Cat(name, ": tile (", tk, ", ", p, ") of this ", BfpFormatName(layout.format),
-                          " tensor has an exponent of 255 (Inf/NaN), which no packer writes"));
+  m.Init(s.whole.format, s.rows, s.cols, precision);
+  WC_CHECK(static_cast<int64_t>(s.tile_cols.size()) == m.panels(), "tile columns != panels");
+  WC_CHECK(s.tk_begin >= 0 && s.tk_begin + m.k_tiles() <= s.whole.k_tiles(), "tile rows");
+  for (const int64_t tn : s.tile_cols) WC_CHECK(tn >= 0 && tn < s.whole.n_tiles(), "tile column");
+  // Blocks of whole tile rows of about 8 MiB of the source, so `done` can release a large tensor
+  // while it is reordered (a tile row is one contiguous run of the source).
+  const int64_t row_bytes = std::max<int64_t>(1, s.whole.n_tiles() * s.whole.tile_bytes());
+  const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / row_bytes);
+  for (int64_t k0 = 0; k0 < m.k_tiles(); k0 += block) {
+    const int64_t k1 = std::min(m.k_tiles(), k0 + block);
+    ForPanels(0, m.panels(), [&](int64_t p) {
+      const int64_t tn = s.tile_cols[static_cast<size_t>(p)];
+      for (int64_t tk = k0; tk < k1; ++tk) {
+        const uint8_t* tt = s.tiles + s.whole.TileOffset(s.tk_begin + tk, tn);
+        for (int64_t i = 0; i < kBfpExponentBytes; ++i) {
+          if (tt[i] == 255)
+            throw Error(Cat(name, ": tile (", s.tk_begin + tk, ", ", tn, ") of this ",
+                            BfpFormatName(s.whole.format),
+                            " tensor has an exponent of 255 (Inf/NaN), which no packer writes"));
+        }
+        m.PutTile(tk, p, tt);
       }
-      m.PutTile(tk, p, tt);
-    }
-  });
+    });
+    if (done) done(s.tk_begin + k0, s.tk_begin + k1);
+  }
   return m;
 }
 

@@ -119,13 +119,19 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
 
 PackedMatrix PackedMatrix::FromBfpTiles(const BfpLayout& layout, const uint8_t* tiles,
                                         ActivationPrecision precision, const std::string& name) {
+  return FromBfpTiles(BfpTileSlice::Whole(layout, tiles), precision, name);
+}
+
+PackedMatrix PackedMatrix::FromBfpTiles(const BfpTileSlice& slice, ActivationPrecision precision,
+                                        const std::string& name,
+                                        const BfpPanels::TileRowsDone& done) {
   PackedMatrix m;
-  m.format_ = layout.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
+  m.format_ = slice.whole.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
   m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
   m.precision_ = precision;
-  m.rows_ = layout.out;
-  m.cols_ = layout.in;
-  m.bfp_ = BfpPanels::FromTiles(layout, tiles, name, m.precision_);
+  m.rows_ = slice.rows;
+  m.cols_ = slice.cols;
+  m.bfp_ = BfpPanels::FromTiles(slice, name, m.precision_, done);
   return m;
 }
 

@@ -66,6 +66,11 @@ class PackedMatrix {
   // of 255.
   static PackedMatrix FromBfpTiles(const BfpLayout& layout, const uint8_t* tiles,
                                    ActivationPrecision precision, const std::string& name);
+  // The same from a slice of a tile tensor (BfpPanels::FromTiles), `done` called as the source's
+  // tile rows are used up.
+  static PackedMatrix FromBfpTiles(const BfpTileSlice& slice, ActivationPrecision precision,
+                                   const std::string& name,
+                                   const BfpPanels::TileRowsDone& done = nullptr);
 
   // The format the weights are held in (what they multiply as).
   WeightFormat format() const { return format_; }

@@ -123,31 +123,20 @@ StoredTiles StoredTiles::Bind(const Checkpoint& ck, const std::string& name, Wei
   auto aligned = [](int64_t b, int64_t e, int64_t extent) {
     return b % kBfpTileDim == 0 && (e % kBfpTileDim == 0 || e == extent) && b <= e && e <= extent;
   };
-  int64_t rows = 0;
+  s.slice.whole = whole;
+  s.slice.tiles = t.data;
   for (size_t i = 0; i < row_ranges.size(); ++i) {
     const auto& [b, e] = row_ranges[i];
     WC_CHECK(aligned(b, e, out) && (i + 1 == row_ranges.size() || e % kBfpTileDim == 0),
              "bfp row slice off the tiles");
-    rows += e - b;
+    s.slice.rows += e - b;
+    for (int64_t tn = b / kBfpTileDim; tn < (e + kBfpTileDim - 1) / kBfpTileDim; ++tn)
+      s.slice.tile_cols.push_back(tn);
   }
   WC_CHECK(aligned(col_begin, col_end, in), "bfp column slice off the tiles");
-  s.layout = BfpLayout{*bf, rows, col_end - col_begin};
-  if (row_ranges.size() == 1 && row_ranges[0] == std::make_pair(int64_t{0}, out) &&
-      col_begin == 0 && col_end == in) {
-    s.tiles = t.data;
-    return s;
-  }
-  s.gathered.resize(static_cast<size_t>(s.layout.bytes()));
-  const int64_t tb = whole.tile_bytes();
-  uint8_t* dst = s.gathered.data();
-  for (int64_t tk = col_begin / kBfpTileDim; tk < (col_end + kBfpTileDim - 1) / kBfpTileDim; ++tk)
-    for (const auto& [b, e] : row_ranges) {
-      const int64_t tn0 = b / kBfpTileDim, tn1 = (e + kBfpTileDim - 1) / kBfpTileDim;
-      std::memcpy(dst, t.data + whole.TileOffset(tk, tn0), static_cast<size_t>((tn1 - tn0) * tb));
-      dst += (tn1 - tn0) * tb;
-    }
-  WC_CHECK(dst == s.gathered.data() + s.gathered.size(), "gathered tiles");
-  s.tiles = s.gathered.data();
+  s.slice.cols = col_end - col_begin;
+  s.slice.tk_begin = col_begin / kBfpTileDim;
+  s.layout = BfpLayout{*bf, s.slice.rows, s.slice.cols};
   return s;
 }
 
@@ -158,7 +147,14 @@ PackedMatrix StoredTiles::Pack(std::optional<WeightFormat> asked,
   if (asked && *asked != f)
     throw Error(Cat("--weights: ", name, " is stored as ", WeightFormatName(f),
                     " (converted); it is not converted again to ", WeightFormatName(*asked)));
-  PackedMatrix m = PackedMatrix::FromBfpTiles(layout, tiles, bf16_precision, name);
+  // The source's tile rows are released as they are used up, so loading holds the packed weights
+  // and at most one block (about 8 MiB) of the mapping's pages more.
+  const size_t row_bytes = static_cast<size_t>(slice.whole.TileOffset(1, 0));
+  PackedMatrix m = PackedMatrix::FromBfpTiles(
+      slice, bf16_precision, name, [&](int64_t tk_begin, int64_t tk_end) {
+        ReleaseMappedPages(source + static_cast<size_t>(tk_begin) * row_bytes,
+                           static_cast<size_t>(tk_end - tk_begin) * row_bytes);
+      });
   ReleaseMappedPages(source, source_bytes);
   return m;
 }

@@ -60,16 +60,15 @@ WeightSpec EffectiveWeightSpec(const std::optional<WeightSpec>& stored, const We
 // A bfp matrix of a converted checkpoint as one process holds it: the tiles of its slice.
 struct StoredTiles {
   BfpLayout layout;                 // of the slice: [out, in] its rows and columns
-  const uint8_t* tiles = nullptr;   // [layout.bytes()]: into the mapping, or gathered.data()
-  std::vector<uint8_t> gathered;    // the slice's tiles when they are not one run of the file's
+  BfpTileSlice slice;               // where the slice's tiles lie in the mapping (no copy)
   const uint8_t* source = nullptr;  // the whole tensor in the mapping, [source_bytes]
   size_t source_bytes = 0;
 
   // Validates tensor `name` of `ck` as the stored form of a matrix of HF shape [out, in] in
   // format `f` (the config's format of its group) and takes the rows in `row_ranges` ([begin, end)
   // of out, concatenated in order) and the columns [col_begin, col_end) of in. Each range must
-  // start on a multiple of 32 and end on one or at the matrix's end (CheckBfpSlices); the whole
-  // matrix is bound in place, a part gathered tile by tile. Throws wc::Error naming the file and
+  // start on a multiple of 32 and end on one or at the matrix's end (CheckBfpSlices); the tiles
+  // stay in the mapping (Pack reads them in place, no copy). Throws wc::Error naming the file and
   // tensor for: a tensor that is not U8 [K/32, N/32, tile bytes], a missing or unknown
   // "<name>.format" or one other than f, a missing or unreadable "<name>.shape" or one other than
   // [out, in].
