@@ -100,8 +100,7 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
       engine_(MeshPreset(options.mesh), options.flash) {
   if (tensor_parallel() && options.tensor_group->rank() == 0)
     leader_ = std::make_unique<TensorParallelLeader>(*options.tensor_group);
-  options_.pack_progress =
-      nullptr;  // used while packing only; the caller's state may not outlive it
+  options_.pack_progress = nullptr;  // packing is done; what it captured may not outlive the load
 }
 
 std::string FalconModel::Fingerprint() const {

@@ -339,7 +339,9 @@ TEST(WeightFormats, PackingReportsItsProgress) {
     ASSERT_GE(calls.size(), 4 * w.layers.size() + 1) << text;  // a call a matrix at least
     for (size_t i = 0; i < calls.size(); ++i) {
       EXPECT_EQ(calls[i].second, total) << text;
-      if (i > 0) EXPECT_GT(calls[i].first, calls[i - 1].first) << text << " " << i;
+      if (i > 0) {
+        EXPECT_GT(calls[i].first, calls[i - 1].first) << text << " " << i;
+      }
     }
     EXPECT_EQ(calls.back().first, total) << text;
   }
