@@ -1,9 +1,13 @@
 #include "app/model_loader.h"
 
+#include <unistd.h>
+
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "app/bench/bounds.h"
+#include "app/progress.h"
 #include "dist/communicator.h"
 #include "kvcache/kv_scales.h"
 #include "tokenizer/ids_tokenizer.h"
@@ -53,7 +57,19 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
     mo.tensor_group = &world;
     m.kv.journal = true;  // rank 0's cache operations, replayed by the others
   }
+  // One line redrawn while the matrices are packed, on a terminal only (rank 0's); Progress draws
+  // nothing for a load under a second, so small models stay silent.
+  std::unique_ptr<Progress> packing;
+  if (isatty(STDERR_FILENO) != 0 && (o.tensor_parallel <= 1 || World().rank() == 0)) {
+    const std::string spec = mo.weights.ToString();
+    const std::string label = spec == "auto" ? "packing weights" : "packing weights " + spec;
+    mo.pack_progress = [&packing, label](int64_t done, int64_t total) {
+      if (!packing) packing = std::make_unique<Progress>(label, total, "bytes", true, 0.0);
+      packing->Update(done);
+    };
+  }
   m.model = FalconModel::Load(m.dir, mo);
+  if (packing) packing->Finish();
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
     std::vector<int64_t> all(2 * static_cast<size_t>(o.tensor_parallel));  // [ranks, 2]

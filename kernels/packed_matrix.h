@@ -92,9 +92,6 @@ class PackedMatrix {
     return IsBfp(format_) ? bfp_.bytes()
                           : static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
   }
-  // Bytes of the format itself (WeightFormatBytes of the shape): equal to bytes() in every format
-  // now that a bfp matrix holds its tiles.
-  int64_t format_bytes() const { return WeightFormatBytes(format_, rows_, cols_); }
   bool empty() const { return rows_ == 0; }
 
   // W[r, k] as a float, read from the packed layout (tests and debugging): the value it multiplies

@@ -71,7 +71,7 @@ struct QkvIndex {
 // The weights with their matrices packed for the GEMM kernels, after the cheap option checks.
 FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
   if (w.split.whole()) FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
-  w.Pack(options.matmul_precision, options.weights);
+  w.Pack(options.matmul_precision, options.weights, options.pack_progress);
   return w;
 }
 
@@ -103,6 +103,7 @@ FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
       engine_(MeshPreset(options.mesh), options.flash) {
   if (tensor_parallel() && options.tensor_group->rank() == 0)
     leader_ = std::make_unique<TensorParallelLeader>(*options.tensor_group);
+  options_.pack_progress = nullptr;  // packing is done; what it captured may not outlive the load
 }
 
 std::string FalconModel::Fingerprint() const {

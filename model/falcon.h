@@ -64,6 +64,9 @@ struct ModelOptions {
   // that rank's slice of the weights (model/tensor_split.h) and meets the other ranks in every
   // Forward. Null or a group of one: the whole model. Must outlive the model.
   Communicator* tensor_group = nullptr;
+  // Called as the matrices are packed at load (FalconWeights::Pack's `progress`); null: none. Not
+  // kept: the model's options() hold none.
+  FalconWeights::PackProgress pack_progress;
 };
 
 class PartialSums;

@@ -1,5 +1,8 @@
 #include "model/weights.h"
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstring>
 
 #include "util/bf16.h"
@@ -47,31 +50,87 @@ void GatherRow(const MatrixRef& m, int64_t row, float* out) {
   }
 }
 
+namespace {
+
+// The kernel maps the page-cache pages around a faulting one too ("fault-around": 64 KiB,
+// aligned): a lookup of one embedding row (9 KiB for falcon-7b) makes 64 KiB resident, so lookups
+// of many tokens would, over a long run, make the whole table resident beside the packed weights.
+constexpr uintptr_t kFaultAroundBytes = 64 << 10;
+
+// Drops the resident pages a lookup of [row, row + bytes) of `table` (in a file mapping) faulted
+// in: the fault-around windows it touches, clipped to the table's pages (which lie inside the
+// mapping; pages of the neighbouring tensors it shares are read back from the page cache if used).
+void ReleaseLookedUp(const MatrixRef& table, const uint8_t* row, size_t bytes) {
+  static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto t0 = reinterpret_cast<uintptr_t>(table.data);
+  const uintptr_t t1 = t0 + static_cast<uintptr_t>(table.rows * table.row_stride *
+                                                   static_cast<int64_t>(DTypeSize(table.dtype)));
+  const auto r0 = reinterpret_cast<uintptr_t>(row);
+  const uintptr_t lo = std::max(t0 / page * page, r0 / kFaultAroundBytes * kFaultAroundBytes);
+  const uintptr_t hi =
+      std::min((t1 + page - 1) / page * page,
+               (r0 + bytes + kFaultAroundBytes - 1) / kFaultAroundBytes * kFaultAroundBytes);
+  if (hi > lo) ReleaseMappedPages(reinterpret_cast<const void*>(lo), hi - lo);
+}
+
+}  // namespace
+
 void FalconWeights::Embedding(int64_t token, float* out) const {
-  if (lm_head_tied && split.whole() && !lm_head_p.empty() &&
-      lm_head_p.format() == FormatOfDType(embeddings.dtype))
-    return lm_head_p.Row(token, out);
+  if (EmbeddingsFromPackedHead()) return lm_head_p.Row(token, out);
   GatherRow(embeddings, token, out);
+  const size_t row_bytes = static_cast<size_t>(embeddings.row_stride) * DTypeSize(embeddings.dtype);
+  ReleaseLookedUp(embeddings, static_cast<const uint8_t*>(embeddings.data) + token * row_bytes,
+                  row_bytes);
+}
+
+bool FalconWeights::EmbeddingsFromPackedHead() const {
+  return lm_head_tied && split.whole() && !lm_head_p.empty() &&
+         lm_head_p.format() == FormatOfDType(embeddings.dtype);
 }
 
 namespace {
 
+// Source bytes of m a packer reads (its rows; a strided view's columns only).
+int64_t SourceBytes(const MatrixRef& m) {
+  return m.rows * m.cols * static_cast<int64_t>(DTypeSize(m.dtype));
+}
+
+// `rows_done(r1)`: rows [0, r1) of m are packed.
 PackedMatrix PackAndRelease(const MatrixRef& m, WeightFormat format,
-                            ActivationPrecision bf16_precision, const std::string& name) {
+                            ActivationPrecision bf16_precision, const std::string& name,
+                            const std::function<void(int64_t)>& rows_done) {
   const int64_t row_bytes = m.row_stride * DTypeSize(m.dtype);
   return PackedMatrix::Pack(m, format, bf16_precision, name, [&](int64_t r0, int64_t r1) {
     ReleaseMappedPages(static_cast<const uint8_t*>(m.data) + r0 * row_bytes,
                        static_cast<size_t>((r1 - r0) * row_bytes));
+    if (rows_done) rows_done(r1);
   });
 }
 
 }  // namespace
 
-void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec) {
+void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
+                         const PackProgress& progress) {
+  int64_t total = SourceBytes(lm_head), before = 0;  // source bytes: all, and of matrices packed
+  for (const LayerWeights& l : layers)
+    for (const MatrixRef* m : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) total += SourceBytes(*m);
   auto pack = [&](const MatrixRef& m, WeightGroup g, const std::string& name) {
     const auto stored = stored_tiles.find(name);
-    if (stored != stored_tiles.end()) return stored->second.Pack(spec.Of(g), bf16_precision, name);
-    return PackAndRelease(m, spec.Resolve(g, m.dtype), bf16_precision, name);
+    if (stored != stored_tiles.end()) {  // a converted checkpoint's tiles (counted as m's shape)
+      PackedMatrix p = stored->second.Pack(spec.Of(g), bf16_precision, name);
+      before += SourceBytes(m);
+      if (progress) progress(before, total);
+      return p;
+    }
+    std::function<void(int64_t)> rows_done;
+    if (progress) {
+      rows_done = [&](int64_t r1) {
+        progress(before + r1 * m.cols * static_cast<int64_t>(DTypeSize(m.dtype)), total);
+      };
+    }
+    PackedMatrix p = PackAndRelease(m, spec.Resolve(g, m.dtype), bf16_precision, name, rows_done);
+    before += SourceBytes(m);
+    return p;
   };
   for (size_t i = 0; i < layers.size(); ++i) {
     LayerWeights& l = layers[i];
@@ -86,6 +145,11 @@ void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& s
       lm_head_tied ? "transformer.word_embeddings.weight (the tied LM head)" : "lm_head.weight");
   std::vector<std::vector<uint8_t>>().swap(gathered);  // packed: the copies are no longer read
   stored_tiles.clear();
+  // The lookup reads the mapping a row at a time: no read-ahead of megabytes around each row.
+  if (!EmbeddingsFromPackedHead())
+    AdviseRandomAccess(
+        embeddings.data,
+        static_cast<size_t>(embeddings.rows * embeddings.row_stride) * DTypeSize(embeddings.dtype));
 }
 
 int64_t FalconWeights::HeldBytes() const {
@@ -97,14 +161,6 @@ int64_t FalconWeights::HeldBytes() const {
                           &l.dense_b, &l.fc1_b, &l.fc2_b})
       bytes += static_cast<int64_t>(v->size() * sizeof(float));
   }
-  return bytes;
-}
-
-int64_t FalconWeights::FormatBytes() const {
-  int64_t bytes = HeldBytes() - static_cast<int64_t>(lm_head_p.bytes()) + lm_head_p.format_bytes();
-  for (const LayerWeights& l : layers)
-    for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p})
-      bytes += m->format_bytes() - static_cast<int64_t>(m->bytes());
   return bytes;
 }
 

@@ -4,6 +4,7 @@
 // parameters and biases (vectors) are converted to FP32.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -61,19 +62,26 @@ struct FalconWeights {
   // out[0:hidden] = the embedding of `token`: from the packed LM head when tied, whole and held
   // exactly as stored (the checkpoint's pages are released), else from the mapping (a tied LM
   // head converted by --weights no longer holds the embeddings' values).
+  // A lookup from the mapping drops the pages it made resident (the kernel's 64 KiB fault-around
+  // window), so lookups of many tokens keep at most a few windows of the table resident.
   void Embedding(int64_t token, float* out) const;
+  // Whether Embedding reads the packed LM head (tied, whole, held in the embeddings' own dtype).
+  bool EmbeddingsFromPackedHead() const;
 
   // Packs every layer's matrices and the LM head in the formats `spec` gives their groups
   // (PackedMatrix::Pack; BF16 panels for `bf16_precision` activations), releasing each source's
   // resident mapping pages once copied, so the process holds the weights once (the embeddings are
   // read back row by row from the page cache). Throws wc::Error naming the tensor for a weight the
-  // format refuses (a non-finite one in bfp).
-  void Pack(ActivationPrecision bf16_precision, const WeightSpec& spec = {});
+  // format refuses (a non-finite one in bfp). `progress`, if set, is called on the calling thread
+  // after each block of source rows (about 8 MiB) with the source bytes packed so far and in all.
+  using PackProgress = std::function<void(int64_t bytes_done, int64_t bytes_total)>;
+  void Pack(ActivationPrecision bf16_precision, const WeightSpec& spec = {},
+            const PackProgress& progress = nullptr);
 
   // Binds every tensor `config` needs (the parts `split` holds). Throws wc::Error naming file and
   // tensor when one is missing, mis-shaped or of an unsupported dtype. A converted checkpoint's
   // block-float matrices (config.json's wormchat_weights) are bound as their tiles (StoredTiles:
-  // validated, a rank's slice gathered along whole tiles).
+  // validated; a rank reads its slice of whole tiles in place).
   static FalconWeights Load(const FalconConfig& config, const std::string& model_dir,
                             const TensorSplit& split);
   static FalconWeights Load(const FalconConfig& config, const std::string& model_dir) {
@@ -82,10 +90,8 @@ struct FalconWeights {
 
   // Bytes of the packed matrices and vectors this process holds (the embeddings, read from the
   // page cache, not counted): a bfp matrix's tiles at tt-metal's size (1088 / 576 bytes a 32x32
-  // tile). FormatBytes counts the formats' own sizes (PackedMatrix::format_bytes), which every
-  // format now holds: the two are equal.
+  // tile).
   int64_t HeldBytes() const;
-  int64_t FormatBytes() const;
 };
 
 // The fused QKV rows of the split's heads, as [begin, end) row ranges of the whole matrix, in the

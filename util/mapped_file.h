@@ -36,6 +36,11 @@ std::string ReadTextFile(const std::string& path, int64_t max_bytes = int64_t{1}
 // touched again. For weights that were copied elsewhere (packed) and are rarely read after.
 void ReleaseMappedPages(const void* data, size_t bytes);
 
+// Tells the kernel that [data, data + bytes) of a file mapping (whole pages inside the range) is
+// read at random places, a few KiB at a time: a page fault there reads no megabytes ahead into the
+// page cache. A hint: failure is harmless.
+void AdviseRandomAccess(const void* data, size_t bytes);
+
 bool FileExists(const std::string& path);
 // Why `path` cannot be read as a regular file, for messages: "" when it can; else "missing", "is a
 // directory, expected a file", "is not a regular file" (a device, a FIFO), or the system's reason

@@ -1,7 +1,9 @@
 // `wormchat bench model` end to end at tiny sizes (the figures themselves are for the README, not
 // for tests): every measurement and bound is reported, in the text and in --json, as a positive
-// number with its share of the bound; the bf16 dot-product peak exactly when the CPU has the
-// instructions; bad values refused naming the flag.
+// number with its share of the bound (the read bound from the probe's passes interleaved with the
+// decode runs, a figure above its bound flagged); the bf16 dot-product peak exactly when the CPU
+// has the instructions; bad values refused naming the flag.
+#include <algorithm>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -18,15 +20,27 @@ using test::RunWormchat;
 
 TEST(BenchModel, ReportsEveryFigureWithItsBound) {
   test::TempDir dir;
-  const test::RunResult r = RunWormchat({"bench", "model", "--model", test::FixtureDir("mq_f32"),
-                                         "--prompt-len", "16", "--gen-len", "6", "--decode-rows",
-                                         "1,3", "--repeats", "2", "--json", dir.File("b.json")});
+  const test::RunResult r =
+      RunWormchat({"bench", "model", "--model", test::FixtureDir("mq_f32"), "--threads", "2",
+                   "--prompt-len", "16", "--gen-len", "6", "--decode-rows", "1,3", "--repeats", "2",
+                   "--json", dir.File("b.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const char* needle : {"machine: read ", "prefill   16 tokens:", "decode   1 row :",
-                             "decode   3 rows:", "x 1 row", "memory: peak RSS"})
+  for (const char* needle :
+       {"machine: f32 FMA", "read bound ", "best of 11 passes over the packed weights", "2 threads",
+        "prefill   16 tokens:", "decode   1 row :", "decode   3 rows:", "x 1 row",
+        "memory after load: peak RSS", "memory: peak RSS"})
     EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   const json j = json::parse(test::ReadFile(dir.File("b.json")));
   EXPECT_GT(j.at("read_gbps").get<double>(), 0);
+  // The probe: 3 passes, then one before and one after each of the 2 x 2 decode runs, over the
+  // packed matrices (the 4 of each layer and the LM head) on the run's threads.
+  const json& probe = j.at("read_probe");
+  EXPECT_EQ(probe.at("passes"), 3 + 2 * 2 * 2);
+  EXPECT_EQ(probe.at("threads"), 2);
+  EXPECT_GT(probe.at("bytes").get<double>(), 0);
+  EXPECT_EQ(probe.at("bytes").get<double>(), j.at("weight_bytes_step").get<double>());
+  EXPECT_NE(r.out.find(probe.at("description").get<std::string>()), std::string::npos);
+  int exceeded = 0;
   EXPECT_GT(j.at("f32_fma_gflops").get<double>(), 0);
   EXPECT_EQ(j.at("bf16_dot_gflops").get<double>() > 0, CpuHasBf16DotKernels());
   EXPECT_EQ(j.at("weights_dtype"), "F32");
@@ -45,7 +59,17 @@ TEST(BenchModel, ReportsEveryFigureWithItsBound) {
     EXPECT_GT(d.at("bandwidth_bound_tokens_per_s").get<double>(), 0);
     EXPECT_GT(d.at("fma_bound_tokens_per_s").get<double>(), 0);
     EXPECT_GT(d.at("fraction_of_bound").get<double>(), 0);
+    // A figure above its bound is said so, in the JSON and in one line of the text.
+    const double bound = std::min(d.at("bandwidth_bound_tokens_per_s").get<double>(),
+                                  d.at("fma_bound_tokens_per_s").get<double>());
+    EXPECT_EQ(d.at("exceeds_bound").get<bool>(),
+              d.at("fastest_tokens_per_s").get<double>() > bound);
+    EXPECT_GE(d.at("fastest_tokens_per_s").get<double>(), d.at("tokens_per_s").get<double>());
+    exceeded += d.at("exceeds_bound").get<bool>() ? 1 : 0;
   }
+  EXPECT_EQ(j.at("bound_exceeded").get<bool>(), exceeded > 0);
+  EXPECT_EQ(r.out.find("EXCEEDS ITS BOUND") != std::string::npos, exceeded > 0) << r.out;
+  EXPECT_EQ(r.out.find("warning: ") != std::string::npos, exceeded > 0) << r.out;
   EXPECT_GT(j.at("memory").at("peak_rss_bytes").get<double>(),
             j.at("memory").at("weight_bytes").get<double>());
 }

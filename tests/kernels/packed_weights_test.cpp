@@ -2,7 +2,7 @@
 // f32 and f16, f32 widened exactly, and bfp8/bfp4 held as the exact packer's decoded values
 // (DequantizeBfpMatrix of PackBfpMatrix), flushed in BF16 panels and exact in F32 ones, on odd
 // shapes, any source dtype and row stride; the GEMM on a bfp matrix is the GEMM on those values
-// bit for bit (the block-float contract) on every SIMD target and thread count; format_bytes is
+// bit for bit (the block-float contract) on every SIMD target and thread count; bytes() is
 // the tiles' size; a non-finite weight is refused naming the tensor and its element.
 #include <omp.h>
 
@@ -105,18 +105,16 @@ TEST(PackedWeights, EveryFormatHoldsItsValues) {
   }
 }
 
-TEST(PackedWeights, FormatBytesAreTheTiles) {
+TEST(PackedWeights, BytesAreTheTiles) {
   const Source s = MakeSource(DType::kF32, 70, 100, 4);  // 3 x 4 tiles of 32x32
-  EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp8, ActivationPrecision::kBF16, "w")
-                .format_bytes(),
-            12 * 1088);
-  EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp4, ActivationPrecision::kBF16, "w")
-                .format_bytes(),
-            12 * 576);
+  EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp8, ActivationPrecision::kBF16, "w").bytes(),
+            size_t{12 * 1088});
+  EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp4, ActivationPrecision::kBF16, "w").bytes(),
+            size_t{12 * 576});
   const PackedMatrix b =
       PackedMatrix::Pack(s.ref, WeightFormat::kBF16, ActivationPrecision::kBF16, "w");
-  EXPECT_EQ(b.format_bytes(), static_cast<int64_t>(b.bytes()));
-  EXPECT_EQ(b.format_bytes(), 96 * 100 * 2);
+  EXPECT_EQ(static_cast<int64_t>(b.bytes()), WeightFormatBytes(WeightFormat::kBF16, 70, 100));
+  EXPECT_EQ(b.bytes(), size_t{96 * 100 * 2});
   EXPECT_EQ(WeightFormatBytes(WeightFormat::kF32, 70, 100), 96 * 100 * 4);
 }
 

@@ -237,9 +237,8 @@ TEST(WeightFormats, ATiedLmHeadConvertedKeepsTheEmbeddings) {
     EXPECT_EQ(got, want) << token;
   }
   EXPECT_EQ(w.layers[0].qkv_p.format(), WeightFormat::kF32);  // attn not named: auto
-  // FormatBytes counts the bfp LM head's tiles; HeldBytes today's panels.
-  EXPECT_EQ(w.FormatBytes() - w.HeldBytes(),
-            w.lm_head_p.format_bytes() - static_cast<int64_t>(w.lm_head_p.bytes()));
+  EXPECT_EQ(static_cast<int64_t>(w.lm_head_p.bytes()),
+            WeightFormatBytes(WeightFormat::kBfp4, w.lm_head_p.rows(), w.lm_head_p.cols()));
 }
 
 TEST(WeightSpec, ParsesAndPrintsCanonically) {
@@ -295,7 +294,7 @@ TEST(WeightSpec, BadSpecsAreOneLineNamingWeights) {
 }
 
 // A bfp model holds its matrices' tiles at tt-metal's size, so HeldBytes shrinks with the format
-// (what the process holds and decode streams; FormatBytes is the same count).
+// (what the process holds and decode streams).
 TEST(WeightFormats, BfpModelsHoldTheirTiles) {
   const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");  // hidden 128, ffn 256
   std::map<std::string, int64_t> held;
@@ -315,13 +314,37 @@ TEST(WeightFormats, BfpModelsHoldTheirTiles) {
       matrices[text] += static_cast<int64_t>(m->bytes());
     }
     held[text] = w.HeldBytes();
-    EXPECT_EQ(w.FormatBytes(), w.HeldBytes()) << text;
   }
   // The vectors (biases, LayerNorms) are the same in each; the matrices shrink 2 : 1.0625 : 0.5625.
   EXPECT_EQ(held["bf16"] - matrices["bf16"], held["bfp8"] - matrices["bfp8"]);
   EXPECT_EQ(held["bf16"] - matrices["bf16"], held["bfp4"] - matrices["bfp4"]);
   EXPECT_LT(held["bfp8"], held["bf16"]);
   EXPECT_LT(held["bfp4"], held["bfp8"]);
+}
+
+// Packing reports its progress (the load's progress line on a terminal): source bytes, rising, in
+// several steps, to the total of every packed matrix's rows; the model keeps no callback.
+TEST(WeightFormats, PackingReportsItsProgress) {
+  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
+  for (const char* text : {"auto", "bfp8"}) {
+    std::vector<std::pair<int64_t, int64_t>> calls;  // (done, total)
+    ModelOptions o = Options(text, ActivationPrecision::kBF16);
+    o.pack_progress = [&calls](int64_t done, int64_t total) { calls.emplace_back(done, total); };
+    const auto model = FalconModel::Load(dir, o);
+    EXPECT_FALSE(model->options().pack_progress) << text;
+    const FalconWeights& w = model->weights();
+    int64_t total = w.lm_head.rows * w.lm_head.cols * 2;  // BF16 sources
+    for (const LayerWeights& l : w.layers)
+      for (const MatrixRef* m : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) total += m->rows * m->cols * 2;
+    ASSERT_GE(calls.size(), 4 * w.layers.size() + 1) << text;  // a call a matrix at least
+    for (size_t i = 0; i < calls.size(); ++i) {
+      EXPECT_EQ(calls[i].second, total) << text;
+      if (i > 0) {
+        EXPECT_GT(calls[i].first, calls[i - 1].first) << text << " " << i;
+      }
+    }
+    EXPECT_EQ(calls.back().first, total) << text;
+  }
 }
 
 }  // namespace
