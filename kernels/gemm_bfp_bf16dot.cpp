@@ -211,7 +211,62 @@ struct TileFn {
   }
 };
 
+// WidenBfpPanelBf16 for one format and widening: TileStep's operands stored, not multiplied.
+template <int B, bool kPlain>
+WC_GEMM_BFP_DOT void WidenPanel(const uint8_t* __restrict panel, int64_t k_tiles,
+                                uint32_t* __restrict out) {
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const Tables& tables = GetTables();
+  const __m512i hi0 = _mm512_load_si512(tables.hi), hi1 = _mm512_load_si512(tables.hi + 64);
+  const __m512i lo0 = _mm512_load_si512(tables.lo), lo1 = _mm512_load_si512(tables.lo + 64);
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i table4 = _mm512_load_si512(tables.bfp4);
+  alignas(64) uint32_t drop[32];  // [2 kp + h]
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const uint8_t* tile = panel + tk * kTileBytes;
+    uint32_t* o = out + tk * 16 * 32;  // [16 kp][32 rows]
+    Drops(tile, 127 + B - 1, drop);
+    if constexpr (B == 7) {
+#pragma GCC unroll 4
+      for (int kp = 0; kp < 16; ++kp) {
+        const __m512i code = _mm512_load_si512(tile + 64 + 64 * kp);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, code, hi1), code,
+                                                     sign, 0xf8);  // hi | sign
+        const __m512i lo = _mm512_permutex2var_epi8(lo0, code, lo1);
+        _mm512_store_si512(o + kp * 32, Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[2 * kp]));
+        _mm512_store_si512(o + kp * 32 + 16,
+                           Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[2 * kp + 1]));
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        const __m512i c0 = _mm512_load_si512(tile + 64 + 128 * g);
+        const __m512i c1 = _mm512_load_si512(tile + 64 + 128 * g + 64);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const int kp = 4 * g + q;
+          const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
+          const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
+          _mm512_store_si512(o + kp * 32,
+                             Apply<kPlain>(_mm512_permutexvar_epi16(i0, table4), drop[2 * kp]));
+          _mm512_store_si512(o + kp * 32 + 16,
+                             Apply<kPlain>(_mm512_permutexvar_epi16(i1, table4), drop[2 * kp + 1]));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void WidenBfpPanelBf16(const uint8_t* panel, int64_t k_tiles, int magnitude_bits, bool plain,
+                       uint32_t* out) {
+  if (magnitude_bits == 7) {
+    return plain ? WidenPanel<7, true>(panel, k_tiles, out)
+                 : WidenPanel<7, false>(panel, k_tiles, out);
+  }
+  return plain ? WidenPanel<3, true>(panel, k_tiles, out)
+               : WidenPanel<3, false>(panel, k_tiles, out);
+}
 
 int BfpDotTileTokens(int magnitude_bits) {
   return AccBudget(magnitude_bits) / 2;

@@ -1,8 +1,9 @@
 // The block-float GEMM (kernels/gemm_bfp.h) against its contract: every element bit for bit the
 // BF16 GEMM (kBF16) or F32 GEMM (kF32) on the dequantized matrix, for both formats, odd shapes,
-// decode (1 token) and prefill (1..40 tokens), partial row ranges, bias, 1 and 2 threads, the
-// AVX-512 kernel on and off, every SIMD target this binary has and WORMCHAT_SIMD=avx2 (a
-// subprocess). Plus the panels' values and their build from tt-metal tiles.
+// decode (1 token) and prefill (1..40 tokens; in-register widening and panels widened once),
+// partial row ranges, bias, 1 and 2 threads, the AVX-512 kernel on and off, every SIMD target this
+// binary has and WORMCHAT_SIMD=avx2 (a subprocess). Plus the panels' values and their build from
+// tt-metal tiles.
 #include <omp.h>
 #include <unistd.h>
 
@@ -209,29 +210,74 @@ TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
   }
 }
 
+// Token counts straddling kBfpWidenOnceTokens (widened in registers below it, each panel widened
+// once into the BF16 / F32 GEMM's layout from it): odd K and N, partial row ranges, bias, 1 and 2
+// threads, AVX-512 kernel on and off, plain and wide values: the reference's bits on both sides.
+TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
+  const Case c = GetParam();
+  const int64_t t = kBfpWidenOnceTokens;
+  for (Values values : {Values::kUniform, Values::kWide}) {
+    for (int64_t cols : {3, 77, 96}) {
+      for (int64_t rows : {45, 161}) {
+        const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows + 3 * cols), values);
+        const Reference ref = MakeReference(c.format, s, c.precision);
+        const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+        const std::vector<float> bias = RandomX(1, rows, 17);
+        for (int64_t n : {t - 1, t, t + 1, 2 * t + 3}) {
+          const int64_t x_stride = cols + 2;
+          const std::vector<float> x = RandomX(n, x_stride, static_cast<uint64_t>(n + cols));
+          const int64_t r0 = 3, r1 = rows - 1;
+          const float* b = (n % 2) == 0 ? bias.data() : nullptr;
+          std::vector<float> want(static_cast<size_t>(n * (r1 - r0)));
+          Gemm(PackGemmInput(x.data(), n, x_stride, ref.packed), ref.packed, b, want.data(),
+               r1 - r0, r0, r1);
+          for (int threads : {1, 2}) {
+            for (bool hw : {true, false}) {
+              SetGemmBf16DotKernel(hw);
+              const int saved = omp_get_max_threads();
+              omp_set_num_threads(threads);
+              std::vector<float> y(want.size(), -1.0f);
+              GemmBfp(PackBfpGemmInput(x.data(), n, x_stride, m), m, b, y.data(), r1 - r0, r0, r1);
+              omp_set_num_threads(saved);
+              ASSERT_TRUE(SameBits(y, want))
+                  << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " n " << n
+                  << " threads " << threads << (hw ? " " : " portable ") << GemmBfpKernelName(m);
+            }
+          }
+          SetGemmBf16DotKernel(true);
+        }
+      }
+    }
+  }
+}
+
 // Every SIMD target this binary has and this CPU runs: the same bits.
 TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
   const Case c = GetParam();
-  const int64_t rows = 70, cols = 67, n = 14;
+  const int64_t rows = 70, cols = 67;
   const Source s = MakeSource(rows, cols, 8, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
-  const std::vector<float> x = RandomX(n, cols, 9);
-  std::vector<float> want(static_cast<size_t>(n * rows));
-  Gemm(x.data(), n, ref.packed, nullptr, want.data());
-  if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Bf16Vbmi))
-    EXPECT_EQ(GemmBfpKernelName(m),
-              std::string(BfpFormatName(c.format)) + " bf16 dot (AVX-512 BF16)");
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  EXPECT_GE(targets.size(), 2u);
-  SetGemmBf16DotKernel(false);
-  for (const int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
-    std::vector<float> y(want.size());
-    GemmBfp(x.data(), n, m, nullptr, y.data());
-    EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " " << hwy::TargetName(target);
+  for (const int64_t n : {int64_t{14}, kBfpWidenOnceTokens + 5}) {
+    const std::vector<float> x = RandomX(n, cols, 9);
+    std::vector<float> want(static_cast<size_t>(n * rows));
+    Gemm(x.data(), n, ref.packed, nullptr, want.data());
+    if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Bf16Vbmi))
+      EXPECT_EQ(GemmBfpKernelName(m),
+                std::string(BfpFormatName(c.format)) + " bf16 dot (AVX-512 BF16)");
+    const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+    EXPECT_GE(targets.size(), 2u);
+    SetGemmBf16DotKernel(false);
+    for (const int64_t target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::vector<float> y(want.size());
+      GemmBfp(x.data(), n, m, nullptr, y.data());
+      EXPECT_TRUE(SameBits(y, want))
+          << FirstDifference(y, want) << " " << hwy::TargetName(target) << " n " << n;
+    }
+    hwy::SetSupportedTargetsForTest(0);
+    SetGemmBf16DotKernel(true);
   }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
@@ -295,7 +341,8 @@ TEST(GemmBfp, SimdLimitAvx2) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
     const std::string cmd =
         "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
-        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement* > /dev/null 2>&1";
+        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement*:GemmBfp*WidenOnce* > "
+        "/dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return;
   }
