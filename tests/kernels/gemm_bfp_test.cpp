@@ -32,6 +32,8 @@ constexpr BfpFormat k8 = BfpFormat::kBfp8, k4 = BfpFormat::kBfp4;
 // How a test matrix's values are drawn.
 enum class Values {
   kUniform,  // U(-1, 1): every block plain
+  kPlain,    // per row and block of 16 columns a scale 2^[-40, 1]: every block plain, exponents
+             // varying from block to block
   kWide,     // per row and block of 16 columns a scale 2^[-150, 100], some zeros and tiny blocks:
              // exponents outside [B, 127 + B - 1], bf16 subnormals to flush, zero blocks
 };
@@ -50,6 +52,8 @@ Source MakeSource(int64_t out, int64_t in, uint64_t seed, Values values) {
   for (int64_t r = 0; r < out; ++r) {
     float scale = 1.0f;
     for (int64_t k = 0; k < in; ++k) {
+      if (values == Values::kPlain && k % 16 == 0)
+        scale = static_cast<float>(std::ldexp(1.0, static_cast<int>(rng.Uniform() * 42) - 40));
       if (values == Values::kWide && k % 16 == 0) {
         const double u = rng.Uniform();
         scale =
@@ -154,7 +158,7 @@ TEST_P(GemmBfpTest, PanelsHoldTheCodecsValues) {
 // kernel (where the CPU has it) and on the portable one.
 TEST_P(GemmBfpTest, EveryElementIsTheReferenceGemms) {
   const Case c = GetParam();
-  for (Values values : {Values::kUniform, Values::kWide}) {
+  for (Values values : {Values::kUniform, Values::kPlain, Values::kWide}) {
     for (int64_t cols : {1, 2, 5, 31, 33, 64, 131}) {
       for (int64_t rows : {1, 33, 100, 160}) {
         const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows * 7 + cols), values);
@@ -246,6 +250,44 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
           }
           SetGemmBf16DotKernel(true);
         }
+      }
+    }
+  }
+}
+
+// Decode (one token) on plain panels with exponents varying block by block, activations that
+// include zeros, negative zeros and values so small that scaling them by a block's exponent leaves
+// the normals (the one-token tile's fallback, k tile by k tile): the reference's bits.
+TEST_P(GemmBfpTest, OneTokenScaledActivations) {
+  const Case c = GetParam();
+  for (int64_t cols : {31, 64, 200}) {
+    for (int64_t rows : {32, 100, 256}) {
+      const Source s =
+          MakeSource(rows, cols, static_cast<uint64_t>(rows * 5 + cols), Values::kPlain);
+      const Reference ref = MakeReference(c.format, s, c.precision);
+      const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+      for (int64_t p = 0; p < m.panels(); ++p) ASSERT_TRUE(m.PanelIsPlain(p));
+      for (int variant = 0; variant < 4; ++variant) {
+        std::vector<float> x = RandomX(1, cols, static_cast<uint64_t>(variant + 40));
+        Rng rng(static_cast<uint64_t>(variant));
+        for (int64_t k = 0; k < cols; ++k) {
+          const double u = rng.Uniform();
+          if (variant >= 1 && u < 0.1) x[k] = 0.0f;
+          if (variant >= 1 && u > 0.9) x[k] = -0.0f;
+          // variant 2: one k tile of tiny activations; 3: tiny ones anywhere.
+          if ((variant == 2 && k >= 32 && k < 64) || (variant == 3 && u > 0.5 && u < 0.6))
+            x[k] = static_cast<float>(std::ldexp(x[k], -100 - static_cast<int>(u * 20)));
+        }
+        std::vector<float> want(static_cast<size_t>(rows)), y(want.size());
+        Gemm(x.data(), 1, ref.packed, nullptr, want.data());
+        for (bool hw : {true, false}) {
+          SetGemmBf16DotKernel(hw);
+          GemmBfp(x.data(), 1, m, nullptr, y.data());
+          ASSERT_TRUE(SameBits(y, want))
+              << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " variant "
+              << variant << (hw ? " " : " portable ");
+        }
+        SetGemmBf16DotKernel(true);
       }
     }
   }
