@@ -1,7 +1,8 @@
 // y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
-// a widened copy: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream 8.5 or 4.5 bits
-// a weight and widen the codes in registers, on AVX-512 BF16 (gemm_bfp_bf16dot.cpp) or portable
-// Highway (gemm_bfp.cpp).
+// a widened copy of the matrix: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream
+// 8.5 or 4.5 bits a weight and widen the codes in registers, on AVX-512 BF16
+// (gemm_bfp_bf16dot.cpp) or portable Highway (gemm_bfp.cpp); from kBfpWidenOnceTokens tokens one
+// panel at a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
 //
 // Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
 // BF16 / F32 GEMM on its decoded values, i.e. GemmBfp(x, panels) == Gemm(x, PackedMatrix::Pack(D))
