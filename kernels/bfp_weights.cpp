@@ -7,7 +7,93 @@
 #include "util/bf16.h"
 #include "util/error.h"
 
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/bfp_weights.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+// PackBfpTile's steps 1-5 on vectors of a block's 16 values (Highway): the scalar Encode below,
+// lane by lane, with per-lane shifts (integers only, so every target writes the same bytes).
+HWY_BEFORE_NAMESPACE();
 namespace wc {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+using DU = hn::ScalableTag<uint32_t>;
+using VU = hn::Vec<DU>;
+constexpr int kBlock = 16;
+constexpr int kLanes = static_cast<int>(hn::MaxLanes(DU()));
+static_assert(kLanes <= kBlock, "a vector spans at most one block");
+constexpr int kVecs = kBlock / kLanes;
+
+// One block: codes[j] = step 5's code of bits[j], returns E (step 1).
+template <int B>
+HWY_INLINE uint32_t EncodeBlock(const uint32_t* HWY_RESTRICT bits, uint32_t* HWY_RESTRICT codes) {
+  constexpr uint32_t kShift = 24 - B, kHalf = 1u << (kShift - 1), kRest = (1u << kShift) - 1;
+  const DU du;
+  VU v[kVecs], e[kVecs];
+  VU emax = hn::Zero(du);
+  for (int i = 0; i < kVecs; ++i) {
+    v[i] = hn::LoadU(du, bits + i * kLanes);
+    e[i] = hn::And(hn::ShiftRight<23>(v[i]), hn::Set(du, 0xffu));
+    emax = hn::Max(emax, e[i]);
+  }
+  emax = hn::MaxOfLanes(du, emax);
+  for (int i = 0; i < kVecs; ++i) {
+    const VU down = hn::Sub(emax, e[i]);
+    const VU mant = hn::Or(hn::Set(du, 0x800000u), hn::And(v[i], hn::Set(du, 0x7fffffu)));
+    VU m = hn::operator>>(mant, hn::And(down, hn::Set(du, 31u)));
+    const auto keep = hn::And(hn::Ne(e[i], hn::Zero(du)), hn::Lt(down, hn::Set(du, 32u)));
+    m = hn::IfThenElseZero(keep, m);
+    VU q = hn::ShiftRight<kShift>(m);
+    const VU r = hn::And(m, hn::Set(du, kRest));
+    const auto up = hn::Or(
+        hn::Gt(r, hn::Set(du, kHalf)),
+        hn::And(hn::Eq(r, hn::Set(du, kHalf)), hn::Ne(hn::And(q, hn::Set(du, 1u)), hn::Zero(du))));
+    q = hn::IfThenElse(up, hn::Add(q, hn::Set(du, 1u)), q);
+    q = hn::Min(q, hn::Set(du, (1u << B) - 1));
+    const VU sign =
+        hn::IfThenElseZero(hn::Ne(q, hn::Zero(du)), hn::ShiftLeft<B>(hn::ShiftRight<31>(v[i])));
+    hn::StoreU(hn::Or(sign, q), du, codes + i * kLanes);
+  }
+  return hn::GetLane(emax);
+}
+
+// PackBfpTile (bfp_weights.h): bits [32 k][32 n] into tile's bytes, step 6's layout.
+template <int B>
+void PackTileB(const uint32_t* HWY_RESTRICT bits, uint8_t* HWY_RESTRICT tile) {
+  constexpr int64_t kT = kBfpTileDim, kF = kBfpFaceDim;
+  uint8_t* codes = tile + kBfpExponentBytes;
+  HWY_ALIGN uint32_t c[kBlock + kLanes];
+  for (int64_t face = 0; face < 4; ++face) {
+    const int64_t k0 = (face / 2) * kF, n0 = (face % 2) * kF;
+    for (int64_t i = 0; i < kF; ++i) {
+      tile[face * kF + i] = static_cast<uint8_t>(EncodeBlock<B>(bits + (k0 + i) * kT + n0, c));
+      if constexpr (B == 7) {
+        uint8_t* out = codes + (face * kF + i) * kF;  // [16] one byte a code
+        for (int j = 0; j < kBlock; ++j) out[j] = static_cast<uint8_t>(c[j]);
+      } else {
+        uint8_t* out = codes + (face * kF + i) * (kF / 2);  // [8] two codes a byte
+        for (int j = 0; j < kBlock; j += 2) out[j / 2] = static_cast<uint8_t>(c[j] | c[j + 1] << 4);
+      }
+    }
+  }
+}
+
+void PackTile(int magnitude_bits, const uint32_t* bits, uint8_t* tile) {
+  if (magnitude_bits == 7) return PackTileB<7>(bits, tile);
+  PackTileB<3>(bits, tile);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(PackTile);
+
 namespace {
 
 constexpr int64_t kTile = kBfpTileDim, kFace = kBfpFaceDim;
@@ -133,24 +219,7 @@ uint16_t BfpDecodeBF16(BfpFormat f, uint8_t code, uint8_t shared_exp) {
 }
 
 void PackBfpTile(BfpFormat f, const uint32_t* bits, uint8_t* tile) {
-  uint8_t* codes = tile + kBfpExponentBytes;
-  for (int64_t face = 0; face < 4; ++face) {
-    const int64_t k0 = (face / 2) * kFace, n0 = (face % 2) * kFace;
-    for (int64_t i = 0; i < kFace; ++i) {
-      const uint32_t* block = bits + (k0 + i) * kTile + n0;  // [16] one face row
-      const uint8_t e = BfpSharedExponent(block);
-      tile[face * kFace + i] = e;
-      if (f == BfpFormat::kBfp8) {
-        uint8_t* out = codes + (face * kFace + i) * kFace;  // [16] one byte a code
-        for (int64_t j = 0; j < kFace; ++j) out[j] = Encode<7>(block[j], e);
-      } else {
-        uint8_t* out = codes + (face * kFace + i) * (kFace / 2);  // [8] two codes a byte
-        for (int64_t j = 0; j < kFace; j += 2)
-          out[j / 2] =
-              static_cast<uint8_t>(Encode<3>(block[j], e) | Encode<3>(block[j + 1], e) << 4);
-      }
-    }
-  }
+  HWY_DYNAMIC_DISPATCH(PackTile)(BfpMagnitudeBits(f), bits, tile);
 }
 
 void UnpackBfpTile(BfpFormat f, const uint8_t* tile, float* values) {
@@ -237,3 +306,4 @@ void DequantizeBfpMatrix(const BfpLayout& layout, const uint8_t* packed, float* 
 }
 
 }  // namespace wc
+#endif  // HWY_ONCE

@@ -194,6 +194,18 @@ namespace wc {
 HWY_EXPORT(MaxTileTokens);
 HWY_EXPORT(RunRange);
 
+namespace gemm {
+
+int PortableTileTokens(bool pairs) {
+  return HWY_DYNAMIC_DISPATCH(MaxTileTokens)(pairs ? kPathPairs : kPathF32);
+}
+
+void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb) {
+  HWY_DYNAMIC_DISPATCH(RunRange)(pairs ? kPathPairs : kPathF32, task, pa, pb);
+}
+
+}  // namespace gemm
+
 namespace {
 
 // The kernel choice, the first row that fits (kernels/README.md's GEMM table): a bfp matrix the
@@ -298,23 +310,13 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
-  auto run = [&](int64_t a, int64_t b) {
-    if (a >= b) return;
+  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
     if (path == kPathBf16Dot) {
       GemmBf16DotRange(task, a, b);
     } else {
       HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
     }
-  };
-  if (omp_in_parallel() || pb - pa <= 1) {
-    run(pa, pb);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
-    run(pa + (pb - pa) * tid / nth, pa + (pb - pa) * (tid + 1) / nth);
-  }
+  });
 }
 
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y) {

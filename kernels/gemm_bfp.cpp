@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <string>
 
 #include "kernels/cpu_kernels.h"
@@ -240,6 +241,94 @@ struct TileFn {
   }
 };
 
+// One panel (k_tiles tiles from `panel`) widened once into the BF16 GEMM's packed panel of its
+// decoded values (pairs: [K32 / 2][32] uint32, bf16(k + 1) << 16 | bf16(k), subnormals zero of
+// their sign, as the BF16 panels' packer flushes them) or the F32 GEMM's ([K32][32] f32, exact):
+// the values Tile's chains multiply, from the same Widen.
+template <int B, bool kPairs>
+void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_RESTRICT out) {
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const DF df;
+  const DU du;
+  auto* pairs = static_cast<uint32_t*>(out);
+  auto* f32 = static_cast<float*>(out);
+  // Rows [row, row + kLanes) (bfp4) or the kLanes rows Bfp8Row(first + l, set) (bfp8) at k, k + 1.
+  HWY_ALIGN float l0[kLanes], l1[kLanes];
+  HWY_ALIGN uint32_t lp[kLanes];
+  const auto put = [&](int64_t k, VF w0, VF w1, auto row_of) {
+    if constexpr (kPairs) {
+      const VU p = hn::Or(hn::And(hn::BitCast(du, w1), hn::Set(du, 0xffff0000u)),
+                          hn::ShiftRight<16>(hn::BitCast(du, w0)));
+      hn::Store(p, du, lp);
+      for (int l = 0; l < kLanes; ++l) pairs[(k / 2) * 32 + row_of(l)] = lp[l];
+    } else {
+      hn::Store(w0, df, l0);
+      hn::Store(w1, df, l1);
+      for (int l = 0; l < kLanes; ++l) {
+        f32[k * 32 + row_of(l)] = l0[l];
+        f32[(k + 1) * 32 + row_of(l)] = l1[l];
+      }
+    }
+  };
+  float unit[32][2];  // [k][half] of the current tile
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const uint8_t* tile = panel + tk * kTileBytes;
+    for (int k = 0; k < 32; ++k)
+      for (int h = 0; h < 2; ++h) unit[k][h] = BlockUnit(B, tile[(k / 2) * 4 + 2 * h + k % 2]);
+    if constexpr (B == 7) {
+      for (int kp = 0; kp < 16; ++kp) {
+        const int k = 2 * kp;
+        const uint8_t* chunk = tile + 64 + 64 * kp;
+        for (int v = 0; v < kHalfVecs; ++v) {
+          const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+          const auto half1 = hn::RebindMask(
+              df, hn::Ne(hn::And(hn::ShiftRight<1>(hn::Iota(du, static_cast<uint32_t>(v * kLanes))),
+                                 hn::Set(du, 1u)),
+                         hn::Zero(du)));
+          const VF u0 = hn::IfThenElse(half1, hn::Set(df, unit[k][1]), hn::Set(df, unit[k][0]));
+          const VF u1 =
+              hn::IfThenElse(half1, hn::Set(df, unit[k + 1][1]), hn::Set(df, unit[k + 1][0]));
+          for (int set = 0; set < 2; ++set) {
+            put(tk * 32 + k, Widen<B>(lanes, 16 * set, u0), Widen<B>(lanes, 16 * set + 8, u1),
+                [&](int l) { return Bfp8Row(v * kLanes + l, set); });
+          }
+        }
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
+          for (int v = 0; v < kHalfVecs; ++v) {
+            const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+            for (int q = 0; q < 4; ++q) {
+              const int k = g * 8 + 2 * q;  // the pair (k, k + 1)
+              put(tk * 32 + k, Widen<B>(lanes, 4 * q, hn::Set(df, unit[k][h])),
+                  Widen<B>(lanes, 4 * q + 16, hn::Set(df, unit[k + 1][h])),
+                  [&](int l) { return 16 * h + v * kLanes + l; });
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// The portable WidenPanelB: pairs under FTZ (the pairs tile's flush of a bf16 subnormal).
+void WidenPanel(int magnitude_bits, bool pairs, const uint8_t* panel, int64_t k_tiles, void* out) {
+#if HWY_ARCH_X86
+  const unsigned int csr = _mm_getcsr();
+  if (pairs) _mm_setcsr(csr | 0x8000u);
+#endif
+  if (magnitude_bits == 7) {
+    pairs ? WidenPanelB<7, true>(panel, k_tiles, out) : WidenPanelB<7, false>(panel, k_tiles, out);
+  } else {
+    pairs ? WidenPanelB<3, true>(panel, k_tiles, out) : WidenPanelB<3, false>(panel, k_tiles, out);
+  }
+#if HWY_ARCH_X86
+  _mm_setcsr(csr);
+#endif
+}
+
 int BfpMaxTileTokens(int path) {
   return path == kBfpPathPairs ? MaxTokens<true>() : MaxTokens<false>();
 }
@@ -276,6 +365,7 @@ namespace wc {
 
 HWY_EXPORT(BfpMaxTileTokens);
 HWY_EXPORT(BfpRunRange);
+HWY_EXPORT(WidenPanel);
 
 namespace {
 
@@ -286,6 +376,53 @@ bool DotKernelOn() {
 int PathOf(const BfpPanels& w) {
   if (w.precision() == ActivationPrecision::kF32) return kBfpPathF32;
   return DotKernelOn() ? kBfpPathDot : kBfpPathPairs;
+}
+
+// This thread's buffer of at least `bytes`, 64-byte aligned, kept for the next call.
+uint8_t* WidenBuffer(size_t bytes) {
+  thread_local std::unique_ptr<uint8_t[]> storage;
+  thread_local size_t capacity = 0;
+  if (capacity < bytes) {
+    storage.reset();
+    storage.reset(new uint8_t[bytes + 64]);
+    capacity = bytes;
+  }
+  const uintptr_t a = reinterpret_cast<uintptr_t>(storage.get());
+  return storage.get() + ((64 - a % 64) % 64);
+}
+
+// Panels [pa, pb) widened once each (kBfpWidenOnceTokens) into this thread's buffer as the BF16
+// (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
+// buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
+// chain length (padded_cols / 2 pairs, F32: cols).
+void RunWidened(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
+  const gemm::Task& b = task.base;
+  const int64_t k32 = b.k_steps * 32;
+  const int64_t panel_bytes = path == kBfpPathF32 ? k32 * 32 * 4 : k32 * 32 * 2;
+  uint8_t* buffer = WidenBuffer(static_cast<size_t>(panel_bytes));
+  gemm::Task t = b;
+  t.w = buffer;
+  t.panel_bytes = panel_bytes;
+  t.k_steps = path == kBfpPathF32 ? k32 - 32 + task.last_cols : (k32 - 32 + task.last_cols + 1) / 2;
+  for (int64_t p = pa; p < pb; ++p) {
+    const uint8_t* panel = b.w + p * b.panel_bytes;
+    if (path == kBfpPathDot) {
+      WidenBfpPanelBf16(panel, b.k_steps, task.magnitude_bits, task.plain[p] != 0,
+                        reinterpret_cast<uint32_t*>(buffer));
+    } else {
+      HWY_DYNAMIC_DISPATCH(WidenPanel)
+      (task.magnitude_bits, path == kBfpPathPairs, panel, b.k_steps, buffer);
+    }
+    const int64_t first = p * gemm::kPanelRows;
+    t.row_begin = b.row_begin - first;
+    t.row_end = b.row_end - first;
+    t.bias = b.bias != nullptr ? b.bias + first : nullptr;
+    if (path == kBfpPathDot) {
+      GemmBf16DotRange(t, 0, 1);
+    } else {
+      gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
+    }
+  }
 }
 
 // x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign (gemm.cpp's rounding).
@@ -323,8 +460,14 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   BfpGemmInput in;
   in.path_ = PathOf(w);
-  in.tile_tokens_ = in.path_ == kBfpPathDot ? BfpDotTileTokens(BfpMagnitudeBits(w.format()))
-                                            : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  in.widen_once_ = n_tokens >= kBfpWidenOnceTokens;
+  if (in.widen_once_) {
+    in.tile_tokens_ = in.path_ == kBfpPathDot ? gemm::kMaxTileTokens
+                                              : gemm::PortableTileTokens(in.path_ == kBfpPathPairs);
+  } else {
+    in.tile_tokens_ = in.path_ == kBfpPathDot ? BfpDotTileTokens(BfpMagnitudeBits(w.format()))
+                                              : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  }
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
@@ -370,27 +513,22 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   // +0 products added to a chain that is never -0 (no FTZ), so it runs whole tiles.
   const int64_t last_cols = w.cols() - (w.k_tiles() - 1) * 32;
   task.last_pairs = x.path_ == kBfpPathF32 ? 16 : (last_cols + 1) / 2;
+  task.last_cols = last_cols;
   task.plain = w.plain_flags();
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
-  auto run = [&](int64_t a, int64_t c) {
-    if (a >= c) return;
+  if (x.widen_once_) {
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, a, c); });
+    return;
+  }
+  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
     if (path == kBfpPathDot) {
       GemmBfpDotRange(task, a, c);
     } else {
       HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c);
     }
-  };
-  if (omp_in_parallel() || pb - pa <= 1) {
-    run(pa, pb);
-    return;
-  }
-#pragma omp parallel
-  {
-    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
-    run(pa + (pb - pa) * tid / nth, pa + (pb - pa) * (tid + 1) / nth);
-  }
+  });
 }
 
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {

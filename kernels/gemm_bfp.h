@@ -1,7 +1,8 @@
 // y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
-// a widened copy: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream 8.5 or 4.5 bits
-// a weight and widen the codes in registers, on AVX-512 BF16 (gemm_bfp_bf16dot.cpp) or portable
-// Highway (gemm_bfp.cpp).
+// a widened copy of the matrix: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream
+// 8.5 or 4.5 bits a weight and widen the codes in registers, on AVX-512 BF16
+// (gemm_bfp_bf16dot.cpp) or portable Highway (gemm_bfp.cpp); from kBfpWidenOnceTokens tokens one
+// panel at a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
 //
 // Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
 // BF16 / F32 GEMM on its decoded values, i.e. GemmBfp(x, panels) == Gemm(x, PackedMatrix::Pack(D))
@@ -126,12 +127,20 @@ class BfpPanels {
   std::vector<uint8_t> plain_;  // [panels] PanelIsPlain
 };
 
+// Calls of at least this many tokens widen each panel once instead of in registers per token
+// tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out as the
+// BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
+// (gemm_schedule.h's PortableRange, gemm_bf16dot.h), so the widening is paid once per panel, not
+// once per token tile. Either side of the threshold the results are the same bits (the contract).
+constexpr int64_t kBfpWidenOnceTokens = 16;
+
 // Activations packed for one BfpPanels' kernel (the BF16 / F32 GEMM's layouts, gemm.h's
 // GemmInput), K padded to 32 with zeros: tiles of at most MR tokens (balanced, gemm_schedule.h's
 // TokenTiles), the tile of tokens [t0, t0 + h) at data + t0 * floats_per_token, laid out
 //   kF32:                    [K32][h] f32
 //   kBF16 portable:          [K32 / 2][h][2] f32 (bf16-rounded values)
-//   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4)
+//   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4;
+//                            12 when the panels are widened once)
 class BfpGemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }
@@ -140,7 +149,8 @@ class BfpGemmInput {
   friend BfpGemmInput PackBfpGemmInput(const float*, int64_t, int64_t, const BfpPanels&);
   friend void GemmBfp(const BfpGemmInput&, const BfpPanels&, const float*, float*, int64_t, int64_t,
                       int64_t);
-  int path_ = 0;  // gemm_bfp.cpp's BfpPath
+  int path_ = 0;             // gemm_bfp.cpp's BfpPath
+  bool widen_once_ = false;  // n_tokens >= kBfpWidenOnceTokens: the widened panels' tiles
   int tile_tokens_ = 1;
   int64_t n_tokens_ = 0;
   int64_t floats_per_token_ = 0;

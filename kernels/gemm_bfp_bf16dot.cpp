@@ -182,6 +182,119 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
     for (int j = 0; j < NV; ++j) _mm512_store_ps(out + (t * NV + j) * 16, acc[t][j]);
 }
 
+// One token (decode) on plain panels: rather than lowering each weight's exponent field by its
+// block's drop D (two subtracts per 64 weights), lower the token's activation pair by it once per
+// block: x' = x 2^-D, multiplied by the bare magnitudes bf16(+-m). Each product x' m is the same
+// real number as x w, so every vdpbf16ps step (exact products, FTZ on the sums) gives the same
+// bits, provided x' is exact: x zero (kept), or x's exponent field minus D still >= 1 (plain
+// panels have D >= 0 and normal weights). ScaledX checks that for a k tile of all NP panels; a tile
+// where it fails takes TileStep, so the chains are unchanged either way.
+//   xs[p][h][kp]: x' of pair kp for panel p's rows 16 h .. 16 h + 15 (blocks of half h).
+template <int NP>
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) bool ScaledX(
+    const uint8_t* __restrict tile, int64_t panel_bytes, int bias, __m512i x,
+    uint32_t (*__restrict xs)[2][16]) {
+  // Exponent bytes 4 kp + 2 h + b: per dword kp, half h's two bytes as 16-bit words.
+  const __m512i spread0 = _mm512_broadcast_i32x4(
+      _mm_set_epi64x(0x800D800C80098008LL, 0x8005800480018000LL));  // bytes 4 i, 4 i + 1
+  const __m512i spread1 = _mm512_broadcast_i32x4(
+      _mm_set_epi64x(0x800F800E800B800ALL, 0x8007800680038002LL));  // bytes 4 i + 2, 4 i + 3
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  const __m512i b = _mm512_set1_epi16(static_cast<int16_t>(bias));
+  const __mmask32 nonzero = _mm512_test_epi16_mask(x, magnitude);
+  const __m512i xmag = _mm512_and_si512(x, magnitude);
+  __mmask32 bad = 0;
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p) {
+    const __m512i e = _mm512_loadu_si512(tile + p * panel_bytes);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ew = _mm512_shuffle_epi8(e, h == 0 ? spread0 : spread1);
+      const __m512i d = _mm512_slli_epi16(_mm512_sub_epi16(b, ew), 7);
+      bad |= _mm512_cmplt_epi16_mask(_mm512_sub_epi16(xmag, d), _mm512_set1_epi16(0x80));
+      _mm512_store_si512(xs[p][h], _mm512_mask_sub_epi16(x, nonzero, x, d));
+    }
+  }
+  return (bad & nonzero) == 0;
+}
+
+// acc[2 p + h] = vdpbf16ps(acc[2 p + h], w_h, x'_h): panel p's halves with their own x'.
+template <int NV>
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void DotScaled(__m512 (&acc)[NV], int p,
+                                                                     __m512i w0, __m512i w1,
+                                                                     uint32_t x0, uint32_t x1) {
+  acc[2 * p] =
+      _mm512_dpbf16_ps(acc[2 * p], (__m512bh)w0, (__m512bh)_mm512_set1_epi32(static_cast<int>(x0)));
+  acc[2 * p + 1] = _mm512_dpbf16_ps(acc[2 * p + 1], (__m512bh)w1,
+                                    (__m512bh)_mm512_set1_epi32(static_cast<int>(x1)));
+}
+
+// The one-token tile on plain panels (ScaledX), out[j * 16 + lane] as Tile's.
+template <int NP, int B>
+WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __restrict xp,
+                                                            const uint8_t* __restrict w,
+                                                            int64_t panel_bytes, int64_t k_tiles,
+                                                            int64_t last_pairs,
+                                                            float* __restrict out) {
+  constexpr int NV = NP * 2;
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const Tables& tables = GetTables();
+  Consts c;
+  c.hi0 = _mm512_load_si512(tables.hi);
+  c.hi1 = _mm512_load_si512(tables.hi + 64);
+  c.lo0 = _mm512_load_si512(tables.lo);
+  c.lo1 = _mm512_load_si512(tables.lo + 64);
+  c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  c.table4 = _mm512_load_si512(tables.bfp4);
+  __m512 acc[1][NV];
+  for (int j = 0; j < NV; ++j) acc[0][j] = _mm512_setzero_ps();
+  alignas(64) uint32_t xs[NP][2][16];
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
+    const uint8_t* tile = w + tk * kTileBytes;
+    const uint32_t* x = xp + tk * 16;
+    if (!ScaledX<NP>(tile, panel_bytes, 127 + B - 1, _mm512_loadu_si512(x), xs)) {
+      if (pairs == 16) {
+        TileStep<1, NP, B, true, false>(acc, c, tile, panel_bytes, x, 16);
+      } else {
+        TileStep<1, NP, B, true, true>(acc, c, tile, panel_bytes, x, pairs);
+      }
+      continue;
+    }
+    if constexpr (B == 7) {
+      for (int kp = 0; kp < pairs; ++kp) {
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+          const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 64 * kp);
+          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1),
+                                                       code, c.sign, 0xf8);  // hi | sign
+          const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
+          DotScaled(acc[0], p, _mm512_unpacklo_epi8(lo, hi), _mm512_unpackhi_epi8(lo, hi),
+                    xs[p][0][kp], xs[p][1][kp]);
+        }
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+        for (int p = 0; p < NP; ++p) {
+          const uint8_t* chunks = tile + p * panel_bytes + 64 + 128 * g;  // halves 0, 1
+          const __m512i c0 = _mm512_load_si512(chunks), c1 = _mm512_load_si512(chunks + 64);
+#pragma GCC unroll 4
+          for (int q = 0; q < 4; ++q) {
+            const int kp = 4 * g + q;
+            if (kp >= pairs) break;
+            const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
+            const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
+            DotScaled(acc[0], p, _mm512_permutexvar_epi16(i0, c.table4),
+                      _mm512_permutexvar_epi16(i1, c.table4), xs[p][0][kp], xs[p][1][kp]);
+          }
+        }
+      }
+    }
+  }
+  for (int j = 0; j < NV; ++j) _mm512_store_ps(out + j * 16, acc[0][j]);
+}
+
 template <int B>
 struct TileFn {
   const gemm::BfpTask* task;
@@ -192,6 +305,8 @@ struct TileFn {
     const int64_t p = (w - b.w) / b.panel_bytes;
     bool plain = true;
     for (int i = 0; i < NP; ++i) plain = plain && task->plain[p + i] != 0;
+    if (plain && MR == 1)
+      return TileOneToken<NP, B>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     if (plain) return Tile<MR, NP, B, true>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     Tile<MR, NP, B, false>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
   }
@@ -211,7 +326,62 @@ struct TileFn {
   }
 };
 
+// WidenBfpPanelBf16 for one format and widening: TileStep's operands stored, not multiplied.
+template <int B, bool kPlain>
+WC_GEMM_BFP_DOT void WidenPanel(const uint8_t* __restrict panel, int64_t k_tiles,
+                                uint32_t* __restrict out) {
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const Tables& tables = GetTables();
+  const __m512i hi0 = _mm512_load_si512(tables.hi), hi1 = _mm512_load_si512(tables.hi + 64);
+  const __m512i lo0 = _mm512_load_si512(tables.lo), lo1 = _mm512_load_si512(tables.lo + 64);
+  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  const __m512i table4 = _mm512_load_si512(tables.bfp4);
+  alignas(64) uint32_t drop[32];  // [2 kp + h]
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const uint8_t* tile = panel + tk * kTileBytes;
+    uint32_t* o = out + tk * 16 * 32;  // [16 kp][32 rows]
+    Drops(tile, 127 + B - 1, drop);
+    if constexpr (B == 7) {
+#pragma GCC unroll 4
+      for (int kp = 0; kp < 16; ++kp) {
+        const __m512i code = _mm512_load_si512(tile + 64 + 64 * kp);
+        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, code, hi1), code,
+                                                     sign, 0xf8);  // hi | sign
+        const __m512i lo = _mm512_permutex2var_epi8(lo0, code, lo1);
+        _mm512_store_si512(o + kp * 32, Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[2 * kp]));
+        _mm512_store_si512(o + kp * 32 + 16,
+                           Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[2 * kp + 1]));
+      }
+    } else {
+      for (int g = 0; g < 4; ++g) {
+        const __m512i c0 = _mm512_load_si512(tile + 64 + 128 * g);
+        const __m512i c1 = _mm512_load_si512(tile + 64 + 128 * g + 64);
+#pragma GCC unroll 4
+        for (int q = 0; q < 4; ++q) {
+          const int kp = 4 * g + q;
+          const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
+          const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
+          _mm512_store_si512(o + kp * 32,
+                             Apply<kPlain>(_mm512_permutexvar_epi16(i0, table4), drop[2 * kp]));
+          _mm512_store_si512(o + kp * 32 + 16,
+                             Apply<kPlain>(_mm512_permutexvar_epi16(i1, table4), drop[2 * kp + 1]));
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
+
+void WidenBfpPanelBf16(const uint8_t* panel, int64_t k_tiles, int magnitude_bits, bool plain,
+                       uint32_t* out) {
+  if (magnitude_bits == 7) {
+    return plain ? WidenPanel<7, true>(panel, k_tiles, out)
+                 : WidenPanel<7, false>(panel, k_tiles, out);
+  }
+  return plain ? WidenPanel<3, true>(panel, k_tiles, out)
+               : WidenPanel<3, false>(panel, k_tiles, out);
+}
 
 int BfpDotTileTokens(int magnitude_bits) {
   return AccBudget(magnitude_bits) / 2;

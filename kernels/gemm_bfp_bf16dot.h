@@ -17,6 +17,7 @@ struct BfpTask {
   // k pairs of the last k tile the chains run (1..16): kBF16 stops at the BF16 GEMM's padded_cols
   // (cols rounded up to even), so no padding pair follows a flushed -0; 16 for kF32.
   int64_t last_pairs = 16;
+  int64_t last_cols = 32;  // columns of the last k tile (1..32)
 };
 
 }  // namespace gemm
@@ -28,5 +29,13 @@ int BfpDotTileTokens(int magnitude_bits);
 // ([K32 / 2][MR] in tiles of BfpDotTileTokens(B)). Runs where KernelsOn(kAvx512Bf16Gemm) and
 // CpuHas(kAvx512Bf16Vbmi) (cpu_kernels.h).
 void GemmBfpDotRange(const gemm::BfpTask& task, int64_t pa, int64_t pb);
+
+// One panel (BfpPanels' layout, k_tiles tiles from `panel`) widened to exactly the BF16 GEMM's
+// packed panel of its decoded values (packed_matrix.h: [K32 / 2][32] pairs, bf16(k + 1) << 16 |
+// bf16(k) per row; subnormals zero of their sign), the same operands the tiles above widen in
+// registers. plain: BfpPanels::PanelIsPlain. out: [K32 / 2][32] uint32, 64-byte aligned. Same
+// CPU requirement as GemmBfpDotRange.
+void WidenBfpPanelBf16(const uint8_t* panel, int64_t k_tiles, int magnitude_bits, bool plain,
+                       uint32_t* out);
 
 }  // namespace wc

@@ -1,6 +1,9 @@
-// Internal to gemm.cpp and gemm_bf16dot.cpp: the walk of one thread's panels shared by every
-// microkernel family, and the task both hand it.
+// Internal to the packed GEMMs (gemm.cpp, gemm_bf16dot.cpp, and the block-float ones,
+// gemm_bfp*.cpp): the split of a call's panels over threads and the walk of one thread's panels,
+// shared by every microkernel family, and the task they hand it.
 #pragma once
+
+#include <omp.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -92,6 +95,31 @@ void RunPanels(const Task& task, int64_t pa, int64_t pb, const TileFn& tile) {
     }
   }
 }
+
+// Runs run(a, b) over panels [pa, pb): split into contiguous, balanced ranges, one per OpenMP
+// thread, or whole on the calling thread inside a parallel region or for a single panel. Each
+// panel's results do not depend on the split (every element is its own chain).
+template <class RunFn>
+void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
+  if (pa >= pb) return;
+  if (omp_in_parallel() || pb - pa <= 1) {
+    run(pa, pb);
+    return;
+  }
+#pragma omp parallel
+  {
+    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
+    const int64_t a = pa + (pb - pa) * tid / nth, b = pa + (pb - pa) * (tid + 1) / nth;
+    if (a < b) run(a, b);
+  }
+}
+
+// gemm.cpp's portable tiles (Highway, the current target), for the block-float GEMM's panels
+// widened once (gemm_bfp.cpp): task.w laid out as PackedMatrix's BF16 panels (pairs: the pair
+// kernel, run under FTZ) or F32 panels, task.xp as GemmInput's layout for that kernel in tiles of
+// PortableTileTokens(pairs) tokens.
+int PortableTileTokens(bool pairs);
+void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb);
 
 }  // namespace gemm
 }  // namespace wc

@@ -4,6 +4,7 @@
 // bound, refusal of non-finite weights, and identical bytes however the packing is split.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "hwy/targets.h"
 #include "kernels/bfp_weights.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -236,6 +238,64 @@ std::vector<float> MakeLayoutMatrix(BfpFormat f) {
                       std::ldexp(static_cast<float>(LayoutQ(f, n)),
                                  static_cast<int>(LayoutExp(k, n)) - 127 - (b - 1));
   return w;
+}
+
+// PackBfpTile (vectors, every SIMD target) writes what the scalar steps write: BfpSharedExponent
+// and BfpEncode of every value, in step 6's layout, on tiles built to hit every branch: ties
+// both ways at every shift (few mantissa bits), saturation, zeros, negative zeros, denormals,
+// values shifted out (32 or more below E), the largest exponent, and random bit patterns.
+TEST(BfpEncodeTest, VectorTilesAreTheScalarEncoder) {
+  Rng rng(77);
+  std::vector<std::vector<uint32_t>> tiles;
+  for (int t = 0; t < 64; ++t) {
+    std::vector<uint32_t> bits(32 * 32);
+    for (int64_t block = 0; block < 64; ++block) {
+      const uint32_t top = t % 8 == 7 ? 254 : 1 + static_cast<uint32_t>(rng.Uniform() * 253);
+      const uint32_t spread = static_cast<uint32_t>(rng.Uniform() * 40);
+      for (int64_t j = 0; j < 16; ++j) {
+        const double u = rng.Uniform();
+        uint32_t e = top - std::min(top, static_cast<uint32_t>(rng.Uniform() * (spread + 1)));
+        uint32_t mant = static_cast<uint32_t>(rng.Uniform() * (1u << 23));
+        if (t % 2 == 0) mant &= 0x7f8000u;  // few bits: exact halves at many shifts
+        if (u < 0.05) e = 0;                // zero or denormal
+        if (u > 0.97) e = top;
+        uint32_t v = (rng.Uniform() < 0.5 ? 0x80000000u : 0u) | e << 23 | mant;
+        if (u > 0.05 && u < 0.07) v = 0x80000000u;  // -0
+        bits[static_cast<size_t>((block / 16 / 2 * 16 + block % 16) * 32 + block / 16 % 2 * 16 +
+                                 j)] = v;
+      }
+    }
+    tiles.push_back(bits);
+  }
+  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+  for (BfpFormat f : {k8, k4}) {
+    for (const auto& bits : tiles) {
+      std::vector<uint8_t> want(static_cast<size_t>(BfpTileBytes(f)));
+      for (int64_t face = 0; face < 4; ++face)
+        for (int64_t i = 0; i < 16; ++i) {
+          const uint32_t* block = bits.data() + (face / 2 * 16 + i) * 32 + face % 2 * 16;
+          const uint8_t e = BfpSharedExponent(block);
+          want[static_cast<size_t>(face * 16 + i)] = e;
+          for (int64_t j = 0; j < 16; ++j) {
+            const uint8_t c = BfpEncode(f, block[j], e);
+            const int64_t row = face * 16 + i;
+            if (f == k8) {
+              want[static_cast<size_t>(64 + row * 16 + j)] = c;
+            } else {
+              want[static_cast<size_t>(64 + row * 8 + j / 2)] |=
+                  static_cast<uint8_t>(c << (4 * (j % 2)));
+            }
+          }
+        }
+      for (const int64_t target : targets) {
+        hwy::SetSupportedTargetsForTest(target);
+        std::vector<uint8_t> got(want.size(), 0xAB);
+        PackBfpTile(f, bits.data(), got.data());
+        ASSERT_EQ(got, want) << BfpFormatName(f) << " " << hwy::TargetName(target);
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
+  }
 }
 
 TEST(BfpLayoutTest, Bfp8TileBytes) {

@@ -3,7 +3,8 @@
 // alternating formats round by round on the shared machine, with a streaming read between rounds
 // for the bandwidth bound. Run:
 //   build/tests/kernels_test --gtest_also_run_disabled_tests --gtest_filter='*GemmBfpBench*'
-// (OMP_NUM_THREADS=2; WORMCHAT_SIMD=avx2 for the portable kernels; BFP_BENCH_ROUNDS=n).
+// (OMP_NUM_THREADS=2; WORMCHAT_SIMD=avx2 for the portable kernels; BFP_BENCH_ROUNDS=n). Also the
+// packer's speed (PackOneThread).
 #include <omp.h>
 
 #include <algorithm>
@@ -137,9 +138,11 @@ TEST(GemmBfpBench, DISABLED_InCacheOneThread) {
       BfpPanels::FromMatrix(BfpFormat::kBfp8, ref, "w", ActivationPrecision::kBF16);
   const BfpPanels b4 =
       BfpPanels::FromMatrix(BfpFormat::kBfp4, ref, "w", ActivationPrecision::kBF16);
+  // BFP_BENCH_TOKENS=n runs n tokens only (e.g. either side of kBfpWidenOnceTokens).
   const char* tokens_env = std::getenv("BFP_BENCH_TOKENS");
-  for (int64_t tokens : {int64_t{1}, int64_t{12}}) {
-    if (tokens_env != nullptr && std::atoi(tokens_env) != tokens) continue;
+  std::vector<int64_t> counts = {1, 12, kBfpWidenOnceTokens - 1, kBfpWidenOnceTokens};
+  if (tokens_env != nullptr) counts = {std::max<int64_t>(1, std::atoll(tokens_env))};
+  for (int64_t tokens : counts) {
     std::vector<float> x(static_cast<size_t>(tokens * in), 0.5f),
         y(static_cast<size_t>(tokens * out));
     Stats s16, s8, s4;
@@ -166,6 +169,30 @@ TEST(GemmBfpBench, DISABLED_InCacheOneThread) {
     line("bf16", s16, static_cast<double>(bf16.bytes()));
     line("bfp8", s8, static_cast<double>(b8.bytes()));
     line("bfp4", s4, static_cast<double>(b4.bytes()));
+  }
+  omp_set_num_threads(saved);
+}
+
+// The packer's speed (BfpPanels::FromMatrix: gather, encode, reorder), one thread, a bf16
+// falcon-7b MLP matrix: M weights/s (WORMCHAT_SIMD=avx2 for the AVX2 encoder).
+TEST(GemmBfpBench, DISABLED_PackOneThread) {
+  ApplySimdLimit();
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const int64_t out = 4544, in = 18176;
+  Rng rng(3);
+  std::vector<uint16_t> w(static_cast<size_t>(out * in));
+  for (auto& v : w) v = F32ToBF16(static_cast<float>(rng.Uniform() * 0.2 - 0.1));
+  const MatrixRef ref{DType::kBF16, out, in, in, w.data()};
+  for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
+    double best = 1e9;
+    for (int round = 0; round < Rounds(3); ++round) {
+      const double t0 = Now();
+      const BfpPanels p = BfpPanels::FromMatrix(f, ref, "w", ActivationPrecision::kBF16);
+      best = std::min(best, Now() - t0);
+    }
+    std::printf("pack %s, 1 thread (%s): best %.3f s, %.0f M weights/s\n", BfpFormatName(f),
+                SimdLimitName().c_str(), best, static_cast<double>(out * in) / best / 1e6);
   }
   omp_set_num_threads(saved);
 }

@@ -1,8 +1,9 @@
 // The block-float GEMM (kernels/gemm_bfp.h) against its contract: every element bit for bit the
 // BF16 GEMM (kBF16) or F32 GEMM (kF32) on the dequantized matrix, for both formats, odd shapes,
-// decode (1 token) and prefill (1..40 tokens), partial row ranges, bias, 1 and 2 threads, the
-// AVX-512 kernel on and off, every SIMD target this binary has and WORMCHAT_SIMD=avx2 (a
-// subprocess). Plus the panels' values and their build from tt-metal tiles.
+// decode (1 token) and prefill (1..40 tokens; in-register widening and panels widened once),
+// partial row ranges, bias, 1 and 2 threads, the AVX-512 kernel on and off, every SIMD target this
+// binary has and WORMCHAT_SIMD=avx2 (a subprocess). Plus the panels' values and their build from
+// tt-metal tiles.
 #include <omp.h>
 #include <unistd.h>
 
@@ -31,6 +32,8 @@ constexpr BfpFormat k8 = BfpFormat::kBfp8, k4 = BfpFormat::kBfp4;
 // How a test matrix's values are drawn.
 enum class Values {
   kUniform,  // U(-1, 1): every block plain
+  kPlain,    // per row and block of 16 columns a scale 2^[-40, 1]: every block plain, exponents
+             // varying from block to block
   kWide,     // per row and block of 16 columns a scale 2^[-150, 100], some zeros and tiny blocks:
              // exponents outside [B, 127 + B - 1], bf16 subnormals to flush, zero blocks
 };
@@ -49,6 +52,8 @@ Source MakeSource(int64_t out, int64_t in, uint64_t seed, Values values) {
   for (int64_t r = 0; r < out; ++r) {
     float scale = 1.0f;
     for (int64_t k = 0; k < in; ++k) {
+      if (values == Values::kPlain && k % 16 == 0)
+        scale = static_cast<float>(std::ldexp(1.0, static_cast<int>(rng.Uniform() * 42) - 40));
       if (values == Values::kWide && k % 16 == 0) {
         const double u = rng.Uniform();
         scale =
@@ -153,7 +158,7 @@ TEST_P(GemmBfpTest, PanelsHoldTheCodecsValues) {
 // kernel (where the CPU has it) and on the portable one.
 TEST_P(GemmBfpTest, EveryElementIsTheReferenceGemms) {
   const Case c = GetParam();
-  for (Values values : {Values::kUniform, Values::kWide}) {
+  for (Values values : {Values::kUniform, Values::kPlain, Values::kWide}) {
     for (int64_t cols : {1, 2, 5, 31, 33, 64, 131}) {
       for (int64_t rows : {1, 33, 100, 160}) {
         const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows * 7 + cols), values);
@@ -209,29 +214,112 @@ TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
   }
 }
 
+// Token counts straddling kBfpWidenOnceTokens (widened in registers below it, each panel widened
+// once into the BF16 / F32 GEMM's layout from it): odd K and N, partial row ranges, bias, 1 and 2
+// threads, AVX-512 kernel on and off, plain and wide values: the reference's bits on both sides.
+TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
+  const Case c = GetParam();
+  const int64_t t = kBfpWidenOnceTokens;
+  for (Values values : {Values::kUniform, Values::kWide}) {
+    for (int64_t cols : {3, 77, 96}) {
+      for (int64_t rows : {45, 161}) {
+        const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows + 3 * cols), values);
+        const Reference ref = MakeReference(c.format, s, c.precision);
+        const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+        const std::vector<float> bias = RandomX(1, rows, 17);
+        for (int64_t n : {t - 1, t, t + 1, 2 * t + 3}) {
+          const int64_t x_stride = cols + 2;
+          const std::vector<float> x = RandomX(n, x_stride, static_cast<uint64_t>(n + cols));
+          const int64_t r0 = 3, r1 = rows - 1;
+          const float* b = (n % 2) == 0 ? bias.data() : nullptr;
+          std::vector<float> want(static_cast<size_t>(n * (r1 - r0)));
+          Gemm(PackGemmInput(x.data(), n, x_stride, ref.packed), ref.packed, b, want.data(),
+               r1 - r0, r0, r1);
+          for (int threads : {1, 2}) {
+            for (bool hw : {true, false}) {
+              SetGemmBf16DotKernel(hw);
+              const int saved = omp_get_max_threads();
+              omp_set_num_threads(threads);
+              std::vector<float> y(want.size(), -1.0f);
+              GemmBfp(PackBfpGemmInput(x.data(), n, x_stride, m), m, b, y.data(), r1 - r0, r0, r1);
+              omp_set_num_threads(saved);
+              ASSERT_TRUE(SameBits(y, want))
+                  << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " n " << n
+                  << " threads " << threads << (hw ? " " : " portable ") << GemmBfpKernelName(m);
+            }
+          }
+          SetGemmBf16DotKernel(true);
+        }
+      }
+    }
+  }
+}
+
+// Decode (one token) on plain panels with exponents varying block by block, activations that
+// include zeros, negative zeros and values so small that scaling them by a block's exponent leaves
+// the normals (the one-token tile's fallback, k tile by k tile): the reference's bits.
+TEST_P(GemmBfpTest, OneTokenScaledActivations) {
+  const Case c = GetParam();
+  for (int64_t cols : {31, 64, 200}) {
+    for (int64_t rows : {32, 100, 256}) {
+      const Source s =
+          MakeSource(rows, cols, static_cast<uint64_t>(rows * 5 + cols), Values::kPlain);
+      const Reference ref = MakeReference(c.format, s, c.precision);
+      const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+      for (int64_t p = 0; p < m.panels(); ++p) ASSERT_TRUE(m.PanelIsPlain(p));
+      for (int variant = 0; variant < 4; ++variant) {
+        std::vector<float> x = RandomX(1, cols, static_cast<uint64_t>(variant + 40));
+        Rng rng(static_cast<uint64_t>(variant));
+        for (int64_t k = 0; k < cols; ++k) {
+          const double u = rng.Uniform();
+          if (variant >= 1 && u < 0.1) x[k] = 0.0f;
+          if (variant >= 1 && u > 0.9) x[k] = -0.0f;
+          // variant 2: one k tile of tiny activations; 3: tiny ones anywhere.
+          if ((variant == 2 && k >= 32 && k < 64) || (variant == 3 && u > 0.5 && u < 0.6))
+            x[k] = static_cast<float>(std::ldexp(x[k], -100 - static_cast<int>(u * 20)));
+        }
+        std::vector<float> want(static_cast<size_t>(rows)), y(want.size());
+        Gemm(x.data(), 1, ref.packed, nullptr, want.data());
+        for (bool hw : {true, false}) {
+          SetGemmBf16DotKernel(hw);
+          GemmBfp(x.data(), 1, m, nullptr, y.data());
+          ASSERT_TRUE(SameBits(y, want))
+              << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " variant "
+              << variant << (hw ? " " : " portable ");
+        }
+        SetGemmBf16DotKernel(true);
+      }
+    }
+  }
+}
+
 // Every SIMD target this binary has and this CPU runs: the same bits.
 TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
   const Case c = GetParam();
-  const int64_t rows = 70, cols = 67, n = 14;
+  const int64_t rows = 70, cols = 67;
   const Source s = MakeSource(rows, cols, 8, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
-  const std::vector<float> x = RandomX(n, cols, 9);
-  std::vector<float> want(static_cast<size_t>(n * rows));
-  Gemm(x.data(), n, ref.packed, nullptr, want.data());
-  if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Bf16Vbmi))
-    EXPECT_EQ(GemmBfpKernelName(m),
-              std::string(BfpFormatName(c.format)) + " bf16 dot (AVX-512 BF16)");
-  const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
-  EXPECT_GE(targets.size(), 2u);
-  SetGemmBf16DotKernel(false);
-  for (const int64_t target : targets) {
-    hwy::SetSupportedTargetsForTest(target);
-    std::vector<float> y(want.size());
-    GemmBfp(x.data(), n, m, nullptr, y.data());
-    EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " " << hwy::TargetName(target);
+  for (const int64_t n : {int64_t{14}, kBfpWidenOnceTokens + 5}) {
+    const std::vector<float> x = RandomX(n, cols, 9);
+    std::vector<float> want(static_cast<size_t>(n * rows));
+    Gemm(x.data(), n, ref.packed, nullptr, want.data());
+    if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Bf16Vbmi))
+      EXPECT_EQ(GemmBfpKernelName(m),
+                std::string(BfpFormatName(c.format)) + " bf16 dot (AVX-512 BF16)");
+    const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
+    EXPECT_GE(targets.size(), 2u);
+    SetGemmBf16DotKernel(false);
+    for (const int64_t target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::vector<float> y(want.size());
+      GemmBfp(x.data(), n, m, nullptr, y.data());
+      EXPECT_TRUE(SameBits(y, want))
+          << FirstDifference(y, want) << " " << hwy::TargetName(target) << " n " << n;
+    }
+    hwy::SetSupportedTargetsForTest(0);
+    SetGemmBf16DotKernel(true);
   }
-  hwy::SetSupportedTargetsForTest(0);
 }
 
 std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
@@ -295,7 +383,8 @@ TEST(GemmBfp, SimdLimitAvx2) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
     const std::string cmd =
         "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
-        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement* > /dev/null 2>&1";
+        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement*:GemmBfp*WidenOnce* > "
+        "/dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return;
   }
