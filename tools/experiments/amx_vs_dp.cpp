@@ -107,8 +107,10 @@ static void gemm_vdp_amxorder(const uint16_t* A, const uint16_t* B /*[K][16]*/, 
           for (int n = 0; n < 16; ++n)
             bp[n] = uint32_t(B[(k + 2) * 16 + n]) | (uint32_t(B[k * 16 + n]) << 16);
           const __m512i av = _mm512_set1_epi32(ap), bv = _mm512_load_si512(bp);
-          if (par == 0) e = _mm512_dpbf16_ps(e, (__m512bh)av, (__m512bh)bv);
-          else o = _mm512_dpbf16_ps(o, (__m512bh)av, (__m512bh)bv);
+          if (par == 0)
+            e = _mm512_dpbf16_ps(e, (__m512bh)av, (__m512bh)bv);
+          else
+            o = _mm512_dpbf16_ps(o, (__m512bh)av, (__m512bh)bv);
         }
       }
       c = _mm512_add_ps(c, _mm512_add_ps(e, o));  // FTZ/DAZ from MXCSR
@@ -119,38 +121,41 @@ static void gemm_vdp_amxorder(const uint16_t* A, const uint16_t* B /*[K][16]*/, 
 
 // ---- scalar emulations (MXCSR DAZ+FTZ set; fma via -mfma hardware) ----
 enum Emu {
-  kChainOddEven,      // vdpbf16ps chain: acc += a1 b1; acc += a0 b0 (two roundings/pair)
-  kChainEvenOdd,      // intrinsics-guide reading: acc += a0 b0; acc += a1 b1
-  kSdmTwoLanes,       // SDM: per instr, even/odd lane accumulators from 0 (FMA), then
-                      //      t = even + odd, C = C + t
-  kSdmTwoLanesCfirst, // variant: C + (even) + (odd)
-  kExact32Then,       // per instr: exact sum of 32 products, one rounding, then C + that
-  kExact33,           // per instr: exact C + 32 products, one rounding
-  kPairExactChain,    // per pair: acc = round(acc + a0b0 + a1b1) (one rounding per pair)
-  kSdmLanesReversed,  // control: SDM lanes but k pairs in reverse order inside the instruction
-  kSdmNoFtzLanes,     // control: SDM without flushing the lane accumulators
+  kChainOddEven,       // vdpbf16ps chain: acc += a1 b1; acc += a0 b0 (two roundings/pair)
+  kChainEvenOdd,       // intrinsics-guide reading: acc += a0 b0; acc += a1 b1
+  kSdmTwoLanes,        // SDM: per instr, even/odd lane accumulators from 0 (FMA), then
+                       //      t = even + odd, C = C + t
+  kSdmTwoLanesCfirst,  // variant: C + (even) + (odd)
+  kExact32Then,        // per instr: exact sum of 32 products, one rounding, then C + that
+  kExact33,            // per instr: exact C + 32 products, one rounding
+  kPairExactChain,     // per pair: acc = round(acc + a0b0 + a1b1) (one rounding per pair)
+  kSdmLanesReversed,   // control: SDM lanes but k pairs in reverse order inside the instruction
+  kSdmNoFtzLanes,      // control: SDM without flushing the lane accumulators
   kNumEmu
 };
-static const char* kEmuName[kNumEmu] = {
-    "chain odd-then-even (vdpbf16ps)", "chain even-then-odd (intrinsics guide)",
-    "SDM: 2 lane accs, t=e+o, C+=t", "SDM variant: C=(C+e)+o",
-    "per-instr exact sum32, round, C+=", "per-instr exact C+sum32, 1 rounding",
-    "per-pair exact a0b0+a1b1+acc, 1 rounding",
-    "control: SDM lanes, k reversed in instr", "control: SDM, no FTZ on lane accs"};
+static const char* kEmuName[kNumEmu] = {"chain odd-then-even (vdpbf16ps)",
+                                        "chain even-then-odd (intrinsics guide)",
+                                        "SDM: 2 lane accs, t=e+o, C+=t",
+                                        "SDM variant: C=(C+e)+o",
+                                        "per-instr exact sum32, round, C+=",
+                                        "per-instr exact C+sum32, 1 rounding",
+                                        "per-pair exact a0b0+a1b1+acc, 1 rounding",
+                                        "control: SDM lanes, k reversed in instr",
+                                        "control: SDM, no FTZ on lane accs"};
 
 // Exact sum of a few doubles via long double is not exact in general; products of bf16 are
 // exact in float (16-bit significands). Sum exactly with a 2048-bit fixed-point accumulator.
 struct ExactAcc {
   // bit position 0 = 2^-400; products >= 2^-300 (after DAZ bf16 min normal 2^-126, product 2^-252)
   static constexpr int kLimbs = 40;  // 2560 bits
-  int64_t limb[kLimbs];             // each limb holds 32 bits value + carry room
+  int64_t limb[kLimbs];              // each limb holds 32 bits value + carry room
   ExactAcc() { memset(limb, 0, sizeof limb); }
   void add(double x) {  // x must be exact: a float or a product of two bf16 (in double)
     if (x == 0) return;
     int e;
-    double m = frexp(x, &e);                  // x = m 2^e, 0.5<=|m|<1
-    int64_t mi = (int64_t)ldexp(m, 53);       // 53-bit integer significand
-    int pos = e - 53 + 400;                   // bit position of mi's lsb
+    double m = frexp(x, &e);             // x = m 2^e, 0.5<=|m|<1
+    int64_t mi = (int64_t)ldexp(m, 53);  // 53-bit integer significand
+    int pos = e - 53 + 400;              // bit position of mi's lsb
     int li = pos / 32, sh = pos % 32;
     __int128 v = (__int128)mi << sh;
     for (int i = 0; i < 3; ++i) {
@@ -179,7 +184,10 @@ struct ExactAcc {
     }
     int top = -1;
     for (int i = kLimbs - 1; i >= 0; --i)
-      if (l[i]) { top = i; break; }
+      if (l[i]) {
+        top = i;
+        break;
+      }
     if (top < 0) return 0.0f;
     // collect bits: find msb
     int msb = 63 - __builtin_clzll((uint64_t)l[top]) + top * 32;
@@ -192,9 +200,12 @@ struct ExactAcc {
     for (int p = msb - 25; p >= 0 && !sticky; --p) sticky = bit(p);
     if (rbit && (sticky || (sig & 1))) sig++;
     int e = msb - 23 - 400;
-    if (sig == (1u << 24)) { sig >>= 1; e++; }
+    if (sig == (1u << 24)) {
+      sig >>= 1;
+      e++;
+    }
     double r = ldexp((double)sig, e);  // exact in double; float conversion exact if in range
-    float f = (float)r;                 // may overflow to inf / be subnormal (then FTZ)
+    float f = (float)r;                // may overflow to inf / be subnormal (then FTZ)
     // (subnormal results would be double-rounded here, but they are flushed anyway)
     return ftz(neg ? -f : f);
   }
@@ -248,7 +259,8 @@ static void gemm_emu(Emu emu, const uint16_t* A, const uint16_t* Bv, int K, floa
               c = p.round_to_float();
               break;
             }
-            default: break;
+            default:
+              break;
           }
         }
         if (emu == kSdmTwoLanes || emu == kSdmLanesReversed) c = ftz(c + ftz(e + o));
@@ -296,12 +308,28 @@ static void fill(Dist d, int K, std::vector<uint16_t>& A, std::vector<uint16_t>&
   std::normal_distribution<float> g(0, 1);
   for (int i = 0; i < 16 * K; ++i) {
     switch (d) {
-      case kGauss: A[i] = f2bf(g(rng)); B[i] = f2bf(g(rng)); break;
-      case kWide: A[i] = rand_bf(-40, 40, 0.0); B[i] = rand_bf(-40, 40, 0.0); break;
-      case kCancel: A[i] = rand_bf(-12, 12, 0.0); B[i] = rand_bf(-12, 12, 0.0); break;
-      case kTiny: A[i] = rand_bf(-126, -100, 0.1); B[i] = rand_bf(-30, 5, 0.05); break;
-      case kHuge: A[i] = rand_bf(40, 63, 0.0); B[i] = rand_bf(40, 63, 0.0); break;
-      default: break;
+      case kGauss:
+        A[i] = f2bf(g(rng));
+        B[i] = f2bf(g(rng));
+        break;
+      case kWide:
+        A[i] = rand_bf(-40, 40, 0.0);
+        B[i] = rand_bf(-40, 40, 0.0);
+        break;
+      case kCancel:
+        A[i] = rand_bf(-12, 12, 0.0);
+        B[i] = rand_bf(-12, 12, 0.0);
+        break;
+      case kTiny:
+        A[i] = rand_bf(-126, -100, 0.1);
+        B[i] = rand_bf(-30, 5, 0.05);
+        break;
+      case kHuge:
+        A[i] = rand_bf(40, 63, 0.0);
+        B[i] = rand_bf(40, 63, 0.0);
+        break;
+      default:
+        break;
     }
   }
   if (d == kCancel) {
@@ -334,7 +362,9 @@ static void to_vnni(const std::vector<uint16_t>& B, int K, std::vector<uint16_t>
       for (int j = 0; j < 2; ++j) Bv[kp * 32 + n * 2 + j] = B[(2 * kp + j) * 16 + n];
 }
 
-static bool same(float x, float y) { return fbits(x) == fbits(y) || (x != x && y != y); }
+static bool same(float x, float y) {
+  return fbits(x) == fbits(y) || (x != x && y != y);
+}
 
 static void bench();
 
@@ -342,7 +372,12 @@ int main(int argc, char** argv) {
   amx_init();
   _mm_setcsr(_mm_getcsr() | 0x8040);  // FTZ | DAZ for scalar emulation
   int trials = argc > 1 ? atoi(argv[1]) : 20;
-  if (trials == 0) { bench(); bench(); _tile_release(); return 0; }
+  if (trials == 0) {
+    bench();
+    bench();
+    _tile_release();
+    return 0;
+  }
   const int Ks[] = {32, 64, 96, 128, 512, 1024, 4096};
   // counts[dist][0 = amx vs vdp, 1+e = amx vs emu e], plus vdp vs chain emu sanity
   for (int d = 0; d < kNumDist; ++d) {
@@ -365,7 +400,8 @@ int main(int argc, char** argv) {
           if (!same(Ca[i], Cv[i])) {
             ++amx_vs_vdp;
             int32_t a = (int32_t)fbits(Ca[i]), v = (int32_t)fbits(Cv[i]);
-            if ((a ^ v) < 0 || std::isinf(Ca[i]) || std::isinf(Cv[i])) ulp_hist[3]++;
+            if ((a ^ v) < 0 || std::isinf(Ca[i]) || std::isinf(Cv[i]))
+              ulp_hist[3]++;
             else {
               long du = labs((long)a - v);
               ulp_hist[du == 1 ? 0 : du < 16 ? 1 : 2]++;
@@ -378,12 +414,12 @@ int main(int argc, char** argv) {
         }
       }
     }
-    printf("dist %-32s outputs %7ld | amx!=vdp %6ld (1ulp %ld, 2-15ulp %ld, >=16ulp %ld, sign/inf %ld)"
-           " | vdp!=chain-emu %ld\n",
-           kDistName[d], total, amx_vs_vdp, ulp_hist[0], ulp_hist[1], ulp_hist[2], ulp_hist[3],
-           vdp_vs_emu);
-    for (int e = 0; e < kNumEmu; ++e)
-      printf("    amx != %-45s %7ld\n", kEmuName[e], amx_vs_emu[e]);
+    printf(
+        "dist %-32s outputs %7ld | amx!=vdp %6ld (1ulp %ld, 2-15ulp %ld, >=16ulp %ld, sign/inf %ld)"
+        " | vdp!=chain-emu %ld\n",
+        kDistName[d], total, amx_vs_vdp, ulp_hist[0], ulp_hist[1], ulp_hist[2], ulp_hist[3],
+        vdp_vs_emu);
+    for (int e = 0; e < kNumEmu; ++e) printf("    amx != %-45s %7ld\n", kEmuName[e], amx_vs_emu[e]);
     printf("    amx != %-45s %7ld\n", "vdpbf16ps in AMX order (repacked pairs)", amx_vs_vdpamx);
     fflush(stdout);
   }
@@ -405,7 +441,10 @@ static void bench() {
   // AMX: 4 accumulators tmm0..3, A in tmm4, B in tmm5..
   auto t0 = now();
   for (int r = 0; r < reps; ++r) {
-    _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
+    _tile_zero(0);
+    _tile_zero(1);
+    _tile_zero(2);
+    _tile_zero(3);
     for (int k0 = 0; k0 < K; k0 += 32) {
       _tile_loadd(4, A.data() + k0, K * 2);
       _tile_loadd(5, Bv.data() + 0 * K * 16 + k0 * 16, 64);
@@ -417,8 +456,10 @@ static void bench() {
       _tile_loadd(5, Bv.data() + 3 * K * 16 + k0 * 16, 64);
       _tile_dpbf16ps(3, 4, 5);
     }
-    _tile_stored(0, C + 0, N * 4); _tile_stored(1, C + 16, N * 4);
-    _tile_stored(2, C + 32, N * 4); _tile_stored(3, C + 48, N * 4);
+    _tile_stored(0, C + 0, N * 4);
+    _tile_stored(1, C + 16, N * 4);
+    _tile_stored(2, C + 32, N * 4);
+    _tile_stored(3, C + 48, N * 4);
   }
   double ta = std::chrono::duration<double>(now() - t0).count();
   float chk_a = C[5];
@@ -442,7 +483,8 @@ static void bench() {
           memcpy(&pr, A.data() + (m0 + i) * K + 2 * kp, 4);
           __m512i a = _mm512_set1_epi32(pr);
 #pragma GCC unroll 4
-          for (int j = 0; j < 4; ++j) acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)a, (__m512bh)b[j]);
+          for (int j = 0; j < 4; ++j)
+            acc[i][j] = _mm512_dpbf16_ps(acc[i][j], (__m512bh)a, (__m512bh)b[j]);
         }
       }
 #pragma GCC unroll 4
@@ -483,8 +525,10 @@ static void bench() {
                 __m512i a = _mm512_set1_epi32(pr);
 #pragma GCC unroll 2
                 for (int j = 0; j < 2; ++j) {
-                  if (par == 0) e[i][j] = _mm512_dpbf16_ps(e[i][j], (__m512bh)a, (__m512bh)b[j]);
-                  else o[i][j] = _mm512_dpbf16_ps(o[i][j], (__m512bh)a, (__m512bh)b[j]);
+                  if (par == 0)
+                    e[i][j] = _mm512_dpbf16_ps(e[i][j], (__m512bh)a, (__m512bh)b[j]);
+                  else
+                    o[i][j] = _mm512_dpbf16_ps(o[i][j], (__m512bh)a, (__m512bh)b[j]);
                 }
               }
             }
@@ -492,7 +536,8 @@ static void bench() {
 #pragma GCC unroll 4
           for (int i = 0; i < 4; ++i)
 #pragma GCC unroll 2
-            for (int j = 0; j < 2; ++j) c[i][j] = _mm512_add_ps(c[i][j], _mm512_add_ps(e[i][j], o[i][j]));
+            for (int j = 0; j < 2; ++j)
+              c[i][j] = _mm512_add_ps(c[i][j], _mm512_add_ps(e[i][j], o[i][j]));
         }
 #pragma GCC unroll 4
         for (int i = 0; i < 4; ++i)
