@@ -103,6 +103,18 @@ struct Consts {
   __m512i hi0, hi1, lo0, lo1, sign, table4;
 };
 
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) Consts LoadConsts() {
+  const Tables& tables = GetTables();
+  Consts c;
+  c.hi0 = _mm512_load_si512(tables.hi);
+  c.hi1 = _mm512_load_si512(tables.hi + 64);
+  c.lo0 = _mm512_load_si512(tables.lo);
+  c.lo1 = _mm512_load_si512(tables.lo + 64);
+  c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
+  c.table4 = _mm512_load_si512(tables.bfp4);
+  return c;
+}
+
 // One k tile (k pairs [0, pairs), all 16 unless kTail) of NP panels into the chains acc[t][2 p +
 // h].
 //   tile: panel 0's tile, the others panel_bytes apart; xp: the tile's first pair, [16][MR].
@@ -160,14 +172,7 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
                                                     int64_t last_pairs, float* __restrict out) {
   constexpr int NV = NP * 2;
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
-  const Tables& tables = GetTables();
-  Consts c;
-  c.hi0 = _mm512_load_si512(tables.hi);
-  c.hi1 = _mm512_load_si512(tables.hi + 64);
-  c.lo0 = _mm512_load_si512(tables.lo);
-  c.lo1 = _mm512_load_si512(tables.lo + 64);
-  c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  c.table4 = _mm512_load_si512(tables.bfp4);
+  const Consts c = LoadConsts();
   __m512 acc[MR][NV];
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) acc[t][j] = _mm512_setzero_ps();
@@ -238,14 +243,7 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __re
                                                             float* __restrict out) {
   constexpr int NV = NP * 2;
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
-  const Tables& tables = GetTables();
-  Consts c;
-  c.hi0 = _mm512_load_si512(tables.hi);
-  c.hi1 = _mm512_load_si512(tables.hi + 64);
-  c.lo0 = _mm512_load_si512(tables.lo);
-  c.lo1 = _mm512_load_si512(tables.lo + 64);
-  c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  c.table4 = _mm512_load_si512(tables.bfp4);
+  const Consts c = LoadConsts();
   __m512 acc[1][NV];
   for (int j = 0; j < NV; ++j) acc[0][j] = _mm512_setzero_ps();
   alignas(64) uint32_t xs[NP][2][16];
