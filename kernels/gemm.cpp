@@ -25,6 +25,7 @@
 #define HWY_TARGET_INCLUDE "kernels/gemm.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/exact_fma-inl.h"
 
 // The kernels a packed input is laid out for (GemmInput::path_).
 #ifndef WC_KERNELS_GEMM_PATHS_
@@ -74,20 +75,9 @@ constexpr bool Fits(int mr, int np) {
   return mr <= MaxTokens<Kind>() && (np == 1 || mr * np * kPanelVecs <= Kind::kBudget);
 }
 
-// a * b + c rounded once: the hardware FMA, or on targets without one (SSE4, scalar) each lane's
-// std::fma, slow but the same bits, so no target changes a result.
+// a * b + c rounded once on every target (exact_fma-inl.h).
 HWY_INLINE VF Fma(VF a, VF b, VF c) {
-#if HWY_NATIVE_FMA
-  return hn::MulAdd(a, b, c);
-#else
-  const DF df;
-  HWY_ALIGN float la[kLanes], lb[kLanes], lc[kLanes];
-  hn::Store(a, df, la);
-  hn::Store(b, df, lb);
-  hn::Store(c, df, lc);
-  for (int i = 0; i < kLanes; ++i) lc[i] = std::fma(la[i], lb[i], lc[i]);
-  return hn::Load(df, lc);
-#endif
+  return ExactFma(a, b, c);
 }
 
 HWY_INLINE VF LoadF16(DF df, const uint8_t* p) {

@@ -25,6 +25,7 @@
 #define HWY_TARGET_INCLUDE "kernels/gemm_bfp.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/exact_fma-inl.h"
 
 #ifndef WC_KERNELS_GEMM_BFP_PATHS_
 #define WC_KERNELS_GEMM_BFP_PATHS_
@@ -64,19 +65,9 @@ constexpr bool Fits(int mr, int np) {
          (np == 1 || mr * np * kPanelVecs <= (kPairs ? kPairAccBudget : kAccBudget));
 }
 
-// As gemm.cpp's: the hardware FMA, or each lane's std::fma (same bits) where there is none.
+// a * b + c rounded once on every target (exact_fma-inl.h).
 HWY_INLINE VF Fma(VF a, VF b, VF c) {
-#if HWY_NATIVE_FMA
-  return hn::MulAdd(a, b, c);
-#else
-  const DF df;
-  HWY_ALIGN float la[kLanes], lb[kLanes], lc[kLanes];
-  hn::Store(a, df, la);
-  hn::Store(b, df, lb);
-  hn::Store(c, df, lc);
-  for (int i = 0; i < kLanes; ++i) lc[i] = std::fma(la[i], lb[i], lc[i]);
-  return hn::Load(df, lc);
-#endif
+  return ExactFma(a, b, c);
 }
 
 // 2^(E - 127 - (B - 1)), the unit of a block of exponent E (E <= 254): a normal or, for E < B, a
