@@ -115,6 +115,24 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) Consts LoadConsts() {
   return c;
 }
 
+// A bfp8 chunk of 64 codes (one k pair of a panel, gemm_bfp.h's layout) as the bf16 magnitudes
+// with their signs (exponent not yet applied) of rows 0-15 (*w0) and 16-31 (*w1), in pairs.
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void WidenBfp8Pair(const Consts& c,
+                                                                         __m512i code, __m512i* w0,
+                                                                         __m512i* w1) {
+  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1), code,
+                                               c.sign, 0xf8);  // hi | sign
+  const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
+  *w0 = _mm512_unpacklo_epi8(lo, hi);
+  *w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+// k pair q (< 4) of a bfp4 chunk of one half (gemm_bfp.h's layout) as bf16 magnitudes with signs.
+WC_GEMM_BFP_DOT inline __attribute__((always_inline)) __m512i WidenBfp4Pair(const Consts& c,
+                                                                            __m512i chunk, int q) {
+  return _mm512_permutexvar_epi16(q == 0 ? chunk : _mm512_srli_epi16(chunk, 4 * q), c.table4);
+}
+
 // One k tile (k pairs [0, pairs), all 16 unless kTail) of NP panels into the chains acc[t][2 p +
 // h].
 //   tile: panel 0's tile, the others panel_bytes apart; xp: the tile's first pair, [16][MR].
@@ -132,12 +150,10 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void TileStep(
 #pragma GCC unroll 4
       for (int p = 0; p < NP; ++p) {
         const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 64 * kp);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1),
-                                                     code, c.sign, 0xf8);  // hi | sign
-        const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
-        const __m512i w0 = Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[p][2 * kp]);
-        const __m512i w1 = Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[p][2 * kp + 1]);
-        Dot2<MR, NV>(acc, p * 2, w0, w1, xp + kp * MR);
+        __m512i w0, w1;
+        WidenBfp8Pair(c, code, &w0, &w1);
+        Dot2<MR, NV>(acc, p * 2, Apply<kPlain>(w0, drop[p][2 * kp]),
+                     Apply<kPlain>(w1, drop[p][2 * kp + 1]), xp + kp * MR);
       }
     }
   } else {
@@ -150,12 +166,8 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void TileStep(
         for (int q = 0; q < 4; ++q) {
           const int kp = 4 * g + q;
           if (kTail && kp >= pairs) break;
-          const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
-          const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
-          const __m512i w0 = Apply<kPlain>(_mm512_permutexvar_epi16(i0, c.table4), drop[p][2 * kp]);
-          const __m512i w1 =
-              Apply<kPlain>(_mm512_permutexvar_epi16(i1, c.table4), drop[p][2 * kp + 1]);
-          Dot2<MR, NV>(acc, p * 2, w0, w1, xp + kp * MR);
+          Dot2<MR, NV>(acc, p * 2, Apply<kPlain>(WidenBfp4Pair(c, c0, q), drop[p][2 * kp]),
+                       Apply<kPlain>(WidenBfp4Pair(c, c1, q), drop[p][2 * kp + 1]), xp + kp * MR);
         }
       }
     }
@@ -264,11 +276,9 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __re
 #pragma GCC unroll 4
         for (int p = 0; p < NP; ++p) {
           const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 64 * kp);
-          const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1),
-                                                       code, c.sign, 0xf8);  // hi | sign
-          const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
-          DotScaled(acc[0], p, _mm512_unpacklo_epi8(lo, hi), _mm512_unpackhi_epi8(lo, hi),
-                    xs[p][0][kp], xs[p][1][kp]);
+          __m512i w0, w1;
+          WidenBfp8Pair(c, code, &w0, &w1);
+          DotScaled(acc[0], p, w0, w1, xs[p][0][kp], xs[p][1][kp]);
         }
       }
     } else {
@@ -281,10 +291,8 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __re
           for (int q = 0; q < 4; ++q) {
             const int kp = 4 * g + q;
             if (kp >= pairs) break;
-            const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
-            const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
-            DotScaled(acc[0], p, _mm512_permutexvar_epi16(i0, c.table4),
-                      _mm512_permutexvar_epi16(i1, c.table4), xs[p][0][kp], xs[p][1][kp]);
+            DotScaled(acc[0], p, WidenBfp4Pair(c, c0, q), WidenBfp4Pair(c, c1, q), xs[p][0][kp],
+                      xs[p][1][kp]);
           }
         }
       }
@@ -329,11 +337,7 @@ template <int B, bool kPlain>
 WC_GEMM_BFP_DOT void WidenPanel(const uint8_t* __restrict panel, int64_t k_tiles,
                                 uint32_t* __restrict out) {
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
-  const Tables& tables = GetTables();
-  const __m512i hi0 = _mm512_load_si512(tables.hi), hi1 = _mm512_load_si512(tables.hi + 64);
-  const __m512i lo0 = _mm512_load_si512(tables.lo), lo1 = _mm512_load_si512(tables.lo + 64);
-  const __m512i sign = _mm512_set1_epi8(static_cast<char>(0x80));
-  const __m512i table4 = _mm512_load_si512(tables.bfp4);
+  const Consts c = LoadConsts();
   alignas(64) uint32_t drop[32];  // [2 kp + h]
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     const uint8_t* tile = panel + tk * kTileBytes;
@@ -343,12 +347,10 @@ WC_GEMM_BFP_DOT void WidenPanel(const uint8_t* __restrict panel, int64_t k_tiles
 #pragma GCC unroll 4
       for (int kp = 0; kp < 16; ++kp) {
         const __m512i code = _mm512_load_si512(tile + 64 + 64 * kp);
-        const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(hi0, code, hi1), code,
-                                                     sign, 0xf8);  // hi | sign
-        const __m512i lo = _mm512_permutex2var_epi8(lo0, code, lo1);
-        _mm512_store_si512(o + kp * 32, Apply<kPlain>(_mm512_unpacklo_epi8(lo, hi), drop[2 * kp]));
-        _mm512_store_si512(o + kp * 32 + 16,
-                           Apply<kPlain>(_mm512_unpackhi_epi8(lo, hi), drop[2 * kp + 1]));
+        __m512i w0, w1;
+        WidenBfp8Pair(c, code, &w0, &w1);
+        _mm512_store_si512(o + kp * 32, Apply<kPlain>(w0, drop[2 * kp]));
+        _mm512_store_si512(o + kp * 32 + 16, Apply<kPlain>(w1, drop[2 * kp + 1]));
       }
     } else {
       for (int g = 0; g < 4; ++g) {
@@ -357,12 +359,9 @@ WC_GEMM_BFP_DOT void WidenPanel(const uint8_t* __restrict panel, int64_t k_tiles
 #pragma GCC unroll 4
         for (int q = 0; q < 4; ++q) {
           const int kp = 4 * g + q;
-          const __m512i i0 = q == 0 ? c0 : _mm512_srli_epi16(c0, 4 * q);
-          const __m512i i1 = q == 0 ? c1 : _mm512_srli_epi16(c1, 4 * q);
-          _mm512_store_si512(o + kp * 32,
-                             Apply<kPlain>(_mm512_permutexvar_epi16(i0, table4), drop[2 * kp]));
+          _mm512_store_si512(o + kp * 32, Apply<kPlain>(WidenBfp4Pair(c, c0, q), drop[2 * kp]));
           _mm512_store_si512(o + kp * 32 + 16,
-                             Apply<kPlain>(_mm512_permutexvar_epi16(i1, table4), drop[2 * kp + 1]));
+                             Apply<kPlain>(WidenBfp4Pair(c, c1, q), drop[2 * kp + 1]));
         }
       }
     }
