@@ -21,6 +21,7 @@
 #include "model/falcon.h"
 #include "model/safetensors.h"
 #include "model/tensor_parallel.h"
+#include "tests/model/on_ranks.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -148,34 +149,14 @@ TEST(Convert, WritesTtMetalTilesAndTheFormatDescription) {
 
 // Rank 0's logits over 2 ranks as threads, each loading its slice of `dir` under `spec`.
 std::vector<float> TwoRanks(const std::string& dir, const std::string& spec) {
-  auto group = MakeThreadGroup(2);
-  std::vector<std::string> errors(2);
   std::vector<float> got;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < 2; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ModelOptions o = Options(spec, ActivationPrecision::kF32);
-        o.tensor_group = group[static_cast<size_t>(r)].get();
-        const auto model = FalconModel::Load(dir, o);
-        if (r == 0) {
-          got = Logits(*model, Ids(dir));
-          model->StopFollowers();
-        } else {
-          FollowSteps(*model);
-        }
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group[static_cast<size_t>(r)]->Abort(1);
-      }
-    });
-  for (auto& t : threads) t.join();
-  EXPECT_EQ(errors, std::vector<std::string>(2));
+  test::OnRanks(dir, 2, Options(spec, ActivationPrecision::kF32),
+                [&](const FalconModel& model) { got = Logits(model, Ids(dir)); });
   return got;
 }
 
 // Each rank holds whole tiles of the converted tensors (mq_f32: multi-query, so a rank's QKV rows
-// are gathered from two tile ranges; 4 heads of 16 split at 32 rows, the MLP at 128, the LM head's
+// come from two tile ranges; 4 heads of 16 split at 32 rows, the MLP at 128, the LM head's
 // fractures at 256): the ranks give the bits of the original under --weights SPEC on 2 ranks.
 TEST(Convert, TensorParallelOnAConvertedCheckpointSlicesWholeTiles) {
   const std::string dir = test::FixtureDir("mq_f32");

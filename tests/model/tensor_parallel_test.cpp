@@ -13,6 +13,7 @@
 #include "dist/thread_group.h"
 #include "model/falcon.h"
 #include "model/tensor_parallel.h"
+#include "tests/model/on_ranks.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -67,35 +68,11 @@ std::vector<float> RunModel(const FalconModel& model, const std::vector<int>& id
   return all;
 }
 
-// Runs `body(rank, model)` for every rank of a `ranks`-thread group, rank 0 leading (body) and the
-// others following until it is done. `held`: each rank's FalconWeights::HeldBytes.
+// Runs `body(model)` on rank 0 of a `ranks`-thread group (test::OnRanks) with Exact(weights).
 template <typename Body>
 void OnRanks(const std::string& dir, int ranks, Body body, std::vector<int64_t>* held = nullptr,
              const std::string& weights = "auto") {
-  auto group = MakeThreadGroup(ranks);
-  std::vector<std::string> errors(static_cast<size_t>(ranks));
-  if (held) held->assign(static_cast<size_t>(ranks), 0);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < ranks; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        ModelOptions o = Exact(weights);
-        o.tensor_group = group[static_cast<size_t>(r)].get();
-        auto model = FalconModel::Load(dir, o);
-        if (held) (*held)[static_cast<size_t>(r)] = model->weights().HeldBytes();
-        if (r == 0) {
-          body(*model);
-          model->StopFollowers();
-        } else {
-          FollowSteps(*model);
-        }
-      } catch (const std::exception& e) {
-        errors[static_cast<size_t>(r)] = e.what();
-        group[static_cast<size_t>(r)]->Abort(1);
-      }
-    });
-  for (auto& t : threads) t.join();
-  for (int r = 0; r < ranks; ++r) EXPECT_EQ(errors[static_cast<size_t>(r)], "") << "rank " << r;
+  test::OnRanks(dir, ranks, Exact(weights), body, held);
 }
 
 // Rank 0's RunModel over a group of `ranks`.
