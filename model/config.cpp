@@ -1,6 +1,5 @@
 #include "model/config.h"
 
-#include "model/converted_checkpoint.h"
 #include "model/generation_defaults.h"
 
 #include "util/error.h"
@@ -138,7 +137,6 @@ FalconConfig FalconConfig::FromJson(const json& j, const std::string& src) {
   c.eos_token_id_given = j.contains("eos_token_id") && !j["eos_token_id"].is_null();
   c.bos_token_id = GetInt(j, {"bos_token_id"}, src, &tok_default, 0, kMaxVocab);
   c.eos_token_id = GetInt(j, {"eos_token_id"}, src, &tok_default, 0, kMaxVocab);
-  c.stored_weights = StoredWeightFormats(j, src);
   c.Validate(src);
   return c;
 }

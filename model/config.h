@@ -3,13 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
-
-#include "model/weight_spec.h"
 
 namespace wc {
 
@@ -41,9 +38,6 @@ struct FalconConfig {
   // Not part of ToJson.
   bool bos_token_id_given = true, eos_token_id_given = true;
   bool tie_word_embeddings = true;
-  // config.json's "wormchat_weights": the format each group's matrices are stored in, when the
-  // checkpoint was written by `wormchat convert` (model/converted_checkpoint.h); else nullopt.
-  std::optional<WeightSpec> stored_weights;
 
   int head_dim() const { return hidden_size / n_head; }
   QkvLayout qkv_layout() const;

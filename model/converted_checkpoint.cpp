@@ -59,6 +59,11 @@ std::optional<WeightSpec> StoredWeightFormats(const nlohmann::json& config,
   return spec;
 }
 
+std::optional<WeightSpec> ReadStoredWeightFormats(const std::string& model_dir) {
+  const std::string path = JoinPath(model_dir, "config.json");
+  return StoredWeightFormats(ReadJsonFile(path), path);
+}
+
 WeightSpec EffectiveWeightSpec(const std::optional<WeightSpec>& stored, const WeightSpec& asked,
                                const std::string& model_dir) {
   if (!stored) return asked;

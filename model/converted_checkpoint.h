@@ -45,9 +45,10 @@ std::optional<WeightGroup> WeightGroupOfTensor(const std::string& name);
 // config.json's "wormchat_weights" as a spec naming every group, or nullopt when there is none (a
 // Hugging Face checkpoint). Throws wc::Error naming `source` and the key for a value that is not
 // an object of the three groups' format names.
-// (FalconConfig::FromJson keeps it as stored_weights.)
 std::optional<WeightSpec> StoredWeightFormats(const nlohmann::json& config,
                                               const std::string& source);
+// The same, read from DIR/config.json.
+std::optional<WeightSpec> ReadStoredWeightFormats(const std::string& model_dir);
 
 // The spec a load runs with: `asked` (--weights), with every group a converted checkpoint stores
 // in block float taken as stored. A bfp group asked for in any other format is refused (wc::Error,

@@ -85,7 +85,7 @@ std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
                                              : TensorSplit::Make(config, options.lm_head_fractures,
                                                                  group->rank(), group->size());
   // A converted checkpoint's block-float groups load as stored (model/converted_checkpoint.h).
-  const WeightSpec spec = EffectiveWeightSpec(config.stored_weights, options.weights, dir);
+  const WeightSpec spec = EffectiveWeightSpec(ReadStoredWeightFormats(dir), options.weights, dir);
   if (group != nullptr) CheckBfpSlices(config, options.lm_head_fractures, group->size(), spec);
   FalconWeights weights = FalconWeights::Load(config, dir, split);
   ModelOptions resolved = options;  // options().weights names what is held

@@ -247,7 +247,7 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
   w.embeddings = mat("transformer.word_embeddings.weight", c.vocab_size, h);
   // A converted checkpoint's block-float groups: bound as tiles, the rank's rows (several ranges
   // concatenated) and columns [c0, c1) of the [rows, cols] matrix.
-  const std::optional<WeightSpec>& stored = c.stored_weights;
+  const std::optional<WeightSpec> stored = ReadStoredWeightFormats(dir);
   auto stored_bfp = [&](WeightGroup g) {
     return stored && IsBfp(*stored->Of(g)) ? stored->Of(g) : std::nullopt;
   };

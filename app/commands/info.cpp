@@ -76,7 +76,7 @@ void RunInfo(const InfoCmdOptions& o) {
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
-    converted = c.stored_weights;
+    converted = ReadStoredWeightFormats(dir);
     effective = EffectiveWeightSpec(converted, spec, dir);
     const std::string names[3] = {
         "transformer.h.0.self_attention.query_key_value.weight",
