@@ -13,6 +13,7 @@
 // a result below the normals to zero of its sign (vdpbf16ps's DAZ, as the BF16 panels' packer
 // does).
 #include "kernels/gemm_bfp_bf16dot.h"
+#include "kernels/gemm_bfp_one_token.h"
 
 #include <immintrin.h>
 
@@ -263,6 +264,12 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __re
     const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
     const uint8_t* tile = w + tk * kTileBytes;
     const uint32_t* x = xp + tk * 16;
+    if (tk + kBfpPrefetchTiles < k_tiles) {
+#pragma GCC unroll 4
+      for (int p = 0; p < NP; ++p)
+        for (int64_t o = 0; o < kTileBytes; o += 64)
+          _mm_prefetch(tile + kBfpPrefetchTiles * kTileBytes + p * panel_bytes + o, _MM_HINT_T0);
+    }
     if (!ScaledX<NP>(tile, panel_bytes, 127 + B - 1, _mm512_loadu_si512(x), xs)) {
       if (pairs == 16) {
         TileStep<1, NP, B, true, false>(acc, c, tile, panel_bytes, x, 16);
@@ -311,6 +318,8 @@ struct TileFn {
     const int64_t p = (w - b.w) / b.panel_bytes;
     bool plain = true;
     for (int i = 0; i < NP; ++i) plain = plain && task->plain[p + i] != 0;
+    if (plain && MR == 1 && B == 3)
+      return BfpOneTokenTile(B, NP, xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     if (plain && MR == 1)
       return TileOneToken<NP, B>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     if (plain) return Tile<MR, NP, B, true>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);

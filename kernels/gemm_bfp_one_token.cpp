@@ -1,0 +1,183 @@
+// The block-float GEMM's one-token tile on AVX-512F (gemm_bfp_one_token.h): per k tile, the
+// token's activations are lowered by each block's exponent drop once (ScaledX), then each 16-row
+// block of codes is widened to f32 (bfp4: vpermps of the sign-and-magnitude table by the code
+// nibble) and multiplied into its 16 rows' chains with one FMA.
+#include "kernels/gemm_bfp_one_token.h"
+
+#include <immintrin.h>
+
+#include "util/error.h"
+
+#define WC_BFP_ONE_TOKEN __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
+
+namespace wc {
+namespace {
+
+// A k tile's activations as the FMAs take them (f32), for panel p's half h (rows 16 h .. 16 h + 15):
+//   even[p][h][kp] = x'(2 kp), odd[p][h][kp] = x'(2 kp + 1).
+template <int NP>
+struct TileX {
+  alignas(64) float even[NP][2][16];
+  alignas(64) float odd[NP][2][16];
+};
+
+// The unit 2^(E - 127 - (B - 1)) of every block of a k tile of NP panels, for the tiles ScaledX
+// refuses: unit[p][h][k]. A block whose unit would not be a normal holds only zero codes (plain
+// panels), so 0 serves.
+template <int NP>
+struct TileUnits {
+  alignas(64) float unit[NP][2][32];
+};
+
+// x' for a k tile of NP panels (gemm_bfp_one_token.h): false when some nonzero x' would not be a
+// normal, in which case `xs` is unusable. Exponent bytes: 4 kp + 2 h + b = E of (k = 2 kp + b,
+// half h).
+//   x: the tile's 16 pairs (bf16 k even low, odd high).
+template <int NP>
+WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) bool ScaledX(const uint8_t* __restrict tile,
+                                                                     int64_t panel_bytes, int bias,
+                                                                     __m512i x,
+                                                                     TileX<NP>* __restrict xs) {
+  // Per dword kp, half h's two exponent bytes as 16-bit words.
+  const __m512i spread0 = _mm512_broadcast_i32x4(
+      _mm_set_epi64x(0x800D800C80098008LL, 0x8005800480018000LL));  // bytes 4 i, 4 i + 1
+  const __m512i spread1 = _mm512_broadcast_i32x4(
+      _mm_set_epi64x(0x800F800E800B800ALL, 0x8007800680038002LL));  // bytes 4 i + 2, 4 i + 3
+  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
+  const __m512i high = _mm512_set1_epi32(static_cast<int>(0xffff0000u));
+  const __m512i b = _mm512_set1_epi16(static_cast<int16_t>(bias));
+  const __mmask32 nonzero = _mm512_test_epi16_mask(x, magnitude);
+  const __m512i xmag = _mm512_and_si512(x, magnitude);
+  __mmask32 bad = 0;
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p) {
+    const __m512i e = _mm512_loadu_si512(tile + p * panel_bytes);
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      const __m512i ew = _mm512_shuffle_epi8(e, h == 0 ? spread0 : spread1);
+      const __m512i d = _mm512_slli_epi16(_mm512_sub_epi16(b, ew), 7);
+      bad |= _mm512_cmplt_epi16_mask(_mm512_sub_epi16(xmag, d), _mm512_set1_epi16(0x80));
+      const __m512i scaled = _mm512_mask_sub_epi16(x, nonzero, x, d);
+      _mm512_store_si512(xs->even[p][h], _mm512_slli_epi32(scaled, 16));
+      _mm512_store_si512(xs->odd[p][h], _mm512_and_si512(scaled, high));
+    }
+  }
+  return (bad & nonzero) == 0;
+}
+
+// The refused tile's operands: x itself (every panel and half alike) and the blocks' units.
+template <int NP>
+WC_BFP_ONE_TOKEN inline void UnscaledX(const uint8_t* __restrict tile, int64_t panel_bytes, int b,
+                                       __m512i x, TileX<NP>* __restrict xs,
+                                       TileUnits<NP>* __restrict units) {
+  const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(x, 16));
+  const __m512 odd =
+      _mm512_castsi512_ps(_mm512_and_si512(x, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+  for (int p = 0; p < NP; ++p) {
+    const uint8_t* e = tile + p * panel_bytes;
+    for (int h = 0; h < 2; ++h) {
+      _mm512_store_ps(xs->even[p][h], even);
+      _mm512_store_ps(xs->odd[p][h], odd);
+      for (int k = 0; k < 32; ++k) {
+        const int field = e[(k / 2) * 4 + 2 * h + k % 2] - (b - 1);
+        const uint32_t bits = field >= 1 ? static_cast<uint32_t>(field) << 23 : 0u;
+        __builtin_memcpy(&units->unit[p][h][k], &bits, 4);
+      }
+    }
+  }
+}
+
+// One k tile of NP bfp4 panels into acc[2 p + h] (k pairs [0, pairs)). Chunk 2 g + h of a tile
+// (gemm_bfp.h): lane i = row 16 h + i, the nibble at bit 4 j + 16 b = code of k = 8 g + 2 j + b;
+// vpermps reads a lane's low 4 bits, so the lane shifted right by 4 j + 16 b indexes the table.
+template <int NP, bool kScaled>
+WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
+    __m512 (&acc)[NP][2], __m512 table, const uint8_t* __restrict tile, int64_t panel_bytes,
+    const TileX<NP>& xs, const TileUnits<NP>* units, int pairs) {
+  for (int g = 0; g < 4; ++g) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        const __m512i c = _mm512_load_si512(tile + p * panel_bytes + 64 + 128 * g + 64 * h);
+#pragma GCC unroll 4
+        for (int j = 0; j < 4; ++j) {
+          const int kp = 4 * g + j;
+          if (kp >= pairs) break;
+          __m512 w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * j + 16), table);
+          __m512 w0 = _mm512_permutexvar_ps(j == 0 ? c : _mm512_srli_epi32(c, 4 * j), table);
+          if constexpr (!kScaled) {
+            w1 = _mm512_mul_ps(w1, _mm512_set1_ps(units->unit[p][h][2 * kp + 1]));
+            w0 = _mm512_mul_ps(w0, _mm512_set1_ps(units->unit[p][h][2 * kp]));
+          }
+          acc[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), acc[p][h]);
+          acc[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), acc[p][h]);
+        }
+      }
+    }
+  }
+}
+
+// The lines of tile tk + kBfpPrefetchTiles of every panel, when there is one.
+template <int NP, int64_t kTileBytes>
+WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void PrefetchAhead(
+    const uint8_t* __restrict tile, int64_t panel_bytes, int64_t tk, int64_t k_tiles) {
+  if (tk + kBfpPrefetchTiles >= k_tiles) return;
+  const uint8_t* ahead = tile + kBfpPrefetchTiles * kTileBytes;
+#pragma GCC unroll 4
+  for (int p = 0; p < NP; ++p)
+    for (int64_t o = 0; o < kTileBytes; o += 64) _mm_prefetch(ahead + p * panel_bytes + o, _MM_HINT_T0);
+}
+
+template <int NP>
+WC_BFP_ONE_TOKEN __attribute__((noinline)) void TileBfp4(const uint32_t* __restrict xp,
+                                                         const uint8_t* __restrict w,
+                                                         int64_t panel_bytes, int64_t k_tiles,
+                                                         int64_t last_pairs,
+                                                         float* __restrict out) {
+  constexpr int kB = 3;
+  constexpr int64_t kTileBytes = 576;
+  // code c = sign << 3 | q: +-q, a zero magnitude +0 whatever its sign (the bf16 tables' choice).
+  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, -1, -2, -3, -4, -5, -6, -7);
+  __m512 acc[NP][2];
+  for (int p = 0; p < NP; ++p) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
+  TileX<NP> xs;
+  TileUnits<NP> units;
+  for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
+    const uint8_t* tile = w + tk * kTileBytes;
+    PrefetchAhead<NP, kTileBytes>(tile, panel_bytes, tk, k_tiles);
+    const __m512i x = _mm512_loadu_si512(xp + tk * 16);
+    if (ScaledX<NP>(tile, panel_bytes, 127 + kB - 1, x, &xs)) {
+      if (pairs == 16) {
+        StepBfp4<NP, true>(acc, table, tile, panel_bytes, xs, nullptr, 16);
+      } else {
+        StepBfp4<NP, true>(acc, table, tile, panel_bytes, xs, nullptr, pairs);
+      }
+    } else {
+      UnscaledX<NP>(tile, panel_bytes, kB, x, &xs, &units);
+      StepBfp4<NP, false>(acc, table, tile, panel_bytes, xs, &units, pairs);
+    }
+  }
+  for (int p = 0; p < NP; ++p) {
+    _mm512_storeu_ps(out + 32 * p, acc[p][0]);
+    _mm512_storeu_ps(out + 32 * p + 16, acc[p][1]);
+  }
+}
+
+}  // namespace
+
+void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
+                     int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out) {
+  WC_CHECK(magnitude_bits == 3, "BfpOneTokenTile: bfp4 only");
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);  // FTZ: vdpbf16ps's flush of a subnormal sum
+  switch (np) {
+    case 4: TileBfp4<4>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
+    case 2: TileBfp4<2>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
+    default: TileBfp4<1>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
+  }
+  _mm_setcsr(csr);
+}
+
+}  // namespace wc

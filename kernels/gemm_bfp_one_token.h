@@ -1,0 +1,36 @@
+// Internal to gemm_bfp_bf16dot.cpp: the block-float GEMM's one-token (decode) tile on AVX-512F,
+// f32 FMA chains instead of vdpbf16ps. Decode streams each weight once per token, so this tile's
+// cost per weight is the whole of decode's compute; on the Xeons measured (2026-11-26, AVX-512
+// BF16 + AMX, docs/performance.md) vdpbf16ps issues as four FMA-port uops for 32 products where
+// vfmadd231ps is one for 16, so the FMA chain does the same work in half the issue slots.
+//
+// Contract: the same bits as the vdpbf16ps pair chain (gemm_bfp.h), because each vdpbf16ps step is
+// an exact product added with one rounding under FTZ, which is what an FMA under MXCSR.FTZ does:
+// per k pair, acc = fma(w(k + 1), x(k + 1), acc), then acc = fma(w(k), x(k), acc), with
+//   x the token's bf16-rounded activation lowered by the block's exponent drop (x' = x 2^-D, the
+//     one-token trick of gemm_bfp_bf16dot.cpp: exact whenever x' stays a normal or x is zero),
+//     times the bare code value +-q (an integer: bfp4 by vpermps of a 16-entry table);
+//   or, for a k tile where some x' would leave the normals, x itself times q 2^(E - 127 - (B - 1))
+//     (exact: plain panels hold normal weights).
+// Both give every product exactly x w, so the chains are the pair chains bit for bit.
+#pragma once
+
+#include <cstdint>
+
+namespace wc {
+
+// The chains of one token through np (1, 2 or 4) plain bfp4 panels (BfpPanels::PanelIsPlain),
+// out[j * 16 + lane] = row 16 h + lane of panel p (j = 2 p + h), over k tiles [0, k_tiles), the
+// last one's k pairs cut at last_pairs (1..16).
+//   xp: [K32 / 2] the token's bf16 pairs (PackBf16PairsRow); w: panel 0's first tile, the others
+//   panel_bytes apart (gemm_bfp.h's layout); out: [np * 32] f32.
+// Needs AVX-512F (CpuHas(kAvx512)); sets and restores MXCSR.FTZ.
+void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
+                     int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out);
+
+// Tiles ahead of the one being multiplied whose lines the one-token tile prefetches, per panel:
+// decode is bound by the read rate, which the hardware prefetchers alone do not reach while the
+// widening keeps the core busy (measured: 63% -> 75% of the read bound for bfp8 on model B).
+constexpr int kBfpPrefetchTiles = 2;
+
+}  // namespace wc
