@@ -92,6 +92,16 @@ HWY_INLINE VF Widen(VU lanes, int bit, VF unit) {
   return hn::Or(v, hn::BitCast(df, sign));
 }
 
+// bfp8: kLanes codes of one row (gemm_bfp.h: two's-complement int8) as their values: sign-extended,
+// converted exactly, times the unit (exact, or flushed to zero of its sign under FTZ).
+HWY_INLINE VF Widen8(const uint8_t* HWY_RESTRICT codes, VF unit) {
+  const DF df;
+  const DI di;
+  const hn::Rebind<int8_t, DI> d8;
+  const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(codes)));
+  return hn::Mul(hn::ConvertTo(df, v), unit);
+}
+
 // The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k + 1 first (the
 // BF16 GEMM's pair order), else k first. xp: the tile's input (see Tile).
 template <int MR, int NV, bool kPairs>
@@ -110,15 +120,9 @@ HWY_INLINE void Chain(VF (&acc)[MR][NV], int j, VF w0, VF w1, const float* HWY_R
   }
 }
 
-// bfp8: the row (in its panel) of set s of lane L = 4 j + e of a chunk (gemm_bfp.h's layout).
-constexpr int Bfp8Row(int lane, int s) {
-  return 16 * ((lane % 4) / 2) + 4 * (lane / 4) + 2 * (lane % 2) + s;
-}
-
 // out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
-// last one's pairs cut at last_pairs (kPairs). Chain j holds, in lane l: bfp4 the row
-// 16 h + v kLanes + l (j = (2 p + h) kHalfVecs + v), bfp8 the row Bfp8Row(v kLanes + l, set)
-// (j = p kPanelVecs + set kHalfVecs + v).
+// last one's pairs cut at last_pairs (kPairs). Chain j = (2 p + h) kHalfVecs + v holds, in lane l,
+// the row 16 h + v kLanes + l.
 //   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
 template <int MR, int NP, int B, bool kPairs>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
@@ -141,30 +145,17 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
         for (int h = 0; h < 2; ++h) unit[p][k][h] = BlockUnit(B, e[(k / 2) * 4 + 2 * h + k % 2]);
     }
     if constexpr (B == 7) {
-      // Chunk kp: vector v of lanes L = v kLanes + l; set s (bytes 2 s, 2 s + 1) is row
-      // Bfp8Row(L, s), of half (L / 2) % 2.
       for (int kp = 0; kp < 16; ++kp) {
         if (kPairs && kp >= pairs) break;
         const int k = 2 * kp;
-        const int64_t kk = tk * 32 + k;
         for (int p = 0; p < NP; ++p) {
-          const uint8_t* chunk = w + p * panel_bytes + tk * kTileBytes + 64 + 64 * kp;
-          for (int v = 0; v < kHalfVecs; ++v) {
-            const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
-            const auto half1 = hn::RebindMask(
-                df,
-                hn::Ne(hn::And(hn::ShiftRight<1>(hn::Iota(du, static_cast<uint32_t>(v * kLanes))),
-                               hn::Set(du, 1u)),
-                       hn::Zero(du)));
-            const VF u0 =
-                hn::IfThenElse(half1, hn::Set(df, unit[p][k][1]), hn::Set(df, unit[p][k][0]));
-            const VF u1 = hn::IfThenElse(half1, hn::Set(df, unit[p][k + 1][1]),
-                                         hn::Set(df, unit[p][k + 1][0]));
-            for (int set = 0; set < 2; ++set) {
-              const int j = p * kPanelVecs + set * kHalfVecs + v;
-              const VF w0 = Widen<B>(lanes, 16 * set, u0);
-              const VF w1 = Widen<B>(lanes, 16 * set + 8, u1);
-              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, kk);
+          const uint8_t* row = w + p * panel_bytes + tk * kTileBytes + 64 + 32 * k;
+          for (int h = 0; h < 2; ++h) {
+            for (int v = 0; v < kHalfVecs; ++v) {
+              const int j = (p * 2 + h) * kHalfVecs + v, n = 16 * h + v * kLanes;
+              const VF w0 = Widen8(row + n, hn::Set(df, unit[p][k][h]));
+              const VF w1 = Widen8(row + 32 + n, hn::Set(df, unit[p][k + 1][h]));
+              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
             }
           }
         }
@@ -191,21 +182,6 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
         }
       }
     }
-  }
-  if constexpr (B == 7) {  // lane l of acc[t][p kPanelVecs + set kHalfVecs + v]: row Bfp8Row
-    HWY_ALIGN float lanes[kLanes];
-    for (int t = 0; t < MR; ++t) {
-      for (int p = 0; p < NP; ++p) {
-        for (int set = 0; set < 2; ++set) {
-          for (int v = 0; v < kHalfVecs; ++v) {
-            hn::Store(acc[t][p * kPanelVecs + set * kHalfVecs + v], df, lanes);
-            for (int l = 0; l < kLanes; ++l)
-              out[t * NV * kLanes + p * 32 + Bfp8Row(v * kLanes + l, set)] = lanes[l];
-          }
-        }
-      }
-    }
-    return;
   }
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
@@ -243,7 +219,7 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
   const DU du;
   auto* pairs = static_cast<uint32_t*>(out);
   auto* f32 = static_cast<float*>(out);
-  // Rows [row, row + kLanes) (bfp4) or the kLanes rows Bfp8Row(first + l, set) (bfp8) at k, k + 1.
+  // Rows row_of(l) = [row, row + kLanes) at k, k + 1.
   HWY_ALIGN float l0[kLanes], l1[kLanes];
   HWY_ALIGN uint32_t lp[kLanes];
   const auto put = [&](int64_t k, VF w0, VF w1, auto row_of) {
@@ -269,19 +245,12 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
     if constexpr (B == 7) {
       for (int kp = 0; kp < 16; ++kp) {
         const int k = 2 * kp;
-        const uint8_t* chunk = tile + 64 + 64 * kp;
-        for (int v = 0; v < kHalfVecs; ++v) {
-          const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
-          const auto half1 = hn::RebindMask(
-              df, hn::Ne(hn::And(hn::ShiftRight<1>(hn::Iota(du, static_cast<uint32_t>(v * kLanes))),
-                                 hn::Set(du, 1u)),
-                         hn::Zero(du)));
-          const VF u0 = hn::IfThenElse(half1, hn::Set(df, unit[k][1]), hn::Set(df, unit[k][0]));
-          const VF u1 =
-              hn::IfThenElse(half1, hn::Set(df, unit[k + 1][1]), hn::Set(df, unit[k + 1][0]));
-          for (int set = 0; set < 2; ++set) {
-            put(tk * 32 + k, Widen<B>(lanes, 16 * set, u0), Widen<B>(lanes, 16 * set + 8, u1),
-                [&](int l) { return Bfp8Row(v * kLanes + l, set); });
+        const uint8_t* row = tile + 64 + 32 * k;
+        for (int h = 0; h < 2; ++h) {
+          for (int v = 0; v < kHalfVecs; ++v) {
+            const int n = 16 * h + v * kLanes;
+            put(tk * 32 + k, Widen8(row + n, hn::Set(df, unit[k][h])),
+                Widen8(row + 32 + n, hn::Set(df, unit[k + 1][h])), [&](int l) { return n + l; });
           }
         }
       }

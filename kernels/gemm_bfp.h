@@ -20,15 +20,18 @@
 // [32 p, 32 p + 32), in the kernels' order rather than tt-metal's face order:
 //   [0, 64)    exponents: byte 4 kp + 2 h + b = E of the block (k = 2 kp + b, half h), kp < 16,
 //              h < 2 (h: n in [16 h, 16 h + 16)), so one 32-bit word holds a k pair's two E
-//   [64, ...)  codes in chunks of 64 bytes = 16 little-endian 32-bit lanes:
-//     bfp8: chunk kp (k pair, < 16): lane 4 j + e (j, e < 4), byte 2 s + b = code (k = 2 kp + b,
-//           n = 16 (e / 2) + 4 j + 2 (e % 2) + s): so vpunpck{l,h}bw of the looked-up low and
-//           high bytes are the pair operands of rows 0-15 and 16-31 in order
-//     bfp4: chunk 2 g + h (g < 4): lane i (n = 16 h + i), nibble at bit 4 j + 16 b = code
-//           (k = 8 g + 2 j + b, n): vpermw on the words shifted by 0, 4, 8, 12
+//   [64, ...)  codes:
+//     bfp8: row k (< 32) of 32 bytes, byte n = the code's signed magnitude as a two's-complement
+//           int8 (-127..127): one sign extension and one conversion give 16 rows' exact f32
+//           multipliers of one k (the FMA tiles), and a chunk of two rows is the k pair the
+//           vdpbf16ps tiles widen (one vpermb puts it in vpunpck{l,h}bw's order)
+//     bfp4: chunks of 64 bytes = 16 little-endian 32-bit lanes, chunk 2 g + h (g < 4): lane i
+//           (n = 16 h + i), nibble at bit 4 j + 16 b = code (k = 8 g + 2 j + b, n), sign << 3 |
+//           magnitude: vpermw or vpermps on the lanes shifted by 4 j (+ 16 b) looks codes up
 // A code whose magnitude is 0 is stored as 0 (tt-metal never writes a negative zero; one from a
 // file is cleared). Loading tt-metal tiles (BfpPanels::FromTiles) is this per-tile reorder only:
-// exponents moved, bfp8 code bytes and bfp4 nibbles regrouped.
+// exponents moved, bfp8 codes regrouped into rows and made two's complement, bfp4 nibbles
+// regrouped.
 #pragma once
 
 #include <cstdint>

@@ -1,9 +1,9 @@
 // The block-float GEMM's tiles on AVX-512 BF16 (gemm_bfp_bf16dot.h): each 64-byte chunk of codes
 // (gemm_bfp.h's layout) is widened in registers to vdpbf16ps's pair operands, exact bf16:
-//   bfp8: the magnitude's bf16 by table (two vpermi2b: high and low bytes of bf16(m), m < 128), the
-//         sign ORed into the high byte, the bytes interleaved into (k, k + 1) pairs per row (the
-//         layout puts them where vpunpck{l,h}bw want them: one-source shuffles, cheaper on Intel
-//         than two-source ones), then the block's exponent applied to the exponent field;
+//   bfp8: the chunk of rows k, k + 1 put in vpunpck{l,h}bw's order (one vpermb), the magnitude's
+//         bf16 by table (vpabsb, then two vpermi2b: high and low bytes of bf16(m), m < 128), the
+//         sign ORed into the high byte, the bytes interleaved into (k, k + 1) pairs per row, then
+//         the block's exponent applied to the exponent field;
 //   bfp4: a lane holds 8 codes of one row, a 16-bit word 4 of them: vpermw (32 words: the bf16 of
 //         every sign and magnitude) on the word shifted by 0, 4, 8, 12 gives 4 pair operands.
 // The exponent: a magnitude's bf16 has field 127 + msb; the value's is E - (B - 1) + msb, so the
@@ -27,7 +27,7 @@
 namespace wc {
 namespace {
 
-// Accumulators of 32 zmm: bfp8's widening holds 5 constants and 5 temporaries (24 spilled the
+// Accumulators of 32 zmm: bfp8's widening holds 6 constants and 5 temporaries (24 spilled the
 // chains of a 12-token tile to the stack), bfp4's 1 and 4.
 constexpr int AccBudget(int b) {
   return b == 7 ? 20 : 24;
@@ -42,7 +42,15 @@ struct Tables {
   alignas(64) uint8_t hi[128];
   alignas(64) uint8_t lo[128];
   alignas(64) uint16_t bfp4[32];
+  // bfp8: byte o of the reordered chunk = byte order[o] of rows k, k + 1 (gemm_bfp.h), so that
+  // o = 4 (4 j + e) + 2 s + b holds (k + b, n = 16 (e / 2) + 4 j + 2 (e % 2) + s), and vpunpcklbw
+  // (vpunpckhbw) of the looked-up bytes are the pairs of rows 0-15 (16-31) in order.
+  alignas(64) uint8_t order[64];
   Tables() {
+    for (int o = 0; o < 64; ++o) {
+      const int lane = o / 4, s = (o % 4) / 2, b = o % 2, j = lane / 4, e = lane % 4;
+      order[o] = static_cast<uint8_t>(32 * b + 16 * (e / 2) + 4 * j + 2 * (e % 2) + s);
+    }
     for (int m = 0; m < 128; ++m) {
       const uint16_t b = F32ToBF16(static_cast<float>(m));  // exact: 7 bits
       hi[m] = static_cast<uint8_t>(b >> 8);
@@ -101,7 +109,7 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void Dot2(__m512 (&acc)[MR
 
 // The widening constants of one format, loaded once per tile call.
 struct Consts {
-  __m512i hi0, hi1, lo0, lo1, sign, table4;
+  __m512i hi0, hi1, lo0, lo1, sign, table4, order;
 };
 
 WC_GEMM_BFP_DOT inline __attribute__((always_inline)) Consts LoadConsts() {
@@ -113,17 +121,20 @@ WC_GEMM_BFP_DOT inline __attribute__((always_inline)) Consts LoadConsts() {
   c.lo1 = _mm512_load_si512(tables.lo + 64);
   c.sign = _mm512_set1_epi8(static_cast<char>(0x80));
   c.table4 = _mm512_load_si512(tables.bfp4);
+  c.order = _mm512_load_si512(tables.order);
   return c;
 }
 
-// A bfp8 chunk of 64 codes (one k pair of a panel, gemm_bfp.h's layout) as the bf16 magnitudes
+// A bfp8 chunk of 64 codes (rows k, k + 1 of a tile, gemm_bfp.h's layout) as the bf16 magnitudes
 // with their signs (exponent not yet applied) of rows 0-15 (*w0) and 16-31 (*w1), in pairs.
 WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void WidenBfp8Pair(const Consts& c,
-                                                                         __m512i code, __m512i* w0,
+                                                                         __m512i rows, __m512i* w0,
                                                                          __m512i* w1) {
-  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, code, c.hi1), code,
+  const __m512i code = _mm512_permutexvar_epi8(c.order, rows);  // two's complement, reordered
+  const __m512i mag = _mm512_abs_epi8(code);
+  const __m512i hi = _mm512_ternarylogic_epi32(_mm512_permutex2var_epi8(c.hi0, mag, c.hi1), code,
                                                c.sign, 0xf8);  // hi | sign
-  const __m512i lo = _mm512_permutex2var_epi8(c.lo0, code, c.lo1);
+  const __m512i lo = _mm512_permutex2var_epi8(c.lo0, mag, c.lo1);
   *w0 = _mm512_unpacklo_epi8(lo, hi);
   *w1 = _mm512_unpackhi_epi8(lo, hi);
 }
@@ -200,114 +211,6 @@ WC_GEMM_BFP_DOT __attribute__((noinline)) void Tile(const uint32_t* __restrict x
     for (int j = 0; j < NV; ++j) _mm512_store_ps(out + (t * NV + j) * 16, acc[t][j]);
 }
 
-// One token (decode) on plain panels: rather than lowering each weight's exponent field by its
-// block's drop D (two subtracts per 64 weights), lower the token's activation pair by it once per
-// block: x' = x 2^-D, multiplied by the bare magnitudes bf16(+-m). Each product x' m is the same
-// real number as x w, so every vdpbf16ps step (exact products, FTZ on the sums) gives the same
-// bits, provided x' is exact: x zero (kept), or x's exponent field minus D still >= 1 (plain
-// panels have D >= 0 and normal weights). ScaledX checks that for a k tile of all NP panels; a tile
-// where it fails takes TileStep, so the chains are unchanged either way.
-//   xs[p][h][kp]: x' of pair kp for panel p's rows 16 h .. 16 h + 15 (blocks of half h).
-template <int NP>
-WC_GEMM_BFP_DOT inline __attribute__((always_inline)) bool ScaledX(
-    const uint8_t* __restrict tile, int64_t panel_bytes, int bias, __m512i x,
-    uint32_t (*__restrict xs)[2][16]) {
-  // Exponent bytes 4 kp + 2 h + b: per dword kp, half h's two bytes as 16-bit words.
-  const __m512i spread0 = _mm512_broadcast_i32x4(
-      _mm_set_epi64x(0x800D800C80098008LL, 0x8005800480018000LL));  // bytes 4 i, 4 i + 1
-  const __m512i spread1 = _mm512_broadcast_i32x4(
-      _mm_set_epi64x(0x800F800E800B800ALL, 0x8007800680038002LL));  // bytes 4 i + 2, 4 i + 3
-  const __m512i magnitude = _mm512_set1_epi16(0x7fff);
-  const __m512i b = _mm512_set1_epi16(static_cast<int16_t>(bias));
-  const __mmask32 nonzero = _mm512_test_epi16_mask(x, magnitude);
-  const __m512i xmag = _mm512_and_si512(x, magnitude);
-  __mmask32 bad = 0;
-#pragma GCC unroll 4
-  for (int p = 0; p < NP; ++p) {
-    const __m512i e = _mm512_loadu_si512(tile + p * panel_bytes);
-#pragma GCC unroll 2
-    for (int h = 0; h < 2; ++h) {
-      const __m512i ew = _mm512_shuffle_epi8(e, h == 0 ? spread0 : spread1);
-      const __m512i d = _mm512_slli_epi16(_mm512_sub_epi16(b, ew), 7);
-      bad |= _mm512_cmplt_epi16_mask(_mm512_sub_epi16(xmag, d), _mm512_set1_epi16(0x80));
-      _mm512_store_si512(xs[p][h], _mm512_mask_sub_epi16(x, nonzero, x, d));
-    }
-  }
-  return (bad & nonzero) == 0;
-}
-
-// acc[2 p + h] = vdpbf16ps(acc[2 p + h], w_h, x'_h): panel p's halves with their own x'.
-template <int NV>
-WC_GEMM_BFP_DOT inline __attribute__((always_inline)) void DotScaled(__m512 (&acc)[NV], int p,
-                                                                     __m512i w0, __m512i w1,
-                                                                     uint32_t x0, uint32_t x1) {
-  acc[2 * p] =
-      _mm512_dpbf16_ps(acc[2 * p], (__m512bh)w0, (__m512bh)_mm512_set1_epi32(static_cast<int>(x0)));
-  acc[2 * p + 1] = _mm512_dpbf16_ps(acc[2 * p + 1], (__m512bh)w1,
-                                    (__m512bh)_mm512_set1_epi32(static_cast<int>(x1)));
-}
-
-// The one-token tile on plain panels (ScaledX), out[j * 16 + lane] as Tile's.
-template <int NP, int B>
-WC_GEMM_BFP_DOT __attribute__((noinline)) void TileOneToken(const uint32_t* __restrict xp,
-                                                            const uint8_t* __restrict w,
-                                                            int64_t panel_bytes, int64_t k_tiles,
-                                                            int64_t last_pairs,
-                                                            float* __restrict out) {
-  constexpr int NV = NP * 2;
-  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
-  const Consts c = LoadConsts();
-  __m512 acc[1][NV];
-  for (int j = 0; j < NV; ++j) acc[0][j] = _mm512_setzero_ps();
-  alignas(64) uint32_t xs[NP][2][16];
-  for (int64_t tk = 0; tk < k_tiles; ++tk) {
-    const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
-    const uint8_t* tile = w + tk * kTileBytes;
-    const uint32_t* x = xp + tk * 16;
-    if (tk + kBfpPrefetchTiles < k_tiles) {
-#pragma GCC unroll 4
-      for (int p = 0; p < NP; ++p)
-        for (int64_t o = 0; o < kTileBytes; o += 64)
-          _mm_prefetch(tile + kBfpPrefetchTiles * kTileBytes + p * panel_bytes + o, _MM_HINT_T0);
-    }
-    if (!ScaledX<NP>(tile, panel_bytes, 127 + B - 1, _mm512_loadu_si512(x), xs)) {
-      if (pairs == 16) {
-        TileStep<1, NP, B, true, false>(acc, c, tile, panel_bytes, x, 16);
-      } else {
-        TileStep<1, NP, B, true, true>(acc, c, tile, panel_bytes, x, pairs);
-      }
-      continue;
-    }
-    if constexpr (B == 7) {
-      for (int kp = 0; kp < pairs; ++kp) {
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) {
-          const __m512i code = _mm512_load_si512(tile + p * panel_bytes + 64 + 64 * kp);
-          __m512i w0, w1;
-          WidenBfp8Pair(c, code, &w0, &w1);
-          DotScaled(acc[0], p, w0, w1, xs[p][0][kp], xs[p][1][kp]);
-        }
-      }
-    } else {
-      for (int g = 0; g < 4; ++g) {
-#pragma GCC unroll 4
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* chunks = tile + p * panel_bytes + 64 + 128 * g;  // halves 0, 1
-          const __m512i c0 = _mm512_load_si512(chunks), c1 = _mm512_load_si512(chunks + 64);
-#pragma GCC unroll 4
-          for (int q = 0; q < 4; ++q) {
-            const int kp = 4 * g + q;
-            if (kp >= pairs) break;
-            DotScaled(acc[0], p, WidenBfp4Pair(c, c0, q), WidenBfp4Pair(c, c1, q), xs[p][0][kp],
-                      xs[p][1][kp]);
-          }
-        }
-      }
-    }
-  }
-  for (int j = 0; j < NV; ++j) _mm512_store_ps(out + j * 16, acc[0][j]);
-}
-
 template <int B>
 struct TileFn {
   const gemm::BfpTask* task;
@@ -318,10 +221,8 @@ struct TileFn {
     const int64_t p = (w - b.w) / b.panel_bytes;
     bool plain = true;
     for (int i = 0; i < NP; ++i) plain = plain && task->plain[p + i] != 0;
-    if (plain && MR == 1 && B == 3)
-      return BfpOneTokenTile(B, NP, xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     if (plain && MR == 1)
-      return TileOneToken<NP, B>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
+      return BfpOneTokenTile(B, NP, xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     if (plain) return Tile<MR, NP, B, true>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
     Tile<MR, NP, B, false>(xp, w, b.panel_bytes, b.k_steps, task->last_pairs, out);
   }

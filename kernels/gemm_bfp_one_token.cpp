@@ -1,19 +1,19 @@
 // The block-float GEMM's one-token tile on AVX-512F (gemm_bfp_one_token.h): per k tile, the
 // token's activations are lowered by each block's exponent drop once (ScaledX), then each 16-row
-// block of codes is widened to f32 (bfp4: vpermps of the sign-and-magnitude table by the code
-// nibble) and multiplied into its 16 rows' chains with one FMA.
+// block of codes is widened to f32 (bfp8: vpmovsxbd and vcvtdq2ps of the two's-complement codes;
+// bfp4: vpermps of the sign-and-magnitude table by the code nibble) and multiplied into its 16
+// rows' chains with one FMA.
 #include "kernels/gemm_bfp_one_token.h"
 
 #include <immintrin.h>
-
-#include "util/error.h"
 
 #define WC_BFP_ONE_TOKEN __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl")))
 
 namespace wc {
 namespace {
 
-// A k tile's activations as the FMAs take them (f32), for panel p's half h (rows 16 h .. 16 h + 15):
+// A k tile's activations as the FMAs take them (f32), for panel p's half h (rows 16 h .. 16 h +
+// 15):
 //   even[p][h][kp] = x'(2 kp), odd[p][h][kp] = x'(2 kp + 1).
 template <int NP>
 struct TileX {
@@ -35,9 +35,9 @@ struct TileUnits {
 //   x: the tile's 16 pairs (bf16 k even low, odd high).
 template <int NP>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) bool ScaledX(const uint8_t* __restrict tile,
-                                                                     int64_t panel_bytes, int bias,
-                                                                     __m512i x,
-                                                                     TileX<NP>* __restrict xs) {
+                                                                    int64_t panel_bytes, int bias,
+                                                                    __m512i x,
+                                                                    TileX<NP>* __restrict xs) {
   // Per dword kp, half h's two exponent bytes as 16-bit words.
   const __m512i spread0 = _mm512_broadcast_i32x4(
       _mm_set_epi64x(0x800D800C80098008LL, 0x8005800480018000LL));  // bytes 4 i, 4 i + 1
@@ -87,10 +87,11 @@ WC_BFP_ONE_TOKEN inline void UnscaledX(const uint8_t* __restrict tile, int64_t p
   }
 }
 
-// One k tile of NP bfp4 panels into acc[2 p + h] (k pairs [0, pairs)). Chunk 2 g + h of a tile
-// (gemm_bfp.h): lane i = row 16 h + i, the nibble at bit 4 j + 16 b = code of k = 8 g + 2 j + b;
-// vpermps reads a lane's low 4 bits, so the lane shifted right by 4 j + 16 b indexes the table.
-template <int NP, bool kScaled>
+// One k tile of NP bfp4 panels into acc[2 p + h] (k pairs [0, pairs), all 16 when kFull). Chunk 2 g
+// + h of a tile (gemm_bfp.h): lane i = row 16 h + i, the nibble at bit 4 j + 16 b = code of k = 8 g
+// + 2 j + b; vpermps reads a lane's low 4 bits, so the lane shifted right by 4 j + 16 b indexes the
+// table.
+template <int NP, bool kScaled, bool kFull>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
     __m512 (&acc)[NP][2], __m512 table, const uint8_t* __restrict tile, int64_t panel_bytes,
     const TileX<NP>& xs, const TileUnits<NP>* units, int pairs) {
@@ -103,7 +104,7 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int kp = 4 * g + j;
-          if (kp >= pairs) break;
+          if (!kFull && kp >= pairs) break;
           __m512 w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * j + 16), table);
           __m512 w0 = _mm512_permutexvar_ps(j == 0 ? c : _mm512_srli_epi32(c, 4 * j), table);
           if constexpr (!kScaled) {
@@ -118,6 +119,45 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
   }
 }
 
+// One k tile of NP bfp8 panels into acc[2 p + h] (k pairs [0, pairs), all 16 when kFull): row k of
+// a tile is 32 two's-complement codes (gemm_bfp.h), half h's 16 of them sign-extended and converted
+// exactly.
+template <int NP, bool kScaled, bool kFull>
+WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp8(
+    __m512 (&acc)[NP][2], const uint8_t* __restrict tile, int64_t panel_bytes, const TileX<NP>& xs,
+    const TileUnits<NP>* units, int pairs) {
+  for (int kp = 0; kp < (kFull ? 16 : pairs); ++kp) {
+#pragma GCC unroll 4
+    for (int p = 0; p < NP; ++p) {
+      const uint8_t* rows = tile + p * panel_bytes + 64 + 64 * kp;  // rows 2 kp, 2 kp + 1
+#pragma GCC unroll 2
+      for (int h = 0; h < 2; ++h) {
+        __m512 w1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(
+            _mm_load_si128(reinterpret_cast<const __m128i*>(rows + 32 + 16 * h))));
+        __m512 w0 = _mm512_cvtepi32_ps(
+            _mm512_cvtepi8_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(rows + 16 * h))));
+        if constexpr (!kScaled) {
+          w1 = _mm512_mul_ps(w1, _mm512_set1_ps(units->unit[p][h][2 * kp + 1]));
+          w0 = _mm512_mul_ps(w0, _mm512_set1_ps(units->unit[p][h][2 * kp]));
+        }
+        acc[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), acc[p][h]);
+        acc[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), acc[p][h]);
+      }
+    }
+  }
+}
+
+template <int NP, int B, bool kScaled, bool kFull>
+WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void Step(
+    __m512 (&acc)[NP][2], __m512 table, const uint8_t* __restrict tile, int64_t panel_bytes,
+    const TileX<NP>& xs, const TileUnits<NP>* units, int pairs) {
+  if constexpr (B == 7) {
+    StepBfp8<NP, kScaled, kFull>(acc, tile, panel_bytes, xs, units, pairs);
+  } else {
+    StepBfp4<NP, kScaled, kFull>(acc, table, tile, panel_bytes, xs, units, pairs);
+  }
+}
+
 // The lines of tile tk + kBfpPrefetchTiles of every panel, when there is one.
 template <int NP, int64_t kTileBytes>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void PrefetchAhead(
@@ -126,18 +166,17 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void PrefetchAhead(
   const uint8_t* ahead = tile + kBfpPrefetchTiles * kTileBytes;
 #pragma GCC unroll 4
   for (int p = 0; p < NP; ++p)
-    for (int64_t o = 0; o < kTileBytes; o += 64) _mm_prefetch(ahead + p * panel_bytes + o, _MM_HINT_T0);
+    for (int64_t o = 0; o < kTileBytes; o += 64)
+      _mm_prefetch(ahead + p * panel_bytes + o, _MM_HINT_T0);
 }
 
-template <int NP>
-WC_BFP_ONE_TOKEN __attribute__((noinline)) void TileBfp4(const uint32_t* __restrict xp,
-                                                         const uint8_t* __restrict w,
-                                                         int64_t panel_bytes, int64_t k_tiles,
-                                                         int64_t last_pairs,
-                                                         float* __restrict out) {
-  constexpr int kB = 3;
-  constexpr int64_t kTileBytes = 576;
-  // code c = sign << 3 | q: +-q, a zero magnitude +0 whatever its sign (the bf16 tables' choice).
+template <int NP, int B>
+WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict xp,
+                                                     const uint8_t* __restrict w,
+                                                     int64_t panel_bytes, int64_t k_tiles,
+                                                     int64_t last_pairs, float* __restrict out) {
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  // bfp4's code c = sign << 3 | q: +-q, a zero magnitude +0 whatever its sign (the bf16 tables').
   const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, -1, -2, -3, -4, -5, -6, -7);
   __m512 acc[NP][2];
   for (int p = 0; p < NP; ++p) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
@@ -148,15 +187,15 @@ WC_BFP_ONE_TOKEN __attribute__((noinline)) void TileBfp4(const uint32_t* __restr
     const uint8_t* tile = w + tk * kTileBytes;
     PrefetchAhead<NP, kTileBytes>(tile, panel_bytes, tk, k_tiles);
     const __m512i x = _mm512_loadu_si512(xp + tk * 16);
-    if (ScaledX<NP>(tile, panel_bytes, 127 + kB - 1, x, &xs)) {
+    if (ScaledX<NP>(tile, panel_bytes, 127 + B - 1, x, &xs)) {
       if (pairs == 16) {
-        StepBfp4<NP, true>(acc, table, tile, panel_bytes, xs, nullptr, 16);
+        Step<NP, B, true, true>(acc, table, tile, panel_bytes, xs, nullptr, 16);
       } else {
-        StepBfp4<NP, true>(acc, table, tile, panel_bytes, xs, nullptr, pairs);
+        Step<NP, B, true, false>(acc, table, tile, panel_bytes, xs, nullptr, pairs);
       }
     } else {
-      UnscaledX<NP>(tile, panel_bytes, kB, x, &xs, &units);
-      StepBfp4<NP, false>(acc, table, tile, panel_bytes, xs, &units, pairs);
+      UnscaledX<NP>(tile, panel_bytes, B, x, &xs, &units);
+      Step<NP, B, false, false>(acc, table, tile, panel_bytes, xs, &units, pairs);
     }
   }
   for (int p = 0; p < NP; ++p) {
@@ -165,17 +204,29 @@ WC_BFP_ONE_TOKEN __attribute__((noinline)) void TileBfp4(const uint32_t* __restr
   }
 }
 
+template <int B>
+void TileB(int np, const uint32_t* xp, const uint8_t* w, int64_t panel_bytes, int64_t k_tiles,
+           int64_t last_pairs, float* out) {
+  switch (np) {
+    case 4:
+      return Tile<4, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+    case 2:
+      return Tile<2, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+    default:
+      return Tile<1, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+  }
+}
+
 }  // namespace
 
 void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
                      int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out) {
-  WC_CHECK(magnitude_bits == 3, "BfpOneTokenTile: bfp4 only");
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);  // FTZ: vdpbf16ps's flush of a subnormal sum
-  switch (np) {
-    case 4: TileBfp4<4>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
-    case 2: TileBfp4<2>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
-    default: TileBfp4<1>(xp, w, panel_bytes, k_tiles, last_pairs, out); break;
+  if (magnitude_bits == 7) {
+    TileB<7>(np, xp, w, panel_bytes, k_tiles, last_pairs, out);
+  } else {
+    TileB<3>(np, xp, w, panel_bytes, k_tiles, last_pairs, out);
   }
   _mm_setcsr(csr);
 }

@@ -9,7 +9,8 @@
 // per k pair, acc = fma(w(k + 1), x(k + 1), acc), then acc = fma(w(k), x(k), acc), with
 //   x the token's bf16-rounded activation lowered by the block's exponent drop (x' = x 2^-D, the
 //     one-token trick of gemm_bfp_bf16dot.cpp: exact whenever x' stays a normal or x is zero),
-//     times the bare code value +-q (an integer: bfp4 by vpermps of a 16-entry table);
+//     times the bare code value +-q (an integer: bfp8 sign-extended and converted, bfp4 by vpermps
+//     of a 16-entry table);
 //   or, for a k tile where some x' would leave the normals, x itself times q 2^(E - 127 - (B - 1))
 //     (exact: plain panels hold normal weights).
 // Both give every product exactly x w, so the chains are the pair chains bit for bit.
@@ -19,12 +20,13 @@
 
 namespace wc {
 
-// The chains of one token through np (1, 2 or 4) plain bfp4 panels (BfpPanels::PanelIsPlain),
+// The chains of one token through np (1, 2 or 4) plain panels (BfpPanels::PanelIsPlain),
 // out[j * 16 + lane] = row 16 h + lane of panel p (j = 2 p + h), over k tiles [0, k_tiles), the
 // last one's k pairs cut at last_pairs (1..16).
 //   xp: [K32 / 2] the token's bf16 pairs (PackBf16PairsRow); w: panel 0's first tile, the others
 //   panel_bytes apart (gemm_bfp.h's layout); out: [np * 32] f32.
 // Needs AVX-512F (CpuHas(kAvx512)); sets and restores MXCSR.FTZ.
+//   magnitude_bits: B, 7 (bfp8) or 3 (bfp4).
 void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
                      int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out);
 

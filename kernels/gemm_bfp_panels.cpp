@@ -13,12 +13,20 @@ namespace {
 
 constexpr int64_t kTile = kBfpTileDim;
 
-// bfp8: the byte of code (k, n) in its tile's chunk of k pair k / 2 (gemm_bfp.h): lane 4 j + e,
-// byte 2 s + k % 2, where n = 16 (e / 2) + 4 j + 2 (e % 2) + s.
+// bfp8: the byte of code (k, n) in its tile (gemm_bfp.h): row k of 32 codes, n in order.
 inline int64_t Bfp8CodeByte(int64_t k, int64_t n) {
-  const int64_t h = n / 16, m = n % 16, j = m / 4, d = m % 4;
-  const int64_t lane = 4 * j + 2 * h + d / 2, s = d % 2;
-  return kBfpExponentBytes + 64 * (k / 2) + 4 * lane + 2 * s + k % 2;
+  return kBfpExponentBytes + 32 * k + n;
+}
+
+// A bfp8 code (sign << 7 | magnitude) as the panels hold it, the signed magnitude in two's
+// complement (a zero magnitude is 0 whatever its sign), and back.
+inline uint8_t Bfp8Stored(uint8_t code) {
+  const int q = code & 0x7f;
+  return static_cast<uint8_t>((code & 0x80) != 0 ? -q : q);
+}
+inline uint8_t Bfp8Code(uint8_t stored) {
+  const int v = static_cast<int8_t>(stored);
+  return static_cast<uint8_t>(v < 0 ? 0x80 | -v : v);
 }
 
 // Runs fn(p) for panels [0, panels) in parallel (OpenMP); an exception from the lowest failing
@@ -66,8 +74,7 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
       bool nonzero = false;
       for (int64_t j = 0; j < 16; ++j) {  // n = 16 h + j
         if (format_ == BfpFormat::kBfp8) {
-          uint8_t c = tt[kBfpExponentBytes + (face * 16 + i) * 16 + j];
-          if ((c & 0x7f) == 0) c = 0;
+          const uint8_t c = Bfp8Stored(tt[kBfpExponentBytes + (face * 16 + i) * 16 + j]);
           nonzero |= c != 0;
           dst[Bfp8CodeByte(k, 16 * h + j)] = c;
         } else {
@@ -165,7 +172,7 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
   uint8_t code;
   if (format_ == BfpFormat::kBfp8) {
-    code = tile[Bfp8CodeByte(kk, n)];
+    code = Bfp8Code(tile[Bfp8CodeByte(kk, n)]);
   } else {
     const int64_t k8 = kk % 8, bit = 4 * (k8 / 2) + 16 * (k8 % 2);
     uint32_t word;
