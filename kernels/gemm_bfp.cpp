@@ -14,6 +14,7 @@
 #include "kernels/gemm_bf16dot.h"
 #include "kernels/gemm_bfp.h"
 #include "kernels/gemm_bfp_bf16dot.h"
+#include "kernels/gemm_bfp_one_token.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -45,6 +46,7 @@ using DU = hn::RebindToUnsigned<DF>;
 using DI = hn::RebindToSigned<DF>;
 using VF = hn::Vec<DF>;
 using VU = hn::Vec<DU>;
+using VI = hn::Vec<DI>;
 constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kHalfVecs = 16 / kLanes;  // vectors across one half (16 rows) of a panel
 constexpr int kPanelVecs = 2 * kHalfVecs;
@@ -80,16 +82,13 @@ inline float BlockUnit(int b, uint32_t e) {
   return f;
 }
 
-// The code at bit `bit` of every lane (B + 1 bits: sign, magnitude) as its value: magnitude
-// converted exactly, times the unit (exact, or flushed to +0 under FTZ), sign ORed.
-template <int B>
-HWY_INLINE VF Widen(VU lanes, int bit, VF unit) {
+// bfp4: the code at bit `bit` of every lane (gemm_bfp.h: a two's-complement nibble) as its value:
+// sign-extended by two shifts, converted exactly, times the unit (exact, or flushed to zero of its
+// sign under FTZ).
+HWY_INLINE VF Widen4(VU lanes, int bit, VF unit) {
   const DF df;
-  const DU du;
-  const VU mag = hn::And(hn::ShiftRightSame(lanes, bit), hn::Set(du, (1u << B) - 1));
-  const VU sign = hn::And(hn::ShiftLeftSame(lanes, 31 - B - bit), hn::Set(du, 0x80000000u));
-  const VF v = hn::Mul(hn::ConvertTo(df, hn::BitCast(DI(), mag)), unit);
-  return hn::Or(v, hn::BitCast(df, sign));
+  const VI v = hn::ShiftRightSame(hn::ShiftLeftSame(hn::BitCast(DI(), lanes), 28 - bit), 28);
+  return hn::Mul(hn::ConvertTo(df, v), unit);
 }
 
 // bfp8: kLanes codes of one row (gemm_bfp.h: two's-complement int8) as their values: sign-extended,
@@ -138,6 +137,13 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
     for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
   float unit[NP][32][2];  // [panel][k][half] of the current tile
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
+    // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
+    if (MR <= 2 && tk + kBfpPrefetchTiles < k_tiles) {
+      for (int p = 0; p < NP; ++p) {
+        const uint8_t* ahead = w + p * panel_bytes + (tk + kBfpPrefetchTiles) * kTileBytes;
+        for (int64_t o = 0; o < kTileBytes; o += 64) __builtin_prefetch(ahead + o, 0, 3);
+      }
+    }
     const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
     for (int p = 0; p < NP; ++p) {
       const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
@@ -173,8 +179,8 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
                 const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
                 if (kPairs && k / 2 >= pairs) break;
                 const int bit0 = 4 * q, bit1 = bit0 + 16;
-                const VF w0 = Widen<B>(lanes, bit0, hn::Set(df, unit[p][k][h]));
-                const VF w1 = Widen<B>(lanes, bit1, hn::Set(df, unit[p][k + 1][h]));
+                const VF w0 = Widen4(lanes, bit0, hn::Set(df, unit[p][k][h]));
+                const VF w1 = Widen4(lanes, bit1, hn::Set(df, unit[p][k + 1][h]));
                 Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
               }
             }
@@ -262,8 +268,8 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
             const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
             for (int q = 0; q < 4; ++q) {
               const int k = g * 8 + 2 * q;  // the pair (k, k + 1)
-              put(tk * 32 + k, Widen<B>(lanes, 4 * q, hn::Set(df, unit[k][h])),
-                  Widen<B>(lanes, 4 * q + 16, hn::Set(df, unit[k + 1][h])),
+              put(tk * 32 + k, Widen4(lanes, 4 * q, hn::Set(df, unit[k][h])),
+                  Widen4(lanes, 4 * q + 16, hn::Set(df, unit[k + 1][h])),
                   [&](int l) { return 16 * h + v * kLanes + l; });
             }
           }

@@ -26,12 +26,13 @@
 //           multipliers of one k (the FMA tiles), and a chunk of two rows is the k pair the
 //           vdpbf16ps tiles widen (one vpermb puts it in vpunpck{l,h}bw's order)
 //     bfp4: chunks of 64 bytes = 16 little-endian 32-bit lanes, chunk 2 g + h (g < 4): lane i
-//           (n = 16 h + i), nibble at bit 4 j + 16 b = code (k = 8 g + 2 j + b, n), sign << 3 |
-//           magnitude: vpermw or vpermps on the lanes shifted by 4 j (+ 16 b) looks codes up
+//           (n = 16 h + i), nibble at bit 4 j + 16 b = code (k = 8 g + 2 j + b, n), its signed
+//           magnitude in two's complement (-7..7): vpermw or vpermps on the lanes shifted by
+//           4 j (+ 16 b) looks codes up, and two shifts sign-extend one where no table fits
 // A code whose magnitude is 0 is stored as 0 (tt-metal never writes a negative zero; one from a
 // file is cleared). Loading tt-metal tiles (BfpPanels::FromTiles) is this per-tile reorder only:
-// exponents moved, bfp8 codes regrouped into rows and made two's complement, bfp4 nibbles
-// regrouped.
+// exponents moved, bfp8 codes regrouped into rows, bfp4 nibbles regrouped, both made two's
+// complement.
 #pragma once
 
 #include <cstdint>

@@ -57,9 +57,8 @@ struct Tables {
       lo[m] = static_cast<uint8_t>(b & 0xff);
     }
     for (int i = 0; i < 32; ++i) {
-      const int c = i & 15, q = c & 7;
-      bfp4[i] =
-          q == 0 ? 0 : static_cast<uint16_t>(F32ToBF16(static_cast<float>(q)) | (c & 8) << 12);
+      const int c = i & 15, v = c >= 8 ? c - 16 : c;  // a two's-complement nibble (gemm_bfp.h)
+      bfp4[i] = v == 0 ? 0 : F32ToBF16(static_cast<float>(v));
     }
   }
 };

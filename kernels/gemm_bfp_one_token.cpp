@@ -1,7 +1,7 @@
 // The block-float GEMM's one-token tile on AVX-512F (gemm_bfp_one_token.h): per k tile, the
 // token's activations are lowered by each block's exponent drop once (ScaledX), then each 16-row
 // block of codes is widened to f32 (bfp8: vpmovsxbd and vcvtdq2ps of the two's-complement codes;
-// bfp4: vpermps of the sign-and-magnitude table by the code nibble) and multiplied into its 16
+// bfp4: vpermps of a 16-entry table by the code nibble) and multiplied into its 16
 // rows' chains with one FMA.
 #include "kernels/gemm_bfp_one_token.h"
 
@@ -176,8 +176,8 @@ WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict 
                                                      int64_t panel_bytes, int64_t k_tiles,
                                                      int64_t last_pairs, float* __restrict out) {
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
-  // bfp4's code c = sign << 3 | q: +-q, a zero magnitude +0 whatever its sign (the bf16 tables').
-  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, 0, -1, -2, -3, -4, -5, -6, -7);
+  // bfp4's two's-complement nibble (gemm_bfp.h) as a float; -8 never occurs.
+  const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   __m512 acc[NP][2];
   for (int p = 0; p < NP; ++p) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
   TileX<NP> xs;

@@ -28,6 +28,15 @@ inline uint8_t Bfp8Code(uint8_t stored) {
   const int v = static_cast<int8_t>(stored);
   return static_cast<uint8_t>(v < 0 ? 0x80 | -v : v);
 }
+// The same for a bfp4 code (sign << 3 | magnitude) and its two's-complement nibble.
+inline uint8_t Bfp4Stored(uint8_t code) {
+  const int q = code & 7;
+  return static_cast<uint8_t>(((code & 8) != 0 ? -q : q) & 0xf);
+}
+inline uint8_t Bfp4Code(uint8_t stored) {
+  const int v = stored >= 8 ? stored - 16 : stored;
+  return static_cast<uint8_t>(v < 0 ? 8 | -v : v);
+}
 
 // Runs fn(p) for panels [0, panels) in parallel (OpenMP); an exception from the lowest failing
 // panel, whatever the thread count, is rethrown after the region.
@@ -78,8 +87,8 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
           nonzero |= c != 0;
           dst[Bfp8CodeByte(k, 16 * h + j)] = c;
         } else {
-          uint8_t c = (tt[kBfpExponentBytes + (face * 16 + i) * 8 + j / 2] >> (4 * (j % 2))) & 0xf;
-          if ((c & 7) == 0) c = 0;
+          const uint8_t c = Bfp4Stored(
+              (tt[kBfpExponentBytes + (face * 16 + i) * 8 + j / 2] >> (4 * (j % 2))) & 0xf);
           nonzero |= c != 0;
           const int64_t kk = k % 8, bit = 4 * (kk / 2) + 16 * (kk % 2);
           uint8_t& byte = dst[kBfpExponentBytes + (2 * (k / 8) + h) * 64 + 4 * j + bit / 8];
@@ -177,7 +186,7 @@ float BfpPanels::At(int64_t r, int64_t k) const {
     const int64_t k8 = kk % 8, bit = 4 * (k8 / 2) + 16 * (k8 % 2);
     uint32_t word;
     std::memcpy(&word, tile + kBfpExponentBytes + (2 * (kk / 8) + h) * 64 + 4 * lane, 4);
-    code = static_cast<uint8_t>((word >> bit) & 0xf);
+    code = Bfp4Code(static_cast<uint8_t>((word >> bit) & 0xf));
   }
   return BfpDecode(format_, code, e);
 }
