@@ -72,8 +72,8 @@ HWY_INLINE VF Fma(VF a, VF b, VF c) {
   return ExactFma(a, b, c);
 }
 
-// 2^(E - 127 - (B - 1)), the unit of a block of exponent E (E <= 254): a normal or, for E < B, a
-// float32 subnormal, exact either way.
+// 2^(E - 127 - (B - 1)), the unit of a block of exponent E: a normal or, for E < B, a float32
+// subnormal, exact either way.
 inline float BlockUnit(int b, uint32_t e) {
   const int field = static_cast<int>(e) - (b - 1);
   const uint32_t bits = field >= 1 ? static_cast<uint32_t>(field) << 23 : 1u << (field + 22);
@@ -82,22 +82,39 @@ inline float BlockUnit(int b, uint32_t e) {
   return f;
 }
 
+// BlockUnit of every exponent byte, for B (7 or 3).
+struct BlockUnits {
+  float of[256];
+  explicit BlockUnits(int b) {
+    for (int e = 0; e < 256; ++e) of[e] = BlockUnit(b, static_cast<uint32_t>(e));
+  }
+};
+inline const BlockUnits& BlockUnitsOf(int b) {
+  static const BlockUnits bfp8(7), bfp4(3);
+  return b == 7 ? bfp8 : bfp4;
+}
+
 // bfp4: the code at bit `bit` of every lane (gemm_bfp.h: a two's-complement nibble) as its value:
 // sign-extended by two shifts, converted exactly, times the unit (exact, or flushed to zero of its
 // sign under FTZ).
+// kScaled: the bare code value (the one-token tile's scaled activations carry the unit).
+template <bool kScaled = false>
 HWY_INLINE VF Widen4(VU lanes, int bit, VF unit) {
   const DF df;
   const VI v = hn::ShiftRightSame(hn::ShiftLeftSame(hn::BitCast(DI(), lanes), 28 - bit), 28);
+  if constexpr (kScaled) return hn::ConvertTo(df, v);
   return hn::Mul(hn::ConvertTo(df, v), unit);
 }
 
 // bfp8: kLanes codes of one row (gemm_bfp.h: two's-complement int8) as their values: sign-extended,
 // converted exactly, times the unit (exact, or flushed to zero of its sign under FTZ).
+template <bool kScaled = false>
 HWY_INLINE VF Widen8(const uint8_t* HWY_RESTRICT codes, VF unit) {
   const DF df;
   const DI di;
   const hn::Rebind<int8_t, DI> d8;
   const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(codes)));
+  if constexpr (kScaled) return hn::ConvertTo(df, v);
   return hn::Mul(hn::ConvertTo(df, v), unit);
 }
 
@@ -119,23 +136,129 @@ HWY_INLINE void Chain(VF (&acc)[MR][NV], int j, VF w0, VF w1, const float* HWY_R
   }
 }
 
+// One token on plain panels (the AVX-512 one-token tile's trick, gemm_bfp_one_token.h): x'(p, h, k)
+// = x(k) times its block's unit, exact when x is zero or x' a finite normal, for every block of a k
+// tile; then the weights are the bare code values and x' q is x w exactly, so the chains are the
+// same bits without a multiply per weight. Returns false (xs unusable) when some x' is not exact.
+//   x: the tile's 32 activations (f32; bf16 values under kPairs); unit, xs: [NP][2][32].
+template <int NP>
+HWY_INLINE bool ScaledTileX(const float* HWY_RESTRICT x, const float (*unit)[2][32],
+                            float (*xs)[2][32]) {
+  const DF df;
+  const VF tiny = hn::Set(df, 1.17549435e-38f), huge = hn::Set(df, 3.40282347e+38f);
+  bool exact = true;
+  for (int p = 0; p < NP; ++p) {
+    for (int h = 0; h < 2; ++h) {
+      for (int k = 0; k < 32; k += kLanes) {
+        const VF xv = hn::LoadU(df, x + k);
+        const VF scaled = hn::Mul(xv, hn::LoadU(df, &unit[p][h][k]));
+        const VF a = hn::Abs(scaled);
+        const auto good =
+            hn::Or(hn::Eq(xv, hn::Zero(df)), hn::And(hn::Ge(a, tiny), hn::Le(a, huge)));
+        exact = exact && hn::AllTrue(df, good);
+        hn::StoreU(scaled, df, &xs[p][h][k]);
+      }
+    }
+  }
+  return exact;
+}
+
+// ScaledTileX's tile: chain j of one token takes w1 x'(k + 1), then w0 x'(k) (kPairs), else k
+// first.
+template <int MR, int NV, bool kPairs>
+HWY_INLINE void ChainScaled(VF (&acc)[MR][NV], int j, VF w0, VF w1, float x0, float x1) {
+  static_assert(MR == 1, "one token");
+  const DF df;
+  if constexpr (kPairs) {
+    acc[0][j] = Fma(hn::Set(df, x1), w1, acc[0][j]);
+    acc[0][j] = Fma(hn::Set(df, x0), w0, acc[0][j]);
+  } else {
+    acc[0][j] = Fma(hn::Set(df, x0), w0, acc[0][j]);
+    acc[0][j] = Fma(hn::Set(df, x1), w1, acc[0][j]);
+  }
+}
+
 // out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
 // last one's pairs cut at last_pairs (kPairs). Chain j = (2 p + h) kHalfVecs + v holds, in lane l,
 // the row 16 h + v kLanes + l.
 //   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
-template <int MR, int NP, int B, bool kPairs>
-HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
-                       int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs,
-                       float* HWY_RESTRICT out) {
+// One k tile's codes into the chains: kScaled (MR = 1) by the bare code values and xs (x'), else
+// by the decoded values and xp.
+template <int MR, int NP, int B, bool kPairs, bool kScaled>
+HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_RESTRICT w,
+                         int64_t panel_bytes, int64_t tk, int64_t pairs, const float (*unit)[2][32],
+                         const float (*xs)[2][32], const float* HWY_RESTRICT xp) {
   constexpr int NV = NP * kPanelVecs;
   constexpr int kChunkK = 8;  // bfp4: k per 64-byte chunk of one half
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const DF df;
   const DU du;
+  if constexpr (B == 7) {
+    for (int kp = 0; kp < 16; ++kp) {
+      if (kPairs && kp >= pairs) break;
+      const int k = 2 * kp;
+      for (int p = 0; p < NP; ++p) {
+        const uint8_t* row = w + p * panel_bytes + tk * kTileBytes + 64 + 32 * k;
+        for (int h = 0; h < 2; ++h) {
+          for (int v = 0; v < kHalfVecs; ++v) {
+            const int j = (p * 2 + h) * kHalfVecs + v, n = 16 * h + v * kLanes;
+            const VF w0 = Widen8<kScaled>(row + n, hn::Set(df, unit[p][h][k]));
+            const VF w1 = Widen8<kScaled>(row + 32 + n, hn::Set(df, unit[p][h][k + 1]));
+            if constexpr (kScaled) {
+              ChainScaled<MR, NV, kPairs>(acc, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
+            } else {
+              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
+            }
+          }
+        }
+      }
+    }
+  } else {
+    for (int g = 0; g < 32 / kChunkK; ++g) {
+      for (int p = 0; p < NP; ++p) {
+        const uint8_t* tile = w + p * panel_bytes + tk * kTileBytes;
+        for (int h = 0; h < 2; ++h) {
+          const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
+          for (int v = 0; v < kHalfVecs; ++v) {
+            const int j = (p * 2 + h) * kHalfVecs + v;
+            const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
+            for (int q = 0; q < kChunkK / 2; ++q) {
+              const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
+              if (kPairs && k / 2 >= pairs) break;
+              const int bit0 = 4 * q, bit1 = bit0 + 16;
+              const VF w0 = Widen4<kScaled>(lanes, bit0, hn::Set(df, unit[p][h][k]));
+              const VF w1 = Widen4<kScaled>(lanes, bit1, hn::Set(df, unit[p][h][k + 1]));
+              if constexpr (kScaled) {
+                ChainScaled<MR, NV, kPairs>(acc, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
+              } else {
+                Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
+// last one's pairs cut at last_pairs (kPairs). Chain j = (2 p + h) kHalfVecs + v holds, in lane l,
+// the row 16 h + v kLanes + l. plain: every panel PanelIsPlain (one token then takes
+// ScaledTileX's tiles).
+//   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
+template <int MR, int NP, int B, bool kPairs>
+HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
+                       int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, bool plain,
+                       float* HWY_RESTRICT out) {
+  constexpr int NV = NP * kPanelVecs;
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const DF df;
   VF acc[MR][NV];
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
-  float unit[NP][32][2];  // [panel][k][half] of the current tile
+  const BlockUnits& units = BlockUnitsOf(B);
+  HWY_ALIGN float unit[NP][2][32];  // [panel][half][k] of the current tile
+  HWY_ALIGN float xs[NP][2][32];    // one token: x' (ScaledTileX)
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
     if (MR <= 2 && tk + kBfpPrefetchTiles < k_tiles) {
@@ -148,46 +271,16 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
     for (int p = 0; p < NP; ++p) {
       const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
       for (int k = 0; k < 32; ++k)
-        for (int h = 0; h < 2; ++h) unit[p][k][h] = BlockUnit(B, e[(k / 2) * 4 + 2 * h + k % 2]);
+        for (int h = 0; h < 2; ++h) unit[p][h][k] = units.of[e[(k / 2) * 4 + 2 * h + k % 2]];
     }
-    if constexpr (B == 7) {
-      for (int kp = 0; kp < 16; ++kp) {
-        if (kPairs && kp >= pairs) break;
-        const int k = 2 * kp;
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* row = w + p * panel_bytes + tk * kTileBytes + 64 + 32 * k;
-          for (int h = 0; h < 2; ++h) {
-            for (int v = 0; v < kHalfVecs; ++v) {
-              const int j = (p * 2 + h) * kHalfVecs + v, n = 16 * h + v * kLanes;
-              const VF w0 = Widen8(row + n, hn::Set(df, unit[p][k][h]));
-              const VF w1 = Widen8(row + 32 + n, hn::Set(df, unit[p][k + 1][h]));
-              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
-            }
-          }
-        }
-      }
-    } else {
-      for (int g = 0; g < 32 / kChunkK; ++g) {
-        for (int p = 0; p < NP; ++p) {
-          const uint8_t* tile = w + p * panel_bytes + tk * kTileBytes;
-          for (int h = 0; h < 2; ++h) {
-            const uint8_t* chunk = tile + 64 + (2 * g + h) * 64;
-            for (int v = 0; v < kHalfVecs; ++v) {
-              const int j = (p * 2 + h) * kHalfVecs + v;
-              const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
-              for (int q = 0; q < kChunkK / 2; ++q) {
-                const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
-                if (kPairs && k / 2 >= pairs) break;
-                const int bit0 = 4 * q, bit1 = bit0 + 16;
-                const VF w0 = Widen4(lanes, bit0, hn::Set(df, unit[p][k][h]));
-                const VF w1 = Widen4(lanes, bit1, hn::Set(df, unit[p][k + 1][h]));
-                Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
-              }
-            }
-          }
-        }
+    if constexpr (MR == 1) {
+      // x(k) of this tile: [K32 / 2][1][2] and [K32][1] are both x in k order.
+      if (plain && ScaledTileX<NP>(xp + tk * 32, unit, xs)) {
+        TileStep<MR, NP, B, kPairs, true>(acc, w, panel_bytes, tk, pairs, unit, xs, xp);
+        continue;
       }
     }
+    TileStep<MR, NP, B, kPairs, false>(acc, w, panel_bytes, tk, pairs, unit, xs, xp);
   }
   for (int t = 0; t < MR; ++t)
     for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
@@ -196,17 +289,28 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
 template <int B, bool kPairs>
 struct TileFn {
   int64_t panel_bytes, k_tiles, last_pairs;
+  const uint8_t* w0;     // panel 0
+  const uint8_t* plain;  // [panels] BfpPanels::PanelIsPlain
   int MaxPanels(int mr) const { return Fits<kPairs>(mr, 4) ? 4 : Fits<kPairs>(mr, 2) ? 2 : 1; }
+  bool Plain(const uint8_t* w, int np) const {
+    const int64_t p = (w - w0) / panel_bytes;
+    for (int i = 0; i < np; ++i)
+      if (plain[p + i] == 0) return false;
+    return true;
+  }
   template <int MR>
   void Run(int np, const float* xp, const uint8_t* w, float* out) const {
     if constexpr (MR <= MaxTokens<kPairs>()) {
+      const bool pl = MR == 1 && Plain(w, np);
       if constexpr (Fits<kPairs>(MR, 4)) {
-        if (np == 4) return Tile<MR, 4, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+        if (np == 4)
+          return Tile<MR, 4, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
       }
       if constexpr (Fits<kPairs>(MR, 2)) {
-        if (np == 2) return Tile<MR, 2, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+        if (np == 2)
+          return Tile<MR, 2, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
       }
-      return Tile<MR, 1, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      return Tile<MR, 1, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
     }
   }
   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
@@ -303,14 +407,16 @@ template <int B>
 void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   const gemm::Task& t = task.base;
   if (path == kBfpPathF32) {
-    gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, task.last_pairs});
+    gemm::RunPanels(t, pa, pb,
+                    TileFn<B, false>{t.panel_bytes, t.k_steps, task.last_pairs, t.w, task.plain});
     return;
   }
 #if HWY_ARCH_X86
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
-  gemm::RunPanels(t, pa, pb, TileFn<B, true>{t.panel_bytes, t.k_steps, task.last_pairs});
+  gemm::RunPanels(t, pa, pb,
+                  TileFn<B, true>{t.panel_bytes, t.k_steps, task.last_pairs, t.w, task.plain});
 #if HWY_ARCH_X86
   _mm_setcsr(csr);
 #endif
