@@ -24,5 +24,10 @@ export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1"
 # The serving loop's stress test at a quarter of its size: ASan makes it ~3x slower, and its 50
 # random requests still mix admissions, cancellations and beams from several threads.
 export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-50}"
-ctest --test-dir "$build" --output-on-failure -j"$(nproc)"
+# The serving loop's batch and beam invariance sweeps run every KV format in Release; here they
+# skip f32 (plain stores, run by every other sanitized serving test) and fp8-e5m2 (fp8-e4m3's
+# kernels with another codec table), the two sweeps costing ASan 17 s each of CI's 30-minute budget.
+ctest --test-dir "$build" --output-on-failure -j"$(nproc)" \
+  -E 'EveryKVFormat/(Batch|Beam)Invariance\..*/(f32|fp8_e5m2)( |$)'
+
 echo "asan.sh: no ASan or UBSan report; build $((built - start)) s, tests $(($(date +%s) - built)) s"

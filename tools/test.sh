@@ -5,7 +5,7 @@
 #   3. the whole suite again under ASan + UBSan (tools/asan.sh, ./build-asan),
 #   4. the serving loop's concurrency under TSan (tools/tsan.sh, ./build-tsan),
 #   5. every parser's libFuzzer harness for a short run (tools/fuzz.sh, ./build-fuzz).
-# Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 15) is each harness's time.
+# Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 10) is each harness's time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
@@ -18,7 +18,7 @@ bash tools/asan.sh
 t3=$(date +%s)
 bash tools/tsan.sh
 t4=$(date +%s)
-bash tools/fuzz.sh --seconds "${WORMCHAT_FUZZ_SECONDS:-15}" --jobs "$(nproc)"
+bash tools/fuzz.sh --seconds "${WORMCHAT_FUZZ_SECONDS:-10}" --jobs "$(nproc)"
 t5=$(date +%s)
 echo "test.sh: build $((t1 - t0)) s, ctest + reference $((t2 - t1)) s, asan+ubsan $((t3 - t2)) s," \
   "tsan $((t4 - t3)) s, fuzz $((t5 - t4)) s; $((t5 - t0)) s in all"
