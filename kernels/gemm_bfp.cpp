@@ -261,12 +261,7 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
   HWY_ALIGN float xs[NP][2][32];    // one token: x' (ScaledTileX)
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
-    if (MR <= 2 && tk + kBfpPrefetchTiles < k_tiles) {
-      for (int p = 0; p < NP; ++p) {
-        const uint8_t* ahead = w + p * panel_bytes + (tk + kBfpPrefetchTiles) * kTileBytes;
-        for (int64_t o = 0; o < kTileBytes; o += 64) __builtin_prefetch(ahead + o, 0, 3);
-      }
-    }
+    if (MR <= 2) PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
     const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
     for (int p = 0; p < NP; ++p) {
       const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;

@@ -158,18 +158,6 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void Step(
   }
 }
 
-// The lines of tile tk + kBfpPrefetchTiles of every panel, when there is one.
-template <int NP, int64_t kTileBytes>
-WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void PrefetchAhead(
-    const uint8_t* __restrict tile, int64_t panel_bytes, int64_t tk, int64_t k_tiles) {
-  if (tk + kBfpPrefetchTiles >= k_tiles) return;
-  const uint8_t* ahead = tile + kBfpPrefetchTiles * kTileBytes;
-#pragma GCC unroll 4
-  for (int p = 0; p < NP; ++p)
-    for (int64_t o = 0; o < kTileBytes; o += 64)
-      _mm_prefetch(ahead + p * panel_bytes + o, _MM_HINT_T0);
-}
-
 template <int NP, int B>
 WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict xp,
                                                      const uint8_t* __restrict w,
@@ -185,7 +173,7 @@ WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict 
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
     const uint8_t* tile = w + tk * kTileBytes;
-    PrefetchAhead<NP, kTileBytes>(tile, panel_bytes, tk, k_tiles);
+    PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
     const __m512i x = _mm512_loadu_si512(xp + tk * 16);
     if (ScaledX<NP>(tile, panel_bytes, 127 + B - 1, x, &xs)) {
       if (pairs == 16) {
