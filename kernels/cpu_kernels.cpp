@@ -40,8 +40,8 @@ bool CpuHas(CpuKernels family) {
                               __builtin_cpu_supports("avx512vbmi");
       return has;
     }
-    case CpuKernels::kAvx512Bf16Gemm: {
-      static const bool has = CpuHasAvx512() && __builtin_cpu_supports("avx512bf16");
+    case CpuKernels::kAvx512Gemm: {
+      static const bool has = CpuHasAvx512();
       return has;
     }
   }
@@ -61,8 +61,9 @@ std::string CpuKernelsName(CpuKernels family) {
     case CpuKernels::kAvx512Vnni:
       return "AVX-512 VNNI";
     case CpuKernels::kAvx512Bf16Vbmi:
-    case CpuKernels::kAvx512Bf16Gemm:
       return "AVX-512 BF16";
+    case CpuKernels::kAvx512Gemm:
+      return "AVX-512F";
     case CpuKernels::kPortable:
       break;
   }

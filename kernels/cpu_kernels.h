@@ -12,7 +12,7 @@ enum class CpuKernels : uint8_t {
   kPortable,        // Highway's run-time dispatch: every CPU, its best target
   kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (int8.h)
   kAvx512Bf16Vbmi,  // vdpbf16ps and vpermi2b: the fp8 / bfp8 attention kernels (..._bf16dot.h)
-  kAvx512Bf16Gemm,  // vdpbf16ps: the BF16 GEMM (gemm_bf16dot.h), switched apart from attention
+  kAvx512Gemm,      // AVX-512F: the block-float GEMM's one-token tile (gemm_bfp_one_token.h)
 };
 
 // True when this CPU has the family's instructions and WORMCHAT_SIMD (simd_limit.h) allows them;

@@ -12,7 +12,6 @@
 #include <utility>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm_bf16dot.h"
 #include "kernels/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -31,7 +30,7 @@
 #ifndef WC_KERNELS_GEMM_PATHS_
 #define WC_KERNELS_GEMM_PATHS_
 namespace wc {
-enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBf16Dot = 3, kPathBfp = 4 };
+enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBfp = 4 };
 }  // namespace wc
 #endif
 
@@ -45,14 +44,15 @@ using VF = hn::Vec<DF>;
 constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kPanelVecs = gemm::kPanelRows / kLanes;  // vectors across one panel's 32 rows
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr int kAccBudget = 24, kPairAccBudget = 24;  // of 32 vector registers
+constexpr int kAccBudget = 24, kPairAccBudget = 12;  // of 32 vector registers (pairs: x2)
 #else
-constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16
+constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: x2, spilling a few)
 #endif
 
 // The weight kinds: how one k step's vector j of a panel row is loaded and multiplied in.
 //   F32 / F16: panel[k][32]; one FMA per step.  Pairs: panel[k/2][32][2], x packed [k/2][MR][2];
-//   two FMAs per step, k + 1 first (vdpbf16ps's order).
+//   two FMAs per step, k into the block's even chain and k + 1 into its odd one (gemm.h's order;
+//   k_steps a multiple of 16).
 struct KindF32 {
   static constexpr int kBudget = kAccBudget;
   static constexpr int64_t kStepBytes = gemm::kPanelRows * 4;
@@ -91,16 +91,35 @@ template <int MR, int NP, class Kind>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
                        int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out) {
   constexpr int NV = NP * kPanelVecs;
+  constexpr bool kPairs = std::is_same_v<Kind, KindPairs>;
   const DF df;
-  VF acc[MR][NV];
-  for (int t = 0; t < MR; ++t)
-    for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
+  // F32 / F16: acc is the chain. Pairs: acc and odd are a 32-k block's even-k and odd-k chains,
+  // added into out (the chain across blocks) at the block's end.
+  VF acc[MR][NV], odd[MR][kPairs ? NV : 1];
+  const auto clear = [&] {
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) {
+        acc[t][j] = hn::Zero(df);
+        if constexpr (kPairs) odd[t][j] = hn::Zero(df);
+      }
+  };
+  clear();
+  if constexpr (kPairs) {
+    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
+  }
   const uint8_t* wp[NP];
   for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
   for (int64_t k = 0; k < k_steps; ++k) {
+    // One or two tokens are bound by the read rate: fetch 16 k steps ahead in each panel, as the
+    // block-float tiles do (gemm_bfp_one_token.h).
+    if (MR <= 2 && k % 4 == 0 && k + 20 <= k_steps) {
+      for (int p = 0; p < NP; ++p)
+        for (int l = 0; l < 4 * Kind::kStepBytes; l += 64)
+          __builtin_prefetch(wp[p] + (k + 16) * Kind::kStepBytes + l, 0, 3);
+    }
     for (int j = 0; j < NV; ++j) {
       const uint8_t* src = wp[j / kPanelVecs] + k * Kind::kStepBytes;
-      if constexpr (std::is_same_v<Kind, KindPairs>) {
+      if constexpr (kPairs) {
         const hn::RebindToUnsigned<DF> du;
         const auto pair =
             hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
@@ -108,8 +127,8 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
         const VF w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
         for (int t = 0; t < MR; ++t) {
           const float* xt = xp + (k * MR + t) * 2;
-          acc[t][j] = Fma(hn::Set(df, xt[1]), w_odd, acc[t][j]);
           acc[t][j] = Fma(hn::Set(df, xt[0]), w_even, acc[t][j]);
+          odd[t][j] = Fma(hn::Set(df, xt[1]), w_odd, odd[t][j]);
         }
       } else {
         VF wv;
@@ -121,9 +140,21 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
         for (int t = 0; t < MR; ++t) acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), wv, acc[t][j]);
       }
     }
+    if constexpr (kPairs) {
+      if (k % 16 == 15) {  // the end of a 32-k block: c += even + odd
+        for (int t = 0; t < MR; ++t)
+          for (int j = 0; j < NV; ++j) {
+            float* o = out + t * NV * kLanes + j * kLanes;
+            hn::Store(hn::Add(hn::Load(df, o), hn::Add(acc[t][j], odd[t][j])), df, o);
+          }
+        clear();
+      }
+    }
   }
-  for (int t = 0; t < MR; ++t)
-    for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+  if constexpr (!kPairs) {
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+  }
 }
 
 template <class Kind>
@@ -208,9 +239,7 @@ int PathOf(const PackedMatrix& w) {
     case DType::kF16:
       return kPathF16;
     case DType::kBF16:
-      return w.precision() == ActivationPrecision::kBF16 && KernelsOn(CpuKernels::kAvx512Bf16Gemm)
-                 ? kPathBf16Dot
-                 : kPathPairs;
+      return kPathPairs;
   }
   return kPathF32;
 }
@@ -240,9 +269,6 @@ void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64
           dst[((k / 2) * mr + t) * 2 + k % 2] = round_bf16 ? BF16ToF32(ActivationBF16(v)) : v;
         }
         break;
-      case kPathBf16Dot:
-        PackBf16PairsRow(xt, cols, padded_cols, mr, t, dst);
-        break;
     }
   }
 }
@@ -258,10 +284,9 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
     in.bfp_ = PackBfpGemmInput(x, n_tokens, x_stride, w.bfp());
     return in;
   }
-  in.tile_tokens_ = in.path_ == kPathBf16Dot ? gemm::kMaxTileTokens
-                                             : HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
+  in.tile_tokens_ = HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
   in.cols_ = w.padded_cols();
-  in.floats_per_token_ = in.path_ == kPathBf16Dot ? w.padded_cols() / 2 : w.padded_cols();
+  in.floats_per_token_ = w.padded_cols();
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
   const int64_t n_tiles = tiles.n_tiles;
@@ -300,13 +325,8 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
-  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
-    if (path == kPathBf16Dot) {
-      GemmBf16DotRange(task, a, b);
-    } else {
-      HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
-    }
-  });
+  gemm::ForThreadPanels(pa, pb,
+                        [&](int64_t a, int64_t b) { HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b); });
 }
 
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y) {
@@ -331,11 +351,11 @@ const char* GemmKernelName(const PackedMatrix& w) {
   switch (PathOf(w)) {
     case kPathBfp:
       return Interned(GemmBfpKernelName(w.bfp()));
-    case kPathBf16Dot:
-      return "bf16 dot (AVX-512 BF16)";
     case kPathPairs:
-      return w.precision() == ActivationPrecision::kBF16 ? "bf16 pairs (emulated dot)"
-                                                         : "bf16 weights, f32 FMA";
+      return Interned(std::string(w.precision() == ActivationPrecision::kBF16
+                                      ? "bf16 pairs ("
+                                      : "bf16 weights, f32 activations (") +
+                      CpuKernelsName(CpuKernels::kPortable) + ")");
     case kPathF16:
       return "f16 weights, f32 FMA";
     default:
@@ -343,13 +363,8 @@ const char* GemmKernelName(const PackedMatrix& w) {
   }
 }
 
-bool GemmUsesBf16Dot(const PackedMatrix& w) {
-  const int path = PathOf(w);
-  return path == kPathBf16Dot || (path == kPathBfp && GemmBfpUsesBf16Dot(w.bfp()));
-}
-
-void SetGemmBf16DotKernel(bool enabled) {
-  SetKernelsEnabled(CpuKernels::kAvx512Bf16Gemm, enabled);
+void SetGemmX86Kernels(bool enabled) {
+  SetKernelsEnabled(CpuKernels::kAvx512Gemm, enabled);
 }
 
 }  // namespace wc

@@ -1,19 +1,20 @@
 // y = x W^T (+ bias) against a PackedMatrix: register-blocked microkernels, tiles of up to 12
 // tokens by 32..128 weight rows with the accumulators in registers, run-time SIMD dispatch
-// (Highway), and AVX-512 BF16 dot products for BF16 matrices packed with bf16 activations.
+// (Highway).
 //
-// Reduction order (the determinism contract): every output element is one chain of fused
-// multiply-adds over k in increasing order, started from +0, then the bias added once:
-//   F32, F16 weights, and BF16 with kF32 activations through the portable kernel:
-//     acc = fma(x[k], W[r, k], acc) for k = 0, 1, ..., cols - 1          (BF16: see below)
-//   BF16 (pairs, vdpbf16ps's own order): for each pair k = 0, 2, 4, ...
-//     acc = fma(x[k + 1], W[r, k + 1], acc); acc = fma(x[k], W[r, k], acc)
-//     with x rounded to bf16 (kBF16 activations; subnormals flushed to zero) and results flushed to
-//     zero when subnormal (vdpbf16ps's FTZ; the portable kernel sets MXCSR.FTZ to match).
-// The chain depends on nothing but the element's own x row and W row: not on the number of tokens
+// Reduction order (the determinism contract), then the bias added once:
+//   F32, F16 weights: one chain of fused multiply-adds over k in increasing order from +0,
+//     acc = fma(x[k], W[r, k], acc) for k = 0, 1, ..., cols - 1.
+//   BF16 weights: the order of AMX's TDPBF16PS as the Intel SDM defines it (and the hardware does:
+//     tools/experiments/amx_vs_dp.cpp), K zero-padded to a multiple of 32. For each block of 32 k
+//     (b = 0, 1, ...), from e = o = +0, for j = 0 .. 15 in order
+//       e = fma(x[32 b + 2 j], W[r, 32 b + 2 j], e); o = fma(x[32 b + 2 j + 1], W[r, ...], o)
+//     then c = c + (e + o), c from +0; every result flushed to zero of its sign when subnormal
+//     (MXCSR.FTZ, set by the kernels), x rounded to bf16 with kBF16 activations (subnormals
+//     flushed to zero) or taken as f32 with kF32.
+// The result depends on nothing but the element's own x row and W row: not on the number of tokens
 // in the call, the tile a token lands in, the row range, the thread count or the SIMD target (every
-// target has FMA; the emulated pairs equal vdpbf16ps bit for bit, checked by tests on CPUs that
-// have it). So decode (one token) and prefill (many) give identical bits.
+// target has FMA). So decode (one token) and prefill (many) give identical bits.
 //
 // A bfp8 / bfp4 matrix (PackedMatrix::bfp()) runs on the block-float GEMM (gemm_bfp.h), which
 // streams its tiles and gives the bits the BF16 (kF32: F32) chain above gives on its decoded
@@ -65,15 +66,12 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
 // Both steps: packs x, then the whole row range. y: [n_tokens, w.rows()].
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y);
 
-// The kernel a matrix's products run on, e.g. "bf16 dot (AVX-512 BF16)", "f32 FMA", or a bfp
-// matrix's GemmBfpKernelName ("bfp8 bf16 dot (AVX-512 BF16)"); a pointer valid for the process.
+// The kernel a matrix's products run on, e.g. "bf16 pairs (AVX3)", "f32 FMA", or a bfp matrix's
+// GemmBfpKernelName ("bfp8 bf16 pairs (AVX3, one token AVX-512F)"); valid for the process.
 const char* GemmKernelName(const PackedMatrix& w);
 
-// True when w's products run on vdpbf16ps (its compute bound is the bf16 dot-product peak): the
-// BF16 kernel's, or the block-float one's on AVX-512 BF16 + VBMI.
-bool GemmUsesBf16Dot(const PackedMatrix& w);
-
-// Tests turn the AVX-512 BF16 kernel off (and on) to compare it with its portable emulation.
-void SetGemmBf16DotKernel(bool enabled);
+// Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm) off (and on) to
+// compare them with the portable tiles.
+void SetGemmX86Kernels(bool enabled);
 
 }  // namespace wc

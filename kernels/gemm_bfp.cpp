@@ -1,7 +1,9 @@
 // GemmBfp (gemm_bfp.h): input packing, the kernel choice, threading, and the portable tiles
 // (Highway): each code widened in registers to its exact f32 value (sign | magnitude converted,
-// times the block's power of two), then the BF16 GEMM's pair chain (kBF16, under FTZ, so a bf16
-// subnormal flushes as the BF16 panels' packer flushes it) or the f32 chain (kF32).
+// times the block's power of two), then the BF16 GEMM's order (kBF16: per k tile an even-k and an
+// odd-k chain, under FTZ, so a bf16 subnormal flushes as the BF16 panels' packer flushes it) or the
+// f32 chain (kF32). One token on plain panels takes the AVX-512F tile (gemm_bfp_one_token.h) where
+// the CPU has it.
 #include <omp.h>
 
 #include <algorithm>
@@ -11,10 +13,9 @@
 #include <string>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm_bf16dot.h"
 #include "kernels/gemm_bfp.h"
-#include "kernels/gemm_bfp_bf16dot.h"
 #include "kernels/gemm_bfp_one_token.h"
+#include "kernels/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -32,7 +33,21 @@
 #define WC_KERNELS_GEMM_BFP_PATHS_
 namespace wc {
 // The kernels a BfpGemmInput is laid out for.
-enum BfpPath : int { kBfpPathF32 = 0, kBfpPathPairs = 1, kBfpPathDot = 2 };
+enum BfpPath : int { kBfpPathF32 = 0, kBfpPathPairs = 1 };
+
+namespace gemm {
+
+// One GemmBfp call as the kernels see it. task.w: BfpPanels::data(), panel p at w + p *
+// task.panel_bytes; task.k_steps = k tiles.
+struct BfpTask {
+  Task base;
+  int magnitude_bits = 7;          // B: 7 (bfp8) or 3 (bfp4)
+  const uint8_t* plain = nullptr;  // [panels] BfpPanels::PanelIsPlain
+  int64_t last_cols = 32;          // columns of the last k tile (1..32)
+  bool one_token_avx512 = false;   // one token on plain panels: BfpOneTokenTile
+};
+
+}  // namespace gemm
 }  // namespace wc
 #endif
 
@@ -51,9 +66,9 @@ constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kHalfVecs = 16 / kLanes;  // vectors across one half (16 rows) of a panel
 constexpr int kPanelVecs = 2 * kHalfVecs;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr int kAccBudget = 24, kPairAccBudget = 24;  // of 32 vector registers (as gemm.cpp)
+constexpr int kAccBudget = 24, kPairAccBudget = 12;  // of 32 vector registers (as gemm.cpp)
 #else
-constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16
+constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: x2)
 #endif
 
 template <bool kPairs>
@@ -118,17 +133,18 @@ HWY_INLINE VF Widen8(const uint8_t* HWY_RESTRICT codes, VF unit) {
   return hn::Mul(hn::ConvertTo(df, v), unit);
 }
 
-// The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k + 1 first (the
-// BF16 GEMM's pair order), else k first. xp: the tile's input (see Tile).
-template <int MR, int NV, bool kPairs>
-HWY_INLINE void Chain(VF (&acc)[MR][NV], int j, VF w0, VF w1, const float* HWY_RESTRICT xp,
-                      int64_t k) {
+// The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k into the even chain
+// acc and k + 1 into the odd one (the BF16 GEMM's order), else both into acc, k first. xp: the
+// tile's input (see Tile).
+template <int MR, int NV, int NO, bool kPairs>
+HWY_INLINE void Chain(VF (&acc)[MR][NV], VF (&odd)[MR][NO], int j, VF w0, VF w1,
+                      const float* HWY_RESTRICT xp, int64_t k) {
   const DF df;
   for (int t = 0; t < MR; ++t) {
     if constexpr (kPairs) {
       const float* xt = xp + ((k / 2) * MR + t) * 2;
-      acc[t][j] = Fma(hn::Set(df, xt[1]), w1, acc[t][j]);
       acc[t][j] = Fma(hn::Set(df, xt[0]), w0, acc[t][j]);
+      odd[t][j] = Fma(hn::Set(df, xt[1]), w1, odd[t][j]);
     } else {
       acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), w0, acc[t][j]);
       acc[t][j] = Fma(hn::Set(df, xp[(k + 1) * MR + t]), w1, acc[t][j]);
@@ -163,31 +179,28 @@ HWY_INLINE bool ScaledTileX(const float* HWY_RESTRICT x, const float (*unit)[2][
   return exact;
 }
 
-// ScaledTileX's tile: chain j of one token takes w1 x'(k + 1), then w0 x'(k) (kPairs), else k
-// first.
-template <int MR, int NV, bool kPairs>
-HWY_INLINE void ChainScaled(VF (&acc)[MR][NV], int j, VF w0, VF w1, float x0, float x1) {
+// ScaledTileX's tile: as Chain, one token, x' in place of x.
+template <int MR, int NV, int NO, bool kPairs>
+HWY_INLINE void ChainScaled(VF (&acc)[MR][NV], VF (&odd)[MR][NO], int j, VF w0, VF w1, float x0,
+                            float x1) {
   static_assert(MR == 1, "one token");
   const DF df;
   if constexpr (kPairs) {
-    acc[0][j] = Fma(hn::Set(df, x1), w1, acc[0][j]);
     acc[0][j] = Fma(hn::Set(df, x0), w0, acc[0][j]);
+    odd[0][j] = Fma(hn::Set(df, x1), w1, odd[0][j]);
   } else {
     acc[0][j] = Fma(hn::Set(df, x0), w0, acc[0][j]);
     acc[0][j] = Fma(hn::Set(df, x1), w1, acc[0][j]);
   }
 }
 
-// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
-// last one's pairs cut at last_pairs (kPairs). Chain j = (2 p + h) kHalfVecs + v holds, in lane l,
-// the row 16 h + v kLanes + l.
-//   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
-// One k tile's codes into the chains: kScaled (MR = 1) by the bare code values and xs (x'), else
-// by the decoded values and xp.
-template <int MR, int NP, int B, bool kPairs, bool kScaled>
-HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_RESTRICT w,
-                         int64_t panel_bytes, int64_t tk, int64_t pairs, const float (*unit)[2][32],
-                         const float (*xs)[2][32], const float* HWY_RESTRICT xp) {
+// One k tile's codes into the chains (Tile's): kScaled (MR = 1) by the bare code values and xs
+// (x'), else by the decoded values and xp.
+template <int MR, int NP, int B, bool kPairs, bool kScaled, int NO>
+HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], VF (&odd)[MR][NO],
+                         const uint8_t* HWY_RESTRICT w, int64_t panel_bytes, int64_t tk,
+                         const float (*unit)[2][32], const float (*xs)[2][32],
+                         const float* HWY_RESTRICT xp) {
   constexpr int NV = NP * kPanelVecs;
   constexpr int kChunkK = 8;  // bfp4: k per 64-byte chunk of one half
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
@@ -195,7 +208,6 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_REST
   const DU du;
   if constexpr (B == 7) {
     for (int kp = 0; kp < 16; ++kp) {
-      if (kPairs && kp >= pairs) break;
       const int k = 2 * kp;
       for (int p = 0; p < NP; ++p) {
         const uint8_t* row = w + p * panel_bytes + tk * kTileBytes + 64 + 32 * k;
@@ -205,9 +217,9 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_REST
             const VF w0 = Widen8<kScaled>(row + n, hn::Set(df, unit[p][h][k]));
             const VF w1 = Widen8<kScaled>(row + 32 + n, hn::Set(df, unit[p][h][k + 1]));
             if constexpr (kScaled) {
-              ChainScaled<MR, NV, kPairs>(acc, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
+              ChainScaled<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
             } else {
-              Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
+              Chain<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xp, tk * 32 + k);
             }
           }
         }
@@ -224,14 +236,14 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_REST
             const VU lanes = hn::LoadU(du, reinterpret_cast<const uint32_t*>(chunk) + v * kLanes);
             for (int q = 0; q < kChunkK / 2; ++q) {
               const int k = g * kChunkK + 2 * q;  // the pair (k, k + 1)
-              if (kPairs && k / 2 >= pairs) break;
               const int bit0 = 4 * q, bit1 = bit0 + 16;
               const VF w0 = Widen4<kScaled>(lanes, bit0, hn::Set(df, unit[p][h][k]));
               const VF w1 = Widen4<kScaled>(lanes, bit1, hn::Set(df, unit[p][h][k + 1]));
               if constexpr (kScaled) {
-                ChainScaled<MR, NV, kPairs>(acc, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
+                ChainScaled<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xs[p][h][k],
+                                                xs[p][h][k + 1]);
               } else {
-                Chain<MR, NV, kPairs>(acc, j, w0, w1, xp, tk * 32 + k);
+                Chain<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xp, tk * 32 + k);
               }
             }
           }
@@ -241,28 +253,37 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], const uint8_t* HWY_REST
   }
 }
 
-// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles), the
-// last one's pairs cut at last_pairs (kPairs). Chain j = (2 p + h) kHalfVecs + v holds, in lane l,
-// the row 16 h + v kLanes + l. plain: every panel PanelIsPlain (one token then takes
-// ScaledTileX's tiles).
+// out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles).
+// Chain j = (2 p + h) kHalfVecs + v holds, in lane l, the row 16 h + v kLanes + l: kF32 one chain
+// (acc); kPairs per k tile (a 32-k block) an even-k chain (acc) and an odd-k chain (odd) from zero,
+// then out += acc + odd. plain: every panel PanelIsPlain (one token then takes ScaledTileX's
+// tiles).
 //   xp: kPairs [K32 / 2][MR][2], else [K32][MR]; w: NP panels, panel_bytes apart.
 template <int MR, int NP, int B, bool kPairs>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
-                       int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, bool plain,
-                       float* HWY_RESTRICT out) {
+                       int64_t panel_bytes, int64_t k_tiles, bool plain, float* HWY_RESTRICT out) {
   constexpr int NV = NP * kPanelVecs;
+  constexpr int NO = kPairs ? NV : 1;
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const DF df;
-  VF acc[MR][NV];
-  for (int t = 0; t < MR; ++t)
-    for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
+  VF acc[MR][NV], odd[MR][NO];
+  const auto clear = [&] {
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) {
+        acc[t][j] = hn::Zero(df);
+        if constexpr (kPairs) odd[t][j] = hn::Zero(df);
+      }
+  };
+  clear();
+  if constexpr (kPairs) {
+    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
+  }
   const BlockUnits& units = BlockUnitsOf(B);
   HWY_ALIGN float unit[NP][2][32];  // [panel][half][k] of the current tile
   HWY_ALIGN float xs[NP][2][32];    // one token: x' (ScaledTileX)
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
     if (MR <= 2) PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
-    const int64_t pairs = tk + 1 == k_tiles ? last_pairs : 16;
     for (int p = 0; p < NP; ++p) {
       const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
       for (int k = 0; k < 32; ++k)
@@ -271,21 +292,34 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
     if constexpr (MR == 1) {
       // x(k) of this tile: [K32 / 2][1][2] and [K32][1] are both x in k order.
       if (plain && ScaledTileX<NP>(xp + tk * 32, unit, xs)) {
-        TileStep<MR, NP, B, kPairs, true>(acc, w, panel_bytes, tk, pairs, unit, xs, xp);
-        continue;
+        TileStep<MR, NP, B, kPairs, true>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
+      } else {
+        TileStep<MR, NP, B, kPairs, false>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
       }
+    } else {
+      TileStep<MR, NP, B, kPairs, false>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
     }
-    TileStep<MR, NP, B, kPairs, false>(acc, w, panel_bytes, tk, pairs, unit, xs, xp);
+    if constexpr (kPairs) {  // the end of the 32-k block: out += even + odd
+      for (int t = 0; t < MR; ++t)
+        for (int j = 0; j < NV; ++j) {
+          float* o = out + t * NV * kLanes + j * kLanes;
+          hn::Store(hn::Add(hn::Load(df, o), hn::Add(acc[t][j], odd[t][j])), df, o);
+        }
+      clear();
+    }
   }
-  for (int t = 0; t < MR; ++t)
-    for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+  if constexpr (!kPairs) {
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+  }
 }
 
 template <int B, bool kPairs>
 struct TileFn {
-  int64_t panel_bytes, k_tiles, last_pairs;
-  const uint8_t* w0;     // panel 0
-  const uint8_t* plain;  // [panels] BfpPanels::PanelIsPlain
+  int64_t panel_bytes, k_tiles;
+  const uint8_t* w0;      // panel 0
+  const uint8_t* plain;   // [panels] BfpPanels::PanelIsPlain
+  bool one_token_avx512;  // BfpTask's
   int MaxPanels(int mr) const { return Fits<kPairs>(mr, 4) ? 4 : Fits<kPairs>(mr, 2) ? 2 : 1; }
   bool Plain(const uint8_t* w, int np) const {
     const int64_t p = (w - w0) / panel_bytes;
@@ -297,15 +331,15 @@ struct TileFn {
   void Run(int np, const float* xp, const uint8_t* w, float* out) const {
     if constexpr (MR <= MaxTokens<kPairs>()) {
       const bool pl = MR == 1 && Plain(w, np);
+      if (kPairs && pl && one_token_avx512)
+        return BfpOneTokenTile(B, np, xp, w, panel_bytes, k_tiles, out);
       if constexpr (Fits<kPairs>(MR, 4)) {
-        if (np == 4)
-          return Tile<MR, 4, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
+        if (np == 4) return Tile<MR, 4, B, kPairs>(xp, w, panel_bytes, k_tiles, pl, out);
       }
       if constexpr (Fits<kPairs>(MR, 2)) {
-        if (np == 2)
-          return Tile<MR, 2, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
+        if (np == 2) return Tile<MR, 2, B, kPairs>(xp, w, panel_bytes, k_tiles, pl, out);
       }
-      return Tile<MR, 1, B, kPairs>(xp, w, panel_bytes, k_tiles, last_pairs, pl, out);
+      return Tile<MR, 1, B, kPairs>(xp, w, panel_bytes, k_tiles, pl, out);
     }
   }
   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
@@ -402,16 +436,15 @@ template <int B>
 void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   const gemm::Task& t = task.base;
   if (path == kBfpPathF32) {
-    gemm::RunPanels(t, pa, pb,
-                    TileFn<B, false>{t.panel_bytes, t.k_steps, task.last_pairs, t.w, task.plain});
+    gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, t.w, task.plain, false});
     return;
   }
 #if HWY_ARCH_X86
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
-  gemm::RunPanels(t, pa, pb,
-                  TileFn<B, true>{t.panel_bytes, t.k_steps, task.last_pairs, t.w, task.plain});
+  gemm::RunPanels(
+      t, pa, pb, TileFn<B, true>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx512});
 #if HWY_ARCH_X86
   _mm_setcsr(csr);
 #endif
@@ -436,13 +469,8 @@ HWY_EXPORT(WidenPanel);
 
 namespace {
 
-bool DotKernelOn() {
-  return KernelsOn(CpuKernels::kAvx512Bf16Gemm) && CpuHas(CpuKernels::kAvx512Bf16Vbmi);
-}
-
 int PathOf(const BfpPanels& w) {
-  if (w.precision() == ActivationPrecision::kF32) return kBfpPathF32;
-  return DotKernelOn() ? kBfpPathDot : kBfpPathPairs;
+  return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
 }
 
 // This thread's buffer of at least `bytes`, 64-byte aligned, kept for the next call.
@@ -461,7 +489,7 @@ uint8_t* WidenBuffer(size_t bytes) {
 // Panels [pa, pb) widened once each (kBfpWidenOnceTokens) into this thread's buffer as the BF16
 // (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
 // buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
-// chain length (padded_cols / 2 pairs, F32: cols).
+// chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
 void RunWidened(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   const gemm::Task& b = task.base;
   const int64_t k32 = b.k_steps * 32;
@@ -470,25 +498,16 @@ void RunWidened(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   gemm::Task t = b;
   t.w = buffer;
   t.panel_bytes = panel_bytes;
-  t.k_steps = path == kBfpPathF32 ? k32 - 32 + task.last_cols : (k32 - 32 + task.last_cols + 1) / 2;
+  t.k_steps = path == kBfpPathF32 ? k32 - 32 + task.last_cols : k32 / 2;
   for (int64_t p = pa; p < pb; ++p) {
     const uint8_t* panel = b.w + p * b.panel_bytes;
-    if (path == kBfpPathDot) {
-      WidenBfpPanelBf16(panel, b.k_steps, task.magnitude_bits, task.plain[p] != 0,
-                        reinterpret_cast<uint32_t*>(buffer));
-    } else {
-      HWY_DYNAMIC_DISPATCH(WidenPanel)
-      (task.magnitude_bits, path == kBfpPathPairs, panel, b.k_steps, buffer);
-    }
+    HWY_DYNAMIC_DISPATCH(WidenPanel)
+    (task.magnitude_bits, path == kBfpPathPairs, panel, b.k_steps, buffer);
     const int64_t first = p * gemm::kPanelRows;
     t.row_begin = b.row_begin - first;
     t.row_end = b.row_end - first;
     t.bias = b.bias != nullptr ? b.bias + first : nullptr;
-    if (path == kBfpPathDot) {
-      GemmBf16DotRange(t, 0, 1);
-    } else {
-      gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
-    }
+    gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
   }
 }
 
@@ -513,9 +532,6 @@ void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t 
         for (int64_t k = 0; k < k32; ++k)
           dst[((k / 2) * mr + t) * 2 + k % 2] = k < cols ? ActivationBF16(xt[k]) : 0.0f;
         break;
-      case kBfpPathDot:
-        PackBf16PairsRow(xt, cols, k32, mr, t, dst);
-        break;
     }
   }
 }
@@ -528,17 +544,12 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   BfpGemmInput in;
   in.path_ = PathOf(w);
   in.widen_once_ = n_tokens >= kBfpWidenOnceTokens;
-  if (in.widen_once_) {
-    in.tile_tokens_ = in.path_ == kBfpPathDot ? gemm::kMaxTileTokens
-                                              : gemm::PortableTileTokens(in.path_ == kBfpPathPairs);
-  } else {
-    in.tile_tokens_ = in.path_ == kBfpPathDot ? BfpDotTileTokens(BfpMagnitudeBits(w.format()))
-                                              : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
-  }
+  in.tile_tokens_ = in.widen_once_ ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
+                                    : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
-  in.floats_per_token_ = in.path_ == kBfpPathDot ? k32 / 2 : k32;
+  in.floats_per_token_ = k32;
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
   const bool parallel = !omp_in_parallel() && tiles.n_tiles > 1 && n_tokens * w.cols() >= (1 << 16);
@@ -576,12 +587,9 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   b.row_begin = row_begin;
   b.row_end = row_end;
   task.magnitude_bits = BfpMagnitudeBits(w.format());
-  // The BF16 GEMM's chain runs to cols rounded up to even; the f32 chain's padding terms are
-  // +0 products added to a chain that is never -0 (no FTZ), so it runs whole tiles.
-  const int64_t last_cols = w.cols() - (w.k_tiles() - 1) * 32;
-  task.last_pairs = x.path_ == kBfpPathF32 ? 16 : (last_cols + 1) / 2;
-  task.last_cols = last_cols;
+  task.last_cols = w.cols() - (w.k_tiles() - 1) * 32;
   task.plain = w.plain_flags();
+  task.one_token_avx512 = KernelsOn(CpuKernels::kAvx512Gemm);
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
@@ -589,13 +597,8 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, a, c); });
     return;
   }
-  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
-    if (path == kBfpPathDot) {
-      GemmBfpDotRange(task, a, c);
-    } else {
-      HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c);
-    }
-  });
+  gemm::ForThreadPanels(
+      pa, pb, [&](int64_t a, int64_t c) { HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c); });
 }
 
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {
@@ -605,18 +608,10 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 
 std::string GemmBfpKernelName(const BfpPanels& w) {
   const std::string f = BfpFormatName(w.format());
-  switch (PathOf(w)) {
-    case kBfpPathDot:
-      return f + " bf16 dot (AVX-512 BF16)";
-    case kBfpPathPairs:
-      return f + " bf16 pairs (emulated dot, " + CpuKernelsName(CpuKernels::kPortable) + ")";
-    default:
-      return f + " f32 FMA (" + CpuKernelsName(CpuKernels::kPortable) + ")";
-  }
-}
-
-bool GemmBfpUsesBf16Dot(const BfpPanels& w) {
-  return PathOf(w) == kBfpPathDot;
+  const std::string target = CpuKernelsName(CpuKernels::kPortable);
+  if (PathOf(w) == kBfpPathF32) return f + " f32 FMA (" + target + ")";
+  return f + " bf16 pairs (" + target +
+         (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F)" : ")");
 }
 
 }  // namespace wc

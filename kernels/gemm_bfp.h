@@ -1,18 +1,19 @@
 // y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
 // a widened copy of the matrix: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream
-// 8.5 or 4.5 bits a weight and widen the codes in registers, on AVX-512 BF16
-// (gemm_bfp_bf16dot.cpp) or portable Highway (gemm_bfp.cpp); from kBfpWidenOnceTokens tokens one
-// panel at a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
+// 8.5 or 4.5 bits a weight and widen the codes in registers, on portable Highway (gemm_bfp.cpp) and
+// for one token on AVX-512F (gemm_bfp_one_token.cpp); from kBfpWidenOnceTokens tokens one panel at
+// a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
 //
 // Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
 // BF16 / F32 GEMM on its decoded values, i.e. GemmBfp(x, panels) == Gemm(x, PackedMatrix::Pack(D))
 // for D = DequantizeBfpMatrix's values,
 //   kBF16: D as BF16 (exact: every code is a bf16), subnormals flushed to zero of their sign, with
-//          the BF16 GEMM's pair chain (per pair k + 1 then k, bf16-rounded activations, FTZ);
+//          the BF16 GEMM's order (gemm.h: per 32-k block an even-k and an odd-k chain, bf16-rounded
+//          activations, FTZ; K padded to 32 with zeros, as the BF16 panels are);
 //   kF32:  D as F32 (exact, no flush), the f32 FMA chain over k in increasing order;
 // for any token count, tile, row range, thread count and SIMD target, with or without the AVX-512
-// kernel. The only padding terms run are zeros that leave a chain unchanged (K is padded to 32,
-// but a kBF16 chain stops at the BF16 GEMM's own padded_cols, so a flushed -0 stays -0).
+// kernel. The only padding terms run are zeros that leave a chain unchanged (the f32 chain is
+// never -0: no FTZ).
 //
 // Panel layout (BfpPanels): output rows in panels of 32 (= one tt-metal tile column tn), K-major:
 // panel p = its k tiles tk = 0 .. K/32 - 1 back to back, each BfpTileBytes(f) bytes (1088 / 576,
@@ -23,8 +24,7 @@
 //   [64, ...)  codes:
 //     bfp8: row k (< 32) of 32 bytes, byte n = the code's signed magnitude as a two's-complement
 //           int8 (-127..127): one sign extension and one conversion give 16 rows' exact f32
-//           multipliers of one k (the FMA tiles), and a chunk of two rows is the k pair the
-//           vdpbf16ps tiles widen (one vpermb puts it in vpunpck{l,h}bw's order)
+//           multipliers of one k (the FMA tiles)
 //     bfp4: chunks of 64 bytes = 16 little-endian 32-bit lanes, chunk 2 g + h (g < 4): lane i
 //           (n = 16 h + i), nibble at bit 4 j + 16 b = code (k = 8 g + 2 j + b, n), its signed
 //           magnitude in two's complement (-7..7): vpermw or vpermps on the lanes shifted by
@@ -134,7 +134,7 @@ class BfpPanels {
 // Calls of at least this many tokens widen each panel once instead of in registers per token
 // tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out as the
 // BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
-// (gemm_schedule.h's PortableRange, gemm_bf16dot.h), so the widening is paid once per panel, not
+// (gemm_schedule.h's PortableRange), so the widening is paid once per panel, not
 // once per token tile. Either side of the threshold the results are the same bits (the contract).
 constexpr int64_t kBfpWidenOnceTokens = 16;
 
@@ -175,10 +175,8 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
 // Both steps: y [n_tokens, w.rows()].
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y);
 
-// The kernel w's products run on, e.g. "bfp8 bf16 dot (AVX-512 BF16)", "bfp4 f32 FMA (AVX2)".
+// The kernel w's products run on, e.g. "bfp8 bf16 pairs (AVX3, one token AVX-512F)", "bfp4 f32
+// FMA (AVX2)".
 std::string GemmBfpKernelName(const BfpPanels& w);
-
-// True when w's products run on vdpbf16ps (the AVX-512 BF16 + VBMI tiles).
-bool GemmBfpUsesBf16Dot(const BfpPanels& w);
 
 }  // namespace wc

@@ -2,7 +2,8 @@
 // token's activations are lowered by each block's exponent drop once (ScaledX), then each 16-row
 // block of codes is widened to f32 (bfp8: vpmovsxbd and vcvtdq2ps of the two's-complement codes;
 // bfp4: vpermps of a 16-entry table by the code nibble) and multiplied into its 16
-// rows' chains with one FMA.
+// rows' even-k or odd-k chain with one FMA; at the tile's end (a 32-k block) the two chains are
+// added into the running sum (gemm.h's order).
 #include "kernels/gemm_bfp_one_token.h"
 
 #include <immintrin.h>
@@ -87,14 +88,14 @@ WC_BFP_ONE_TOKEN inline void UnscaledX(const uint8_t* __restrict tile, int64_t p
   }
 }
 
-// One k tile of NP bfp4 panels into acc[2 p + h] (k pairs [0, pairs), all 16 when kFull). Chunk 2 g
+// One k tile of NP bfp4 panels into even[p][h] and odd[p][h] (the block's chains). Chunk 2 g
 // + h of a tile (gemm_bfp.h): lane i = row 16 h + i, the nibble at bit 4 j + 16 b = code of k = 8 g
 // + 2 j + b; vpermps reads a lane's low 4 bits, so the lane shifted right by 4 j + 16 b indexes the
 // table.
-template <int NP, bool kScaled, bool kFull>
+template <int NP, bool kScaled>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
-    __m512 (&acc)[NP][2], __m512 table, const uint8_t* __restrict tile, int64_t panel_bytes,
-    const TileX<NP>& xs, const TileUnits<NP>* units, int pairs) {
+    __m512 (&even)[NP][2], __m512 (&odd)[NP][2], __m512 table, const uint8_t* __restrict tile,
+    int64_t panel_bytes, const TileX<NP>& xs, const TileUnits<NP>* units) {
   for (int g = 0; g < 4; ++g) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
@@ -104,29 +105,28 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp4(
 #pragma GCC unroll 4
         for (int j = 0; j < 4; ++j) {
           const int kp = 4 * g + j;
-          if (!kFull && kp >= pairs) break;
           __m512 w1 = _mm512_permutexvar_ps(_mm512_srli_epi32(c, 4 * j + 16), table);
           __m512 w0 = _mm512_permutexvar_ps(j == 0 ? c : _mm512_srli_epi32(c, 4 * j), table);
           if constexpr (!kScaled) {
             w1 = _mm512_mul_ps(w1, _mm512_set1_ps(units->unit[p][h][2 * kp + 1]));
             w0 = _mm512_mul_ps(w0, _mm512_set1_ps(units->unit[p][h][2 * kp]));
           }
-          acc[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), acc[p][h]);
-          acc[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), acc[p][h]);
+          even[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), even[p][h]);
+          odd[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), odd[p][h]);
         }
       }
     }
   }
 }
 
-// One k tile of NP bfp8 panels into acc[2 p + h] (k pairs [0, pairs), all 16 when kFull): row k of
+// One k tile of NP bfp8 panels into even[p][h] and odd[p][h] (the block's chains): row k of
 // a tile is 32 two's-complement codes (gemm_bfp.h), half h's 16 of them sign-extended and converted
 // exactly.
-template <int NP, bool kScaled, bool kFull>
+template <int NP, bool kScaled>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp8(
-    __m512 (&acc)[NP][2], const uint8_t* __restrict tile, int64_t panel_bytes, const TileX<NP>& xs,
-    const TileUnits<NP>* units, int pairs) {
-  for (int kp = 0; kp < (kFull ? 16 : pairs); ++kp) {
+    __m512 (&even)[NP][2], __m512 (&odd)[NP][2], const uint8_t* __restrict tile,
+    int64_t panel_bytes, const TileX<NP>& xs, const TileUnits<NP>* units) {
+  for (int kp = 0; kp < 16; ++kp) {
 #pragma GCC unroll 4
     for (int p = 0; p < NP; ++p) {
       const uint8_t* rows = tile + p * panel_bytes + 64 + 64 * kp;  // rows 2 kp, 2 kp + 1
@@ -140,51 +140,61 @@ WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void StepBfp8(
           w1 = _mm512_mul_ps(w1, _mm512_set1_ps(units->unit[p][h][2 * kp + 1]));
           w0 = _mm512_mul_ps(w0, _mm512_set1_ps(units->unit[p][h][2 * kp]));
         }
-        acc[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), acc[p][h]);
-        acc[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), acc[p][h]);
+        even[p][h] = _mm512_fmadd_ps(w0, _mm512_set1_ps(xs.even[p][h][kp]), even[p][h]);
+        odd[p][h] = _mm512_fmadd_ps(w1, _mm512_set1_ps(xs.odd[p][h][kp]), odd[p][h]);
       }
     }
   }
 }
 
-template <int NP, int B, bool kScaled, bool kFull>
+template <int NP, int B, bool kScaled>
 WC_BFP_ONE_TOKEN inline __attribute__((always_inline)) void Step(
-    __m512 (&acc)[NP][2], __m512 table, const uint8_t* __restrict tile, int64_t panel_bytes,
-    const TileX<NP>& xs, const TileUnits<NP>* units, int pairs) {
+    __m512 (&even)[NP][2], __m512 (&odd)[NP][2], __m512 table, const uint8_t* __restrict tile,
+    int64_t panel_bytes, const TileX<NP>& xs, const TileUnits<NP>* units) {
   if constexpr (B == 7) {
-    StepBfp8<NP, kScaled, kFull>(acc, tile, panel_bytes, xs, units, pairs);
+    StepBfp8<NP, kScaled>(even, odd, tile, panel_bytes, xs, units);
   } else {
-    StepBfp4<NP, kScaled, kFull>(acc, table, tile, panel_bytes, xs, units, pairs);
+    StepBfp4<NP, kScaled>(even, odd, table, tile, panel_bytes, xs, units);
   }
 }
 
+// The tile's 32 activations (f32 values of bf16s) as 16 pairs, bf16(2 kp + 1) << 16 | bf16(2 kp):
+// the high halves of the floats, gathered by one vpermt2w.
+WC_BFP_ONE_TOKEN inline __m512i PairsOf(const float* __restrict x) {
+  alignas(64) static constexpr uint16_t kHighWords[32] = {
+      1,  3,  5,  7,  9,  11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31,
+      33, 35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 63};
+  const __m512i lo = _mm512_loadu_si512(x), hi = _mm512_loadu_si512(x + 16);
+  return _mm512_permutex2var_epi16(lo, _mm512_load_si512(kHighWords), hi);
+}
+
 template <int NP, int B>
-WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict xp,
+WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const float* __restrict x,
                                                      const uint8_t* __restrict w,
                                                      int64_t panel_bytes, int64_t k_tiles,
-                                                     int64_t last_pairs, float* __restrict out) {
+                                                     float* __restrict out) {
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   // bfp4's two's-complement nibble (gemm_bfp.h) as a float; -8 never occurs.
   const __m512 table = _mm512_setr_ps(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
-  __m512 acc[NP][2];
+  __m512 acc[NP][2], even[NP][2], odd[NP][2];
   for (int p = 0; p < NP; ++p) acc[p][0] = acc[p][1] = _mm512_setzero_ps();
   TileX<NP> xs;
   TileUnits<NP> units;
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
-    const int pairs = tk + 1 == k_tiles ? static_cast<int>(last_pairs) : 16;
     const uint8_t* tile = w + tk * kTileBytes;
     PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
-    const __m512i x = _mm512_loadu_si512(xp + tk * 16);
-    if (ScaledX<NP>(tile, panel_bytes, 127 + B - 1, x, &xs)) {
-      if (pairs == 16) {
-        Step<NP, B, true, true>(acc, table, tile, panel_bytes, xs, nullptr, 16);
-      } else {
-        Step<NP, B, true, false>(acc, table, tile, panel_bytes, xs, nullptr, pairs);
-      }
+    for (int p = 0; p < NP; ++p)
+      for (int h = 0; h < 2; ++h) even[p][h] = odd[p][h] = _mm512_setzero_ps();
+    const __m512i pairs = PairsOf(x + tk * 32);
+    if (ScaledX<NP>(tile, panel_bytes, 127 + B - 1, pairs, &xs)) {
+      Step<NP, B, true>(even, odd, table, tile, panel_bytes, xs, nullptr);
     } else {
-      UnscaledX<NP>(tile, panel_bytes, B, x, &xs, &units);
-      Step<NP, B, false, false>(acc, table, tile, panel_bytes, xs, &units, pairs);
+      UnscaledX<NP>(tile, panel_bytes, B, pairs, &xs, &units);
+      Step<NP, B, false>(even, odd, table, tile, panel_bytes, xs, &units);
     }
+    for (int p = 0; p < NP; ++p)
+      for (int h = 0; h < 2; ++h)
+        acc[p][h] = _mm512_add_ps(acc[p][h], _mm512_add_ps(even[p][h], odd[p][h]));
   }
   for (int p = 0; p < NP; ++p) {
     _mm512_storeu_ps(out + 32 * p, acc[p][0]);
@@ -193,28 +203,28 @@ WC_BFP_ONE_TOKEN __attribute__((noinline)) void Tile(const uint32_t* __restrict 
 }
 
 template <int B>
-void TileB(int np, const uint32_t* xp, const uint8_t* w, int64_t panel_bytes, int64_t k_tiles,
-           int64_t last_pairs, float* out) {
+void TileB(int np, const float* x, const uint8_t* w, int64_t panel_bytes, int64_t k_tiles,
+           float* out) {
   switch (np) {
     case 4:
-      return Tile<4, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      return Tile<4, B>(x, w, panel_bytes, k_tiles, out);
     case 2:
-      return Tile<2, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      return Tile<2, B>(x, w, panel_bytes, k_tiles, out);
     default:
-      return Tile<1, B>(xp, w, panel_bytes, k_tiles, last_pairs, out);
+      return Tile<1, B>(x, w, panel_bytes, k_tiles, out);
   }
 }
 
 }  // namespace
 
-void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
-                     int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out) {
+void BfpOneTokenTile(int magnitude_bits, int np, const float* x, const uint8_t* w,
+                     int64_t panel_bytes, int64_t k_tiles, float* out) {
   const unsigned int csr = _mm_getcsr();
-  _mm_setcsr(csr | 0x8000u);  // FTZ: vdpbf16ps's flush of a subnormal sum
+  _mm_setcsr(csr | 0x8000u);  // FTZ: the BF16 GEMM's flush of a subnormal result (gemm.h)
   if (magnitude_bits == 7) {
-    TileB<7>(np, xp, w, panel_bytes, k_tiles, last_pairs, out);
+    TileB<7>(np, x, w, panel_bytes, k_tiles, out);
   } else {
-    TileB<3>(np, xp, w, panel_bytes, k_tiles, last_pairs, out);
+    TileB<3>(np, x, w, panel_bytes, k_tiles, out);
   }
   _mm_setcsr(csr);
 }

@@ -1,19 +1,18 @@
-// Internal to gemm_bfp_bf16dot.cpp: the block-float GEMM's one-token (decode) tile on AVX-512F,
-// f32 FMA chains instead of vdpbf16ps. Decode streams each weight once per token, so this tile's
-// cost per weight is the whole of decode's compute; on the Xeons measured (2026-11-26, AVX-512
-// BF16 + AMX, docs/performance.md) vdpbf16ps issues as four FMA-port uops for 32 products where
-// vfmadd231ps is one for 16, so the FMA chain does the same work in half the issue slots.
+// Internal to gemm_bfp.cpp: the block-float GEMM's one-token (decode) tile on AVX-512F. Decode
+// streams each weight once per token, so this tile's cost per weight is the whole of decode's
+// compute: per 16 weights one widening (bfp8: vpmovsxbd + vcvtdq2ps; bfp4: a shift + vpermps) and
+// one FMA, with the block's exponent on the activation instead of on each weight.
 //
-// Contract: the same bits as the vdpbf16ps pair chain (gemm_bfp.h), because each vdpbf16ps step is
-// an exact product added with one rounding under FTZ, which is what an FMA under MXCSR.FTZ does:
-// per k pair, acc = fma(w(k + 1), x(k + 1), acc), then acc = fma(w(k), x(k), acc), with
-//   x the token's bf16-rounded activation lowered by the block's exponent drop (x' = x 2^-D, the
-//     one-token trick of gemm_bfp_bf16dot.cpp: exact whenever x' stays a normal or x is zero),
+// Contract: the BF16 GEMM's order bit for bit (gemm.h, gemm_bfp.h): per k tile (a 32-k block), from
+// zero, even = fma(w(k), x(k), even) for even k and odd = fma(w(k), x(k), odd) for odd k in
+// increasing k, then acc = acc + (even + odd), all under FTZ, with
+//   x the token's bf16-rounded activation lowered by the block's exponent drop (x' = x 2^-D:
+//     exact whenever x' stays a normal or x is zero),
 //     times the bare code value +-q (an integer: bfp8 sign-extended and converted, bfp4 by vpermps
 //     of a 16-entry table);
 //   or, for a k tile where some x' would leave the normals, x itself times q 2^(E - 127 - (B - 1))
 //     (exact: plain panels hold normal weights).
-// Both give every product exactly x w, so the chains are the pair chains bit for bit.
+// Both give every product exactly x w, so the chains are the BF16 GEMM's bit for bit.
 #pragma once
 
 #include <cstdint>
@@ -21,14 +20,14 @@
 namespace wc {
 
 // The chains of one token through np (1, 2 or 4) plain panels (BfpPanels::PanelIsPlain),
-// out[j * 16 + lane] = row 16 h + lane of panel p (j = 2 p + h), over k tiles [0, k_tiles), the
-// last one's k pairs cut at last_pairs (1..16).
-//   xp: [K32 / 2] the token's bf16 pairs (PackBf16PairsRow); w: panel 0's first tile, the others
-//   panel_bytes apart (gemm_bfp.h's layout); out: [np * 32] f32.
-// Needs AVX-512F (CpuHas(kAvx512)); sets and restores MXCSR.FTZ.
+// out[j * 16 + lane] = row 16 h + lane of panel p (j = 2 p + h), over k tiles [0, k_tiles).
+//   x: [K32] the token's activations rounded to bf16 (as f32, zero past K: the portable pairs
+//   input of one token); w: panel 0's first tile, the others panel_bytes apart (gemm_bfp.h's
+//   layout); out: [np * 32] f32.
+// Needs AVX-512F (CpuHas(kAvx512Gemm)); sets and restores MXCSR.FTZ.
 //   magnitude_bits: B, 7 (bfp8) or 3 (bfp4).
-void BfpOneTokenTile(int magnitude_bits, int np, const uint32_t* xp, const uint8_t* w,
-                     int64_t panel_bytes, int64_t k_tiles, int64_t last_pairs, float* out);
+void BfpOneTokenTile(int magnitude_bits, int np, const float* x, const uint8_t* w,
+                     int64_t panel_bytes, int64_t k_tiles, float* out);
 
 // Tiles ahead of the one being multiplied whose lines the one-token tile prefetches, per panel:
 // decode is bound by the read rate, which the hardware prefetchers alone do not reach while the

@@ -100,7 +100,7 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
     m.bfp_ = BfpPanels::FromMatrix(BfpOf(format), w, name, m.precision_, done);
     return m;
   }
-  m.padded_cols_ = m.dtype_ == DType::kBF16 ? (w.cols + 1) / 2 * 2 : w.cols;
+  m.padded_cols_ = m.dtype_ == DType::kBF16 ? (w.cols + 31) / 32 * 32 : w.cols;
   const int64_t panels = m.panels(), elems = m.panel_elems();
   const int64_t esize = DTypeSize(m.dtype_);
   m.data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels * elems * esize)));

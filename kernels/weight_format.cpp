@@ -33,8 +33,8 @@ int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols) {
       return panel_rows * cols * 4;
     case WeightFormat::kF16:
       return panel_rows * cols * 2;
-    default:  // bf16: pairs of columns
-      return panel_rows * ((cols + 1) / 2 * 2) * 2;
+    default:  // bf16: columns padded to 32 (gemm.h's order runs blocks of 32 k)
+      return panel_rows * ((cols + 31) / 32 * 32) * 2;
   }
 }
 

@@ -55,7 +55,7 @@ constexpr WeightFormat FormatOfDType(DType d) {
 }
 
 // The bytes a W of HF shape [rows = out, cols = in] takes in format f, as the streaming GEMM holds
-// it: f32/f16/bf16 the panel layout (rows padded to 32, bf16 cols to even), bfp its tiles
+// it: f32/f16/bf16 the panel layout (rows padded to 32, bf16 cols to 32), bfp its tiles
 // (BfpLayout::bytes(): 1088 or 576 bytes a 32x32 tile, K and N padded to 32).
 int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols);
 
