@@ -85,75 +85,83 @@ HWY_INLINE VF LoadF16(DF df, const uint8_t* p) {
   return hn::PromoteTo(df, hn::Load(dh, reinterpret_cast<const hwy::float16_t*>(p)));
 }
 
-// out[t][j * kLanes + lane] for t < MR, j < NP * kPanelVecs: the tile's chains over all k steps.
+// Fetches 16 k steps ahead in each of NP panels every 4 steps: one or two tokens are bound by the
+// read rate, as the block-float tiles are (gemm_bfp_one_token.h).
+template <int MR, int NP, class Kind>
+HWY_INLINE void PrefetchAhead(const uint8_t* const (&wp)[NP], int64_t k, int64_t k_steps) {
+  if (MR <= 2 && k % 4 == 0 && k + 20 <= k_steps) {
+    for (int p = 0; p < NP; ++p)
+      for (int l = 0; l < 4 * Kind::kStepBytes; l += 64)
+        __builtin_prefetch(wp[p] + (k + 16) * Kind::kStepBytes + l, 0, 3);
+  }
+}
+
+// out[t][j * kLanes + lane] for t < MR, j < NP * kPanelVecs: the tile's chains over all k steps
+// (F32 / F16).
 //   xp: the tile's packed input; w: the first of NP consecutive panels, panel_bytes apart.
 template <int MR, int NP, class Kind>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
                        int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out) {
   constexpr int NV = NP * kPanelVecs;
-  constexpr bool kPairs = std::is_same_v<Kind, KindPairs>;
   const DF df;
-  // F32 / F16: acc is the chain. Pairs: acc and odd are a 32-k block's even-k and odd-k chains,
-  // added into out (the chain across blocks) at the block's end.
-  VF acc[MR][NV], odd[MR][kPairs ? NV : 1];
-  const auto clear = [&] {
-    for (int t = 0; t < MR; ++t)
-      for (int j = 0; j < NV; ++j) {
-        acc[t][j] = hn::Zero(df);
-        if constexpr (kPairs) odd[t][j] = hn::Zero(df);
-      }
-  };
-  clear();
-  if constexpr (kPairs) {
-    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
-  }
+  VF acc[MR][NV];
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
   const uint8_t* wp[NP];
   for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
   for (int64_t k = 0; k < k_steps; ++k) {
-    // One or two tokens are bound by the read rate: fetch 16 k steps ahead in each panel, as the
-    // block-float tiles do (gemm_bfp_one_token.h).
-    if (MR <= 2 && k % 4 == 0 && k + 20 <= k_steps) {
-      for (int p = 0; p < NP; ++p)
-        for (int l = 0; l < 4 * Kind::kStepBytes; l += 64)
-          __builtin_prefetch(wp[p] + (k + 16) * Kind::kStepBytes + l, 0, 3);
-    }
+    PrefetchAhead<MR, NP, Kind>(wp, k, k_steps);
     for (int j = 0; j < NV; ++j) {
       const uint8_t* src = wp[j / kPanelVecs] + k * Kind::kStepBytes;
-      if constexpr (kPairs) {
-        const hn::RebindToUnsigned<DF> du;
+      VF wv;
+      if constexpr (std::is_same_v<Kind, KindF32>) {
+        wv = hn::Load(df, reinterpret_cast<const float*>(src) + (j % kPanelVecs) * kLanes);
+      } else {
+        wv = LoadF16(df, src + (j % kPanelVecs) * kLanes * 2);
+      }
+      for (int t = 0; t < MR; ++t) acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), wv, acc[t][j]);
+    }
+  }
+  for (int t = 0; t < MR; ++t)
+    for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+}
+
+// The pairs tile (BF16 panels, gemm.h's order): per 32-k block (16 k steps) the even-k chains
+// `even` and odd-k chains `odd` from zero, then out += even + odd (out: the chains across blocks,
+// as Tile's). Chains live inside the block's loop so the compiler keeps them in registers.
+template <int MR, int NP>
+HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
+                            int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out) {
+  constexpr int NV = NP * kPanelVecs;
+  const DF df;
+  const hn::RebindToUnsigned<DF> du;
+  for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
+  const uint8_t* wp[NP];
+  for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
+  for (int64_t b = 0; b < k_steps; b += 16) {
+    VF even[MR][NV], odd[MR][NV];
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = hn::Zero(df);
+    for (int64_t k = b; k < b + 16; ++k) {
+      PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
+      for (int j = 0; j < NV; ++j) {
+        const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
         const auto pair =
             hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
         const VF w_odd = hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
         const VF w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
         for (int t = 0; t < MR; ++t) {
           const float* xt = xp + (k * MR + t) * 2;
-          acc[t][j] = Fma(hn::Set(df, xt[0]), w_even, acc[t][j]);
+          even[t][j] = Fma(hn::Set(df, xt[0]), w_even, even[t][j]);
           odd[t][j] = Fma(hn::Set(df, xt[1]), w_odd, odd[t][j]);
         }
-      } else {
-        VF wv;
-        if constexpr (std::is_same_v<Kind, KindF32>) {
-          wv = hn::Load(df, reinterpret_cast<const float*>(src) + (j % kPanelVecs) * kLanes);
-        } else {
-          wv = LoadF16(df, src + (j % kPanelVecs) * kLanes * 2);
-        }
-        for (int t = 0; t < MR; ++t) acc[t][j] = Fma(hn::Set(df, xp[k * MR + t]), wv, acc[t][j]);
       }
     }
-    if constexpr (kPairs) {
-      if (k % 16 == 15) {  // the end of a 32-k block: c += even + odd
-        for (int t = 0; t < MR; ++t)
-          for (int j = 0; j < NV; ++j) {
-            float* o = out + t * NV * kLanes + j * kLanes;
-            hn::Store(hn::Add(hn::Load(df, o), hn::Add(acc[t][j], odd[t][j])), df, o);
-          }
-        clear();
-      }
-    }
-  }
-  if constexpr (!kPairs) {
     for (int t = 0; t < MR; ++t)
-      for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
+      for (int j = 0; j < NV; ++j) {
+        float* o = out + t * NV * kLanes + j * kLanes;
+        hn::Store(hn::Add(hn::Load(df, o), hn::Add(even[t][j], odd[t][j])), df, o);
+      }
   }
 }
 
@@ -165,12 +173,20 @@ struct TileFn {
   void Run(int np, const float* xp, const uint8_t* w, float* out) const {
     if constexpr (MR <= MaxTokens<Kind>()) {
       if constexpr (Fits<Kind>(MR, 4)) {
-        if (np == 4) return Tile<MR, 4, Kind>(xp, w, panel_bytes, k_steps, out);
+        if (np == 4) return Run<MR, 4>(xp, w, out);
       }
       if constexpr (Fits<Kind>(MR, 2)) {
-        if (np == 2) return Tile<MR, 2, Kind>(xp, w, panel_bytes, k_steps, out);
+        if (np == 2) return Run<MR, 2>(xp, w, out);
       }
-      return Tile<MR, 1, Kind>(xp, w, panel_bytes, k_steps, out);
+      return Run<MR, 1>(xp, w, out);
+    }
+  }
+  template <int MR, int NP>
+  void Run(const float* xp, const uint8_t* w, float* out) const {
+    if constexpr (std::is_same_v<Kind, KindPairs>) {
+      TilePairs<MR, NP>(xp, w, panel_bytes, k_steps, out);
+    } else {
+      Tile<MR, NP, Kind>(xp, w, panel_bytes, k_steps, out);
     }
   }
   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
@@ -325,8 +341,9 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
-  gemm::ForThreadPanels(pa, pb,
-                        [&](int64_t a, int64_t b) { HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b); });
+  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
+    HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
+  });
 }
 
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y) {

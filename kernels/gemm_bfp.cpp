@@ -66,7 +66,7 @@ constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kHalfVecs = 16 / kLanes;  // vectors across one half (16 rows) of a panel
 constexpr int kPanelVecs = 2 * kHalfVecs;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-constexpr int kAccBudget = 24, kPairAccBudget = 12;  // of 32 vector registers (as gemm.cpp)
+constexpr int kAccBudget = 24, kPairAccBudget = 8;  // of 32 vector registers (pairs: x2)
 #else
 constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: x2)
 #endif
@@ -240,8 +240,7 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], VF (&odd)[MR][NO],
               const VF w0 = Widen4<kScaled>(lanes, bit0, hn::Set(df, unit[p][h][k]));
               const VF w1 = Widen4<kScaled>(lanes, bit1, hn::Set(df, unit[p][h][k + 1]));
               if constexpr (kScaled) {
-                ChainScaled<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xs[p][h][k],
-                                                xs[p][h][k + 1]);
+                ChainScaled<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xs[p][h][k], xs[p][h][k + 1]);
               } else {
                 Chain<MR, NV, NO, kPairs>(acc, odd, j, w0, w1, xp, tk * 32 + k);
               }
@@ -251,6 +250,31 @@ HWY_INLINE void TileStep(VF (&acc)[MR][NP * kPanelVecs], VF (&odd)[MR][NO],
       }
     }
   }
+}
+
+// k tile tk into Tile's chains: its blocks' units, then its codes (TileStep).
+template <int MR, int NP, int B, bool kPairs, int NO>
+HWY_INLINE void KTile(VF (&acc)[MR][NP * kPanelVecs], VF (&odd)[MR][NO],
+                      const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
+                      int64_t panel_bytes, int64_t k_tiles, int64_t tk, bool plain,
+                      float (*unit)[2][32], float (*xs)[2][32]) {
+  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
+  const BlockUnits& units = BlockUnitsOf(B);
+  // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
+  if (MR <= 2) PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
+  for (int p = 0; p < NP; ++p) {
+    const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
+    for (int k = 0; k < 32; ++k)
+      for (int h = 0; h < 2; ++h) unit[p][h][k] = units.of[e[(k / 2) * 4 + 2 * h + k % 2]];
+  }
+  // One token: x(k) of this tile ([K32 / 2][1][2] and [K32][1] are both x in k order).
+  if constexpr (MR == 1) {
+    if (plain && ScaledTileX<NP>(xp + tk * 32, unit, xs)) {
+      TileStep<MR, NP, B, kPairs, true>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
+      return;
+    }
+  }
+  TileStep<MR, NP, B, kPairs, false>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
 }
 
 // out[t][p * 32 + n] for t < MR, p < NP, n < 32: the tile's chains over k tiles [0, k_tiles).
@@ -263,52 +287,29 @@ template <int MR, int NP, int B, bool kPairs>
 HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
                        int64_t panel_bytes, int64_t k_tiles, bool plain, float* HWY_RESTRICT out) {
   constexpr int NV = NP * kPanelVecs;
-  constexpr int NO = kPairs ? NV : 1;
-  constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const DF df;
-  VF acc[MR][NV], odd[MR][NO];
-  const auto clear = [&] {
-    for (int t = 0; t < MR; ++t)
-      for (int j = 0; j < NV; ++j) {
-        acc[t][j] = hn::Zero(df);
-        if constexpr (kPairs) odd[t][j] = hn::Zero(df);
-      }
-  };
-  clear();
-  if constexpr (kPairs) {
-    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
-  }
-  const BlockUnits& units = BlockUnitsOf(B);
   HWY_ALIGN float unit[NP][2][32];  // [panel][half][k] of the current tile
   HWY_ALIGN float xs[NP][2][32];    // one token: x' (ScaledTileX)
-  for (int64_t tk = 0; tk < k_tiles; ++tk) {
-    // A few tokens' tile is bound by the read rate: fetch ahead as the one-token tile does.
-    if (MR <= 2) PrefetchBfpTilesAhead(w, NP, panel_bytes, kTileBytes, tk, k_tiles);
-    for (int p = 0; p < NP; ++p) {
-      const uint8_t* e = w + p * panel_bytes + tk * kTileBytes;
-      for (int k = 0; k < 32; ++k)
-        for (int h = 0; h < 2; ++h) unit[p][h][k] = units.of[e[(k / 2) * 4 + 2 * h + k % 2]];
-    }
-    if constexpr (MR == 1) {
-      // x(k) of this tile: [K32 / 2][1][2] and [K32][1] are both x in k order.
-      if (plain && ScaledTileX<NP>(xp + tk * 32, unit, xs)) {
-        TileStep<MR, NP, B, kPairs, true>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
-      } else {
-        TileStep<MR, NP, B, kPairs, false>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
-      }
-    } else {
-      TileStep<MR, NP, B, kPairs, false>(acc, odd, w, panel_bytes, tk, unit, xs, xp);
-    }
-    if constexpr (kPairs) {  // the end of the 32-k block: out += even + odd
+  if constexpr (kPairs) {
+    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
+    for (int64_t tk = 0; tk < k_tiles; ++tk) {
+      // The block's chains, local to it so the compiler keeps them in registers.
+      VF even[MR][NV], odd[MR][NV];
+      for (int t = 0; t < MR; ++t)
+        for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = hn::Zero(df);
+      KTile<MR, NP, B, kPairs>(even, odd, xp, w, panel_bytes, k_tiles, tk, plain, unit, xs);
       for (int t = 0; t < MR; ++t)
         for (int j = 0; j < NV; ++j) {
           float* o = out + t * NV * kLanes + j * kLanes;
-          hn::Store(hn::Add(hn::Load(df, o), hn::Add(acc[t][j], odd[t][j])), df, o);
+          hn::Store(hn::Add(hn::Load(df, o), hn::Add(even[t][j], odd[t][j])), df, o);
         }
-      clear();
     }
-  }
-  if constexpr (!kPairs) {
+  } else {
+    VF acc[MR][NV], unused[MR][1];
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) acc[t][j] = hn::Zero(df);
+    for (int64_t tk = 0; tk < k_tiles; ++tk)
+      KTile<MR, NP, B, kPairs>(acc, unused, xp, w, panel_bytes, k_tiles, tk, plain, unit, xs);
     for (int t = 0; t < MR; ++t)
       for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
   }
@@ -545,7 +546,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.path_ = PathOf(w);
   in.widen_once_ = n_tokens >= kBfpWidenOnceTokens;
   in.tile_tokens_ = in.widen_once_ ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
-                                    : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+                                   : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
@@ -597,8 +598,9 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, a, c); });
     return;
   }
-  gemm::ForThreadPanels(
-      pa, pb, [&](int64_t a, int64_t c) { HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c); });
+  gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
+    HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c);
+  });
 }
 
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {

@@ -77,7 +77,9 @@ float Chain(const float* x, const float* w, int64_t cols, DType dtype, Activatio
   };
   auto wv = [&](int64_t k) { return k < cols ? w[k] : 0.0f; };
   // A subnormal result flushed to zero of its sign (MXCSR.FTZ, as the kernels run).
-  auto ftz = [](float v) { return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v; };
+  auto ftz = [](float v) {
+    return std::fpclassify(v) == FP_SUBNORMAL ? std::copysign(0.0f, v) : v;
+  };
   for (int64_t b = 0; b < cols; b += 32) {
     float even = 0.0f, odd = 0.0f;
     for (int64_t k = b; k < b + 32; k += 2) {
