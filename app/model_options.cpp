@@ -56,8 +56,9 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option("--k-chunk-size", o.k_chunk_size, "FlashDecode K/V chunk rows (0 = auto)")
       ->capture_default_str();
   cmd->add_option("--matmul-precision", o.matmul_precision,
-                  "Activations of BF16 weight matrices: bf16 (rounded, bf16 dot products: twice "
-                  "the throughput, as llama.cpp) or f32 (exact products). F32/F16 weights: f32")
+                  "Activations of BF16 weight matrices: bf16 (rounded, as llama.cpp and the "
+                  "Wormhole: AMX tiles where the CPU has them) or f32 (exact products). F32/F16 "
+                  "weights: f32")
       ->capture_default_str();
   cmd->add_option("--weights", o.weights, kWeightsHelp)->capture_default_str();
 }

@@ -13,6 +13,8 @@ enum class CpuKernels : uint8_t {
   kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (int8.h)
   kAvx512Bf16Vbmi,  // vdpbf16ps and vpermi2b: the fp8 / bfp8 attention kernels (..._bf16dot.h)
   kAvx512Gemm,      // AVX-512F: the block-float GEMM's one-token tile (gemm_bfp_one_token.h)
+  kAmxBf16Gemm,     // tdpbf16ps: the BF16 GEMM on AMX tiles (gemm_amx.h) and bfp4's one-token
+                    // tile; AVX-512 allowed, and the OS's tile state enabled and granted to us
 };
 
 // True when this CPU has the family's instructions and WORMCHAT_SIMD (simd_limit.h) allows them;

@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -30,7 +31,7 @@
 #ifndef WC_KERNELS_GEMM_PATHS_
 #define WC_KERNELS_GEMM_PATHS_
 namespace wc {
-enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBfp = 4 };
+enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBfp = 4, kPathAmx = 5 };
 }  // namespace wc
 #endif
 
@@ -245,9 +246,19 @@ void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb) {
 
 namespace {
 
+// BF16 panels with bf16 activations run on AMX from this many tokens where the CPU has it: below,
+// the FMA pairs tiles read the weights as fast (decode is bound by the read).
+constexpr int64_t kAmxMinTokens = 4;
+
+bool AmxRuns(const PackedMatrix& w) {
+  return !IsBfp(w.format()) && w.dtype() == DType::kBF16 &&
+         w.precision() == ActivationPrecision::kBF16 && AmxBf16GemmAvailable();
+}
+
 // The kernel choice, the first row that fits (kernels/README.md's GEMM table): a bfp matrix the
-// block-float GEMM (which picks its own tiles: GemmBfpKernelName), then by the panels' dtype.
-int PathOf(const PackedMatrix& w) {
+// block-float GEMM (which picks its own tiles: GemmBfpKernelName), then by the panels' dtype and
+// the call's tokens.
+int PathOf(const PackedMatrix& w, int64_t n_tokens) {
   if (IsBfp(w.format())) return kPathBfp;
   switch (w.dtype()) {
     case DType::kF32:
@@ -255,7 +266,7 @@ int PathOf(const PackedMatrix& w) {
     case DType::kF16:
       return kPathF16;
     case DType::kBF16:
-      return kPathPairs;
+      return n_tokens >= kAmxMinTokens && AmxRuns(w) ? kPathAmx : kPathPairs;
   }
   return kPathF32;
 }
@@ -294,14 +305,19 @@ void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64
 GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, const PackedMatrix& w) {
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   GemmInput in;
-  in.path_ = PathOf(w);
+  in.path_ = PathOf(w, n_tokens);
   in.n_tokens_ = n_tokens;
+  in.cols_ = w.padded_cols();
   if (in.path_ == kPathBfp) {
     in.bfp_ = PackBfpGemmInput(x, n_tokens, x_stride, w.bfp());
     return in;
   }
+  if (in.path_ == kPathAmx) {
+    in.amx_ = std::make_shared<const AmxGemmInput>(
+        PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), w.padded_cols()));
+    return in;
+  }
   in.tile_tokens_ = HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
-  in.cols_ = w.padded_cols();
   in.floats_per_token_ = w.padded_cols();
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
@@ -341,6 +357,10 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
+  if (path == kPathAmx) {
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) { GemmAmxRange(*x.amx_, task, a, b); });
+    return;
+  }
   gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
     HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
   });
@@ -365,7 +385,12 @@ const char* Interned(std::string s) {
 }  // namespace
 
 const char* GemmKernelName(const PackedMatrix& w) {
-  switch (PathOf(w)) {
+  if (AmxRuns(w)) {
+    return Interned("bf16 pairs (" + CpuKernelsName(CpuKernels::kPortable) + "; from " +
+                    std::to_string(kAmxMinTokens) + " tokens " +
+                    CpuKernelsName(CpuKernels::kAmxBf16Gemm) + ")");
+  }
+  switch (PathOf(w, 1)) {
     case kPathBfp:
       return Interned(GemmBfpKernelName(w.bfp()));
     case kPathPairs:
@@ -380,8 +405,17 @@ const char* GemmKernelName(const PackedMatrix& w) {
   }
 }
 
+bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens) {
+  if (IsBfp(w.format())) {
+    return w.precision() == ActivationPrecision::kBF16 && AmxBf16GemmAvailable() &&
+           n_tokens >= kBfpWidenOnceTokensAmx;
+  }
+  return PathOf(w, n_tokens) == kPathAmx;
+}
+
 void SetGemmX86Kernels(bool enabled) {
   SetKernelsEnabled(CpuKernels::kAvx512Gemm, enabled);
+  SetKernelsEnabled(CpuKernels::kAmxBf16Gemm, enabled);
 }
 
 }  // namespace wc

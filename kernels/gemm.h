@@ -9,9 +9,12 @@
 //     tools/experiments/amx_vs_dp.cpp), K zero-padded to a multiple of 32. For each block of 32 k
 //     (b = 0, 1, ...), from e = o = +0, for j = 0 .. 15 in order
 //       e = fma(x[32 b + 2 j], W[r, 32 b + 2 j], e); o = fma(x[32 b + 2 j + 1], W[r, ...], o)
-//     then c = c + (e + o), c from +0; every result flushed to zero of its sign when subnormal
-//     (MXCSR.FTZ, set by the kernels), x rounded to bf16 with kBF16 activations (subnormals
-//     flushed to zero) or taken as f32 with kF32.
+//     then c = c + (e + o), c from +0; every result flushed to zero of its sign when tiny as x86
+//     detects it (MXCSR.FTZ, set by the kernels, and AMX alike: below 2^-126 after rounding to 24
+//     bits with unbounded exponent; gemm_amx.h), x rounded to bf16 with kBF16 activations
+//     (subnormals flushed to zero) or taken as f32 with kF32. Calls of BF16 panels with bf16
+//     activations from kAmxMinTokens tokens run on AMX tiles where the CPU has them (gemm_amx.h):
+//     one TDPBF16PS per block is exactly this order.
 // The result depends on nothing but the element's own x row and W row: not on the number of tokens
 // in the call, the tile a token lands in, the row range, the thread count or the SIMD target (every
 // target has FMA). So decode (one token) and prefill (many) give identical bits.
@@ -22,6 +25,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "kernels/packed_matrix.h"
@@ -52,6 +56,7 @@ class GemmInput {
   int64_t cols_ = 0;  // the matrix's padded_cols the input was packed for
   std::vector<float> data_;
   BfpGemmInput bfp_;  // path_ == the block-float path: the input (data_ empty)
+  std::shared_ptr<const AmxGemmInput> amx_;  // path_ == AMX (gemm_amx.h): the input
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
@@ -70,8 +75,12 @@ void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* 
 // GemmBfpKernelName ("bfp8 bf16 pairs (AVX3, one token AVX-512F)"); valid for the process.
 const char* GemmKernelName(const PackedMatrix& w);
 
-// Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm) off (and on) to
-// compare them with the portable tiles.
+// True when calls of w with at least `n_tokens` tokens run on AMX tiles (BF16 panels or a bfp
+// matrix's widened ones, bf16 activations, an AMX CPU): their compute bound is the AMX peak.
+bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens);
+
+// Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm and kAmxBf16Gemm) off
+// (and on) to compare them with the portable tiles.
 void SetGemmX86Kernels(bool enabled);
 
 }  // namespace wc

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm_amx.h"
 #include "kernels/gemm_bfp.h"
 #include "kernels/gemm_bfp_one_token.h"
 #include "kernels/gemm_schedule.h"
@@ -491,7 +492,9 @@ uint8_t* WidenBuffer(size_t bytes) {
 // (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
 // buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
 // chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
-void RunWidened(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
+//   amx: the input on AMX (kBfpPathPairs where the BF16 GEMM runs there), else nullptr.
+void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, int64_t pa,
+                int64_t pb) {
   const gemm::Task& b = task.base;
   const int64_t k32 = b.k_steps * 32;
   const int64_t panel_bytes = path == kBfpPathF32 ? k32 * 32 * 4 : k32 * 32 * 2;
@@ -508,7 +511,11 @@ void RunWidened(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
     t.row_begin = b.row_begin - first;
     t.row_end = b.row_end - first;
     t.bias = b.bias != nullptr ? b.bias + first : nullptr;
-    gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
+    if (amx != nullptr) {
+      GemmAmxRange(*amx, t, 0, 1);
+    } else {
+      gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
+    }
   }
 }
 
@@ -544,12 +551,18 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   BfpGemmInput in;
   in.path_ = PathOf(w);
-  in.widen_once_ = n_tokens >= kBfpWidenOnceTokens;
-  in.tile_tokens_ = in.widen_once_ ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
-                                   : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  const bool amx = in.path_ == kBfpPathPairs && AmxBf16GemmAvailable();
+  in.widen_once_ = n_tokens >= (amx ? kBfpWidenOnceTokensAmx : kBfpWidenOnceTokens);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
+  if (in.widen_once_ && amx) {
+    in.amx_ = std::make_shared<const AmxGemmInput>(
+        PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), k32));
+    return in;
+  }
+  in.tile_tokens_ = in.widen_once_ ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
+                                   : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
   in.floats_per_token_ = k32;
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
@@ -595,7 +608,8 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
   if (x.widen_once_) {
-    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, a, c); });
+    const AmxGemmInput* amx = x.amx_.get();
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, amx, a, c); });
     return;
   }
   gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
@@ -613,7 +627,12 @@ std::string GemmBfpKernelName(const BfpPanels& w) {
   const std::string target = CpuKernelsName(CpuKernels::kPortable);
   if (PathOf(w) == kBfpPathF32) return f + " f32 FMA (" + target + ")";
   return f + " bf16 pairs (" + target +
-         (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F)" : ")");
+         (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F" : "") +
+         (AmxBf16GemmAvailable()
+              ? "; from " + std::to_string(kBfpWidenOnceTokensAmx) + " tokens widened, " +
+                    CpuKernelsName(CpuKernels::kAmxBf16Gemm)
+              : "") +
+         ")";
 }
 
 }  // namespace wc

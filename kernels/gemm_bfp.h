@@ -37,6 +37,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,8 @@
 #include "util/page_buffer.h"
 
 namespace wc {
+
+struct AmxGemmInput;  // gemm_amx.h
 
 // Where a matrix's tiles lie in a tensor of tt-metal's tiles (a converted checkpoint's): the
 // matrix [rows, cols] (N, K unpadded) is whole tile rows [tk_begin, tk_begin + K/32) of `whole`,
@@ -134,9 +137,11 @@ class BfpPanels {
 // Calls of at least this many tokens widen each panel once instead of in registers per token
 // tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out as the
 // BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
-// (gemm_schedule.h's PortableRange), so the widening is paid once per panel, not
-// once per token tile. Either side of the threshold the results are the same bits (the contract).
+// (gemm_schedule.h's PortableRange, or AMX's where the BF16 GEMM runs on AMX: from
+// kBfpWidenOnceTokensAmx tokens), so the widening is paid once per panel, not once per token
+// tile. Either side of the threshold the results are the same bits (the contract).
 constexpr int64_t kBfpWidenOnceTokens = 16;
+constexpr int64_t kBfpWidenOnceTokensAmx = 4;
 
 // Activations packed for one BfpPanels' kernel (the BF16 / F32 GEMM's layouts, gemm.h's
 // GemmInput), K padded to 32 with zeros: tiles of at most MR tokens (balanced, gemm_schedule.h's
@@ -160,6 +165,7 @@ class BfpGemmInput {
   int64_t floats_per_token_ = 0;
   const BfpPanels* panels_ = nullptr;  // the matrix it was packed for
   std::vector<float> data_;
+  std::shared_ptr<const AmxGemmInput> amx_;  // widened panels on AMX (gemm_amx.h): the input
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 
+#include "kernels/cpu_kernels.h"
 #include "kernels/decode_attention_bf16dot.h"
 
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 reduction intrinsics.
@@ -83,6 +84,49 @@ WC_BF16 double Bf16DotChains(int64_t iters, float* sink) {
   return static_cast<double>(iters) * 12 * 16 * 4;
 }
 
+#define WC_AMX __attribute__((target("amx-tile,amx-bf16")))
+
+// LDTILECFG's 64-byte operand (palette 1).
+struct alignas(64) AmxTileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t colsb[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// As FmaChains, with TDPBF16PS: 4 C tiles (16 x 16 f32) from 2 A and 2 B tiles (16 x 32 bf16),
+// each instruction 16 x 16 x 32 products (16384 FLOPs).
+WC_AMX double AmxTileChains(int64_t iters, float* sink) {
+  alignas(64) static const uint16_t ones[16 * 32] = {};  // zeros: the values do not matter
+  AmxTileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.colsb[t] = 64;
+  }
+  // GCC 12's _tile_loadconfig declares a one-byte operand: keep the other stores before it.
+  __asm__ volatile("" ::: "memory");
+  _tile_loadconfig(&config);
+  _tile_zero(0);
+  _tile_zero(1);
+  _tile_zero(2);
+  _tile_zero(3);
+  _tile_loadd(4, ones, 64);
+  _tile_loadd(5, ones, 64);
+  _tile_loadd(6, ones, 64);
+  _tile_loadd(7, ones, 64);
+  for (int64_t i = 0; i < iters; ++i) {
+    _tile_dpbf16ps(0, 4, 6);
+    _tile_dpbf16ps(1, 4, 7);
+    _tile_dpbf16ps(2, 5, 6);
+    _tile_dpbf16ps(3, 5, 7);
+  }
+  alignas(64) float c[16 * 16];
+  _tile_stored(0, c, 64);
+  _tile_release();
+  *sink += c[0];
+  return static_cast<double>(iters) * 4 * 16384;
+}
+
 // FLOP/s of `chains` run on every thread at once, best of three rounds of about `seconds`.
 template <typename F>
 double Rate(F chains, double seconds) {
@@ -125,6 +169,7 @@ PeakFlops MeasurePeakFlops(double seconds) {
   p.f32_fma =
       Rate([](int64_t n, float* s) { return HWY_DYNAMIC_DISPATCH(FmaChains)(n, s); }, seconds);
   if (CpuHasBf16DotKernels()) p.bf16_dot = Rate(Bf16DotChains, seconds);
+  if (CpuHas(CpuKernels::kAmxBf16Gemm)) p.amx_bf16 = Rate(AmxTileChains, seconds);
   return p;
 }
 

@@ -9,6 +9,8 @@ struct PeakFlops {
   double f32_fma = 0;   // FLOP/s of f32 fused multiply-adds (2 per lane), the SIMD target's width
   double bf16_dot = 0;  // FLOP/s of AVX-512 BF16 dot products (vdpbf16ps: 4 per f32 lane); 0 if
                         // the CPU has none
+  double amx_bf16 = 0;  // FLOP/s of AMX TDPBF16PS (16 x 16 x 32 products a tile); 0 if the CPU or
+                        // the OS gives this process none (cpu_kernels.h's kAmxBf16Gemm)
 };
 
 // Runs each kind for about `seconds` on all threads (independent accumulator chains, no memory

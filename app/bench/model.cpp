@@ -152,11 +152,19 @@ void RunBenchModel(const BenchModelOptions& o) {
       DTypeName(m.model->weights().layers[0].qkv.dtype),
       m.model->options().weights.ToString().c_str(), KVDTypeName(m.kv.dtype), threads,
       SimdTargetName(), kernel);
-  // The compute bound of the kernel the matmuls run on: every GEMM tile is f32 FMAs.
-  const double compute_peak = peak.f32_fma;
-  const char* compute_name = "f32 FMA";
-  std::printf("machine: f32 FMA %.1f GFLOP/s, bf16 dot %s\n", peak.f32_fma / 1e9,
-              peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none");
+  // The compute bound of the tiles a call of n tokens runs on: AMX where the GEMM takes it, else
+  // f32 FMAs (every other GEMM tile).
+  struct ComputeBound {
+    double peak;
+    const char* name;
+  };
+  const auto compute_for = [&](int64_t n_tokens) {
+    return GemmUsesAmx(qkv, n_tokens) ? ComputeBound{peak.amx_bf16, "AMX bf16"}
+                                      : ComputeBound{peak.f32_fma, "f32 FMA"};
+  };
+  std::printf("machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s\n", peak.f32_fma / 1e9,
+              peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none",
+              peak.amx_bf16 > 0 ? Cat(peak.amx_bf16 / 1e9, " GFLOP/s").c_str() : "none");
   const WeightsMemory mem = MemoryOf(m, loop);
   PrintMemory("memory after load:", mem);
   std::fflush(stdout);
@@ -174,7 +182,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"weight_bytes_step", shape.weight_bytes_step},
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},
                         {"f32_fma_gflops", peak.f32_fma / 1e9},
-                        {"bf16_dot_gflops", peak.bf16_dot / 1e9}};
+                        {"bf16_dot_gflops", peak.bf16_dot / 1e9},
+                        {"amx_bf16_gflops", peak.amx_bf16 / 1e9}};
 
   // Prefill.
   std::vector<double> prefill;
@@ -187,10 +196,12 @@ void RunBenchModel(const BenchModelOptions& o) {
   const double prefill_flops = 2.0 * (shape.matmul_params - shape.lm_head_params) +
                                shape.attn_flops_per_pos * (o.prompt_len + 1) / 2.0 +
                                2.0 * shape.lm_head_params / o.prompt_len;
-  const double prefill_bound = compute_peak / prefill_flops;
+  const ComputeBound prefill_compute = compute_for(o.prompt_len);
+  const double prefill_bound = prefill_compute.peak / prefill_flops;
   const double prefill_rate = Median(prefill);
   std::printf("prefill %4d tokens: %9.1f tokens/s  (%.0f%% of the %s bound %.1f)\n", o.prompt_len,
-              prefill_rate, 100 * prefill_rate / prefill_bound, compute_name, prefill_bound);
+              prefill_rate, 100 * prefill_rate / prefill_bound, prefill_compute.name,
+              prefill_bound);
   out["prefill"] = {{"tokens", o.prompt_len},
                     {"tokens_per_s", prefill_rate},
                     {"bound_tokens_per_s", prefill_bound},
@@ -225,15 +236,16 @@ void RunBenchModel(const BenchModelOptions& o) {
     const double avg_pos = 8 + o.gen_len / 2.0;
     const double step_bytes = shape.weight_bytes_step + rows * avg_pos * shape.kv_bytes_per_pos;
     const double bw_bound = rows * read_gbps * 1e9 / step_bytes;
+    const ComputeBound compute = compute_for(rows);
     const double fma_bound =
-        compute_peak / (2.0 * shape.matmul_params + shape.attn_flops_per_pos * avg_pos);
+        compute.peak / (2.0 * shape.matmul_params + shape.attn_flops_per_pos * avg_pos);
     const double bound = std::min(bw_bound, fma_bound);
     // Any run, not only the median, above the bound means the bound was not one in this run.
     const bool exceeds = fastest > bound;
     exceeded += exceeds ? 1 : 0;
     std::printf("decode  %2d row%s:   %9.1f tokens/s  (%.0f%% of the %s bound %.1f)", rows,
                 rows == 1 ? " " : "s", rate, 100 * rate / bound,
-                bw_bound <= fma_bound ? "bandwidth" : compute_name, bound);
+                bw_bound <= fma_bound ? "bandwidth" : compute.name, bound);
     if (rows != 1 && rate1 > 0) std::printf(", %.2fx 1 row", rate / rate1);
     if (exceeds)
       std::printf("  EXCEEDS ITS BOUND: a run reached %.1f tokens/s (%.0f%%)", fastest,
