@@ -45,9 +45,13 @@ using VF = hn::Vec<DF>;
 constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kPanelVecs = gemm::kPanelRows / kLanes;  // vectors across one panel's 32 rows
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+// Pairs: the even and odd chains of a block live together (x2 registers), or, with 16 registers,
+// one after the other (kSplitPasses: the block's weights are read twice, from L1).
 constexpr int kAccBudget = 24, kPairAccBudget = 12;  // of 32 vector registers (pairs: x2)
+constexpr bool kSplitPasses = false;
 #else
-constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: x2, spilling a few)
+constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: one pass at a time)
+constexpr bool kSplitPasses = true;
 #endif
 
 // The weight kinds: how one k step's vector j of a panel row is loaded and multiplied in.
@@ -140,6 +144,40 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
   const uint8_t* wp[NP];
   for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
   for (int64_t b = 0; b < k_steps; b += 16) {
+    if constexpr (kSplitPasses) {
+      // The even pass, kept in `even`, then the odd pass; c += even + odd.
+      HWY_ALIGN float even[MR * NV * kLanes];
+      VF chain[MR][NV];
+#pragma GCC unroll 2
+      for (int pass = 0; pass < 2; ++pass) {
+        for (int t = 0; t < MR; ++t)
+          for (int j = 0; j < NV; ++j) chain[t][j] = hn::Zero(df);
+        for (int64_t k = b; k < b + 16; ++k) {
+          if (pass == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
+          for (int j = 0; j < NV; ++j) {
+            const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
+            const auto pair =
+                hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
+            const VF wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
+                                    : hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
+            for (int t = 0; t < MR; ++t)
+              chain[t][j] = Fma(hn::Set(df, xp[(k * MR + t) * 2 + pass]), wv, chain[t][j]);
+          }
+        }
+        for (int t = 0; t < MR; ++t)
+          for (int j = 0; j < NV; ++j) {
+            const int i = t * NV * kLanes + j * kLanes;
+            if (pass == 0) {
+              hn::Store(chain[t][j], df, even + i);
+            } else {
+              hn::Store(
+                  hn::Add(hn::Load(df, out + i), hn::Add(hn::Load(df, even + i), chain[t][j])), df,
+                  out + i);
+            }
+          }
+      }
+      continue;
+    }
     VF even[MR][NV], odd[MR][NV];
     for (int t = 0; t < MR; ++t)
       for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = hn::Zero(df);
