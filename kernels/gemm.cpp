@@ -239,7 +239,7 @@ int MaxTileTokens(int path) {
   return MaxTokens<KindF32>();
 }
 
-// The thread's panels [pa, pb). The pairs kernel runs with MXCSR.FTZ set, as vdpbf16ps flushes.
+// The thread's panels [pa, pb). The pairs kernel runs with MXCSR.FTZ set, as AMX flushes.
 void RunRange(int path, const gemm::Task& task, int64_t pa, int64_t pb) {
   switch (path) {
     case kPathF32:
@@ -310,7 +310,7 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
 }
 
 // x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign: what vcvtne2ps2bf16 gives
-// (DAZ; a normal float never rounds to a bf16 subnormal), so vdpbf16ps never sees a subnormal.
+// (DAZ; a normal float never rounds to a bf16 subnormal), so no kernel sees a subnormal.
 inline uint16_t ActivationBF16(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);

@@ -36,11 +36,11 @@ namespace wc {
 // microkernel broadcasts each tile's x[t, k] from one contiguous stream.
 //   data: tiles of at most MR tokens (the path's tile height), as few as possible and balanced
 //         (gemm_schedule.h's TokenTiles), the tile of tokens [t0, t0 + h) at
-//         data + t0 * floats_per_token, laid out [padded_cols][h] (f32 paths),
-//         [padded_cols / 2][h][2] (emulated bf16 pairs) or [padded_cols / 2][h] (bf16 pairs as
-//         one float's bits: vdpbf16ps).
+//         data + t0 * floats_per_token, laid out [padded_cols][h] (f32 paths) or
+//         [padded_cols / 2][h][2] (bf16 pairs).
 //   For a bfp matrix it holds the block-float GEMM's input instead (BfpGemmInput: K padded to 32,
-//   its own tile heights). Either way it serves the one matrix it was packed for (any row ranges).
+//   its own tile heights), and for a call on AMX the AMX tiles' input (gemm_amx.h). Either way it
+//   serves the one matrix it was packed for (any row ranges).
 class GemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }

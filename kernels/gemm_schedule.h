@@ -1,4 +1,4 @@
-// Internal to the packed GEMMs (gemm.cpp, gemm_bf16dot.cpp, and the block-float ones,
+// Internal to the packed GEMMs (gemm.cpp, gemm_amx.cpp, and the block-float ones,
 // gemm_bfp*.cpp): the split of a call's panels over threads and the walk of one thread's panels,
 // shared by every microkernel family, and the task they hand it.
 #pragma once

@@ -5,14 +5,14 @@
 // every loaded vector holds one k of 16 (AVX-512) or 8 (AVX2) rows:
 //   F32, F16:  panel[k][32]          elements of the source dtype, padded_cols = cols
 //   BF16:      panel[k / 2][32][2]   the pair (k, k + 1) of each row side by side, padded_cols =
-//                                    cols rounded up to even with zero columns: the operand layout
-//                                    of AVX-512 BF16's vdpbf16ps (one 32-bit lane = one row's pair)
+//                                    cols rounded up to 32 with zero columns (gemm.h's order runs
+//                                    blocks of 32 k): a k-pair row is two rows of an AMX B tile
 // Panel p starts at data() + p * panel_elems() elements (64-byte aligned). The buffer is 2 MiB
 // aligned and asks the kernel for transparent huge pages: decode streams every weight byte per
 // token, and 4 KiB pages cost a TLB miss every 64 cache lines.
 //
-// BF16 subnormals are flushed to zero of the same sign while packing: vdpbf16ps reads them as zero
-// (DAZ), so the portable kernel, which reads the same packed values, agrees with it bit for bit.
+// BF16 subnormals are flushed to zero of the same sign while packing: AMX reads them as zero (DAZ),
+// so the FMA tiles, which read the same packed values, agree with it bit for bit.
 //
 // A matrix has a WeightFormat (kernels/weight_format.h, --weights): the panels' dtype is the
 // format's own for f32, f16 and bf16. A bfp8/bfp4 matrix holds no such panels but its packed tiles

@@ -10,7 +10,7 @@
 //
 // The block-float GEMM contract. A bfp matrix W multiplies exactly as the BF16 GEMM (gemm.h) on
 // D = its decoded values (every code decodes to a bf16 exactly), with D's bf16 subnormals flushed
-// to zero of their sign like any BF16 packing (vdpbf16ps's DAZ); with ActivationPrecision kF32
+// to zero of their sign like any BF16 packing (AMX's DAZ); with ActivationPrecision kF32
 // (--matmul-precision f32) it multiplies the exactly decoded, unflushed values as f32 weights,
 // by f32 activations, in the F32 GEMM's order. PackedMatrix holds the packed tiles themselves
 // (BfpPanels, gemm_bfp.h: 8.5 / 4.5 bits a weight) and the block-float GEMM widens them in
@@ -31,9 +31,9 @@ enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kBfp8, kBfp4 };
 // How a BF16 (or bfp) matrix's activations enter its products (F32 and F16 matrices always use
 // kF32).
 //   kF32:  f32 activations times the widened bf16 weights, f32 FMAs (exact products).
-//   kBF16: activations rounded to bf16 (nearest even), pairs of exact products summed by
-//          vdpbf16ps (or its exact emulation on CPUs without it): twice the f32 FMA throughput, at
-//          the cost of the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
+//   kBF16: activations rounded to bf16 (nearest even), exact products summed in AMX TDPBF16PS's
+//          order (gemm.h; AMX tiles where the CPU has them, FMA tiles elsewhere), at the cost of
+//          the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
 enum class ActivationPrecision : uint8_t { kF32, kBF16 };
 
 // "f32", "f16", "bf16", "bfp8", "bfp4"; WeightFormatFromName is its inverse (nullopt otherwise).
@@ -59,7 +59,7 @@ constexpr WeightFormat FormatOfDType(DType d) {
 // (BfpLayout::bytes(): 1088 or 576 bytes a 32x32 tile, K and N padded to 32).
 int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols);
 
-// The bf16 bits h with a subnormal flushed to zero of its sign (vdpbf16ps's DAZ): what every BF16
+// The bf16 bits h with a subnormal flushed to zero of its sign (AMX's DAZ): what every BF16
 // packing stores.
 constexpr uint16_t FlushBF16Subnormal(uint16_t h) {
   return (h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
