@@ -444,10 +444,7 @@ const char* GemmKernelName(const PackedMatrix& w) {
 }
 
 bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens) {
-  if (IsBfp(w.format())) {
-    return w.precision() == ActivationPrecision::kBF16 && AmxBf16GemmAvailable() &&
-           n_tokens >= kBfpWidenOnceTokensAmx;
-  }
+  if (IsBfp(w.format())) return GemmBfpUsesAmx(w.bfp(), n_tokens);
   return PathOf(w, n_tokens) == kPathAmx;
 }
 

@@ -189,25 +189,14 @@ WC_AMX void PackTile(const float* x, int64_t x_stride, int rows, int64_t cols, i
   }
 }
 
-// A grow-only scratch per thread, 64-byte aligned: floats f32 (contents undefined).
-float* ThreadScratch(size_t floats) {
-  thread_local std::unique_ptr<float[], decltype(&std::free)> buf{nullptr, &std::free};
-  thread_local size_t size = 0;
-  if (size < floats) {
-    buf.reset(static_cast<float*>(std::aligned_alloc(64, floats * sizeof(float))));
-    if (buf == nullptr) throw std::bad_alloc();
-    size = floats;
-  }
-  return buf.get();
-}
-
 WC_AMX void RunRange(const AmxGemmInput& x, const gemm::Task& task, int64_t pa, int64_t pb) {
   const int64_t n = x.n_tokens, kb = x.k_blocks(), tiles = x.token_tiles;
   const int64_t units = (tiles + kUnitTiles - 1) / kUnitTiles;
   const int64_t tile_stride = kb * kTileElems;  // elements from one token tile to the next
   const int64_t block_units = std::min<int64_t>(units, kBlockUnits);
   // [block_units][kGroupPanels][32 tokens][32 rows]
-  float* scratch = ThreadScratch(static_cast<size_t>(block_units * kGroupPanels * kUnitFloats));
+  float* scratch = static_cast<float*>(gemm::ThreadBuffer<gemm::kAmxScratchSlot>(
+      static_cast<size_t>(block_units * kGroupPanels * kUnitFloats) * sizeof(float)));
   LoadTileConfig();
   for (int64_t u0 = 0; u0 < units; u0 += kBlockUnits) {
     const int64_t u1 = std::min(units, u0 + kBlockUnits);

@@ -475,19 +475,6 @@ int PathOf(const BfpPanels& w) {
   return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
 }
 
-// This thread's buffer of at least `bytes`, 64-byte aligned, kept for the next call.
-uint8_t* WidenBuffer(size_t bytes) {
-  thread_local std::unique_ptr<uint8_t[]> storage;
-  thread_local size_t capacity = 0;
-  if (capacity < bytes) {
-    storage.reset();
-    storage.reset(new uint8_t[bytes + 64]);
-    capacity = bytes;
-  }
-  const uintptr_t a = reinterpret_cast<uintptr_t>(storage.get());
-  return storage.get() + ((64 - a % 64) % 64);
-}
-
 // Panels [pa, pb) widened once each (kBfpWidenOnceTokens) into this thread's buffer as the BF16
 // (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
 // buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
@@ -498,7 +485,8 @@ void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, in
   const gemm::Task& b = task.base;
   const int64_t k32 = b.k_steps * 32;
   const int64_t panel_bytes = path == kBfpPathF32 ? k32 * 32 * 4 : k32 * 32 * 2;
-  uint8_t* buffer = WidenBuffer(static_cast<size_t>(panel_bytes));
+  auto* buffer = static_cast<uint8_t*>(
+      gemm::ThreadBuffer<gemm::kWidenedPanelSlot>(static_cast<size_t>(panel_bytes)));
   gemm::Task t = b;
   t.w = buffer;
   t.panel_bytes = panel_bytes;
@@ -551,12 +539,12 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   BfpGemmInput in;
   in.path_ = PathOf(w);
-  const bool amx = in.path_ == kBfpPathPairs && AmxBf16GemmAvailable();
-  in.widen_once_ = n_tokens >= (amx ? kBfpWidenOnceTokensAmx : kBfpWidenOnceTokens);
+  const bool amx = GemmBfpUsesAmx(w, n_tokens);
+  in.widen_once_ = amx || n_tokens >= kBfpWidenOnceTokens;
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
-  if (in.widen_once_ && amx) {
+  if (amx) {
     in.amx_ = std::make_shared<const AmxGemmInput>(
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), k32));
     return in;
@@ -620,6 +608,10 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {
   const BfpGemmInput in = PackBfpGemmInput(x, n_tokens, w.cols(), w);
   GemmBfp(in, w, bias, y, w.rows(), 0, w.rows());
+}
+
+bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens) {
+  return PathOf(w) == kBfpPathPairs && n_tokens >= kBfpWidenOnceTokensAmx && AmxBf16GemmAvailable();
 }
 
 std::string GemmBfpKernelName(const BfpPanels& w) {

@@ -185,4 +185,7 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 // FMA (AVX2)".
 std::string GemmBfpKernelName(const BfpPanels& w);
 
+// True when calls of w with n_tokens tokens widen each panel once and run the AMX tiles.
+bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens);
+
 }  // namespace wc

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -112,6 +115,23 @@ void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
     const int64_t a = pa + (pb - pa) * tid / nth, b = pa + (pb - pa) * (tid + 1) / nth;
     if (a < b) run(a, b);
   }
+}
+
+// This thread's buffer of at least `bytes`, 64-byte aligned, kept (grow-only) for the next call;
+// contents undefined. One buffer per kSlot, so kernels that nest (a widened panel read by the AMX
+// tiles, which keep their own scratch) each hold their own.
+enum ThreadBufferSlot : int { kWidenedPanelSlot = 0, kAmxScratchSlot = 1 };
+template <int kSlot>
+void* ThreadBuffer(size_t bytes) {
+  thread_local std::unique_ptr<void, decltype(&std::free)> storage{nullptr, &std::free};
+  thread_local size_t capacity = 0;
+  if (capacity < bytes) {
+    storage.reset();
+    storage.reset(std::aligned_alloc(64, (bytes + 63) / 64 * 64));
+    if (storage == nullptr) throw std::bad_alloc();
+    capacity = bytes;
+  }
+  return storage.get();
 }
 
 // gemm.cpp's portable tiles (Highway, the current target), for the block-float GEMM's panels

@@ -99,12 +99,18 @@ int main() {
     return 1;
   }
   for (int rows : {1, 2, 4, 16})
-    std::printf("TDPBF16PS, A of %2d rows:                %6.2f ns\n", rows, DotOnly(rows, 2000000));
+    std::printf("TDPBF16PS, A of %2d rows:                %6.2f ns\n", rows,
+                DotOnly(rows, 2000000));
   const int n = 1000000;
-  std::printf("B loaded (no widening) + TDPBF16PS:      %6.2f ns\n", StagedStep(false, true, 2, 0, n));
-  std::printf("widening + stores only:                  %6.2f ns\n", StagedStep(true, false, 8, 0, n));
-  std::printf("widen, load the same buffer, TDPBF16PS:  %6.2f ns\n", StagedStep(true, true, 2, 0, n));
-  std::printf("widen, load a buffer 4 steps old:        %6.2f ns\n", StagedStep(true, true, 8, 4, n));
-  std::printf("widen, load a buffer 7 steps old:        %6.2f ns\n", StagedStep(true, true, 8, 7, n));
+  std::printf("B loaded (no widening) + TDPBF16PS:      %6.2f ns\n",
+              StagedStep(false, true, 2, 0, n));
+  std::printf("widening + stores only:                  %6.2f ns\n",
+              StagedStep(true, false, 8, 0, n));
+  std::printf("widen, load the same buffer, TDPBF16PS:  %6.2f ns\n",
+              StagedStep(true, true, 2, 0, n));
+  std::printf("widen, load a buffer 4 steps old:        %6.2f ns\n",
+              StagedStep(true, true, 8, 4, n));
+  std::printf("widen, load a buffer 7 steps old:        %6.2f ns\n",
+              StagedStep(true, true, 8, 7, n));
   return 0;
 }
