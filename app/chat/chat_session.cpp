@@ -1,6 +1,6 @@
 #include "app/chat/chat_session.h"
 
-#include "mesh/model_estimate.h"
+#include "meshmodel/model_estimate.h"
 
 #include <chrono>
 #include <cstdio>

@@ -37,7 +37,7 @@ struct ChatFigures {
   std::string kv_format;         // e.g. "bf16 paged/64"
   double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
   double model_us_per_token =
-      0;               // emulated whole-model decode step at its context (mesh/model_estimate.h)
+      0;  // emulated whole-model decode step at its context (meshmodel/model_estimate.h)
   uint64_t seed = 0;   // the conversation's settings, as figures() reads them
   int beams = 0;       // 0: sampling
   std::string notice;  // e.g. "dropped 2 oldest turns to fit the context"

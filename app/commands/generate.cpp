@@ -16,7 +16,7 @@
 #include "app/rank_lifecycle.h"
 #include "app/stdout_sink.h"
 #include "mesh/attention_meter.h"
-#include "mesh/model_estimate.h"
+#include "meshmodel/model_estimate.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
 #include "util/error.h"

@@ -6,9 +6,9 @@
 #include "app/commands/commands.h"
 #include "app/model_options.h"
 #include "app/progress.h"
-#include "mesh/decode_step_experiment.h"
 #include "mesh/experiments.h"
 #include "mesh/plot_writer.h"
+#include "meshmodel/decode_step_experiment.h"
 #include "util/error.h"
 
 namespace wc {

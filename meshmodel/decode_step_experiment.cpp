@@ -1,4 +1,4 @@
-#include "mesh/decode_step_experiment.h"
+#include "meshmodel/decode_step_experiment.h"
 
 #include <cstdio>
 #include <fstream>

@@ -1,12 +1,12 @@
 // `wormchat mesh-bench --experiment falcon40b-decode`: the whole decode step of a Falcon-shaped
-// model on an emulated Wormhole mesh (mesh/decode_step.h): per-op time, per-token latency,
+// model on an emulated Wormhole mesh (meshmodel/decode_step.h): per-op time, per-token latency,
 // tokens/s per user and in total, the DRAM / compute / Ethernet / launch shares, what-ifs, the
 // comparison with tt-metal's published Falcon-40B figure; CSV, stacked-bar PNG, JSON.
 #pragma once
 
 #include <string>
 
-#include "mesh/decode_step.h"
+#include "meshmodel/decode_step.h"
 
 namespace wc {
 

@@ -1,4 +1,4 @@
-#include "mesh/op_costs.h"
+#include "meshmodel/op_costs.h"
 
 #include <algorithm>
 

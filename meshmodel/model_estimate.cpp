@@ -1,8 +1,8 @@
-#include "mesh/model_estimate.h"
+#include "meshmodel/model_estimate.h"
 
 #include <algorithm>
 
-#include "mesh/decode_step.h"
+#include "meshmodel/decode_step.h"
 
 namespace wc {
 

@@ -1,4 +1,4 @@
-// The whole-model emulated decode time of the loaded model (mesh/decode_step.h), for the
+// The whole-model emulated decode time of the loaded model (meshmodel/decode_step.h), for the
 // figures generate --stats and the chat show beside the attention op's.
 #pragma once
 
@@ -6,7 +6,7 @@
 
 #include "kernels/weight_format.h"
 #include "kvcache/kv_cache.h"
-#include "mesh/op_costs.h"
+#include "meshmodel/op_costs.h"
 #include "model/falcon.h"
 
 namespace wc {

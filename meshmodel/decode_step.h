@@ -20,7 +20,7 @@
 //   once: embedding lookup; all_gather + final layer norm; lm_head [U, h] x [h, padded vocab / N]
 //   (the padded, fractured LM head of seed 001).
 // Weights stream from DRAM once per step at their tile format; matmuls take the larger of that
-// and their Tensix compute. Collectives: mesh/collectives.h.
+// and their Tensix compute. Collectives: meshmodel/collectives.h.
 #pragma once
 
 #include <optional>
@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "attention/flash_decode.h"
-#include "mesh/op_costs.h"
+#include "meshmodel/op_costs.h"
 #include "model/config.h"
 
 namespace wc {

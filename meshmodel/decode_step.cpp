@@ -1,10 +1,10 @@
-#include "mesh/decode_step.h"
+#include "meshmodel/decode_step.h"
 
 #include <algorithm>
 
-#include "mesh/collectives.h"
 #include "mesh/experiments.h"
 #include "mesh/wormhole_spec.h"
+#include "meshmodel/collectives.h"
 #include "model/lm_head.h"
 #include "util/error.h"
 

@@ -11,10 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mesh/collectives.h"
-#include "mesh/decode_step.h"
-#include "mesh/model_estimate.h"
-#include "mesh/op_costs.h"
+#include "meshmodel/collectives.h"
+#include "meshmodel/decode_step.h"
+#include "meshmodel/model_estimate.h"
+#include "meshmodel/op_costs.h"
 #include "model/config.h"
 #include "model/falcon.h"
 #include "tests/test_util.h"
@@ -226,11 +226,11 @@ TEST(DecodeStepCli, StatsShowTheWholeModel) {
   EXPECT_NE(chat.out.find("whole model "), std::string::npos) << chat.out;
 }
 
-// The committed CSV (mesh/plots/falcon40b-decode.csv, the README's figures) agrees with the
+// The committed CSV (meshmodel/plots/falcon40b-decode.csv, the README's figures) agrees with the
 // model as built, and its headline lands at the hardware target.
 TEST(DecodeStepCli, CommittedCsvMatchesTheModel) {
   const auto rows =
-      ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../mesh/plots/falcon40b-decode.csv");
+      ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon40b-decode.csv");
   ASSERT_FALSE(rows.empty());
   const DecodeStepEstimate e = EstimateDecodeStep(PresetConfig("falcon-40b"), DecodeStepOptions{});
   int totals = 0;

@@ -1,4 +1,4 @@
-#include "mesh/collectives.h"
+#include "meshmodel/collectives.h"
 
 #include "util/error.h"
 
