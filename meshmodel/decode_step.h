@@ -1,69 +1,62 @@
-// One whole decode step of a Falcon-shaped model on an emulated Wormhole mesh: every op of every
-// layer and the LM head, each turned into device time by the same hardware figures as the
-// attention model (mesh/wormhole_spec.h). Tensor parallel over the mesh's chips, as
-// tt-metal's Falcon-40B runs on a T3000 (models/demos/t3000/falcon40b, the decode graph):
+// One whole step of a Falcon-shaped model on a Wormhole mesh, as tt-metal ran it: the program
+// tt-metal measured (meshmodel/tt_graph.h: every device op of every layer, the collectives, the LM
+// head) with each op priced by meshmodel/op_costs.h, summed as tt-metal's profiler sums them
+// (device kernel time, op after op, no host). Tensor parallel over the mesh's chips: every chip
+// runs the same ops on its share, the collectives join them.
 //
-//   per layer, on every chip (N chips, U users padded to 32 rows, h = hidden, f = ffn):
-//     all_gather   the residual [U, h] (each chip holds h / N columns), 1 link, ring
-//     layernorm    ln_attn and ln_mlp on [U, h] (replicated)
-//     qkv          [U, h] x [h, (q_heads + 2 kv_heads) / N x head_dim]
-//     heads        create the heads, later concatenate them (data movement: launches)
-//     rope         Q and K
-//     kv_update    write this step's K and V rows into the caches
-//     attention    FlashDecode over ctx cached positions (mesh/perf_model.h, unchanged), or
-//                  the unfused TTNN path tt-metal's Falcon-40B decode still used
-//     all_gather   the attention output [U, h]
-//     dense        [U, h] x [h, h / N]
-//     mlp          [U, h] x [h, f / N] (GELU fused) and [U, f / N] x [f / N, h]
-//     reduce_scatter the MLP's partial sums [U, h] (unidirectional, as tt-metal's then was)
-//     residual     two adds
-//   once: embedding lookup; all_gather + final layer norm; lm_head [U, h] x [h, padded vocab / N]
-//   (the padded, fractured LM head of seed 001).
-// Weights stream from DRAM once per step at their tile format; matmuls take the larger of that
-// and their Tensix compute. Collectives: meshmodel/collectives.h.
+// Without what-ifs the figures are those of the program, formats and clock of the runs that
+// measured tt-metal's published device figures (one chip: Falcon-7B's program, bf16 KV cache;
+// several: Falcon-40B's, BFP8_B KV; 800 MHz). What-ifs move one thing each: today's 1 GHz clock,
+// DRAM-sharded weights, two Ethernet links, FlashDecode, other weight or KV formats.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "attention/flash_decode.h"
 #include "meshmodel/op_costs.h"
+#include "meshmodel/tt_graph.h"
 #include "model/config.h"
 
 namespace wc {
 
 struct DecodeStepOptions {
   std::string mesh = "t3k";
-  int users = 32;  // user rows decoded together (padded to 32 in tiles)
+  int users = 32;  // user rows decoded together (a tile row holds 32)
   int ctx = 128;   // cached positions each user attends
+  // Weight formats; per --weights group (model/weight_spec.h) instead of `weights`: QKV and
+  // dense, the MLP, the LM head. Unset: `weights`.
   TileFormat weights = TileFormat::kBFP8;
-  // Per --weights group (model/weight_spec.h), instead of `weights`: QKV and dense, the MLP, the
-  // LM head. Unset: `weights`.
   std::optional<TileFormat> attn_weights, mlp_weights, lm_head_weights;
-  TileFormat kv = TileFormat::kBFP8;
-  TileFormat activations = TileFormat::kBFP8;   // what the collectives carry
-  MathFidelity fidelity = MathFidelity::kLoFi;  // the matmuls'
-  bool unfused_attention = false;
-  int lm_head_fractures = 8;  // seed 001's fracture_vocab_factor
-  int eth_links = 1;          // Ethernet links per ring neighbour the collectives use
+  std::optional<TileFormat> kv;     // unset: the measured program's (bf16 on one chip, else bfp8)
+  bool flash_decode = false;        // what-if: FlashDecode instead of matmul-softmax-matmul
+  bool dram_sharded = false;        // what-if: weights sharded by DRAM bank
+  std::optional<double> aiclk_ghz;  // what-if: another clock (unset: the measured runs' 0.8)
+  int eth_links = 0;                // what-if: Ethernet links per ring neighbour (0: 1, measured)
+  int lm_head_fractures = 8;        // seed 001's fracture_vocab_factor (pads the vocabulary)
 };
 
-// One op (or a group of same-named ops) of the step.
+// A group of same-named ops of the step ("qkv", "interleaved_to_sharded", "all_gather", ...).
 struct StepOp {
-  std::string name;  // "attention", "mlp", "all_gather", ...
-  int per_step = 0;  // how many times a step runs it (all layers)
+  std::string name;
+  std::string kind;  // TtOpKindName of its ops
+  int per_step = 0;  // programs a step runs (all layers)
   double us = 0;     // all of them, per step
-  double dram_us = 0, compute_us = 0, eth_us = 0, launch_us = 0;  // where `us` goes
+  double fixed_us = 0, dram_us = 0, compute_us = 0, noc_us = 0, eth_us = 0;  // where `us` goes
 };
 
 struct DecodeStepEstimate {
+  std::string program;  // tt-metal's program the step follows (TtGraph::program)
+  std::string graph;    // "measured" or the what-ifs applied
   int chips = 1;
+  double aiclk_ghz = 0;
+  TileFormat kv = TileFormat::kBF16;
   std::vector<StepOp> ops;  // in graph order; the names are unique
+  int programs = 0;         // device programs a step runs
   double step_us = 0;
   double tokens_per_s_per_user = 0;  // 1e6 / step_us
   double tokens_per_s = 0;           // users x that
-  double dram_us = 0, compute_us = 0, eth_us = 0, launch_us = 0;
+  double fixed_us = 0, dram_us = 0, compute_us = 0, noc_us = 0, eth_us = 0;
   double weight_bytes_per_chip = 0;  // read once per step
   double kv_bytes_per_chip = 0;      // read by attention per step
 };
@@ -71,5 +64,8 @@ struct DecodeStepEstimate {
 // The step of model `c` under `o`. Throws wc::Error for a mesh, shape or option the model cannot
 // run (an unknown mesh, heads that do not split over the chips, users or ctx out of range).
 DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOptions& o);
+
+// "measured", or the what-ifs `o` applies ("1 GHz, DRAM-sharded, ...").
+std::string GraphLabel(const DecodeStepOptions& o);
 
 }  // namespace wc

@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mesh/plot_writer.h"
+#include "mesh/wormhole_spec.h"
+#include "meshmodel/device_figures.h"
 #include "model/config.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -17,22 +19,8 @@
 namespace wc {
 namespace {
 
-// tt-metal's published Falcon-40B decode on a T3000 (QuietBox): models/README.md ("Falcon 40B
-// (TP=8) | 32 | QuietBox (Wormhole) | | 11.9 | 36 | 380.8 | v0.59.0-rc38"): batch 32, 128 tokens
-// in the KV cache, 1 / inter-token latency, end to end as the demo runs it (host sampling
-// included). Its configuration (models/demos/t3000/falcon40b/tt/model_config.py,
-// "BFLOAT8_B-SHARDED" decode): BFLOAT8_B weights and KV cache, LoFi matmuls, bfp8 activations,
-// 1-link ring collectives.
-constexpr double kPublishedTokensPerSPerUser = 11.9;
-constexpr double kTargetTokensPerSPerUser = 36.0;
-
-struct Scenario {
-  std::string label;
-  DecodeStepOptions options;
-};
-
 std::string AttentionName(const DecodeStepOptions& o) {
-  return o.unfused_attention ? "unfused" : "flash";
+  return o.flash_decode ? "flash" : "unfused";
 }
 
 void WriteCsv(const std::string& path,
@@ -40,20 +28,20 @@ void WriteCsv(const std::string& path,
   std::ostringstream out;
   out.precision(10);
   out << "scenario,mesh,chips,users,ctx,weights_dtype,kv_dtype,attention,op,per_step,us_per_step,"
-         "us_per_layer,dram_us,compute_us,eth_us,launch_us,tokens_per_s_per_user,tokens_per_s\n";
+         "us_per_layer,fixed_us,dram_us,compute_us,noc_us,eth_us,tokens_per_s_per_user,tokens_per_"
+         "s\n";
   for (const auto& [s, e] : runs) {
     const DecodeStepOptions& o = s.options;
     const std::string head =
         Cat(s.label, ",", o.mesh, ",", e.chips, ",", o.users, ",", o.ctx, ",",
-            TileFormatName(o.weights), ",", TileFormatName(o.kv), ",", AttentionName(o), ",");
+            TileFormatName(o.weights), ",", TileFormatName(e.kv), ",", AttentionName(o), ",");
     for (const StepOp& op : e.ops)
       out << head << op.name << "," << op.per_step << "," << op.us << "," << op.us / layers << ","
-          << op.dram_us << "," << op.compute_us << "," << op.eth_us << "," << op.launch_us
-          << ",,\n";
-    out << head << "total,"
-        << "," << e.step_us << "," << e.step_us / layers << "," << e.dram_us << "," << e.compute_us
-        << "," << e.eth_us << "," << e.launch_us << "," << e.tokens_per_s_per_user << ","
-        << e.tokens_per_s << "\n";
+          << op.fixed_us << "," << op.dram_us << "," << op.compute_us << "," << op.noc_us << ","
+          << op.eth_us << ",,\n";
+    out << head << "total," << e.programs << "," << e.step_us << "," << e.step_us / layers << ","
+        << e.fixed_us << "," << e.dram_us << "," << e.compute_us << "," << e.noc_us << ","
+        << e.eth_us << "," << e.tokens_per_s_per_user << "," << e.tokens_per_s << "\n";
   }
   std::ofstream f(path);
   f << out.str();
@@ -94,25 +82,54 @@ void Plot(const std::string& png,
   RunGnuplot(g.str(), png);
 }
 
+// The what-ifs of the measured program that today's tt-metal has (or could have), one change each.
+}  // namespace
+
+std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base) {
+  std::vector<Scenario> out;
+  auto add = [&](const std::string& label, auto change) {
+    Scenario s{label, base};
+    change(s.options);
+    out.push_back(s);
+  };
+  // The measured runs were at 1 GHz (op_costs.h); 800 MHz is the clock before 2024-05.
+  add("800 MHz clock", [](DecodeStepOptions& d) { d.aiclk_ghz = 0.8; });
+  add("DRAM-sharded weights", [](DecodeStepOptions& d) { d.dram_sharded = true; });
+  add("2 eth links", [](DecodeStepOptions& d) { d.eth_links = 2; });  // nothing on one chip
+  add("BFP4_B MLP weights", [](DecodeStepOptions& d) { d.mlp_weights = TileFormat::kBFP4; });
+  add("FlashDecode", [](DecodeStepOptions& d) { d.flash_decode = true; });
+  add("today's (all but 800 MHz)", [](DecodeStepOptions& d) {
+    d.dram_sharded = true;
+    d.eth_links = 2;
+    d.mlp_weights = TileFormat::kBFP4;
+    d.flash_decode = true;
+  });
+  return out;
+}
+
+namespace {
+
+FalconConfig ModelOf(const DecodeStepCmdOptions& o, std::string* name) {
+  if (!o.model_dir.empty()) {
+    if (!o.preset.empty()) throw Error("--model and --preset name two models; give one");
+    *name = o.model_dir;
+    return LoadConfig(o.model_dir);
+  }
+  *name = o.preset.empty() ? "falcon-40b" : o.preset;
+  return PresetConfig(*name);
+}
+
 }  // namespace
 
 void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
-  FalconConfig c;
   std::string model_name;
-  if (!o.model_dir.empty()) {
-    if (!o.preset.empty()) throw Error("--model and --preset name two models; give one");
-    c = LoadConfig(o.model_dir);
-    model_name = o.model_dir;
-  } else {
-    model_name = o.preset.empty() ? "falcon-40b" : o.preset;
-    c = PresetConfig(model_name);
-  }
+  const FalconConfig c = ModelOf(o, &model_name);
   o.step.weights = ParseTileFormat(o.weights_dtype, "--weights-dtype");
-  o.step.kv = ParseTileFormat(o.kv_dtype, "--kv-dtype");
+  if (!o.kv_dtype.empty()) o.step.kv = ParseTileFormat(o.kv_dtype, "--kv-dtype");
   if (o.attention != "flash" && o.attention != "unfused")
     throw Error(
-        Cat("--attention '", o.attention, "' is not supported here; choose flash or unfused"));
-  o.step.unfused_attention = o.attention == "unfused";
+        Cat("--attention '", o.attention, "' is not supported here; choose unfused or flash"));
+  o.step.flash_decode = o.attention == "flash";
 
   std::vector<Scenario> scenarios = {{"headline", o.step}};
   auto what_if = [&](const std::string& label, auto change) {
@@ -120,21 +137,21 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
     change(s.options);
     scenarios.push_back(s);
   };
+  for (const Scenario& s : TodaysWhatIfs(o.step)) scenarios.push_back(s);
   for (int u : {1, 8, 16, 32})
     if (u != o.step.users) what_if(Cat("users ", u), [u](DecodeStepOptions& d) { d.users = u; });
-  for (int ctx : {128, 512, 1024, 2048})
-    if (ctx != o.step.ctx) what_if(Cat("ctx ", ctx), [ctx](DecodeStepOptions& d) { d.ctx = ctx; });
+  for (int ctx : {128, 512, 1024, 2047})
+    if (ctx != o.step.ctx && ctx < c.max_position_embeddings)
+      what_if(Cat("ctx ", ctx), [ctx](DecodeStepOptions& d) { d.ctx = ctx; });
   for (TileFormat w : {TileFormat::kBF16, TileFormat::kBFP8, TileFormat::kBFP4})
     if (w != o.step.weights)
       what_if(Cat("weights ", TileFormatName(w)), [w](DecodeStepOptions& d) { d.weights = w; });
   for (TileFormat k : {TileFormat::kBF16, TileFormat::kBFP8})
-    if (k != o.step.kv)
-      what_if(Cat("kv ", TileFormatName(k)), [k](DecodeStepOptions& d) { d.kv = k; });
-  what_if(o.step.unfused_attention ? "flash attention" : "unfused attention",
-          [](DecodeStepOptions& d) { d.unfused_attention = !d.unfused_attention; });
+    what_if(Cat("kv ", TileFormatName(k)), [k](DecodeStepOptions& d) { d.kv = k; });
   for (const char* mesh : {"t3k", "galaxy"})
-    if (o.step.mesh != mesh) what_if(mesh, [mesh](DecodeStepOptions& d) { d.mesh = mesh; });
-  what_if("2 eth links", [](DecodeStepOptions& d) { d.eth_links = 2; });
+    if (o.step.mesh != mesh && c.n_head % MeshPreset(mesh).chips == 0 &&
+        c.hidden_size % (32 * MeshPreset(mesh).chips) == 0)
+      what_if(mesh, [mesh](DecodeStepOptions& d) { d.mesh = mesh; });
 
   std::vector<std::pair<Scenario, DecodeStepEstimate>> runs;
   for (const Scenario& s : scenarios) runs.emplace_back(s, EstimateDecodeStep(c, s.options));
@@ -144,34 +161,37 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
   std::printf(
       "%s decode step on %s (%d chips): %d users, ctx %d, weights %s, KV %s, %s attention\n",
       model_name.c_str(), o.step.mesh.c_str(), e.chips, o.step.users, o.step.ctx,
-      TileFormatName(o.step.weights), TileFormatName(o.step.kv), AttentionName(o.step).c_str());
-  std::printf("  %-15s %8s %11s %11s %7s\n", "op", "runs", "us/step", "us/layer", "share");
+      TileFormatName(o.step.weights), TileFormatName(e.kv), AttentionName(o.step).c_str());
+  std::printf("  graph: tt-metal's %s program, %s (%.2f GHz), %d device programs a step\n",
+              e.program.c_str(), e.graph.c_str(), e.aiclk_ghz, e.programs);
+  std::printf("  %-24s %6s %11s %11s %7s\n", "op", "runs", "us/step", "us/layer", "share");
   for (const StepOp& op : e.ops)
-    std::printf("  %-15s %8d %11.1f %11.2f %6.1f%%\n", op.name.c_str(), op.per_step, op.us,
+    std::printf("  %-24s %6d %11.1f %11.2f %6.1f%%\n", op.name.c_str(), op.per_step, op.us,
                 op.us / layers, 100.0 * op.us / e.step_us);
   std::printf("  step %.1f us = %.2f ms per token: %.2f tokens/s per user, %.1f tokens/s in all\n",
               e.step_us, e.step_us / 1000.0, e.tokens_per_s_per_user, e.tokens_per_s);
-  std::printf("  shares: DRAM %.1f%%, compute %.1f%%, Ethernet %.1f%%, op launches %.1f%%\n",
-              100.0 * e.dram_us / e.step_us, 100.0 * e.compute_us / e.step_us,
-              100.0 * e.eth_us / e.step_us, 100.0 * e.launch_us / e.step_us);
+  std::printf(
+      "  shares: DRAM %.1f%%, compute %.1f%%, on-chip copies %.1f%%, Ethernet %.1f%%, fixed op "
+      "cost %.1f%%\n",
+      100.0 * e.dram_us / e.step_us, 100.0 * e.compute_us / e.step_us, 100.0 * e.noc_us / e.step_us,
+      100.0 * e.eth_us / e.step_us, 100.0 * e.fixed_us / e.step_us);
   std::printf("  per chip and step: %.1f MB of weights, %.2f MB of KV cache\n",
               e.weight_bytes_per_chip / 1e6, e.kv_bytes_per_chip / 1e6);
-  if (!o.formats_given && o.step.mesh == "t3k" && o.step.users == 32) {
-    std::printf(
-        "  tt-metal's published Falcon-40B on T3000 (32 users, ctx 128): %.1f tokens/s/user "
-        "(target %.0f): this model gives %.2fx the published figure and %.2fx the target\n",
-        kPublishedTokensPerSPerUser, kTargetTokensPerSPerUser,
-        e.tokens_per_s_per_user / kPublishedTokensPerSPerUser,
-        e.tokens_per_s_per_user / kTargetTokensPerSPerUser);
-  }
+  for (const DeviceFigure& f : DeviceFigures())
+    if (o.model_dir.empty() && f.preset == model_name && f.mesh == o.step.mesh &&
+        f.users == o.step.users && f.ctx == o.step.ctx && !o.formats_given && e.graph == "measured")
+      std::printf(
+          "  tt-metal measured %.2f tokens/s/user on the device (%s): model / measured = "
+          "%.2f\n",
+          f.measured, f.source.c_str(), e.tokens_per_s_per_user / f.measured);
   std::printf("what-ifs (one change each from the headline):\n");
-  std::printf("  %-20s %10s %10s %10s %7s %7s %7s\n", "scenario", "ms/token", "tok/s/u", "tok/s",
-              "DRAM", "eth", "launch");
+  std::printf("  %-22s %10s %10s %10s %7s %7s %7s\n", "scenario", "ms/token", "tok/s/u", "tok/s",
+              "DRAM", "eth", "fixed");
   for (const auto& [s, r] : runs)
-    std::printf("  %-20s %10.2f %10.2f %10.1f %6.1f%% %6.1f%% %6.1f%%\n", s.label.c_str(),
+    std::printf("  %-22s %10.2f %10.2f %10.1f %6.1f%% %6.1f%% %6.1f%%\n", s.label.c_str(),
                 r.step_us / 1000.0, r.tokens_per_s_per_user, r.tokens_per_s,
                 100.0 * r.dram_us / r.step_us, 100.0 * r.eth_us / r.step_us,
-                100.0 * r.launch_us / r.step_us);
+                100.0 * r.fixed_us / r.step_us);
   if (!o.csv.empty()) {
     WriteCsv(o.csv, runs, layers);
     std::printf("csv -> %s\n", o.csv.c_str());
@@ -188,18 +208,22 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
     const nlohmann::json j = {{"model", model_name},
                               {"mesh", o.step.mesh},
                               {"chips", e.chips},
+                              {"program", e.program},
+                              {"graph", e.graph},
+                              {"aiclk_ghz", e.aiclk_ghz},
                               {"users", o.step.users},
                               {"ctx", o.step.ctx},
                               {"weights_dtype", TileFormatName(o.step.weights)},
-                              {"kv_dtype", TileFormatName(o.step.kv)},
+                              {"kv_dtype", TileFormatName(e.kv)},
                               {"attention", AttentionName(o.step)},
                               {"step_us", e.step_us},
                               {"tokens_per_s_per_user", e.tokens_per_s_per_user},
                               {"tokens_per_s", e.tokens_per_s},
                               {"dram_share", e.dram_us / e.step_us},
                               {"compute_share", e.compute_us / e.step_us},
+                              {"noc_share", e.noc_us / e.step_us},
                               {"eth_share", e.eth_us / e.step_us},
-                              {"launch_share", e.launch_us / e.step_us},
+                              {"fixed_share", e.fixed_us / e.step_us},
                               {"ops", ops}};
     WriteJsonOutput(o.json, j.dump(2));
   }

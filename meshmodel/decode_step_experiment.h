@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "meshmodel/decode_step.h"
 
@@ -14,11 +15,21 @@ struct DecodeStepCmdOptions {
   std::string model_dir;  // --model (a checkpoint's config.json), else --preset
   std::string preset;     // --preset (default falcon-40b)
   DecodeStepOptions step;
-  std::string weights_dtype = "bfp8", kv_dtype = "bfp8", attention = "flash";
+  std::string weights_dtype = "bfp8", kv_dtype, attention = "unfused";
   bool formats_given = false;  // any of --model, --preset, --weights-dtype, --kv-dtype given
   std::string csv, plot, json;
 };
 
 void RunDecodeStepExperiment(DecodeStepCmdOptions o);
+
+// A what-if: the step with one change.
+struct Scenario {
+  std::string label;
+  DecodeStepOptions options;
+};
+// The changes today's tt-metal makes (or could make) to the measured program, one each, and all
+// of them together: 800 MHz (the clock before 2024-05), DRAM-sharded weights, 2 Ethernet links
+// (nothing on one chip), BFP4_B MLP weights, FlashDecode.
+std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base);
 
 }  // namespace wc

@@ -21,16 +21,14 @@ double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const st
                             int users, int ctx) {
   DecodeStepOptions o;
   o.mesh = mesh;
-  o.users = std::max(1, users);
-  o.ctx = std::max(1, ctx);
+  o.users = std::clamp(users, 1, 32);
+  o.ctx = std::clamp(ctx, 1, std::max(1, model.config().max_position_embeddings - 1));
   const FalconWeights& w = model.weights();
   o.weights = TileFormat::kBF16;
   o.attn_weights = ModelTileFormat(w.layers.front().qkv_p.format());
   o.mlp_weights = ModelTileFormat(w.layers.front().fc1_p.format());
   o.lm_head_weights = ModelTileFormat(w.lm_head_p.format());
   o.kv = IsQuantized(kv_dtype) ? TileFormat::kBFP8 : TileFormat::kBF16;
-  o.activations = TileFormat::kBF16;
-  o.fidelity = MathFidelity::kHiFi2;
   o.lm_head_fractures = model.options().lm_head_fractures;
   return EstimateDecodeStep(model.config(), o).step_us;
 }

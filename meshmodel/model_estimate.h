@@ -19,6 +19,9 @@ namespace wc {
 // and bf16 run as bf16 tiles (Wormhole has no f32 matmul weights).
 TileFormat ModelTileFormat(WeightFormat f);
 
+// The graph the estimate assumes, for the figures' labels.
+constexpr const char* kWholeModelGraph = "tt-metal's measured program";
+
 double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx);
 

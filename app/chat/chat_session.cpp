@@ -197,18 +197,18 @@ ChatFigures ChatSession::figures() const {
 std::string ChatSession::StatsText() const {
   const ChatFigures f = figures();
   const ConversationSettings& s = conversation_->settings();
-  return Cat("last reply: ", f.reply_tokens, " tokens, ",
-             static_cast<int>(f.tokens_per_s * 10) / 10.0, " tok/s, first token after ",
-             static_cast<int>(f.ttft_s * 1000), " ms\n", "context: ", f.ctx_tokens, " of ",
-             f.ctx_size, " tokens\n", "KV cache: ", f.kv_format, ", ", f.kv_blocks_used, " of ",
-             f.kv_blocks_total, " blocks (", f.kv_bytes_used >> 10, " of ", f.kv_bytes_total >> 10,
-             " KiB)\n", "mesh: ", run_.mesh, ", ",
-             static_cast<int>(f.mesh_us_per_token * 10) / 10.0,
-             " us emulated attention per token; whole model ",
-             static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token\n",
-             "sampling: temperature ", s.sampling.temperature, ", top-k ", s.sampling.top_k,
-             ", top-p ", s.sampling.top_p, ", max-tokens ", s.max_new_tokens, ", seed ", s.seed,
-             s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n");
+  return Cat(
+      "last reply: ", f.reply_tokens, " tokens, ", static_cast<int>(f.tokens_per_s * 10) / 10.0,
+      " tok/s, first token after ", static_cast<int>(f.ttft_s * 1000), " ms\n",
+      "context: ", f.ctx_tokens, " of ", f.ctx_size, " tokens\n", "KV cache: ", f.kv_format, ", ",
+      f.kv_blocks_used, " of ", f.kv_blocks_total, " blocks (", f.kv_bytes_used >> 10, " of ",
+      f.kv_bytes_total >> 10, " KiB)\n", "mesh: ", run_.mesh, ", ",
+      static_cast<int>(f.mesh_us_per_token * 10) / 10.0,
+      " us emulated attention per token; whole model ",
+      static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token (", kWholeModelGraph,
+      ")\n", "sampling: temperature ", s.sampling.temperature, ", top-k ", s.sampling.top_k,
+      ", top-p ", s.sampling.top_p, ", max-tokens ", s.max_new_tokens, ", seed ", s.seed,
+      s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n");
 }
 
 std::string ChatSession::Save(const std::string& path) const {

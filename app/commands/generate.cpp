@@ -78,9 +78,9 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Attenti
                static_cast<long long>(at.ops), at.dram_bytes / 1e6, at.noc_bytes / 1e3,
                static_cast<long long>(at.max_cores_used), at.emulated_us);
   const int ctx = res.prompt_tokens + static_cast<int>(res.tokens.size());
-  std::fprintf(stderr, "whole model: %.1f us/token on %s (one user at %d cached positions)\n",
+  std::fprintf(stderr, "whole model: %.1f us/token on %s (%s, one user at %d cached positions)\n",
                WholeModelUsPerToken(*m.model, m.kv.dtype, m.model->options().mesh, 1, ctx),
-               m.model->options().mesh.c_str(), ctx);
+               m.model->options().mesh.c_str(), kWholeModelGraph, ctx);
   if (!m.rank_weight_bytes.empty()) {
     int64_t total = 0;
     for (int64_t b : m.rank_weight_bytes) total += b;

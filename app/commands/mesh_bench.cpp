@@ -9,6 +9,7 @@
 #include "mesh/experiments.h"
 #include "mesh/plot_writer.h"
 #include "meshmodel/decode_step_experiment.h"
+#include "meshmodel/device_experiment.h"
 #include "util/error.h"
 
 namespace wc {
@@ -41,6 +42,7 @@ void RunMeshBench(const MeshBenchCmdOptions& o) {
 }  // namespace
 
 constexpr const char* kDecodeStep = "falcon40b-decode";
+constexpr const char* kDevice = "falcon-device";
 
 void RegisterMeshBench(CLI::App& app) {
   auto o = std::make_shared<MeshBenchCmdOptions>();
@@ -49,7 +51,8 @@ void RegisterMeshBench(CLI::App& app) {
       "mesh-bench", "Replay the seed's FlashDecode experiments on the emulated Wormhole mesh");
   std::string names;
   for (const auto& n : MeshExperimentNames()) names += (names.empty() ? "" : ", ") + n;
-  names += Cat(", ", kDecodeStep, " (the whole decode step of a Falcon model)");
+  names += Cat(", ", kDecodeStep, " (the whole decode step of a Falcon model), ", kDevice,
+               " (the model against tt-metal's device figures)");
   cmd->add_option("--experiment", o->experiment, "Experiment: " + names)->required();
   cmd->add_option("--csv", o->csv,
                   "Output CSV, one row per configuration (falcon40b-decode: per scenario and op)");
@@ -72,16 +75,24 @@ void RegisterMeshBench(CLI::App& app) {
       cmd->add_option(
           "--attention", d->attention,
           "falcon40b-decode: flash (default) or unfused (TTNN's matmul-softmax-matmul)"),
-      cmd->add_option("--json", d->json, "falcon40b-decode: write the headline figures here")};
+      cmd->add_option("--json", d->json,
+                      "falcon40b-decode, falcon-device: write the figures here as JSON")};
   cmd->callback([o, d, decode_flags, cmd] {
     if (o->experiment == kDecodeStep) {
       ApplyThreads(o->threads);
       d->csv = o->csv;
       d->plot = o->plot;
       // The model and its formats: the flags that move it off tt-metal's configuration.
-      for (const char* name : {"--model", "--preset", "--weights-dtype", "--kv-dtype"})
+      for (const char* name : {"--model", "--weights-dtype", "--kv-dtype", "--attention"})
         d->formats_given = d->formats_given || cmd->count(name) > 0;
       RunDecodeStepExperiment(*d);
+      return;
+    }
+    if (o->experiment == kDevice) {
+      for (const CLI::Option* f : decode_flags)
+        if (f->count() > 0 && f->get_name() != "--json")
+          throw Error(Cat(f->get_name(), " applies to --experiment ", kDecodeStep, " only"));
+      RunDeviceExperimentCommand({o->csv, d->json, o->plot});
       return;
     }
     for (const CLI::Option* f : decode_flags)

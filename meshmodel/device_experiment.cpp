@@ -1,0 +1,170 @@
+#include "meshmodel/device_experiment.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "mesh/plot_writer.h"
+#include "mesh/wormhole_spec.h"
+#include "meshmodel/decode_step_experiment.h"
+#include "model/config.h"
+#include "util/error.h"
+#include "util/json_file.h"
+
+namespace wc {
+namespace {
+
+// The ops that take the most of the step, largest first.
+std::vector<const StepOp*> TopOps(const DecodeStepEstimate& e, size_t n) {
+  std::vector<const StepOp*> ops;
+  for (const StepOp& op : e.ops) ops.push_back(&op);
+  std::stable_sort(ops.begin(), ops.end(),
+                   [](const StepOp* a, const StepOp* b) { return a->us > b->us; });
+  if (ops.size() > n) ops.resize(n);
+  return ops;
+}
+
+std::string Slug(const std::string& label) {
+  std::string s;
+  for (char c : label) {
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    else if (!s.empty() && s.back() != '_')
+      s += '_';
+  }
+  while (!s.empty() && s.back() == '_') s.pop_back();
+  return s;
+}
+
+void WriteCsv(const std::string& path, const std::vector<DeviceRow>& rows) {
+  std::ostringstream out;
+  out.precision(8);
+  out << "model,mesh,users,ctx,measured_tokens_per_s_per_user,model_tokens_per_s_per_user,ratio,"
+         "within_30pct,program,aiclk_ghz,step_us,programs,dram_share,fixed_share,eth_share,"
+         "top_op,top_op_share";
+  for (const auto& [label, v] : rows.front().what_ifs) out << ",whatif_" << Slug(label);
+  out << ",source\n";
+  for (const DeviceRow& r : rows) {
+    const DecodeStepEstimate& e = r.estimate;
+    const StepOp* top = TopOps(e, 1).front();
+    out << r.figure.preset << "," << r.figure.mesh << "," << r.figure.users << "," << r.figure.ctx
+        << "," << r.figure.measured << "," << r.model << "," << r.ratio << ","
+        << (std::abs(r.ratio - 1.0) <= 0.3 ? "yes" : "no") << "," << e.program << "," << e.aiclk_ghz
+        << "," << e.step_us << "," << e.programs << "," << e.dram_us / e.step_us << ","
+        << e.fixed_us / e.step_us << "," << e.eth_us / e.step_us << "," << top->name << ","
+        << top->us / e.step_us;
+    for (const auto& [label, v] : r.what_ifs) out << "," << v;
+    out << ",\"" << r.figure.source << "\"\n";
+  }
+  std::ofstream f(path);
+  f << out.str();
+  f.close();
+  if (!f) throw Error(Cat("--csv ", path, ": cannot write"));
+}
+
+void Plot(const std::string& png, const std::vector<DeviceRow>& rows) {
+  std::ostringstream g;
+  g << "$d << EOD\nrow measured model\n";
+  for (const DeviceRow& r : rows)
+    g << "\"" << r.figure.preset << " " << r.figure.mesh << " ctx " << r.figure.ctx << "\" "
+      << r.figure.measured << " " << r.model << "\n";
+  g << "EOD\n";
+  g << "set terminal pngcairo size 1000,560 font ',10'\nset termoption noenhanced\n";
+  g << "set output " << GnuplotQuote(png) << "\n";
+  g << "set title 'Falcon decode on Wormhole: tt-metal measured (device only) vs the mesh model'\n";
+  g << "set style data histograms\nset style histogram clustered gap 1\n";
+  g << "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n";
+  g << "set ylabel 'tokens/s per user (32 users)'\nset yrange [0:*]\nset key top right\n";
+  g << "plot $d using 2:xtic(1) title 'tt-metal measured' lc rgb '#7f7f7f', "
+       "'' using 3 title 'mesh model' lc rgb '#1f77b4'\n";
+  RunGnuplot(g.str(), png);
+}
+
+}  // namespace
+
+std::vector<DeviceRow> RunDeviceExperiment() {
+  std::vector<DeviceRow> rows;
+  for (const DeviceFigure& f : DeviceFigures()) {
+    const FalconConfig c = PresetConfig(f.preset);
+    DecodeStepOptions o;
+    o.mesh = f.mesh;
+    o.users = f.users;
+    o.ctx = f.ctx;
+    DeviceRow r;
+    r.figure = f;
+    r.estimate = EstimateDecodeStep(c, o);
+    r.model = r.estimate.tokens_per_s_per_user;
+    r.ratio = r.model / f.measured;
+    for (const Scenario& s : TodaysWhatIfs(o))
+      r.what_ifs.emplace_back(s.label, EstimateDecodeStep(c, s.options).tokens_per_s_per_user);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
+  const std::vector<DeviceRow> rows = RunDeviceExperiment();
+  std::printf("Falcon decode on Wormhole, device-only: tt-metal measured vs the mesh model\n");
+  std::printf("(the program, formats and clock of each measured run; 32 users; tokens/s/user)\n");
+  std::printf("  %-11s %-5s %5s %9s %9s %7s  %s\n", "model", "mesh", "ctx", "measured", "model",
+              "ratio", "within +-30%");
+  for (const DeviceRow& r : rows)
+    std::printf("  %-11s %-5s %5d %9.2f %9.2f %7.2f  %s\n", r.figure.preset.c_str(),
+                r.figure.mesh.c_str(), r.figure.ctx, r.figure.measured, r.model, r.ratio,
+                std::abs(r.ratio - 1.0) <= 0.3 ? "yes" : "no");
+  for (const DeviceRow& r : rows) {
+    const DecodeStepEstimate& e = r.estimate;
+    std::printf("%s on %s, ctx %d: %s program, %.2f GHz, %d programs, %.2f ms a step\n",
+                r.figure.preset.c_str(), r.figure.mesh.c_str(), r.figure.ctx, e.program.c_str(),
+                e.aiclk_ghz, e.programs, e.step_us / 1000.0);
+    std::printf(
+        "  shares: DRAM %.1f%%, compute %.1f%%, on-chip copies %.1f%%, Ethernet %.1f%%, "
+        "fixed op cost %.1f%%; top ops:",
+        100 * e.dram_us / e.step_us, 100 * e.compute_us / e.step_us, 100 * e.noc_us / e.step_us,
+        100 * e.eth_us / e.step_us, 100 * e.fixed_us / e.step_us);
+    for (const StepOp* op : TopOps(e, 5))
+      std::printf(" %s %.1f%%", op->name.c_str(), 100 * op->us / e.step_us);
+    std::printf("\n  what-ifs (tokens/s/user, x the measured program):");
+    for (const auto& [label, v] : r.what_ifs)
+      std::printf(" %s %.2f (%.2fx);", label.c_str(), v, v / r.model);
+    std::printf("\n");
+  }
+  if (!o.csv.empty()) {
+    WriteCsv(o.csv, rows);
+    std::printf("csv -> %s\n", o.csv.c_str());
+  }
+  if (!o.plot.empty()) {
+    if (o.plot.size() < 4 || o.plot.compare(o.plot.size() - 4, 4, ".png") != 0)
+      throw Error(Cat("--plot ", o.plot, ": the file name must end in .png"));
+    Plot(o.plot, rows);
+    std::printf("plot -> %s\n", o.plot.c_str());
+  }
+  if (!o.json.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const DeviceRow& r : rows) {
+      nlohmann::json ops = nlohmann::json::object(), what_ifs = nlohmann::json::object();
+      for (const StepOp& op : r.estimate.ops) ops[op.name] = op.us / r.estimate.step_us;
+      for (const auto& [label, v] : r.what_ifs) what_ifs[label] = v;
+      list.push_back({{"model", r.figure.preset},
+                      {"mesh", r.figure.mesh},
+                      {"users", r.figure.users},
+                      {"ctx", r.figure.ctx},
+                      {"measured_tokens_per_s_per_user", r.figure.measured},
+                      {"tokens_per_s_per_user", r.model},
+                      {"ratio", r.ratio},
+                      {"program", r.estimate.program},
+                      {"aiclk_ghz", r.estimate.aiclk_ghz},
+                      {"step_us", r.estimate.step_us},
+                      {"op_shares", ops},
+                      {"what_ifs", what_ifs},
+                      {"source", r.figure.source}});
+    }
+    WriteJsonOutput(o.json, nlohmann::json{{"rows", list}}.dump(2));
+  }
+}
+
+}  // namespace wc

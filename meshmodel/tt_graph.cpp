@@ -1,0 +1,470 @@
+#include "meshmodel/tt_graph.h"
+
+#include <algorithm>
+
+#include "model/lm_head.h"
+#include "util/error.h"
+
+namespace wc {
+
+int64_t Tiles(int64_t n) {
+  return (n + 31) / 32;
+}
+
+const char* TileFormatName(TileFormat f) {
+  switch (f) {
+    case TileFormat::kBF16:
+      return "bf16";
+    case TileFormat::kBFP8:
+      return "bfp8";
+    case TileFormat::kBFP4:
+      return "bfp4";
+  }
+  return "?";
+}
+
+TileFormat ParseTileFormat(const std::string& name, const std::string& flag) {
+  if (name == "bf16") return TileFormat::kBF16;
+  if (name == "bfp8") return TileFormat::kBFP8;
+  if (name == "bfp4") return TileFormat::kBFP4;
+  throw Error(Cat(flag, " '", name, "' is not a Wormhole tile format; choose bf16, bfp8 or bfp4"));
+}
+
+double TileBytes(TileFormat f) {
+  switch (f) {
+    case TileFormat::kBF16:
+      return 2048;
+    case TileFormat::kBFP8:
+      return 1088;
+    case TileFormat::kBFP4:
+      return 576;
+  }
+  return 0;
+}
+
+const char* TtOpKindName(TtOpKind k) {
+  switch (k) {
+    case TtOpKind::kMatmul:
+      return "matmul";
+    case TtOpKind::kBatchedMatmul:
+      return "batched matmul";
+    case TtOpKind::kCompute:
+      return "compute";
+    case TtOpKind::kDataMovement:
+      return "data movement";
+    case TtOpKind::kAllGather:
+      return "all-gather";
+    case TtOpKind::kReduceScatter:
+      return "reduce-scatter";
+    case TtOpKind::kFlashDecode:
+      return "flash decode";
+  }
+  return "?";
+}
+
+namespace {
+
+// Math cycles per tile of the compute programs, in units of the FPU's 16 x 16 x ... passes. They
+// are counts of what each kernel does to a tile (tt-metal's compute kernels of the time), each
+// element-wise pass costing a fidelity-independent SFPU/FPU tile op (op_costs.h prices the unit).
+// Layer norm (layernorm_sharded.cpp): x - mean needs a reduce (sum), a subtract, a square, a
+// second reduce, an add of epsilon and rsqrt, a multiply, then gamma and beta: 8 passes.
+constexpr double kLayerNormPasses = 8;
+// scale_mask_softmax (softmax_sharded.cpp): scale, + mask, max reduce, subtract and exp, sum
+// reduce, reciprocal, multiply: 7 passes.
+constexpr double kSoftmaxPasses = 7;
+// rotary_embedding: x * cos, rotate-half (a matmul by a permutation tile), * sin, add: 4 passes.
+constexpr double kRotaryPasses = 4;
+constexpr double kAddPasses = 1;
+constexpr double kGeluPasses = 1;       // fused into the matmul's packer, approximate mode
+constexpr double kTransposePasses = 1;  // transpose_wh: an unpack with transpose and a copy
+
+// Accumulates the program's ops in order.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int layers) : layers_(layers) {}
+  // Once a step.
+  TtOp& Once(TtOp op) {
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  }
+  // Once a layer.
+  TtOp& Layer(TtOp op) {
+    op.runs = layers_;
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  }
+  std::vector<TtOp> Take() { return std::move(ops_); }
+
+ private:
+  int layers_;
+  std::vector<TtOp> ops_;
+};
+
+TtOp Move(const std::string& name, int cores, double read_bytes, TtMemory from, double write_bytes,
+          TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kDataMovement;
+  op.cores = std::max(1, cores);
+  op.read_bytes = read_bytes;
+  op.read_from = from;
+  op.write_bytes = write_bytes;
+  op.write_to = to;
+  return op;
+}
+
+TtOp Compute(const std::string& name, int cores, int64_t tiles, double passes, double tile_bytes,
+             TtMemory from, TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kCompute;
+  op.cores = std::max(1, cores);
+  op.tiles = tiles;
+  op.cycles_per_tile = passes;  // op_costs.h turns passes into cycles
+  op.read_bytes = tiles * tile_bytes;
+  op.read_from = from;
+  op.write_bytes = tiles * tile_bytes;
+  op.write_to = to;
+  return op;
+}
+
+// A weight matmul: [m, k] x [k, n] tiles on `cores` (whole output columns per core), in0 of
+// `in0_bytes` from `from`, the output written to `to`.
+TtOp Matmul(const std::string& name, int cores, int64_t m, int64_t k, int64_t n, TileFormat w,
+            bool dram_sharded, TileFormat act, TtMemory from, TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kMatmul;
+  op.cores = std::max(1, cores);
+  op.m_tiles = m;
+  op.k_tiles = k;
+  op.n_tiles = n;
+  op.weights = w;
+  op.dram_sharded = dram_sharded;
+  op.fidelity = MathFidelity::kLoFi;
+  op.read_bytes = m * k * TileBytes(act);
+  op.read_from = from;
+  op.write_bytes = m * n * TileBytes(act);
+  op.write_to = to;
+  return op;
+}
+
+// tt-metal's auto-configured 1D matmul on a grid of `grid` cores: per_core_N = ceil(Nt / grid)
+// output columns per core, so ceil(Nt / per_core_N) cores work (matmul_op.cpp,
+// create_matmul_1d_systolic_array_program_config).
+int OneDCores(int64_t n_tiles, int grid) {
+  const int64_t per_core = (n_tiles + grid - 1) / grid;
+  return static_cast<int>((n_tiles + per_core - 1) / per_core);
+}
+
+TtOp Batched(const std::string& name, int cores, int64_t batch, int64_t m, int64_t k, int64_t n,
+             double tile_bytes) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kBatchedMatmul;
+  op.cores = std::max(1, cores);
+  op.batch = batch;
+  op.m_tiles = m;
+  op.k_tiles = k;
+  op.n_tiles = n;
+  op.fidelity = MathFidelity::kLoFi;
+  op.read_bytes = batch * (m * k + k * n) * tile_bytes;
+  op.write_bytes = batch * m * n * tile_bytes;
+  return op;
+}
+
+TtOp Collective(TtOpKind kind, double bytes) {
+  TtOp op;
+  op.name = kind == TtOpKind::kAllGather ? "all_gather" : "reduce_scatter";
+  op.kind = kind;
+  op.cores = 0;
+  op.ccl_bytes = bytes;
+  return op;
+}
+
+struct Shapes {
+  int layers = 0, chips = 1, users = 32;
+  int64_t ut = 1;           // user tile rows (32 users a row)
+  int64_t ht = 0, hct = 0;  // hidden, and one chip's slice of it, in tiles
+  int64_t q_heads = 0, kv_heads = 0, hdt = 0, head_dim = 0;  // per chip
+  int64_t qkv_t = 0, ffn_t = 0, vocab_t = 0;                 // per chip, tiles
+  int64_t p_t = 0;      // decode: cached positions + this one, padded to 32, in tiles
+  int64_t q_pad_t = 0;  // a KV head's query heads padded to whole tiles (the one-chip program)
+  TileFormat w_attn = TileFormat::kBFP8, w_mlp = TileFormat::kBFP8, w_lm = TileFormat::kBFP8;
+  TileFormat kv = TileFormat::kBF16;
+};
+
+// Attention from the cache: `ops` between the cache updates and the heads' concatenation, or the
+// FlashDecode what-if.
+TtOp FlashDecodeOp(const Shapes& s, int ctx) {
+  TtOp op;
+  op.name = "flash_decode";
+  op.kind = TtOpKind::kFlashDecode;
+  op.cores = 64;
+  op.batch = s.users;
+  op.m_tiles = s.q_heads;   // query heads on the chip
+  op.n_tiles = s.kv_heads;  // KV heads on the chip
+  op.k_tiles = s.head_dim;  // head_dim (values, not tiles)
+  op.tiles = ctx;           // cached positions
+  op.weights = s.kv;        // the cache's format
+  return op;
+}
+
+// models/demos/falcon7b_common/tt/ (falcon_model.py, falcon_decoder.py, falcon_attention.py,
+// falcon_mlp.py, falcon_causallm.py, model_config.py "BFLOAT16-L1_SHARDED") at 3216f4bb.
+void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                   GraphBuilder& b) {
+  const double bf16 = TileBytes(TileFormat::kBF16), kvb = TileBytes(s.kv);
+  const TtMemory D = TtMemory::kDram, L = TtMemory::kL1;
+  const double act = s.ut * s.ht * bf16;  // [users, hidden] bf16 tiles
+  const int64_t u = s.users;
+  const int grid = 56;  // get_falcon_default_core_grid: CoreGrid(y=7, x=8)
+  // Embedding rows (bf16, row-major in DRAM), then tilize.
+  b.Once(Move("embedding", u, u * c.hidden_size * 2.0, D, u * c.hidden_size * 2.0, D));
+  b.Once(Move("tilize", static_cast<int>(std::min<int64_t>(64, s.ht)), act, D, act, D));
+  auto layer_norm = [&](bool in_layer) {
+    // Block-sharded on 8 cores of a row (shard [32, 576]: hidden padded to 8 x 18 tiles).
+    TtOp i2s = Move("interleaved_to_sharded", 8, act, D, act, L);
+    TtOp ln = Compute("layer_norm", 8, s.ut * s.ht, kLayerNormPasses, bf16, L, L);
+    ln.fidelity = MathFidelity::kHiFi4;
+    TtOp s2i = Move("sharded_to_interleaved", 8, act, L, act, D);
+    for (TtOp* op : {&i2s, &ln, &s2i}) in_layer ? b.Layer(*op) : b.Once(*op);
+  };
+  {  // the layer's ops, each run once a layer
+    layer_norm(true);
+    b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
+                   TileFormat::kBF16, D, D));
+    const double qkv_bytes = s.ut * s.qkv_t * bf16;
+    b.Layer(Move("create_qkv_heads", 1, qkv_bytes, D, qkv_bytes, D));  // num_blocks = 1: 1 core
+    const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
+    TtOp rq = Compute("rotary_embedding", static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
+                      q_tiles, kRotaryPasses, bf16, D, L);
+    TtOp rk = Compute("rotary_embedding", static_cast<int>(s.kv_heads * s.ut), k_tiles,
+                      kRotaryPasses, bf16, D, L);
+    rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
+    b.Layer(rq);
+    b.Layer(rk);
+    // update_cache: each user's row lands in a tile of its cache; the tile is read, patched and
+    // written back (update_cache_op_multi_core.cpp: one core for one batched head).
+    const double cache_rows = u * s.kv_heads * s.hdt * kvb;
+    const TtOp update = Move("update_cache", static_cast<int>(s.kv_heads),
+                             cache_rows + k_tiles * bf16, D, cache_rows, D);
+    // The cache sliced to the attended positions, then sharded one user per core on 8x4.
+    const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
+    const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
+    if (o.flash_decode) {
+      b.Layer(update);
+      b.Layer(update);
+      b.Layer(FlashDecodeOp(s, o.ctx));
+    } else {
+      b.Layer(update);
+      b.Layer(Move("slice", 64, slice, D, slice, D));  // K_CACHE_SLICE stays in DRAM
+      b.Layer(Move("interleaved_to_sharded", users_cores, slice, D, slice, L));
+      // Q's heads padded to whole tile rows (single-core pad_tile), transposed (heads <-> users)
+      // and sharded a user per core.
+      const double q_bytes = q_tiles * bf16;
+      const double q_pad = s.q_pad_t * 32 * s.kv_heads * s.ut * s.hdt * bf16;
+      b.Layer(Move("pad", 1, q_bytes, L, q_pad, L));
+      b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
+      b.Layer(Move("interleaved_to_sharded", users_cores, q_pad, L, q_pad, L));
+      TtOp kt = Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses,
+                        kvb, L, L);
+      b.Layer(kt);
+      b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t, bf16));
+      TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
+                        bf16, L, L);
+      sm.fidelity = MathFidelity::kHiFi4;
+      b.Layer(sm);
+      b.Layer(update);
+      b.Layer(Move("slice", 64, slice, D, slice, L));
+      b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
+      b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt, bf16));
+      b.Layer(Move("sharded_to_interleaved", users_cores, q_pad, L, q_pad, L));
+      b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
+      b.Layer(Move("slice", 64, q_pad, L, q_bytes, L));  // unpad the heads
+    }
+    b.Layer(Move("concat_heads", 1, q_tiles * bf16, L, q_tiles * bf16, D));  // 1 core
+    b.Layer(Matmul("dense", OneDCores(s.ht, grid), s.ut, s.ht, s.ht, s.w_attn, o.dram_sharded,
+                   TileFormat::kBF16, D, D));
+    TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
+                      TileFormat::kBF16, D, D);
+    ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
+    ff1.cycles_per_tile = kGeluPasses;
+    b.Layer(ff1);
+    b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
+                   TileFormat::kBF16, D, D));
+    for (int a = 0; a < 2; ++a) {  // mlp + attention, then + residual: eltwise binary in DRAM
+      TtOp add = Compute("add", static_cast<int>(std::min<int64_t>(64, s.ut * s.ht)), s.ut * s.ht,
+                         kAddPasses, bf16, D, D);
+      add.read_bytes *= 2;
+      b.Layer(add);
+    }
+  }
+  layer_norm(false);
+  b.Once(Matmul("lm_head", OneDCores(s.vocab_t, grid), s.ut, s.ht, s.vocab_t, s.w_lm,
+                o.dram_sharded, TileFormat::kBF16, D, D));
+}
+
+// models/demos/t3000/falcon40b/tt/ at fc937bf74f ("BFLOAT8_B-SHARDED" decode config).
+void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                     GraphBuilder& b) {
+  const TileFormat A = TileFormat::kBFP8;  // activations: DEFAULT_DTYPE = BFLOAT8_B
+  const double ab = TileBytes(A), kvb = TileBytes(s.kv), bf16 = TileBytes(TileFormat::kBF16);
+  const TtMemory D = TtMemory::kDram, L = TtMemory::kL1;
+  const int64_t u = s.users;
+  const double full = s.ut * s.ht * ab;    // [users, hidden] gathered
+  const double shard = s.ut * s.hct * ab;  // [users, hidden / chips]
+  const int grid = 32;                     // MAX_GRID_SIZE (8, 4)
+  // Once a step: the attention mask tilized on device, the embedding rows and their sharding.
+  const double mask = s.ut * s.p_t * ab;
+  b.Once(Move("tilize", 1, s.ut * s.p_t * bf16, L, mask, L));
+  b.Once(Move("embedding", static_cast<int>(u), u * s.hct * 32 * 2.0, D, shard, D));
+  b.Once(Move("interleaved_to_sharded", grid, shard, D, shard, L));
+  auto gather = [&](bool in_layer) {
+    TtOp s2i = Move("sharded_to_interleaved", grid, shard, L, shard, L);
+    TtOp ag = Collective(TtOpKind::kAllGather, full);
+    TtOp i2s = Move("interleaved_to_sharded", grid, full, L, full, L);
+    for (TtOp* op : {&s2i, &ag, &i2s}) in_layer ? b.Layer(*op) : b.Once(*op);
+  };
+  // Layer norm on 8x4 width-sharded: gamma and beta read from DRAM as bf16 tiles of [32, hidden]
+  // (pad_ln_params pads them to 32 rows), two tile rows a norm.
+  auto layer_norm = [&](bool in_layer) {
+    TtOp ln = Compute("layer_norm", grid, s.ut * s.ht, kLayerNormPasses, ab, L, L);
+    ln.fidelity = MathFidelity::kHiFi4;
+    ln.read_bytes += 2 * s.ht * bf16;
+    ln.read_from = D;
+    in_layer ? b.Layer(ln) : b.Once(ln);
+  };
+  gather(true);
+  layer_norm(true);
+  if (c.two_layernorms()) layer_norm(true);
+  b.Layer(Move("sharded_to_interleaved", grid, full, L, full, L));
+  b.Layer(Move("interleaved_to_sharded", 8, full, L, full, L));
+  // QKV on 8 cores of a row (QKV_MM_PROGCFG: grid (8, 1), in0_block_w 32, per_core_N 5).
+  b.Layer(Matmul("qkv", 8, s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, L, L));
+  const double qkv = s.ut * s.qkv_t * ab;
+  b.Layer(Move("sharded_to_interleaved", 8, qkv, L, qkv, L));
+  b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
+  b.Layer(Move("create_qkv_heads", 1, qkv, L, qkv, L));
+  const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
+  TtOp rq =
+      Compute("rotary_embedding", static_cast<int>(s.q_heads), q_tiles, kRotaryPasses, ab, L, L);
+  TtOp rk =
+      Compute("rotary_embedding", static_cast<int>(s.kv_heads), k_tiles, kRotaryPasses, ab, L, L);
+  rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
+  b.Layer(rq);
+  b.Layer(rk);
+  const double cache_rows = u * s.kv_heads * s.hdt * kvb;
+  const TtOp update = Move("update_cache", static_cast<int>(s.kv_heads), cache_rows + k_tiles * ab,
+                           D, cache_rows, D);
+  const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
+  const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
+  const int head_cores = static_cast<int>(s.q_heads);  // group_attn_matmul: a query head a core
+  if (o.flash_decode) {
+    b.Layer(update);
+    b.Layer(update);
+    b.Layer(FlashDecodeOp(s, o.ctx));
+  } else {
+    b.Layer(update);
+    b.Layer(Move("slice", grid, slice, D, slice, L));
+    b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
+    b.Layer(Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses, kvb,
+                    L, L));
+    // group_attn_matmul: each query head's core multiplies every user's query row (a tile row
+    // of which one row is used) by that user's K^T, and then the scores by V.
+    b.Layer(Batched("attn_scores", head_cores, s.q_heads * u, 1, s.hdt, s.p_t, ab));
+    TtOp sm = Compute("softmax", std::min(16, head_cores), s.q_heads * s.ut * s.p_t, kSoftmaxPasses,
+                      ab, L, L);
+    sm.fidelity = MathFidelity::kHiFi4;
+    b.Layer(sm);
+    b.Layer(update);
+    b.Layer(Move("slice", grid, slice, D, slice, L));
+    b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
+    b.Layer(Batched("attn_values", head_cores, s.q_heads * u, 1, s.p_t, s.hdt, ab));
+  }
+  b.Layer(Move("concat_heads", head_cores, q_tiles * ab, L, q_tiles * ab, L));
+  b.Layer(Move("sharded_to_interleaved", grid, shard, L, shard, L));
+  b.Layer(Collective(TtOpKind::kAllGather, full));
+  b.Layer(Move("interleaved_to_sharded", grid, full, L, full, L));
+  b.Layer(Matmul("dense", OneDCores(s.hct, grid), s.ut, s.ht, s.hct, s.w_attn, o.dram_sharded, A, L,
+                 L));
+  b.Layer(Compute("add", grid, s.ut * s.hct, kAddPasses, ab, L, L));
+  TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
+                    A, L, L);
+  ff1.tiles = s.ut * s.ffn_t;
+  ff1.cycles_per_tile = kGeluPasses;
+  b.Layer(ff1);
+  // The down projection's weights are split by rows: every chip has partial sums of all columns.
+  b.Layer(
+      Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, L, L));
+  b.Layer(Move("sharded_to_interleaved", grid, full, L, full, L));
+  b.Layer(Collective(TtOpKind::kReduceScatter, full));
+  b.Layer(Move("interleaved_to_sharded", grid, shard, L, shard, L));
+  b.Layer(Compute("add", grid, s.ut * s.hct, kAddPasses, ab, L, L));
+  gather(false);
+  layer_norm(false);
+  b.Once(Matmul("lm_head", OneDCores(s.vocab_t, grid), s.ut, s.ht, s.vocab_t, s.w_lm,
+                o.dram_sharded, A, L, L));
+}
+
+}  // namespace
+
+TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
+  if (o.chips < 1) throw Error(Cat("a mesh needs at least one chip, got ", o.chips));
+  if (o.users < 1 || o.users > 32)
+    throw Error(
+        Cat("--users must be in [1, 32] (tt-metal's Falcon decode runs one tile row of "
+            "users), got ",
+            o.users));
+  if (o.ctx < 1 || o.ctx >= c.max_position_embeddings)
+    throw Error(Cat("--ctx must be in [1, ", c.max_position_embeddings - 1,
+                    "] (the model's max_position_embeddings bounds the cache), got ", o.ctx));
+  const int n = o.chips;
+  // Heads, hidden and ffn columns split over the chips; a share that is not whole is padded (the
+  // last chip's), as tt-metal pads a tensor to the mesh.
+  auto share = [n](int64_t v) { return (v + n - 1) / n; };
+  Shapes s;
+  s.layers = c.n_layers;
+  s.chips = n;
+  s.users = o.users;
+  s.ut = Tiles(o.users);
+  s.ht = Tiles(c.hidden_size);
+  s.hct = Tiles(share(c.hidden_size));
+  s.head_dim = c.head_dim();
+  s.hdt = Tiles(s.head_dim);
+  s.q_heads = share(c.n_head);
+  s.kv_heads = std::max<int64_t>(1, share(c.n_kv_heads));
+  s.qkv_t = Tiles((s.q_heads + 2 * s.kv_heads) * s.head_dim);
+  s.ffn_t = Tiles(share(c.ffn_hidden_size));
+  const int64_t vocab = o.lm_head_vocab > 0 ? o.lm_head_vocab : c.vocab_size;
+  s.vocab_t = Tiles(share(vocab));
+  s.p_t = Tiles(o.ctx + 1);
+  s.q_pad_t = Tiles((s.q_heads + s.kv_heads - 1) / s.kv_heads);
+  const TileFormat measured_kv = n == 1 ? TileFormat::kBF16 : TileFormat::kBFP8;
+  s.kv = o.kv.value_or(measured_kv);
+  s.w_attn = o.attn_weights.value_or(TileFormat::kBFP8);
+  s.w_mlp = o.mlp_weights.value_or(TileFormat::kBFP8);
+  s.w_lm = o.lm_head_weights.value_or(TileFormat::kBFP8);
+
+  TtGraph g;
+  g.chips = n;
+  g.kv = s.kv;
+  GraphBuilder b(c.n_layers);
+  if (n == 1) {
+    g.program = "falcon7b_common";
+    OneChipDecode(c, o, s, b);
+  } else {
+    g.program = "t3000/falcon40b";
+    MultiChipDecode(c, o, s, b);
+  }
+  g.ops = b.Take();
+  for (const TtOp& op : g.ops)
+    if (op.kind == TtOpKind::kMatmul)
+      g.weight_bytes +=
+          op.runs * static_cast<double>(op.k_tiles * op.n_tiles) * TileBytes(op.weights);
+  g.kv_bytes = 2.0 * c.n_layers * o.users * s.kv_heads * s.p_t * s.hdt * TileBytes(s.kv);
+  return g;
+}
+
+}  // namespace wc
