@@ -13,6 +13,7 @@ std::string GraphLabel(const DecodeStepOptions& o) {
   auto add = [&label](const std::string& what) { label += (label.empty() ? "" : ", ") + what; };
   if (o.aiclk_ghz) add(Cat(*o.aiclk_ghz, " GHz"));
   if (o.dram_sharded) add("DRAM-sharded weights");
+  if (o.op_floors_2025) add("2025 op floors");
   if (o.eth_links > 1) add(Cat(o.eth_links, " links"));
   if (o.flash_decode) add("FlashDecode");
   return label.empty() ? "measured" : label;
@@ -28,6 +29,7 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
     throw Error("--kv-dtype bfp4: tt-metal's Falcon caches are bf16 or bfp8");
   TtGraphOptions g;
   g.chips = mesh.chips;
+  g.phase = o.phase;
   g.users = o.users;
   g.ctx = o.ctx;
   g.attn_weights = o.attn_weights.value_or(o.weights);
@@ -42,6 +44,10 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
   TtSoftware sw = MeasuredSoftware();
   if (o.aiclk_ghz) sw.aiclk_ghz = *o.aiclk_ghz;
   if (o.eth_links > 0) sw.eth_links = o.eth_links;
+  if (o.op_floors_2025) {
+    sw.fixed_move_cycles = 1070;
+    sw.fixed_compute_cycles = 2780;
+  }
 
   DecodeStepEstimate e;
   e.program = graph.program;
@@ -81,8 +87,13 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
     e.noc_us += s.noc_us;
     e.eth_us += s.eth_us;
   }
-  e.tokens_per_s_per_user = 1e6 / e.step_us;
-  e.tokens_per_s = e.tokens_per_s_per_user * o.users;
+  e.phase = o.phase;
+  if (o.phase == TtPhase::kPrefill) {
+    e.tokens_per_s = o.ctx * 1e6 / e.step_us;
+  } else {
+    e.tokens_per_s_per_user = 1e6 / e.step_us;
+    e.tokens_per_s = e.tokens_per_s_per_user * o.users;
+  }
   e.weight_bytes_per_chip = graph.weight_bytes;
   e.kv_bytes_per_chip = graph.kv_bytes;
   return e;

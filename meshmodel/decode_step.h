@@ -22,8 +22,9 @@ namespace wc {
 
 struct DecodeStepOptions {
   std::string mesh = "t3k";
-  int users = 32;  // user rows decoded together (a tile row holds 32)
-  int ctx = 128;   // cached positions each user attends
+  TtPhase phase = TtPhase::kDecode;
+  int users = 32;  // decode: user rows decoded together (a tile row holds 32); prefill: 1
+  int ctx = 128;   // decode: cached positions each user attends; prefill: the prompt's tokens
   // Weight formats; per --weights group (model/weight_spec.h) instead of `weights`: QKV and
   // dense, the MLP, the LM head. Unset: `weights`.
   TileFormat weights = TileFormat::kBFP8;
@@ -31,6 +32,7 @@ struct DecodeStepOptions {
   std::optional<TileFormat> kv;     // unset: the measured program's (bf16 on one chip, else bfp8)
   bool flash_decode = false;        // what-if: FlashDecode instead of matmul-softmax-matmul
   bool dram_sharded = false;        // what-if: weights sharded by DRAM bank
+  bool op_floors_2025 = false;      // what-if: programs' fixed costs at 2025's floors
   std::optional<double> aiclk_ghz;  // what-if: another clock (unset: the measured runs' 0.8)
   int eth_links = 0;                // what-if: Ethernet links per ring neighbour (0: 1, measured)
   int lm_head_fractures = 8;        // seed 001's fracture_vocab_factor (pads the vocabulary)
@@ -54,8 +56,9 @@ struct DecodeStepEstimate {
   std::vector<StepOp> ops;  // in graph order; the names are unique
   int programs = 0;         // device programs a step runs
   double step_us = 0;
-  double tokens_per_s_per_user = 0;  // 1e6 / step_us
-  double tokens_per_s = 0;           // users x that
+  TtPhase phase = TtPhase::kDecode;
+  double tokens_per_s_per_user = 0;  // decode: 1e6 / step_us (prefill: 0)
+  double tokens_per_s = 0;           // decode: users x that; prefill: prompt tokens / step
   double fixed_us = 0, dram_us = 0, compute_us = 0, noc_us = 0, eth_us = 0;
   double weight_bytes_per_chip = 0;  // read once per step
   double kv_bytes_per_chip = 0;      // read by attention per step

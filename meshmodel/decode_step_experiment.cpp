@@ -95,11 +95,13 @@ std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base) {
   // The measured runs were at 1 GHz (op_costs.h); 800 MHz is the clock before 2024-05.
   add("800 MHz clock", [](DecodeStepOptions& d) { d.aiclk_ghz = 0.8; });
   add("DRAM-sharded weights", [](DecodeStepOptions& d) { d.dram_sharded = true; });
+  add("2025 op floors", [](DecodeStepOptions& d) { d.op_floors_2025 = true; });
   add("2 eth links", [](DecodeStepOptions& d) { d.eth_links = 2; });  // nothing on one chip
   add("BFP4_B MLP weights", [](DecodeStepOptions& d) { d.mlp_weights = TileFormat::kBFP4; });
-  add("FlashDecode", [](DecodeStepOptions& d) { d.flash_decode = true; });
+  add("FlashDecode", [](DecodeStepOptions& d) { d.flash_decode = true; });  // decode only
   add("today's (all but 800 MHz)", [](DecodeStepOptions& d) {
     d.dram_sharded = true;
+    d.op_floors_2025 = true;
     d.eth_links = 2;
     d.mlp_weights = TileFormat::kBFP4;
     d.flash_decode = true;
@@ -130,6 +132,15 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
     throw Error(
         Cat("--attention '", o.attention, "' is not supported here; choose unfused or flash"));
   o.step.flash_decode = o.attention == "flash";
+  if (o.phase != "decode" && o.phase != "prefill")
+    throw Error(Cat("--phase '", o.phase, "' is not a phase; choose decode or prefill"));
+  const bool prefill = o.phase == "prefill";
+  if (prefill) {
+    o.step.phase = TtPhase::kPrefill;
+    if (!o.users_given) o.step.users = 1;
+    if (o.step.flash_decode)
+      throw Error("--attention flash is a decode what-if; prefill runs SDPA");
+  }
 
   std::vector<Scenario> scenarios = {{"headline", o.step}};
   auto what_if = [&](const std::string& label, auto change) {
@@ -139,7 +150,8 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
   };
   for (const Scenario& s : TodaysWhatIfs(o.step)) scenarios.push_back(s);
   for (int u : {1, 8, 16, 32})
-    if (u != o.step.users) what_if(Cat("users ", u), [u](DecodeStepOptions& d) { d.users = u; });
+    if (u != o.step.users && !prefill)
+      what_if(Cat("users ", u), [u](DecodeStepOptions& d) { d.users = u; });
   for (int ctx : {128, 512, 1024, 2047})
     if (ctx != o.step.ctx && ctx < c.max_position_embeddings)
       what_if(Cat("ctx ", ctx), [ctx](DecodeStepOptions& d) { d.ctx = ctx; });
@@ -158,37 +170,46 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
   const DecodeStepEstimate& e = runs.front().second;
   const int layers = c.n_layers;
 
-  std::printf(
-      "%s decode step on %s (%d chips): %d users, ctx %d, weights %s, KV %s, %s attention\n",
-      model_name.c_str(), o.step.mesh.c_str(), e.chips, o.step.users, o.step.ctx,
-      TileFormatName(o.step.weights), TileFormatName(e.kv), AttentionName(o.step).c_str());
-  std::printf("  graph: tt-metal's %s program, %s (%.2f GHz), %d device programs a step\n",
+  const char* what = prefill ? "prefill" : "decode step";
+  std::printf("%s %s on %s (%d chips): %d users, ctx %d, weights %s, KV %s, %s attention\n",
+              model_name.c_str(), what, o.step.mesh.c_str(), e.chips, o.step.users, o.step.ctx,
+              TileFormatName(o.step.weights), TileFormatName(e.kv),
+              prefill ? "sdpa or sliced" : AttentionName(o.step).c_str());
+  std::printf("  graph: tt-metal's %s program, %s (%.2f GHz), %d device programs\n",
               e.program.c_str(), e.graph.c_str(), e.aiclk_ghz, e.programs);
   std::printf("  %-24s %6s %11s %11s %7s\n", "op", "runs", "us/step", "us/layer", "share");
   for (const StepOp& op : e.ops)
     std::printf("  %-24s %6d %11.1f %11.2f %6.1f%%\n", op.name.c_str(), op.per_step, op.us,
                 op.us / layers, 100.0 * op.us / e.step_us);
-  std::printf("  step %.1f us = %.2f ms per token: %.2f tokens/s per user, %.1f tokens/s in all\n",
-              e.step_us, e.step_us / 1000.0, e.tokens_per_s_per_user, e.tokens_per_s);
+  if (prefill)
+    std::printf("  prefill of %d tokens: %.2f ms, %.1f tokens/s\n", o.step.ctx, e.step_us / 1000.0,
+                e.tokens_per_s);
+  else
+    std::printf(
+        "  step %.1f us = %.2f ms per token: %.2f tokens/s per user, %.1f tokens/s in all\n",
+        e.step_us, e.step_us / 1000.0, e.tokens_per_s_per_user, e.tokens_per_s);
   std::printf(
       "  shares: DRAM %.1f%%, compute %.1f%%, on-chip copies %.1f%%, Ethernet %.1f%%, fixed op "
       "cost %.1f%%\n",
       100.0 * e.dram_us / e.step_us, 100.0 * e.compute_us / e.step_us, 100.0 * e.noc_us / e.step_us,
       100.0 * e.eth_us / e.step_us, 100.0 * e.fixed_us / e.step_us);
-  std::printf("  per chip and step: %.1f MB of weights, %.2f MB of KV cache\n",
-              e.weight_bytes_per_chip / 1e6, e.kv_bytes_per_chip / 1e6);
+  std::printf("  per chip: %.1f MB of weights, %.2f MB of KV cache %s\n",
+              e.weight_bytes_per_chip / 1e6, e.kv_bytes_per_chip / 1e6,
+              prefill ? "written" : "read");
   for (const DeviceFigure& f : DeviceFigures())
     if (o.model_dir.empty() && f.preset == model_name && f.mesh == o.step.mesh &&
-        f.users == o.step.users && f.ctx == o.step.ctx && !o.formats_given && e.graph == "measured")
-      std::printf(
-          "  tt-metal measured %.2f tokens/s/user on the device (%s): model / measured = "
-          "%.2f\n",
-          f.measured, f.source.c_str(), e.tokens_per_s_per_user / f.measured);
+        f.phase == o.step.phase && f.users == o.step.users && f.ctx == o.step.ctx &&
+        !o.formats_given && e.graph == "measured") {
+      const double model = prefill ? e.tokens_per_s : e.tokens_per_s_per_user;
+      std::printf("  tt-metal measured %.2f %s on the device (%s): model / measured = %.2f\n",
+                  f.measured, prefill ? "tokens/s" : "tokens/s/user", f.source.c_str(),
+                  model / f.measured);
+    }
   std::printf("what-ifs (one change each from the headline):\n");
-  std::printf("  %-22s %10s %10s %10s %7s %7s %7s\n", "scenario", "ms/token", "tok/s/u", "tok/s",
+  std::printf("  %-26s %10s %10s %10s %7s %7s %7s\n", "scenario", "ms/step", "tok/s/u", "tok/s",
               "DRAM", "eth", "fixed");
   for (const auto& [s, r] : runs)
-    std::printf("  %-22s %10.2f %10.2f %10.1f %6.1f%% %6.1f%% %6.1f%%\n", s.label.c_str(),
+    std::printf("  %-26s %10.2f %10.2f %10.1f %6.1f%% %6.1f%% %6.1f%%\n", s.label.c_str(),
                 r.step_us / 1000.0, r.tokens_per_s_per_user, r.tokens_per_s,
                 100.0 * r.dram_us / r.step_us, 100.0 * r.eth_us / r.step_us,
                 100.0 * r.fixed_us / r.step_us);
@@ -205,26 +226,28 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
   if (!o.json.empty()) {
     nlohmann::json ops = nlohmann::json::object();
     for (const StepOp& op : e.ops) ops[op.name] = op.us;
-    const nlohmann::json j = {{"model", model_name},
-                              {"mesh", o.step.mesh},
-                              {"chips", e.chips},
-                              {"program", e.program},
-                              {"graph", e.graph},
-                              {"aiclk_ghz", e.aiclk_ghz},
-                              {"users", o.step.users},
-                              {"ctx", o.step.ctx},
-                              {"weights_dtype", TileFormatName(o.step.weights)},
-                              {"kv_dtype", TileFormatName(e.kv)},
-                              {"attention", AttentionName(o.step)},
-                              {"step_us", e.step_us},
-                              {"tokens_per_s_per_user", e.tokens_per_s_per_user},
-                              {"tokens_per_s", e.tokens_per_s},
-                              {"dram_share", e.dram_us / e.step_us},
-                              {"compute_share", e.compute_us / e.step_us},
-                              {"noc_share", e.noc_us / e.step_us},
-                              {"eth_share", e.eth_us / e.step_us},
-                              {"fixed_share", e.fixed_us / e.step_us},
-                              {"ops", ops}};
+    nlohmann::json j = {{"model", model_name},
+                        {"phase", TtPhaseName(o.step.phase)},
+                        {"mesh", o.step.mesh},
+                        {"chips", e.chips},
+                        {"program", e.program},
+                        {"graph", e.graph},
+                        {"aiclk_ghz", e.aiclk_ghz},
+                        {"users", o.step.users},
+                        {"ctx", o.step.ctx},
+                        {"weights_dtype", TileFormatName(o.step.weights)},
+                        {"kv_dtype", TileFormatName(e.kv)},
+                        {"attention", AttentionName(o.step)},
+                        {"step_us", e.step_us},
+                        {"tokens_per_s_per_user", e.tokens_per_s_per_user},
+                        {"tokens_per_s", e.tokens_per_s},
+                        {"dram_share", e.dram_us / e.step_us},
+                        {"compute_share", e.compute_us / e.step_us},
+                        {"noc_share", e.noc_us / e.step_us},
+                        {"eth_share", e.eth_us / e.step_us},
+                        {"fixed_share", e.fixed_us / e.step_us},
+                        {"ops", ops}};
+    if (prefill) j.erase("tokens_per_s_per_user");  // prefill: tokens_per_s, the prompt's rate
     WriteJsonOutput(o.json, j.dump(2));
   }
 }

@@ -15,7 +15,8 @@ struct DecodeStepCmdOptions {
   std::string model_dir;  // --model (a checkpoint's config.json), else --preset
   std::string preset;     // --preset (default falcon-40b)
   DecodeStepOptions step;
-  std::string weights_dtype = "bfp8", kv_dtype, attention = "unfused";
+  std::string weights_dtype = "bfp8", kv_dtype, attention = "unfused", phase = "decode";
+  bool users_given = false;    // --users given (prefill defaults to 1)
   bool formats_given = false;  // any of --model, --preset, --weights-dtype, --kv-dtype given
   std::string csv, plot, json;
 };
@@ -28,7 +29,8 @@ struct Scenario {
   DecodeStepOptions options;
 };
 // The changes today's tt-metal makes (or could make) to the measured program, one each, and all
-// of them together: 800 MHz (the clock before 2024-05), DRAM-sharded weights, 2 Ethernet links
+// of them together: 800 MHz (the clock before 2024-05), DRAM-sharded weights, programs' fixed
+// costs at 2025's floors, 2 Ethernet links
 // (nothing on one chip), BFP4_B MLP weights, FlashDecode.
 std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base);
 

@@ -28,6 +28,10 @@ std::vector<const StepOp*> TopOps(const DecodeStepEstimate& e, size_t n) {
   return ops;
 }
 
+const char* Unit(const DeviceFigure& f) {
+  return f.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user";
+}
+
 std::string Slug(const std::string& label) {
   std::string s;
   for (char c : label) {
@@ -43,7 +47,7 @@ std::string Slug(const std::string& label) {
 void WriteCsv(const std::string& path, const std::vector<DeviceRow>& rows) {
   std::ostringstream out;
   out.precision(8);
-  out << "model,mesh,users,ctx,measured_tokens_per_s_per_user,model_tokens_per_s_per_user,ratio,"
+  out << "preset,mesh,phase,users,ctx,unit,measured,model,ratio,"
          "within_30pct,program,aiclk_ghz,step_us,programs,dram_share,fixed_share,eth_share,"
          "top_op,top_op_share";
   for (const auto& [label, v] : rows.front().what_ifs) out << ",whatif_" << Slug(label);
@@ -51,8 +55,9 @@ void WriteCsv(const std::string& path, const std::vector<DeviceRow>& rows) {
   for (const DeviceRow& r : rows) {
     const DecodeStepEstimate& e = r.estimate;
     const StepOp* top = TopOps(e, 1).front();
-    out << r.figure.preset << "," << r.figure.mesh << "," << r.figure.users << "," << r.figure.ctx
-        << "," << r.figure.measured << "," << r.model << "," << r.ratio << ","
+    out << r.figure.preset << "," << r.figure.mesh << "," << TtPhaseName(r.figure.phase) << ","
+        << r.figure.users << "," << r.figure.ctx << "," << Unit(r.figure) << ","
+        << r.figure.measured << "," << r.model << "," << r.ratio << ","
         << (std::abs(r.ratio - 1.0) <= 0.3 ? "yes" : "no") << "," << e.program << "," << e.aiclk_ghz
         << "," << e.step_us << "," << e.programs << "," << e.dram_us / e.step_us << ","
         << e.fixed_us / e.step_us << "," << e.eth_us / e.step_us << "," << top->name << ","
@@ -66,21 +71,23 @@ void WriteCsv(const std::string& path, const std::vector<DeviceRow>& rows) {
   if (!f) throw Error(Cat("--csv ", path, ": cannot write"));
 }
 
+// Model / measured per row, with the +-30% band.
 void Plot(const std::string& png, const std::vector<DeviceRow>& rows) {
   std::ostringstream g;
-  g << "$d << EOD\nrow measured model\n";
+  g << "$d << EOD\n";
   for (const DeviceRow& r : rows)
-    g << "\"" << r.figure.preset << " " << r.figure.mesh << " ctx " << r.figure.ctx << "\" "
-      << r.figure.measured << " " << r.model << "\n";
+    g << "\"" << r.figure.preset << " " << r.figure.mesh << " " << TtPhaseName(r.figure.phase)
+      << " " << r.figure.ctx << "\" " << r.ratio << "\n";
   g << "EOD\n";
-  g << "set terminal pngcairo size 1000,560 font ',10'\nset termoption noenhanced\n";
+  g << "set terminal pngcairo size 1100,560 font ',10'\nset termoption noenhanced\n";
   g << "set output " << GnuplotQuote(png) << "\n";
-  g << "set title 'Falcon decode on Wormhole: tt-metal measured (device only) vs the mesh model'\n";
-  g << "set style data histograms\nset style histogram clustered gap 1\n";
-  g << "set style fill solid 0.85 border -1\nset boxwidth 0.9\nset grid ytics\n";
-  g << "set ylabel 'tokens/s per user (32 users)'\nset yrange [0:*]\nset key top right\n";
-  g << "plot $d using 2:xtic(1) title 'tt-metal measured' lc rgb '#7f7f7f', "
-       "'' using 3 title 'mesh model' lc rgb '#1f77b4'\n";
+  g << "set title 'Falcon on Wormhole: the mesh model / tt-metal measured (device only)'\n";
+  g << "set style data histograms\nset style fill solid 0.85 border -1\nset boxwidth 0.7\n";
+  g << "set grid ytics\nset xtics rotate by -30 font ',9'\nset key top left\n";
+  g << "set ylabel 'model / measured'\nset yrange [0:*]\n";
+  g << "plot $d using 2:xtic(1) title 'model / measured' lc rgb '#1f77b4', "
+       "1.3 title '+-30%' lc rgb '#d62728' dt 2, 0.7 notitle lc rgb '#d62728' dt 2, "
+       "1 notitle lc rgb '#7f7f7f'\n";
   RunGnuplot(g.str(), png);
 }
 
@@ -92,15 +99,19 @@ std::vector<DeviceRow> RunDeviceExperiment() {
     const FalconConfig c = PresetConfig(f.preset);
     DecodeStepOptions o;
     o.mesh = f.mesh;
+    o.phase = f.phase;
     o.users = f.users;
     o.ctx = f.ctx;
     DeviceRow r;
     r.figure = f;
     r.estimate = EstimateDecodeStep(c, o);
-    r.model = r.estimate.tokens_per_s_per_user;
+    const bool prefill = f.phase == TtPhase::kPrefill;
+    r.model = prefill ? r.estimate.tokens_per_s : r.estimate.tokens_per_s_per_user;
     r.ratio = r.model / f.measured;
-    for (const Scenario& s : TodaysWhatIfs(o))
-      r.what_ifs.emplace_back(s.label, EstimateDecodeStep(c, s.options).tokens_per_s_per_user);
+    for (const Scenario& s : TodaysWhatIfs(o)) {
+      const DecodeStepEstimate w = EstimateDecodeStep(c, s.options);
+      r.what_ifs.emplace_back(s.label, prefill ? w.tokens_per_s : w.tokens_per_s_per_user);
+    }
     rows.push_back(std::move(r));
   }
   return rows;
@@ -109,18 +120,20 @@ std::vector<DeviceRow> RunDeviceExperiment() {
 void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
   const std::vector<DeviceRow> rows = RunDeviceExperiment();
   std::printf("Falcon decode on Wormhole, device-only: tt-metal measured vs the mesh model\n");
-  std::printf("(the program, formats and clock of each measured run; 32 users; tokens/s/user)\n");
-  std::printf("  %-11s %-5s %5s %9s %9s %7s  %s\n", "model", "mesh", "ctx", "measured", "model",
-              "ratio", "within +-30%");
+  std::printf(
+      "(the program, formats and clock of each measured run; decode: 32 users, tokens/s "
+      "per user; prefill: one prompt of ctx tokens, tokens/s)\n");
+  std::printf("  %-11s %-5s %-8s %5s %9s %9s %7s  %s\n", "model", "mesh", "phase", "ctx",
+              "measured", "model", "ratio", "within +-30%");
   for (const DeviceRow& r : rows)
-    std::printf("  %-11s %-5s %5d %9.2f %9.2f %7.2f  %s\n", r.figure.preset.c_str(),
-                r.figure.mesh.c_str(), r.figure.ctx, r.figure.measured, r.model, r.ratio,
-                std::abs(r.ratio - 1.0) <= 0.3 ? "yes" : "no");
+    std::printf("  %-11s %-5s %-8s %5d %9.2f %9.2f %7.2f  %s\n", r.figure.preset.c_str(),
+                r.figure.mesh.c_str(), TtPhaseName(r.figure.phase), r.figure.ctx, r.figure.measured,
+                r.model, r.ratio, std::abs(r.ratio - 1.0) <= 0.3 ? "yes" : "no");
   for (const DeviceRow& r : rows) {
     const DecodeStepEstimate& e = r.estimate;
-    std::printf("%s on %s, ctx %d: %s program, %.2f GHz, %d programs, %.2f ms a step\n",
-                r.figure.preset.c_str(), r.figure.mesh.c_str(), r.figure.ctx, e.program.c_str(),
-                e.aiclk_ghz, e.programs, e.step_us / 1000.0);
+    std::printf("%s %s on %s, ctx %d: %s program, %.2f GHz, %d programs, %.2f ms a step\n",
+                r.figure.preset.c_str(), TtPhaseName(r.figure.phase), r.figure.mesh.c_str(),
+                r.figure.ctx, e.program.c_str(), e.aiclk_ghz, e.programs, e.step_us / 1000.0);
     std::printf(
         "  shares: DRAM %.1f%%, compute %.1f%%, on-chip copies %.1f%%, Ethernet %.1f%%, "
         "fixed op cost %.1f%%; top ops:",
@@ -128,7 +141,7 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
         100 * e.eth_us / e.step_us, 100 * e.fixed_us / e.step_us);
     for (const StepOp* op : TopOps(e, 5))
       std::printf(" %s %.1f%%", op->name.c_str(), 100 * op->us / e.step_us);
-    std::printf("\n  what-ifs (tokens/s/user, x the measured program):");
+    std::printf("\n  what-ifs (%s, x the measured program):", Unit(r.figure));
     for (const auto& [label, v] : r.what_ifs)
       std::printf(" %s %.2f (%.2fx);", label.c_str(), v, v / r.model);
     std::printf("\n");
@@ -149,12 +162,14 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
       nlohmann::json ops = nlohmann::json::object(), what_ifs = nlohmann::json::object();
       for (const StepOp& op : r.estimate.ops) ops[op.name] = op.us / r.estimate.step_us;
       for (const auto& [label, v] : r.what_ifs) what_ifs[label] = v;
-      list.push_back({{"model", r.figure.preset},
+      list.push_back({{"preset", r.figure.preset},
                       {"mesh", r.figure.mesh},
                       {"users", r.figure.users},
                       {"ctx", r.figure.ctx},
-                      {"measured_tokens_per_s_per_user", r.figure.measured},
-                      {"tokens_per_s_per_user", r.model},
+                      {"phase", TtPhaseName(r.figure.phase)},
+                      {"unit", Unit(r.figure)},
+                      {"measured", r.figure.measured},
+                      {"model", r.model},
                       {"ratio", r.ratio},
                       {"program", r.estimate.program},
                       {"aiclk_ghz", r.estimate.aiclk_ghz},

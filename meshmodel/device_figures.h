@@ -12,11 +12,12 @@
 namespace wc {
 
 struct DeviceFigure {
-  std::string preset;   // model/config.h preset
-  std::string mesh;     // mesh/wormhole_spec.h preset
-  int users = 32;       // user rows
-  int ctx = 128;        // cached positions
-  double measured = 0;  // tokens/s per user
+  std::string preset;  // model/config.h preset
+  std::string mesh;    // mesh/wormhole_spec.h preset
+  TtPhase phase = TtPhase::kDecode;
+  int users = 32;       // decode: user rows; prefill: 1
+  int ctx = 128;        // decode: cached positions; prefill: the prompt's tokens
+  double measured = 0;  // decode: tokens/s per user; prefill: prompt tokens/s
   std::string source;   // file and commit (or README version) the figure is read from
 };
 

@@ -1,9 +1,9 @@
 #include "meshmodel/op_costs.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "mesh/experiments.h"
-#include "mesh/perf_model.h"
 #include "meshmodel/collectives.h"
 #include "util/error.h"
 
@@ -39,13 +39,30 @@ OpCost FlashDecodeCost(const TtOp& op, const TtSoftware& sw) {
   ac.reduction = Reduction::kTree;
   const MeshBenchRow row = RunMeshBenchConfig(ac);
   OpCost c;
-  c.fixed_us = sw.fixed_compute_us;
+  c.fixed_us = Us(sw.fixed_compute_cycles, sw);
   c.dram_us = row.emulated_us;  // the attention model's op, streaming K and V
   c.us = c.fixed_us + c.dram_us;
   return c;
 }
 
 }  // namespace
+
+double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1) {
+  switch (fidelity) {
+    case MathFidelity::kLoFi:
+      return in0 == TileFormat::kBFP4 && in1 == TileFormat::kBFP4 ? sw.gemm_cycles_lofi_bfp4
+                                                                  : sw.gemm_cycles_lofi_bfp8;
+    case MathFidelity::kHiFi2: {
+      auto half = [&](TileFormat f) {
+        return (f == TileFormat::kBF16 ? sw.gemm_cycles_hifi2_bf16 : sw.gemm_cycles_hifi2_bfp8) / 2;
+      };
+      return half(in0) + half(in1);
+    }
+    case MathFidelity::kHiFi4:
+      return sw.gemm_cycles_hifi4_bf16;
+  }
+  return sw.gemm_cycles_hifi4_bf16;
+}
 
 TtSoftware MeasuredSoftware() {
   return TtSoftware{};
@@ -55,7 +72,8 @@ OpCost CostOf(const TtOp& op, int chips, const WormholeChipSpec& chip, const TtS
   if (op.read_bytes < 0 || op.write_bytes < 0 || op.tiles < 0 || op.ccl_bytes < 0 || op.runs < 0)
     throw Error(Cat("op ", op.name, ": sizes must be >= 0"));
   OpCost c;
-  c.fixed_us = op.kind == TtOpKind::kDataMovement ? sw.fixed_move_us : sw.fixed_compute_us;
+  c.fixed_us =
+      Us(op.kind == TtOpKind::kDataMovement ? sw.fixed_move_cycles : sw.fixed_compute_cycles, sw);
   const double read_dram = op.read_from == TtMemory::kDram ? op.read_bytes : 0;
   const double write_dram = op.write_to == TtMemory::kDram ? op.write_bytes : 0;
   switch (op.kind) {
@@ -66,16 +84,20 @@ OpCost CostOf(const TtOp& op, int chips, const WormholeChipSpec& chip, const TtS
                               ? std::min(sw.dram_sharded_gbps, chip.dram_achievable_gbps)
                               : InterleavedGbps(chip, sw, op.cores);
       c.dram_us = c.dram_bytes / gbps / 1000.0;
-      const double products = op.m_tiles * PerCore(op.n_tiles, op.cores) * op.k_tiles;
-      const double fused = op.tiles > 0 ? PerCore(op.tiles, op.cores) * op.cycles_per_tile : 0;
-      c.compute_us =
-          Us(products * MatmulTileCycles(chip, op.fidelity) + fused * sw.pass_cycles, sw);
+      // A grid of m_split rows of cores (each a share of m) by cores / m_split columns.
+      const int cols = std::max(1, op.cores / std::max(1, op.m_split));
+      const double products =
+          PerCore(op.m_tiles, op.m_split) * PerCore(op.n_tiles, cols) * op.k_tiles;
+      const double fused = op.tiles > 0 ? PerCore(op.tiles, op.cores) * op.passes : 0;
+      c.compute_us = Us(
+          products * GemmTileCycles(sw, op.fidelity, op.act, op.weights) + fused * sw.pass_cycles,
+          sw);
       c.us = c.fixed_us + std::max(c.dram_us, c.compute_us);
       break;
     }
     case TtOpKind::kBatchedMatmul: {
       const double products = PerCore(op.batch, op.cores) * op.m_tiles * op.k_tiles * op.n_tiles;
-      c.compute_us = Us(products * MatmulTileCycles(chip, op.fidelity), sw);
+      c.compute_us = Us(products * GemmTileCycles(sw, op.fidelity, op.act, op.weights), sw);
       // Each core reads its operands from the cores that hold them (sharded, or one user's K
       // per core) at its NoC port.
       c.noc_us = Us(op.read_bytes / op.cores / sw.core_read_bytes_per_cycle, sw);
@@ -83,7 +105,7 @@ OpCost CostOf(const TtOp& op, int chips, const WormholeChipSpec& chip, const TtS
       break;
     }
     case TtOpKind::kCompute: {
-      c.compute_us = Us(PerCore(op.tiles, op.cores) * op.cycles_per_tile * sw.pass_cycles, sw);
+      c.compute_us = Us(PerCore(op.tiles, op.cores) * op.passes * sw.pass_cycles, sw);
       c.dram_bytes = read_dram + write_dram;
       c.dram_us = c.dram_bytes / InterleavedGbps(chip, sw, op.cores) / 1000.0;
       c.us = c.fixed_us + std::max(c.dram_us, c.compute_us);
@@ -126,6 +148,19 @@ OpCost CostOf(const TtOp& op, int chips, const WormholeChipSpec& chip, const TtS
     }
     case TtOpKind::kFlashDecode:
       return FlashDecodeCost(op, sw);
+    case TtOpKind::kSdpa: {
+      // Causal: 2 heads s^2 d FLOPs, at the report's rate for this length on its 64 cores at
+      // 1 GHz, scaled to the op's cores and clock.
+      const double seq = 32.0 * op.m_tiles, d = 32.0 * op.k_tiles;
+      const double flops = 2.0 * op.batch * seq * seq * d;
+      const double x = std::clamp(std::log2(seq / 512.0), 0.0, 3.0);
+      const int i = std::min(2, static_cast<int>(x));
+      const double tflops =
+          sw.sdpa_tflops[i] + (sw.sdpa_tflops[i + 1] - sw.sdpa_tflops[i]) * (x - i);
+      c.compute_us = flops / (tflops * 1e12 * op.cores / 64.0 * sw.aiclk_ghz) * 1e6;
+      c.us = c.fixed_us + c.compute_us;
+      break;
+    }
   }
   return c;
 }

@@ -9,7 +9,7 @@
 //   every program   a fixed cost (firmware start, runtime arguments, circular buffers, the end
 //                   handshake: a data-movement program's, or a compute program's), then its body:
 //   kMatmul         max(weights + DRAM activations over the read rate of its DRAM layout,
-//                   output tiles per core x k tiles x cycles a tile at its fidelity / clock)
+//                   output tiles per core x k tiles x measured cycles a tile product / clock)
 //   kBatchedMatmul  max(products per core x tile products x cycles a tile / clock, the bytes a
 //                   core reads from other cores' L1 at its NoC rate)
 //   kCompute        max(tiles per core x passes x pass cycles / clock, DRAM bytes / read rate)
@@ -17,6 +17,7 @@
 //                   round trip) and DRAM's interleaved rate
 //   collectives     mesh/collectives.h's ring over Ethernet, plus the op's fixed cost
 //   kFlashDecode    mesh/perf_model.h on one chip's heads (the attention model, unchanged)
+//   kSdpa           causal FLOPs over the FlashAttention report's rate at that length
 #pragma once
 
 #include <string>
@@ -35,18 +36,24 @@ struct TtSoftware {
   // measurements; issue #7408 ticks "1 GHz clock - expected 1.25x speedup. Got 1.2x". The T3000
   // runner's clock is not recorded anywhere found (meshmodel/README.md: +-25% if it was 800 MHz).
   double aiclk_ghz = 1.0;
-  // Per program, before any work: tiny multi-core data-movement programs measure 0.98-1.16 us of
-  // device kernel time (interleaved_to_sharded 975 ns, reshard 1078, sharded_to_interleaved 1160:
-  // llama3_70b_galaxy decoder_perf_targets_4u.json, 2025), programs through the unpack / math /
-  // pack pipeline 2.5-2.9 us (a one-tile-per-core binary op: test_llama_ops_perf_TG_llama.py 2.78
-  // us, issue #20681 2.91 us; 2025). No mid-2024 figure was found; these are the nearest.
-  double fixed_move_us = 1.07;
-  double fixed_compute_us = 2.78;
+  // Per program, before any work (firmware start, runtime arguments, circular buffers, the end
+  // handshake; run by the RISC-V cores, so in cycles). Figures of the time, on Llama2-70B decode:
+  // a compute program: #8060 (2024-05-02) measured an RMSNorm of [32, 8192] on 32 cores at 24.5 us
+  // at 800 MHz, 19,600 cycles, of which its math (8 tiles a core, 6 passes of pass_cycles) is
+  // 1,536: 18,064 fixed. A data-movement program: #7408 (Llama2 burndown, 2024-04, 800 MHz):
+  // folding a pad and a transpose into create_nlp_heads "saves 30 us" a layer, 12,000 cycles a
+  // program (their data not subtracted: an upper bound). The 2025 floors (what-if "2025 op
+  // floors"): 1,070 and 2,780 cycles (llama3_70b_galaxy decoder_perf_targets_4u.json:
+  // interleaved_to_sharded 975 ns, reshard 1078, sharded_to_interleaved 1160;
+  // test_llama_ops_perf_TG_llama.py: a one-tile binary op 2.78 us).
+  double fixed_move_cycles = 12000;
+  double fixed_compute_cycles = 18064;
   // A 1D-multicast matmul streaming DRAM-interleaved BFP8 weights: [32, 8192] x [8192, 4096] on
-  // 8x4 cores took 242.4 us at 800 MHz (issue #6689, test 523a2f8ee0): 147 GB/s of tile bytes,
-  // 184 bytes a cycle. The NoC, which limits interleaved reads ("interleaved ... will cause NoC
-  // congestions", tech_reports/Saturating_DRAM_bandwidth), runs at the Tensix clock.
-  double interleaved_bytes_per_cycle = 183.75;
+  // 8x4 cores took 242.4 us at 800 MHz (issue #6689, test 523a2f8ee0); less its fixed cost
+  // (18,064 cycles, 22.6 us) that is 35.65 MB in 219.8 us, 162 GB/s, 203 bytes a cycle. The NoC,
+  // which limits interleaved reads ("interleaved ... will cause NoC congestions",
+  // tech_reports/Saturating_DRAM_bandwidth), runs at the Tensix clock.
+  double interleaved_bytes_per_cycle = 35651584.0 / ((242.4 - 18064 / 800.0) * 0.8 * 1000.0);
   // DRAM-sharded decode matmuls reach 239-260 GB/s (tech_reports/Saturating_DRAM_bandwidth,
   // Llama3-70B decode), at 1 GHz.
   double dram_sharded_gbps = 239.0;
@@ -56,6 +63,18 @@ struct TtSoftware {
   double core_read_bytes_per_cycle = 28.1;
   double noc_link_bytes_per_cycle = 30.0;
   double noc_read_latency_cycles = 270.0;
+  // Cycles a 32 x 32 x 32 tile product takes a core in a large matmul, as measured
+  // (tech_reports/GEMM_FLOPS @ 93fccc5e88, N150/N300 8x8, 1 GHz, traced; the plateau of the
+  // largest shapes; docs/tt-metal/prefill-costs.md section 6.1): LoFi BFP8 29, BFP4 21; HiFi2
+  // BFP8 41, BF16 54; HiFi4 BF16 79. A bf16 x BFP8 product (no row measured) takes the mean of the
+  // two HiFi2 rows, 47.5.
+  double gemm_cycles_lofi_bfp8 = 29, gemm_cycles_lofi_bfp4 = 21;
+  double gemm_cycles_hifi2_bfp8 = 41, gemm_cycles_hifi2_bf16 = 54;
+  double gemm_cycles_hifi4_bf16 = 79;
+  // scaled_dot_product_attention, causal, head_dim 64, BFP8 (tech_reports/FlashAttention @
+  // 0f7aa9bbf2, n150 8x8): 14.4 / 18.1 / 20.9 / 22.5 TFLOP/s at S = 512 / 1k / 2k / 4k, FLOPs =
+  // 2 b s^2 h d; shorter prompts take the 512 rate (none measured), between them log-linear.
+  double sdpa_tflops[4] = {14.4, 18.1, 20.9, 22.5};
   // The vector unit is 32 lanes wide (llk.rst): an SFPU instruction over a 32 x 32 tile takes at
   // least 32 cycles; the compute programs count such passes (meshmodel/tt_graph.cpp).
   double pass_cycles = 32.0;
@@ -71,6 +90,9 @@ struct TtSoftware {
 
 // The constants of the runs that measured tt-metal's published figures.
 TtSoftware MeasuredSoftware();
+
+// Cycles a core takes for one tile product at `fidelity` with `in0` x `in1` tiles.
+double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1);
 
 // One program's time and where it goes (microseconds).
 struct OpCost {

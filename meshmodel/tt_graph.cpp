@@ -1,5 +1,7 @@
 #include "meshmodel/tt_graph.h"
 
+#include "meshmodel/tt_graph_builder.h"
+
 #include <algorithm>
 
 #include "model/lm_head.h"
@@ -42,6 +44,10 @@ double TileBytes(TileFormat f) {
   return 0;
 }
 
+const char* TtPhaseName(TtPhase p) {
+  return p == TtPhase::kPrefill ? "prefill" : "decode";
+}
+
 const char* TtOpKindName(TtOpKind k) {
   switch (k) {
     case TtOpKind::kMatmul:
@@ -58,158 +64,13 @@ const char* TtOpKindName(TtOpKind k) {
       return "reduce-scatter";
     case TtOpKind::kFlashDecode:
       return "flash decode";
+    case TtOpKind::kSdpa:
+      return "sdpa";
   }
   return "?";
 }
 
-namespace {
-
-// Math cycles per tile of the compute programs, in units of the FPU's 16 x 16 x ... passes. They
-// are counts of what each kernel does to a tile (tt-metal's compute kernels of the time), each
-// element-wise pass costing a fidelity-independent SFPU/FPU tile op (op_costs.h prices the unit).
-// Layer norm (layernorm_sharded.cpp): x - mean needs a reduce (sum), a subtract, a square, a
-// second reduce, an add of epsilon and rsqrt, a multiply, then gamma and beta: 8 passes.
-constexpr double kLayerNormPasses = 8;
-// scale_mask_softmax (softmax_sharded.cpp): scale, + mask, max reduce, subtract and exp, sum
-// reduce, reciprocal, multiply: 7 passes.
-constexpr double kSoftmaxPasses = 7;
-// rotary_embedding: x * cos, rotate-half (a matmul by a permutation tile), * sin, add: 4 passes.
-constexpr double kRotaryPasses = 4;
-constexpr double kAddPasses = 1;
-constexpr double kGeluPasses = 1;       // fused into the matmul's packer, approximate mode
-constexpr double kTransposePasses = 1;  // transpose_wh: an unpack with transpose and a copy
-
-// Accumulates the program's ops in order.
-class GraphBuilder {
- public:
-  explicit GraphBuilder(int layers) : layers_(layers) {}
-  // Once a step.
-  TtOp& Once(TtOp op) {
-    ops_.push_back(std::move(op));
-    return ops_.back();
-  }
-  // Once a layer.
-  TtOp& Layer(TtOp op) {
-    op.runs = layers_;
-    ops_.push_back(std::move(op));
-    return ops_.back();
-  }
-  std::vector<TtOp> Take() { return std::move(ops_); }
-
- private:
-  int layers_;
-  std::vector<TtOp> ops_;
-};
-
-TtOp Move(const std::string& name, int cores, double read_bytes, TtMemory from, double write_bytes,
-          TtMemory to) {
-  TtOp op;
-  op.name = name;
-  op.kind = TtOpKind::kDataMovement;
-  op.cores = std::max(1, cores);
-  op.read_bytes = read_bytes;
-  op.read_from = from;
-  op.write_bytes = write_bytes;
-  op.write_to = to;
-  return op;
-}
-
-TtOp Compute(const std::string& name, int cores, int64_t tiles, double passes, double tile_bytes,
-             TtMemory from, TtMemory to) {
-  TtOp op;
-  op.name = name;
-  op.kind = TtOpKind::kCompute;
-  op.cores = std::max(1, cores);
-  op.tiles = tiles;
-  op.cycles_per_tile = passes;  // op_costs.h turns passes into cycles
-  op.read_bytes = tiles * tile_bytes;
-  op.read_from = from;
-  op.write_bytes = tiles * tile_bytes;
-  op.write_to = to;
-  return op;
-}
-
-// A weight matmul: [m, k] x [k, n] tiles on `cores` (whole output columns per core), in0 of
-// `in0_bytes` from `from`, the output written to `to`.
-TtOp Matmul(const std::string& name, int cores, int64_t m, int64_t k, int64_t n, TileFormat w,
-            bool dram_sharded, TileFormat act, TtMemory from, TtMemory to) {
-  TtOp op;
-  op.name = name;
-  op.kind = TtOpKind::kMatmul;
-  op.cores = std::max(1, cores);
-  op.m_tiles = m;
-  op.k_tiles = k;
-  op.n_tiles = n;
-  op.weights = w;
-  op.dram_sharded = dram_sharded;
-  op.fidelity = MathFidelity::kLoFi;
-  op.read_bytes = m * k * TileBytes(act);
-  op.read_from = from;
-  op.write_bytes = m * n * TileBytes(act);
-  op.write_to = to;
-  return op;
-}
-
-// tt-metal's auto-configured 1D matmul on a grid of `grid` cores: per_core_N = ceil(Nt / grid)
-// output columns per core, so ceil(Nt / per_core_N) cores work (matmul_op.cpp,
-// create_matmul_1d_systolic_array_program_config).
-int OneDCores(int64_t n_tiles, int grid) {
-  const int64_t per_core = (n_tiles + grid - 1) / grid;
-  return static_cast<int>((n_tiles + per_core - 1) / per_core);
-}
-
-TtOp Batched(const std::string& name, int cores, int64_t batch, int64_t m, int64_t k, int64_t n,
-             double tile_bytes) {
-  TtOp op;
-  op.name = name;
-  op.kind = TtOpKind::kBatchedMatmul;
-  op.cores = std::max(1, cores);
-  op.batch = batch;
-  op.m_tiles = m;
-  op.k_tiles = k;
-  op.n_tiles = n;
-  op.fidelity = MathFidelity::kLoFi;
-  op.read_bytes = batch * (m * k + k * n) * tile_bytes;
-  op.write_bytes = batch * m * n * tile_bytes;
-  return op;
-}
-
-TtOp Collective(TtOpKind kind, double bytes) {
-  TtOp op;
-  op.name = kind == TtOpKind::kAllGather ? "all_gather" : "reduce_scatter";
-  op.kind = kind;
-  op.cores = 0;
-  op.ccl_bytes = bytes;
-  return op;
-}
-
-struct Shapes {
-  int layers = 0, chips = 1, users = 32;
-  int64_t ut = 1;           // user tile rows (32 users a row)
-  int64_t ht = 0, hct = 0;  // hidden, and one chip's slice of it, in tiles
-  int64_t q_heads = 0, kv_heads = 0, hdt = 0, head_dim = 0;  // per chip
-  int64_t qkv_t = 0, ffn_t = 0, vocab_t = 0;                 // per chip, tiles
-  int64_t p_t = 0;      // decode: cached positions + this one, padded to 32, in tiles
-  int64_t q_pad_t = 0;  // a KV head's query heads padded to whole tiles (the one-chip program)
-  TileFormat w_attn = TileFormat::kBFP8, w_mlp = TileFormat::kBFP8, w_lm = TileFormat::kBFP8;
-  TileFormat kv = TileFormat::kBF16;
-};
-
-// Attention from the cache: `ops` between the cache updates and the heads' concatenation, or the
-// FlashDecode what-if.
-TtOp FlashDecodeOp(const Shapes& s, int ctx) {
-  TtOp op;
-  op.name = "flash_decode";
-  op.kind = TtOpKind::kFlashDecode;
-  op.cores = 64;
-  op.batch = s.users;
-  op.m_tiles = s.q_heads;   // query heads on the chip
-  op.n_tiles = s.kv_heads;  // KV heads on the chip
-  op.k_tiles = s.head_dim;  // head_dim (values, not tiles)
-  op.tiles = ctx;           // cached positions
-  op.weights = s.kv;        // the cache's format
-  return op;
-}
+namespace tt {
 
 // models/demos/falcon7b_common/tt/ (falcon_model.py, falcon_decoder.py, falcon_attention.py,
 // falcon_mlp.py, falcon_causallm.py, model_config.py "BFLOAT16-L1_SHARDED") at 3216f4bb.
@@ -271,7 +132,8 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
       TtOp kt = Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses,
                         kvb, L, L);
       b.Layer(kt);
-      b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t, bf16));
+      b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t,
+                      TileFormat::kBF16));
       TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
                         bf16, L, L);
       sm.fidelity = MathFidelity::kHiFi4;
@@ -279,7 +141,8 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
       b.Layer(update);
       b.Layer(Move("slice", 64, slice, D, slice, L));
       b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
-      b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt, bf16));
+      b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt,
+                      TileFormat::kBF16));
       b.Layer(Move("sharded_to_interleaved", users_cores, q_pad, L, q_pad, L));
       b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
       b.Layer(Move("slice", 64, q_pad, L, q_bytes, L));  // unpad the heads
@@ -290,7 +153,7 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
     TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                       TileFormat::kBF16, D, D);
     ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
-    ff1.cycles_per_tile = kGeluPasses;
+    ff1.passes = kGeluPasses;
     b.Layer(ff1);
     b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
                    TileFormat::kBF16, D, D));
@@ -373,7 +236,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
                     L, L));
     // group_attn_matmul: each query head's core multiplies every user's query row (a tile row
     // of which one row is used) by that user's K^T, and then the scores by V.
-    b.Layer(Batched("attn_scores", head_cores, s.q_heads * u, 1, s.hdt, s.p_t, ab));
+    b.Layer(Batched("attn_scores", head_cores, s.q_heads * u, 1, s.hdt, s.p_t, A));
     TtOp sm = Compute("softmax", std::min(16, head_cores), s.q_heads * s.ut * s.p_t, kSoftmaxPasses,
                       ab, L, L);
     sm.fidelity = MathFidelity::kHiFi4;
@@ -381,7 +244,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
     b.Layer(update);
     b.Layer(Move("slice", grid, slice, D, slice, L));
     b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
-    b.Layer(Batched("attn_values", head_cores, s.q_heads * u, 1, s.p_t, s.hdt, ab));
+    b.Layer(Batched("attn_values", head_cores, s.q_heads * u, 1, s.p_t, s.hdt, A));
   }
   b.Layer(Move("concat_heads", head_cores, q_tiles * ab, L, q_tiles * ab, L));
   b.Layer(Move("sharded_to_interleaved", grid, shard, L, shard, L));
@@ -393,7 +256,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
   TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                     A, L, L);
   ff1.tiles = s.ut * s.ffn_t;
-  ff1.cycles_per_tile = kGeluPasses;
+  ff1.passes = kGeluPasses;
   b.Layer(ff1);
   // The down projection's weights are split by rows: every chip has partial sums of all columns.
   b.Layer(
@@ -408,17 +271,28 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
                 o.dram_sharded, A, L, L));
 }
 
-}  // namespace
+}  // namespace tt
+
+using namespace tt;
 
 TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   if (o.chips < 1) throw Error(Cat("a mesh needs at least one chip, got ", o.chips));
+  const bool prefill = o.phase == TtPhase::kPrefill;
+  if (prefill && o.users != 1)
+    throw Error(
+        Cat("--users must be 1 with --phase prefill (tt-metal's Falcon prefill runs one "
+            "user's prompt), got ",
+            o.users));
   if (o.users < 1 || o.users > 32)
     throw Error(
         Cat("--users must be in [1, 32] (tt-metal's Falcon decode runs one tile row of "
             "users), got ",
             o.users));
-  if (o.ctx < 1 || o.ctx >= c.max_position_embeddings)
-    throw Error(Cat("--ctx must be in [1, ", c.max_position_embeddings - 1,
+  // The cache holds max_position_embeddings positions: a prompt that long, or that many less one
+  // cached before the decoded token.
+  const int max_ctx = c.max_position_embeddings - (prefill ? 0 : 1);
+  if (o.ctx < 1 || o.ctx > max_ctx)
+    throw Error(Cat("--ctx must be in [1, ", max_ctx,
                     "] (the model's max_position_embeddings bounds the cache), got ", o.ctx));
   const int n = o.chips;
   // Heads, hidden and ffn columns split over the chips; a share that is not whole is padded (the
@@ -428,7 +302,7 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   s.layers = c.n_layers;
   s.chips = n;
   s.users = o.users;
-  s.ut = Tiles(o.users);
+  s.ut = prefill ? Tiles(o.ctx) : Tiles(o.users);  // rows: the prompt's tokens, or the users
   s.ht = Tiles(c.hidden_size);
   s.hct = Tiles(share(c.hidden_size));
   s.head_dim = c.head_dim();
@@ -451,19 +325,19 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   g.chips = n;
   g.kv = s.kv;
   GraphBuilder b(c.n_layers);
-  if (n == 1) {
-    g.program = "falcon7b_common";
-    OneChipDecode(c, o, s, b);
-  } else {
-    g.program = "t3000/falcon40b";
-    MultiChipDecode(c, o, s, b);
-  }
+  g.program = n == 1 ? "falcon7b_common" : "t3000/falcon40b";
+  if (prefill)
+    n == 1 ? OneChipPrefill(c, o, s, b) : MultiChipPrefill(c, o, s, b);
+  else
+    n == 1 ? OneChipDecode(c, o, s, b) : MultiChipDecode(c, o, s, b);
   g.ops = b.Take();
   for (const TtOp& op : g.ops)
     if (op.kind == TtOpKind::kMatmul)
       g.weight_bytes +=
           op.runs * static_cast<double>(op.k_tiles * op.n_tiles) * TileBytes(op.weights);
-  g.kv_bytes = 2.0 * c.n_layers * o.users * s.kv_heads * s.p_t * s.hdt * TileBytes(s.kv);
+  // Decode reads the cached positions; prefill writes the prompt's.
+  g.kv_bytes = prefill ? 2.0 * c.n_layers * s.kv_heads * s.ut * s.hdt * TileBytes(s.kv)
+                       : 2.0 * c.n_layers * o.users * s.kv_heads * s.p_t * s.hdt * TileBytes(s.kv);
   return g;
 }
 

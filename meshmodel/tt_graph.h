@@ -1,8 +1,8 @@
 // The op lists tt-metal ran for a Falcon model on Wormhole, as data: every device program of one
-// decode step with its shapes, core grid, memory layouts and formats, so that
-// meshmodel/op_costs.h can price each one. Two programs are recorded, each as it stood when
-// tt-metal measured its published device-only figures (docs/tt-metal/falcon7b-graph.md and
-// falcon40b-graph.md give every op with its source line):
+// decode step (or one prompt's prefill, tt_graph_prefill.cpp) with its shapes, core grid, memory
+// layouts and formats, so that meshmodel/op_costs.h can price each one. Two programs are recorded,
+// each as it stood when tt-metal measured its published device-only figures
+// (docs/tt-metal/falcon7b-graph.md and falcon40b-graph.md give every op with its source line):
 //
 //   one chip    models/demos/falcon7b_common/tt/ at 3216f4bb (2024-09-23; the decode graph is the
 //               same from df4e5049, 2024-07-26, when the 625 samples/s target was set): 29 programs
@@ -51,6 +51,7 @@ enum class TtOpKind {
   kAllGather,      // ring collectives over Ethernet between the chips
   kReduceScatter,
   kFlashDecode,  // what-if: the fused decode attention op, priced by mesh/perf_model.h
+  kSdpa,         // prefill: scaled_dot_product_attention (flash attention), causal
 };
 const char* TtOpKindName(TtOpKind k);
 
@@ -62,15 +63,20 @@ struct TtOp {
   TtOpKind kind = TtOpKind::kCompute;
   int runs = 1;
   int cores = 1;  // Tensix cores the program runs on
-  // kMatmul: one [m, k] x [k, n] product in tiles; kBatchedMatmul: `batch` of them spread over
-  // `cores` (whole products per core).
+  // kMatmul: one [m, k] x [k, n] product in tiles, on a grid of `m_split` rows of cores (each
+  // row a share of m; 1: a 1D matmul, every core all of m) and cores / m_split columns (each a
+  // share of n); kBatchedMatmul: `batch` products spread over `cores` (whole products a core);
+  // kSdpa: `batch` heads of m x m causal attention with k head_dim tiles.
   int64_t m_tiles = 0, k_tiles = 0, n_tiles = 0, batch = 1;
+  int m_split = 1;
   TileFormat weights = TileFormat::kBFP8;  // kMatmul: in1's format in DRAM
+  TileFormat act = TileFormat::kBF16;      // in0's format (and the activations')
   bool dram_sharded = false;               // kMatmul: in1 sharded by DRAM bank (else interleaved)
   MathFidelity fidelity = MathFidelity::kLoFi;
-  // kCompute: tiles processed, and math cycles per tile (fidelity passes folded in).
+  // kCompute: tiles processed and passes over each (op_costs.h prices a pass); kMatmul: a fused
+  // activation's passes over `tiles` output tiles.
   int64_t tiles = 0;
-  double cycles_per_tile = 0;
+  double passes = 0;
   // Bytes the program reads and writes (kMatmul: in0 and the output; the weights are counted from
   // the tiles) and where they live.
   double read_bytes = 0, write_bytes = 0;
@@ -79,10 +85,14 @@ struct TtOp {
   double ccl_bytes = 0;
 };
 
+enum class TtPhase { kDecode, kPrefill };
+const char* TtPhaseName(TtPhase p);  // "decode", "prefill"
+
 struct TtGraphOptions {
   int chips = 1;
-  int users = 32;  // user rows (a tile row holds 32)
-  int ctx = 128;   // cached positions attended
+  TtPhase phase = TtPhase::kDecode;
+  int users = 32;  // decode: user rows (a tile row holds 32); prefill: 1
+  int ctx = 128;   // decode: cached positions attended; prefill: the prompt's tokens
   // Formats. Unset: the measured program's (weights BFP8_B everywhere; KV bf16 on one chip, BFP8_B
   // on several).
   std::optional<TileFormat> attn_weights, mlp_weights, lm_head_weights, kv;
@@ -100,7 +110,8 @@ struct TtGraph {
   double kv_bytes = 0;      // per chip, K/V cache bytes the attention reads a step
 };
 
-// The decode step of model `c` under `o`. Throws wc::Error for users outside [1, 32] or ctx outside
+// The step of model `c` under `o` (decode, or the prefill of one prompt). Throws wc::Error for
+// users outside [1, 32] (decode) or other than 1 (prefill), or ctx outside
 // [1, max_position_embeddings).
 TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o);
 

@@ -75,6 +75,9 @@ void RegisterMeshBench(CLI::App& app) {
       cmd->add_option(
           "--attention", d->attention,
           "falcon40b-decode: flash (default) or unfused (TTNN's matmul-softmax-matmul)"),
+      cmd->add_option("--phase", d->phase,
+                      "falcon40b-decode: decode (default) or prefill (one user's --ctx-token "
+                      "prompt)"),
       cmd->add_option("--json", d->json,
                       "falcon40b-decode, falcon-device: write the figures here as JSON")};
   cmd->callback([o, d, decode_flags, cmd] {
@@ -85,6 +88,7 @@ void RegisterMeshBench(CLI::App& app) {
       // The model and its formats: the flags that move it off tt-metal's configuration.
       for (const char* name : {"--model", "--weights-dtype", "--kv-dtype", "--attention"})
         d->formats_given = d->formats_given || cmd->count(name) > 0;
+      d->users_given = cmd->count("--users") > 0;
       RunDecodeStepExperiment(*d);
       return;
     }

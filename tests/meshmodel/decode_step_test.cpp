@@ -71,13 +71,15 @@ TEST(OpCosts, MatmulStreamsInterleavedWeightsAtTheMeasuredRate) {
   ff1.weights = TileFormat::kBFP8;
   sw.aiclk_ghz = 0.8;
   const OpCost slow = CostOf(ff1, 1, chip, sw);
-  EXPECT_NEAR(slow.dram_us, 32768.0 * 1088 / (183.75 * 0.8) / 1000.0, 1e-9);
-  EXPECT_NEAR(slow.dram_us, 242.4, 0.5);
-  EXPECT_NEAR(slow.us, sw.fixed_compute_us + slow.dram_us, 1e-9);
-  // 4 output tiles a core, 256 k tiles, 16 LoFi cycles a product.
-  EXPECT_NEAR(slow.compute_us, 4 * 256 * 16 / 0.8 / 1000.0, 1e-9);
+  // Its weights stream in the measured time less a compute program's fixed cost.
+  EXPECT_NEAR(slow.fixed_us, 18064 / 800.0, 1e-9);
+  EXPECT_NEAR(slow.us, 242.4, 1e-6);
+  EXPECT_NEAR(slow.us, slow.fixed_us + slow.dram_us, 1e-9);
+  // 4 output tiles a core, 256 k tiles, 29 cycles a LoFi product (the GEMM report's plateau).
+  EXPECT_NEAR(slow.compute_us, 4 * 256 * 29 / 0.8 / 1000.0, 1e-9);
   sw.aiclk_ghz = 1.0;
   EXPECT_NEAR(CostOf(ff1, 1, chip, sw).dram_us, slow.dram_us * 0.8, 1e-9);
+  EXPECT_NEAR(CostOf(ff1, 1, chip, sw).fixed_us, 18.064, 1e-9);
   // DRAM-sharded: the tech report's rate.
   ff1.dram_sharded = true;
   EXPECT_NEAR(CostOf(ff1, 1, chip, sw).dram_us, 32768.0 * 1088 / 239.0 / 1000.0, 1e-9);
@@ -91,8 +93,8 @@ TEST(OpCosts, MatmulStreamsInterleavedWeightsAtTheMeasuredRate) {
   big.m_tiles = 64;
   big.fidelity = MathFidelity::kHiFi4;
   const OpCost b = CostOf(big, 1, chip, sw);
-  EXPECT_NEAR(b.compute_us, 64 * 2 * 256 * 64 / 1000.0, 1e-9);
-  EXPECT_NEAR(b.us, sw.fixed_compute_us + b.compute_us, 1e-9);
+  EXPECT_NEAR(b.compute_us, 64 * 2 * 256 * 79 / 1000.0, 1e-9);
+  EXPECT_NEAR(b.us, 18.064 + b.compute_us, 1e-9);
 }
 
 TEST(OpCosts, DataMovementComputeBatchedAndCollectivesByHand) {
@@ -105,20 +107,20 @@ TEST(OpCosts, DataMovementComputeBatchedAndCollectivesByHand) {
   mv.cores = 8;
   mv.read_bytes = mv.write_bytes = 278528;  // [32, 8192] BFP8
   const OpCost m = CostOf(mv, 1, chip, sw);
-  EXPECT_NEAR(m.us, sw.fixed_move_us + 278528 / (8 * per_core) / 1000.0, 1e-9);
+  EXPECT_NEAR(m.us, 12.0 + 278528 / (8 * per_core) / 1000.0, 1e-9);
   EXPECT_GT(m.noc_us, 0);
   // From DRAM, the interleaved rate caps many cores.
   mv.cores = 64;
   mv.read_from = TtMemory::kDram;
-  EXPECT_NEAR(CostOf(mv, 1, chip, sw).dram_us, 278528 / std::min(64 * per_core, 183.75) / 1000.0,
-              1e-9);
+  EXPECT_NEAR(CostOf(mv, 1, chip, sw).dram_us,
+              278528 / std::min(64 * per_core, sw.interleaved_bytes_per_cycle) / 1000.0, 1e-9);
   // A layer norm of 256 tiles on 32 cores: 8 tiles a core, 8 passes of 32 cycles.
   TtOp ln;
   ln.kind = TtOpKind::kCompute;
   ln.cores = 32;
   ln.tiles = 256;
-  ln.cycles_per_tile = 8;
-  EXPECT_NEAR(CostOf(ln, 1, chip, sw).us, sw.fixed_compute_us + 8 * 8 * 32 / 1000.0, 1e-9);
+  ln.passes = 8;
+  EXPECT_NEAR(CostOf(ln, 1, chip, sw).us, 18.064 + 8 * 8 * 32 / 1000.0, 1e-9);
   // group_attn_matmul: 16 heads x 32 users of [1, 2] x [2, 5] products on 16 cores, reading
   // 32 users' K (10 BFP8 tiles each) per core: the NoC bound wins.
   TtOp bm;
@@ -130,9 +132,9 @@ TEST(OpCosts, DataMovementComputeBatchedAndCollectivesByHand) {
   bm.n_tiles = 5;
   bm.read_bytes = bm.batch * (2 + 10) * 1088.0;
   const OpCost g = CostOf(bm, 1, chip, sw);
-  EXPECT_NEAR(g.compute_us, 32 * 10 * 16 / 1000.0, 1e-9);
+  EXPECT_NEAR(g.compute_us, 32 * 10 * 29 / 1000.0, 1e-9);
   EXPECT_NEAR(g.noc_us, bm.read_bytes / 16 / 28.1 / 1000.0, 1e-9);
-  EXPECT_NEAR(g.us, sw.fixed_compute_us + std::max(g.compute_us, g.noc_us), 1e-9);
+  EXPECT_NEAR(g.us, 18.064 + std::max(g.compute_us, g.noc_us), 1e-9);
   // A collective: the ring plus the CCL's fixed cost; nothing on one chip.
   TtOp ag;
   ag.kind = TtOpKind::kAllGather;
@@ -184,7 +186,89 @@ TEST(TtGraph, ProgramsCountEveryOpOfTheMeasuredGraphs) {
   EXPECT_THROW(BuildTtGraph(f7, o), Error);
   o.users = 32;
   o.ctx = 2048;
+  EXPECT_THROW(BuildTtGraph(f7, o), Error);  // the cache holds 2048 positions with this token
+}
+
+// Prefill: one user's prompt; Falcon-7B's 21 programs a layer at 128 tokens (attention in one
+// slice), 16 slices of 5 and the MLP in two padded 1024-row slices at 2048; a prompt may fill the
+// whole cache.
+TEST(TtGraph, PrefillProgramsSliceWithThePrompt) {
+  auto count = [](const TtGraph& g) {
+    int n = 0;
+    for (const TtOp& op : g.ops) n += op.runs;
+    return n;
+  };
+  const FalconConfig f7 = PresetConfig("falcon-7b");
+  TtGraphOptions o;
+  o.phase = TtPhase::kPrefill;
+  o.users = 1;
+  o.ctx = 128;
+  EXPECT_EQ(count(BuildTtGraph(f7, o)), 32 * 21 + 7);
+  o.ctx = 2048;
+  const TtGraph g = BuildTtGraph(f7, o);
+  // 21 - 5 + 16 x 5 attention programs, + concat, 2 x 4 MLP-slice programs, slice.
+  EXPECT_EQ(count(g), 32 * (21 - 5 + 16 * 5 - 2 + 10) + 16 + 2 + 3 + 1 + 8 + 1);
+  for (const TtOp& op : g.ops)
+    if (op.kind == TtOpKind::kMatmul) {
+      EXPECT_EQ(op.fidelity, MathFidelity::kHiFi2) << op.name;
+      EXPECT_EQ(op.m_split > 1, op.name != "ff1" || op.m_tiles > 0) << op.name;
+    }
+  o.users = 2;
   EXPECT_THROW(BuildTtGraph(f7, o), Error);
+  o.users = 1;
+  o.ctx = 2049;
+  EXPECT_THROW(BuildTtGraph(f7, o), Error);
+  // The ring's prefill: an all-gather before the norms and after attention, a reduce-scatter
+  // after the MLP, SDPA on 8x7.
+  o.ctx = 2048;
+  o.chips = 8;
+  int ccl = 0, sdpa = 0;
+  for (const TtOp& op : BuildTtGraph(PresetConfig("falcon-40b"), o).ops) {
+    if (op.kind == TtOpKind::kAllGather || op.kind == TtOpKind::kReduceScatter) ccl += op.runs;
+    if (op.kind == TtOpKind::kSdpa) {
+      sdpa += op.runs;
+      EXPECT_EQ(op.cores, 56);
+      EXPECT_EQ(op.batch, 16);
+    }
+  }
+  EXPECT_EQ(ccl, 3 * 60 + 1);
+  EXPECT_EQ(sdpa, 60);
+}
+
+// The measured tile-product cycles: the GEMM report's plateaus, the mean of its two HiFi2 rows for
+// a bf16 x BFP8 product; SDPA at the FlashAttention report's rates.
+TEST(OpCosts, PrefillMathAtTheMeasuredRates) {
+  const WormholeChipSpec chip;
+  const TtSoftware sw = MeasuredSoftware();
+  EXPECT_EQ(GemmTileCycles(sw, MathFidelity::kHiFi2, TileFormat::kBF16, TileFormat::kBFP8), 47.5);
+  EXPECT_EQ(GemmTileCycles(sw, MathFidelity::kHiFi2, TileFormat::kBFP8, TileFormat::kBFP8), 41);
+  EXPECT_EQ(GemmTileCycles(sw, MathFidelity::kHiFi2, TileFormat::kBF16, TileFormat::kBF16), 54);
+  EXPECT_EQ(GemmTileCycles(sw, MathFidelity::kLoFi, TileFormat::kBFP8, TileFormat::kBFP8), 29);
+  EXPECT_EQ(GemmTileCycles(sw, MathFidelity::kHiFi4, TileFormat::kBF16, TileFormat::kBF16), 79);
+  // A 2D matmul: [2048, 4608] x [4608, 18432] on 8x8: 8 x 72 output tiles a core, 144 k tiles.
+  TtOp mm;
+  mm.kind = TtOpKind::kMatmul;
+  mm.cores = 64;
+  mm.m_split = 8;
+  mm.m_tiles = 64;
+  mm.k_tiles = 144;
+  mm.n_tiles = 576;
+  mm.fidelity = MathFidelity::kHiFi2;
+  mm.act = TileFormat::kBF16;
+  EXPECT_NEAR(CostOf(mm, 1, chip, sw).compute_us, 8 * 72 * 144 * 47.5 / 1000.0, 1e-6);
+  // SDPA: 16 heads of a 2048-token causal prompt, head_dim 64, on 56 cores: 2 x 16 x 2048^2 x 64
+  // FLOPs at 20.9 TFLOP/s x 56 / 64.
+  TtOp sdpa;
+  sdpa.kind = TtOpKind::kSdpa;
+  sdpa.cores = 56;
+  sdpa.batch = 16;
+  sdpa.m_tiles = 64;
+  sdpa.k_tiles = 2;
+  const double flops = 2.0 * 16 * 2048.0 * 2048 * 64;
+  EXPECT_NEAR(CostOf(sdpa, 8, chip, sw).compute_us, flops / (20.9e12 * 56 / 64) * 1e6, 1e-6);
+  sdpa.m_tiles = 4;  // 128 tokens: the 512 rate
+  EXPECT_NEAR(CostOf(sdpa, 8, chip, sw).compute_us,
+              2.0 * 16 * 128.0 * 128 * 64 / (14.4e12 * 56 / 64) * 1e6, 1e-6);
 }
 
 TEST(DecodeStep, OpsAddUpAndWhatIfsMoveTheRightWay) {
@@ -217,6 +301,7 @@ TEST(DecodeStep, OpsAddUpAndWhatIfsMoveTheRightWay) {
   };
   EXPECT_GT(step([](DecodeStepOptions& d) { d.aiclk_ghz = 0.8; }), e.step_us);
   EXPECT_LT(step([](DecodeStepOptions& d) { d.dram_sharded = true; }), e.step_us);
+  EXPECT_LT(step([](DecodeStepOptions& d) { d.op_floors_2025 = true; }), e.step_us);
   EXPECT_LT(step([](DecodeStepOptions& d) { d.eth_links = 2; }), e.step_us);
   EXPECT_LT(step([](DecodeStepOptions& d) { d.mlp_weights = TileFormat::kBFP4; }), e.step_us);
   EXPECT_LT(step([](DecodeStepOptions& d) { d.flash_decode = true; }), e.step_us);
@@ -327,6 +412,33 @@ TEST(DecodeStepCli, CsvAndJsonCarryTheHeadline) {
   EXPECT_NE(fmt.err.find("--weights-dtype 'fp7'"), std::string::npos) << fmt.err;
 }
 
+// --phase prefill: one user's prompt, a top-level tokens_per_s (prompt tokens a second) in the JSON
+// and no per-user figure; bad phases and users are refused with one line.
+TEST(DecodeStepCli, PrefillWritesPromptTokensPerSecond) {
+  test::TempDir dir;
+  const auto r =
+      test::RunWormchat({"mesh-bench", "--experiment", "falcon40b-decode", "--preset", "falcon-7b",
+                         "--mesh", "n150", "--phase", "prefill", "--users", "1", "--ctx", "1024",
+                         "--csv", dir.File("p.csv"), "--json", dir.File("p.json")});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("prefill of 1024 tokens"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tt-metal measured 2890.00 tokens/s"), std::string::npos) << r.out;
+  const auto j = nlohmann::json::parse(test::ReadFile(dir.File("p.json")));
+  EXPECT_EQ(j["phase"], "prefill");
+  EXPECT_FALSE(j.contains("tokens_per_s_per_user"));
+  EXPECT_NEAR(j["tokens_per_s"].get<double>(), 1024 * 1e6 / j["step_us"].get<double>(), 1e-6);
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--phase", "train"},
+                                              {"--phase", "prefill", "--users", "4"},
+                                              {"--phase", "prefill", "--ctx", "4096"}}) {
+    std::vector<std::string> args = {"mesh-bench", "--experiment", "falcon40b-decode", "--csv",
+                                     dir.File("x.csv")};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto e = test::RunWormchat(args);
+    EXPECT_NE(e.exit_code, 0) << bad[1];
+    EXPECT_NE(e.err.find(bad.size() == 2 ? "--phase 'train'" : bad[2]), std::string::npos) << e.err;
+  }
+}
+
 // generate --stats and the chat's /stats show the whole model's emulated time per token.
 TEST(DecodeStepCli, StatsShowTheWholeModel) {
   const auto gen = test::RunWormchat(
@@ -361,8 +473,8 @@ TEST(DecodeStepCli, CommittedCsvMatchesTheModel) {
 
 // The band: every row of tt-metal's device figures in the committed table
 // (meshmodel/plots/falcon-device.csv, the README's) is within +-30% of the measured figure, but
-// the row meshmodel/README.md says is blocked (Falcon-40B on a T3000: no sourced constant closes
-// it); the committed table is what the model computes now.
+// the rows meshmodel/README.md says are blocked (the long prefills: no sourced constant closes
+// them); the committed table is what the model computes now.
 TEST(DeviceFigures, CommittedTableHoldsTheBand) {
   const auto rows =
       ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon-device.csv");
@@ -372,14 +484,20 @@ TEST(DeviceFigures, CommittedTableHoldsTheBand) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const auto& row = rows[i];
     const DeviceRow& m = model[i];
-    SCOPED_TRACE(row.at("model") + " " + row.at("mesh") + " ctx " + row.at("ctx"));
-    EXPECT_EQ(row.at("model"), m.figure.preset);
+    SCOPED_TRACE(row.at("preset") + " " + row.at("mesh") + " ctx " + row.at("ctx"));
+    EXPECT_EQ(row.at("preset"), m.figure.preset);
+    EXPECT_EQ(row.at("phase"), TtPhaseName(m.figure.phase));
     EXPECT_EQ(std::stoi(row.at("ctx")), m.figure.ctx);
-    EXPECT_NEAR(std::stod(row.at("measured_tokens_per_s_per_user")), m.figure.measured, 1e-4);
+    EXPECT_NEAR(std::stod(row.at("measured")), m.figure.measured, 1e-4);
     const double ratio = std::stod(row.at("ratio"));
     EXPECT_NEAR(ratio, m.ratio, 1e-5 * m.ratio);
-    const bool blocked = m.figure.preset == "falcon-40b" && m.figure.mesh == "t3k";
-    if (!blocked) {
+    // Blocked (meshmodel/README.md): the compute-bound prefills (1024 tokens and more) come out
+    // 1.3-1.5x too fast; they must stay there until a sourced constant moves them into the band.
+    const bool blocked = m.figure.phase == TtPhase::kPrefill && m.figure.ctx >= 1024;
+    if (blocked) {
+      EXPECT_GT(ratio, 1.3);
+      EXPECT_LT(ratio, 1.6);
+    } else {
       EXPECT_GT(ratio, 0.7);
       EXPECT_LT(ratio, 1.3);
       EXPECT_EQ(row.at("within_30pct"), "yes");
@@ -392,14 +510,12 @@ TEST(DeviceFigures, CommandWritesTheTable) {
   const auto r = test::RunWormchat({"mesh-bench", "--experiment", "falcon-device", "--csv",
                                     dir.File("t.csv"), "--json", dir.File("t.json")});
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("falcon-7b   n150    128     19.53"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("falcon-7b   n150  decode     128     19.53"), std::string::npos) << r.out;
   const auto j = nlohmann::json::parse(test::ReadFile(dir.File("t.json")));
   ASSERT_EQ(j["rows"].size(), DeviceFigures().size());
   for (const auto& row : j["rows"]) {
     EXPECT_NEAR(row["ratio"].get<double>(),
-                row["tokens_per_s_per_user"].get<double>() /
-                    row["measured_tokens_per_s_per_user"].get<double>(),
-                1e-9);
+                row["model"].get<double>() / row["measured"].get<double>(), 1e-9);
     double shares = 0;
     for (const auto& [name, share] : row["op_shares"].items()) shares += share.get<double>();
     EXPECT_NEAR(shares, 1.0, 1e-9);

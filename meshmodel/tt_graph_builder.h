@@ -1,0 +1,182 @@
+// The pieces meshmodel/tt_graph.cpp (decode) and tt_graph_prefill.cpp (prefill) build tt-metal's
+// programs from: an op list builder, one constructor per op kind, the shapes of a model on a
+// chip, and the passes the compute kernels make over a tile. Internal to meshmodel/.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "meshmodel/tt_graph.h"
+#include "model/config.h"
+
+namespace wc {
+namespace tt {
+
+// Passes a compute program makes over each tile: counts of what each kernel does to a tile
+// (tt-metal's compute kernels of the time); op_costs.h prices a pass (TtSoftware::pass_cycles).
+// Layer norm (layernorm_sharded.cpp): x - mean needs a reduce (sum), a subtract, a square, a
+// second reduce, an add of epsilon and rsqrt, a multiply, then gamma and beta: 8 passes.
+inline constexpr double kLayerNormPasses = 8;
+// scale_mask_softmax (softmax_sharded.cpp): scale, + mask, max reduce, subtract and exp, sum
+// reduce, reciprocal, multiply: 7 passes.
+inline constexpr double kSoftmaxPasses = 7;
+// rotary_embedding: x * cos, rotate-half (a matmul by a permutation tile), * sin, add: 4 passes.
+inline constexpr double kRotaryPasses = 4;
+inline constexpr double kAddPasses = 1;
+inline constexpr double kGeluPasses = 1;       // fused into the matmul's packer, approximate mode
+inline constexpr double kTransposePasses = 1;  // transpose_wh: an unpack with transpose and a copy
+
+// Accumulates the program's ops in order.
+class GraphBuilder {
+ public:
+  explicit GraphBuilder(int layers) : layers_(layers) {}
+  // Once a step.
+  TtOp& Once(TtOp op) {
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  }
+  // Once a layer.
+  TtOp& Layer(TtOp op) {
+    op.runs = layers_;
+    ops_.push_back(std::move(op));
+    return ops_.back();
+  }
+  std::vector<TtOp> Take() { return std::move(ops_); }
+
+ private:
+  int layers_;
+  std::vector<TtOp> ops_;
+};
+
+inline TtOp Move(const std::string& name, int cores, double read_bytes, TtMemory from,
+                 double write_bytes, TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kDataMovement;
+  op.cores = std::max(1, cores);
+  op.read_bytes = read_bytes;
+  op.read_from = from;
+  op.write_bytes = write_bytes;
+  op.write_to = to;
+  return op;
+}
+
+inline TtOp Compute(const std::string& name, int cores, int64_t tiles, double passes,
+                    double tile_bytes, TtMemory from, TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kCompute;
+  op.cores = std::max(1, cores);
+  op.tiles = tiles;
+  op.passes = passes;
+  op.read_bytes = tiles * tile_bytes;
+  op.read_from = from;
+  op.write_bytes = tiles * tile_bytes;
+  op.write_to = to;
+  return op;
+}
+
+// A weight matmul: [m, k] x [k, n] tiles on `cores` (1D: whole output columns a core, all rows),
+// in0 (`act` tiles) read from `from`, the output written to `to`. Math at LoFi (decode's); a
+// prefill sets its fidelity and, for a 2D grid, m_split.
+inline TtOp Matmul(const std::string& name, int cores, int64_t m, int64_t k, int64_t n,
+                   TileFormat w, bool dram_sharded, TileFormat act, TtMemory from, TtMemory to) {
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kMatmul;
+  op.cores = std::max(1, cores);
+  op.m_tiles = m;
+  op.k_tiles = k;
+  op.n_tiles = n;
+  op.weights = w;
+  op.dram_sharded = dram_sharded;
+  op.fidelity = MathFidelity::kLoFi;
+  op.act = act;
+  op.read_bytes = m * k * TileBytes(act);
+  op.read_from = from;
+  op.write_bytes = m * n * TileBytes(act);
+  op.write_to = to;
+  return op;
+}
+
+// tt-metal's auto-configured 1D matmul on a grid of `grid` cores: per_core_N = ceil(Nt / grid)
+// output columns per core, so ceil(Nt / per_core_N) cores work (matmul_op.cpp,
+// create_matmul_1d_systolic_array_program_config).
+inline int OneDCores(int64_t n_tiles, int grid) {
+  const int64_t per_core = (n_tiles + grid - 1) / grid;
+  return static_cast<int>((n_tiles + per_core - 1) / per_core);
+}
+
+// `batch` [m, k] x [k, n] products of `act` tiles on `cores`, operands read from the cores that
+// hold them.
+inline TtOp Batched(const std::string& name, int cores, int64_t batch, int64_t m, int64_t k,
+                    int64_t n, TileFormat act) {
+  const double tile_bytes = TileBytes(act);
+  TtOp op;
+  op.name = name;
+  op.kind = TtOpKind::kBatchedMatmul;
+  op.cores = std::max(1, cores);
+  op.batch = batch;
+  op.m_tiles = m;
+  op.k_tiles = k;
+  op.n_tiles = n;
+  op.fidelity = MathFidelity::kLoFi;
+  op.act = op.weights = act;
+  op.read_bytes = batch * (m * k + k * n) * tile_bytes;
+  op.write_bytes = batch * m * n * tile_bytes;
+  return op;
+}
+
+inline TtOp Collective(TtOpKind kind, double bytes) {
+  TtOp op;
+  op.name = kind == TtOpKind::kAllGather ? "all_gather" : "reduce_scatter";
+  op.kind = kind;
+  op.cores = 0;
+  op.ccl_bytes = bytes;
+  return op;
+}
+
+struct Shapes {
+  int layers = 0, chips = 1, users = 32;
+  int64_t ut = 1;           // rows in tiles: decode's users (32 a row), prefill's prompt tokens
+  int64_t ht = 0, hct = 0;  // hidden, and one chip's slice of it, in tiles
+  int64_t q_heads = 0, kv_heads = 0, hdt = 0, head_dim = 0;  // per chip
+  int64_t qkv_t = 0, ffn_t = 0, vocab_t = 0;                 // per chip, tiles
+  int64_t p_t = 0;      // decode: cached positions + this one, padded to 32, in tiles
+  int64_t q_pad_t = 0;  // a KV head's query heads padded to whole tiles (the one-chip program)
+  TileFormat w_attn = TileFormat::kBFP8, w_mlp = TileFormat::kBFP8, w_lm = TileFormat::kBFP8;
+  TileFormat kv = TileFormat::kBF16;
+};
+
+// Attention from the cache: `ops` between the cache updates and the heads' concatenation, or the
+// FlashDecode what-if.
+inline TtOp FlashDecodeOp(const Shapes& s, int ctx) {
+  TtOp op;
+  op.name = "flash_decode";
+  op.kind = TtOpKind::kFlashDecode;
+  op.cores = 64;
+  op.batch = s.users;
+  op.m_tiles = s.q_heads;   // query heads on the chip
+  op.n_tiles = s.kv_heads;  // KV heads on the chip
+  op.k_tiles = s.head_dim;  // head_dim (values, not tiles)
+  op.tiles = ctx;           // cached positions
+  op.weights = s.kv;        // the cache's format
+  return op;
+}
+
+// One chip's shapes of a model under TtGraphOptions (tt_graph.cpp fills them).
+
+// The four programs (tt_graph.cpp: decode; tt_graph_prefill.cpp: prefill), appending their ops.
+void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                   GraphBuilder& b);
+void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                     GraphBuilder& b);
+void OneChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                    GraphBuilder& b);
+void MultiChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+                      GraphBuilder& b);
+
+}  // namespace tt
+}  // namespace wc
