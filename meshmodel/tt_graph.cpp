@@ -96,16 +96,11 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
     layer_norm(true);
     b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
                    TileFormat::kBF16, D, D));
-    const double qkv_bytes = s.ut * s.qkv_t * bf16;
-    b.Layer(Move("create_qkv_heads", 1, qkv_bytes, D, qkv_bytes, D));  // num_blocks = 1: 1 core
+    // Heads on one core (num_blocks = 1); rotary a tile row of heads a core, into L1.
+    HeadsAndRotary(b, s, s.ut, TileFormat::kBF16, 1,
+                   static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
+                   static_cast<int>(s.kv_heads * s.ut), D, L);
     const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
-    TtOp rq = Compute("rotary_embedding", static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
-                      q_tiles, kRotaryPasses, bf16, D, L);
-    TtOp rk = Compute("rotary_embedding", static_cast<int>(s.kv_heads * s.ut), k_tiles,
-                      kRotaryPasses, bf16, D, L);
-    rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
-    b.Layer(rq);
-    b.Layer(rk);
     // update_cache: each user's row lands in a tile of its cache; the tile is read, patched and
     // written back (update_cache_op_multi_core.cpp: one core for one batched head).
     const double cache_rows = u * s.kv_heads * s.hdt * kvb;
@@ -209,15 +204,8 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
   const double qkv = s.ut * s.qkv_t * ab;
   b.Layer(Move("sharded_to_interleaved", 8, qkv, L, qkv, L));
   b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
-  b.Layer(Move("create_qkv_heads", 1, qkv, L, qkv, L));
+  HeadsAndRotary(b, s, s.ut, A, 1, static_cast<int>(s.q_heads), static_cast<int>(s.kv_heads), L, L);
   const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
-  TtOp rq =
-      Compute("rotary_embedding", static_cast<int>(s.q_heads), q_tiles, kRotaryPasses, ab, L, L);
-  TtOp rk =
-      Compute("rotary_embedding", static_cast<int>(s.kv_heads), k_tiles, kRotaryPasses, ab, L, L);
-  rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
-  b.Layer(rq);
-  b.Layer(rk);
   const double cache_rows = u * s.kv_heads * s.hdt * kvb;
   const TtOp update = Move("update_cache", static_cast<int>(s.kv_heads), cache_rows + k_tiles * ab,
                            D, cache_rows, D);
@@ -273,8 +261,6 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
 
 }  // namespace tt
 
-using namespace tt;
-
 TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   if (o.chips < 1) throw Error(Cat("a mesh needs at least one chip, got ", o.chips));
   const bool prefill = o.phase == TtPhase::kPrefill;
@@ -298,7 +284,7 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   // Heads, hidden and ffn columns split over the chips; a share that is not whole is padded (the
   // last chip's), as tt-metal pads a tensor to the mesh.
   auto share = [n](int64_t v) { return (v + n - 1) / n; };
-  Shapes s;
+  tt::Shapes s;
   s.layers = c.n_layers;
   s.chips = n;
   s.users = o.users;
@@ -324,12 +310,12 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   TtGraph g;
   g.chips = n;
   g.kv = s.kv;
-  GraphBuilder b(c.n_layers);
+  tt::GraphBuilder b(c.n_layers);
   g.program = n == 1 ? "falcon7b_common" : "t3000/falcon40b";
   if (prefill)
-    n == 1 ? OneChipPrefill(c, o, s, b) : MultiChipPrefill(c, o, s, b);
+    n == 1 ? tt::OneChipPrefill(c, o, s, b) : tt::MultiChipPrefill(c, o, s, b);
   else
-    n == 1 ? OneChipDecode(c, o, s, b) : MultiChipDecode(c, o, s, b);
+    n == 1 ? tt::OneChipDecode(c, o, s, b) : tt::MultiChipDecode(c, o, s, b);
   g.ops = b.Take();
   for (const TtOp& op : g.ops)
     if (op.kind == TtOpKind::kMatmul)

@@ -168,6 +168,21 @@ inline TtOp FlashDecodeOp(const Shapes& s, int ctx) {
 
 // One chip's shapes of a model under TtGraphOptions (tt_graph.cpp fills them).
 
+// The fused QKV output split into heads (create_qkv_heads on `heads_cores`), then the rotary
+// embedding of Q (on up to `q_cores`) and of K (on up to a core a K tile), HiFi4: `rows` tile rows
+// of `act` tiles each, read from `from`, written to `to`.
+inline void HeadsAndRotary(GraphBuilder& b, const Shapes& s, int64_t rows, TileFormat act,
+                           int heads_cores, int q_cores, int k_cores, TtMemory from, TtMemory to) {
+  const double qkv = rows * s.qkv_t * TileBytes(act);
+  b.Layer(Move("create_qkv_heads", heads_cores, qkv, from, qkv, from));
+  const int64_t q_tiles = s.q_heads * rows * s.hdt, k_tiles = s.kv_heads * rows * s.hdt;
+  TtOp rq = Compute("rotary_embedding", q_cores, q_tiles, kRotaryPasses, TileBytes(act), from, to);
+  TtOp rk = Compute("rotary_embedding", k_cores, k_tiles, kRotaryPasses, TileBytes(act), from, to);
+  rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
+  b.Layer(rq);
+  b.Layer(rk);
+}
+
 // The four programs (tt_graph.cpp: decode; tt_graph_prefill.cpp: prefill), appending their ops.
 void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
                    GraphBuilder& b);

@@ -69,15 +69,8 @@ void OneChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes
   layer_norm(true);
   b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, B, 56, 8,
                         mt >= 64 ? 8 : 7, 16));
-  const double qkv = mt * s.qkv_t * bf16;
-  b.Layer(Move("create_qkv_heads", 64, qkv, D, qkv, D));
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
-  TtOp rq = Compute("rotary_embedding", 64, q_tiles, kRotaryPasses, bf16, D, D);
-  TtOp rk = Compute("rotary_embedding", static_cast<int>(std::min<int64_t>(64, k_tiles)), k_tiles,
-                    kRotaryPasses, bf16, D, D);
-  rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
-  b.Layer(rq);
-  b.Layer(rk);
+  HeadsAndRotary(b, s, mt, B, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
   const TtOp fill = Move("fill_cache", static_cast<int>(std::min<int64_t>(64, k_tiles)),
                          k_tiles * bf16, D, k_tiles * kvb, D);
   b.Layer(fill);
@@ -206,15 +199,8 @@ void MultiChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shap
   b.Layer(Collective(TtOpKind::kAllGather, full));
   norms(true, c.two_layernorms() ? 2 : 1, false);
   b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, 32, 8, 8, 16));
-  const double qkv = mt * s.qkv_t * ab;
-  b.Layer(Move("create_qkv_heads", 64, qkv, D, qkv, D));
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
-  TtOp rq = Compute("rotary_embedding", 64, q_tiles, kRotaryPasses, ab, D, D);
-  TtOp rk = Compute("rotary_embedding", static_cast<int>(std::min<int64_t>(64, k_tiles)), k_tiles,
-                    kRotaryPasses, ab, D, D);
-  rq.fidelity = rk.fidelity = MathFidelity::kHiFi4;
-  b.Layer(rq);
-  b.Layer(rk);
+  HeadsAndRotary(b, s, mt, A, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
   for (int kv = 0; kv < 2; ++kv) {
     b.Layer(typecast(k_tiles));
     b.Layer(Move("fill_cache", static_cast<int>(std::min<int64_t>(64, k_tiles)), k_tiles * ab, D,

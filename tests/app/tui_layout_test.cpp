@@ -142,12 +142,12 @@ StatusFigures Generating() {
 TEST(StatusLine, DropsLowPriorityFieldsThenAbbreviates) {
   const StatusFigures f = Generating();
   const std::string full =
-      "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 MiB | mesh 85.2 us/tok | "
-      "seed 42";
+      "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 MiB | mesh 85.2 us/tok "
+      "(tt-metal's graph) | seed 42";
   EXPECT_EQ(StatusLine(f, 200), full);
   EXPECT_EQ(StatusLine(f, 120), full);
-  EXPECT_EQ(StatusLine(f, 99), full);
-  EXPECT_EQ(StatusLine(f, 98),
+  EXPECT_EQ(StatusLine(f, 118), full);
+  EXPECT_EQ(StatusLine(f, 117),
             "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 MiB | seed 42");
   EXPECT_EQ(StatusLine(f, 80),
             "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 MiB | seed 42");
