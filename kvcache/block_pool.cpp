@@ -57,6 +57,14 @@ void BlockTable::ShareFrom(const BlockTable& other, int n_tokens) {
   }
 }
 
+void BlockTable::Adopt(const std::vector<int>& blocks) {
+  WC_CHECK(blocks_.empty(), "Adopt into a non-empty block table");
+  for (int b : blocks) {
+    pool_->AddRef(b);
+    blocks_.push_back(b);
+  }
+}
+
 std::pair<int, int> BlockTable::MakeWritable(int pos) {
   const int i = pos / pool_->block_size();
   WC_CHECK(i < static_cast<int>(blocks_.size()), "position ", pos, " beyond the table");

@@ -60,6 +60,9 @@ class BlockTable {
   // Shares `other`'s first ceil(n_tokens / block_size) blocks (a common prompt) instead of owning
   // new ones; this table must be empty.
   void ShareFrom(const BlockTable& other, int n_tokens);
+  // Takes `blocks` (each already held by someone: a reference is added) as this table's first
+  // blocks, holding positions [0, blocks.size() * block_size); this table must be empty.
+  void Adopt(const std::vector<int>& blocks);
   // Before writing position `pos` into a shared block: gives this table a private copy of that
   // block (copy-on-write). Returns {old block, new block} when a copy is needed (the caller copies
   // the bytes), or {-1, -1}.

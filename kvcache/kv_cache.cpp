@@ -230,7 +230,49 @@ void KVCache::Apply(const KVCacheOp& op) {
       return ShareUser(op.src, op.user, op.n_tokens);
     case KVCacheOp::Kind::kReorder:
       return ReorderUsers(op.users, op.parents, op.n_tokens);
+    case KVCacheOp::Kind::kAdopt:
+      return AdoptBlocks(op.user, op.users);
+    case KVCacheOp::Kind::kRetain:
+      return RetainBlock(op.src);
+    case KVCacheOp::Kind::kRelease:
+      return ReleaseBlock(op.src);
   }
+}
+
+void KVCache::AdoptBlocks(int user, const std::vector<int>& blocks) {
+  WC_CHECK(pool_ != nullptr, "adopting blocks needs a paged KV cache");
+  WC_CHECK(user >= 0 && user < shape_.user_rows, "adopting into user row ", user);
+  WC_CHECK(static_cast<int64_t>(blocks.size()) * options_.block_size <= shape_.max_seq, "adopting ",
+           blocks.size(), " blocks into a row of ", shape_.max_seq, " positions");
+  for (int b : blocks)
+    WC_CHECK(b >= 0 && b < pool_->n_blocks() && pool_->ref_count(b) > 0, "adopting block ", b);
+  if (journal_) journal_->Record({KVCacheOp::Kind::kAdopt, user, 0, 0, blocks, {}});
+  tables_[user].Clear();
+  tables_[user].Adopt(blocks);
+}
+
+void KVCache::RetainBlock(int block) {
+  WC_CHECK(pool_ != nullptr, "retaining a block needs a paged KV cache");
+  if (journal_) journal_->Record({KVCacheOp::Kind::kRetain, 0, block, 0, {}, {}});
+  pool_->AddRef(block);
+}
+
+void KVCache::ReleaseBlock(int block) {
+  WC_CHECK(pool_ != nullptr, "releasing a block needs a paged KV cache");
+  if (journal_) journal_->Record({KVCacheOp::Kind::kRelease, 0, block, 0, {}, {}});
+  pool_->Release(block);
+}
+
+int KVCache::block_refs(int block) const {
+  WC_CHECK(pool_ != nullptr && block >= 0 && block < pool_->n_blocks(), "block ", block);
+  return pool_->ref_count(block);
+}
+
+int KVCache::user_block(int user, int pos) const {
+  WC_CHECK(pool_ != nullptr && user >= 0 && user < shape_.user_rows, "user row ", user);
+  WC_CHECK(pos >= 0 && pos < tables_[user].capacity(), "position ", pos, " of user row ", user,
+           " holding ", tables_[user].capacity());
+  return tables_[user].block(pos);
 }
 
 void KVCache::ResetUser(int user) {

@@ -105,6 +105,17 @@ class KVCache {
   // Write into a block that is still shared copies that one block (copy-on-write), so the rows
   // diverge from there on.
   void ShareUser(int src, int dst, int n_tokens);
+  // Paged only, the prefix cache's operations (kvcache/prefix_cache.h), journaled like the rest:
+  // row `user` (emptied first) takes `blocks` - full blocks some index holds - as its first
+  // blocks, so positions [0, blocks.size() * block_size) hold their K/V; the row writes past them
+  // (a write into one of them would copy it, as for any shared block).
+  void AdoptBlocks(int user, const std::vector<int>& blocks);
+  // A reference to block `block` held outside any row (the index's), taken and dropped.
+  void RetainBlock(int block);
+  void ReleaseBlock(int block);
+  // References block `block` has (rows' and the index's); the block of `user` holding `pos`.
+  int block_refs(int block) const;
+  int user_block(int user, int pos) const;
   // At once, row users[i] takes over positions [0, n_tokens) of row parents[i] (each parent one of
   // `users`), or is emptied when parents[i] is -1 - beams reordered after a step. No K/V bytes
   // move. Paged: the rows share blocks (blocks no row keeps return to the pool). Contiguous: a

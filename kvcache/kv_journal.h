@@ -1,7 +1,8 @@
-// A KV cache's row operations (reset, share, reorder) as a log another cache can replay: how a
-// tensor-parallel rank's cache (its KV heads) follows rank 0's, whose serving loop decides them.
-// The positions' K/V themselves are written by each rank's own forward pass (KVCache::Write), in
-// the same order on every rank, so the caches' block tables stay equal.
+// A KV cache's row and block operations (reset, share, reorder, adopt, retain, release) as a log
+// another cache can replay: how a tensor-parallel rank's cache (its KV heads) follows rank 0's,
+// whose serving loop decides them. The positions' K/V themselves are written by each rank's own
+// forward pass (KVCache::Write), in the same order on every rank, so the caches' block tables stay
+// equal.
 #pragma once
 
 #include <cstdint>
@@ -11,12 +12,12 @@
 namespace wc {
 
 struct KVCacheOp {
-  enum class Kind : uint8_t { kReset, kShare, kReorder };
+  enum class Kind : uint8_t { kReset, kShare, kReorder, kAdopt, kRetain, kRelease };
   Kind kind = Kind::kReset;
-  int user = 0;                     // kReset: the row; kShare: the destination row
-  int src = 0;                      // kShare: the source row
+  int user = 0;                     // kReset: the row; kShare, kAdopt: the destination row
+  int src = 0;                      // kShare: the source row; kRetain, kRelease: the block
   int n_tokens = 0;                 // kShare, kReorder
-  std::vector<int> users, parents;  // kReorder
+  std::vector<int> users, parents;  // kReorder; kAdopt: users holds the blocks
 };
 
 // Filled by a KVCache made with KVCacheOptions::journal (from whichever thread mutates it), read by

@@ -16,23 +16,21 @@ void WriteOp(WireWriter& w, const KVCacheOp& op) {
   w.I64(op.src);
   w.I64(op.n_tokens);
   w.U32(static_cast<uint32_t>(op.users.size()));
-  for (size_t i = 0; i < op.users.size(); ++i) {
-    w.I64(op.users[i]);
-    w.I64(op.parents[i]);
-  }
+  for (int u : op.users) w.I64(u);
+  w.U32(static_cast<uint32_t>(op.parents.size()));  // kReorder: as many as users; else none
+  for (int p : op.parents) w.I64(p);
 }
 
 KVCacheOp ReadOp(WireReader& in) {
   KVCacheOp op;
-  op.kind = static_cast<KVCacheOp::Kind>(in.U32());
+  const uint32_t kind = in.U32();
+  WC_CHECK(kind <= static_cast<uint32_t>(KVCacheOp::Kind::kRelease), "KV cache op kind ", kind);
+  op.kind = static_cast<KVCacheOp::Kind>(kind);
   op.user = static_cast<int>(in.I64());
   op.src = static_cast<int>(in.I64());
   op.n_tokens = static_cast<int>(in.I64());
-  const uint32_t n = in.U32();
-  for (uint32_t i = 0; i < n; ++i) {
-    op.users.push_back(static_cast<int>(in.I64()));
-    op.parents.push_back(static_cast<int>(in.I64()));
-  }
+  for (uint32_t i = 0, n = in.U32(); i < n; ++i) op.users.push_back(static_cast<int>(in.I64()));
+  for (uint32_t i = 0, n = in.U32(); i < n; ++i) op.parents.push_back(static_cast<int>(in.I64()));
   return op;
 }
 
