@@ -122,6 +122,9 @@ ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m,
   if (o.kv_blocks > 0 && o.kv_block_size == 0)
     throw Error("--kv-blocks sizes the paged pool; it needs --kv-block-size > 0");
   so.kv.n_blocks = o.kv_blocks;
+  if (o.prefix_cache != "on" && o.prefix_cache != "off")
+    throw Error(Cat("--prefix-cache '", o.prefix_cache, "' is not supported; choose on or off"));
+  so.prefix_cache = o.prefix_cache == "on";
   return so;
 }
 

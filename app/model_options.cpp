@@ -178,6 +178,14 @@ void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o) {
                   "Paged KV pool size in blocks, shared by all user rows (0 = every row's full "
                   "context)")
       ->capture_default_str();
+  AddPrefixCacheOption(cmd, o);
+}
+
+void AddPrefixCacheOption(CLI::App* cmd, ModelRunOptions& o) {
+  cmd->add_option("--prefix-cache", o.prefix_cache,
+                  "on: keep full KV blocks after their request and reuse them for every request "
+                  "that starts with the same tokens (paged KV); off: prefill every prompt whole")
+      ->capture_default_str();
 }
 
 KVDType ResolveKVDType(const std::string& name, DType weights) {

@@ -22,6 +22,7 @@ struct ModelRunOptions {
   std::string kv_scale = "token-head";  // --kv-scale
   int kv_block_size = 0;                // --kv-block-size (0 = contiguous)
   int kv_blocks = 0;                    // --kv-blocks (serving commands; 0 = full context per row)
+  std::string prefix_cache = "on";      // --prefix-cache on|off (serving commands, paged KV)
   int ctx = 0;                          // --ctx (0 = the model's max_position_embeddings)
   int lm_head_fractures = 8;            // --lm-head-fractures
   std::string attention = "flash";      // --attention: flash (FlashDecode on the mesh) | reference
@@ -89,7 +90,9 @@ void CheckKVDTypeName(const std::string& name);
 // wc::Error naming `flag` for a word that is not an id, an id outside the vocabulary, or no ids at
 // all.
 std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag);
-// Registers --kv-blocks (the paged pool's size) on a serving command.
+// Registers --kv-blocks (the paged pool's size) and --prefix-cache on a serving command.
 void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
+// Registers --prefix-cache alone (serving commands without --kv-blocks: generate, chat).
+void AddPrefixCacheOption(CLI::App* cmd, ModelRunOptions& o);
 
 }  // namespace wc

@@ -105,8 +105,11 @@ struct RequestResult {
   // whole blocks; a session's include its earlier turns).
   int64_t kv_bytes_peak = 0;
   int prompt_tokens = 0;  // tokens this request fed before generating (its framed prompt)
-  int user_row = -1;      // the row it ran in (-1 if never admitted)
-  int session_pos = 0;    // sessions: tokens the session holds now (KV plus any not yet fed)
+  // Of those, the tokens whose K/V came from the prefix cache instead of being computed (whole
+  // blocks; 0 with the cache off).
+  int cached_tokens = 0;
+  int user_row = -1;    // the row it ran in (-1 if never admitted)
+  int session_pos = 0;  // sessions: tokens the session holds now (KV plus any not yet fed)
   // Steady-clock seconds since the loop started: submitted, admitted to a row, first token
   // sampled, finished (admitted/first_token are 0 when that never happened).
   double t_submit = 0, t_admit = 0, t_first_token = 0, t_finish = 0;

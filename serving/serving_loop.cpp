@@ -28,6 +28,8 @@ ServingLoop::ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
   if (options_.ctx == 0) options_.ctx = model.config().max_position_embeddings;
   cache_ =
       std::make_unique<KVCache>(model.CacheShape(options_.user_rows, options_.ctx), options_.kv);
+  if (options_.prefix_cache && cache_->paged())
+    prefix_ = std::make_unique<PrefixCache>(cache_->block_size());
   rows_.resize(options_.user_rows);
   status_.user_rows = options_.user_rows;
   status_.kv_blocks_total = cache_->n_blocks();
@@ -316,7 +318,7 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
   int64_t window_tokens = 0;
   for (const auto& w : rate_window_) window_tokens += w.second;
   const double span = rate_window_.empty() ? 0 : now - rate_window_.front().first;
-  const int used = cache_->n_blocks() - cache_->free_blocks();
+  const int used = BlocksInUse();
   std::lock_guard<std::mutex> lock(mu_);
   ServingStatus& s = status_;
   s.queued = static_cast<int>(waiting_.size());
@@ -338,6 +340,13 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
   if (step_s > 0) ++s.steps;
   s.tokens_sampled = tokens_sampled_;
   s.tokens_prefilled = tokens_prefilled_;
+  if (prefix_) {
+    const PrefixCacheStats& p = prefix_->stats();
+    s.prefix_hits = p.hits;
+    s.prefix_cached_tokens = p.cached_tokens;
+    s.prefix_evictions = p.evictions;
+    s.prefix_blocks = p.blocks;
+  }
   s.forward_s += forward_s;
   s.step_s += step_s;
 }

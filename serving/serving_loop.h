@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "kvcache/kv_cache.h"
+#include "kvcache/prefix_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
 #include "serving/request.h"
@@ -58,6 +59,9 @@ struct ServingOptions {
     o.block_size = kServingBlockSize;
     return o;
   }();
+  // --prefix-cache: keep full KV blocks after their request and hand them to any request whose
+  // tokens start the same way (paged KV only; kvcache/prefix_cache.h).
+  bool prefix_cache = true;
 };
 
 struct ServingStatus {
@@ -66,8 +70,9 @@ struct ServingStatus {
   int prefilling_rows = 0;  // of those, still feeding their prompt
   int session_rows = 0;     // rows held by open sessions between requests
   int user_rows = 0;
-  // Paged KV (all 0 when contiguous): pool size, blocks holding K/V now, blocks promised to the
-  // running requests and idle sessions (admission's measure), and the most ever in use.
+  // Paged KV (all 0 when contiguous): pool size, blocks the running requests and idle sessions
+  // hold now (the prefix cache's unused blocks not counted: prefix_blocks below), blocks promised
+  // to them (admission's measure), and the most ever in use.
   int kv_blocks_total = 0, kv_blocks_used = 0, kv_blocks_reserved = 0, kv_blocks_peak = 0;
   double tokens_per_s = 0;  // sampled tokens per second over the last ~2 s
   int64_t steps = 0;
@@ -75,6 +80,10 @@ struct ServingStatus {
   int64_t requests_finished = 0;
   double forward_s = 0;  // time inside FalconModel::Forward
   double step_s = 0;     // time of whole steps (forward plus the loop's own work)
+  // The prefix cache (all 0 when off): admissions that took cached blocks, the prompt tokens they
+  // took, blocks evicted, blocks it holds now.
+  int64_t prefix_hits = 0, prefix_cached_tokens = 0, prefix_evictions = 0;
+  int prefix_blocks = 0;
 };
 
 enum class ShutdownMode { kDrain, kCancel };
@@ -161,6 +170,22 @@ class ServingLoop {
   void TakeQueue();
   // Gives a row's KV blocks and reservation back and leaves the row free.
   void ReleaseRow(int row);
+  // The prefix cache (serving_loop_prefix.cpp). At admission into an empty row: takes the
+  // longest cached run of full blocks of `feed` - all but its last token at most, so the request's
+  // first logits are computed - into the row and drops those tokens from `feed`; returns the
+  // tokens taken.
+  int AdoptPrefix(int row, std::vector<int>& feed);
+  // After a step: the row's newly full blocks go into the index.
+  void IndexRow(int row);
+  // Before a step: evicts unused cached blocks until the pool has the `blocks` the step may
+  // allocate (or nothing is left to evict).
+  void MakeRoom(int blocks);
+  // Paged KV blocks the rows (requests, sessions) hold: the pool's taken blocks less those only the
+  // prefix cache holds.
+  int BlocksInUse() const;
+  // Blocks the step's chunks may allocate: new blocks past each row's table and a copy of a
+  // shared block written into.
+  int StepBlocks(const std::vector<PlannedChunk>& chunks) const;
   int BlocksFor(int n_tokens) const;
   double Now() const;
 
@@ -169,6 +194,7 @@ class ServingLoop {
   std::optional<ChatFormat> chat_format_;
   ServingOptions options_;
   std::unique_ptr<KVCache> cache_;
+  std::unique_ptr<PrefixCache> prefix_;  // paged KV with options_.prefix_cache, else null
   std::chrono::steady_clock::time_point t0_;
 
   // Shared with other threads, under mu_.

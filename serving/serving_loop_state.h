@@ -79,6 +79,11 @@ struct ServingLoop::Row {
   int reserved_blocks = 0;  // paged: blocks admission promised this row (a beam request's: all on
                             // its leader row)
   int leader = -1;          // a beam of the request whose leader is this row (run stays empty)
+  // The token ids in the row's KV, positions [0, cur_pos), while the prefix cache can index them
+  // (a beam row's KV is reordered: `tokens_known` false), and its full blocks indexed so far.
+  std::vector<int> tokens;
+  bool tokens_known = true;
+  int indexed_blocks = 0;
 };
 
 }  // namespace wc

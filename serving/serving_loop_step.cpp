@@ -107,9 +107,14 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   if (reset) {
     cache_->ResetUser(row);
     slot.cur_pos = 0;
+    slot.tokens.clear();
+    slot.tokens_known = true;
+    slot.indexed_blocks = 0;
     session->pending.clear();
     session->had_turn = false;
   }
+  const int prompt_tokens = static_cast<int>(feed.size());
+  const int cached_tokens = slot.cur_pos == 0 ? AdoptPrefix(row, feed) : 0;
   reserved_blocks_ += need - slot.reserved_blocks;
   slot.reserved_blocks = need;
   auto run = std::make_unique<Running>();
@@ -145,7 +150,8 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   run->stream = std::make_unique<TextStream>(stop, *run->sink, /*trim_leading_space=*/framed);
   run->to_feed = std::move(feed);
   run->result.id = run->id;
-  run->result.prompt_tokens = static_cast<int>(run->to_feed.size());
+  run->result.prompt_tokens = prompt_tokens;
+  run->result.cached_tokens = cached_tokens;
   run->result.user_row = row;
   run->result.t_submit = p->t_submit;
   run->result.t_admit = Now();
@@ -193,6 +199,7 @@ double ServingLoop::Decode() {
         if (last) logit_owners.push_back({ch.row, 1});
       }
     }
+    if (prefix_) MakeRoom(StepBlocks(chunks));
     const double t = Now();
     const bool ran =
         model_.Forward(batch, *cache_, &logits, [&] { return ForwardInterrupted(chunks); });
@@ -202,17 +209,27 @@ double ServingLoop::Decode() {
     // step ends the cancelled requests and runs the others' tokens again, bit-identically.
     if (!ran) return false;
     // The most blocks in use is now, before rows that end in this step free theirs.
-    peak_blocks_ = std::max(peak_blocks_, cache_->n_blocks() - cache_->free_blocks());
+    peak_blocks_ = std::max(peak_blocks_, BlocksInUse());
     for (const PlannedChunk& ch : chunks) {
       Running& run = *rows_[ch.row].run;
       if (run.beam && run.decoding) {
-        for (int i = 0; i < ch.n_tokens; ++i) ++rows_[run.beam->rows[run.fed + i]].cur_pos;
+        for (int i = 0; i < ch.n_tokens; ++i) {
+          Row& beam_row = rows_[run.beam->rows[run.fed + i]];
+          ++beam_row.cur_pos;
+          beam_row.tokens_known = false;  // beams reorder their rows' KV
+        }
       } else {
-        rows_[ch.row].cur_pos += ch.n_tokens;
+        Row& slot = rows_[ch.row];
+        slot.cur_pos += ch.n_tokens;
+        if (slot.tokens_known)
+          slot.tokens.insert(slot.tokens.end(), run.to_feed.begin() + run.fed,
+                             run.to_feed.begin() + run.fed + ch.n_tokens);
         if (!run.decoding) tokens_prefilled_ += ch.n_tokens;
       }
       run.fed += ch.n_tokens;
     }
+    if (prefix_)
+      for (const PlannedChunk& ch : chunks) IndexRow(ch.row);
     for (const PlannedChunk& ch : chunks) {
       const Running& run = *rows_[ch.row].run;
       if (!run.decoding)

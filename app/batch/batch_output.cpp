@@ -67,9 +67,12 @@ std::string SuccessRecord(int line, const std::string& custom_id, bool chat,
   body["object"] = chat ? "chat.completion" : "text_completion";
   body["model"] = model;
   body["choices"] = std::move(choices);
+  // OpenAI's usage, with prompt_tokens_details.cached_tokens: the prompt tokens whose K/V came from
+  // the prefix cache (whole blocks; 0 with --prefix-cache off).
   body["usage"] = {{"prompt_tokens", result.prompt_tokens},
                    {"completion_tokens", completion_tokens},
-                   {"total_tokens", result.prompt_tokens + completion_tokens}};
+                   {"total_tokens", result.prompt_tokens + completion_tokens},
+                   {"prompt_tokens_details", {{"cached_tokens", result.cached_tokens}}}};
   ojson rec;
   rec["id"] = id;
   rec["custom_id"] = custom_id;

@@ -148,6 +148,15 @@ void RunBenchServe(const BenchServeOptions& o) {
               100 * overhead, step_s - forward_s, step_s);
   std::printf("  KV blocks            peak %d of %d\n", after.kv_blocks_peak,
               after.kv_blocks_total);
+  std::printf(
+      "  prefix cache         %s: %lld hits, %lld cached prompt tokens, %lld prefilled, "
+      "%lld evictions, %d blocks held\n",
+      so.prefix_cache && so.kv.block_size > 0 ? "on" : "off",
+      static_cast<long long>(after.prefix_hits - before.prefix_hits),
+      static_cast<long long>(after.prefix_cached_tokens - before.prefix_cached_tokens),
+      static_cast<long long>(after.tokens_prefilled - before.tokens_prefilled),
+      static_cast<long long>(after.prefix_evictions - before.prefix_evictions),
+      after.prefix_blocks);
   std::printf("  peak RSS             %.1f MiB = weights %.1f + KV pool %.1f + %.1f MiB\n",
               rss / 1048576.0, weight_bytes / 1048576.0, kv_bytes / 1048576.0,
               (rss - weight_bytes - kv_bytes) / 1048576.0);
@@ -162,7 +171,13 @@ void RunBenchServe(const BenchServeOptions& o) {
       {"itl_ms", {{"p50", 1e3 * Percentile(itl, 0.5)}, {"p95", 1e3 * Percentile(itl, 0.95)}}},
       {"loop_overhead", overhead},
       {"kv_blocks_peak", after.kv_blocks_peak},
-      {"kv_blocks_total", after.kv_blocks_total}};
+      {"kv_blocks_total", after.kv_blocks_total},
+      {"prefix_cache",
+       {{"hits", after.prefix_hits - before.prefix_hits},
+        {"cached_tokens", after.prefix_cached_tokens - before.prefix_cached_tokens},
+        {"prefilled_tokens", after.tokens_prefilled - before.tokens_prefilled},
+        {"evictions", after.prefix_evictions - before.prefix_evictions},
+        {"blocks", after.prefix_blocks}}}};
   out["memory"] = {{"peak_rss_bytes", rss},
                    {"weight_bytes", weight_bytes},
                    {"kv_pool_bytes", kv_bytes},

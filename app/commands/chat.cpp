@@ -61,6 +61,7 @@ void RegisterChat(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("chat", "Chat with the model");
   AddModelRunOptions(cmd, o->run);
   AddTensorParallelOption(cmd, o->run);
+  AddPrefixCacheOption(cmd, o->run);
   AddIdsFlag(cmd, o->run);
   cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
       ->capture_default_str();

@@ -201,6 +201,7 @@ void RegisterGenerate(CLI::App& app) {
       app.add_subcommand("generate", "Generate a reply to one prompt, streamed to stdout");
   AddModelRunOptions(cmd, o->run);
   AddTensorParallelOption(cmd, o->run);
+  AddPrefixCacheOption(cmd, o->run);
   auto* prompt = cmd->add_option("--prompt", o->prompt, "The prompt text");
   auto* ids = cmd->add_option("--ids", o->ids,
                               "Token ids instead of --prompt, e.g. \"1 2 3\", fed exactly (no BOS, "

@@ -323,5 +323,44 @@ TEST(BatchTest, MissingInputOrOutputDirectoryIsAOneLineError) {
   EXPECT_NE(RunWormchat({"batch", "--help"}).out.find("splitmix64"), std::string::npos);
 }
 
+// The prefix cache in the records: requests that share a long head, run one after another, take
+// its full blocks from the cache (usage.prompt_tokens_details.cached_tokens, whole 64-token
+// blocks); with --prefix-cache off every count is 0; everything else in the records is identical.
+TEST(BatchTest, CachedTokensAreReportedAndChangeNothingElse) {
+  TempDir dir;
+  std::string head;
+  for (int i = 0; i < 12; ++i) head += "The ship sails north along the cold grey coast. ";
+  std::string input;
+  for (const char* q : {"Where does it go?", "Who is on board?", "When will it arrive?"})
+    input += head + q + "\n";
+  const std::vector<std::string> common = {"-n", "6", "--seed", "3", "--user-rows", "1"};
+  const RunResult on = Batch(dir, input, dir.File("on.jsonl"), common);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  std::vector<std::string> off_args = common;
+  off_args.insert(off_args.end(), {"--prefix-cache", "off"});
+  const RunResult off = Batch(dir, input, dir.File("off.jsonl"), off_args);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  auto on_recs = Records(ReadFile(dir.File("on.jsonl")));
+  auto off_recs = Records(ReadFile(dir.File("off.jsonl")));
+  ASSERT_EQ(on_recs.size(), 3u);
+  for (auto& [id, rec] : on_recs) {
+    json& usage = rec["response"]["body"]["usage"];
+    json& off_usage = off_recs.at(id)["response"]["body"]["usage"];
+    const int cached = usage["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_EQ(off_usage["prompt_tokens_details"]["cached_tokens"], 0) << id;
+    EXPECT_EQ(cached % 64, 0) << id;
+    EXPECT_LT(cached, usage["prompt_tokens"].get<int>()) << id;
+    if (id != "batch-1") EXPECT_GE(cached, 64) << id;  // the head is more than a block
+    usage.erase("prompt_tokens_details");
+    off_usage.erase("prompt_tokens_details");
+    EXPECT_EQ(rec, off_recs.at(id)) << id;
+  }
+  const RunResult bad = Batch(dir, input, dir.File("x.jsonl"), {"--prefix-cache", "maybe"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--prefix-cache 'maybe' is not supported; choose on or off"),
+            std::string::npos)
+      << bad.err;
+}
+
 }  // namespace
 }  // namespace wc::test

@@ -1,0 +1,88 @@
+// The serving loop's side of the prefix cache (kvcache/prefix_cache.h): full blocks a row has
+// written go into the index as they fill; a request admitted into an empty row takes the longest
+// cached run of its tokens' blocks; unused cached blocks are evicted, least recently used first,
+// when a step needs room. Every block operation goes through the KV cache (journaled: a
+// tensor-parallel rank's cache follows). Loop thread only.
+#include <algorithm>
+
+#include "serving/serving_loop.h"
+#include "serving/serving_loop_state.h"
+#include "serving/step_planner.h"
+#include "util/error.h"
+
+namespace wc {
+
+int ServingLoop::AdoptPrefix(int row, std::vector<int>& feed) {
+  Row& r = rows_[row];
+  r.tokens.clear();
+  r.tokens_known = true;
+  r.indexed_blocks = 0;
+  const int bs = cache_->block_size();
+  // At least the last token is computed: its logits start the reply.
+  const int max_blocks = (static_cast<int>(feed.size()) - 1) / std::max(1, bs);
+  if (!prefix_ || r.cur_pos != 0 || max_blocks < 1) return 0;
+  const std::vector<int> blocks =
+      prefix_->Match(feed.data(), static_cast<int>(feed.size()), max_blocks);
+  if (blocks.empty()) return 0;
+  cache_->AdoptBlocks(row, blocks);
+  const int n = static_cast<int>(blocks.size()) * bs;
+  r.cur_pos = n;
+  r.tokens.assign(feed.begin(), feed.begin() + n);
+  r.indexed_blocks = static_cast<int>(blocks.size());
+  feed.erase(feed.begin(), feed.begin() + n);
+  return n;
+}
+
+void ServingLoop::IndexRow(int row) {
+  Row& r = rows_[row];
+  if (!prefix_ || !r.tokens_known) return;
+  WC_CHECK(static_cast<int>(r.tokens.size()) == r.cur_pos, "row ", row, " knows ", r.tokens.size(),
+           " tokens of ", r.cur_pos);
+  const int bs = cache_->block_size();
+  const int full = r.cur_pos / bs;
+  for (int i = r.indexed_blocks; i < full; ++i) {
+    const int block = cache_->user_block(row, i * bs);
+    if (prefix_->Insert(r.tokens.data(), i, block)) cache_->RetainBlock(block);
+  }
+  r.indexed_blocks = std::max(r.indexed_blocks, full);
+}
+
+void ServingLoop::MakeRoom(int blocks) {
+  while (cache_->free_blocks() < blocks) {
+    const int b = prefix_->EvictOne([this](int block) { return cache_->block_refs(block) > 1; });
+    if (b < 0) return;
+    cache_->ReleaseBlock(b);
+  }
+}
+
+int ServingLoop::BlocksInUse() const {
+  int used = cache_->n_blocks() - cache_->free_blocks();
+  if (prefix_)
+    for (int b : prefix_->Blocks())
+      if (cache_->block_refs(b) == 1) --used;
+  return used;
+}
+
+int ServingLoop::StepBlocks(const std::vector<PlannedChunk>& chunks) const {
+  const int bs = cache_->block_size();
+  int n = 0;
+  auto add = [&](int row, int first, int count) {
+    const int have = cache_->user_blocks(row);
+    n += std::max(0, BlocksFor(first + count) - have);
+    if (first < have * bs && cache_->block_refs(cache_->user_block(row, first)) > 1) ++n;
+  };
+  for (const PlannedChunk& ch : chunks) {
+    const Running& run = *rows_[ch.row].run;
+    if (run.beam && run.decoding) {
+      for (int i = 0; i < ch.n_tokens; ++i) {
+        const int row = run.beam->rows[run.fed + i];
+        add(row, rows_[row].cur_pos, 1);
+      }
+    } else {
+      add(ch.row, rows_[ch.row].cur_pos, ch.n_tokens);
+    }
+  }
+  return n;
+}
+
+}  // namespace wc

@@ -1,0 +1,169 @@
+// The serving loop's prefix cache (serving/serving_loop_prefix.cpp, kvcache/prefix_cache.h):
+// requests that share a prompt's head take its full blocks from the cache instead of prefilling
+// them, and produce bit-identical tokens, logits and beam scores to the cache off, for every KV
+// format and block size; only full blocks are taken and at least the last prompt token is
+// computed; a small pool evicts unused cached blocks and still admits everything; a session
+// re-prefilled from its start reuses its own earlier blocks.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/serving/serving_loop_util.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+using test::Outcome;
+using test::RequestSpec;
+
+// Requests sharing a `shared`-token head (the same text), each with its own tail, some sampled.
+std::vector<RequestSpec> SharedHead(int shared, int n) {
+  std::vector<RequestSpec> specs;
+  for (int i = 0; i < n; ++i) {
+    RequestSpec s;
+    s.prompt = test::TextPrompt(shared);
+    const std::vector<int> tail = test::TextPrompt(1 + 5 + 3 * i, 300 + 17 * i);
+    s.prompt.insert(s.prompt.end(), tail.begin() + 1, tail.end());  // the tail without its bos
+    s.max_new_tokens = 6;
+    s.stop_at_eos = false;
+    if (i % 2 == 1) {
+      s.sampling.temperature = 0.9f;
+      s.sampling.top_k = 40;
+      s.seed = 1000 + i;
+    } else {
+      s.sampling = test::Greedy();
+    }
+    specs.push_back(std::move(s));
+  }
+  return specs;
+}
+
+// `specs` one after another in a loop of `rows` rows (so each request finds the blocks of the ones
+// before it cached), the cache on or off.
+std::vector<Outcome> RunInOrder(const std::vector<RequestSpec>& specs, KVCacheOptions kv,
+                                bool prefix_cache, int rows = 1) {
+  ServingOptions o = test::Rows(rows);
+  o.kv = kv;
+  o.prefix_cache = prefix_cache;
+  auto loop = test::MakeLoop(o);
+  std::vector<Outcome> out;
+  for (const RequestSpec& s : specs) out.push_back(test::RunOne(*loop, s));
+  // Only the cache holds blocks between requests (the status is updated after the step).
+  EXPECT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+  if (!prefix_cache) EXPECT_EQ(loop->status().prefix_blocks, 0);
+  return out;
+}
+
+TEST(ServingLoopPrefix, SharedHeadsAreBitIdenticalWithTheCacheOnAndOff) {
+  const std::vector<RequestSpec> specs = SharedHead(100, 5);
+  for (KVDType dtype : {KVDType::kBF16, KVDType::kF32, KVDType::kInt8, KVDType::kFP8E4M3,
+                        KVDType::kFP8E5M2, KVDType::kBFP8}) {
+    for (int block_size : {16, 64}) {
+      const std::string label = Cat(KVDTypeName(dtype), ", blocks of ", block_size);
+      SCOPED_TRACE(label);
+      KVCacheOptions kv;
+      kv.dtype = dtype;
+      kv.block_size = block_size;
+      const std::vector<Outcome> off = RunInOrder(specs, kv, false);
+      const std::vector<Outcome> on = RunInOrder(specs, kv, true);
+      for (size_t i = 0; i < specs.size(); ++i) {
+        test::ExpectSameOutcome(off[i], on[i], Cat(label, ", request ", i));
+        EXPECT_EQ(off[i].result.cached_tokens, 0);
+        EXPECT_EQ(on[i].result.prompt_tokens, off[i].result.prompt_tokens);
+        // The first computes everything; the others take the shared head's full blocks.
+        EXPECT_EQ(on[i].result.cached_tokens, i == 0 ? 0 : 100 / block_size * block_size) << i;
+      }
+    }
+  }
+}
+
+// Only full blocks, and never the prompt's last token: a prompt that is exactly a cached run of
+// blocks recomputes its last block, so its first logits are computed as without the cache.
+TEST(ServingLoopPrefix, TakesFullBlocksAndLeavesTheLastTokenToCompute) {
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  RequestSpec a;
+  a.prompt = test::TextPrompt(64);  // exactly 4 blocks
+  a.sampling = test::Greedy();
+  a.max_new_tokens = 4;
+  a.stop_at_eos = false;
+  RequestSpec b = a;
+  b.prompt.resize(40);  // 2.5 blocks of a's
+  const std::vector<Outcome> off = RunInOrder({a, a, b}, kv, false);
+  const std::vector<Outcome> on = RunInOrder({a, a, b}, kv, true);
+  for (int i = 0; i < 3; ++i) test::ExpectSameOutcome(off[i], on[i], Cat("request ", i));
+  EXPECT_EQ(on[1].result.cached_tokens, 48);  // 3 of 4 blocks: the 64th token is computed
+  EXPECT_EQ(on[2].result.cached_tokens, 32);  // 2 full blocks; the half block is computed
+}
+
+// Beams share a prompt that itself came from the cache.
+TEST(ServingLoopPrefix, BeamsOverACachedPromptAreBitIdentical) {
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  RequestSpec greedy = SharedHead(70, 1)[0];
+  RequestSpec beam = greedy;
+  beam.beams = BeamParams{};
+  beam.beams->num_beams = 3;
+  beam.beams->num_return = 2;
+  const std::vector<Outcome> off = RunInOrder({greedy, beam}, kv, false, 3);
+  const std::vector<Outcome> on = RunInOrder({greedy, beam}, kv, true, 3);
+  test::ExpectSameOutcome(off[1], on[1], "beams");
+  EXPECT_EQ(on[1].result.cached_tokens, 64);
+}
+
+// A pool too small to keep everything: unused cached blocks are evicted least recently used first,
+// every request is admitted and runs as with the cache off.
+TEST(ServingLoopPrefix, ASmallPoolEvictsAndAdmitsEverything) {
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  kv.n_blocks = 12;  // about two requests' worth
+  std::vector<RequestSpec> specs;
+  for (int i = 0; i < 6; ++i) {
+    RequestSpec s;
+    s.prompt = test::TextPrompt(60, 40 * i);  // distinct heads
+    s.sampling = test::Greedy();
+    s.max_new_tokens = 8;
+    s.stop_at_eos = false;
+    specs.push_back(s);
+  }
+  specs.push_back(specs[5]);  // the most recent one again: still cached
+  const std::vector<Outcome> off = RunInOrder(specs, kv, false);
+  ServingOptions o = test::Rows(1);
+  o.kv = kv;
+  auto loop = test::MakeLoop(o);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const Outcome got = test::RunOne(*loop, specs[i]);
+    test::ExpectSameOutcome(off[i], got, Cat("request ", i));
+    EXPECT_EQ(got.result.reason, off[i].result.reason);
+  }
+  ASSERT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+  const ServingStatus st = loop->status();
+  EXPECT_GT(st.prefix_evictions, 0);
+  EXPECT_EQ(st.prefix_hits, 1);
+  EXPECT_EQ(st.prefix_cached_tokens, 48);
+  EXPECT_LE(st.prefix_blocks, kv.n_blocks);
+  EXPECT_EQ(st.kv_blocks_used, 0);
+}
+
+// Several rows at once: requests admitted together all compute (nothing is cached yet), later ones
+// reuse; every outcome matches the cache off.
+TEST(ServingLoopPrefix, ConcurrentRowsMatchTheCacheOff) {
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  const std::vector<RequestSpec> specs = SharedHead(80, 8);
+  const std::vector<Outcome> off = RunInOrder(specs, kv, false);
+  ServingOptions o = test::Rows(4);
+  o.kv = kv;
+  auto loop = test::MakeLoop(o);
+  std::vector<std::shared_ptr<WaitingObserver>> waits;
+  for (const RequestSpec& s : specs) waits.push_back(test::Submit(*loop, s));
+  for (size_t i = 0; i < specs.size(); ++i)
+    test::ExpectSameOutcome(off[i], test::Await(*waits[i]), Cat("request ", i));
+  ASSERT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+  EXPECT_GT(loop->status().prefix_hits, 0);
+}
+
+}  // namespace
+}  // namespace wc
