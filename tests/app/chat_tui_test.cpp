@@ -565,9 +565,15 @@ TEST(ChatTui, SaveWritesATranscriptThatReplays) {
   TmuxChat chat(80, 24, {"-n", "40"});
   chat.WaitForStart();
   chat.Enter(kQuestion);
-  chat.WaitForRow(22, kIdleWithSpeed);
+  const std::string first = Lines(chat.WaitForRow(22, kIdleWithSpeed))[22];
   chat.Enter("Why?");
-  chat.WaitForRow(22, kIdleWithSpeed);
+  // Idle again after the second reply: the first reply's idle status row (still shown until the
+  // second request starts) does not count - the context has grown since.
+  const std::regex idle(kIdleWithSpeed);
+  chat.WaitFor("the second reply", [&](const std::string& screen) {
+    const std::vector<std::string> rows = Lines(screen);
+    return rows.size() > 22 && rows[22] != first && std::regex_match(rows[22], idle);
+  });
   const std::string path = chat.dir().File("chat.transcript");
   chat.Enter("/save " + path);
   chat.WaitForText("(saved 2 turns to");
