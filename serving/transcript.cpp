@@ -233,9 +233,12 @@ class Parser {
       turn.reset_before = true;
       return;
     }
+    // "key: value", or "key:" with an empty value (FormatTranscript writes a reply with no
+    // tokens as "ids:").
     const size_t colon = line.find(": ");
-    const std::string key = colon == std::string::npos ? line : line.substr(0, colon);
+    std::string key = colon == std::string::npos ? line : line.substr(0, colon);
     const std::string value = colon == std::string::npos ? "" : line.substr(colon + 2);
+    if (colon == std::string::npos && key.size() > 1 && key.back() == ':') key.pop_back();
     if (key == "set") {
       if (stage_ != Stage::kBeforeUser) throw Error("'set:' must come before the user message");
       const size_t space = value.find(' ');

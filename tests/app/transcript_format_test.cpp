@@ -93,6 +93,19 @@ TEST(TranscriptFormat, WhatIsWrittenReadsBackTheSame) {
   EXPECT_NE(text.find("end: cancelled\ndropped: 1\n"), std::string::npos) << text;
 }
 
+// A reply with no tokens (cancelled before its first, or max-new-tokens 0) is written "ids:" and
+// reads back (the fuzzer found it refused).
+TEST(TranscriptFormat, AReplyWithNoTokensReadsBack) {
+  Transcript t = Sample();
+  t.turns.front().reply_ids.clear();
+  t.turns.front().reply_text.clear();
+  const std::string text = FormatTranscript(t);
+  EXPECT_NE(text.find("\nids:\nend: "), std::string::npos) << text;
+  const Transcript back = ParseTranscript(text, "t.txt");
+  ExpectSameTurns(t, back);
+  EXPECT_EQ(FormatTranscript(back), text);
+}
+
 TEST(TranscriptFormat, FloatsAreTheShortestThatReadBack) {
   EXPECT_EQ(FormatFloat(0.9f), "0.9");
   EXPECT_EQ(FormatFloat(1.0f), "1");
