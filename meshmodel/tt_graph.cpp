@@ -1,5 +1,6 @@
 #include "meshmodel/tt_graph.h"
 
+#include "mesh/wormhole_spec.h"
 #include "meshmodel/tt_graph_builder.h"
 
 #include <algorithm>
@@ -33,13 +34,14 @@ TileFormat ParseTileFormat(const std::string& name, const std::string& flag) {
 }
 
 double TileBytes(TileFormat f) {
+  static const WormholeChipSpec chip;  // the tile formats' sizes live with the hardware figures
   switch (f) {
     case TileFormat::kBF16:
-      return 2048;
+      return chip.bf16_tile_bytes;
     case TileFormat::kBFP8:
-      return 1088;
+      return chip.bfp8_tile_bytes;
     case TileFormat::kBFP4:
-      return 576;
+      return chip.bfp4_tile_bytes;
   }
   return 0;
 }
@@ -92,72 +94,67 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
     TtOp s2i = Move("sharded_to_interleaved", 8, act, L, act, D);
     for (TtOp* op : {&i2s, &ln, &s2i}) in_layer ? b.Layer(*op) : b.Once(*op);
   };
-  {  // the layer's ops, each run once a layer
-    layer_norm(true);
-    b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
-                   TileFormat::kBF16, D, D));
-    // Heads on one core (num_blocks = 1); rotary a tile row of heads a core, into L1.
-    HeadsAndRotary(b, s, s.ut, TileFormat::kBF16, 1,
-                   static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
-                   static_cast<int>(s.kv_heads * s.ut), D, L);
-    const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
-    // update_cache: each user's row lands in a tile of its cache; the tile is read, patched and
-    // written back (update_cache_op_multi_core.cpp: one core for one batched head).
-    const double cache_rows = u * s.kv_heads * s.hdt * kvb;
-    const TtOp update = Move("update_cache", static_cast<int>(s.kv_heads),
-                             cache_rows + k_tiles * bf16, D, cache_rows, D);
-    // The cache sliced to the attended positions, then sharded one user per core on 8x4.
-    const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
-    const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
-    if (o.flash_decode) {
-      b.Layer(update);
-      b.Layer(update);
-      b.Layer(FlashDecodeOp(s, o.ctx));
-    } else {
-      b.Layer(update);
-      b.Layer(Move("slice", 64, slice, D, slice, D));  // K_CACHE_SLICE stays in DRAM
-      b.Layer(Move("interleaved_to_sharded", users_cores, slice, D, slice, L));
-      // Q's heads padded to whole tile rows (single-core pad_tile), transposed (heads <-> users)
-      // and sharded a user per core.
-      const double q_bytes = q_tiles * bf16;
-      const double q_pad = s.q_pad_t * 32 * s.kv_heads * s.ut * s.hdt * bf16;
-      b.Layer(Move("pad", 1, q_bytes, L, q_pad, L));
-      b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
-      b.Layer(Move("interleaved_to_sharded", users_cores, q_pad, L, q_pad, L));
-      TtOp kt = Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses,
-                        kvb, L, L);
-      b.Layer(kt);
-      b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t,
-                      TileFormat::kBF16));
-      TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
-                        bf16, L, L);
-      sm.fidelity = MathFidelity::kHiFi4;
-      b.Layer(sm);
-      b.Layer(update);
-      b.Layer(Move("slice", 64, slice, D, slice, L));
-      b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
-      b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt,
-                      TileFormat::kBF16));
-      b.Layer(Move("sharded_to_interleaved", users_cores, q_pad, L, q_pad, L));
-      b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
-      b.Layer(Move("slice", 64, q_pad, L, q_bytes, L));  // unpad the heads
-    }
-    b.Layer(Move("concat_heads", 1, q_tiles * bf16, L, q_tiles * bf16, D));  // 1 core
-    b.Layer(Matmul("dense", OneDCores(s.ht, grid), s.ut, s.ht, s.ht, s.w_attn, o.dram_sharded,
-                   TileFormat::kBF16, D, D));
-    TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
-                      TileFormat::kBF16, D, D);
-    ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
-    ff1.passes = kGeluPasses;
-    b.Layer(ff1);
-    b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
-                   TileFormat::kBF16, D, D));
-    for (int a = 0; a < 2; ++a) {  // mlp + attention, then + residual: eltwise binary in DRAM
-      TtOp add = Compute("add", static_cast<int>(std::min<int64_t>(64, s.ut * s.ht)), s.ut * s.ht,
-                         kAddPasses, bf16, D, D);
-      add.read_bytes *= 2;
-      b.Layer(add);
-    }
+  // The layer's ops, each run once a layer.
+  layer_norm(true);
+  b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
+                 TileFormat::kBF16, D, D));
+  // Heads on one core (num_blocks = 1); rotary a tile row of heads a core, into L1.
+  HeadsAndRotary(b, s, s.ut, TileFormat::kBF16, 1,
+                 static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
+                 static_cast<int>(s.kv_heads * s.ut), D, L);
+  const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
+  const TtOp update = UpdateCacheOp(s, TileFormat::kBF16);
+  // The cache sliced to the attended positions, then sharded one user per core on 8x4.
+  const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
+  const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
+  if (o.flash_decode) {
+    b.Layer(update);
+    b.Layer(update);
+    b.Layer(FlashDecodeOp(s, o.ctx));
+  } else {
+    b.Layer(update);
+    b.Layer(Move("slice", 64, slice, D, slice, D));  // K_CACHE_SLICE stays in DRAM
+    b.Layer(Move("interleaved_to_sharded", users_cores, slice, D, slice, L));
+    // Q's heads padded to whole tile rows (single-core pad_tile), transposed (heads <-> users)
+    // and sharded a user per core.
+    const double q_bytes = q_tiles * bf16;
+    const double q_pad = s.q_pad_t * 32 * s.kv_heads * s.ut * s.hdt * bf16;
+    b.Layer(Move("pad", 1, q_bytes, L, q_pad, L));
+    b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
+    b.Layer(Move("interleaved_to_sharded", users_cores, q_pad, L, q_pad, L));
+    TtOp kt = Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses,
+                      kvb, L, L);
+    b.Layer(kt);
+    b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t,
+                    TileFormat::kBF16));
+    TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
+                      bf16, L, L);
+    sm.fidelity = MathFidelity::kHiFi4;
+    b.Layer(sm);
+    b.Layer(update);
+    b.Layer(Move("slice", 64, slice, D, slice, L));
+    b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
+    b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt,
+                    TileFormat::kBF16));
+    b.Layer(Move("sharded_to_interleaved", users_cores, q_pad, L, q_pad, L));
+    b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
+    b.Layer(Move("slice", 64, q_pad, L, q_bytes, L));  // unpad the heads
+  }
+  b.Layer(Move("concat_heads", 1, q_tiles * bf16, L, q_tiles * bf16, D));  // 1 core
+  b.Layer(Matmul("dense", OneDCores(s.ht, grid), s.ut, s.ht, s.ht, s.w_attn, o.dram_sharded,
+                 TileFormat::kBF16, D, D));
+  TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
+                    TileFormat::kBF16, D, D);
+  ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
+  ff1.passes = kGeluPasses;
+  b.Layer(ff1);
+  b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
+                 TileFormat::kBF16, D, D));
+  for (int a = 0; a < 2; ++a) {  // mlp + attention, then + residual: eltwise binary in DRAM
+    TtOp add = Compute("add", static_cast<int>(std::min<int64_t>(64, s.ut * s.ht)), s.ut * s.ht,
+                       kAddPasses, bf16, D, D);
+    add.read_bytes *= 2;
+    b.Layer(add);
   }
   layer_norm(false);
   b.Once(Matmul("lm_head", OneDCores(s.vocab_t, grid), s.ut, s.ht, s.vocab_t, s.w_lm,
@@ -206,9 +203,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
   b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
   HeadsAndRotary(b, s, s.ut, A, 1, static_cast<int>(s.q_heads), static_cast<int>(s.kv_heads), L, L);
   const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
-  const double cache_rows = u * s.kv_heads * s.hdt * kvb;
-  const TtOp update = Move("update_cache", static_cast<int>(s.kv_heads), cache_rows + k_tiles * ab,
-                           D, cache_rows, D);
+  const TtOp update = UpdateCacheOp(s, A);
   const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
   const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
   const int head_cores = static_cast<int>(s.q_heads);  // group_attn_matmul: a query head a core

@@ -183,6 +183,16 @@ inline void HeadsAndRotary(GraphBuilder& b, const Shapes& s, int64_t rows, TileF
   b.Layer(rk);
 }
 
+// update_cache (decode): each user's new K (or V) row lands in a tile of its cache, which is read,
+// patched and written back in DRAM (update_cache_op_multi_core.cpp: a core for a batched head); the
+// new rows arrive as `act` tiles.
+inline TtOp UpdateCacheOp(const Shapes& s, TileFormat act) {
+  const double cache_rows = s.users * s.kv_heads * s.hdt * TileBytes(s.kv);
+  return Move("update_cache", static_cast<int>(s.kv_heads),
+              cache_rows + s.kv_heads * s.ut * s.hdt * TileBytes(act), TtMemory::kDram, cache_rows,
+              TtMemory::kDram);
+}
+
 // The four programs (tt_graph.cpp: decode; tt_graph_prefill.cpp: prefill), appending their ops.
 void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
                    GraphBuilder& b);
