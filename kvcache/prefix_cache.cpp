@@ -30,6 +30,19 @@ int PrefixCache::Find(int parent, const int* tokens) const {
   return -1;
 }
 
+std::vector<int> PrefixCache::Peek(const int* tokens, int n_tokens, int max_blocks) const {
+  std::vector<int> blocks;
+  const int full = std::min(n_tokens / block_size_, std::max(0, max_blocks));
+  int parent = -1;
+  for (int i = 0; i < full; ++i) {
+    const int n = Find(parent, tokens + static_cast<int64_t>(i) * block_size_);
+    if (n < 0) break;
+    blocks.push_back(nodes_[n].block);
+    parent = n;
+  }
+  return blocks;
+}
+
 std::vector<int> PrefixCache::Match(const int* tokens, int n_tokens, int max_blocks) {
   ++stats_.lookups;
   std::vector<int> blocks;

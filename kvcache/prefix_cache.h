@@ -46,6 +46,9 @@ class PrefixCache {
   // at most `max_blocks` of them, in order (block i holds tokens [i * block_size, (i + 1) *
   // block_size)). Marks them used now (LRU).
   std::vector<int> Match(const int* tokens, int n_tokens, int max_blocks);
+  // What Match would return, without marking anything used or counting a lookup (admission asks
+  // before it knows the request fits).
+  std::vector<int> Peek(const int* tokens, int n_tokens, int max_blocks) const;
 
   // Indexes block `index` of a sequence `tokens` (at least (index + 1) * block_size of them) as
   // held by KV block `block`, behind its parent (block index - 1 of the same sequence, which must

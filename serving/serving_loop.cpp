@@ -319,6 +319,7 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
   for (const auto& w : rate_window_) window_tokens += w.second;
   const double span = rate_window_.empty() ? 0 : now - rate_window_.front().first;
   const int used = BlocksInUse();
+  const int committed = CommittedBlocks();
   std::lock_guard<std::mutex> lock(mu_);
   ServingStatus& s = status_;
   s.queued = static_cast<int>(waiting_.size());
@@ -334,7 +335,7 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
     }
   }
   s.kv_blocks_used = used;
-  s.kv_blocks_reserved = reserved_blocks_;
+  s.kv_blocks_reserved = committed;
   s.kv_blocks_peak = peak_blocks_;
   s.tokens_per_s = span > 0 ? window_tokens / span : 0;
   if (step_s > 0) ++s.steps;

@@ -136,7 +136,12 @@ class ServingLoop {
   // One step; returns false when the loop should stop.
   bool Step();
   void PickPrompts();
-  bool Admit(std::unique_ptr<Pending>& p);
+  enum class Admission {
+    kDone,        // admitted, or ended (a bad request)
+    kNoRoom,      // no row or KV blocks yet: it and everything behind it wait
+    kPrefixSoon,  // a running row is prefilling blocks of its prompt: it waits for them
+  };
+  Admission Admit(std::unique_ptr<Pending>& p);
   // prepare_inputs, decode, then switch_tokens for the rows that got logits. Returns the seconds
   // spent in Forward.
   double Decode();
@@ -175,6 +180,16 @@ class ServingLoop {
   // first logits are computed - into the row and drops those tokens from `feed`; returns the
   // tokens taken.
   int AdoptPrefix(int row, std::vector<int>& feed);
+  // The full blocks of `feed` an admission into an empty row would take from the cache (all but
+  // its last token at most), without taking them.
+  std::vector<int> PeekPrefix(const std::vector<int>& feed) const;
+  // Whether a running row is still prefilling a prompt whose first full blocks match `feed`'s
+  // beyond the `cached` blocks the cache holds now (within all but its last token): then the
+  // request waits for those blocks rather than computing them again.
+  bool PrefixInFlight(const std::vector<int>& feed, int cached) const;
+  // Blocks admission has promised: every row's reservation, less the blocks two rows' tables
+  // share (a block taken from the cache by one row and held by another counts once).
+  int CommittedBlocks() const;
   // After a step: the row's newly full blocks go into the index.
   void IndexRow(int row);
   // Before a step: evicts unused cached blocks until the pool has the `blocks` the step may

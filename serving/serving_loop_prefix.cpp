@@ -4,6 +4,7 @@
 // when a step needs room. Every block operation goes through the KV cache (journaled: a
 // tensor-parallel rank's cache follows). Loop thread only.
 #include <algorithm>
+#include <unordered_map>
 
 #include "serving/serving_loop.h"
 #include "serving/serving_loop_state.h"
@@ -12,14 +13,71 @@
 
 namespace wc {
 
+namespace {
+
+// Full blocks of a prompt the cache may give: all but its last token (its logits start the reply).
+int MaxPrefixBlocks(const std::vector<int>& feed, int block_size) {
+  return (static_cast<int>(feed.size()) - 1) / std::max(1, block_size);
+}
+
+}  // namespace
+
+std::vector<int> ServingLoop::PeekPrefix(const std::vector<int>& feed) const {
+  if (!prefix_) return {};
+  const int max_blocks = MaxPrefixBlocks(feed, cache_->block_size());
+  if (max_blocks < 1) return {};
+  return prefix_->Peek(feed.data(), static_cast<int>(feed.size()), max_blocks);
+}
+
+bool ServingLoop::PrefixInFlight(const std::vector<int>& feed, int cached) const {
+  const int bs = cache_->block_size();
+  const int max_blocks = MaxPrefixBlocks(feed, bs);
+  if (!prefix_ || cached >= max_blocks) return false;
+  const size_t want = static_cast<size_t>(cached + 1) * bs;  // one more block than the cache has
+  for (const Row& r : rows_) {
+    if (!r.run || r.run->decoding || !r.tokens_known || r.leader >= 0) continue;
+    // The row's prompt: the tokens in its KV, then those it has still to feed.
+    if (r.cur_pos / bs > cached)
+      continue;  // it has written those blocks (they are indexed, or
+                 // the same tokens were already: not this request's)
+    const std::vector<int>& rest = r.run->to_feed;
+    const size_t total = r.tokens.size() + (rest.size() - r.run->fed);
+    if (total < want) continue;
+    size_t i = 0;
+    for (; i < want && i < r.tokens.size(); ++i)
+      if (r.tokens[i] != feed[i]) break;
+    if (i < r.tokens.size() && i < want) continue;
+    for (; i < want; ++i)
+      if (rest[r.run->fed + (i - r.tokens.size())] != feed[i]) break;
+    if (i == want) return true;
+  }
+  return false;
+}
+
+int ServingLoop::CommittedBlocks() const {
+  if (!cache_->paged()) return 0;
+  int overlap = 0;
+  if (prefix_) {
+    // A beam's row shares its leader's blocks within the leader's reservation: only leaders and
+    // single rows are counted.
+    std::unordered_map<int, int> holders;  // block -> rows holding it
+    for (int row = 0; row < options_.user_rows; ++row) {
+      if (rows_[row].leader >= 0) continue;
+      const int n = cache_->user_blocks(row);
+      for (int i = 0; i < n; ++i)
+        if (++holders[cache_->user_block(row, i * cache_->block_size())] > 1) ++overlap;
+    }
+  }
+  return reserved_blocks_ - overlap;
+}
+
 int ServingLoop::AdoptPrefix(int row, std::vector<int>& feed) {
   Row& r = rows_[row];
   r.tokens.clear();
   r.tokens_known = true;
   r.indexed_blocks = 0;
   const int bs = cache_->block_size();
-  // At least the last token is computed: its logits start the reply.
-  const int max_blocks = (static_cast<int>(feed.size()) - 1) / std::max(1, bs);
+  const int max_blocks = MaxPrefixBlocks(feed, bs);
   if (!prefix_ || r.cur_pos != 0 || max_blocks < 1) return 0;
   const std::vector<int> blocks =
       prefix_->Match(feed.data(), static_cast<int>(feed.size()), max_blocks);

@@ -20,11 +20,21 @@ void ServingLoop::PickPrompts() {
     FinishPending(**it, StopReason::kError, (*it)->error, /*rejected=*/true);
     it = waiting_.erase(it);
   }
-  // FIFO: the head waits for room, and everything behind it waits too (no starvation).
-  while (!waiting_.empty() && Admit(waiting_.front())) waiting_.pop_front();
+  // FIFO: the head waits for room, and everything behind it waits too (no starvation). A request
+  // whose prompt's blocks a running row is prefilling waits for them without holding up the
+  // others (it is admitted as soon as they are in the cache).
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const Admission a = Admit(*it);
+    if (a == Admission::kNoRoom) break;
+    if (a == Admission::kPrefixSoon) {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+  }
 }
 
-bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
+ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   const FalconConfig& c = model_.config();
   Request& r = p->req;
   Session* session = nullptr;
@@ -38,16 +48,16 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     if (!open) {  // FinishPending takes the lock and calls the observer: not under mu_
       FinishPending(*p, StopReason::kError, Cat("session ", r.session, " was closed"),
                     /*rejected=*/true);
-      return true;
+      return Admission::kDone;
     }
     session = &sessions_[r.session];
-    if (session->busy) return false;  // its previous request is still running
+    if (session->busy) return Admission::kNoRoom;  // its previous request is still running
     row = session->row;
   }
   if (row < 0) {
     for (int i = 0; i < options_.user_rows && row < 0; ++i)
       if (RowFree(i)) row = i;
-    if (row < 0) return false;  // every row is busy
+    if (row < 0) return Admission::kNoRoom;  // every row is busy
   }
   // A beam request's other beams take free rows too.
   std::vector<int> beam_rows{row};
@@ -55,7 +65,7 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     for (int i = 0;
          i < options_.user_rows && static_cast<int>(beam_rows.size()) < r.beams->num_beams; ++i)
       if (i != row && RowFree(i)) beam_rows.push_back(i);
-    if (static_cast<int>(beam_rows.size()) < r.beams->num_beams) return false;
+    if (static_cast<int>(beam_rows.size()) < r.beams->num_beams) return Admission::kNoRoom;
   }
   Row& slot = rows_[row];
   const bool reset = session != nullptr && r.reset_session;
@@ -70,11 +80,11 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
                               reset || !session->had_turn, c.bos_token_id, c.eos_token_id);
     } catch (const Error& e) {
       FinishPending(*p, StopReason::kError, e.what(), /*rejected=*/true);
-      return true;
+      return Admission::kDone;
     }
     if (turn.empty()) {
       FinishPending(*p, StopReason::kError, "the prompt is empty", /*rejected=*/true);
-      return true;
+      return Admission::kDone;
     }
     if (!reset) feed = session->pending;
     feed.insert(feed.end(), turn.begin(), turn.end());
@@ -84,7 +94,7 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
           Cat("the conversation holds ", cur_pos, " tokens and this turn adds ", feed.size(),
               ": more than the context of ", options_.ctx, " tokens allows; reset the session"),
           /*rejected=*/true);
-      return true;
+      return Admission::kDone;
     }
   } else {
     feed = p->ids;  // a copy: the request stays queued, prompt and all, if there is no room yet
@@ -98,9 +108,19 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
                     Cat("the conversation plus max_new_tokens need ", need,
                         " KV blocks, more than the whole pool of ", cache_->n_blocks()),
                     /*rejected=*/true);
-      return true;
+      return Admission::kDone;
     }
-    if (reserved_blocks_ - slot.reserved_blocks + need > cache_->n_blocks()) return false;
+    // Blocks it would take from the cache that a row holds already cost nothing new (those only
+    // the cache holds are counted: taking them keeps them from eviction).
+    int shared = 0;
+    if (cur_pos == 0 && prefix_) {
+      const std::vector<int> cached = PeekPrefix(feed);
+      if (PrefixInFlight(feed, static_cast<int>(cached.size()))) return Admission::kPrefixSoon;
+      for (int b : cached)
+        if (cache_->block_refs(b) > 1) ++shared;
+    }
+    if (CommittedBlocks() - slot.reserved_blocks + need - shared > cache_->n_blocks())
+      return Admission::kNoRoom;
   }
 
   // Admitted.
@@ -156,7 +176,7 @@ bool ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   run->result.t_submit = p->t_submit;
   run->result.t_admit = Now();
   slot.run = std::move(run);
-  return true;
+  return Admission::kDone;
 }
 
 double ServingLoop::Decode() {

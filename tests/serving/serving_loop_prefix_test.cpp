@@ -3,7 +3,8 @@
 // them, and produce bit-identical tokens, logits and beam scores to the cache off, for every KV
 // format and block size; only full blocks are taken and at least the last prompt token is
 // computed; a small pool evicts unused cached blocks and still admits everything; a session
-// re-prefilled from its start reuses its own earlier blocks.
+// re-prefilled from its start reuses its own earlier blocks; requests submitted together compute a
+// shared head once; admission counts shared blocks once.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -147,22 +148,70 @@ TEST(ServingLoopPrefix, ASmallPoolEvictsAndAdmitsEverything) {
   EXPECT_EQ(st.kv_blocks_used, 0);
 }
 
-// Several rows at once: requests admitted together all compute (nothing is cached yet), later ones
-// reuse; every outcome matches the cache off.
-TEST(ServingLoopPrefix, ConcurrentRowsMatchTheCacheOff) {
+// Several rows at once: the first request computes the shared head; the others, submitted with
+// it, wait for its blocks rather than computing them again, then take them; every outcome matches
+// the cache off.
+TEST(ServingLoopPrefix, RequestsWaitForAHeadBeingPrefilledAndComputeItOnce) {
   KVCacheOptions kv;
   kv.block_size = 16;
   const std::vector<RequestSpec> specs = SharedHead(80, 8);
   const std::vector<Outcome> off = RunInOrder(specs, kv, false);
-  ServingOptions o = test::Rows(4);
+  for (int rows : {4, 8}) {
+    SCOPED_TRACE(Cat(rows, " rows"));
+    ServingOptions o = test::Rows(rows);
+    o.kv = kv;
+    o.max_batch_tokens = 32;  // the head takes several steps to prefill
+    auto loop = test::MakeLoop(o);
+    std::vector<std::shared_ptr<WaitingObserver>> waits;
+    for (const RequestSpec& s : specs) waits.push_back(test::Submit(*loop, s));
+    int64_t prompt_tokens = 0;
+    for (size_t i = 0; i < specs.size(); ++i) {
+      const Outcome got = test::Await(*waits[i]);
+      test::ExpectSameOutcome(off[i], got, Cat("request ", i));
+      EXPECT_EQ(got.result.cached_tokens, i == 0 ? 0 : 80) << i;
+      prompt_tokens += got.result.prompt_tokens;
+    }
+    ASSERT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+    const ServingStatus st = loop->status();
+    // The head's 80 tokens computed once, then each request's own tail.
+    EXPECT_EQ(st.tokens_prefilled, prompt_tokens - 80 * (static_cast<int64_t>(specs.size()) - 1));
+    EXPECT_EQ(st.prefix_hits, static_cast<int64_t>(specs.size()) - 1);
+  }
+}
+
+// Admission counts only the blocks a request must newly allocate: a request whose head another
+// running request holds fits beside it in a pool too small for two unshared requests.
+TEST(ServingLoopPrefix, SharedBlocksAreCountedOnceByAdmission) {
+  KVCacheOptions kv;
+  kv.block_size = 16;
+  std::vector<RequestSpec> specs = SharedHead(64, 2);  // 4 shared blocks each
+  for (RequestSpec& s : specs) s.max_new_tokens = 24;
+  // Each needs 4 blocks of head + 2 for its tail and reply: 12 unshared, 8 shared.
+  kv.n_blocks = 9;
+  ServingOptions o = test::Rows(2);
   o.kv = kv;
+  o.prefix_cache = false;
+  std::vector<Outcome> apart;
+  {
+    auto loop = test::MakeLoop(o);
+    std::vector<std::shared_ptr<WaitingObserver>> waits;
+    for (const RequestSpec& s : specs) waits.push_back(test::Submit(*loop, s));
+    for (auto& w : waits) apart.push_back(test::Await(*w));
+  }
+  // Without the cache the second waits for the first to end.
+  EXPECT_GE(apart[1].result.t_admit, apart[0].result.t_finish);
+  o.prefix_cache = true;
   auto loop = test::MakeLoop(o);
   std::vector<std::shared_ptr<WaitingObserver>> waits;
   for (const RequestSpec& s : specs) waits.push_back(test::Submit(*loop, s));
+  std::vector<Outcome> shared;
+  for (auto& w : waits) shared.push_back(test::Await(*w));
   for (size_t i = 0; i < specs.size(); ++i)
-    test::ExpectSameOutcome(off[i], test::Await(*waits[i]), Cat("request ", i));
-  ASSERT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
-  EXPECT_GT(loop->status().prefix_hits, 0);
+    test::ExpectSameOutcome(apart[i], shared[i], Cat("request ", i));
+  EXPECT_EQ(shared[1].result.cached_tokens, 64);
+  // With it, the second runs beside the first, on the first's blocks.
+  EXPECT_LT(shared[1].result.t_admit, shared[0].result.t_finish);
+  EXPECT_LE(loop->status().kv_blocks_peak, kv.n_blocks);
 }
 
 }  // namespace
