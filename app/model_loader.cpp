@@ -9,9 +9,12 @@
 #include "app/bench/bounds.h"
 #include "app/progress.h"
 #include "dist/communicator.h"
+#include "kernels/cpu_kernels.h"
 #include "kvcache/kv_scales.h"
+#include "model/fingerprint.h"
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 
@@ -125,7 +128,37 @@ ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m,
   if (o.prefix_cache != "on" && o.prefix_cache != "off")
     throw Error(Cat("--prefix-cache '", o.prefix_cache, "' is not supported; choose on or off"));
   so.prefix_cache = o.prefix_cache == "on";
+  // At most 1 TiB: past that the figure is a typo.
+  if (o.prefix_cache_dir_max_mb < 1 || o.prefix_cache_dir_max_mb > (int64_t{1} << 20))
+    throw Error(
+        Cat("--prefix-cache-dir-max-mb must be in [1, 1048576], got ", o.prefix_cache_dir_max_mb));
+  if (!o.prefix_cache_dir.empty()) {
+    if (o.tensor_parallel > 1)
+      throw Error(
+          "--prefix-cache-dir is not supported with --tensor-parallel (each rank holds only its "
+          "KV heads of a block)");
+    so.prefix_cache_dir = o.prefix_cache_dir;
+    so.prefix_cache_dir_max_bytes = o.prefix_cache_dir_max_mb << 20;
+    so.prefix_cache_key = PrefixCacheKey(o, m);
+  }
   return so;
+}
+
+std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m) {
+  // Everything that decides the K/V bytes a prompt's tokens give, beside the KV layout (the loop
+  // adds it): the weights and their in-memory form, the numerics of the layers below the cache
+  // (attention's mesh and chunking feed later layers' K/V), the kernels this CPU runs, and the
+  // build itself (a new build may change any kernel's rounding).
+  std::string key = Cat("wormchat ", WORMCHAT_VERSION, " build ", ExecutableDigest());
+  key += Cat("\nmodel ", ModelFingerprint(m.dir, /*with_kv_scales=*/false));
+  key += Cat("\nweights ", o.weights, " matmul ", o.matmul_precision, " attention ", o.attention,
+             " mesh ", o.mesh, " reduction ", o.reduction, " cores_per_head ", o.max_cores_per_head,
+             " k_chunk ", o.k_chunk_size);
+  key += Cat("\nkernels ", CpuKernelsName(CpuKernels::kPortable));
+  for (CpuKernels f : {CpuKernels::kAvx512Vnni, CpuKernels::kAvx512Bf16Vbmi,
+                       CpuKernels::kAvx512Gemm, CpuKernels::kAmxBf16Gemm})
+    key += KernelsOn(f) ? " 1" : " 0";
+  return key;
 }
 
 }  // namespace wc

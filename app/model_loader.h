@@ -49,4 +49,8 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 // The serving loop's options for a loaded model: its KV format and layout, context, --threads.
 ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
                                  int max_batch_tokens = 256);
+// The model side of the persisted prefix cache's key (ServingOptions::prefix_cache_key): the model
+// directory's fingerprint, --weights and the numerics flags, the CPU kernels in use, and a digest
+// of this executable. Reads every weight file once (model/fingerprint.h).
+std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m);
 }  // namespace wc

@@ -186,6 +186,12 @@ void AddPrefixCacheOption(CLI::App* cmd, ModelRunOptions& o) {
                   "on: keep full KV blocks after their request and reuse them for every request "
                   "that starts with the same tokens (paged KV); off: prefill every prompt whole")
       ->capture_default_str();
+  cmd->add_option("--prefix-cache-dir", o.prefix_cache_dir,
+                  "Also keep the prefix cache's blocks in files under DIR (created if missing) and "
+                  "map them in on later runs instead of prefilling");
+  cmd->add_option("--prefix-cache-dir-max-mb", o.prefix_cache_dir_max_mb,
+                  "Size cap of --prefix-cache-dir in MiB: the oldest files are deleted past it")
+      ->capture_default_str();
 }
 
 KVDType ResolveKVDType(const std::string& name, DType weights) {

@@ -23,13 +23,15 @@ struct ModelRunOptions {
   int kv_block_size = 0;                // --kv-block-size (0 = contiguous)
   int kv_blocks = 0;                    // --kv-blocks (serving commands; 0 = full context per row)
   std::string prefix_cache = "on";      // --prefix-cache on|off (serving commands, paged KV)
-  int ctx = 0;                          // --ctx (0 = the model's max_position_embeddings)
-  int lm_head_fractures = 8;            // --lm-head-fractures
-  std::string attention = "flash";      // --attention: flash (FlashDecode on the mesh) | reference
-  std::string mesh = "n150";            // --mesh
-  std::string reduction = "tree";       // --reduction
-  int max_cores_per_head = 16;          // --max-cores-per-head
-  int k_chunk_size = 0;                 // --k-chunk-size (0 = auto)
+  std::string prefix_cache_dir;         // --prefix-cache-dir DIR (empty: memory only)
+  int64_t prefix_cache_dir_max_mb = 1024;  // --prefix-cache-dir-max-mb
+  int ctx = 0;                             // --ctx (0 = the model's max_position_embeddings)
+  int lm_head_fractures = 8;               // --lm-head-fractures
+  std::string attention = "flash";  // --attention: flash (FlashDecode on the mesh) | reference
+  std::string mesh = "n150";        // --mesh
+  std::string reduction = "tree";   // --reduction
+  int max_cores_per_head = 16;      // --max-cores-per-head
+  int k_chunk_size = 0;             // --k-chunk-size (0 = auto)
   std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 (BF16 weights only)
   std::string weights = "auto";           // --weights SPEC (model/weight_spec.h)
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
@@ -92,7 +94,8 @@ void CheckKVDTypeName(const std::string& name);
 std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::string& flag);
 // Registers --kv-blocks (the paged pool's size) and --prefix-cache on a serving command.
 void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
-// Registers --prefix-cache alone (serving commands without --kv-blocks: generate, chat).
+// Registers --prefix-cache, --prefix-cache-dir and --prefix-cache-dir-max-mb (serving commands
+// without --kv-blocks: generate, chat).
 void AddPrefixCacheOption(CLI::App* cmd, ModelRunOptions& o);
 
 }  // namespace wc

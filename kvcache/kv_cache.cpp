@@ -366,6 +366,34 @@ int64_t KVCache::block_bytes() const {
          row_bytes_;
 }
 
+void KVCache::ReadBlock(int block, uint8_t* out) const {
+  WC_CHECK(
+      pool_ != nullptr && block >= 0 && block < pool_->n_blocks() && pool_->ref_count(block) > 0,
+      "reading block ", block);
+  const int64_t per_layer =
+      static_cast<int64_t>(shape_.n_kv_heads) * options_.block_size * row_bytes_;
+  for (int l = 0; l < shape_.n_layers; ++l)
+    for (const auto* store : {&k_[l], &v_[l]}) {
+      std::memcpy(out, store->data() + block * per_layer, static_cast<size_t>(per_layer));
+      out += per_layer;
+    }
+}
+
+int KVCache::ImportBlock(const uint8_t* bytes) {
+  WC_CHECK(pool_ != nullptr, "importing a block needs a paged KV cache");
+  WC_CHECK(journal_ == nullptr, "a tensor-parallel cache cannot import a persisted block");
+  if (pool_->free_blocks() == 0) return -1;
+  const int block = pool_->Allocate();
+  const int64_t per_layer =
+      static_cast<int64_t>(shape_.n_kv_heads) * options_.block_size * row_bytes_;
+  for (int l = 0; l < shape_.n_layers; ++l)
+    for (auto* store : {&k_[l], &v_[l]}) {
+      std::memcpy(store->data() + block * per_layer, bytes, static_cast<size_t>(per_layer));
+      bytes += per_layer;
+    }
+  return block;
+}
+
 void KVCache::CopyBlock(int from, int to) {
   const int64_t block_bytes =
       static_cast<int64_t>(shape_.n_kv_heads) * options_.block_size * row_bytes_;

@@ -113,6 +113,13 @@ class KVCache {
   // A reference to block `block` held outside any row (the index's), taken and dropped.
   void RetainBlock(int block);
   void ReleaseBlock(int block);
+  // Paged only, the persisted prefix cache's (kvcache/prefix_store.h): a block's stored bytes,
+  // every layer's K then V, [n_layers][2][n_kv_heads, block_size, row_bytes] = block_bytes(), as
+  // the cache holds them (scales included); and a free block filled with such bytes, returned with
+  // one reference held by the caller (-1 when the pool has no free block). Not journaled: a
+  // tensor-parallel rank holds only its heads of a block, so persisted blocks are one rank's.
+  void ReadBlock(int block, uint8_t* out) const;
+  int ImportBlock(const uint8_t* bytes);
   // References block `block` has (rows' and the index's); the block of `user` holding `pos`.
   int block_refs(int block) const;
   int user_block(int user, int pos) const;

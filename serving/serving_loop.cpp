@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 
 #include "serving/serving_loop_state.h"
 #include "serving/step_planner.h"
@@ -30,6 +31,38 @@ ServingLoop::ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
       std::make_unique<KVCache>(model.CacheShape(options_.user_rows, options_.ctx), options_.kv);
   if (options_.prefix_cache && cache_->paged())
     prefix_ = std::make_unique<PrefixCache>(cache_->block_size());
+  if (!options_.prefix_cache_dir.empty()) {
+    if (!options_.prefix_cache)
+      throw Error("--prefix-cache-dir keeps the prefix cache's blocks; it needs --prefix-cache on");
+    if (!cache_->paged())
+      throw Error("--prefix-cache-dir needs the paged KV cache (--kv-block-size > 0)");
+    if (options_.kv.journal)
+      throw Error(
+          "--prefix-cache-dir is not supported with --tensor-parallel (each rank holds only its "
+          "KV heads of a block)");
+    PrefixStoreOptions so;
+    so.dir = options_.prefix_cache_dir;
+    so.max_bytes = options_.prefix_cache_dir_max_bytes;
+    so.block_size = cache_->block_size();
+    so.block_bytes = cache_->block_bytes();
+    so.warn = options_.prefix_cache_warn;
+    // The KV layout, beside the caller's model identity: format, scales, block shape.
+    const KVCacheShape& sh = cache_->shape();
+    so.key = Cat(options_.prefix_cache_key, "\nkv ", KVDTypeName(cache_->dtype()), " scale ",
+                 ScaleModeName(options_.kv.scale), " block ", cache_->block_size(), " layers ",
+                 sh.n_layers, " kv_heads ", sh.n_kv_heads, " head_dim ", sh.head_dim);
+    if (options_.kv.scale == ScaleMode::kTensor && HasScale(cache_->dtype())) {
+      so.key += "\ntensor_scales";
+      for (float f : options_.kv.tensor_scales) {
+        char buf[12];
+        uint32_t bits;
+        std::memcpy(&bits, &f, 4);
+        std::snprintf(buf, sizeof buf, " %08x", bits);
+        so.key += buf;
+      }
+    }
+    store_ = std::make_unique<PrefixStore>(std::move(so));
+  }
   rows_.resize(options_.user_rows);
   status_.user_rows = options_.user_rows;
   status_.kv_blocks_total = cache_->n_blocks();
@@ -347,6 +380,13 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
     s.prefix_cached_tokens = p.cached_tokens;
     s.prefix_evictions = p.evictions;
     s.prefix_blocks = p.blocks;
+  }
+  if (store_) {
+    const PrefixStoreStats d = store_->stats();
+    s.prefix_disk_loaded = d.loaded;
+    s.prefix_disk_saved = d.saved;
+    s.prefix_disk_ignored = d.ignored;
+    s.prefix_disk_evicted = d.evicted;
   }
   s.forward_s += forward_s;
   s.step_s += step_s;

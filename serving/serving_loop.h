@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -36,6 +37,7 @@
 
 #include "kvcache/kv_cache.h"
 #include "kvcache/prefix_cache.h"
+#include "kvcache/prefix_store.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
 #include "serving/request.h"
@@ -62,6 +64,15 @@ struct ServingOptions {
   // --prefix-cache: keep full KV blocks after their request and hand them to any request whose
   // tokens start the same way (paged KV only; kvcache/prefix_cache.h).
   bool prefix_cache = true;
+  // --prefix-cache-dir: also write full blocks to files there and map them in on later runs
+  // (kvcache/prefix_store.h); empty: memory only. Needs the prefix cache (paged KV).
+  std::string prefix_cache_dir;
+  int64_t prefix_cache_dir_max_bytes = int64_t{1024} << 20;  // --prefix-cache-dir-max-mb
+  // What, beside the KV layout the loop adds itself, decides a block's bytes: the model's
+  // fingerprint, weight spec, kernels and build (app/model_loader.cpp's PrefixCacheKey).
+  std::string prefix_cache_key;
+  // Where the persisted cache's warnings go (a damaged file, a failed write); empty: stderr.
+  std::function<void(const std::string&)> prefix_cache_warn;
 };
 
 struct ServingStatus {
@@ -84,6 +95,10 @@ struct ServingStatus {
   // took, blocks evicted, blocks it holds now.
   int64_t prefix_hits = 0, prefix_cached_tokens = 0, prefix_evictions = 0;
   int prefix_blocks = 0;
+  // --prefix-cache-dir (all 0 without): blocks mapped in from files, files written, damaged or
+  // foreign files ignored, files deleted by the size cap.
+  int64_t prefix_disk_loaded = 0, prefix_disk_saved = 0, prefix_disk_ignored = 0,
+          prefix_disk_evicted = 0;
 };
 
 enum class ShutdownMode { kDrain, kCancel };
@@ -183,6 +198,9 @@ class ServingLoop {
   // The full blocks of `feed` an admission into an empty row would take from the cache (all but
   // its last token at most), without taking them.
   std::vector<int> PeekPrefix(const std::vector<int>& feed) const;
+  // --prefix-cache-dir: maps into the cache the stored blocks of `feed` past those it holds (as
+  // many as the pool has room for without evicting blocks rows hold).
+  void LoadStored(const std::vector<int>& feed);
   // Whether a running row is still prefilling a prompt whose first full blocks match `feed`'s
   // beyond the `cached` blocks the cache holds now (within all but its last token): then the
   // request waits for those blocks rather than computing them again.
@@ -194,7 +212,8 @@ class ServingLoop {
   void IndexRow(int row);
   // Before a step: evicts unused cached blocks until the pool has the `blocks` the step may
   // allocate (or nothing is left to evict).
-  void MakeRoom(int blocks);
+  // `keep`: blocks not to evict (a run being mapped in).
+  void MakeRoom(int blocks, const std::vector<int>& keep = {});
   // Paged KV blocks the rows (requests, sessions) hold: the pool's taken blocks less those only the
   // prefix cache holds.
   int BlocksInUse() const;
@@ -210,6 +229,7 @@ class ServingLoop {
   ServingOptions options_;
   std::unique_ptr<KVCache> cache_;
   std::unique_ptr<PrefixCache> prefix_;  // paged KV with options_.prefix_cache, else null
+  std::unique_ptr<PrefixStore> store_;   // prefix_ with options_.prefix_cache_dir, else null
   std::chrono::steady_clock::time_point t0_;
 
   // Shared with other threads, under mu_.

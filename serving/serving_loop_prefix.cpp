@@ -100,14 +100,41 @@ void ServingLoop::IndexRow(int row) {
   const int full = r.cur_pos / bs;
   for (int i = r.indexed_blocks; i < full; ++i) {
     const int block = cache_->user_block(row, i * bs);
-    if (prefix_->Insert(r.tokens.data(), i, block)) cache_->RetainBlock(block);
+    if (!prefix_->Insert(r.tokens.data(), i, block)) continue;
+    cache_->RetainBlock(block);
+    if (store_ && !store_->Known(r.tokens.data(), i)) {
+      std::vector<uint8_t> bytes(static_cast<size_t>(cache_->block_bytes()));
+      cache_->ReadBlock(block, bytes.data());
+      store_->Save(r.tokens.data(), i, std::move(bytes));
+    }
   }
   r.indexed_blocks = std::max(r.indexed_blocks, full);
 }
 
-void ServingLoop::MakeRoom(int blocks) {
+void ServingLoop::LoadStored(const std::vector<int>& feed) {
+  if (!store_) return;
+  const int max_blocks = MaxPrefixBlocks(feed, cache_->block_size());
+  const int n = static_cast<int>(feed.size());
+  std::vector<int> run = prefix_->Peek(feed.data(), n, max_blocks);
+  std::vector<uint8_t> bytes;  // [block_bytes]
+  for (int i = static_cast<int>(run.size()); i < max_blocks; ++i) {
+    bytes.resize(static_cast<size_t>(cache_->block_bytes()));
+    if (!store_->Load(feed.data(), i, bytes.data())) return;
+    MakeRoom(1, run);
+    const int block = cache_->ImportBlock(bytes.data());
+    if (block < 0) return;  // the rows hold the whole pool: computed instead
+    // The index's reference is the one ImportBlock returned with.
+    WC_CHECK(prefix_->Insert(feed.data(), i, block), "a mapped-in block was indexed already");
+    run.push_back(block);
+  }
+}
+
+void ServingLoop::MakeRoom(int blocks, const std::vector<int>& keep) {
   while (cache_->free_blocks() < blocks) {
-    const int b = prefix_->EvictOne([this](int block) { return cache_->block_refs(block) > 1; });
+    const int b = prefix_->EvictOne([&](int block) {
+      return cache_->block_refs(block) > 1 ||
+             std::find(keep.begin(), keep.end(), block) != keep.end();
+    });
     if (b < 0) return;
     cache_->ReleaseBlock(b);
   }

@@ -114,6 +114,7 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     // the cache holds are counted: taking them keeps them from eviction).
     int shared = 0;
     if (cur_pos == 0 && prefix_) {
+      LoadStored(feed);
       const std::vector<int> cached = PeekPrefix(feed);
       if (PrefixInFlight(feed, static_cast<int>(cached.size()))) return Admission::kPrefixSoon;
       for (int b : cached)

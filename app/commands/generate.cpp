@@ -66,12 +66,12 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Attenti
   const double prefill_s = res.t_first_token > 0 ? res.t_first_token - res.t_admit : 0;
   const double decode_s = res.t_finish - (res.t_first_token > 0 ? res.t_first_token : res.t_admit);
   std::fprintf(stderr,
-               "prompt %d tokens in %.3f s (%.1f tok/s); generated %zu tokens in %.3f s "
-               "(%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
-               "NoC, up to %lld cores, %.1f us emulated on the mesh\n",
-               res.prompt_tokens, prefill_s, res.prompt_tokens / std::max(prefill_s, 1e-9),
-               res.tokens.size(), decode_s, res.tokens.size() / std::max(decode_s, 1e-9),
-               StopReasonName(res.reason),
+               "prompt %d tokens (%d from the prefix cache) in %.3f s (%.1f tok/s); generated "
+               "%zu tokens in %.3f s (%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V "
+               "read, %.1f KB NoC, up to %lld cores, %.1f us emulated on the mesh\n",
+               res.prompt_tokens, res.cached_tokens, prefill_s,
+               res.prompt_tokens / std::max(prefill_s, 1e-9), res.tokens.size(), decode_s,
+               res.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(res.reason),
                m.model->options().attention == AttentionImpl::kFlashDecode
                    ? ("FlashDecode on " + m.model->options().mesh).c_str()
                    : "reference",

@@ -362,5 +362,54 @@ TEST(BatchTest, CachedTokensAreReportedAndChangeNothingElse) {
       << bad.err;
 }
 
+// --prefix-cache-dir: the second run of the same batch maps the shared head's blocks in from the
+// files the first wrote (even its first request, which computed them the first time); the records
+// are identical but for usage.prompt_tokens_details. Bad settings are one-line errors at start.
+TEST(BatchTest, APersistedPrefixCacheServesTheNextRun) {
+  TempDir dir;
+  std::string head;
+  for (int i = 0; i < 12; ++i) head += "The ship sails north along the cold grey coast. ";
+  std::string input;
+  for (const char* q : {"Where does it go?", "Who is on board?"}) input += head + q + "\n";
+  const std::string cache = dir.File("cache/nested");
+  const std::vector<std::string> common = {
+      "-n", "6", "--seed", "3", "--user-rows", "1", "--prefix-cache-dir", cache};
+  const RunResult first = Batch(dir, input, dir.File("first.jsonl"), common);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const RunResult second = Batch(dir, input, dir.File("second.jsonl"), common);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(second.err.find("warning"), std::string::npos) << second.err;
+  auto first_recs = Records(ReadFile(dir.File("first.jsonl")));
+  auto second_recs = Records(ReadFile(dir.File("second.jsonl")));
+  ASSERT_EQ(second_recs.size(), 2u);
+  for (auto& [id, rec] : second_recs) {
+    json& usage = rec["response"]["body"]["usage"];
+    json& first_usage = first_recs.at(id)["response"]["body"]["usage"];
+    const int cached = usage["prompt_tokens_details"]["cached_tokens"];
+    EXPECT_GE(cached, 64) << id;
+    if (id == "batch-1") EXPECT_EQ(first_usage["prompt_tokens_details"]["cached_tokens"], 0);
+    EXPECT_GE(cached, first_usage["prompt_tokens_details"]["cached_tokens"].get<int>()) << id;
+    usage.erase("prompt_tokens_details");
+    first_usage.erase("prompt_tokens_details");
+    EXPECT_EQ(rec, first_recs.at(id)) << id;
+  }
+  struct Bad {
+    std::vector<std::string> args;
+    std::string error;
+  };
+  const std::string file = dir.File("first.jsonl");
+  for (const Bad& b : std::vector<Bad>{
+           {{"--prefix-cache-dir", file}, "--prefix-cache-dir " + file + ": "},
+           {{"--prefix-cache-dir", cache, "--prefix-cache", "off"}, "needs --prefix-cache on"},
+           {{"--prefix-cache-dir", cache, "--prefix-cache-dir-max-mb", "0"},
+            "--prefix-cache-dir-max-mb must be in [1, 1048576], got 0"},
+           {{"--prefix-cache-dir", cache, "--kv-block-size", "0"}, "needs the paged KV cache"}}) {
+    const RunResult bad = Batch(dir, input, dir.File("bad.jsonl"), b.args);
+    EXPECT_NE(bad.exit_code, 0) << b.error;
+    EXPECT_NE(bad.err.find(b.error), std::string::npos) << bad.err;
+    EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
+  }
+}
+
 }  // namespace
 }  // namespace wc::test

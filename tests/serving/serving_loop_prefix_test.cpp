@@ -7,6 +7,9 @@
 // shared head once; admission counts shared blocks once.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -212,6 +215,102 @@ TEST(ServingLoopPrefix, SharedBlocksAreCountedOnceByAdmission) {
   // With it, the second runs beside the first, on the first's blocks.
   EXPECT_LT(shared[1].result.t_admit, shared[0].result.t_finish);
   EXPECT_LE(loop->status().kv_blocks_peak, kv.n_blocks);
+}
+
+// --prefix-cache-dir: a later loop over the same directory maps the blocks in instead of
+// prefilling them - bit-identical, for every KV format; damaged files are ignored, warned about and
+// rewritten; another KV format finds nothing of them.
+TEST(ServingLoopPrefix, PersistedBlocksAreMappedInByTheNextLoop) {
+  const std::vector<RequestSpec> specs = SharedHead(100, 3);
+  for (KVDType dtype : {KVDType::kBF16, KVDType::kF32, KVDType::kInt8, KVDType::kFP8E4M3,
+                        KVDType::kFP8E5M2, KVDType::kBFP8}) {
+    SCOPED_TRACE(KVDTypeName(dtype));
+    KVCacheOptions kv;
+    kv.dtype = dtype;
+    kv.block_size = 16;
+    const std::vector<Outcome> off = RunInOrder(specs, kv, false);
+    const std::string dir = ::testing::TempDir() + Cat("wormchat_persisted_", KVDTypeName(dtype));
+    std::filesystem::remove_all(dir);
+    std::mutex mu;
+    std::vector<std::string> warnings;
+    auto run = [&](KVCacheOptions kv_run) {
+      ServingOptions o = test::Rows(1);
+      o.kv = kv_run;
+      o.prefix_cache_dir = dir;
+      o.prefix_cache_key = "test model";
+      o.prefix_cache_warn = [&](const std::string& m) {
+        std::lock_guard<std::mutex> lock(mu);
+        warnings.push_back(m);
+      };
+      auto loop = test::MakeLoop(o);
+      std::vector<Outcome> out;
+      for (const RequestSpec& sp : specs) out.push_back(test::RunOne(*loop, sp));
+      EXPECT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+      const ServingStatus st = loop->status();
+      loop.reset();  // writes what is queued
+      return std::make_pair(out, st);
+    };
+    auto expect_same = [&](const std::vector<Outcome>& got, const std::string& label) {
+      for (size_t i = 0; i < specs.size(); ++i)
+        test::ExpectSameOutcome(off[i], got[i], Cat(label, ", request ", i));
+    };
+    const auto [first, st1] = run(kv);
+    expect_same(first, "first run");
+    EXPECT_EQ(first[0].result.cached_tokens, 0);
+    EXPECT_GT(st1.prefix_disk_saved, 0);
+    EXPECT_EQ(st1.prefix_disk_loaded, 0);
+    // The next run takes the head from the files, its first request included.
+    const auto [second, st2] = run(kv);
+    expect_same(second, "second run");
+    for (const Outcome& o : second) EXPECT_EQ(o.result.cached_tokens, 96);
+    EXPECT_EQ(st2.prefix_disk_loaded, 6);
+    EXPECT_LT(st2.tokens_prefilled, st1.tokens_prefilled);
+    EXPECT_TRUE(warnings.empty());
+    // Another KV format keys other files: nothing is loaded.
+    KVCacheOptions other = kv;
+    other.dtype = dtype == KVDType::kBF16 ? KVDType::kInt8 : KVDType::kBF16;
+    EXPECT_EQ(run(other).second.prefix_disk_loaded, 0);
+    // Every file damaged: ignored with a warning each, computed again, rewritten.
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+      std::filesystem::resize_file(e.path(), std::filesystem::file_size(e.path()) - 1);
+      ++files;
+    }
+    const auto [third, st3] = run(kv);
+    expect_same(third, "damaged files");
+    EXPECT_EQ(third[0].result.cached_tokens, 0);
+    EXPECT_EQ(st3.prefix_disk_loaded, 0);
+    EXPECT_GT(st3.prefix_disk_ignored, 0);
+    EXPECT_EQ(static_cast<int64_t>(warnings.size()), st3.prefix_disk_ignored);
+    EXPECT_LE(static_cast<int>(warnings.size()), files);
+    const auto [fourth, st4] = run(kv);
+    expect_same(fourth, "rewritten");
+    EXPECT_EQ(st4.prefix_disk_loaded, 6);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+// Bad --prefix-cache-dir settings end the loop's construction with a one-line error.
+TEST(ServingLoopPrefix, ABadCacheDirectoryIsAnErrorAtStart) {
+  const std::string file = ::testing::TempDir() + "wormchat_not_a_dir";
+  std::ofstream(file) << "x";
+  auto expect_error = [&](ServingOptions o, const std::string& want) {
+    try {
+      test::MakeLoop(o);
+      ADD_FAILURE() << want;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  ServingOptions o = test::Rows(1);
+  o.prefix_cache_dir = file + "/sub";
+  expect_error(o, "--prefix-cache-dir " + file + "/sub: cannot create it");
+  o.prefix_cache_dir = ::testing::TempDir() + "wormchat_ok_dir";
+  o.prefix_cache = false;
+  expect_error(o, "needs --prefix-cache on");
+  o.prefix_cache = true;
+  o.kv.block_size = 0;
+  expect_error(o, "needs the paged KV cache");
 }
 
 }  // namespace
