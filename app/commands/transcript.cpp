@@ -44,6 +44,11 @@ struct ReplayCmdOptions {
   std::string model;  // --model: instead of the header's model line
   // --weights (replay): the spec the transcripts must have been recorded with; empty: any
   std::string weights;
+  // --prefix-cache, --prefix-cache-dir, --prefix-cache-dir-max-mb (they change no token: not in
+  // the header): a suite of transcripts that share a system prompt computes it once per machine.
+  std::string prefix_cache = "on";
+  std::string prefix_cache_dir;
+  int64_t prefix_cache_dir_max_mb = 1024;
 };
 
 enum class Outcome { kPassed, kFailed };
@@ -111,6 +116,9 @@ ModelRunOptions RunOptionsFor(const Transcript& t, const ReplayCmdOptions& o) {
   }
   run.threads = o.threads;
   if (!o.model.empty()) run.model_dir = o.model;
+  run.prefix_cache = o.prefix_cache;
+  run.prefix_cache_dir = o.prefix_cache_dir;
+  run.prefix_cache_dir_max_mb = o.prefix_cache_dir_max_mb;
   return run;
 }
 
@@ -142,7 +150,9 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
       return Outcome::kFailed;
     }
   }
-  std::printf("%s: passed (%zu turns)\n", path.c_str(), t.turns.size());
+  std::printf("%s: passed (%zu turns; %lld prompt tokens, %lld from the prefix cache)\n",
+              path.c_str(), t.turns.size(), static_cast<long long>(runner.prompt_tokens()),
+              static_cast<long long>(runner.cached_tokens()));
   return Outcome::kPassed;
 }
 
@@ -218,6 +228,16 @@ void AddReplayOptions(CLI::App* cmd, ReplayCmdOptions& o) {
   AddThreadsOption(cmd, o.threads);
   cmd->add_option("--model", o.model,
                   "Model directory instead of the one each transcript's header names");
+  cmd->add_option("--prefix-cache", o.prefix_cache,
+                  "on: reuse the KV blocks of prompts already computed (as the serving commands); "
+                  "off: prefill every turn whole")
+      ->capture_default_str();
+  cmd->add_option("--prefix-cache-dir", o.prefix_cache_dir,
+                  "Keep the prefix cache's blocks in files under DIR and map them in on later "
+                  "runs: transcripts sharing a system prompt compute it once per machine");
+  cmd->add_option("--prefix-cache-dir-max-mb", o.prefix_cache_dir_max_mb,
+                  "Size cap of --prefix-cache-dir in MiB: the oldest files are deleted past it")
+      ->capture_default_str();
 }
 
 }  // namespace

@@ -63,6 +63,8 @@ ConversationTurn ConversationRunner::Say(const std::string& user, int cancel_aft
   observer->Arm(conversation_->Send(user, observer));
   const RequestResult& result = observer->Wait();
   if (result.reason == StopReason::kError) throw Error(result.error);
+  prompt_tokens_ += result.prompt_tokens;
+  cached_tokens_ += result.cached_tokens;
   return conversation_->turns().back();
 }
 

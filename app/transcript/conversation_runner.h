@@ -36,10 +36,16 @@ class ConversationRunner {
   // (cancelled where it was cancelled). Returns the new turn.
   ConversationTurn Replay(const ConversationTurn& expected);
 
+  // Prompt tokens the replies so far fed (the user turns, their framing, the previous reply's last
+  // token) and how many of them the prefix cache gave (not prefilled).
+  int64_t prompt_tokens() const { return prompt_tokens_; }
+  int64_t cached_tokens() const { return cached_tokens_; }
+
  private:
   LoadedModel model_;
   std::unique_ptr<ServingLoop> loop_;
   std::unique_ptr<Conversation> conversation_;
+  int64_t prompt_tokens_ = 0, cached_tokens_ = 0;
 };
 
 // The widest beam search among `initial` and `turns`' settings (1 for sampling): the user rows a

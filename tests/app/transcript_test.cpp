@@ -80,7 +80,7 @@ TEST(TranscriptCli, RecordThenReplayPasses) {
       << text;
   const auto r = Replay({t});
   EXPECT_EQ(r.exit_code, 0) << Describe(r);
-  EXPECT_NE(r.out.find(t + ": passed (3 turns)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(t + ": passed (3 turns; "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\n1 passed, 0 failed\n"), std::string::npos) << r.out;
 }
 
@@ -252,6 +252,33 @@ TEST(CommittedTranscripts, CoverEverySetting) {
                              "\nset: ",
                              "\n>\n"})
     EXPECT_NE(all.find(needle), std::string::npos) << needle;
+}
+
+// --prefix-cache-dir on replay: the second replay of a transcript that opens with a long message
+// maps that message's blocks in from the files the first wrote, and still passes token for token.
+TEST(TranscriptCli, ReplaysShareAPersistedPrefixCache) {
+  test::TempDir dir;
+  std::string head;
+  for (int i = 0; i < 10; ++i) head += "The harbor master counts the boats at dawn and at dusk. ";
+  test::WriteFile(dir.File("turns"), head + "How many boats?\nAnd tomorrow?\n");
+  const auto rec = test::RunWormchat({"transcript", "record", "--turns", dir.File("turns"), "--out",
+                                      dir.File("t.txt"), "--threads", "1", "-n", "8"});
+  ASSERT_EQ(rec.exit_code, 0) << Describe(rec);
+  const std::vector<std::string> cache = {"--prefix-cache-dir", dir.File("cache")};
+  const auto first = Replay({dir.File("t.txt")}, "1", cache);
+  EXPECT_EQ(first.exit_code, 0) << Describe(first);
+  EXPECT_NE(first.out.find("passed (2 turns; "), std::string::npos) << first.out;
+  EXPECT_NE(first.out.find(", 0 from the prefix cache)"), std::string::npos) << first.out;
+  const auto second = Replay({dir.File("t.txt")}, "1", cache);
+  EXPECT_EQ(second.exit_code, 0) << Describe(second);
+  const size_t at = second.out.find(" prompt tokens, ");
+  ASSERT_NE(at, std::string::npos) << second.out;
+  const int cached = std::stoi(second.out.substr(at + 16));
+  EXPECT_GE(cached, 128) << second.out;  // the long message's full blocks
+  EXPECT_EQ(cached % 64, 0) << second.out;
+  const auto off = Replay({dir.File("t.txt")}, "1", {"--prefix-cache", "off"});
+  EXPECT_EQ(off.exit_code, 0) << Describe(off);
+  EXPECT_NE(off.out.find(", 0 from the prefix cache)"), std::string::npos) << off.out;
 }
 
 }  // namespace
