@@ -151,12 +151,13 @@ void RunPlainChat(ChatSession& session, bool banner) {
       Say(e.what());
       continue;
     }
-    const std::string notice = session.figures().notice;
     {
       std::unique_lock<std::mutex> lock(mu);
       while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; }))
         if (g_cancel.exchange(false)) session.Cancel();
     }
+    // After the reply: a warning may come while it runs (a damaged prefix-cache file).
+    const std::string notice = session.figures().notice;
     g_generating.store(false);
     if (result.reason == StopReason::kError) {
       Say(Cat("error: ", result.error));

@@ -12,6 +12,11 @@
 namespace wc {
 namespace {
 
+// "1 hit", "2 hits".
+std::string Count(int64_t n, const char* noun) {
+  return Cat(n, " ", noun, n == 1 ? "" : "s");
+}
+
 double NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -66,6 +71,8 @@ class ChatSession::ReplyObserver : public RequestObserver {
       f.mesh_us_per_token = fed > 0 ? us / fed : 0;
       f.ctx_tokens = r.session_pos;
       f.model_us_per_token = model_us;
+      f.prompt_tokens = r.prompt_tokens;
+      f.cached_tokens = r.cached_tokens;
     }
     if (on_done_) on_done_(r);
   }
@@ -82,19 +89,27 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
     : m_(m), run_(run) {
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
   // Rows for the widest beam search (a paged pool's pages are touched only when used).
-  loop_ = std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), format,
-                                        ServingOptionsFor(run, m, kMaxBeams));
+  ServingOptions so = ServingOptionsFor(run, m, kMaxBeams);
+  // A damaged --prefix-cache-dir file or a failed write: a notice under the reply, not a line
+  // written over the screen (from the loop's or the store's writer thread).
+  so.prefix_cache_warn = [this](const std::string& message) {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.notice = figures_.notice.empty() ? message : Cat(figures_.notice, "; ", message);
+  };
+  loop_ = std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), format, so);
   conversation_ = std::make_unique<Conversation>(*loop_, *m.model, *m.tokenizer, format, s);
   figures_.ctx_size = loop_->ctx();
   figures_.kv_format = Cat(KVDTypeName(m.kv.dtype),
                            m.kv.block_size > 0 ? Cat(" paged/", m.kv.block_size) : " contiguous");
   figures_.kv_bytes_total = loop_->kv_bytes();
+  figures_.prefix_cache = loop_->options().prefix_cache && loop_->options().kv.block_size > 0;
   m.model->set_flash_decode_observer(&meter_);  // before the first Forward (Send)
 }
 
 ChatSession::~ChatSession() {
   conversation_.reset();  // cancels a running reply and waits for it
   loop_->Shutdown(ShutdownMode::kCancel);
+  loop_.reset();  // its last writes may warn into figures_: while mu_ lives
   m_.model->set_flash_decode_observer(nullptr);
 }
 
@@ -107,6 +122,8 @@ void ChatSession::Send(const std::string& message, std::function<void(std::strin
     figures_.reply_tokens = 0;
     figures_.tokens_per_s = 0;
     figures_.ttft_s = 0;
+    figures_.prompt_tokens = 0;
+    figures_.cached_tokens = 0;
     figures_.notice.clear();
     reply_start_ = NowS();
     mesh_us_at_start_ = meter_.totals().emulated_us;
@@ -185,6 +202,12 @@ ChatFigures ChatSession::figures() const {
   f.beams = s.beams ? s.beams->num_beams : 0;
   f.kv_blocks_used = st.kv_blocks_used;
   f.kv_blocks_total = st.kv_blocks_total;
+  f.prefix_hits = st.prefix_hits;
+  f.prefix_cached_tokens = st.prefix_cached_tokens;
+  f.prefix_evictions = st.prefix_evictions;
+  f.prefix_blocks = st.prefix_blocks;
+  f.prefix_disk_loaded = st.prefix_disk_loaded;
+  f.prefix_disk_saved = st.prefix_disk_saved;
   if (st.kv_blocks_total > 0) {  // paged: the blocks in use
     f.kv_bytes_used = f.kv_bytes_total / st.kv_blocks_total * st.kv_blocks_used;
   } else {  // contiguous: the conversation's positions of its row
@@ -197,12 +220,24 @@ ChatFigures ChatSession::figures() const {
 std::string ChatSession::StatsText() const {
   const ChatFigures f = figures();
   const ConversationSettings& s = conversation_->settings();
+  const std::string cache =
+      !f.prefix_cache
+          ? (run_.prefix_cache == "off" ? "off (--prefix-cache off)" : "off (contiguous KV)")
+          : Cat(Count(f.prefix_hits, "hit"), ", ", Count(f.prefix_cached_tokens, "token"),
+                " reused, ", Count(f.prefix_evictions, "eviction"), ", ",
+                Count(f.prefix_blocks, "block"), " held",
+                run_.prefix_cache_dir.empty()
+                    ? std::string()
+                    : Cat("; ", run_.prefix_cache_dir, ": ", Count(f.prefix_disk_loaded, "block"),
+                          " mapped in, ", Count(f.prefix_disk_saved, "file"), " written"));
   return Cat(
       "last reply: ", f.reply_tokens, " tokens, ", static_cast<int>(f.tokens_per_s * 10) / 10.0,
       " tok/s, first token after ", static_cast<int>(f.ttft_s * 1000), " ms\n",
-      "context: ", f.ctx_tokens, " of ", f.ctx_size, " tokens\n", "KV cache: ", f.kv_format, ", ",
-      f.kv_blocks_used, " of ", f.kv_blocks_total, " blocks (", f.kv_bytes_used >> 10, " of ",
-      f.kv_bytes_total >> 10, " KiB)\n", "mesh: ", run_.mesh, ", ",
+      "prompt: ", Count(f.prompt_tokens, "token"), ", ", f.cached_tokens,
+      " reused from the prefix cache, ", f.prompt_tokens - f.cached_tokens, " prefilled\n",
+      "prefix cache: ", cache, "\n", "context: ", f.ctx_tokens, " of ", f.ctx_size, " tokens\n",
+      "KV cache: ", f.kv_format, ", ", f.kv_blocks_used, " of ", f.kv_blocks_total, " blocks (",
+      f.kv_bytes_used >> 10, " of ", f.kv_bytes_total >> 10, " KiB)\n", "mesh: ", run_.mesh, ", ",
       static_cast<int>(f.mesh_us_per_token * 10) / 10.0,
       " us emulated attention per token; whole model ",
       static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token (", kWholeModelGraph,

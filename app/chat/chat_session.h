@@ -1,7 +1,8 @@
 // What both chat front ends (full-screen and line mode) drive: the model's serving loop, one
 // Conversation, the slash commands that change it, and the figures the status bar and /stats show
-// (state, speed, time to first token, context and KV fill, emulated mesh time). Replies run on
-// the serving loop's thread; the front end hears them through callbacks and stays responsive.
+// (state, speed, time to first token, context and KV fill, the prompt tokens the prefix cache
+// gave, emulated mesh time). Replies run on the serving loop's thread; the front end hears them
+// through callbacks and stays responsive.
 //
 // Thread safety: call everything from the front end's thread; the callbacks passed to Send run on
 // the loop's thread (keep them short; they may call figures()).
@@ -32,6 +33,18 @@ struct ChatFigures {
   double tokens_per_s = 0;  // decode speed of the current or last reply
   double ttft_s = 0;        // its time to first token (0 before the first)
   int ctx_tokens = 0, ctx_size = 0;
+  // The last reply's prompt (tokens it fed before generating; a later turn's: only what it adds)
+  // and, of those, the ones whose K/V came from the prefix cache (whole blocks; 0 during a reply,
+  // with the cache off, and on a later turn of a conversation, whose row holds its earlier turns).
+  int prompt_tokens = 0, cached_tokens = 0;
+  // The loop's prefix cache: on (paged KV and --prefix-cache on), and its totals since the chat
+  // started - admissions that took cached blocks, the tokens they took, blocks evicted, blocks it
+  // holds now.
+  bool prefix_cache = false;
+  int64_t prefix_hits = 0, prefix_cached_tokens = 0, prefix_evictions = 0;
+  int prefix_blocks = 0;
+  // --prefix-cache-dir: blocks mapped in from its files, files written.
+  int64_t prefix_disk_loaded = 0, prefix_disk_saved = 0;
   int kv_blocks_used = 0, kv_blocks_total = 0;  // paged (0 when contiguous)
   int64_t kv_bytes_used = 0, kv_bytes_total = 0;
   std::string kv_format;         // e.g. "bf16 paged/64"
@@ -60,7 +73,8 @@ class ChatSession {
   // Runs a command that changes the conversation (/reset, /set, /beams); returns the line to show.
   // Front-end commands (/help, /quit, /mesh, /stats, /save, /load) are the front end's.
   std::string Apply(const ChatCommand& command);
-  // Multi-line /stats text.
+  // Multi-line /stats text: the last reply, its prompt (reused from the prefix cache and
+  // prefilled), the prefix cache's totals or that it is off, context, KV cache, mesh, sampling.
   std::string StatsText() const;
   // /save FILE: writes the conversation so far as a transcript (`wormchat transcript replay
   // FILE`). Returns the line to show: what was saved, or why it could not be.

@@ -534,6 +534,7 @@ class ChatTui {
     if (f.ttft_s > 0) t.ttft_ms = f.ttft_s * 1000;
     t.ctx_tokens = f.ctx_tokens;
     t.ctx_size = f.ctx_size;
+    t.reused_tokens = f.cached_tokens;
     if (f.kv_blocks_total > 0)
       t.kv_fill = static_cast<double>(f.kv_blocks_used) / f.kv_blocks_total;
     else if (f.ctx_size > 0)  // contiguous: the conversation's row

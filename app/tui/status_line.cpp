@@ -81,12 +81,16 @@ std::string StatusLine(const StatusFigures& f, int width) {
   if (f.ttft_ms >= 0) {
     const std::string t =
         f.ttft_ms < 999.5 ? Printf("%.0f ms", f.ttft_ms) : Printf("%.2f s", f.ttft_ms / 1000.0);
-    fields.push_back({"ttft " + t, "ttft " + t, 3});
+    fields.push_back({"ttft " + t, "ttft " + t, 4});
   }
   if (f.ctx_tokens >= 0) {
     std::string ctx = std::to_string(f.ctx_tokens);
     if (f.ctx_size > 0) ctx += "/" + std::to_string(f.ctx_size);
-    fields.push_back({"ctx " + ctx, "ctx " + ctx, 4});
+    fields.push_back({"ctx " + ctx, "ctx " + ctx, 5});
+  }
+  if (f.reused_tokens > 0) {
+    const std::string reused = "reused " + std::to_string(f.reused_tokens);
+    fields.push_back({reused, reused, 3});
   }
   if (f.kv_fill >= 0 || f.kv_bytes >= 0) {
     std::string kv = "kv";

@@ -8,16 +8,18 @@
 //              ("- tok/s" before the first reply)
 //   ttft       "ttft 412 ms" (or "ttft 1.25 s"): time to first token of that reply
 //   context    "ctx 812/2048": tokens in the conversation's context / the context size
+//   reused     "reused 448": prompt tokens of that reply whose K/V came from the prefix cache
+//              (shown only when > 0)
 //   kv         "kv 40% 12.5 MiB": KV cache fill (blocks used of the pool, or context used) and the
 //              bytes it holds
 //   mesh       "mesh 85.2 us/tok": emulated Wormhole mesh attention time per generated token
 //   seed       "seed 42"
 // A field whose figure is unknown (negative) is left out. When the line is wider than the width,
-// fields go in this order until it fits: mesh, kv, ttft, context; then the rest are abbreviated
-// (separators become one space, then "gen"/"pf 45%", "23.4t/s", "s42"); then the line is cut at
-// the width. So at 80 columns the state, "N tok/s" and "seed N" always show in full, and down to
-// 40 columns the three always show (abbreviated only for huge seeds or speeds). The result never
-// exceeds the width (in display columns).
+// fields go in this order until it fits: mesh, kv, reused, ttft, context; then the rest are
+// abbreviated (separators become one space, then "gen"/"pf 45%", "23.4t/s", "s42"); then the line
+// is cut at the width. So at 80 columns the state, "N tok/s" and "seed N" always show in full, and
+// down to 40 columns the three always show (abbreviated only for huge seeds or speeds). The result
+// never exceeds the width (in display columns).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct StatusFigures {
   double ttft_ms = -1;          // time to first token of that reply, ms; < 0: unknown
   int64_t ctx_tokens = -1;      // tokens in the context; < 0: unknown
   int64_t ctx_size = 0;         // the context size (--ctx)
+  int64_t reused_tokens = 0;    // prompt tokens that reply took from the prefix cache; 0: none
   double kv_fill = -1;          // KV cache fill, 0-1; < 0: unknown
   int64_t kv_bytes = -1;        // bytes the KV cache holds for this chat; < 0: unknown
   double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown

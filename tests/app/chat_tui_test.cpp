@@ -372,6 +372,160 @@ TEST(ChatTui, TheContextCountRisesWhileAReplyStreams) {
   EXPECT_EQ(chat.WaitForExit(), 0);
 }
 
+// The prefix cache in the chat (issue 32). A conversation keeps its K/V in its row between turns,
+// so a reply reuses cached tokens only when its row starts empty: the first turn after /reset that
+// begins as an earlier conversation did. With blocks of 8 tokens, that turn's framed prompt of N
+// tokens takes its full blocks within all but its last token: (N - 1) / 8 * 8 of them.
+const char kSeaQuestion[] = "Tell me about the sea and the ships that sail on it.";
+constexpr int kSmallBlock = 8;  // --kv-block-size
+
+struct PromptFigures {
+  int tokens = -1, reused = -1, prefilled = -1;
+};
+
+// Every "prompt: N tokens, R reused from the prefix cache, P prefilled" line of /stats, in order.
+std::vector<PromptFigures> PromptLines(const std::string& text) {
+  std::vector<PromptFigures> out;
+  const std::regex re(R"(prompt: ([0-9]+) tokens?, ([0-9]+) reused from the prefix cache, )"
+                      R"(([0-9]+) prefilled)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), re); it != std::sregex_iterator();
+       ++it)
+    out.push_back({std::stoi((*it)[1]), std::stoi((*it)[2]), std::stoi((*it)[3])});
+  return out;
+}
+
+// Every "prefix cache: ..." line of /stats, in order.
+std::vector<std::string> PrefixCacheLines(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& l : Lines(text))
+    if (l.rfind("prefix cache: ", 0) == 0) out.push_back(l);
+  return out;
+}
+
+TEST(ChatPlain, StatsShowThePromptTokensTheLastReplyReusedAndTheCacheTotals) {
+  const std::string input = std::string(kSeaQuestion) + "\n/stats\n/reset\n" + kSeaQuestion +
+                            "\n/stats\nAnd the wind?\n/stats\n/quit\n";
+  const std::vector<std::string> args = {
+      "chat", "--plain", "--seed", "7", "--threads", "1", "-n", "8", "--kv-block-size", "8"};
+  const RunResult on = RunWormchat(args, input);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  const std::vector<PromptFigures> p = PromptLines(on.out);
+  ASSERT_EQ(p.size(), 3u) << on.out;
+  const int n = p[0].tokens;
+  const int reused = (n - 1) / kSmallBlock * kSmallBlock;
+  ASSERT_GT(reused, 0) << "the first message is too short to fill a block:\n" << on.out;
+  // The first conversation: nothing cached yet, all prefilled.
+  EXPECT_EQ(p[0].reused, 0) << on.out;
+  EXPECT_EQ(p[0].prefilled, n) << on.out;
+  // The same first message after /reset: its full blocks come from the cache.
+  EXPECT_EQ(p[1].tokens, n) << on.out;
+  EXPECT_EQ(p[1].reused, reused) << on.out;
+  EXPECT_EQ(p[1].prefilled, n - reused) << on.out;
+  // A later turn continues the row's K/V: nothing taken from the cache.
+  EXPECT_GT(p[2].tokens, 0) << on.out;
+  EXPECT_EQ(p[2].reused, 0) << on.out;
+  EXPECT_EQ(p[2].prefilled, p[2].tokens) << on.out;
+  const std::vector<std::string> c = PrefixCacheLines(on.out);
+  ASSERT_EQ(c.size(), 3u) << on.out;
+  const std::regex totals(R"(prefix cache: ([0-9]+) hits?, ([0-9]+) tokens? reused, 0 evictions, )"
+                          R"(([0-9]+) blocks? held)");
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(c[0], m, totals)) << c[0];
+  EXPECT_EQ(m[1], "0");
+  EXPECT_EQ(m[2], "0");
+  EXPECT_GE(std::stoi(m[3]), n / kSmallBlock) << "the first prompt's full blocks are held";
+  for (int i : {1, 2}) {
+    ASSERT_TRUE(std::regex_match(c[i], m, totals)) << c[i];
+    EXPECT_EQ(m[1], "1") << c[i];
+    EXPECT_EQ(std::stoi(m[2]), reused) << c[i];
+  }
+
+  // --prefix-cache off: the same prompts, all prefilled, and /stats says the cache is off.
+  std::vector<std::string> off_args = args;
+  off_args.insert(off_args.end(), {"--prefix-cache", "off"});
+  const RunResult off = RunWormchat(off_args, input);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const std::vector<PromptFigures> q = PromptLines(off.out);
+  ASSERT_EQ(q.size(), 3u) << off.out;
+  for (size_t i = 0; i < q.size(); ++i) {
+    EXPECT_EQ(q[i].tokens, p[i].tokens) << off.out;
+    EXPECT_EQ(q[i].reused, 0) << off.out;
+    EXPECT_EQ(q[i].prefilled, q[i].tokens) << off.out;
+  }
+  for (const std::string& l : PrefixCacheLines(off.out))
+    EXPECT_EQ(l, "prefix cache: off (--prefix-cache off)");
+}
+
+// --prefix-cache-dir in the chat: a second chat maps the first message's blocks in from the files
+// the first wrote (its /stats says so); a damaged file is a notice under the reply - never a line
+// written over the chat - and the block is computed again.
+TEST(ChatPlain, APersistedPrefixCacheServesTheNextChatAndWarnsOfADamagedFile) {
+  TempDir dir;
+  const std::string cache = dir.File("cache");
+  const std::string input = std::string(kSeaQuestion) + "\n/stats\n/quit\n";
+  const std::vector<std::string> args = {
+      "chat", "--plain", "--seed",          "7", "--threads",          "1",
+      "-n",   "4",       "--kv-block-size", "8", "--prefix-cache-dir", cache};
+  const RunResult first = RunWormchat(args, input);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const RunResult second = RunWormchat(args, input);
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  const std::vector<PromptFigures> p1 = PromptLines(first.out), p2 = PromptLines(second.out);
+  ASSERT_EQ(p1.size(), 1u) << first.out;
+  ASSERT_EQ(p2.size(), 1u) << second.out;
+  EXPECT_EQ(p1[0].reused, 0) << first.out;
+  EXPECT_EQ(p2[0].reused, (p2[0].tokens - 1) / kSmallBlock * kSmallBlock) << second.out;
+  EXPECT_GT(p2[0].reused, 0) << second.out;
+  EXPECT_NE(second.out.find(" mapped in, "), std::string::npos) << second.out;
+  // Damage every stored block: the third chat warns once per file it tried, under its reply.
+  for (const auto& e : std::filesystem::directory_iterator(cache))
+    std::filesystem::resize_file(e.path(), 10);
+  const RunResult third = RunWormchat(args, input);
+  ASSERT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_NE(third.out.find("(prefix cache file " + cache + "/"), std::string::npos) << third.out;
+  EXPECT_NE(third.out.find("ignored, its tokens are computed again)"), std::string::npos)
+      << third.out;
+  EXPECT_EQ(third.err.find("warning"), std::string::npos) << third.err;
+  const std::vector<PromptFigures> p3 = PromptLines(third.out);
+  ASSERT_EQ(p3.size(), 1u) << third.out;
+  EXPECT_EQ(p3[0].reused, 0) << third.out;
+}
+
+TEST(ChatTui, TheStatusBarShowsThePromptTokensAReplyReused) {
+  TmuxChat chat(80, 24, {"-n", "8", "--kv-block-size", "8"});
+  chat.WaitForStart();
+  chat.Enter(kSeaQuestion);
+  std::string row = Lines(chat.WaitForRow(22, kIdleWithSpeed))[22];
+  EXPECT_FALSE(Contains(row, "reused")) << "nothing cached before the first reply: " << row;
+  chat.Enter("/reset");
+  chat.WaitForText("(new conversation)");
+  chat.Enter(kSeaQuestion);
+  // After the context, as wide figures give way at 80 columns.
+  const std::string screen = chat.WaitForRow(
+      22, R"(idle \| [0-9.]+ tok/s \|.* \| ctx [0-9]+/512 \| reused [0-9]+ \|.* seed 7)");
+  row = Lines(screen)[22];
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(row, m, std::regex(R"(reused ([0-9]+))"))) << row;
+  const int reused = std::stoi(m[1]);
+  // The same figure as /stats', whole blocks of the prompt within all but its last token.
+  chat.Enter("/stats");
+  const std::vector<PromptFigures> p = PromptLines(chat.WaitForText("reused from the prefix"));
+  ASSERT_EQ(p.size(), 1u) << chat.Screen();
+  EXPECT_EQ(p[0].reused, reused);
+  EXPECT_EQ(reused, (p[0].tokens - 1) / kSmallBlock * kSmallBlock);
+  EXPECT_GT(reused, 0);
+  // The next turn continues the row: the field goes.
+  chat.Enter("And the wind?");
+  const std::regex idle(kIdleWithSpeed);
+  chat.WaitFor("the next reply's idle status without 'reused'", [&](const std::string& s) {
+    const std::vector<std::string> rows = Lines(s);
+    return rows.size() > 22 && std::regex_match(rows[22], idle) && !Contains(rows[22], "reused");
+  });
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+}
+
 TEST(ChatTui, EditingKeysTabCompletionAndUnknownCommands) {
   TmuxChat chat(80, 24);
   chat.WaitForStart();

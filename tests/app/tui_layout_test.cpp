@@ -201,6 +201,26 @@ TEST(StatusLine, StatesAndUnknownFigures) {
             "idle | 313 tok/s | ttft 1.53 s | ctx 812/2048 | kv 40% 12.5 MiB | seed 42");
 }
 
+TEST(StatusLine, ReusedPromptTokensShowAfterTheContextAndGoAfterTheKvCache) {
+  StatusFigures f = Generating();
+  f.state = ChatState::kIdle;
+  f.reused_tokens = 448;
+  EXPECT_EQ(StatusLine(f, 200),
+            "idle | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | reused 448 | kv 40% 12.5 MiB | mesh "
+            "85.2 us/tok (tt-metal's graph) | seed 42");
+  EXPECT_EQ(StatusLine(f, 87),
+            "idle | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | reused 448 | kv 40% 12.5 MiB | "
+            "seed 42");
+  const std::string no_kv = "idle | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | reused 448 | seed 42";
+  EXPECT_EQ(StatusLine(f, 86), no_kv);
+  EXPECT_EQ(StatusLine(f, 80), no_kv);
+  EXPECT_EQ(StatusLine(f, 69), no_kv);
+  EXPECT_EQ(StatusLine(f, 68), "idle | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | seed 42");
+  for (int width = 0; width <= 200; ++width) EXPECT_LE(DisplayWidth(StatusLine(f, width)), width);
+  f.reused_tokens = 0;  // nothing reused (or the cache off): no field
+  EXPECT_EQ(StatusLine(f, 200).find("reused"), std::string::npos);
+}
+
 TEST(TitleLine, DropsFieldsThenCutsTheModelName) {
   TitleInfo t{"falcon-7b", 7217189760, "bf16", "int8", "n300"};
   EXPECT_EQ(TitleLine(t, 120), "wormchat | falcon-7b | 7.2B | bf16 | kv int8 | mesh n300");
