@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # ThreadSanitizer check of the serving loop (part of tools/test.sh): builds only wormchat_core and
-# serving_loop_test and conversation_test with -fsanitize=thread into ./build-tsan (RelWithDebInfo)
-# and runs the loop's stress, concurrency, session and beam-cancellation tests and the chat
-# conversation's under it; the first report fails the run (halt_on_error=1).
+# serving_loop_test, conversation_test, dist_test and kvcache_test with -fsanitize=thread into
+# ./build-tsan (RelWithDebInfo) and runs under it the loop's stress, concurrency, session,
+# beam-cancellation and prefix-cache tests, the persisted prefix cache's writer thread and the chat
+# conversation's; the first report fails the run (halt_on_error=1).
 #
 # OpenMP: Debian's libgomp is not built with TSan, so TSan cannot see how its team threads hand
 # work over and would report races in every parallel region of the model. The tests therefore run
@@ -22,7 +23,7 @@ start=$(date +%s)
 {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=thread &&
-    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test
+    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test kvcache_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
 export OMP_NUM_THREADS=1
@@ -31,6 +32,10 @@ export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-100}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan.supp"
 # Beams: the tests that cancel and mix requests (the others check results, not threads).
 "$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*'
+# The prefix cache: requests waiting on a head another row prefills; the persisted cache's writer
+# thread beside the loop's.
+"$build/tests/serving_loop_test" --gtest_filter='ServingLoopPrefix.RequestsWait*:ServingLoopPrefix.Persisted*'
+"$build/tests/kvcache_test" --gtest_filter='PrefixStore.*'
 # The chat's conversation: replies recorded on the loop's thread, read and sent from another.
 "$build/tests/conversation_test" --gtest_filter='Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*'
 # Ranks as threads (dist/thread_group.h): the collectives' shared buffers.
