@@ -198,6 +198,13 @@ ServingStatus ServingLoop::status() const {
   std::lock_guard<std::mutex> lock(mu_);
   ServingStatus s = status_;
   s.queued += static_cast<int>(queue_.size());
+  if (store_) {  // live: its writer thread counts files as they land
+    const PrefixStoreStats d = store_->stats();
+    s.prefix_disk_loaded = d.loaded;
+    s.prefix_disk_saved = d.saved;
+    s.prefix_disk_ignored = d.ignored;
+    s.prefix_disk_evicted = d.evicted;
+  }
   return s;
 }
 
@@ -218,6 +225,7 @@ void ServingLoop::Shutdown(ShutdownMode mode) {
   // Several threads may shut down at once (a drain turned into a cancel): one joins.
   std::lock_guard<std::mutex> join_lock(join_mu_);
   if (thread_.joinable()) thread_.join();
+  if (store_) store_->Flush();  // every block written, and counted in status()
 }
 
 void ServingLoop::Run() {
@@ -381,13 +389,7 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
     s.prefix_evictions = p.evictions;
     s.prefix_blocks = p.blocks;
   }
-  if (store_) {
-    const PrefixStoreStats d = store_->stats();
-    s.prefix_disk_loaded = d.loaded;
-    s.prefix_disk_saved = d.saved;
-    s.prefix_disk_ignored = d.ignored;
-    s.prefix_disk_evicted = d.evicted;
-  }
+
   s.forward_s += forward_s;
   s.step_s += step_s;
 }

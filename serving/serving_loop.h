@@ -137,7 +137,8 @@ class ServingLoop {
   int user_rows() const { return options_.user_rows; }
 
   // kDrain: runs everything already submitted to the end; kCancel: cancels it. Then joins the
-  // loop's thread. Later Submits fail. Idempotent.
+  // loop's thread and waits for --prefix-cache-dir's queued writes. Later Submits fail.
+  // Idempotent.
   void Shutdown(ShutdownMode mode);
 
  private:

@@ -60,6 +60,16 @@ void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bo
   const double elapsed = Elapsed();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f s", elapsed);
+  // What the prefix cache saved, before the last line: the prompt tokens computed, and those
+  // taken instead (from memory, or mapped in from --prefix-cache-dir's files).
+  Note(Cat("batch: ", status.tokens_prefilled, " prompt tokens prefilled, ",
+           status.prefix_cached_tokens, " taken from the prefix cache (", status.prefix_hits,
+           status.prefix_hits == 1 ? " hit" : " hits",
+           status.prefix_disk_loaded > 0 || status.prefix_disk_saved > 0
+               ? Cat("; ", status.prefix_disk_loaded, " blocks mapped in from files, ",
+                     status.prefix_disk_saved, " files written")
+               : std::string(),
+           ")"));
   Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
            " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
            " tokens sampled in ", elapsed < 60 ? std::string(took) : ClockText(elapsed), " (",

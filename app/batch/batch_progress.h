@@ -21,7 +21,8 @@ class BatchProgress {
   // `done` requests in all (failed ones included), `failed` of them; `status` from the loop. Call
   // it a few times a second: it redraws on a terminal and prints only when due otherwise.
   void Update(int done, int failed, const ServingStatus& status);
-  // The last line: what was done and how fast (`interrupted`: stopped by a signal).
+  // The last lines: what was done and how fast (`interrupted`: stopped by a signal), then the
+  // prompt tokens prefilled and those the prefix cache gave.
   void Finish(int done, int failed, const ServingStatus& status, bool interrupted);
 
  private:

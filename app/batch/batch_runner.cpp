@@ -265,12 +265,21 @@ int BatchRunner::RunRounds(std::vector<BatchJob>& jobs, BatchCounts& counts,
     }
     if (d.state == RoundState::kStop) {
       loop_.Shutdown(ShutdownMode::kDrain);
-      // The whole job's sampled tokens, now that every loop has stopped counting.
-      const int64_t sampled = loop_.status().tokens_sampled;
-      std::vector<int64_t> all(static_cast<size_t>(ranks));
-      comm_.AllGather(&sampled, sizeof sampled, all.data());
-      status_.tokens_sampled = 0;
-      for (int64_t s : all) status_.tokens_sampled += s;
+      // The whole job's token counts, now that every loop has stopped counting.
+      const ServingStatus st = loop_.status();
+      constexpr int kFigures = 6;
+      const int64_t mine_figures[kFigures] = {st.tokens_sampled,     st.tokens_prefilled,
+                                              st.prefix_hits,        st.prefix_cached_tokens,
+                                              st.prefix_disk_loaded, st.prefix_disk_saved};
+      std::vector<int64_t> all(static_cast<size_t>(ranks) * kFigures);
+      comm_.AllGather(mine_figures, sizeof mine_figures, all.data());
+      int64_t* sums[kFigures] = {&status_.tokens_sampled,     &status_.tokens_prefilled,
+                                 &status_.prefix_hits,        &status_.prefix_cached_tokens,
+                                 &status_.prefix_disk_loaded, &status_.prefix_disk_saved};
+      for (int f = 0; f < kFigures; ++f) {
+        *sums[f] = 0;
+        for (int r = 0; r < ranks; ++r) *sums[f] += all[static_cast<size_t>(r) * kFigures + f];
+      }
       return d.signal;
     }
   }

@@ -378,6 +378,9 @@ TEST(BatchTest, APersistedPrefixCacheServesTheNextRun) {
   ASSERT_EQ(first.exit_code, 0) << first.err;
   const RunResult second = Batch(dir, input, dir.File("second.jsonl"), common);
   ASSERT_EQ(second.exit_code, 0) << second.err;
+  // Reported: the first run wrote the blocks, the second mapped them in.
+  EXPECT_NE(first.err.find(" files written)"), std::string::npos) << first.err;
+  EXPECT_NE(second.err.find(" blocks mapped in from files, "), std::string::npos) << second.err;
   EXPECT_EQ(second.err.find("warning"), std::string::npos) << second.err;
   auto first_recs = Records(ReadFile(dir.File("first.jsonl")));
   auto second_recs = Records(ReadFile(dir.File("second.jsonl")));
