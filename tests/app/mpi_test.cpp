@@ -267,6 +267,50 @@ TEST(MpiTest, TensorParallelBatchAndPerplexityMatchTheSingleProcessRun) {
               1e-5 * a["perplexity"].get<double>());
 }
 
+// The prefix cache under tensor parallel: the followers replay rank 0's adopt / retain / release
+// of cached blocks, so requests that take a shared head from the cache give the single process's
+// records with the cache off; --prefix-cache-dir (a rank holds only its heads of a block) is
+// refused with one line.
+TEST(MpiTest, TensorParallelBatchTakesCachedBlocksAsTheSingleProcessRun) {
+  TempDir dir;
+  std::string head;
+  for (int i = 0; i < 12; ++i) head += "The ship sails north along the cold grey coast. ";
+  std::string input;
+  for (const char* q : {"Where does it go?", "Who is on board?", "When will it arrive?"})
+    input += head + q + "\n";
+  const std::vector<std::string> common = {"-n", "8", "--user-rows", "1", "--seed", "4"};
+  std::vector<std::string> off = common;
+  off.insert(off.end(), {"--prefix-cache", "off"});
+  const RunResult one = Batch(dir, input, dir.File("one.jsonl"), off);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  WriteFile(dir.File("in.txt"), input);
+  std::vector<std::string> tp = {
+      "batch", "-i", dir.File("in.txt"), "-o", dir.File("two.jsonl"), "--tensor-parallel", "2"};
+  tp.insert(tp.end(), common.begin(), common.end());
+  const RunResult two = Mpirun(MpirunArgv(2, tp));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(two.err.find(" 0 taken from the prefix cache"), std::string::npos) << two.err;
+  EXPECT_NE(two.err.find(" taken from the prefix cache (2 hits"), std::string::npos) << two.err;
+  // Equal but for the cached tokens each record reports.
+  auto strip = [](const std::string& text) {
+    std::vector<std::string> out;
+    for (const std::string& line : SortedLines(text)) {
+      json rec = json::parse(line);
+      rec["response"]["body"]["usage"].erase("prompt_tokens_details");
+      out.push_back(rec.dump());
+    }
+    return out;
+  };
+  EXPECT_EQ(strip(ReadFile(dir.File("two.jsonl"))), strip(ReadFile(dir.File("one.jsonl"))));
+  tp.insert(tp.end(), {"--prefix-cache-dir", dir.File("cache")});
+  tp[4] = dir.File("three.jsonl");
+  const RunResult bad = Mpirun(MpirunArgv(2, tp));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--prefix-cache-dir is not supported with --tensor-parallel"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(MpiTest, TensorParallelMisuseIsAClearError) {
   // Without mpirun.
   RunResult r = Single({"generate", "--prompt", "Hi", "--tensor-parallel", "2"});
