@@ -318,9 +318,10 @@ void ApplySetting(ConversationSettings& s, const std::string& key, const std::st
   } else if (key == "top-p") {
     n.sampling.top_p = ParseFloatValue(key, value);
   } else if (key == "seed") {
-    const long long v = ParseInteger(key, value);
-    if (v < 0) throw Error(Cat("seed: '", value, "' is negative"));
-    n.seed = static_cast<uint64_t>(v);
+    const std::optional<uint64_t> v = ParseWholeUnsigned(value);
+    if (!v)
+      throw Error(Cat("seed: '", value, "' is not a whole number in [0, 18446744073709551615]"));
+    n.seed = *v;
   } else if (key == "max-new-tokens") {
     const long long v = ParseInteger(key, value);
     if (v < 1 || v > 1 << 30) throw Error(Cat("max-new-tokens must be >= 1, got ", value));

@@ -46,7 +46,7 @@ Transcript Sample() {
       Turn("Go on.", "Line one\n< not a marker\n", {5, 6, 7}, StopReason::kCancelled);
   c.settings = b.settings;
   c.settings.beams.reset();
-  c.settings.seed = 7;
+  c.settings.seed = 18446744073709551615ull;  // a /retry's seed may take all 64 bits
   c.dropped_before = 1;
   t.turns = {a, b, c};
   return t;
@@ -87,7 +87,8 @@ TEST(TranscriptFormat, WhatIsWrittenReadsBackTheSame) {
                       "length-penalty 0.5\n> Two lines:\n>\n> the second"),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("set: seed 7\nset: beams 0\n> Go on.\n< Line one\n< < not a marker\n<\n"),
+  EXPECT_NE(text.find("set: seed 18446744073709551615\nset: beams 0\n> Go on.\n< Line one\n< < not "
+                      "a marker\n<\n"),
             std::string::npos)
       << text;
   EXPECT_NE(text.find("end: cancelled\ndropped: 1\n"), std::string::npos) << text;
@@ -138,7 +139,10 @@ TEST(TranscriptFormat, MalformedLinesNameFileAndLine) {
   };
   const std::vector<Case> cases = {
       {"kv-dtype:", "kv-dtype int8", "t.txt:5: expected 'key: value'"},
-      {"seed:", "seed: many", "t.txt:10: seed: 'many' is not an integer"},
+      {"seed:", "seed: many",
+       "t.txt:10: seed: 'many' is not a whole number in [0, 18446744073709551615]"},
+      {"seed:", "seed: 18446744073709551616", "t.txt:10: seed: '18446744073709551616' is not a"},
+      {"seed:", "seed: -1", "t.txt:10: seed: '-1' is not a whole number"},
       {"top-k:", "top-k: 5\ntop-k: 6", "t.txt:9: 'top-k:' is repeated"},
       {"temperature:", "temperature: -1", "t.txt:7: "},
       {"fingerprint:", "", "the header has no 'fingerprint:' line"},
