@@ -112,6 +112,9 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   turn.user = user;
   turn.settings = settings_;
   turn.reset_before = reset_next_;
+  turn.stream_seed_before = stream_seed_;
+  turn.reseeded = reseed_next_;
+  const bool turn_reseeded = reseed_next_;
   if (reseed_next_) {  // a new RNG stream: a fresh session holding the conversation so far
     lock.unlock();
     loop_.CloseSession(session_);
@@ -156,11 +159,13 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   r.beams = settings_.beams;
   r.session = session_;
   r.reset_session = restart;
+  if (!turn_reseeded) r.session_rng = rng_next_;
   const size_t index = turns_.size();
   r.observer = std::make_shared<TurnObserver>(*this, index, std::move(observer));
   turns_.push_back(std::move(turn));
   busy_ = true;
   reset_next_ = reseed_next_ = rebuild_next_ = false;
+  rng_next_.reset();
   lock.unlock();
   const RequestId id = loop_.Submit(std::move(r));
   lock.lock();
@@ -181,6 +186,8 @@ void Conversation::Record(size_t turn, const RequestResult& result) {
     t.reply_text = result.text;
     t.reason = result.reason;
     t.finished = true;
+    t.rng_before = result.rng_before;
+    t.rng_after = result.rng_after;
     session_pos_ = result.session_pos;
   }
   busy_ = false;
@@ -217,6 +224,71 @@ std::vector<ConversationTurn> Conversation::turns() const {
 int Conversation::session_pos() const {
   std::lock_guard<std::mutex> lock(mu_);
   return session_pos_;
+}
+
+ConversationTurn Conversation::UndoLocked() {
+  if (busy_) throw Error("a reply is running: wait for it or cancel it first");
+  if (turns_.empty() || first_kept_ >= turns_.size() || reset_next_)
+    throw Error("nothing to undo in this conversation");
+  ConversationTurn t = std::move(turns_.back());
+  turns_.pop_back();
+  // The context as it was before the turn was sent: the turns it dropped to make room come back,
+  // a /reset before it is pending again.
+  first_kept_ -= std::min<size_t>(first_kept_, static_cast<size_t>(t.dropped_before));
+  if (t.reset_before) {
+    first_kept_ = turns_.size();
+    reset_next_ = true;
+  }
+  rebuild_next_ = true;
+  // The stream goes back to where it stood before the turn: the turn's own start, or - when the
+  // turn began a new stream - the old stream after the turn before (fresh if there was none).
+  stream_seed_ = t.stream_seed_before;
+  if (!t.reseeded) {
+    rng_next_ = t.rng_before;
+  } else if (!turns_.empty()) {
+    rng_next_ = turns_.back().rng_after;
+  } else {
+    rng_next_ = Rng(stream_seed_).state();
+  }
+  reseed_next_ = settings_.seed != stream_seed_;
+  return t;
+}
+
+ConversationTurn Conversation::Undo() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return UndoLocked();
+}
+
+RequestId Conversation::Retry(bool same_seed, std::shared_ptr<RequestObserver> observer) {
+  std::unique_lock<std::mutex> lock(mu_);
+  const std::vector<ConversationTurn> saved = turns_;
+  const size_t saved_first = first_kept_;
+  const bool saved_reset = reset_next_, saved_rebuild = rebuild_next_, saved_reseed = reseed_next_;
+  const std::optional<Rng::State> saved_rng = rng_next_;
+  const ConversationSettings saved_settings = settings_;
+  const ConversationTurn t = UndoLocked();
+  if (!same_seed) {
+    // The next seed of the stream: its first draw after the old reply.
+    Rng next(0);
+    next.set_state(t.rng_after);
+    settings_.seed = next.Next();
+    reseed_next_ = true;
+    rng_next_.reset();
+  }
+  lock.unlock();
+  try {
+    return Send(t.user, std::move(observer));
+  } catch (...) {
+    lock.lock();  // Send changed nothing: put the turn back
+    turns_ = saved;
+    first_kept_ = saved_first;
+    reset_next_ = saved_reset;
+    rebuild_next_ = saved_rebuild;
+    reseed_next_ = saved_reseed;
+    rng_next_ = saved_rng;
+    settings_ = saved_settings;
+    throw;
+  }
 }
 
 }  // namespace wc

@@ -53,6 +53,13 @@ struct ConversationTurn {
   std::string reply_text;
   StopReason reason = StopReason::kMaxTokens;
   bool finished = false;
+  // The session's RNG stream position before the reply sampled and after it (not written to a
+  // transcript: replaying the turns reproduces them).
+  Rng::State rng_before{}, rng_after{};
+  // The conversation's stream seed before this turn was sent, and whether this turn started a new
+  // stream (its settings' seed differed): what Undo restores.
+  uint64_t stream_seed_before = 0;
+  bool reseeded = false;
 };
 
 class Conversation {
@@ -76,6 +83,19 @@ class Conversation {
   // lists them; the next one is marked reset_before). Same settings, and the session's RNG stream
   // goes on, as the chat's /reset always did.
   void Reset();
+
+  // /undo: takes the last exchange out of the conversation (turns() no longer lists it) and out of
+  // the context. The next Send re-prefills the turns before it (the prefix cache gives all but
+  // about a block of them) and samples from the RNG stream where the removed reply began, so the
+  // conversation goes on exactly as if it had never been - a transcript of turns() replays.
+  // Returns the removed turn. Throws wc::Error if a reply runs or there is no exchange since the
+  // last Reset.
+  ConversationTurn Undo();
+  // /retry: Undo, then Send of the same user message. `same_seed`: from the same stream position
+  // (the same reply unless the settings changed since); else from a new stream, seeded with the
+  // next draw of the stream after the old reply - the turn records that seed (settings().seed from
+  // then on), so a transcript replays it. Throws as Undo and Send (nothing changes then).
+  RequestId Retry(bool same_seed, std::shared_ptr<RequestObserver> observer);
 
   const ConversationSettings& settings() const { return settings_; }
   // Applies from the next Send. A new seed starts a new RNG stream then (the conversation so far
@@ -116,7 +136,11 @@ class Conversation {
   bool busy_ = false;
   bool reset_next_ = false;    // /reset since the last Send
   bool reseed_next_ = false;   // a new seed since the last Send
-  bool rebuild_next_ = false;  // a reply failed: re-prefill the kept turns into a fresh start
+  bool rebuild_next_ = false;  // a reply failed or was undone: re-prefill the kept turns afresh
+  // Undo: the stream position the next Send samples from, unless a new seed starts a new stream.
+  std::optional<Rng::State> rng_next_;
+  // Undo's work, under mu_.
+  ConversationTurn UndoLocked();
 };
 
 }  // namespace wc

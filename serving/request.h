@@ -76,6 +76,9 @@ struct Request {
   // the request; at most one request per session runs at a time.
   SessionId session = 0;
   bool reset_session = false;  // forget the session's tokens first (its RNG stream goes on)
+  // Sessions: set the session's RNG stream to this position before this request samples (a chat's
+  // /undo and /retry rewind the stream to where an earlier reply began); unset: it goes on.
+  std::optional<Rng::State> session_rng;
   std::shared_ptr<RequestObserver> observer;  // required
 };
 
@@ -108,7 +111,10 @@ struct RequestResult {
   // Of those, the tokens whose K/V came from the prefix cache instead of being computed (whole
   // blocks; 0 with the cache off).
   int cached_tokens = 0;
-  int user_row = -1;    // the row it ran in (-1 if never admitted)
+  int user_row = -1;  // the row it ran in (-1 if never admitted)
+  // Sessions, once admitted: the session's RNG stream position before this request sampled and
+  // after it ended (equal for beam and greedy requests, which draw nothing).
+  Rng::State rng_before{}, rng_after{};
   int session_pos = 0;  // sessions: tokens the session holds now (KV plus any not yet fed)
   // Steady-clock seconds since the loop started: submitted, admitted to a row, first token
   // sampled, finished (admitted/first_token are 0 when that never happened).

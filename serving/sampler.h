@@ -25,6 +25,10 @@ class Sampler {
   // logits: [vocab] f32. Returns a token id in [0, vocab). Ties are broken toward the lower id;
   // NaN logits are never chosen (throws wc::Error if every logit is NaN).
   int Sample(const float* logits, int vocab);
+  // The RNG stream's position (one draw per token sampled at a temperature above 0; none when
+  // greedy), and setting it back.
+  Rng::State rng_state() const { return rng_.state(); }
+  void set_rng_state(const Rng::State& state) { rng_.set_state(state); }
 
  private:
   SamplingParams params_;

@@ -159,6 +159,8 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     else if (!run->beam)
       session->sampler->set_params(run->req.sampling);
     run->sampler = session->sampler.get();
+    if (run->req.session_rng) session->sampler->set_rng_state(*run->req.session_rng);
+    run->result.rng_before = session->sampler->rng_state();
     session->pending.clear();
     session->busy = true;
     session->row = row;
@@ -343,6 +345,7 @@ void ServingLoop::Finish(int row, StopReason reason, std::string error) {
   result.t_finish = Now();
   if (slot.session != 0) {
     Session& session = sessions_[slot.session];
+    result.rng_after = session.sampler->rng_state();
     if (run->beam && run->beam->prefilled) {
       // The conversation goes on with the best hypothesis, fed with the next turn (without the
       // EOS or stop token that ended it, as a sampled reply).

@@ -1,0 +1,216 @@
+// A Conversation's /undo and /retry (serving/conversation.h): an undone exchange leaves the
+// conversation - context and RNG stream - exactly as if it had never been, so its turns() replay
+// token for token; /retry same gives the same reply, /retry a new one from the stream's next seed,
+// recorded in the turn; nothing to undo is a one-line error that changes nothing; and with the
+// prefix cache a retried reply re-prefills at most one KV block of the conversation.
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "serving/conversation.h"
+#include "tests/serving/serving_loop_util.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+const test::DefaultModel& M() {
+  return test::LoadDefaultModel();
+}
+
+ChatFormat Format() {
+  return M().chat_format.value_or(ChatFormat{});
+}
+
+std::unique_ptr<ServingLoop> Loop() {
+  return std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), Format(), test::Rows(2));
+}
+
+ConversationSettings Sampled(uint64_t seed, int max_new = 12) {
+  ConversationSettings s;
+  s.sampling.temperature = 0.9f;
+  s.sampling.top_k = 40;
+  s.seed = seed;
+  s.max_new_tokens = max_new;
+  return s;
+}
+
+// Waits for the reply started with `observer`; returns its result.
+RequestResult Wait(WaitingObserver& observer) {
+  const RequestResult* r = observer.WaitFor(std::chrono::milliseconds(120000));
+  EXPECT_NE(r, nullptr) << "the reply never ended";
+  if (r == nullptr) return {};
+  EXPECT_NE(r->reason, StopReason::kError) << r->error;
+  return *r;
+}
+
+RequestResult Say(Conversation& c, const std::string& text) {
+  auto observer = std::make_shared<WaitingObserver>();
+  c.Send(text, observer);
+  return Wait(*observer);
+}
+
+RequestResult Retry(Conversation& c, bool same_seed) {
+  auto observer = std::make_shared<WaitingObserver>();
+  c.Retry(same_seed, observer);
+  return Wait(*observer);
+}
+
+// `turns` run again in a fresh conversation as a transcript replays them (a reset, the settings
+// each ran with, its message); returns the new turns.
+std::vector<ConversationTurn> Replay(const std::vector<ConversationTurn>& turns,
+                                     const ConversationSettings& initial) {
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), initial);
+  for (const ConversationTurn& t : turns) {
+    if (t.reset_before) c.Reset();
+    if (!(t.settings == c.settings())) c.set_settings(t.settings);
+    Say(c, t.user);
+  }
+  return c.turns();
+}
+
+void ExpectReplays(const std::vector<ConversationTurn>& turns,
+                   const ConversationSettings& initial) {
+  const std::vector<ConversationTurn> again = Replay(turns, initial);
+  ASSERT_EQ(again.size(), turns.size());
+  for (size_t i = 0; i < turns.size(); ++i) {
+    EXPECT_EQ(again[i].reply_ids, turns[i].reply_ids) << "turn " << i;
+    EXPECT_EQ(again[i].settings.seed, turns[i].settings.seed) << "turn " << i;
+  }
+}
+
+const std::vector<std::string> kQuestions = {"What is a falcon?", "Define harbor.",
+                                             "What does it mean to sail?", "What is patience?",
+                                             "Tell me a saying."};
+
+TEST(ConversationUndo, AnUndoneExchangeIsAsIfItHadNeverBeen) {
+  const ConversationSettings s = Sampled(7);
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Say(c, kQuestions[0]);
+  Say(c, kQuestions[1]);
+  const RequestResult undone = Say(c, kQuestions[2]);
+  const ConversationTurn t = c.Undo();
+  EXPECT_EQ(t.user, kQuestions[2]);
+  EXPECT_EQ(t.reply_ids, undone.tokens);
+  ASSERT_EQ(c.turns().size(), 2u);
+  Say(c, kQuestions[3]);
+  ExpectReplays(c.turns(), s);
+  // The same question again after an undo gets the undone reply back (the stream went back).
+  c.Undo();
+  EXPECT_EQ(Say(c, kQuestions[2]).tokens, undone.tokens);
+}
+
+TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) {
+  const ConversationSettings s = Sampled(11);
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Say(c, kQuestions[0]);
+  const RequestResult first = Say(c, kQuestions[1]);
+  const RequestResult same = Retry(c, /*same_seed=*/true);
+  EXPECT_EQ(same.tokens, first.tokens);
+  EXPECT_EQ(c.turns().size(), 2u);
+  EXPECT_EQ(c.settings().seed, 11u);
+  const RequestResult next = Retry(c, /*same_seed=*/false);
+  EXPECT_NE(next.tokens, first.tokens);  // another stream (12 sampled tokens at T 0.9)
+  ASSERT_EQ(c.turns().size(), 2u);
+  EXPECT_EQ(c.turns().back().user, kQuestions[1]);
+  EXPECT_EQ(c.turns().back().reply_ids, next.tokens);
+  const uint64_t seed = c.turns().back().settings.seed;
+  EXPECT_NE(seed, 11u);  // recorded in the turn, and the conversation's from now on
+  EXPECT_EQ(c.settings().seed, seed);
+  // A second /retry draws again from the new stream: yet another seed.
+  Retry(c, false);
+  EXPECT_NE(c.settings().seed, seed);
+  Say(c, kQuestions[2]);
+  ExpectReplays(c.turns(), s);
+}
+
+TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
+  const ConversationSettings s = Sampled(3);
+  // The seed changed for the undone turn, then set back: the next turn continues seed 3's stream.
+  {
+    auto loop = Loop();
+    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+    Say(c, kQuestions[0]);
+    c.set_settings(Sampled(9));
+    Say(c, kQuestions[1]);
+    c.Undo();
+    c.set_settings(s);
+    Say(c, kQuestions[2]);
+    ExpectReplays(c.turns(), s);
+    const std::vector<ConversationTurn> plain = Replay({c.turns()[0], c.turns()[1]}, s);
+    EXPECT_EQ(plain[1].reply_ids, c.turns()[1].reply_ids);
+  }
+  // Kept at the new seed: the next turn starts that stream afresh.
+  {
+    auto loop = Loop();
+    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+    Say(c, kQuestions[0]);
+    c.set_settings(Sampled(9));
+    Say(c, kQuestions[1]);
+    c.Undo();
+    Say(c, kQuestions[2]);
+    EXPECT_EQ(c.turns().back().settings.seed, 9u);
+    ExpectReplays(c.turns(), s);
+  }
+  // Undone across a /reset: the reset is pending again.
+  {
+    auto loop = Loop();
+    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+    Say(c, kQuestions[0]);
+    c.Reset();
+    Say(c, kQuestions[1]);
+    c.Undo();
+    Say(c, kQuestions[3]);
+    EXPECT_TRUE(c.turns().back().reset_before);
+    ExpectReplays(c.turns(), s);
+  }
+}
+
+TEST(ConversationUndo, NothingToUndoChangesNothing) {
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), Sampled(5));
+  EXPECT_THROW(c.Undo(), Error);
+  EXPECT_THROW(c.Retry(false, std::make_shared<WaitingObserver>()), Error);
+  EXPECT_EQ(c.settings().seed, 5u);
+  Say(c, kQuestions[0]);
+  c.Reset();
+  try {
+    c.Undo();
+    ADD_FAILURE() << "an undo after /reset";
+  } catch (const Error& e) {
+    EXPECT_STREQ(e.what(), "nothing to undo in this conversation");
+  }
+  EXPECT_THROW(c.Retry(true, std::make_shared<WaitingObserver>()), Error);
+  EXPECT_EQ(c.turns().size(), 1u);
+  EXPECT_EQ(c.settings().seed, 5u);
+}
+
+// With the prefix cache (on by default, blocks of 64), a retried reply re-prefills the
+// conversation's last partial block at most: 20 turns, each retried once.
+TEST(ConversationUndo, ARetryReprefillsAtMostOneBlockPerTurn) {
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), Sampled(21, /*max_new=*/6));
+  int64_t reprefilled = 0;
+  for (int turn = 0; turn < 20; ++turn) {
+    Say(c, kQuestions[turn % kQuestions.size()]);
+    const RequestResult r = Retry(c, /*same_seed=*/false);
+    const int computed = r.prompt_tokens - r.cached_tokens;
+    EXPECT_LE(computed, kServingBlockSize) << "turn " << turn;
+    EXPECT_EQ(r.cached_tokens % kServingBlockSize, 0) << "turn " << turn;
+    reprefilled += computed;
+  }
+  EXPECT_EQ(c.turns().size(), 20u);
+  EXPECT_EQ(c.turns().front().dropped_before + c.turns().back().dropped_before, 0)
+      << "the conversation must fit the context for this measure";
+  std::printf("20 turns each retried: %lld prompt tokens computed again in all (%.1f a retry)\n",
+              static_cast<long long>(reprefilled), reprefilled / 20.0);
+}
+
+}  // namespace
+}  // namespace wc
