@@ -23,6 +23,8 @@ const CommandSpec kCommands[] = {
     {"/stats", ChatCommand::Kind::kStats}, {"/mesh", ChatCommand::Kind::kMesh},
     {"/save", ChatCommand::Kind::kSave},   {"/load", ChatCommand::Kind::kLoad},
     {"/quit", ChatCommand::Kind::kQuit},   {"/bye", ChatCommand::Kind::kQuit},
+    {"/retry", ChatCommand::Kind::kRetry}, {"/undo", ChatCommand::Kind::kUndo},
+    {"/edit", ChatCommand::Kind::kEdit},
 };
 
 const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens"};
@@ -113,6 +115,13 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
         c.value = w;
         return c;
       }
+      case ChatCommand::Kind::kRetry:
+        if (words.size() == 1) return c;
+        if (words.size() == 2 && words[1] == "same") {
+          c.value = 1;
+          return c;
+        }
+        return Hint("/retry takes nothing, or 'same' (the same seed as the reply it replaces)");
       case ChatCommand::Kind::kSave:
       case ChatCommand::Kind::kLoad: {
         // The file name is the rest of the line (it may contain spaces).
@@ -167,6 +176,10 @@ const char* ChatHelpText() {
          "/save FILE            write the conversation as a transcript (wormchat transcript "
          "replay)\n"
          "/load FILE            replay a transcript's user turns into this conversation\n"
+         "/retry                a new reply to the last message (the stream's next seed)\n"
+         "/retry same           the last reply again from the same seed (after a /set)\n"
+         "/undo                 remove the last exchange (the seed stream goes back)\n"
+         "/edit                 remove the last exchange and put its message back to change\n"
          "/quit, /bye           leave (Ctrl-D on an empty line too)\n"
          "\"\"\"                   on a line of its own: start or end a multi-line message\n"
          "//text                send a message that starts with /\n";

@@ -35,20 +35,21 @@ void OnInterrupt(int) {
 
 // One line of input after `prompt` (shown on a terminal only): from the terminal through
 // ReadTtyLine (no length limit, unlike the kernel's canonical mode), else from std::cin.
-bool ReadLine(const char* prompt, bool tty, std::string& line) {
-  if (tty) return ReadTtyLine(STDIN_FILENO, prompt, line);
+bool ReadLine(const char* prompt, bool tty, std::string& line, const std::string& initial = {}) {
+  if (tty) return ReadTtyLine(STDIN_FILENO, prompt, line, initial);
   return static_cast<bool>(std::getline(std::cin, line));
 }
 
 // Reads the next message or command: a line, or the lines between two `"""` lines (joined with
-// '\n'). False at the end of input (an unclosed block is sent as it is).
-bool ReadInput(std::string& out, bool prompt) {
+// '\n'); a terminal's line starts as `initial` (/edit's message). False at the end of input (an
+// unclosed block is sent as it is).
+bool ReadInput(std::string& out, bool prompt, const std::string& initial) {
   out.clear();
   std::string line;
   const bool tty = isatty(STDIN_FILENO);
   if (prompt) std::printf("\n");
   std::fflush(stdout);
-  if (!ReadLine(prompt ? "> " : "", tty, line)) return false;
+  if (!ReadLine(prompt ? "> " : "", tty, line, initial)) return false;
   if (line != "\"\"\"") {
     out = line;
     return true;
@@ -90,6 +91,8 @@ void RunPlainChat(ChatSession& session, bool banner) {
   StdoutSink sink;
   std::string input;
   std::vector<std::string> queued;  // /load's user turns, sent one after another
+  const bool tty = isatty(STDIN_FILENO);
+  std::string edit;  // /edit's message, the next input line's start (on a terminal)
   while (true) {
     std::string message;
     ChatCommand cmd;
@@ -98,7 +101,8 @@ void RunPlainChat(ChatSession& session, bool banner) {
       queued.erase(queued.begin());
       std::printf("> %s\n", message.c_str());
     } else {
-      if (!ReadInput(input, banner)) break;
+      if (!ReadInput(input, banner, tty ? edit : std::string())) break;
+      edit.clear();
       cmd = ParseChatCommand(input, &message);
     }
     switch (cmd.kind) {
@@ -124,12 +128,31 @@ void RunPlainChat(ChatSession& session, bool banner) {
       case ChatCommand::Kind::kLoad:
         Say(session.Load(cmd.path, queued));
         break;
+      case ChatCommand::Kind::kRetry:
+        break;
+      case ChatCommand::Kind::kUndo:
+      case ChatCommand::Kind::kEdit: {
+        // Line mode cannot take printed lines back: it says what left the conversation.
+        std::string undone;
+        const std::string why = session.Undo(&undone);
+        if (!why.empty()) {
+          Say(why);
+        } else if (cmd.kind == ChatCommand::Kind::kUndo) {
+          Say("(the last exchange is undone)");
+        } else {
+          edit = undone;
+          Say(tty ? "(the last exchange is undone: change the message and press Enter)"
+                  : Cat("(the last exchange is undone; its message was: ", undone, ")"));
+        }
+        continue;
+      }
       default:
         Say(session.Apply(cmd));
         continue;
     }
     if (cmd.kind == ChatCommand::Kind::kLoad) continue;  // the queue sends them
-    if (message.find_first_not_of(" \t\r\n") == std::string::npos) continue;
+    const bool retry = cmd.kind == ChatCommand::Kind::kRetry;
+    if (!retry && message.find_first_not_of(" \t\r\n") == std::string::npos) continue;
     std::mutex mu;
     std::condition_variable cv;
     bool done = false;
@@ -138,14 +161,17 @@ void RunPlainChat(ChatSession& session, bool banner) {
     g_generating.store(true);
     try {
       if (banner) std::printf("\n");
-      session.Send(
-          message, [&sink](std::string_view text) { sink.Write(text); },
-          [&](const RequestResult& r) {
-            std::lock_guard<std::mutex> lock(mu);
-            result = r;
-            done = true;
-            cv.notify_all();
-          });
+      auto on_text = [&sink](std::string_view text) { sink.Write(text); };
+      auto on_done = [&](const RequestResult& r) {
+        std::lock_guard<std::mutex> lock(mu);
+        result = r;
+        done = true;
+        cv.notify_all();
+      };
+      if (retry)
+        session.Retry(cmd.value == 1, on_text, on_done);
+      else
+        session.Send(message, on_text, on_done);
     } catch (const Error& e) {
       g_generating.store(false);
       Say(e.what());

@@ -115,6 +115,32 @@ ChatSession::~ChatSession() {
 
 void ChatSession::Send(const std::string& message, std::function<void(std::string_view)> on_text,
                        std::function<void(const RequestResult&)> on_done) {
+  Start([&](std::shared_ptr<RequestObserver> o) { return conversation_->Send(message, o); },
+        std::move(on_text), std::move(on_done));
+}
+
+void ChatSession::Retry(bool same_seed, std::function<void(std::string_view)> on_text,
+                        std::function<void(const RequestResult&)> on_done) {
+  Start([&](std::shared_ptr<RequestObserver> o) { return conversation_->Retry(same_seed, o); },
+        std::move(on_text), std::move(on_done));
+}
+
+std::string ChatSession::Undo(std::string* message) {
+  if (busy()) return "a reply is running: Ctrl-C cancels it first";
+  try {
+    const ConversationTurn t = conversation_->Undo();
+    if (message != nullptr) *message = t.user;
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.ctx_tokens = conversation_->session_pos();
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+void ChatSession::Start(const std::function<RequestId(std::shared_ptr<RequestObserver>)>& submit,
+                        std::function<void(std::string_view)> on_text,
+                        std::function<void(const RequestResult&)> on_done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.state = ChatFigures::State::kPrefill;
@@ -129,8 +155,8 @@ void ChatSession::Send(const std::string& message, std::function<void(std::strin
     mesh_us_at_start_ = meter_.totals().emulated_us;
   }
   try {
-    running_ = conversation_->Send(
-        message, std::make_shared<ReplyObserver>(*this, std::move(on_text), std::move(on_done)));
+    running_ =
+        submit(std::make_shared<ReplyObserver>(*this, std::move(on_text), std::move(on_done)));
   } catch (...) {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.state = ChatFigures::State::kIdle;

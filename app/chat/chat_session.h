@@ -66,6 +66,15 @@ class ChatSession {
   // on_text gets the reply's text as it streams; on_done once at the end (cancelled included).
   void Send(const std::string& message, std::function<void(std::string_view)> on_text,
             std::function<void(const RequestResult&)> on_done);
+  // /retry: a new reply to the last message in place of the last one (Conversation::Retry:
+  // `same_seed` from the same stream position, else the stream's next seed). Throws as Send, and
+  // wc::Error when there is nothing to retry.
+  void Retry(bool same_seed, std::function<void(std::string_view)> on_text,
+             std::function<void(const RequestResult&)> on_done);
+  // /undo and /edit: takes the last exchange out of the conversation (Conversation::Undo) and
+  // puts its message in `message` (if not null). Returns "" when done, else the line to show
+  // (nothing to undo, a reply running).
+  std::string Undo(std::string* message);
   bool busy() const { return conversation_->busy(); }
   // Cancels the running reply (it ends with StopReason::kCancelled).
   void Cancel();
@@ -92,6 +101,10 @@ class ChatSession {
 
  private:
   class ReplyObserver;
+  // Send and Retry: resets the reply's figures, then `submit` starts it with the observer.
+  void Start(const std::function<RequestId(std::shared_ptr<RequestObserver>)>& submit,
+             std::function<void(std::string_view)> on_text,
+             std::function<void(const RequestResult&)> on_done);
 
   const LoadedModel& m_;
   ModelRunOptions run_;

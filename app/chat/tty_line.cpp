@@ -223,7 +223,7 @@ void RestoreTtyFromSignal() {
   if (fd >= 0) tcsetattr(fd, TCSANOW, &g_saved);
 }
 
-bool ReadTtyLine(int fd, const std::string& prompt, std::string& line) {
+bool ReadTtyLine(int fd, const std::string& prompt, std::string& line, const std::string& initial) {
   struct termios old;
   if (tcgetattr(fd, &old) != 0) throw Error("chat: standard input is not a terminal");
   std::fflush(stdout);
@@ -255,6 +255,12 @@ bool ReadTtyLine(int fd, const std::string& prompt, std::string& line) {
   TtyLine editor(prompt, columns, rows);
   WriteAll(out_fd, prompt);
   TtyLine::Event event = TtyLine::Event::kMore;
+  {
+    std::string echo;  // the initial text, as typed (its newlines and controls are not Enter)
+    for (unsigned char byte : initial)
+      if (byte >= 0x20 || byte == '\t') editor.Feed(byte, echo);
+    WriteAll(out_fd, echo);
+  }
   std::string& unread = Unread();
   while (event == TtyLine::Event::kMore) {
     if (unread.empty()) {

@@ -57,7 +57,9 @@ class TtyLine {
 // the call only; the terminal's settings are restored before returning, and by
 // RestoreTtyFromSignal if a signal ends the program meanwhile). Returns false at the end of input
 // (Ctrl-D on an empty line, or end of file). Throws wc::Error if `fd` is not a terminal.
-bool ReadTtyLine(int fd, const std::string& prompt, std::string& line);
+// `initial`: text the line starts with, as if typed (/edit's message), editable as the rest.
+bool ReadTtyLine(int fd, const std::string& prompt, std::string& line,
+                 const std::string& initial = {});
 
 // Async-signal-safe: puts back the terminal settings ReadTtyLine changed, if it is reading. For a
 // signal handler that ends the program (SIGINT at the prompt).

@@ -150,8 +150,9 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
       return Outcome::kFailed;
     }
   }
-  std::printf("%s: passed (%zu turns; %lld prompt tokens, %lld from the prefix cache)\n",
-              path.c_str(), t.turns.size(), static_cast<long long>(runner.prompt_tokens()),
+  std::printf("%s: passed (%zu turn%s; %lld prompt tokens, %lld from the prefix cache)\n",
+              path.c_str(), t.turns.size(), t.turns.size() == 1 ? "" : "s",
+              static_cast<long long>(runner.prompt_tokens()),
               static_cast<long long>(runner.cached_tokens()));
   return Outcome::kPassed;
 }

@@ -213,6 +213,46 @@ class ChatTui {
     }
   }
 
+  // Erases the last exchange from the screen: from its user message (kept if `keep_user`) to the
+  // end, notices after it included (none repeats what was removed).
+  void EraseFromLastUser(bool keep_user) {
+    for (int i = static_cast<int>(entries_.size()) - 1; i >= 0; --i) {
+      if (entries_[i].role != Entry::Role::kUser) continue;
+      entries_.erase(entries_.begin() + i + (keep_user ? 1 : 0), entries_.end());
+      break;
+    }
+    reply_ = -1;
+    scroll_ = 0;
+  }
+
+  // /retry: the new reply streams in place of the last one.
+  void Retry(bool same_seed) {
+    if (s_.busy()) {
+      Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
+      return;
+    }
+    try {
+      s_.Retry(
+          same_seed,
+          [this](std::string_view t) {
+            std::lock_guard<std::mutex> lock(mu_);
+            pending_.append(t);
+          },
+          [this](const RequestResult& r) {
+            std::lock_guard<std::mutex> lock(mu_);
+            result_ = r;
+            done_ = true;
+            done_cv_.notify_all();
+          });
+    } catch (const Error& e) {
+      Notice(e.what());
+      return;
+    }
+    EraseFromLastUser(/*keep_user=*/true);
+    Add(Entry::Role::kAssistant, "");
+    reply_ = static_cast<int>(entries_.size()) - 1;
+  }
+
   // ---- input
 
   void Submit() {
@@ -272,6 +312,37 @@ class ChatTui {
       case ChatCommand::Kind::kLoad:
         Notice(s_.Load(c.path, queued_));
         return;
+      case ChatCommand::Kind::kRetry:
+        Retry(c.value == 1);
+        return;
+      case ChatCommand::Kind::kUndo:
+      case ChatCommand::Kind::kEdit: {
+        std::string undone;
+        const std::string why = s_.Undo(&undone);
+        if (!why.empty()) {
+          Notice(why);
+          return;
+        }
+        EraseFromLastUser(/*keep_user=*/false);
+        if (c.kind == ChatCommand::Kind::kEdit) {
+          // Back in the input line to change; in the history too, so Up on an emptied line finds
+          // it again.
+          Remember(undone);
+          editor_.Clear();
+          if (undone.find('\n') != std::string::npos) {
+            block_ = true;
+            editor_.Insert("\"\"\"");
+            editor_.InsertNewline();
+          }
+          for (size_t at = 0; at <= undone.size();) {
+            const size_t nl = std::min(undone.find('\n', at), undone.size());
+            editor_.Insert(std::string_view(undone).substr(at, nl - at));
+            if (nl < undone.size()) editor_.InsertNewline();
+            at = nl + 1;
+          }
+        }
+        return;
+      }
       default:
         if (s_.busy()) {
           Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");

@@ -491,6 +491,113 @@ TEST(ChatPlain, APersistedPrefixCacheServesTheNextChatAndWarnsOfADamagedFile) {
   EXPECT_EQ(p3[0].reused, 0) << third.out;
 }
 
+// /retry, /retry same, /undo and /edit in line mode: /retry same repeats the reply, /retry gives
+// another, /undo and /edit take the exchange out, and the saved transcript - the conversation as
+// it stands - replays token for token.
+TEST(ChatPlain, RetryUndoAndEditLeaveATranscriptThatReplays) {
+  TempDir dir;
+  const std::string saved = dir.File("t.txt");
+  const std::string input =
+      std::string("What is a falcon?\nDefine harbor.\n/retry same\n/retry\n") +
+      "What is a river?\n/undo\n/edit\nWhat is patience?\n/undo\n/undo\n" +
+      "/undo\n/retry\nTell me a saying.\n/save " + saved + "\n/quit\n";
+  const RunResult r = RunWormchat(
+      {"chat", "--plain", "--seed", "3", "--threads", "1", "-n", "10", "--temperature", "0.9"},
+      input);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> out = Lines(r.out);
+  ASSERT_GE(out.size(), 12u) << r.out;
+  EXPECT_EQ(out[2], out[1]) << "/retry same repeats the reply:\n" << r.out;
+  EXPECT_NE(out[3], out[1]) << "/retry draws another:\n" << r.out;
+  EXPECT_EQ(out[5], "(the last exchange is undone)") << r.out;
+  EXPECT_EQ(out[6], "(the last exchange is undone; its message was: Define harbor.)") << r.out;
+  EXPECT_EQ(out[8], "(the last exchange is undone)") << r.out;
+  EXPECT_EQ(out[9], "(the last exchange is undone)") << r.out;
+  EXPECT_EQ(out[10], "nothing to undo in this conversation") << r.out;
+  EXPECT_EQ(out[11], "nothing to undo in this conversation") << r.out;  // /retry of nothing
+  EXPECT_NE(r.out.find("(saved 1 turn to " + saved), std::string::npos) << r.out;
+  const RunResult replay = RunWormchat({"transcript", "replay", saved});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  EXPECT_NE(replay.out.find("passed (1 turn; "), std::string::npos) << replay.out;
+  // A retried reply's seed is the turn's: saved and replayed.
+  const RunResult r2 = RunWormchat(
+      {"chat", "--plain", "--seed", "3", "--threads", "1", "-n", "10", "--temperature", "0.9"},
+      "What is a falcon?\n/retry\nAnd a hawk?\n/save " + saved + "2\n/quit\n");
+  ASSERT_EQ(r2.exit_code, 0) << r2.err;
+  // The retried first turn ran on the stream's next seed: the header's settings say which.
+  const std::string text2 = ReadFile(saved + "2");
+  EXPECT_EQ(text2.find("\nseed: 3\n"), std::string::npos) << text2;
+  EXPECT_NE(text2.find("\nseed: "), std::string::npos) << text2;
+  const RunResult replay2 = RunWormchat({"transcript", "replay", saved + "2"});
+  EXPECT_EQ(replay2.exit_code, 0) << replay2.out << replay2.err;
+}
+
+// /undo erases the exchange from the screen, /edit puts its message back in the input line, /retry
+// streams the new reply in place of the old one (and the status bar shows the new seed).
+TEST(ChatTui, UndoErasesRetryReplacesAndEditRefillsTheInputLine) {
+  TmuxChat chat(80, 24, {"-n", "8", "--temperature", "0.9"});
+  chat.WaitForStart();
+  const std::regex idle(R"(idle \| [0-9.]+ tok/s \|.* \| seed [0-9]+)");
+  auto idle_with = [&](const std::string& screen, const std::function<bool()>& also) {
+    const std::vector<std::string> rows = Lines(screen);
+    return rows.size() > 22 && std::regex_match(rows[22], idle) && also();
+  };
+  // Rows above the status bar and input line.
+  auto body = [](const std::string& screen) {
+    std::vector<std::string> rows = Lines(screen);
+    if (rows.size() > 22) rows.resize(22);
+    std::string s;
+    for (const std::string& r : rows) s += r + "\n";
+    return s;
+  };
+  const std::string first = "What is a falcon?", second = "Define harbor.";
+  chat.Enter(first);
+  chat.WaitFor("the first reply", [&](const std::string& s) {
+    return idle_with(s, [&] { return !ReplyAfter(Lines(s), "> " + first).empty(); });
+  });
+  chat.Enter(second);
+  std::string screen = chat.WaitFor("the second reply", [&](const std::string& s) {
+    return idle_with(s, [&] { return !ReplyAfter(Lines(s), "> " + second).empty(); });
+  });
+  const std::string reply = ReplyAfter(Lines(screen), "> " + second);
+  // /retry: another reply under the same message, the message shown once.
+  chat.Enter("/retry");
+  screen = chat.WaitFor("the retried reply", [&](const std::string& s) {
+    return idle_with(s, [&] {
+      const std::string r = ReplyAfter(Lines(s), "> " + second);
+      return !r.empty() && r != reply;
+    });
+  });
+  const std::string shown = body(screen);
+  EXPECT_EQ(std::count(shown.begin(), shown.end(), '>'), 2) << screen;
+  EXPECT_FALSE(std::regex_search(Lines(screen)[22], std::regex(R"(\| seed 7$)")))
+      << "the retried reply's seed is the conversation's now: " << Lines(screen)[22];
+  // /undo: the exchange leaves the screen; the first stays.
+  chat.Enter("/undo");
+  screen = chat.WaitFor("the exchange erased",
+                        [&](const std::string& s) { return !Contains(body(s), second); });
+  EXPECT_TRUE(Contains(body(screen), "> " + first)) << screen;
+  EXPECT_FALSE(Contains(body(screen), "undone")) << "no notice repeats it:\n" << screen;
+  // /edit: the first message back in the input line, its exchange gone.
+  chat.Type("/edit");  // not Enter(): the input line is not left empty
+  chat.Keys({"Enter"});
+  chat.WaitForInput(first);
+  screen = chat.Screen();
+  EXPECT_FALSE(Contains(body(screen), first)) << screen;
+  // Cleared, Up brings it back from the history.
+  chat.Keys({"C-u"});
+  chat.WaitForInput("");
+  chat.Keys({"Up"});
+  chat.WaitForInput(first);
+  chat.Keys({"Enter"});
+  chat.WaitFor("the edited message's reply", [&](const std::string& s) {
+    return idle_with(s, [&] { return !ReplyAfter(Lines(s), "> " + first).empty(); });
+  });
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+}
+
 TEST(ChatTui, TheStatusBarShowsThePromptTokensAReplyReused) {
   TmuxChat chat(80, 24, {"-n", "8", "--kv-block-size", "8"});
   chat.WaitForStart();
@@ -688,7 +795,7 @@ TEST(ChatTui, SidePanelAt120ColumnsF2TogglesItAndResizeRedraws) {
 TEST(ChatTui, PageUpScrollsBackPageDownReturns) {
   TmuxChat chat(80, 24);
   chat.WaitForStart();
-  for (int i = 0; i < 3; ++i) chat.Enter("/help");  // 36 rows of scrollback, 21 on the screen
+  for (int i = 0; i < 2; ++i) chat.Enter("/help");  // ~36 rows of scrollback, 21 on the screen
   std::string screen = chat.WaitForText("//text");
   EXPECT_FALSE(Contains(screen, "F2 shows the mesh.")) << "the greeting scrolled off:\n" << screen;
   chat.Keys({"PPage"});
