@@ -63,15 +63,26 @@ class ScoringObserver : public WaitingObserver {
 // kv_bytes_per_token: one token's K and V, every layer; block_size: paged blocks (0: contiguous).
 void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const AttentionTotals& at,
                 const RequestResult& res, int64_t kv_bytes_per_token, int block_size) {
-  const double prefill_s = res.t_first_token > 0 ? res.t_first_token - res.t_admit : 0;
-  const double decode_s = res.t_finish - (res.t_first_token > 0 ? res.t_first_token : res.t_admit);
+  // The prompt's time is the prefill's whatever -n is: up to the first token, or - with none
+  // generated (-n 0) - the whole request.
+  const bool sampled = res.t_first_token > 0;
+  const double prefill_s = (sampled ? res.t_first_token : res.t_finish) - res.t_admit;
+  const double decode_s = sampled ? res.t_finish - res.t_first_token : 0;
+  // A rate over no tokens, or over a time too short to measure, is not printed as a number.
+  auto rate = [](double tokens, double seconds) -> std::string {
+    if (tokens <= 0 || seconds < 1e-4) return "- tok/s";
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.1f tok/s", tokens / seconds);
+    return buf;
+  };
   std::fprintf(stderr,
-               "prompt %d tokens (%d from the prefix cache) in %.3f s (%.1f tok/s); generated "
-               "%zu tokens in %.3f s (%.1f tok/s); stop: %s; attention: %s, %lld ops, %.1f MB K/V "
-               "read, %.1f KB NoC, up to %lld cores, %.1f us emulated on the mesh\n",
+               "prompt %d tokens (%d from the prefix cache) in %.3f s (%s); generated %zu tokens "
+               "in %.3f s (%s); stop: %s; attention: %s, %lld ops, %.1f MB K/V read, %.1f KB "
+               "NoC, up to %lld cores, %.1f us emulated on the mesh\n",
                res.prompt_tokens, res.cached_tokens, prefill_s,
-               res.prompt_tokens / std::max(prefill_s, 1e-9), res.tokens.size(), decode_s,
-               res.tokens.size() / std::max(decode_s, 1e-9), StopReasonName(res.reason),
+               rate(res.prompt_tokens - res.cached_tokens, prefill_s).c_str(), res.tokens.size(),
+               decode_s, rate(static_cast<double>(res.tokens.size()), decode_s).c_str(),
+               StopReasonName(res.reason),
                m.model->options().attention == AttentionImpl::kFlashDecode
                    ? ("FlashDecode on " + m.model->options().mesh).c_str()
                    : "reference",

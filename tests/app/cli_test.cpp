@@ -1,6 +1,8 @@
 // End-to-end tests of the real `wormchat` binary: init, generate, chat, logits, tokenize, info.
 #include <cmath>
 #include <cstring>
+#include <regex>
+#include <string>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -62,6 +64,32 @@ TEST_F(CliTest, GenerateIsDeterministicForASeedOnAnyThreadCount) {
   EXPECT_EQ(a, gen("1", "2"));
   EXPECT_EQ(a, gen("1", "4"));
   EXPECT_NE(a, gen("2", "2"));
+}
+
+// --stats: the prompt's time is its prefill's whatever -n is, and a rate over no tokens (or an
+// unmeasurably short time) prints as "-", never as a huge number.
+TEST_F(CliTest, GenerateStatsTimeThePrefillEvenWithNothingGenerated) {
+  const std::regex line(
+      R"(prompt [0-9]+ tokens \(0 from the prefix cache\) in ([0-9.]+) s \((- tok/s|[0-9.]+ tok/s)\); )"
+      R"(generated ([0-9]+) tokens in ([0-9.]+) s \((- tok/s|[0-9.]+ tok/s)\); )");
+  for (const char* n : {"0", "4"}) {
+    SCOPED_TRACE(std::string("-n ") + n);
+    const auto r = RunWormchat({"generate", "--model", Model(), "--prompt", "The harbor at dawn",
+                                "-n", n, "--stats", "--prefix-cache", "off"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(r.err, m, line)) << r.err;
+    const double prefill_s = std::stod(m[1]);
+    EXPECT_GT(prefill_s, 0) << r.err;  // the prefill took time, -n 0 included
+    if (m[2] != "- tok/s") EXPECT_LT(std::stod(m[2]), 1e7) << r.err;
+    EXPECT_EQ(m[3], n);
+    if (std::string(n) == "0") {
+      EXPECT_EQ(m[4], "0.000");
+      EXPECT_EQ(m[5], "- tok/s");
+    } else {
+      EXPECT_NE(m[5], "- tok/s") << r.err;
+    }
+  }
 }
 
 TEST_F(CliTest, LogitsWritesEveryPositionOfTheRealVocabulary) {
