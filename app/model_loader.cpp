@@ -2,9 +2,12 @@
 
 #include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <xxhash.h>
 
 #include "app/bench/bounds.h"
 #include "app/progress.h"
@@ -143,6 +146,27 @@ ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m,
   }
   return so;
 }
+
+namespace {
+
+// XXH3-64 of this process's executable (/proc/self/exe) as 16 hex digits, computed once: tells one
+// build from another (files a build writes that another must not trust); "unknown" if unreadable.
+std::string ExecutableDigest() {
+  static const std::string digest = [] {
+    try {
+      const MappedFile exe("/proc/self/exe");
+      char buf[17];
+      std::snprintf(buf, sizeof buf, "%016llx",
+                    static_cast<unsigned long long>(XXH3_64bits(exe.data(), exe.size())));
+      return std::string(buf);
+    } catch (const Error&) {
+      return std::string("unknown");
+    }
+  }();
+  return digest;
+}
+
+}  // namespace
 
 std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m) {
   // Everything that decides the K/V bytes a prompt's tokens give, beside the KV layout (the loop

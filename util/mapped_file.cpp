@@ -7,12 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <sstream>
-
-#include <xxhash.h>
 
 #include "util/error.h"
 
@@ -115,21 +112,6 @@ bool DirExists(const std::string& path) {
 std::string JoinPath(const std::string& dir, const std::string& name) {
   if (dir.empty() || dir.back() == '/') return dir + name;
   return dir + "/" + name;
-}
-
-std::string ExecutableDigest() {
-  static const std::string digest = [] {
-    try {
-      const MappedFile exe("/proc/self/exe");
-      char buf[17];
-      std::snprintf(buf, sizeof buf, "%016llx",
-                    static_cast<unsigned long long>(XXH3_64bits(exe.data(), exe.size())));
-      return std::string(buf);
-    } catch (const Error&) {
-      return std::string("unknown");
-    }
-  }();
-  return digest;
 }
 
 }  // namespace wc

@@ -49,9 +49,4 @@ std::string FileProblem(const std::string& path);
 bool DirExists(const std::string& path);
 std::string JoinPath(const std::string& dir, const std::string& name);
 
-// XXH3-64 of this process's executable (/proc/self/exe) as 16 hex digits, computed once: tells
-// one build from another (files a build writes that another must not trust). "unknown" if it
-// cannot be read.
-std::string ExecutableDigest();
-
 }  // namespace wc
