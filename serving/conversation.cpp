@@ -291,4 +291,94 @@ RequestId Conversation::Retry(bool same_seed, std::shared_ptr<RequestObserver> o
   }
 }
 
+RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
+                                std::shared_ptr<RequestObserver> observer) {
+  WC_CHECK(observer != nullptr, "Restore needs an observer");
+  std::unique_lock<std::mutex> lock(mu_);
+  if (busy_ || !turns_.empty()) throw Error("only a conversation with no turns can be resumed");
+  if (turns.empty()) return 0;
+  // The stream: from the initial seed, a new one at each turn whose seed differs, one draw per
+  // token sampled at a temperature above 0 (beam turns draw none).
+  uint64_t seed = stream_seed_;
+  uint64_t draws = 0;
+  size_t first_kept = 0;
+  for (size_t i = 0; i < turns.size(); ++i) {
+    const ConversationTurn& t = turns[i];
+    if (!t.finished) throw Error(Cat("turn ", i + 1, " has no reply"));
+    Validate(t.settings);
+    if (t.settings.seed != seed) {
+      seed = t.settings.seed;
+      draws = 0;
+    }
+    if (!t.settings.beams && t.settings.sampling.temperature > 0) draws += t.reply_ids.size();
+    if (t.reset_before) first_kept = i;
+    first_kept += static_cast<size_t>(t.dropped_before);
+  }
+  Rng rng(seed);
+  for (uint64_t d = 0; d < draws; ++d) rng.Next();
+  turns_ = turns;
+  first_kept_ = std::min(first_kept, turns_.size());
+  settings_ = turns_.back().settings;
+  stream_seed_ = seed;
+  reset_next_ = reseed_next_ = rebuild_next_ = false;
+  rng_next_.reset();
+  // What a session holds after the last turn: the kept turns framed, each reply in full (its last
+  // token too, which the live session would feed with the next turn - the same K/V either way).
+  std::vector<int> ids = FrameFrom(first_kept_, "");
+  const std::vector<int> empty_turn = format_.EncodeUserTurn(tokenizer_, "");
+  ids.resize(ids.size() - empty_turn.size());
+  if (format_.eos_ends_turn && first_kept_ < turns_.size()) ids.pop_back();  // the next Send's
+  if (first_kept_ >= turns_.size() || ids.empty()) {
+    // Nothing in context (a reset after the last turn is not recorded; the turns after a reset
+    // are): the next Send starts the stream's session afresh.
+    session_pos_ = 0;
+    rng_next_ = rng.state();
+    return 0;
+  }
+  Request r;
+  r.prompt_ids = std::move(ids);
+  r.chat = true;
+  r.sampling = settings_.sampling;
+  r.seed = seed;
+  r.max_new_tokens = 0;  // the prompt only
+  r.beams.reset();
+  r.session = session_;
+  r.reset_session = true;
+  r.session_rng = rng.state();
+  // Recorded like a turn's end: the session's length, nothing else.
+  class Prefilled : public RequestObserver {
+   public:
+    Prefilled(Conversation& c, std::shared_ptr<RequestObserver> next)
+        : c_(c), next_(std::move(next)) {}
+    void OnPrefill(int fed, int total, int context) override {
+      next_->OnPrefill(fed, total, context);
+    }
+    void OnFinish(const RequestResult& result) override {
+      {
+        std::lock_guard<std::mutex> lock(c_.mu_);
+        if (result.reason == StopReason::kError || result.reason == StopReason::kCancelled) {
+          c_.rebuild_next_ = true;  // the next Send re-prefills
+          c_.rng_next_ = result.rng_before;
+        } else {
+          c_.session_pos_ = result.session_pos;
+        }
+        c_.busy_ = false;
+        c_.idle_.notify_all();
+      }
+      next_->OnFinish(result);
+    }
+
+   private:
+    Conversation& c_;
+    std::shared_ptr<RequestObserver> next_;
+  };
+  r.observer = std::make_shared<Prefilled>(*this, std::move(observer));
+  busy_ = true;
+  lock.unlock();
+  const RequestId id = loop_.Submit(std::move(r));
+  lock.lock();
+  if (busy_) running_ = id;
+  return id;
+}
+
 }  // namespace wc

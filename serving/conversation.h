@@ -97,6 +97,17 @@ class Conversation {
   // then on), so a transcript replays it. Throws as Undo and Send (nothing changes then).
   RequestId Retry(bool same_seed, std::shared_ptr<RequestObserver> observer);
 
+  // Resuming a saved conversation (a transcript's turns, replies as recorded): takes `turns` as
+  // this conversation's (it must have none yet) and re-prefills the ones in context - after the
+  // last reset, less those dropped - with a prompt-only request heard by `observer` (OnPrefill for
+  // progress; the prefix cache makes it take about one block). The RNG stream goes on where the
+  // turns left it (one draw per token sampled at a temperature above 0, from the seed the last
+  // stream began with), and the settings are the last turn's: the next Send replies exactly as
+  // the original conversation's next turn would have. Returns the request id (0 when nothing is in
+  // context). Throws wc::Error if turns exist already or a turn is unfinished.
+  RequestId Restore(const std::vector<ConversationTurn>& turns,
+                    std::shared_ptr<RequestObserver> observer);
+
   const ConversationSettings& settings() const { return settings_; }
   // Applies from the next Send. A new seed starts a new RNG stream then (the conversation so far
   // is re-prefilled into a fresh session). Throws wc::Error naming the setting if a value is bad.

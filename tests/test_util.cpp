@@ -55,6 +55,15 @@ pid_t SpawnWormchat(const std::vector<std::string>& args, const std::string& out
 
 pid_t SpawnProgram(std::vector<std::string> argv_s, const std::string& out_path,
                    const std::string& err_path, const std::string& in_path) {
+  // The chats a test's chat keeps go to a directory of this test process, never the user's
+  // (~/.local/share/wormchat/chats); a test that means a directory passes --chats-dir.
+  static const bool data_home = [] {
+    char tmpl[] = "/tmp/wormchat-test-data-XXXXXX";
+    const char* dir = mkdtemp(tmpl);
+    if (dir != nullptr) setenv("XDG_DATA_HOME", dir, 1);
+    return dir != nullptr;
+  }();
+  (void)data_home;
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);

@@ -18,13 +18,14 @@ struct CommandSpec {
 };
 
 const CommandSpec kCommands[] = {
-    {"/help", ChatCommand::Kind::kHelp},   {"/reset", ChatCommand::Kind::kReset},
-    {"/set", ChatCommand::Kind::kSet},     {"/beams", ChatCommand::Kind::kBeams},
-    {"/stats", ChatCommand::Kind::kStats}, {"/mesh", ChatCommand::Kind::kMesh},
-    {"/save", ChatCommand::Kind::kSave},   {"/load", ChatCommand::Kind::kLoad},
-    {"/quit", ChatCommand::Kind::kQuit},   {"/bye", ChatCommand::Kind::kQuit},
-    {"/retry", ChatCommand::Kind::kRetry}, {"/undo", ChatCommand::Kind::kUndo},
-    {"/edit", ChatCommand::Kind::kEdit},
+    {"/help", ChatCommand::Kind::kHelp},     {"/reset", ChatCommand::Kind::kReset},
+    {"/set", ChatCommand::Kind::kSet},       {"/beams", ChatCommand::Kind::kBeams},
+    {"/stats", ChatCommand::Kind::kStats},   {"/mesh", ChatCommand::Kind::kMesh},
+    {"/save", ChatCommand::Kind::kSave},     {"/load", ChatCommand::Kind::kLoad},
+    {"/quit", ChatCommand::Kind::kQuit},     {"/bye", ChatCommand::Kind::kQuit},
+    {"/retry", ChatCommand::Kind::kRetry},   {"/undo", ChatCommand::Kind::kUndo},
+    {"/edit", ChatCommand::Kind::kEdit},     {"/title", ChatCommand::Kind::kTitle},
+    {"/forget", ChatCommand::Kind::kForget}, {"/chats", ChatCommand::Kind::kChats},
 };
 
 const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens"};
@@ -123,11 +124,14 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
         }
         return Hint("/retry takes nothing, or 'same' (the same seed as the reply it replaces)");
       case ChatCommand::Kind::kSave:
+      case ChatCommand::Kind::kTitle:
       case ChatCommand::Kind::kLoad: {
         // The file name is the rest of the line (it may contain spaces).
         const size_t at = first + name.size();
         const size_t start = line.find_first_not_of(" \t", at);
-        if (start == std::string::npos) return Hint(Cat(name, " needs a file name"));
+        if (start == std::string::npos)
+          return Hint(Cat(name, spec.kind == ChatCommand::Kind::kTitle ? " needs a title"
+                                                                       : " needs a file name"));
         c.path = line.substr(start);
         while (!c.path.empty() && (c.path.back() == ' ' || c.path.back() == '\t'))
           c.path.pop_back();
@@ -159,7 +163,8 @@ std::vector<std::string> CompleteChatCommand(const std::string& prefix) {
     if (std::string(spec.name).rfind(prefix, 0) == 0) {
       const bool takes_args =
           spec.kind == ChatCommand::Kind::kSet || spec.kind == ChatCommand::Kind::kBeams ||
-          spec.kind == ChatCommand::Kind::kSave || spec.kind == ChatCommand::Kind::kLoad;
+          spec.kind == ChatCommand::Kind::kSave || spec.kind == ChatCommand::Kind::kLoad ||
+          spec.kind == ChatCommand::Kind::kTitle;
       out.push_back(std::string(spec.name) + (takes_args ? " " : ""));
     }
   return out;
@@ -180,6 +185,9 @@ const char* ChatHelpText() {
          "/retry same           the last reply again from the same seed (after a /set)\n"
          "/undo                 remove the last exchange (the seed stream goes back)\n"
          "/edit                 remove the last exchange and put its message back to change\n"
+         "/chats                the saved chats, newest first (wormchat chat --resume NAME)\n"
+         "/title TEXT           rename this chat (its file too)\n"
+         "/forget               delete this chat's file and save no more of it\n"
          "/quit, /bye           leave (Ctrl-D on an empty line too)\n"
          "\"\"\"                   on a line of its own: start or end a multi-line message\n"
          "//text                send a message that starts with /\n";

@@ -18,17 +18,20 @@ struct ChatCommand {
     kBeams,  // /beams W (0: sample)
     kStats,
     kMesh,
-    kSave,   // /save FILE
-    kLoad,   // /load FILE
-    kQuit,   // /quit, /bye
-    kRetry,  // /retry, /retry same: a new reply to the last message (value 1: the same seed)
-    kUndo,   // /undo: the last exchange removed
-    kEdit,   // /edit: the last exchange removed, its message back in the input line
+    kSave,    // /save FILE
+    kLoad,    // /load FILE
+    kQuit,    // /quit, /bye
+    kRetry,   // /retry, /retry same: a new reply to the last message (value 1: the same seed)
+    kUndo,    // /undo: the last exchange removed
+    kEdit,    // /edit: the last exchange removed, its message back in the input line
+    kTitle,   // /title TEXT (in `path`)
+    kForget,  // /forget: the chat's file deleted, no more saving
+    kChats,   // /chats: the saved chats
   };
   Kind kind = Kind::kNone;
   std::string name;  // kSet: the setting
   double value = 0;  // kSet: its value (checked for range); kBeams: W; kRetry: 1 for "same"
-  std::string path;  // kSave, kLoad
+  std::string path;  // kSave, kLoad; kTitle: the title
   std::string text;  // kHint
 };
 

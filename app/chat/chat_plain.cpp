@@ -88,6 +88,11 @@ void RunPlainChat(ChatSession& session, bool banner) {
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, nullptr);
+  // A resumed chat, shown as it was.
+  for (const ConversationTurn& t : session.conversation().turns()) {
+    if (t.reset_before) Say("(new conversation)");
+    std::printf("%s%s\n%s\n", banner ? "\n> " : "> ", t.user.c_str(), t.reply_text.c_str());
+  }
   StdoutSink sink;
   std::string input;
   std::vector<std::string> queued;  // /load's user turns, sent one after another
@@ -130,6 +135,15 @@ void RunPlainChat(ChatSession& session, bool banner) {
         break;
       case ChatCommand::Kind::kRetry:
         break;
+      case ChatCommand::Kind::kTitle:
+        Say(session.SetTitle(cmd.path));
+        continue;
+      case ChatCommand::Kind::kForget:
+        Say(session.Forget());
+        continue;
+      case ChatCommand::Kind::kChats:
+        std::printf("%s", session.ChatsText().c_str());
+        continue;
       case ChatCommand::Kind::kUndo:
       case ChatCommand::Kind::kEdit: {
         // Line mode cannot take printed lines back: it says what left the conversation.
@@ -191,6 +205,8 @@ void RunPlainChat(ChatSession& session, bool banner) {
     }
     std::printf(result.reason == StopReason::kCancelled ? " [cancelled]\n" : "\n");
     if (!notice.empty()) Say(Cat("(", notice, ")"));
+    const std::string unsaved = session.figures().save_warning;
+    if (!unsaved.empty()) Say(Cat("(", unsaved, ")"));
     std::fflush(stdout);
   }
 }

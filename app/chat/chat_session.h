@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <ctime>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -51,15 +52,24 @@ struct ChatFigures {
   double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
   double model_us_per_token =
       0;  // emulated whole-model decode step at its context (meshmodel/model_estimate.h)
-  uint64_t seed = 0;   // the conversation's settings, as figures() reads them
-  int beams = 0;       // 0: sampling
-  std::string notice;  // e.g. "dropped 2 oldest turns to fit the context"
+  uint64_t seed = 0;         // the conversation's settings, as figures() reads them
+  int beams = 0;             // 0: sampling
+  std::string notice;        // e.g. "dropped 2 oldest turns to fit the context"
+  std::string save_warning;  // "" or "not saved: why" (the chat file could not be written)
+};
+
+// Where the chat is kept (app/chat/chat_store.h).
+struct ChatKeep {
+  bool save = true;  // false: --no-save (and after /forget)
+  std::string dir;   // the chats directory ("" = DefaultChatsDir())
+  std::string file;  // --resume: the saved chat this one continues (and saves on in)
 };
 
 class ChatSession {
  public:
   // Starts the serving loop (rows for the widest beam search). `m` must outlive the session.
-  ChatSession(const LoadedModel& m, const ModelRunOptions& run, const ConversationSettings& s);
+  ChatSession(const LoadedModel& m, const ModelRunOptions& run, const ConversationSettings& s,
+              ChatKeep keep = {});
   ~ChatSession();
 
   // Sends `message` (throws wc::Error for an empty or over-long message, or while a reply runs).
@@ -93,6 +103,22 @@ class ChatSession {
   std::string Load(const std::string& path, std::vector<std::string>& queue) const;
   ChatFigures figures() const;
 
+  // --resume: restores keep.file's turns into the conversation and re-prefills them (blocking);
+  // `progress(fed, total)` hears the prefill. Returns the line to show (how many turns, tokens
+  // computed and taken from the prefix cache). Throws wc::Error for a file that cannot be read.
+  std::string Resume(const std::function<void(int fed, int total)>& progress);
+  // Writes the conversation as it stands to its chat file (the first save names it); a failure
+  // sets the status bar's "not saved: why". Called after every reply and /undo.
+  void Autosave();
+  // /title TEXT: the chat's title (and file name, once saved). Returns the line to show.
+  std::string SetTitle(const std::string& title);
+  // /forget: deletes this chat's file and saves no more of it. Returns the line to show.
+  std::string Forget();
+  // The chat's file ("" before its first save or with saving off).
+  std::string chat_file() const;
+  // /chats: the saved chats, newest first, a line each (name, title, model, turns, date).
+  std::string ChatsText() const;
+
   Conversation& conversation() { return *conversation_; }
   const LoadedModel& model() const { return m_; }
   const ModelRunOptions& run_options() const { return run_; }
@@ -112,6 +138,11 @@ class ChatSession {
   std::unique_ptr<ServingLoop> loop_;
   std::unique_ptr<Conversation> conversation_;
   RequestId running_ = 0;
+
+  ChatKeep keep_;
+  mutable std::mutex save_mu_;  // save_path_, title_, fingerprint_ (Autosave runs on either thread)
+  std::string save_path_, title_, fingerprint_;
+  std::time_t started_ = 0;
 
   mutable std::mutex mu_;  // the figures the loop's thread updates
   ChatFigures figures_;    // all but seed and beams, which figures() takes from the settings

@@ -3,16 +3,20 @@
 // stdout is not a terminal or with --plain.
 #include <unistd.h>
 
+#include <cstdio>
 #include <memory>
 #include <string>
 
 #include "app/chat/chat_plain.h"
 #include "app/chat/chat_session.h"
+#include "app/chat/chat_store.h"
 #include "app/commands/commands.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/rank_lifecycle.h"
+#include "app/transcript/run_header.h"
 #include "app/tui/chat_tui.h"
+#include "serving/transcript.h"
 #include "util/error.h"
 
 namespace wc {
@@ -23,10 +27,15 @@ struct ChatCmdOptions {
   int max_new_tokens = 256;
   SamplingParams sampling;
   uint64_t seed = 0;
-  bool seed_given = false;  // --seed; else one from the system's entropy
-  int beams = 0;            // --beams / `/beams W`: 0 samples, else beam search with W beams
-  std::string system;       // --system
-  bool plain = false;       // --plain
+  bool seed_given = false;   // --seed; else one from the system's entropy
+  int beams = 0;             // --beams / `/beams W`: 0 samples, else beam search with W beams
+  std::string system;        // --system
+  bool plain = false;        // --plain
+  bool no_save = false;      // --no-save
+  std::string chats_dir;     // --chats-dir ("" = DefaultChatsDir())
+  bool resume = false;       // --resume given
+  std::string resume_name;   // its NAME ("" = the most recent)
+  bool model_given = false;  // --model given (it overrides a resumed chat's)
 };
 
 void RunChat(const ChatCmdOptions& o) {
@@ -45,8 +54,42 @@ void RunChat(const ChatCmdOptions& o) {
     b.num_beams = o.beams;
     s.beams = b;
   }
-  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
-  ChatSession session(m, o.run, s);
+  ChatKeep keep;
+  keep.save = !o.no_save;
+  keep.dir = o.chats_dir;
+  ModelRunOptions run = o.run;
+  Transcript saved;
+  if (o.resume) {
+    // The saved chat's model and run options, unless --model says which model.
+    const std::string dir = o.chats_dir.empty() ? DefaultChatsDir() : o.chats_dir;
+    keep.file = FindChat(dir, o.resume_name);
+    saved = ReadTranscriptFile(keep.file);
+    run = RunOptionsFromTranscript(saved);
+    run.threads = o.run.threads;
+    run.prefix_cache = o.run.prefix_cache;
+    run.prefix_cache_dir = o.run.prefix_cache_dir;
+    run.prefix_cache_dir_max_mb = o.run.prefix_cache_dir_max_mb;
+    run.tensor_parallel = o.run.tensor_parallel;
+    if (o.model_given) run.model_dir = o.run.model_dir;
+    s = saved.settings;
+  }
+  LoadedModel m = LoadModel(run, /*need_tokenizer=*/true);
+  if (o.resume && !o.model_given) {
+    const std::string fingerprint = RunFingerprint(run, m);
+    if (fingerprint != saved.fingerprint)
+      throw Error(Cat("--resume: ", keep.file, " was saved with another model (fingerprint ",
+                      saved.fingerprint, "; ", m.dir, " has ", fingerprint,
+                      "): pass --model with the model to continue it on"));
+  }
+  ChatSession session(m, run, s, keep);
+  if (o.resume) {
+    const bool tty = isatty(STDERR_FILENO);
+    const std::string line = session.Resume([tty](int fed, int total) {
+      if (tty) std::fprintf(stderr, "\rresuming: re-prefilling %d of %d tokens\x1b[K", fed, total);
+    });
+    if (tty) std::fprintf(stderr, "\r\x1b[K");
+    std::fprintf(stderr, "%s\n", line.c_str());
+  }
   const bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
   if (terminal && !o.plain)
     RunChatTui(session);
@@ -73,8 +116,21 @@ void RegisterChat(CLI::App& app) {
                   "A system prompt, framed before the conversation and kept when old turns are "
                   "dropped to fit the context");
   cmd->add_flag("--plain", o->plain, "Line mode even on a terminal");
+  cmd->add_flag("--no-save", o->no_save,
+                "Do not keep this chat (chats are saved after every turn, to resume later)");
+  cmd->add_option("--chats-dir", o->chats_dir,
+                  "Where chats are kept (default: $XDG_DATA_HOME/wormchat/chats, or "
+                  "~/.local/share/wormchat/chats)");
+  cmd->add_option("--resume", o->resume_name,
+                  "Continue a saved chat: the most recent, or NAME (a name /chats lists, or the "
+                  "start of one)")
+      ->expected(0, 1);
   cmd->callback([o, cmd] {
     o->seed_given = cmd->count("--seed") > 0;
+    o->resume = cmd->count("--resume") > 0;
+    o->model_given = cmd->count("--model") > 0;
+    if (o->resume && o->no_save)
+      throw Error("--resume continues a saved chat in its file; it cannot go with --no-save");
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
     RunChat(*o);
   });

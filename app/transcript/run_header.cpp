@@ -145,11 +145,12 @@ std::string RunFingerprint(const ModelRunOptions& run, const LoadedModel& m) {
 
 Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
                           const ConversationSettings& settings,
-                          const std::vector<ConversationTurn>& turns) {
+                          const std::vector<ConversationTurn>& turns,
+                          const std::string& fingerprint) {
   Transcript t;
   t.version = WORMCHAT_VERSION;
   t.model = run.model_dir.empty() ? kDefaultModel : run.model_dir;
-  t.fingerprint = RunFingerprint(run, m);
+  t.fingerprint = fingerprint.empty() ? RunFingerprint(run, m) : fingerprint;
   t.run = RunOptionEntries(run, m);
   for (const ConversationTurn& turn : turns)
     if (turn.finished) t.turns.push_back(turn);

@@ -31,9 +31,11 @@ ModelRunOptions RunOptionsFromTranscript(const Transcript& t);
 // version, model line, fingerprint (model/fingerprint.h), run options, and the settings the
 // conversation started with (the first turn's, or `settings` if there is none). Throws wc::Error
 // naming a model file that cannot be read.
+// `fingerprint`: RunFingerprint's, when the caller has it already ("" computes it).
 Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
                           const ConversationSettings& settings,
-                          const std::vector<ConversationTurn>& turns);
+                          const std::vector<ConversationTurn>& turns,
+                          const std::string& fingerprint = "");
 
 // The chat's /save: writes `conversation`'s turns so far to `path` (atomically) in the transcript
 // format, for `wormchat transcript replay`. Throws wc::Error naming the path on failure.

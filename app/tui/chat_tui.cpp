@@ -112,6 +112,12 @@ class ChatTui {
                s_.conversation().settings().seed,
                ". Type a message and press Enter; /help lists the commands, F2 shows the mesh."));
     if (!history_.warning().empty()) Notice(history_.warning());
+    // A resumed chat, shown as it was.
+    for (const ConversationTurn& t : s_.conversation().turns()) {
+      if (t.reset_before) Notice("(new conversation)");
+      Add(Entry::Role::kUser, t.user);
+      Add(Entry::Role::kAssistant, t.reply_text);
+    }
   }
 
   // A reply still running is cancelled, and waited for: its callbacks point at this object.
@@ -181,6 +187,8 @@ class ChatTui {
     if (result.reason == StopReason::kError) Notice(Cat("error: ", result.error));
     const std::string notice = s_.figures().notice;
     if (!notice.empty()) Notice(Cat("(", notice, ")"));
+    const std::string unsaved = s_.figures().save_warning;
+    if (!unsaved.empty()) Notice(Cat("(", unsaved, ")"));
     reply_ = -1;
   }
 
@@ -315,6 +323,18 @@ class ChatTui {
       case ChatCommand::Kind::kRetry:
         Retry(c.value == 1);
         return;
+      case ChatCommand::Kind::kTitle:
+        Notice(s_.SetTitle(c.path));
+        return;
+      case ChatCommand::Kind::kForget:
+        Notice(s_.Forget());
+        return;
+      case ChatCommand::Kind::kChats: {
+        std::string list = s_.ChatsText();
+        if (!list.empty() && list.back() == '\n') list.pop_back();
+        Notice(list);
+        return;
+      }
       case ChatCommand::Kind::kUndo:
       case ChatCommand::Kind::kEdit: {
         std::string undone;
@@ -613,6 +633,7 @@ class ChatTui {
     t.kv_bytes = f.kv_bytes_used;
     if (f.model_us_per_token > 0) t.mesh_us_per_tok = f.model_us_per_token;
     t.seed = f.seed;
+    t.unsaved = f.save_warning;
     return t;
   }
 

@@ -103,10 +103,15 @@ std::string StatusLine(const StatusFigures& f, int width) {
     const std::string mesh = "mesh " + Figure(f.mesh_us_per_tok) + " us/tok";
     fields.push_back({mesh + " (tt-metal's graph)", mesh, 1});
   }
+  // The chat file could not be written: kept whatever the width ("not saved" when narrow).
+  size_t unsaved = fields.size();
+  if (!f.unsaved.empty()) fields.push_back({f.unsaved, "not saved"});
   const std::string seed = std::to_string(f.seed);
   fields.push_back({"seed " + seed, "s" + seed});
   const size_t state = 0, tok_s = 1, last = fields.size() - 1;
-  return Fit(std::move(fields), width, {state, tok_s, last}, false);
+  std::vector<size_t> abbreviate = {state, tok_s, last};
+  if (!f.unsaved.empty()) abbreviate.insert(abbreviate.begin(), unsaved);
+  return Fit(std::move(fields), width, abbreviate, false);
 }
 
 std::string TitleLine(const TitleInfo& t, int width) {

@@ -13,6 +13,7 @@
 //   kv         "kv 40% 12.5 MiB": KV cache fill (blocks used of the pool, or context used) and the
 //              bytes it holds
 //   mesh       "mesh 85.2 us/tok": emulated Wormhole mesh attention time per generated token
+//   unsaved    "not saved: No space left on device" (shown only then; "not saved" when narrow)
 //   seed       "seed 42"
 // A field whose figure is unknown (negative) is left out. When the line is wider than the width,
 // fields go in this order until it fits: mesh, kv, reused, ttft, context; then the rest are
@@ -41,6 +42,7 @@ struct StatusFigures {
   int64_t kv_bytes = -1;        // bytes the KV cache holds for this chat; < 0: unknown
   double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown
   uint64_t seed = 0;
+  std::string unsaved;  // "not saved: why" when the chat file could not be written; "" otherwise
 };
 
 std::string StatusLine(const StatusFigures& f, int width);

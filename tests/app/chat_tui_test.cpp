@@ -598,6 +598,44 @@ TEST(ChatTui, UndoErasesRetryReplacesAndEditRefillsTheInputLine) {
   EXPECT_EQ(chat.WaitForExit(), 0);
 }
 
+// A chat quit and resumed with --resume shows the conversation as it was and continues it; the
+// file it is kept in replays token for token.
+TEST(ChatTui, AQuitChatResumesAsItWasAndGoesOn) {
+  TempDir chats;
+  const std::string dir = chats.File("chats");
+  const std::string first = "What is a falcon?", second = "Define harbor.";
+  std::string reply;
+  {
+    TmuxChat chat(80, 24, {"-n", "8", "--chats-dir", dir});
+    chat.WaitForStart();
+    chat.Enter(first);
+    const std::string s = chat.WaitForRow(22, kIdleWithSpeed);
+    reply = ReplyAfter(Lines(s), "> " + first);
+    ASSERT_FALSE(reply.empty()) << s;
+    chat.Type("/quit");
+    chat.Keys({"Enter"});
+    EXPECT_EQ(chat.WaitForExit(), 0);
+  }
+  TmuxChat chat(80, 24, {"-n", "8", "--chats-dir", dir, "--resume"});
+  std::string screen = chat.WaitForText("> " + first);
+  EXPECT_EQ(ReplyAfter(Lines(screen), "> " + first), reply) << screen;
+  chat.Enter(second);
+  screen = chat.WaitFor("the resumed chat's next reply", [&](const std::string& s) {
+    const std::vector<std::string> rows = Lines(s);
+    return rows.size() > 22 && std::regex_match(rows[22], std::regex(kIdleWithSpeed)) &&
+           !ReplyAfter(rows, "> " + second).empty();
+  });
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+  std::vector<std::string> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) files.push_back(e.path());
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_NE(ReadFile(files[0]).find("--- turn 2\n> " + second), std::string::npos);
+  const RunResult replay = RunWormchat({"transcript", "replay", files[0]});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+}
+
 TEST(ChatTui, TheStatusBarShowsThePromptTokensAReplyReused) {
   TmuxChat chat(80, 24, {"-n", "8", "--kv-block-size", "8"});
   chat.WaitForStart();
