@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cwchar>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -192,6 +193,22 @@ class ChatTui {
     reply_ = -1;
   }
 
+  // A reply's callbacks (on the loop's thread): its text and its end, handed to Run's loop.
+  std::function<void(std::string_view)> OnText() {
+    return [this](std::string_view t) {
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.append(t);
+    };
+  }
+  std::function<void(const RequestResult&)> OnDone() {
+    return [this](const RequestResult& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = r;
+      done_ = true;
+      done_cv_.notify_all();
+    };
+  }
+
   void Send(const std::string& message) {
     if (s_.busy()) {
       Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
@@ -202,18 +219,7 @@ class ChatTui {
     reply_ = static_cast<int>(entries_.size()) - 1;
     scroll_ = 0;
     try {
-      s_.Send(
-          message,
-          [this](std::string_view t) {
-            std::lock_guard<std::mutex> lock(mu_);
-            pending_.append(t);
-          },
-          [this](const RequestResult& r) {
-            std::lock_guard<std::mutex> lock(mu_);
-            result_ = r;
-            done_ = true;
-            done_cv_.notify_all();
-          });
+      s_.Send(message, OnText(), OnDone());
     } catch (const Error& e) {
       entries_.pop_back();
       reply_ = -1;
@@ -240,18 +246,7 @@ class ChatTui {
       return;
     }
     try {
-      s_.Retry(
-          same_seed,
-          [this](std::string_view t) {
-            std::lock_guard<std::mutex> lock(mu_);
-            pending_.append(t);
-          },
-          [this](const RequestResult& r) {
-            std::lock_guard<std::mutex> lock(mu_);
-            result_ = r;
-            done_ = true;
-            done_cv_.notify_all();
-          });
+      s_.Retry(same_seed, OnText(), OnDone());
     } catch (const Error& e) {
       Notice(e.what());
       return;

@@ -191,6 +191,33 @@ TEST(ConversationUndo, NothingToUndoChangesNothing) {
   EXPECT_EQ(c.settings().seed, 5u);
 }
 
+// Restore (a resumed chat): the turns of a conversation - a seed change and a /reset among them -
+// restored into a fresh one, which then replies to the next message exactly as the original did.
+TEST(ConversationUndo, ARestoredConversationRepliesAsTheOriginalWould) {
+  const ConversationSettings s = Sampled(13);
+  auto loop = Loop();
+  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Say(c, kQuestions[0]);
+  c.set_settings(Sampled(17));
+  Say(c, kQuestions[1]);
+  c.Reset();
+  Say(c, kQuestions[2]);
+  Say(c, kQuestions[3]);
+  const std::vector<ConversationTurn> before = c.turns();
+  const RequestResult next = Say(c, kQuestions[4]);
+
+  auto loop2 = Loop();
+  Conversation d(*loop2, *M().model, *M().tokenizer, Format(), s);
+  auto observer = std::make_shared<WaitingObserver>();
+  ASSERT_NE(d.Restore(before, observer), 0u);
+  const RequestResult prefill = Wait(*observer);
+  EXPECT_TRUE(prefill.tokens.empty());
+  EXPECT_EQ(d.settings().seed, 17u);
+  EXPECT_EQ(d.turns().size(), before.size());
+  EXPECT_EQ(Say(d, kQuestions[4]).tokens, next.tokens);
+  EXPECT_THROW(d.Restore(before, std::make_shared<WaitingObserver>()), Error);  // it has turns
+}
+
 // With the prefix cache (on by default, blocks of 64), a retried reply re-prefills the
 // conversation's last partial block at most: 20 turns, each retried once.
 TEST(ConversationUndo, ARetryReprefillsAtMostOneBlockPerTurn) {
