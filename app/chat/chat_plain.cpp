@@ -196,6 +196,7 @@ void RunPlainChat(ChatSession& session, bool banner) {
       while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; }))
         if (g_cancel.exchange(false)) session.Cancel();
     }
+    session.Autosave();
     // After the reply: a warning may come while it runs (a damaged prefix-cache file).
     const std::string notice = session.figures().notice;
     g_generating.store(false);

@@ -80,7 +80,6 @@ class ChatSession::ReplyObserver : public RequestObserver {
       f.prompt_tokens = r.prompt_tokens;
       f.cached_tokens = r.cached_tokens;
     }
-    s_.Autosave();
     if (on_done_) on_done_(r);
   }
 

@@ -108,7 +108,8 @@ class ChatSession {
   // computed and taken from the prefix cache). Throws wc::Error for a file that cannot be read.
   std::string Resume(const std::function<void(int fed, int total)>& progress);
   // Writes the conversation as it stands to its chat file (the first save names it); a failure
-  // sets the status bar's "not saved: why". Called after every reply and /undo.
+  // sets the status bar's "not saved: why". The front end calls it when a reply has ended (on its
+  // own thread: the serving loop never waits for the disk); /undo calls it itself.
   void Autosave();
   // /title TEXT: the chat's title (and file name, once saved). Returns the line to show.
   std::string SetTitle(const std::string& title);

@@ -186,6 +186,7 @@ class ChatTui {
     if (result.reason == StopReason::kCancelled && reply_ >= 0)
       entries_[reply_].text.Append(" [cancelled]");
     if (result.reason == StopReason::kError) Notice(Cat("error: ", result.error));
+    s_.Autosave();
     const std::string notice = s_.figures().notice;
     if (!notice.empty()) Notice(Cat("(", notice, ")"));
     const std::string unsaved = s_.figures().save_warning;

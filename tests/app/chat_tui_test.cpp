@@ -559,7 +559,15 @@ TEST(ChatTui, UndoErasesRetryReplacesAndEditRefillsTheInputLine) {
   std::string screen = chat.WaitFor("the second reply", [&](const std::string& s) {
     return idle_with(s, [&] { return !ReplyAfter(Lines(s), "> " + second).empty(); });
   });
-  const std::string reply = ReplyAfter(Lines(screen), "> " + second);
+  // The status may say idle a frame before the reply's last text is drawn: read it once it holds
+  // still.
+  std::string reply = ReplyAfter(Lines(screen), "> " + second);
+  for (int i = 0; i < 50; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const std::string again = ReplyAfter(chat.Rows(), "> " + second);
+    if (again == reply) break;
+    reply = again;
+  }
   // /retry: another reply under the same message, the message shown once.
   chat.Enter("/retry");
   screen = chat.WaitFor("the retried reply", [&](const std::string& s) {
