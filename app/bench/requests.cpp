@@ -32,25 +32,30 @@ void WaitAll(const std::vector<std::shared_ptr<TimingObserver>>& obs) {
 
 // Aggregate decode tokens/s with `rows` requests decoding together.
 double DecodeRate(ServingLoop& loop, int rows, int gen_len, int vocab, uint64_t seed) {
-  Rng rng(seed);
-  const BenchClock::time_point t0 = BenchClock::now();
-  std::vector<std::shared_ptr<TimingObserver>> obs;
-  for (int i = 0; i < rows; ++i) {
-    obs.push_back(std::make_shared<TimingObserver>(t0));
-    loop.Submit(BenchRequest(RandomPrompt(rng, 8, vocab), gen_len, seed + i, obs.back()));
+  // The requests are submitted one by one while the loop runs: on a busy machine the loop may
+  // start the first before the last arrives, and with few tokens the first can end before the
+  // last has its first token. That leaves no window; measure again (a few times) before saying
+  // gen_len is too short.
+  for (int attempt = 0; attempt < 4; ++attempt) {
+    Rng rng(seed);
+    const BenchClock::time_point t0 = BenchClock::now();
+    std::vector<std::shared_ptr<TimingObserver>> obs;
+    for (int i = 0; i < rows; ++i) {
+      obs.push_back(std::make_shared<TimingObserver>(t0));
+      loop.Submit(BenchRequest(RandomPrompt(rng, 8, vocab), gen_len, seed + i, obs.back()));
+    }
+    WaitAll(obs);
+    double start = 0, end = 1e300;
+    for (const auto& o : obs) {
+      start = std::max(start, o->times().front());
+      end = std::min(end, o->times().back());
+    }
+    int64_t tokens = 0;
+    for (const auto& o : obs)
+      for (double t : o->times()) tokens += (t > start && t <= end) ? 1 : 0;
+    if (end > start && tokens > 0) return tokens / (end - start);
   }
-  WaitAll(obs);
-  double start = 0, end = 1e300;
-  for (const auto& o : obs) {
-    start = std::max(start, o->times().front());
-    end = std::min(end, o->times().back());
-  }
-  int64_t tokens = 0;
-  for (const auto& o : obs)
-    for (double t : o->times()) tokens += (t > start && t <= end) ? 1 : 0;
-  if (end <= start || tokens == 0)
-    throw Error("--gen-len is too short to measure decode speed; raise it");
-  return tokens / (end - start);
+  throw Error("--gen-len is too short to measure decode speed; raise it");
 }
 
 }  // namespace wc
