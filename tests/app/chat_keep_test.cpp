@@ -93,8 +93,7 @@ TEST(ChatKeep, TwoChatsWithOneTitleInOneSecondKeepTwoFiles) {
   const std::string dir = tmp.File("chats");
   // Long enough that the file name's title is cut: the second must not take the first's name.
   const std::string message = "Tell me about the sea and the ships that sail on it at night.\n";
-  for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(RunWormchat(Chat(dir), message + "/quit\n").exit_code, 0);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(RunWormchat(Chat(dir), message + "/quit\n").exit_code, 0);
   EXPECT_EQ(Files(dir).size(), 3u);
 }
 
