@@ -9,28 +9,41 @@ BlockPool::BlockPool(int n_blocks, int block_size) : block_size_(block_size) {
     throw Error(Cat("--kv-block-size ", block_size, " must be a power of two"));
   WC_CHECK(n_blocks > 0, "empty block pool");
   ref_count_.assign(n_blocks, 0);
+  outside_refs_.assign(n_blocks, 0);
   free_.reserve(n_blocks);
   for (int b = n_blocks - 1; b >= 0; --b) free_.push_back(b);  // block 0 is handed out first
 }
 
-int BlockPool::Allocate() {
+void BlockPool::Adjust(int b, int refs, int outside) {
+  const bool held_before = ref_count_[b] > outside_refs_[b];
+  ref_count_[b] += refs;
+  outside_refs_[b] += outside;
+  const bool held_after = ref_count_[b] > outside_refs_[b];
+  table_blocks_ += static_cast<int>(held_after) - static_cast<int>(held_before);
+  ++version_;
+}
+
+int BlockPool::Allocate(bool outside) {
   if (free_.empty())
     throw Error(Cat("KV cache full: all ", n_blocks(), " blocks of ", block_size_,
                     " tokens are in use; raise --ctx or serve fewer users"));
   const int b = free_.back();
   free_.pop_back();
-  ref_count_[b] = 1;
+  Adjust(b, 1, outside ? 1 : 0);
   return b;
 }
 
-void BlockPool::AddRef(int b) {
+void BlockPool::AddRef(int b, bool outside) {
   WC_CHECK(b >= 0 && b < n_blocks() && ref_count_[b] > 0, "AddRef of free block ", b);
-  ++ref_count_[b];
+  Adjust(b, 1, outside ? 1 : 0);
 }
 
-void BlockPool::Release(int b) {
+void BlockPool::Release(int b, bool outside) {
   WC_CHECK(b >= 0 && b < n_blocks() && ref_count_[b] > 0, "Release of free block ", b);
-  if (--ref_count_[b] == 0) free_.push_back(b);
+  WC_CHECK(!outside || outside_refs_[b] > 0, "Release of an outside reference block ", b,
+           " does not have");
+  Adjust(b, -1, outside ? -1 : 0);
+  if (ref_count_[b] == 0) free_.push_back(b);
 }
 
 void BlockTable::Reserve(int n_tokens) {

@@ -19,17 +19,29 @@ class BlockPool {
   int free_blocks() const { return static_cast<int>(free_.size()); }
 
   // A free block with reference count 1. Throws wc::Error ("KV cache full") when none is free.
-  int Allocate();
+  // `outside`: the reference is held outside any block table (an index's), not by a table.
+  int Allocate(bool outside = false);
   // Shares block b (count + 1).
-  void AddRef(int b);
+  void AddRef(int b, bool outside = false);
   // Drops one reference; the block returns to the free list when its count reaches 0.
-  void Release(int b);
+  void Release(int b, bool outside = false);
   int ref_count(int b) const { return ref_count_[b]; }
+  // Blocks some block table holds (a reference beyond those held outside the tables), kept as
+  // references come and go (no scan).
+  int table_blocks() const { return table_blocks_; }
+  // Counts every reference taken or dropped: unchanged, no table's blocks changed either.
+  int64_t version() const { return version_; }
 
  private:
+  // Moves block b's counts by the given deltas, keeping table_blocks_ and version_.
+  void Adjust(int b, int refs, int outside);
+
   int block_size_;
-  std::vector<int> ref_count_;  // [n_blocks]
-  std::vector<int> free_;       // free block ids; the most recently freed is reused first
+  std::vector<int> ref_count_;     // [n_blocks]
+  std::vector<int> outside_refs_;  // [n_blocks] of ref_count_, those held outside the tables
+  std::vector<int> free_;          // free block ids; the most recently freed is reused first
+  int table_blocks_ = 0;
+  int64_t version_ = 0;
 };
 
 // The blocks of one user row: position p lives in block blocks[p / block_size] at row

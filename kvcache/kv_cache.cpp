@@ -254,13 +254,13 @@ void KVCache::AdoptBlocks(int user, const std::vector<int>& blocks) {
 void KVCache::RetainBlock(int block) {
   WC_CHECK(pool_ != nullptr, "retaining a block needs a paged KV cache");
   if (journal_) journal_->Record({KVCacheOp::Kind::kRetain, 0, block, 0, {}, {}});
-  pool_->AddRef(block);
+  pool_->AddRef(block, /*outside=*/true);
 }
 
 void KVCache::ReleaseBlock(int block) {
   WC_CHECK(pool_ != nullptr, "releasing a block needs a paged KV cache");
   if (journal_) journal_->Record({KVCacheOp::Kind::kRelease, 0, block, 0, {}, {}});
-  pool_->Release(block);
+  pool_->Release(block, /*outside=*/true);
 }
 
 int KVCache::block_refs(int block) const {
@@ -383,7 +383,7 @@ int KVCache::ImportBlock(const uint8_t* bytes) {
   WC_CHECK(pool_ != nullptr, "importing a block needs a paged KV cache");
   WC_CHECK(journal_ == nullptr, "a tensor-parallel cache cannot import a persisted block");
   if (pool_->free_blocks() == 0) return -1;
-  const int block = pool_->Allocate();
+  const int block = pool_->Allocate(/*outside=*/true);
   const int64_t per_layer =
       static_cast<int64_t>(shape_.n_kv_heads) * options_.block_size * row_bytes_;
   for (int l = 0; l < shape_.n_layers; ++l)

@@ -122,6 +122,12 @@ class KVCache {
   int ImportBlock(const uint8_t* bytes);
   // References block `block` has (rows' and the index's); the block of `user` holding `pos`.
   int block_refs(int block) const;
+  // Paged (0 when contiguous): blocks some user row holds - the pool's taken blocks less those
+  // only references from outside the rows (RetainBlock, ImportBlock) hold. A running count.
+  int row_blocks() const { return pool_ != nullptr ? pool_->table_blocks() : 0; }
+  // Paged (0 when contiguous): changes whenever a block reference is taken or dropped, so whenever
+  // a row's blocks change.
+  int64_t blocks_version() const { return pool_ != nullptr ? pool_->version() : 0; }
   int user_block(int user, int pos) const;
   // At once, row users[i] takes over positions [0, n_tokens) of row parents[i] (each parent one of
   // `users`), or is emptied when parents[i] is -1 - beams reordered after a step. No K/V bytes

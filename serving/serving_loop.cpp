@@ -346,6 +346,7 @@ void ServingLoop::TakeQueue() {
 void ServingLoop::ReleaseRow(int row) {
   cache_->ResetUser(row);
   reserved_blocks_ -= rows_[row].reserved_blocks;
+  if (rows_[row].leader >= 0) overlap_version_ = -1;
   rows_[row] = Row{};
 }
 
@@ -359,6 +360,7 @@ void ServingLoop::UpdateStatus(double step_s, double forward_s, int64_t sampled)
   int64_t window_tokens = 0;
   for (const auto& w : rate_window_) window_tokens += w.second;
   const double span = rate_window_.empty() ? 0 : now - rate_window_.front().first;
+  if (options_.check_block_counts) CheckBlockCounts();
   const int used = BlocksInUse();
   const int committed = CommittedBlocks();
   std::lock_guard<std::mutex> lock(mu_);

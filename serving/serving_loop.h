@@ -73,6 +73,10 @@ struct ServingOptions {
   std::string prefix_cache_key;
   // Where the persisted cache's warnings go (a damaged file, a failed write); empty: stderr.
   std::function<void(const std::string&)> prefix_cache_warn;
+  // Tests: after every step, compare the loop's running block counts (in use, committed) with a
+  // rescan of the pool, the index and every row's blocks; a difference fails the loop (every
+  // request ends with kError naming both counts).
+  bool check_block_counts = false;
 };
 
 struct ServingStatus {
@@ -207,8 +211,14 @@ class ServingLoop {
   // request waits for those blocks rather than computing them again.
   bool PrefixInFlight(const std::vector<int>& feed, int cached) const;
   // Blocks admission has promised: every row's reservation, less the blocks two rows' tables
-  // share (a block taken from the cache by one row and held by another counts once).
+  // share (a block taken from the cache by one row and held by another counts once). The overlap
+  // is rescanned only when the rows' blocks or beams changed since the last call.
   int CommittedBlocks() const;
+  // The blocks two rows' tables share (beams of a leader not counted), by a scan of every row.
+  int SharedRowBlocks() const;
+  // ServingOptions::check_block_counts: compares BlocksInUse and CommittedBlocks with rescans;
+  // throws wc::Error if they differ (the loop fails: every request ends with kError).
+  void CheckBlockCounts();
   // After a step: the row's newly full blocks go into the index.
   void IndexRow(int row);
   // Before a step: evicts unused cached blocks until the pool has the `blocks` the step may
@@ -216,7 +226,7 @@ class ServingLoop {
   // `keep`: blocks not to evict (a run being mapped in).
   void MakeRoom(int blocks, const std::vector<int>& keep = {});
   // Paged KV blocks the rows (requests, sessions) hold: the pool's taken blocks less those only the
-  // prefix cache holds.
+  // prefix cache holds (the pool's running count, KVCache::row_blocks).
   int BlocksInUse() const;
   // Blocks the step's chunks may allocate: new blocks past each row's table and a copy of a
   // shared block written into.
@@ -258,6 +268,10 @@ class ServingLoop {
   bool room_freed_ = false;  // a request ended since the last PickPrompts
   int rotate_ = 0;
   int reserved_blocks_ = 0;
+  // CommittedBlocks' overlap (SharedRowBlocks) as of the pool's blocks_version overlap_version_;
+  // -1: rescan (also set where a row becomes or stops being a beam of a leader).
+  mutable int overlap_ = 0;
+  mutable int64_t overlap_version_ = -1;
   int peak_blocks_ = 0;
   int64_t tokens_sampled_ = 0, tokens_prefilled_ = 0;
   std::deque<std::pair<double, int64_t>> rate_window_;  // (time, tokens sampled) per step

@@ -128,6 +128,7 @@ void ServingLoop::ReleaseBeams(int leader) {
   for (size_t i = 1; i < beam.rows.size(); ++i) {
     cache_->ResetUser(beam.rows[i]);
     rows_[beam.rows[i]] = Row{};
+    overlap_version_ = -1;  // CommittedBlocks counts the row again
   }
   run.result.kv_bytes_peak = beam.kv_bytes_peak;
   if (beam.prefilled) {  // the leader keeps the conversation up to the prompt (sessions)

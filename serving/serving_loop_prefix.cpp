@@ -56,19 +56,28 @@ bool ServingLoop::PrefixInFlight(const std::vector<int>& feed, int cached) const
 
 int ServingLoop::CommittedBlocks() const {
   if (!cache_->paged()) return 0;
-  int overlap = 0;
-  if (prefix_) {
-    // A beam's row shares its leader's blocks within the leader's reservation: only leaders and
-    // single rows are counted.
-    std::unordered_map<int, int> holders;  // block -> rows holding it
-    for (int row = 0; row < options_.user_rows; ++row) {
-      if (rows_[row].leader >= 0) continue;
-      const int n = cache_->user_blocks(row);
-      for (int i = 0; i < n; ++i)
-        if (++holders[cache_->user_block(row, i * cache_->block_size())] > 1) ++overlap;
-    }
+  if (!prefix_) return reserved_blocks_;
+  // The overlap changes only with the rows' blocks (the pool's version) and with which rows are
+  // beams of a leader (overlap_version_ reset where that changes): rescanned only then.
+  if (overlap_version_ != cache_->blocks_version()) {
+    overlap_ = SharedRowBlocks();
+    overlap_version_ = cache_->blocks_version();
   }
-  return reserved_blocks_ - overlap;
+  return reserved_blocks_ - overlap_;
+}
+
+int ServingLoop::SharedRowBlocks() const {
+  // A beam's row shares its leader's blocks within the leader's reservation: only leaders and
+  // single rows are counted.
+  int overlap = 0;
+  std::unordered_map<int, int> holders;  // block -> rows holding it
+  for (int row = 0; row < options_.user_rows; ++row) {
+    if (rows_[row].leader >= 0) continue;
+    const int n = cache_->user_blocks(row);
+    for (int i = 0; i < n; ++i)
+      if (++holders[cache_->user_block(row, i * cache_->block_size())] > 1) ++overlap;
+  }
+  return overlap;
 }
 
 int ServingLoop::AdoptPrefix(int row, std::vector<int>& feed) {
@@ -141,11 +150,19 @@ void ServingLoop::MakeRoom(int blocks, const std::vector<int>& keep) {
 }
 
 int ServingLoop::BlocksInUse() const {
+  return cache_->row_blocks();
+}
+
+void ServingLoop::CheckBlockCounts() {
+  // The rescans the running counts replace.
   int used = cache_->n_blocks() - cache_->free_blocks();
   if (prefix_)
     for (int b : prefix_->Blocks())
       if (cache_->block_refs(b) == 1) --used;
-  return used;
+  const int committed = !cache_->paged() ? 0 : reserved_blocks_ - (prefix_ ? SharedRowBlocks() : 0);
+  WC_CHECK(BlocksInUse() == used && CommittedBlocks() == committed,
+           "block counts drifted: ", BlocksInUse(), " in use (a rescan finds ", used, "), ",
+           CommittedBlocks(), " committed (a rescan finds ", committed, ")");
 }
 
 int ServingLoop::StepBlocks(const std::vector<PlannedChunk>& chunks) const {

@@ -151,6 +151,7 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     run->beam->stop = stop;
     run->beam->trim_leading_space = framed;
     for (size_t i = 1; i < beam_rows.size(); ++i) rows_[beam_rows[i]].leader = row;
+    overlap_version_ = -1;  // CommittedBlocks leaves the beams' rows out
   }
   if (session != nullptr) {
     if (session->sampler == nullptr)  // a beam request's sampling parameters are not checked

@@ -156,7 +156,8 @@ TEST(ServingLoopStress, RandomRequestsFromSeveralThreadsWithCancellationsEachEnd
     o.threads = test::LoopThreads();
     o.ctx = ctx;
     o.kv.block_size = 16;
-    o.kv.n_blocks = 40;  // less than 6 full contexts: admission waits for blocks at times
+    o.kv.n_blocks = 40;           // less than 6 full contexts: admission waits for blocks at times
+    o.check_block_counts = true;  // the running block counts against a rescan, every step
     ServingLoop loop(*M().model, M().tokenizer.get(), M().chat_format, o);
 
     std::atomic<int> submitted{0};
@@ -274,6 +275,7 @@ TEST(ServingLoopConcurrency, TheLoopLeavesNoThreadBehind) {
     ServingOptions o;
     o.user_rows = 2;
     o.threads = threads;
+    o.check_block_counts = true;  // the running block counts against a rescan, every step
     ServingLoop loop(*M().model, M().tokenizer.get(), M().chat_format, o);
     RequestSpec s;
     s.prompt = test::TextPrompt(40);
@@ -294,6 +296,7 @@ std::unique_ptr<ServingLoop> BusyLoop(int user_rows,
   o.user_rows = user_rows;
   o.threads = test::LoopThreads();
   o.kv.block_size = 16;
+  o.check_block_counts = true;
   auto loop = std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), M().chat_format, o);
   for (int i = 0; i < n_requests; ++i) {
     RequestSpec s;
@@ -434,6 +437,7 @@ TEST(ServingLoopConcurrency, CallbacksMayCallBackIntoTheLoop) {
   ServingOptions o;
   o.user_rows = 2;
   o.threads = test::LoopThreads();
+  o.check_block_counts = true;
   ServingLoop loop(*M().model, M().tokenizer.get(), M().chat_format, o);
   auto first = std::make_shared<ReentrantObserver>(loop, 4);
   RequestSpec s;

@@ -239,7 +239,9 @@ int LoopThreads() {
 
 std::unique_ptr<ServingLoop> MakeLoop(const ServingOptions& o) {
   const DefaultModel& m = LoadDefaultModel();
-  return std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), m.chat_format, o);
+  ServingOptions checked = o;
+  checked.check_block_counts = true;
+  return std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), m.chat_format, checked);
 }
 
 ServingOptions Rows(int user_rows) {

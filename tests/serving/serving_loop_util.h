@@ -113,7 +113,8 @@ int LoopThreads();
 // ---- Shared by the request-level tests (serving_loop_test.cpp, serving_loop_session_test.cpp)
 // ----
 
-// A loop on the default model.
+// A loop on the default model, its running block counts checked against a rescan after every
+// step (ServingOptions::check_block_counts: a difference fails every request).
 std::unique_ptr<ServingLoop> MakeLoop(const ServingOptions& o);
 // Options with `user_rows` rows and one OpenMP thread.
 ServingOptions Rows(int user_rows);
