@@ -30,7 +30,13 @@ int PrefixCache::Find(int parent, const int* tokens) const {
   return -1;
 }
 
-std::vector<int> PrefixCache::Peek(const int* tokens, int n_tokens, int max_blocks) const {
+PrefixCache::Handle PrefixCache::HandleOf(int node) const {
+  if (node < 0) return {};
+  return {node, nodes_[node].generation};
+}
+
+std::vector<int> PrefixCache::Peek(const int* tokens, int n_tokens, int max_blocks,
+                                   Handle* last) const {
   std::vector<int> blocks;
   const int full = std::min(n_tokens / block_size_, std::max(0, max_blocks));
   int parent = -1;
@@ -40,10 +46,11 @@ std::vector<int> PrefixCache::Peek(const int* tokens, int n_tokens, int max_bloc
     blocks.push_back(nodes_[n].block);
     parent = n;
   }
+  if (last != nullptr) *last = HandleOf(parent);
   return blocks;
 }
 
-std::vector<int> PrefixCache::Match(const int* tokens, int n_tokens, int max_blocks) {
+std::vector<int> PrefixCache::Match(const int* tokens, int n_tokens, int max_blocks, Handle* last) {
   ++stats_.lookups;
   std::vector<int> blocks;
   const int full = std::min(n_tokens / block_size_, std::max(0, max_blocks));
@@ -56,6 +63,7 @@ std::vector<int> PrefixCache::Match(const int* tokens, int n_tokens, int max_blo
     blocks.push_back(nodes_[n].block);
     parent = n;
   }
+  if (last != nullptr) *last = HandleOf(parent);
   if (!blocks.empty()) {
     ++stats_.hits;
     stats_.cached_tokens += static_cast<int64_t>(blocks.size()) * block_size_;
@@ -63,18 +71,33 @@ std::vector<int> PrefixCache::Match(const int* tokens, int n_tokens, int max_blo
   return blocks;
 }
 
-bool PrefixCache::Insert(const int* tokens, int index, int block) {
-  WC_CHECK(index >= 0 && block >= 0, "prefix cache insert of block ", block, " at ", index);
+int PrefixCache::ParentOf(const int* tokens, int index, const Handle& chain) const {
+  if (index == 0) return -1;
+  // A live node at depth index - 1 that this sequence's chain led to: its ancestors are indexed
+  // still (only leaves are evicted), so the walk would find this very node.
+  const int h = chain.node;
+  if (h >= 0 && h < static_cast<int>(nodes_.size()) && nodes_[h].block >= 0 &&
+      nodes_[h].generation == chain.generation && nodes_[h].depth == index - 1)
+    return h;
   int parent = -1;
   for (int i = 0; i < index; ++i) {  // the chain up to the parent must be indexed
     parent = Find(parent, tokens + static_cast<int64_t>(i) * block_size_);
-    if (parent < 0) return false;
+    if (parent < 0) return -2;
   }
+  return parent;
+}
+
+bool PrefixCache::Insert(const int* tokens, int index, int block, Handle& chain) {
+  WC_CHECK(index >= 0 && block >= 0, "prefix cache insert of block ", block, " at ", index);
+  const int parent = ParentOf(tokens, index, chain);
+  chain = {};
+  if (parent == -2) return false;
   const int* own = tokens + static_cast<int64_t>(index) * block_size_;
   const int existing = Find(parent, own);
   ++tick_;
   if (existing >= 0) {
     nodes_[existing].last_used = tick_;
+    chain = HandleOf(existing);
     return false;
   }
   int n;
@@ -92,10 +115,12 @@ bool PrefixCache::Insert(const int* tokens, int index, int block) {
   node.block = block;
   node.children = 0;
   node.last_used = tick_;
+  node.depth = index;
   by_key_[node.key].push_back(n);
   if (parent >= 0) ++nodes_[parent].children;
   ++stats_.inserted;
   ++stats_.blocks;
+  chain = HandleOf(n);
   return true;
 }
 
@@ -115,6 +140,7 @@ int PrefixCache::EvictOne(const std::function<bool(int block)>& in_use) {
   const int block = node.block;
   node.block = -1;
   node.tokens.clear();
+  ++node.generation;
   free_nodes_.push_back(victim);
   ++stats_.evictions;
   --stats_.blocks;

@@ -36,6 +36,14 @@ struct PrefixCacheStats {
 
 class PrefixCache {
  public:
+  // Where a sequence's chain ends in the index: the node of its last indexed block, as Match, Peek
+  // and Insert hand it out, so that inserting the next block needs no walk from block 0. Stays
+  // good until that node is evicted; a stale or empty handle only costs the walk.
+  struct Handle {
+    int node = -1;  // -1: none
+    int64_t generation = 0;
+  };
+
   // Blocks of `block_size` tokens (>= 1).
   explicit PrefixCache(int block_size);
 
@@ -44,18 +52,24 @@ class PrefixCache {
 
   // The blocks holding the longest indexed run of full blocks that begins `tokens` [n_tokens],
   // at most `max_blocks` of them, in order (block i holds tokens [i * block_size, (i + 1) *
-  // block_size)). Marks them used now (LRU).
-  std::vector<int> Match(const int* tokens, int n_tokens, int max_blocks);
+  // block_size)). Marks them used now (LRU). `last`: set to the node of the last block returned
+  // (none when no block matched), for Insert of the next one.
+  std::vector<int> Match(const int* tokens, int n_tokens, int max_blocks, Handle* last = nullptr);
   // What Match would return, without marking anything used or counting a lookup (admission asks
   // before it knows the request fits).
-  std::vector<int> Peek(const int* tokens, int n_tokens, int max_blocks) const;
+  std::vector<int> Peek(const int* tokens, int n_tokens, int max_blocks,
+                        Handle* last = nullptr) const;
 
   // Indexes block `index` of a sequence `tokens` (at least (index + 1) * block_size of them) as
   // held by KV block `block`, behind its parent (block index - 1 of the same sequence, which must
   // be indexed: else nothing happens). Returns true when the block is new to the index - the
   // caller then retains it - and false when these tokens behind this parent are indexed already
   // (by this block or another holding the same K/V: the caller keeps its own).
-  bool Insert(const int* tokens, int index, int block);
+  // `chain`: in, the parent's node as the last Match, Peek or Insert of this sequence left it
+  // (then the parent is found in O(1); a handle that is empty, stale or of another block index is
+  // ignored and the chain walked from block 0); out, the node indexing block `index` now (this
+  // block's or the one already there), or none when the parent is not indexed.
+  bool Insert(const int* tokens, int index, int block, Handle& chain);
 
   // Removes the least recently used indexed block that no other holder uses and that no indexed
   // block follows (a leaf: its children would become unreachable) and returns it for the caller
@@ -73,9 +87,15 @@ class PrefixCache {
     int block = -1;           // the KV block, -1 once evicted (the node is free)
     int children = 0;         // indexed nodes behind this one
     int64_t last_used = 0;    // LRU tick
+    int depth = 0;            // the block index it holds in its sequence
+    int64_t generation = 0;   // changes when the node is evicted (a Handle to it goes stale)
   };
   // The node for these tokens behind `parent`, or -1.
   int Find(int parent, const int* tokens) const;
+  Handle HandleOf(int node) const;
+  // The node of block `index` - 1 of `tokens` (-1 for block 0, -2 when it is not indexed): `chain`
+  // when it still names that node, else found by walking the chain.
+  int ParentOf(const int* tokens, int index, const Handle& chain) const;
   uint64_t KeyOf(int parent, const int* tokens) const;
 
   int block_size_;

@@ -85,11 +85,12 @@ int ServingLoop::AdoptPrefix(int row, std::vector<int>& feed) {
   r.tokens.clear();
   r.tokens_known = true;
   r.indexed_blocks = 0;
+  r.index_chain = {};
   const int bs = cache_->block_size();
   const int max_blocks = MaxPrefixBlocks(feed, bs);
   if (!prefix_ || r.cur_pos != 0 || max_blocks < 1) return 0;
   const std::vector<int> blocks =
-      prefix_->Match(feed.data(), static_cast<int>(feed.size()), max_blocks);
+      prefix_->Match(feed.data(), static_cast<int>(feed.size()), max_blocks, &r.index_chain);
   if (blocks.empty()) return 0;
   cache_->AdoptBlocks(row, blocks);
   const int n = static_cast<int>(blocks.size()) * bs;
@@ -109,7 +110,7 @@ void ServingLoop::IndexRow(int row) {
   const int full = r.cur_pos / bs;
   for (int i = r.indexed_blocks; i < full; ++i) {
     const int block = cache_->user_block(row, i * bs);
-    if (!prefix_->Insert(r.tokens.data(), i, block)) continue;
+    if (!prefix_->Insert(r.tokens.data(), i, block, r.index_chain)) continue;
     cache_->RetainBlock(block);
     if (store_ && !store_->Known(r.tokens.data(), i)) {
       std::vector<uint8_t> bytes(static_cast<size_t>(cache_->block_bytes()));
@@ -124,7 +125,8 @@ void ServingLoop::LoadStored(const std::vector<int>& feed) {
   if (!store_) return;
   const int max_blocks = MaxPrefixBlocks(feed, cache_->block_size());
   const int n = static_cast<int>(feed.size());
-  std::vector<int> run = prefix_->Peek(feed.data(), n, max_blocks);
+  PrefixCache::Handle chain;
+  std::vector<int> run = prefix_->Peek(feed.data(), n, max_blocks, &chain);
   std::vector<uint8_t> bytes;  // [block_bytes]
   for (int i = static_cast<int>(run.size()); i < max_blocks; ++i) {
     bytes.resize(static_cast<size_t>(cache_->block_bytes()));
@@ -133,7 +135,8 @@ void ServingLoop::LoadStored(const std::vector<int>& feed) {
     const int block = cache_->ImportBlock(bytes.data());
     if (block < 0) return;  // the rows hold the whole pool: computed instead
     // The index's reference is the one ImportBlock returned with.
-    WC_CHECK(prefix_->Insert(feed.data(), i, block), "a mapped-in block was indexed already");
+    WC_CHECK(prefix_->Insert(feed.data(), i, block, chain),
+             "a mapped-in block was indexed already");
     run.push_back(block);
   }
 }

@@ -80,10 +80,12 @@ struct ServingLoop::Row {
                             // its leader row)
   int leader = -1;          // a beam of the request whose leader is this row (run stays empty)
   // The token ids in the row's KV, positions [0, cur_pos), while the prefix cache can index them
-  // (a beam row's KV is reordered: `tokens_known` false), and its full blocks indexed so far.
+  // (a beam row's KV is reordered: `tokens_known` false), its full blocks indexed so far, and the
+  // index's node of the last of them (the next Insert's parent, found without a walk).
   std::vector<int> tokens;
   bool tokens_known = true;
   int indexed_blocks = 0;
+  PrefixCache::Handle index_chain;
 };
 
 }  // namespace wc

@@ -131,6 +131,7 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     slot.tokens.clear();
     slot.tokens_known = true;
     slot.indexed_blocks = 0;
+    slot.index_chain = {};
     session->pending.clear();
     session->had_turn = false;
   }

@@ -20,9 +20,17 @@ std::vector<int> Seq(int n, int start = 100) {
   return v;
 }
 
-// Indexes the first `blocks` blocks of `tokens` as KV blocks first_block, first_block + 1, ...
+// Indexes the first `blocks` blocks of `tokens` as KV blocks first_block, first_block + 1, ...,
+// each behind the handle the insert before it left.
 void Index(PrefixCache& pc, const std::vector<int>& tokens, int blocks, int first_block) {
-  for (int i = 0; i < blocks; ++i) EXPECT_TRUE(pc.Insert(tokens.data(), i, first_block + i));
+  PrefixCache::Handle chain;
+  for (int i = 0; i < blocks; ++i) EXPECT_TRUE(pc.Insert(tokens.data(), i, first_block + i, chain));
+}
+
+// Insert with no handle: the parent is found by walking the chain from block 0.
+bool InsertWalking(PrefixCache& pc, const std::vector<int>& tokens, int index, int block) {
+  PrefixCache::Handle none;
+  return pc.Insert(tokens.data(), index, block, none);
 }
 
 TEST(PrefixCache, MatchesTheLongestRunOfFullBlocks) {
@@ -53,14 +61,14 @@ TEST(PrefixCache, ABlockMatchesOnlyBehindItsOwnPrefix) {
   Index(pc, a, 2, 0);
   EXPECT_EQ(pc.Match(b.data(), 4, 10), (std::vector<int>{}));
   // Inserting a block whose parent is not indexed does nothing.
-  EXPECT_FALSE(pc.Insert(b.data(), 1, 5));
+  EXPECT_FALSE(InsertWalking(pc, b, 1, 5));
   EXPECT_EQ(pc.stats().blocks, 2);
   // The same tokens behind the same parent are indexed once: the second holder keeps its own.
-  EXPECT_FALSE(pc.Insert(a.data(), 1, 6));
+  EXPECT_FALSE(InsertWalking(pc, a, 1, 6));
   EXPECT_EQ(pc.Match(a.data(), 4, 10), (std::vector<int>{0, 1}));
   // b's own chain is separate.
-  EXPECT_TRUE(pc.Insert(b.data(), 0, 2));
-  EXPECT_TRUE(pc.Insert(b.data(), 1, 3));
+  EXPECT_TRUE(InsertWalking(pc, b, 0, 2));
+  EXPECT_TRUE(InsertWalking(pc, b, 1, 3));
   EXPECT_EQ(pc.Match(b.data(), 4, 10), (std::vector<int>{2, 3}));
   EXPECT_EQ(pc.Match(a.data(), 4, 10), (std::vector<int>{0, 1}));
   EXPECT_EQ(pc.Blocks(), (std::vector<int>{0, 1, 2, 3}));
@@ -91,6 +99,44 @@ TEST(PrefixCache, EvictsTheLeastRecentlyUsedLeafNobodyUses) {
   Index(pc, b, 2, 9);
   EXPECT_EQ(pc.Match(b.data(), 4, 10), (std::vector<int>{9, 10}));
   EXPECT_EQ(pc.Match(a.data(), 6, 10), (std::vector<int>{}));
+}
+
+TEST(PrefixCache, InsertContinuesFromTheHandleTheLastCallLeft) {
+  PrefixCache pc(2);
+  const std::vector<int> a = {1, 2, 3, 4, 5, 6, 7, 8}, b = {1, 2, 3, 4, 9, 9, 9, 9};
+  PrefixCache::Handle chain;
+  EXPECT_TRUE(pc.Insert(a.data(), 0, 0, chain));
+  EXPECT_TRUE(pc.Insert(a.data(), 1, 1, chain));
+  // Tokens already indexed: false, and the handle moves to the node that holds them.
+  PrefixCache::Handle other;
+  EXPECT_FALSE(pc.Insert(a.data(), 0, 7, other));
+  EXPECT_FALSE(pc.Insert(a.data(), 1, 8, other));
+  EXPECT_TRUE(pc.Insert(a.data(), 2, 2, other));
+  EXPECT_EQ(pc.Match(a.data(), 8, 10), (std::vector<int>{0, 1, 2}));
+  // Match leaves a handle to the last block it returned; b goes on from a's first two blocks.
+  PrefixCache::Handle from_match;
+  EXPECT_EQ(pc.Match(b.data(), 8, 10, &from_match), (std::vector<int>{0, 1}));
+  EXPECT_TRUE(pc.Insert(b.data(), 2, 3, from_match));
+  EXPECT_TRUE(pc.Insert(b.data(), 3, 4, from_match));
+  EXPECT_EQ(pc.Match(b.data(), 8, 10), (std::vector<int>{0, 1, 3, 4}));
+  // A handle of another block index is not taken for the parent: the chain is walked.
+  PrefixCache::Handle stale = from_match;  // block 3 of b
+  EXPECT_TRUE(pc.Insert(a.data(), 3, 5, stale));
+  EXPECT_EQ(pc.Match(a.data(), 8, 10), (std::vector<int>{0, 1, 2, 5}));
+  // A handle whose node was evicted (its slot reused since) is stale: the walk finds nothing.
+  PrefixCache::Handle evicted;
+  EXPECT_EQ(pc.Peek(b.data(), 8, 10, &evicted), (std::vector<int>{0, 1, 3, 4}));
+  EXPECT_EQ(pc.EvictOne([](int block) { return block != 4; }), 4);
+  PrefixCache::Handle reused;
+  const std::vector<int> c = {6, 6};
+  EXPECT_TRUE(pc.Insert(c.data(), 0, 6, reused));
+  EXPECT_EQ(reused.node, evicted.node);  // the freed node, a first block now
+  std::vector<int> b5 = b;
+  b5.insert(b5.end(), {5, 5});
+  EXPECT_FALSE(pc.Insert(b5.data(), 4, 9, evicted));
+  EXPECT_EQ(evicted.node, -1);
+  EXPECT_EQ(pc.Match(b5.data(), 10, 10), (std::vector<int>{0, 1, 3}));
+  EXPECT_EQ(pc.Match(c.data(), 2, 10), (std::vector<int>{6}));
 }
 
 KVCacheShape Shape() {
@@ -154,8 +200,9 @@ TEST(PrefixCacheKV, AdoptedBlocksReadAsWrittenAndTheJournalFollows) {
     PrefixCache pc(8);
     const std::vector<int> prompt = Seq(20);
     both_write(0, 0, 20, 1.0f);  // 2 full blocks + 4 positions
+    PrefixCache::Handle chain;
     for (int i = 0; i < 2; ++i)
-      if (pc.Insert(prompt.data(), i, cache.user_block(0, i * 8)))
+      if (pc.Insert(prompt.data(), i, cache.user_block(0, i * 8), chain))
         cache.RetainBlock(cache.user_block(0, i * 8));
     const std::vector<int> blocks = pc.Match(prompt.data(), 19, 100);
     ASSERT_EQ(blocks.size(), 2u);
