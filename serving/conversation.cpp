@@ -53,13 +53,10 @@ class Conversation::TurnObserver : public RequestObserver {
 
 Conversation::Conversation(ServingLoop& loop, const FalconModel& model, const Tokenizer& tokenizer,
                            ChatFormat format, const ConversationSettings& settings)
-    : loop_(loop),
-      model_(model),
-      tokenizer_(tokenizer),
-      format_(std::move(format)),
-      settings_(settings) {
-  Validate(settings_);
-  stream_seed_ = settings_.seed;
+    : loop_(loop), model_(model), tokenizer_(tokenizer), format_(std::move(format)) {
+  state_.settings = settings;
+  Validate(state_.settings);
+  stream_seed_ = state_.settings.seed;
   session_ = loop_.OpenSession();
 }
 
@@ -77,8 +74,8 @@ Conversation::~Conversation() {
 }
 
 std::vector<int> Conversation::SystemIds() const {
-  if (settings_.system.empty()) return {};
-  return tokenizer_.Encode(format_.system_prefix + settings_.system + format_.system_suffix);
+  if (state_.settings.system.empty()) return {};
+  return tokenizer_.Encode(format_.system_prefix + state_.settings.system + format_.system_suffix);
 }
 
 std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_user) const {
@@ -87,8 +84,8 @@ std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_u
   if (format_.add_bos) ids.push_back(c.bos_token_id);
   const std::vector<int> system = SystemIds();
   ids.insert(ids.end(), system.begin(), system.end());
-  for (size_t i = first; i < turns_.size(); ++i) {
-    const ConversationTurn& t = turns_[i];
+  for (size_t i = first; i < state_.turns.size(); ++i) {
+    const ConversationTurn& t = state_.turns[i];
     const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, t.user);
     ids.insert(ids.end(), user.begin(), user.end());
     size_t kept = t.reply_ids.size();
@@ -110,25 +107,26 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   if (busy_) throw Error("a reply is still running");
   ConversationTurn turn;
   turn.user = user;
-  turn.settings = settings_;
-  turn.reset_before = reset_next_;
+  turn.settings = state_.settings;
+  turn.reset_before = state_.reset_next;
   turn.stream_seed_before = stream_seed_;
-  turn.reseeded = reseed_next_;
-  const bool turn_reseeded = reseed_next_;
-  if (reseed_next_) {  // a new RNG stream: a fresh session holding the conversation so far
+  turn.reseeded = state_.reseed_next;
+  const bool turn_reseeded = state_.reseed_next;
+  if (state_.reseed_next) {  // a new RNG stream: a fresh session holding the conversation so far
     lock.unlock();
     loop_.CloseSession(session_);
     lock.lock();
     session_ = loop_.OpenSession();
     session_pos_ = 0;
-    stream_seed_ = settings_.seed;
+    stream_seed_ = state_.settings.seed;
   }
   // Continue the session (the last reply's unfed tokens go first, then [eos] + the turn), or
   // start it over with the kept turns framed afresh.
-  const bool fresh = reset_next_ || reseed_next_ || rebuild_next_ || session_pos_ == 0;
+  const bool fresh =
+      state_.reset_next || state_.reseed_next || state_.rebuild_next || session_pos_ == 0;
   std::vector<int> ids;
   if (fresh) {
-    ids = FrameFrom(first_kept_, user);
+    ids = FrameFrom(state_.first_kept, user);
   } else {
     if (format_.eos_ends_turn) ids.push_back(c.eos_token_id);
     const std::vector<int> t = format_.EncodeUserTurn(tokenizer_, user);
@@ -136,12 +134,12 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   }
   bool restart = fresh && session_pos_ > 0;  // the session holds tokens to forget
   // Room for the reply: up to max_new_tokens, but at most a quarter of the context.
-  const int64_t reserve = std::max(1, std::min(settings_.max_new_tokens, ctx / 4));
+  const int64_t reserve = std::max(1, std::min(state_.settings.max_new_tokens, ctx / 4));
   int64_t total = (fresh ? 0 : session_pos_) + static_cast<int64_t>(ids.size());
-  while (total + reserve > ctx && first_kept_ < turns_.size()) {
-    ++first_kept_;
+  while (total + reserve > ctx && state_.first_kept < state_.turns.size()) {
+    ++state_.first_kept;
     ++turn.dropped_before;
-    ids = FrameFrom(first_kept_, user);
+    ids = FrameFrom(state_.first_kept, user);
     total = static_cast<int64_t>(ids.size());
     restart = true;
   }
@@ -153,19 +151,19 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   Request r;
   r.prompt_ids = std::move(ids);
   r.chat = true;
-  r.sampling = settings_.sampling;
-  r.seed = settings_.seed;
-  r.max_new_tokens = settings_.max_new_tokens;
-  r.beams = settings_.beams;
+  r.sampling = state_.settings.sampling;
+  r.seed = state_.settings.seed;
+  r.max_new_tokens = state_.settings.max_new_tokens;
+  r.beams = state_.settings.beams;
   r.session = session_;
   r.reset_session = restart;
-  if (!turn_reseeded) r.session_rng = rng_next_;
-  const size_t index = turns_.size();
+  if (!turn_reseeded) r.session_rng = state_.rng_next;
+  const size_t index = state_.turns.size();
   r.observer = std::make_shared<TurnObserver>(*this, index, std::move(observer));
-  turns_.push_back(std::move(turn));
+  state_.turns.push_back(std::move(turn));
   busy_ = true;
-  reset_next_ = reseed_next_ = rebuild_next_ = false;
-  rng_next_.reset();
+  state_.reset_next = state_.reseed_next = state_.rebuild_next = false;
+  state_.rng_next.reset();
   lock.unlock();
   const RequestId id = loop_.Submit(std::move(r));
   lock.lock();
@@ -177,11 +175,11 @@ void Conversation::Record(size_t turn, const RequestResult& result) {
   std::lock_guard<std::mutex> lock(mu_);
   if (result.reason == StopReason::kError) {
     // Nothing of it stays: the next turn starts over from the turns before it.
-    turns_.erase(turns_.begin() + static_cast<int64_t>(turn));
-    first_kept_ = std::min(first_kept_, turns_.size());
-    rebuild_next_ = true;
+    state_.turns.erase(state_.turns.begin() + static_cast<int64_t>(turn));
+    state_.first_kept = std::min(state_.first_kept, state_.turns.size());
+    state_.rebuild_next = true;
   } else {
-    ConversationTurn& t = turns_[turn];
+    ConversationTurn& t = state_.turns[turn];
     t.reply_ids = result.tokens;
     t.reply_text = result.text;
     t.reason = result.reason;
@@ -202,8 +200,9 @@ bool Conversation::busy() const {
 void Conversation::Reset() {
   std::lock_guard<std::mutex> lock(mu_);
   WC_CHECK(!busy_, "Reset while a reply runs");
-  first_kept_ = turns_.size();  // kept in turns() (a transcript records the whole session)
-  reset_next_ = true;
+  state_.first_kept =
+      state_.turns.size();  // kept in turns() (a transcript records the whole session)
+  state_.reset_next = true;
 }
 
 void Conversation::set_settings(const ConversationSettings& settings) {
@@ -211,14 +210,14 @@ void Conversation::set_settings(const ConversationSettings& settings) {
   std::lock_guard<std::mutex> lock(mu_);
   // A new stream only if the seed differs from the running stream's (setting it back and forth
   // between two replies changes nothing, as a transcript's net `set:` lines say).
-  reseed_next_ = settings.seed != stream_seed_;
-  if (settings.system != settings_.system) rebuild_next_ = true;  // the framing changed
-  settings_ = settings;
+  state_.reseed_next = settings.seed != stream_seed_;
+  if (settings.system != state_.settings.system) state_.rebuild_next = true;  // the framing changed
+  state_.settings = settings;
 }
 
 std::vector<ConversationTurn> Conversation::turns() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return turns_;
+  return state_.turns;
 }
 
 int Conversation::session_pos() const {
@@ -228,29 +227,29 @@ int Conversation::session_pos() const {
 
 ConversationTurn Conversation::UndoLocked() {
   if (busy_) throw Error("a reply is running: wait for it or cancel it first");
-  if (turns_.empty() || first_kept_ >= turns_.size() || reset_next_)
+  if (state_.turns.empty() || state_.first_kept >= state_.turns.size() || state_.reset_next)
     throw Error("nothing to undo in this conversation");
-  ConversationTurn t = std::move(turns_.back());
-  turns_.pop_back();
+  ConversationTurn t = std::move(state_.turns.back());
+  state_.turns.pop_back();
   // The context as it was before the turn was sent: the turns it dropped to make room come back,
   // a /reset before it is pending again.
-  first_kept_ -= std::min<size_t>(first_kept_, static_cast<size_t>(t.dropped_before));
+  state_.first_kept -= std::min<size_t>(state_.first_kept, static_cast<size_t>(t.dropped_before));
   if (t.reset_before) {
-    first_kept_ = turns_.size();
-    reset_next_ = true;
+    state_.first_kept = state_.turns.size();
+    state_.reset_next = true;
   }
-  rebuild_next_ = true;
+  state_.rebuild_next = true;
   // The stream goes back to where it stood before the turn: the turn's own start, or - when the
   // turn began a new stream - the old stream after the turn before (fresh if there was none).
   stream_seed_ = t.stream_seed_before;
   if (!t.reseeded) {
-    rng_next_ = t.rng_before;
-  } else if (!turns_.empty()) {
-    rng_next_ = turns_.back().rng_after;
+    state_.rng_next = t.rng_before;
+  } else if (!state_.turns.empty()) {
+    state_.rng_next = state_.turns.back().rng_after;
   } else {
-    rng_next_ = Rng(stream_seed_).state();
+    state_.rng_next = Rng(stream_seed_).state();
   }
-  reseed_next_ = settings_.seed != stream_seed_;
+  state_.reseed_next = state_.settings.seed != stream_seed_;
   return t;
 }
 
@@ -261,32 +260,22 @@ ConversationTurn Conversation::Undo() {
 
 RequestId Conversation::Retry(bool same_seed, std::shared_ptr<RequestObserver> observer) {
   std::unique_lock<std::mutex> lock(mu_);
-  const std::vector<ConversationTurn> saved = turns_;
-  const size_t saved_first = first_kept_;
-  const bool saved_reset = reset_next_, saved_rebuild = rebuild_next_, saved_reseed = reseed_next_;
-  const std::optional<Rng::State> saved_rng = rng_next_;
-  const ConversationSettings saved_settings = settings_;
+  const State saved = state_;
   const ConversationTurn t = UndoLocked();
   if (!same_seed) {
     // The next seed of the stream: its first draw after the old reply.
     Rng next(0);
     next.set_state(t.rng_after);
-    settings_.seed = next.Next();
-    reseed_next_ = true;
-    rng_next_.reset();
+    state_.settings.seed = next.Next();
+    state_.reseed_next = true;
+    state_.rng_next.reset();
   }
   lock.unlock();
   try {
     return Send(t.user, std::move(observer));
   } catch (...) {
     lock.lock();  // Send changed nothing: put the turn back
-    turns_ = saved;
-    first_kept_ = saved_first;
-    reset_next_ = saved_reset;
-    rebuild_next_ = saved_rebuild;
-    reseed_next_ = saved_reseed;
-    rng_next_ = saved_rng;
-    settings_ = saved_settings;
+    state_ = saved;
     throw;
   }
 }
@@ -295,7 +284,8 @@ RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
                                 std::shared_ptr<RequestObserver> observer) {
   WC_CHECK(observer != nullptr, "Restore needs an observer");
   std::unique_lock<std::mutex> lock(mu_);
-  if (busy_ || !turns_.empty()) throw Error("only a conversation with no turns can be resumed");
+  if (busy_ || !state_.turns.empty())
+    throw Error("only a conversation with no turns can be resumed");
   if (turns.empty()) return 0;
   // The stream: from the initial seed, a new one at each turn whose seed differs, one draw per
   // token sampled at a temperature above 0 (beam turns draw none).
@@ -316,29 +306,30 @@ RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
   }
   Rng rng(seed);
   for (uint64_t d = 0; d < draws; ++d) rng.Next();
-  turns_ = turns;
-  first_kept_ = std::min(first_kept, turns_.size());
-  settings_ = turns_.back().settings;
+  state_.turns = turns;
+  state_.first_kept = std::min(first_kept, state_.turns.size());
+  state_.settings = state_.turns.back().settings;
   stream_seed_ = seed;
-  reset_next_ = reseed_next_ = rebuild_next_ = false;
-  rng_next_.reset();
+  state_.reset_next = state_.reseed_next = state_.rebuild_next = false;
+  state_.rng_next.reset();
   // What a session holds after the last turn: the kept turns framed, each reply in full (its last
   // token too, which the live session would feed with the next turn - the same K/V either way).
-  std::vector<int> ids = FrameFrom(first_kept_, "");
+  std::vector<int> ids = FrameFrom(state_.first_kept, "");
   const std::vector<int> empty_turn = format_.EncodeUserTurn(tokenizer_, "");
   ids.resize(ids.size() - empty_turn.size());
-  if (format_.eos_ends_turn && first_kept_ < turns_.size()) ids.pop_back();  // the next Send's
-  if (first_kept_ >= turns_.size() || ids.empty()) {
+  if (format_.eos_ends_turn && state_.first_kept < state_.turns.size())
+    ids.pop_back();  // the next Send's
+  if (state_.first_kept >= state_.turns.size() || ids.empty()) {
     // Nothing in context (a reset after the last turn is not recorded; the turns after a reset
     // are): the next Send starts the stream's session afresh.
     session_pos_ = 0;
-    rng_next_ = rng.state();
+    state_.rng_next = rng.state();
     return 0;
   }
   Request r;
   r.prompt_ids = std::move(ids);
   r.chat = true;
-  r.sampling = settings_.sampling;
+  r.sampling = state_.settings.sampling;
   r.seed = seed;
   r.max_new_tokens = 0;  // the prompt only
   r.beams.reset();
@@ -357,8 +348,8 @@ RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
       {
         std::lock_guard<std::mutex> lock(c_.mu_);
         if (result.reason == StopReason::kError || result.reason == StopReason::kCancelled) {
-          c_.rebuild_next_ = true;  // the next Send re-prefills
-          c_.rng_next_ = result.rng_before;
+          c_.state_.rebuild_next = true;  // the next Send re-prefills
+          c_.state_.rng_next = result.rng_before;
         } else {
           c_.session_pos_ = result.session_pos;
         }

@@ -108,7 +108,7 @@ class Conversation {
   RequestId Restore(const std::vector<ConversationTurn>& turns,
                     std::shared_ptr<RequestObserver> observer);
 
-  const ConversationSettings& settings() const { return settings_; }
+  const ConversationSettings& settings() const { return state_.settings; }
   // Applies from the next Send. A new seed starts a new RNG stream then (the conversation so far
   // is re-prefilled into a fresh session). Throws wc::Error naming the setting if a value is bad.
   void set_settings(const ConversationSettings& settings);
@@ -134,22 +134,30 @@ class Conversation {
   const FalconModel& model_;
   const Tokenizer& tokenizer_;
   ChatFormat format_;
-  ConversationSettings settings_;
   SessionId session_ = 0;
   uint64_t stream_seed_ = 0;  // the seed the session's RNG stream started from
 
-  mutable std::mutex mu_;  // guards what the loop's thread records: turns_, session_pos_, busy_
+  // What Undo and Retry change (beside stream_seed_, which Undo sets and a failed Retry leaves),
+  // in one piece: a Retry whose Send fails puts it back with one assignment.
+  struct State {
+    ConversationSettings settings;
+    std::vector<ConversationTurn> turns;
+    size_t first_kept = 0;      // turns before this were dropped from the KV (context trimming)
+    bool reset_next = false;    // /reset since the last Send
+    bool reseed_next = false;   // a new seed since the last Send
+    bool rebuild_next = false;  // a reply failed or was undone: re-prefill the kept turns afresh
+    // Undo: the stream position the next Send samples from, unless a new seed starts a new
+    // stream.
+    std::optional<Rng::State> rng_next;
+  };
+
+  mutable std::mutex mu_;  // guards what the loop's thread records: state_.turns, session_pos_,
+                           // busy_
   std::condition_variable idle_;
   RequestId running_ = 0;
-  std::vector<ConversationTurn> turns_;
-  size_t first_kept_ = 0;  // turns_ before this were dropped from the KV (context trimming)
+  State state_;
   int session_pos_ = 0;
   bool busy_ = false;
-  bool reset_next_ = false;    // /reset since the last Send
-  bool reseed_next_ = false;   // a new seed since the last Send
-  bool rebuild_next_ = false;  // a reply failed or was undone: re-prefill the kept turns afresh
-  // Undo: the stream position the next Send samples from, unless a new seed starts a new stream.
-  std::optional<Rng::State> rng_next_;
   // Undo's work, under mu_.
   ConversationTurn UndoLocked();
 };
