@@ -2,7 +2,6 @@
 // continue the session, a full context drops the oldest turns instead of wiping the conversation,
 // /reset and a new seed start over deterministically, and the same operations always give the
 // same tokens (what transcripts replay).
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -20,13 +19,11 @@ const test::DefaultModel& M() {
 }
 
 ChatFormat Format() {
-  return M().chat_format.value_or(ChatFormat{});
+  return test::DefaultChatFormat();
 }
 
 std::unique_ptr<ServingLoop> Loop(int ctx = 0) {
-  ServingOptions o = test::Rows(4);
-  o.ctx = ctx;
-  return std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), Format(), o);
+  return test::ConversationLoop(4, ctx);
 }
 
 ConversationSettings Greedy(int max_new = 24) {
@@ -36,24 +33,11 @@ ConversationSettings Greedy(int max_new = 24) {
   return s;
 }
 
-ConversationSettings Sampled(uint64_t seed, int max_new = 24) {
-  ConversationSettings s;
-  s.sampling.temperature = 0.9f;
-  s.seed = seed;
-  s.max_new_tokens = max_new;
-  return s;
+ConversationSettings Sampled(uint64_t seed) {
+  return test::SampledSettings(seed, /*max_new_tokens=*/24);
 }
 
-// Sends and waits; returns the recorded turn.
-ConversationTurn Say(Conversation& c, const std::string& text) {
-  auto observer = std::make_shared<WaitingObserver>();
-  c.Send(text, observer);
-  const RequestResult* r = observer->WaitFor(std::chrono::milliseconds(120000));
-  EXPECT_NE(r, nullptr) << "the reply never ended";
-  EXPECT_NE(r->reason, StopReason::kError) << r->error;
-  EXPECT_FALSE(c.busy());
-  return c.turns().back();
-}
+using test::Say;
 
 const std::vector<std::string> kQuestions = {
     "What is a falcon?",  "Define harbor.",    "What does it mean to sail?", "What is patience?",

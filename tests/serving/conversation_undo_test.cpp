@@ -3,7 +3,6 @@
 // token for token; /retry same gives the same reply, /retry a new one from the stream's next seed,
 // recorded in the turn; nothing to undo is a one-line error that changes nothing; and with the
 // prefix cache a retried reply re-prefills at most one KV block of the conversation.
-#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,50 +20,35 @@ const test::DefaultModel& M() {
   return test::LoadDefaultModel();
 }
 
-ChatFormat Format() {
-  return M().chat_format.value_or(ChatFormat{});
-}
-
-std::unique_ptr<ServingLoop> Loop() {
-  return std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), Format(), test::Rows(2));
-}
-
 ConversationSettings Sampled(uint64_t seed, int max_new = 12) {
-  ConversationSettings s;
-  s.sampling.temperature = 0.9f;
-  s.sampling.top_k = 40;
-  s.seed = seed;
-  s.max_new_tokens = max_new;
-  return s;
+  return test::SampledSettings(seed, max_new, /*top_k=*/40);
 }
 
-// Waits for the reply started with `observer`; returns its result.
-RequestResult Wait(WaitingObserver& observer) {
-  const RequestResult* r = observer.WaitFor(std::chrono::milliseconds(120000));
-  EXPECT_NE(r, nullptr) << "the reply never ended";
-  if (r == nullptr) return {};
-  EXPECT_NE(r->reason, StopReason::kError) << r->error;
-  return *r;
-}
+using test::Say;
 
-RequestResult Say(Conversation& c, const std::string& text) {
-  auto observer = std::make_shared<WaitingObserver>();
-  c.Send(text, observer);
-  return Wait(*observer);
-}
+// The loop a Chat runs on, built before the conversation and destroyed after it.
+struct OwnLoop {
+  std::unique_ptr<ServingLoop> loop = test::ConversationLoop(/*user_rows=*/2);
+};
+
+// A conversation on a loop of its own (two rows), with the default model and its chat format.
+class Chat : private OwnLoop, public Conversation {
+ public:
+  explicit Chat(const ConversationSettings& s)
+      : Conversation(*loop, *M().model, *M().tokenizer, test::DefaultChatFormat(), s) {}
+};
 
 RequestResult Retry(Conversation& c, bool same_seed) {
   auto observer = std::make_shared<WaitingObserver>();
   c.Retry(same_seed, observer);
-  return Wait(*observer);
+  return test::WaitReply(*observer);
 }
 
 // `turns` run again in a fresh conversation as a transcript replays them (a reset, the settings
 // each ran with, its message); returns the new turns.
 std::vector<ConversationTurn> Replay(const std::vector<ConversationTurn>& turns,
                                      const ConversationSettings& initial) {
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), initial);
+  Chat c(initial);
   for (const ConversationTurn& t : turns) {
     if (t.reset_before) c.Reset();
     if (!(t.settings == c.settings())) c.set_settings(t.settings);
@@ -89,34 +73,32 @@ const std::vector<std::string> kQuestions = {"What is a falcon?", "Define harbor
 
 TEST(ConversationUndo, AnUndoneExchangeIsAsIfItHadNeverBeen) {
   const ConversationSettings s = Sampled(7);
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Chat c(s);
   Say(c, kQuestions[0]);
   Say(c, kQuestions[1]);
-  const RequestResult undone = Say(c, kQuestions[2]);
+  const ConversationTurn undone = Say(c, kQuestions[2]);
   const ConversationTurn t = c.Undo();
   EXPECT_EQ(t.user, kQuestions[2]);
-  EXPECT_EQ(t.reply_ids, undone.tokens);
+  EXPECT_EQ(t.reply_ids, undone.reply_ids);
   ASSERT_EQ(c.turns().size(), 2u);
   Say(c, kQuestions[3]);
   ExpectReplays(c.turns(), s);
   // The same question again after an undo gets the undone reply back (the stream went back).
   c.Undo();
-  EXPECT_EQ(Say(c, kQuestions[2]).tokens, undone.tokens);
+  EXPECT_EQ(Say(c, kQuestions[2]).reply_ids, undone.reply_ids);
 }
 
 TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) {
   const ConversationSettings s = Sampled(11);
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Chat c(s);
   Say(c, kQuestions[0]);
-  const RequestResult first = Say(c, kQuestions[1]);
+  const std::vector<int> first = Say(c, kQuestions[1]).reply_ids;
   const RequestResult same = Retry(c, /*same_seed=*/true);
-  EXPECT_EQ(same.tokens, first.tokens);
+  EXPECT_EQ(same.tokens, first);
   EXPECT_EQ(c.turns().size(), 2u);
   EXPECT_EQ(c.settings().seed, 11u);
   const RequestResult next = Retry(c, /*same_seed=*/false);
-  EXPECT_NE(next.tokens, first.tokens);  // another stream (12 sampled tokens at T 0.9)
+  EXPECT_NE(next.tokens, first);  // another stream (12 sampled tokens at T 0.9)
   ASSERT_EQ(c.turns().size(), 2u);
   EXPECT_EQ(c.turns().back().user, kQuestions[1]);
   EXPECT_EQ(c.turns().back().reply_ids, next.tokens);
@@ -132,14 +114,17 @@ TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) 
 
 TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
   const ConversationSettings s = Sampled(3);
-  // The seed changed for the undone turn, then set back: the next turn continues seed 3's stream.
-  {
-    auto loop = Loop();
-    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  // A turn, then one at seed 9, undone.
+  auto undo_reseeded_turn = [](Conversation& c) {
     Say(c, kQuestions[0]);
     c.set_settings(Sampled(9));
     Say(c, kQuestions[1]);
     c.Undo();
+  };
+  // The seed changed for the undone turn, then set back: the next turn continues seed 3's stream.
+  {
+    Chat c(s);
+    undo_reseeded_turn(c);
     c.set_settings(s);
     Say(c, kQuestions[2]);
     ExpectReplays(c.turns(), s);
@@ -148,20 +133,15 @@ TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
   }
   // Kept at the new seed: the next turn starts that stream afresh.
   {
-    auto loop = Loop();
-    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
-    Say(c, kQuestions[0]);
-    c.set_settings(Sampled(9));
-    Say(c, kQuestions[1]);
-    c.Undo();
+    Chat c(s);
+    undo_reseeded_turn(c);
     Say(c, kQuestions[2]);
     EXPECT_EQ(c.turns().back().settings.seed, 9u);
     ExpectReplays(c.turns(), s);
   }
   // Undone across a /reset: the reset is pending again.
   {
-    auto loop = Loop();
-    Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+    Chat c(s);
     Say(c, kQuestions[0]);
     c.Reset();
     Say(c, kQuestions[1]);
@@ -173,8 +153,7 @@ TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
 }
 
 TEST(ConversationUndo, NothingToUndoChangesNothing) {
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), Sampled(5));
+  Chat c(Sampled(5));
   EXPECT_THROW(c.Undo(), Error);
   EXPECT_THROW(c.Retry(false, std::make_shared<WaitingObserver>()), Error);
   EXPECT_EQ(c.settings().seed, 5u);
@@ -195,8 +174,7 @@ TEST(ConversationUndo, NothingToUndoChangesNothing) {
 // restored into a fresh one, which then replies to the next message exactly as the original did.
 TEST(ConversationUndo, ARestoredConversationRepliesAsTheOriginalWould) {
   const ConversationSettings s = Sampled(13);
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), s);
+  Chat c(s);
   Say(c, kQuestions[0]);
   c.set_settings(Sampled(17));
   Say(c, kQuestions[1]);
@@ -204,25 +182,23 @@ TEST(ConversationUndo, ARestoredConversationRepliesAsTheOriginalWould) {
   Say(c, kQuestions[2]);
   Say(c, kQuestions[3]);
   const std::vector<ConversationTurn> before = c.turns();
-  const RequestResult next = Say(c, kQuestions[4]);
+  const ConversationTurn next = Say(c, kQuestions[4]);
 
-  auto loop2 = Loop();
-  Conversation d(*loop2, *M().model, *M().tokenizer, Format(), s);
+  Chat d(s);
   auto observer = std::make_shared<WaitingObserver>();
   ASSERT_NE(d.Restore(before, observer), 0u);
-  const RequestResult prefill = Wait(*observer);
+  const RequestResult prefill = test::WaitReply(*observer);
   EXPECT_TRUE(prefill.tokens.empty());
   EXPECT_EQ(d.settings().seed, 17u);
   EXPECT_EQ(d.turns().size(), before.size());
-  EXPECT_EQ(Say(d, kQuestions[4]).tokens, next.tokens);
+  EXPECT_EQ(Say(d, kQuestions[4]).reply_ids, next.reply_ids);
   EXPECT_THROW(d.Restore(before, std::make_shared<WaitingObserver>()), Error);  // it has turns
 }
 
 // With the prefix cache (on by default, blocks of 64), a retried reply re-prefills the
 // conversation's last partial block at most: 20 turns, each retried once.
 TEST(ConversationUndo, ARetryReprefillsAtMostOneBlockPerTurn) {
-  auto loop = Loop();
-  Conversation c(*loop, *M().model, *M().tokenizer, Format(), Sampled(21, /*max_new=*/6));
+  Chat c(Sampled(21, /*max_new=*/6));
   int64_t reprefilled = 0;
   for (int turn = 0; turn < 20; ++turn) {
     Say(c, kQuestions[turn % kQuestions.size()]);

@@ -277,4 +277,40 @@ RequestSpec Turn1(SessionId session) {
   return s;
 }
 
+ChatFormat DefaultChatFormat() {
+  return LoadDefaultModel().chat_format.value_or(ChatFormat{});
+}
+
+std::unique_ptr<ServingLoop> ConversationLoop(int user_rows, int ctx) {
+  const DefaultModel& m = LoadDefaultModel();
+  ServingOptions o = Rows(user_rows);
+  o.ctx = ctx;
+  return std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), DefaultChatFormat(), o);
+}
+
+ConversationSettings SampledSettings(uint64_t seed, int max_new_tokens, int top_k) {
+  ConversationSettings s;
+  s.sampling.temperature = 0.9f;
+  s.sampling.top_k = top_k;
+  s.seed = seed;
+  s.max_new_tokens = max_new_tokens;
+  return s;
+}
+
+RequestResult WaitReply(WaitingObserver& observer) {
+  const RequestResult* r = observer.WaitFor(std::chrono::milliseconds(120000));
+  EXPECT_NE(r, nullptr) << "the reply never ended";
+  if (r == nullptr) return {};
+  EXPECT_NE(r->reason, StopReason::kError) << r->error;
+  return *r;
+}
+
+ConversationTurn Say(Conversation& c, const std::string& text) {
+  auto observer = std::make_shared<WaitingObserver>();
+  c.Send(text, observer);
+  WaitReply(*observer);
+  EXPECT_FALSE(c.busy());
+  return c.turns().back();
+}
+
 }  // namespace wc::test

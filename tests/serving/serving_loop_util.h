@@ -16,6 +16,7 @@
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
 #include "model/falcon.h"
+#include "serving/conversation.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
 #include "tokenizer/tokenizer.h"
@@ -124,5 +125,21 @@ RequestSpec GreedyChat(const std::string& question, int max_new_tokens);
 Outcome RunOne(ServingLoop& loop, const RequestSpec& spec);
 // A session's sampled first turn (6 tokens, EOS ignored).
 RequestSpec Turn1(SessionId session);
+
+// ---- Shared by the conversation tests (conversation_test.cpp, conversation_undo_test.cpp) ----
+
+// The default model's chat format (an empty one if it has none).
+ChatFormat DefaultChatFormat();
+// A loop on the default model framing with DefaultChatFormat: `user_rows` rows, one OpenMP
+// thread, `ctx` positions (0: the model's).
+std::unique_ptr<ServingLoop> ConversationLoop(int user_rows, int ctx = 0);
+// Settings sampling at temperature 0.9 from `seed`, top_k the sampler's default unless given.
+ConversationSettings SampledSettings(uint64_t seed, int max_new_tokens,
+                                     int top_k = SamplingParams().top_k);
+// Waits for the reply started with `observer`, expecting it to end without an error; its result.
+RequestResult WaitReply(WaitingObserver& observer);
+// Sends `text` and waits for the reply (expecting no error, and the conversation idle after it);
+// returns the recorded turn.
+ConversationTurn Say(Conversation& c, const std::string& text);
 
 }  // namespace wc::test
