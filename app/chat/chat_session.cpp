@@ -95,6 +95,8 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
     : m_(m), run_(run), keep_(std::move(keep)), started_(std::time(nullptr)) {
   if (keep_.save && keep_.dir.empty()) keep_.dir = DefaultChatsDir();
   if (!keep_.file.empty()) save_path_ = keep_.file;
+  fingerprint_ = keep_.fingerprint;
+  if (keep_.save && fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
   // Rows for the widest beam search (a paged pool's pages are touched only when used).
   ServingOptions so = ServingOptionsFor(run, m, kMaxBeams);
@@ -342,7 +344,6 @@ void ChatSession::Autosave() {
     if (save_path_.empty()) {
       save_path_ = FreeChatPath(keep_.dir, started_, title_, "");
     }
-    if (fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
     // The settings of a chat with no turn left (all undone) matter to nobody; settings() is the
     // front end's to read (this may run on the loop's thread).
     const Transcript t =

@@ -63,6 +63,9 @@ struct ChatKeep {
   bool save = true;  // false: --no-save (and after /forget)
   std::string dir;   // the chats directory ("" = DefaultChatsDir())
   std::string file;  // --resume: the saved chat this one continues (and saves on in)
+  // RunFingerprint(run, m) when the caller has it already (--resume checks it); "": the session
+  // computes it at start if it saves, never mid-chat on the front end's thread.
+  std::string fingerprint;
 };
 
 class ChatSession {

@@ -80,6 +80,7 @@ void RunChat(const ChatCmdOptions& o) {
       throw Error(Cat("--resume: ", keep.file, " was saved with another model (fingerprint ",
                       saved.fingerprint, "; ", m.dir, " has ", fingerprint,
                       "): pass --model with the model to continue it on"));
+    keep.fingerprint = fingerprint;  // the session saves under it without computing it again
   }
   ChatSession session(m, run, s, keep);
   if (o.resume) {
