@@ -1,10 +1,12 @@
 #include "app/chat/chat_commands.h"
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <sstream>
 
+#include "app/chat/typed_path.h"
 #include "app/cli_errors.h"
 #include "serving/beam_search.h"
 #include "util/error.h"
@@ -26,7 +28,13 @@ const CommandSpec kCommands[] = {
     {"/retry", ChatCommand::Kind::kRetry},   {"/undo", ChatCommand::Kind::kUndo},
     {"/edit", ChatCommand::Kind::kEdit},     {"/title", ChatCommand::Kind::kTitle},
     {"/forget", ChatCommand::Kind::kForget}, {"/chats", ChatCommand::Kind::kChats},
+    {"/export", ChatCommand::Kind::kExport}, {"/export!", ChatCommand::Kind::kExport},
+    {"/copy", ChatCommand::Kind::kCopy},     {"/open", ChatCommand::Kind::kOpen},
+    {"/find", ChatCommand::Kind::kFind},
 };
+
+// The commands whose argument is a file name (Tab completes it).
+const char* const kFileCommands[] = {"/export", "/export!", "/save", "/load"};
 
 const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens"};
 
@@ -47,6 +55,31 @@ bool ParseNumber(const std::string& word, double& out) {
 
 bool IsInteger(double v) {
   return v == std::floor(v);
+}
+
+// `word` as a whole number in [1, 1e9], or false.
+bool ParseCount(const std::string& word, double& out) {
+  return ParseNumber(word, out) && IsInteger(out) && out >= 1 && out <= 1e9;
+}
+
+std::string Lower(std::string s) {
+  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  return s;
+}
+
+ChatCommand ParseCopy(const std::vector<std::string>& words) {
+  ChatCommand c;
+  c.kind = ChatCommand::Kind::kCopy;
+  if (words.size() == 1) return c;
+  double n = 1;
+  if (Lower(words[1]) == "code" &&
+      (words.size() == 2 || (words.size() == 3 && ParseCount(words[2], n)))) {
+    c.name = "code";
+    c.value = n;
+    return c;
+  }
+  return Hint(
+      "/copy takes nothing (the last reply) or code N (its Nth code block; N = 1 if left out)");
 }
 
 ChatCommand ParseSet(const std::vector<std::string>& words) {
@@ -98,7 +131,7 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
   std::istringstream in(line.substr(first));
   std::vector<std::string> words;
   for (std::string w; in >> w;) words.push_back(w);
-  for (char& ch : words[0]) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  words[0] = Lower(words[0]);
   const std::string& name = words[0];  // /QUIT is /quit
   for (const CommandSpec& spec : kCommands) {
     if (name != spec.name) continue;
@@ -123,18 +156,46 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
           return c;
         }
         return Hint("/retry takes nothing, or 'same' (the same seed as the reply it replaces)");
+      case ChatCommand::Kind::kCopy:
+        return ParseCopy(words);
+      case ChatCommand::Kind::kOpen: {
+        double n = 0;
+        if (words.size() != 2 || !ParseCount(words[1], n))
+          return Hint("/open needs the number of a chat in the /chats list, e.g. /open 2");
+        c.value = n;
+        return c;
+      }
       case ChatCommand::Kind::kSave:
       case ChatCommand::Kind::kTitle:
-      case ChatCommand::Kind::kLoad: {
-        // The file name is the rest of the line (it may contain spaces).
+      case ChatCommand::Kind::kLoad:
+      case ChatCommand::Kind::kExport:
+      case ChatCommand::Kind::kFind: {
+        // The argument is the rest of the line (a file name may contain spaces).
         const size_t at = first + name.size();
         const size_t start = line.find_first_not_of(" \t", at);
-        if (start == std::string::npos)
-          return Hint(Cat(name, spec.kind == ChatCommand::Kind::kTitle ? " needs a title"
-                                                                       : " needs a file name"));
-        c.path = line.substr(start);
-        while (!c.path.empty() && (c.path.back() == ' ' || c.path.back() == '\t'))
-          c.path.pop_back();
+        if (start == std::string::npos) {
+          switch (spec.kind) {
+            case ChatCommand::Kind::kTitle:
+              return Hint("/title needs a title");
+            case ChatCommand::Kind::kExport:
+              return Hint(
+                  Cat(name,
+                      " needs a file name: FILE.md (Markdown) or FILE.json (JSON); /export! "
+                      "FILE overwrites one"));
+            case ChatCommand::Kind::kFind:
+              return Hint("/find needs the text to look for (Ctrl-F finds as you type)");
+            default:
+              return Hint(Cat(name, " needs a file name"));
+          }
+        }
+        std::string arg = line.substr(start);
+        while (!arg.empty() && (arg.back() == ' ' || arg.back() == '\t')) arg.pop_back();
+        if (spec.kind == ChatCommand::Kind::kFind) {
+          c.text = std::move(arg);
+        } else {
+          c.path = std::move(arg);
+        }
+        if (spec.kind == ChatCommand::Kind::kExport) c.value = name == "/export!" ? 1 : 0;
         return c;
       }
       default:
@@ -151,6 +212,22 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
 
 std::vector<std::string> CompleteChatCommand(const std::string& prefix) {
   std::vector<std::string> out;
+  const size_t space = prefix.find_first_of(" \t");
+  if (space != std::string::npos) {
+    const std::string word = Lower(prefix.substr(0, space));
+    for (const char* command : kFileCommands) {
+      if (word != command) continue;
+      const size_t start = std::min(prefix.find_first_not_of(" \t", space), prefix.size());
+      const std::string head = prefix.substr(0, start);
+      for (const std::string& name : FileNameCandidates(prefix.substr(start)))
+        out.push_back(head + name);
+      if (out.size() > 1) {
+        const std::string common = CommonPrefix(out);
+        if (common.size() > prefix.size()) return {common};
+      }
+      return out;
+    }
+  }
   if (prefix.rfind("/set ", 0) == 0) {
     const std::string partial = prefix.substr(5);
     if (partial.find(' ') != std::string::npos) return out;
@@ -164,7 +241,8 @@ std::vector<std::string> CompleteChatCommand(const std::string& prefix) {
       const bool takes_args =
           spec.kind == ChatCommand::Kind::kSet || spec.kind == ChatCommand::Kind::kBeams ||
           spec.kind == ChatCommand::Kind::kSave || spec.kind == ChatCommand::Kind::kLoad ||
-          spec.kind == ChatCommand::Kind::kTitle;
+          spec.kind == ChatCommand::Kind::kTitle || spec.kind == ChatCommand::Kind::kExport ||
+          spec.kind == ChatCommand::Kind::kOpen || spec.kind == ChatCommand::Kind::kFind;
       out.push_back(std::string(spec.name) + (takes_args ? " " : ""));
     }
   return out;
@@ -188,9 +266,22 @@ const char* ChatHelpText() {
          "/chats                the saved chats, newest first (wormchat chat --resume NAME)\n"
          "/title TEXT           rename this chat (its file too)\n"
          "/forget               delete this chat's file and save no more of it\n"
+         "/open N               continue chat N of the /chats list\n"
+         "/export FILE          write the chat to FILE.md (Markdown) or FILE.json (OpenAI-style "
+         "messages)\n"
+         "/export! FILE         the same, overwriting FILE if it exists\n"
+         "/copy                 the last reply to the clipboard (OSC 52: over ssh and in tmux "
+         "too)\n"
+         "/copy code [N]        the last reply's Nth code block (without N: the first)\n"
+         "/find TEXT            find TEXT in the chat\n"
          "/quit, /bye           leave (Ctrl-D on an empty line too)\n"
          "\"\"\"                   on a line of its own: start or end a multi-line message\n"
-         "//text                send a message that starts with /\n";
+         "//text                send a message that starts with /\n"
+         "Tab                   complete a command, setting or file name\n"
+         "Ctrl-F                find in the chat as you type; n / N: next / previous match; Esc "
+         "leaves find\n"
+         "Ctrl-R                search the messages sent before\n"
+         "mouse wheel           scroll the chat\n";
 }
 
 }  // namespace wc

@@ -27,23 +27,37 @@ struct ChatCommand {
     kTitle,   // /title TEXT (in `path`)
     kForget,  // /forget: the chat's file deleted, no more saving
     kChats,   // /chats: the saved chats
+    kExport,  // /export FILE (path), /export! FILE (value 1: overwrite): .md or .json by extension
+    kCopy,    // /copy: the last reply (name ""); /copy code [N]: its Nth code block (name "code",
+              // value N >= 1, 1 when not given; a reply with fewer blocks is the front end's)
+    kOpen,    // /open N: continue chat N of the /chats list (value N >= 1)
+    kFind,    // /find TEXT: search the chat for TEXT (in `text`)
   };
   Kind kind = Kind::kNone;
-  std::string name;  // kSet: the setting
-  double value = 0;  // kSet: its value (checked for range); kBeams: W; kRetry: 1 for "same"
-  std::string path;  // kSave, kLoad; kTitle: the title
-  std::string text;  // kHint
+  std::string name;  // kSet: the setting; kCopy: "" or "code"
+  // kSet: its value (checked for range); kBeams: W; kRetry: 1 for "same"; kExport: 1 for "!";
+  // kCopy: N; kOpen: N.
+  double value = 0;
+  std::string path;  // kSave, kLoad, kExport: the file name as typed; kTitle: the title
+  std::string text;  // kHint: the hint; kFind: the text to find
 };
 
 // Parses one line of input. A line starting with '/' is a command (leading spaces allowed);
 // "//text" sends "/text" to the model.
 ChatCommand ParseChatCommand(const std::string& line, std::string* message);
 
-// Completions of a partial command line for Tab: command names (after "/"), setting names (after
-// "/set "). Empty when nothing completes.
+// Completions of a partial command line for Tab, each a whole line to put in the input line:
+//  - command names after "/" (those that take an argument with a space after them) and setting
+//    names after "/set ": every one that starts with what is typed;
+//  - file names after "/export ", "/export! ", "/save " and "/load " (FileNameCandidates in
+//    app/chat/typed_path.h: relative to the current directory, "~/" kept as typed, directories
+//    ending in '/', dot files only after a '.'), readline's way: one line when one name matches,
+//    or when the names that match share more than is typed (their CommonPrefix: Tab again then
+//    lists them); else every matching line, sorted, for the front end to list.
+// Empty when nothing completes. So: one line - put it in the input line; several - show them.
 std::vector<std::string> CompleteChatCommand(const std::string& prefix);
 
-// One line per command.
+// The help: one line per command, then the keys of the full-screen chat.
 const char* ChatHelpText();
 
 }  // namespace wc

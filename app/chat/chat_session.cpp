@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 
+#include "app/chat/chat_export.h"
 #include "app/chat/chat_store.h"
 #include "app/transcript/run_header.h"
 #include "serving/transcript.h"
@@ -307,6 +308,20 @@ std::string ChatSession::Load(const std::string& path, std::vector<std::string>&
   for (const ConversationTurn& turn : t.turns) queue.push_back(turn.user);
   return Cat("(replaying ", t.turns.size(), t.turns.size() == 1 ? " turn" : " turns", " of ", path,
              ")");
+}
+
+std::string ChatSession::Export(const std::string& path, bool force) const {
+  ExportContent c;
+  c.model = run_.model_dir.empty() ? "default" : run_.model_dir;  // as a transcript's model line
+  for (ConversationTurn& t : conversation_->turns())
+    if (t.finished) c.turns.push_back(std::move(t));
+  c.settings = c.turns.empty() ? conversation_->settings() : c.turns.front().settings;
+  {
+    std::lock_guard<std::mutex> lock(save_mu_);
+    c.title = title_;
+  }
+  if (c.title.empty() && !c.turns.empty()) c.title = ChatTitle(c.turns.front().user);
+  return ExportChat(path, force, c);
 }
 
 namespace {

@@ -104,6 +104,11 @@ class ChatSession {
   // /load FILE: appends the user messages of a transcript's turns to `queue`, for the front end to
   // send one after another. Returns the line to show: how many, or why the file cannot be read.
   std::string Load(const std::string& path, std::vector<std::string>& queue) const;
+  // /export FILE (force: /export! FILE): the chat as shown - its finished turns, /resets included
+  // - with its title (the one it is saved under: /title's, else its first message's), model and
+  // settings, in Markdown or JSON by FILE's extension (ExportChat, app/chat/chat_export.h).
+  // Returns the line to show: what was exported, or why not.
+  std::string Export(const std::string& path, bool force) const;
   ChatFigures figures() const;
 
   // --resume: restores keep.file's turns into the conversation and re-prefills them (blocking);
