@@ -36,7 +36,7 @@ const CommandSpec kCommands[] = {
 // The commands whose argument is a file name (Tab completes it).
 const char* const kFileCommands[] = {"/export", "/export!", "/save", "/load"};
 
-const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens"};
+const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens", "render"};
 
 ChatCommand Hint(std::string text) {
   ChatCommand c;
@@ -86,8 +86,17 @@ ChatCommand ParseSet(const std::vector<std::string>& words) {
   if (words.size() != 3)
     return Hint(
         "/set needs a setting and a value, e.g. /set temperature 0.7 (settings: "
-        "temperature, top-k, top-p, seed, max-tokens)");
+        "temperature, top-k, top-p, seed, max-tokens, render)");
   const std::string& name = words[1];
+  if (name == "render") {  // the full-screen chat's, not the conversation's
+    if (words[2] != "markdown" && words[2] != "plain")
+      return Hint(Cat("/set render takes markdown or plain, got '", words[2], "'"));
+    ChatCommand c;
+    c.kind = ChatCommand::Kind::kSet;
+    c.name = name;
+    c.value = words[2] == "markdown" ? 1 : 0;
+    return c;
+  }
   double v = 0;
   if (!ParseNumber(words[2], v))
     return Hint(Cat("/set ", name, ": '", words[2], "' is not a number"));
@@ -106,7 +115,7 @@ ChatCommand ParseSet(const std::vector<std::string>& words) {
       return Hint(Cat("/set max-tokens must be a whole number >= 1, got ", words[2]));
   } else {
     return Hint(Cat("/set: unknown setting '", name,
-                    "'; settings: temperature, top-k, top-p, seed, max-tokens"));
+                    "'; settings: temperature, top-k, top-p, seed, max-tokens, render"));
   }
   ChatCommand c;
   c.kind = ChatCommand::Kind::kSet;
@@ -253,6 +262,7 @@ const char* ChatHelpText() {
          "/reset                start a new conversation\n"
          "/set NAME VALUE       temperature, top-k, top-p, seed or max-tokens for the next "
          "replies\n"
+         "/set render MODE      show replies as rendered markdown or plain text\n"
          "/beams W              reply by beam search with W beams (1-16); /beams 0 samples again\n"
          "/stats                speed, context and KV cache figures of the last reply\n"
          "/mesh                 show or hide the Wormhole mesh and KV cache panel\n"
@@ -273,15 +283,18 @@ const char* ChatHelpText() {
          "/copy                 the last reply to the clipboard (OSC 52: over ssh and in tmux "
          "too)\n"
          "/copy code [N]        the last reply's Nth code block (without N: the first)\n"
-         "/find TEXT            find TEXT in the chat\n"
+         "/find TEXT            find TEXT in the chat (n / N: older / newer match, Esc leaves)\n"
          "/quit, /bye           leave (Ctrl-D on an empty line too)\n"
          "\"\"\"                   on a line of its own: start or end a multi-line message\n"
          "//text                send a message that starts with /\n"
          "Tab                   complete a command, setting or file name\n"
          "Ctrl-F                find in the chat as you type; n / N: next / previous match; Esc "
          "leaves find\n"
-         "Ctrl-R                search the messages sent before\n"
-         "mouse wheel           scroll the chat\n";
+         "Ctrl-R                search the messages sent before (again: older; Enter sends; Esc "
+         "edits; Ctrl-G gives the line back)\n"
+         "PgUp, PgDn            scroll the chat (Home, End on an empty line: top, bottom)\n"
+         "mouse wheel           scroll the chat (select text with Shift held; --no-mouse to "
+         "leave the mouse to the terminal)\n";
 }
 
 }  // namespace wc

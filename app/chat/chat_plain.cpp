@@ -69,6 +69,14 @@ void Say(const std::string& text) {
   std::fflush(stdout);
 }
 
+// The conversation's turns as they were (a resumed or opened chat).
+void ShowTurns(ChatSession& session, bool banner) {
+  for (const ConversationTurn& t : session.conversation().turns()) {
+    if (t.reset_before) Say("(new conversation)");
+    std::printf("%s%s\n%s\n", banner ? "\n> " : "> ", t.user.c_str(), t.reply_text.c_str());
+  }
+}
+
 }  // namespace
 
 void RunPlainChat(ChatSession& session, bool banner) {
@@ -88,11 +96,7 @@ void RunPlainChat(ChatSession& session, bool banner) {
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;
   sigaction(SIGINT, &sa, nullptr);
-  // A resumed chat, shown as it was.
-  for (const ConversationTurn& t : session.conversation().turns()) {
-    if (t.reset_before) Say("(new conversation)");
-    std::printf("%s%s\n%s\n", banner ? "\n> " : "> ", t.user.c_str(), t.reply_text.c_str());
-  }
+  ShowTurns(session, banner);  // a resumed chat, shown as it was
   StdoutSink sink;
   std::string input;
   std::vector<std::string> queued;  // /load's user turns, sent one after another
@@ -144,6 +148,43 @@ void RunPlainChat(ChatSession& session, bool banner) {
       case ChatCommand::Kind::kChats:
         std::printf("%s", session.ChatsText().c_str());
         continue;
+      case ChatCommand::Kind::kCopy:
+        // The sequence goes to the terminal the replies are shown on; a pipe gets none.
+        Say(isatty(STDOUT_FILENO)
+                ? session.Copy(cmd, STDOUT_FILENO)
+                : "not copied: the output is not a terminal (OSC 52 needs one to reach)");
+        continue;
+      case ChatCommand::Kind::kExport:
+        Say(session.Export(cmd.path, cmd.value == 1));
+        continue;
+      case ChatCommand::Kind::kFind:
+        Say("/find searches the full-screen chat's scrollback; here, your terminal's search does");
+        continue;
+      case ChatCommand::Kind::kOpen: {
+        std::mutex mu;
+        std::condition_variable cv;
+        bool done = false;
+        RequestResult result;
+        const std::string why =
+            session.Open(static_cast<int>(cmd.value), [&](const RequestResult& r) {
+              std::lock_guard<std::mutex> lock(mu);
+              result = r;
+              done = true;
+              cv.notify_all();
+            });
+        if (!why.empty()) {
+          Say(why);
+          continue;
+        }
+        {
+          std::unique_lock<std::mutex> lock(mu);
+          cv.wait(lock, [&] { return done; });
+        }
+        queued.clear();
+        ShowTurns(session, banner);
+        Say(session.OpenedText(result));
+        continue;
+      }
       case ChatCommand::Kind::kUndo:
       case ChatCommand::Kind::kEdit: {
         // Line mode cannot take printed lines back: it says what left the conversation.
@@ -161,6 +202,11 @@ void RunPlainChat(ChatSession& session, bool banner) {
         continue;
       }
       default:
+        if (cmd.kind == ChatCommand::Kind::kSet && cmd.name == "render") {
+          Say("line mode prints replies as the model writes them: /set render is the "
+              "full-screen chat's");
+          continue;
+        }
         Say(session.Apply(cmd));
         continue;
     }

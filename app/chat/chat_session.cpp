@@ -10,7 +10,9 @@
 
 #include "app/chat/chat_export.h"
 #include "app/chat/chat_store.h"
+#include "app/chat/clipboard.h"
 #include "app/transcript/run_header.h"
+#include "app/tui/markdown.h"
 #include "serving/transcript.h"
 #include "serving/waiting_observer.h"
 #include "util/error.h"
@@ -94,6 +96,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
 ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
                          const ConversationSettings& s, ChatKeep keep)
     : m_(m), run_(run), keep_(std::move(keep)), started_(std::time(nullptr)) {
+  no_save_ = !keep_.save;
   if (keep_.save && keep_.dir.empty()) keep_.dir = DefaultChatsDir();
   if (!keep_.file.empty()) save_path_ = keep_.file;
   fingerprint_ = keep_.fingerprint;
@@ -402,14 +405,45 @@ std::string ChatSession::Forget() {
   return Cat("(deleted ", path, "; nothing more of this chat is saved)");
 }
 
+RequestId ChatSession::RestoreChat(const std::string& path, const std::string& text,
+                                   const Transcript& t, std::shared_ptr<RequestObserver> o) {
+  // Into a fresh conversation from the saved chat's settings (Restore derives the RNG stream
+  // from them, as --resume does), which replaces the current one only once it has taken the
+  // turns: a chat that cannot be restored changes nothing.
+  auto restored = std::make_unique<Conversation>(*loop_, *m_.model, *m_.tokenizer,
+                                                 m_.chat_format.value_or(ChatFormat{}), t.settings);
+  const RequestId id = restored->Restore(t.turns, std::move(o));
+  conversation_ = std::move(restored);
+  std::lock_guard<std::mutex> lock(save_mu_);
+  title_ = ReadChatTitle(text);
+  save_path_ = keep_.file = path;
+  restored_path_ = path;
+  restored_turns_ = t.turns.size();
+  keep_.save = !no_save_;
+  return id;
+}
+
+std::string ChatSession::RestoredText(const char* verb, const RequestResult* r) const {
+  int computed = 0, cached = 0;
+  if (r != nullptr) {
+    computed = r->prompt_tokens - r->cached_tokens;
+    cached = r->cached_tokens;
+  }
+  // /open names the chat as /chats lists it; --resume says where the file is.
+  std::string what = restored_path_;
+  if (std::string(verb) == "opened") {
+    what = what.substr(what.rfind('/') + 1);
+    if (what.size() > 4 && what.compare(what.size() - 4, 4, ".txt") == 0)
+      what.resize(what.size() - 4);
+  }
+  return Cat("(", verb, " ", what, ": ", restored_turns_, restored_turns_ == 1 ? " turn" : " turns",
+             "; re-prefilled ", computed, " tokens, ", cached, " from the prefix cache)");
+}
+
 std::string ChatSession::Resume(const std::function<void(int fed, int total)>& progress) {
   const std::string path = keep_.file;
   const std::string text = ReadTextFile(path, int64_t{64} << 20);
   const Transcript t = ParseTranscript(text, path);
-  {
-    std::lock_guard<std::mutex> lock(save_mu_);
-    title_ = ReadChatTitle(text);
-  }
   class Progress : public WaitingObserver {
    public:
     explicit Progress(const std::function<void(int, int)>& f) : f_(f) {}
@@ -422,18 +456,98 @@ std::string ChatSession::Resume(const std::function<void(int fed, int total)>& p
     std::function<void(int, int)> f_;
   };
   auto observer = std::make_shared<Progress>(progress);
-  const RequestId id = conversation_->Restore(t.turns, observer);
-  int computed = 0, cached = 0;
-  if (id != 0) {
-    const RequestResult& r = observer->Wait();
-    if (r.reason == StopReason::kError) throw Error(Cat(path, ": resuming failed: ", r.error));
-    computed = r.prompt_tokens - r.cached_tokens;
-    cached = r.cached_tokens;
+  const RequestId id = RestoreChat(path, text, t, observer);
+  if (id == 0) return RestoredText("resumed", nullptr);
+  const RequestResult& r = observer->Wait();
+  if (r.reason == StopReason::kError) throw Error(Cat(path, ": resuming failed: ", r.error));
+  {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.ctx_tokens = r.session_pos;
   }
-  return Cat("(resumed ", path, ": ", t.turns.size(), t.turns.size() == 1 ? " turn" : " turns",
-             "; re-prefilled ", computed, " tokens, ", cached, " from the prefix cache)");
+  return RestoredText("resumed", &r);
+}
+
+std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> on_done) {
+  if (busy()) return "a reply is running: Ctrl-C cancels it first";
+  std::string dir = keep_.dir;
+  Transcript t;
+  std::string path, text;
+  try {
+    if (dir.empty()) dir = DefaultChatsDir();
+    const std::vector<SavedChat> chats = ListChats(dir);
+    if (n < 1 || n > static_cast<int>(chats.size()))
+      return chats.empty() ? Cat("/open: no saved chats in ", dir)
+                           : Cat("/open: N must be 1-", chats.size(), " (/chats lists them)");
+    path = chats[n - 1].path;
+    if (path == chat_file()) return Cat("(", chats[n - 1].name, " is this chat)");
+    text = ReadTextFile(path, int64_t{64} << 20);
+    t = ParseTranscript(text, path);
+    {
+      std::lock_guard<std::mutex> lock(save_mu_);
+      if (fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
+      if (t.fingerprint != fingerprint_)
+        return Cat("/open: ", chats[n - 1].name,
+                   " was saved with another model or weights: continue it with `wormchat chat "
+                   "--resume ",
+                   chats[n - 1].name, " --model DIR`");
+    }
+  } catch (const Error& e) {
+    return Cat("/open: ", e.what());
+  }
+  Autosave();  // the chat left is on disk as shown (it normally is already)
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_ = ChatFigures{};
+    figures_.ctx_size = loop_->ctx();
+    figures_.kv_format =
+        Cat(KVDTypeName(m_.kv.dtype),
+            m_.kv.block_size > 0 ? Cat(" paged/", m_.kv.block_size) : " contiguous");
+    figures_.kv_bytes_total = loop_->kv_bytes();
+    figures_.prefix_cache = loop_->options().prefix_cache && loop_->options().kv.block_size > 0;
+    figures_.state = ChatFigures::State::kPrefill;
+    reply_start_ = NowS();
+    mesh_us_at_start_ = meter_.totals().emulated_us;
+  }
+  auto observer = std::make_shared<ReplyObserver>(*this, nullptr, on_done);
+  RequestId id = 0;
+  try {
+    id = RestoreChat(path, text, t, observer);
+  } catch (const Error& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    figures_.state = ChatFigures::State::kIdle;
+    return Cat("/open: ", path, ": ", e.what());
+  }
+  if (id == 0) {  // nothing to re-prefill: no callback comes
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      figures_.state = ChatFigures::State::kIdle;
+    }
+    if (on_done) on_done(RequestResult{});
+  }
+  return "";
+}
+
+std::string ChatSession::Copy(const ChatCommand& c, int fd) const {
+  std::string reply;
+  for (const ConversationTurn& t : conversation_->turns())
+    if (t.finished) reply = t.reply_text;
+  if (reply.empty()) return "not copied: there is no reply yet";
+  if (c.name != "code") return CopyToTerminal(reply, "the last reply", fd);
+  const std::vector<tui::CodeBlock> blocks = tui::ExtractCodeBlocks(reply);
+  const int n = static_cast<int>(c.value);
+  if (blocks.empty()) return "not copied: the last reply has no code block";
+  if (n < 1 || n > static_cast<int>(blocks.size()))
+    return Cat("not copied: the last reply has ", blocks.size(),
+               blocks.size() == 1 ? " code block" : " code blocks", " (/copy code 1-",
+               blocks.size(), ")");
+  const tui::CodeBlock& b = blocks[n - 1];
+  return CopyToTerminal(
+      b.code, Cat("code block ", n, b.language.empty() ? "" : " (" + b.language + ")"), fd);
+}
+
+std::string ChatSession::OpenedText(const RequestResult& r) const {
+  if (r.reason == StopReason::kError) return Cat("/open: re-prefilling failed: ", r.error);
+  return RestoredText("opened", &r);
 }
 
 std::string ChatSession::ChatsText() const {

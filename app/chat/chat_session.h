@@ -23,6 +23,7 @@
 #include "app/model_options.h"
 #include "mesh/attention_meter.h"
 #include "serving/conversation.h"
+#include "serving/transcript.h"
 
 namespace wc {
 
@@ -115,6 +116,22 @@ class ChatSession {
   // `progress(fed, total)` hears the prefill. Returns the line to show (how many turns, tokens
   // computed and taken from the prefix cache). Throws wc::Error for a file that cannot be read.
   std::string Resume(const std::function<void(int fed, int total)>& progress);
+  // /open N: switches to the N-th chat /chats lists (1 = the newest), which continues in its own
+  // file. Returns "" when the switch has started: the conversation is then the saved one (its
+  // turns() for the front end to show; settings and RNG stream as saved), and its re-prefill
+  // runs on the loop with the status bar's prefill figures; `on_done` hears its end on the loop's
+  // thread, or has been called already when there is nothing to re-prefill (OpenedText says what
+  // was done). Otherwise the line to show, and nothing changed: a reply running, N out of range,
+  // this very chat, a file that cannot be read, or one saved with another model or weights (its
+  // fingerprint; `wormchat chat --resume NAME --model DIR` continues it). The chat left stays as
+  // it was last saved.
+  std::string Open(int n, std::function<void(const RequestResult&)> on_done);
+  // /copy and /copy code [N]: the last reply, or its N-th code block (ExtractCodeBlocks of
+  // app/tui/markdown.h), to the terminal's clipboard by OSC 52 written to `fd`
+  // (app/chat/clipboard.h). Returns the line to show: what was sent, or why nothing was.
+  std::string Copy(const ChatCommand& command, int fd) const;
+  // The line to show when an /open's re-prefill has ended (`r` as on_done heard it).
+  std::string OpenedText(const RequestResult& r) const;
   // Writes the conversation as it stands to its chat file (the first save names it); a failure
   // sets the status bar's "not saved: why". The front end calls it when a reply has ended (on its
   // own thread: the serving loop never waits for the disk); /undo calls it itself.
@@ -141,6 +158,13 @@ class ChatSession {
              std::function<void(std::string_view)> on_text,
              std::function<void(const RequestResult&)> on_done);
 
+  // A fresh conversation with `t`'s turns restored (Conversation::Restore), observed by `o`;
+  // returns its request (0: nothing to re-prefill).
+  RequestId RestoreChat(const std::string& path, const std::string& text, const Transcript& t,
+                        std::shared_ptr<RequestObserver> o);
+  // The line a finished restore shows ("resumed"/"opened").
+  std::string RestoredText(const char* verb, const RequestResult* r) const;
+
   const LoadedModel& m_;
   ModelRunOptions run_;
   AttentionMeter meter_;  // installed on the model for the session's life; outlives loop_
@@ -149,6 +173,9 @@ class ChatSession {
   RequestId running_ = 0;
 
   ChatKeep keep_;
+  bool no_save_ = false;   // --no-save: nothing is kept, whatever /open does
+  std::string restored_path_;  // the chat the last Resume / Open restored, and its turns
+  size_t restored_turns_ = 0;
   mutable std::mutex save_mu_;  // save_path_, title_, fingerprint_ (Autosave runs on either thread)
   std::string save_path_, title_, fingerprint_;
   std::time_t started_ = 0;

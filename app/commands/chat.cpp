@@ -36,6 +36,8 @@ struct ChatCmdOptions {
   bool resume = false;       // --resume given
   std::string resume_name;   // its NAME ("" = the most recent)
   bool model_given = false;  // --model given (it overrides a resumed chat's)
+  std::string render = "markdown";  // --render: markdown or plain (the full-screen chat's)
+  bool no_mouse = false;            // --no-mouse
 };
 
 void RunChat(const ChatCmdOptions& o) {
@@ -92,10 +94,14 @@ void RunChat(const ChatCmdOptions& o) {
     std::fprintf(stderr, "%s\n", line.c_str());
   }
   const bool terminal = isatty(STDIN_FILENO) && isatty(STDOUT_FILENO);
-  if (terminal && !o.plain)
-    RunChatTui(session);
-  else
+  if (terminal && !o.plain) {
+    ChatTuiOptions tui;
+    tui.markdown = o.render == "markdown";
+    tui.mouse = !o.no_mouse;
+    RunChatTui(session, tui);
+  } else {
     RunPlainChat(session, /*banner=*/isatty(STDIN_FILENO));
+  }
 }
 
 }  // namespace
@@ -117,6 +123,15 @@ void RegisterChat(CLI::App& app) {
                   "A system prompt, framed before the conversation and kept when old turns are "
                   "dropped to fit the context");
   cmd->add_flag("--plain", o->plain, "Line mode even on a terminal");
+  cmd->add_option("--render", o->render,
+                  "How the full-screen chat shows replies: markdown (headings, lists, code blocks "
+                  "with syntax colours) or plain (as the model wrote them); /set render changes "
+                  "it. Line mode always prints them as written")
+      ->check(CLI::IsMember({"markdown", "plain"}))
+      ->capture_default_str();
+  cmd->add_flag("--no-mouse", o->no_mouse,
+                "Leave the mouse to the terminal: the wheel does not scroll the chat, and "
+                "selecting text needs no modifier key (with the mouse on: Shift-drag)");
   cmd->add_flag("--no-save", o->no_save,
                 "Do not keep this chat (chats are saved after every turn, to resume later)");
   cmd->add_option("--chats-dir", o->chats_dir,

@@ -2,6 +2,7 @@
 
 #include <curses.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -10,13 +11,18 @@
 #include <cstdlib>
 #include <cwchar>
 #include <functional>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "app/chat/clipboard.h"
 #include "app/tui/core_grid.h"
 #include "app/tui/history.h"
 #include "app/tui/line_editor.h"
+#include "app/tui/markdown.h"
+#include "app/tui/scrollback_search.h"
 #include "app/tui/status_line.h"
 #include "app/tui/text_width.h"
 #include "app/tui/wrap.h"
@@ -35,13 +41,30 @@ void OnInterrupt(int) {
   g_interrupt.store(true);
 }
 
-enum Pair : short { kTitle = 1, kStatus, kUser, kNotice, kPanel };
+enum Pair : short {
+  kTitle = 1,
+  kStatus,
+  kUser,
+  kNotice,
+  kPanel,
+  kMatch,         // a /find match
+  kCurrentMatch,  // the match the walk is at
+  kCode,          // inline code
+  kHeading,
+  kFrame,    // code block borders, rules, quote bars, list markers
+  kKeyword,  // syntax colours in code blocks
+  kType,
+  kString,
+  kComment,
+  kNumber,
+  kPreproc,
+};
 
 // The terminal in curses mode for the object's lifetime: raw keys, no echo, bracketed paste, the
 // alternate screen; restored by the destructor on every path out.
 class Screen {
  public:
-  Screen() {
+  explicit Screen(bool mouse) {
     tui::SetUtf8Locale();
     if (newterm(nullptr, stdout, stdin) == nullptr) throw Error("chat: cannot start the terminal");
     raw();
@@ -59,6 +82,23 @@ class Screen {
       init_pair(kUser, COLOR_CYAN, -1);
       init_pair(kNotice, COLOR_YELLOW, -1);
       init_pair(kPanel, COLOR_GREEN, -1);
+      init_pair(kMatch, COLOR_BLACK, COLOR_YELLOW);
+      init_pair(kCurrentMatch, COLOR_BLACK, COLOR_GREEN);
+      init_pair(kCode, COLOR_YELLOW, -1);
+      init_pair(kHeading, COLOR_MAGENTA, -1);
+      init_pair(kFrame, COLOR_BLUE, -1);
+      init_pair(kKeyword, COLOR_BLUE, -1);
+      init_pair(kType, COLOR_GREEN, -1);
+      init_pair(kString, COLOR_RED, -1);
+      init_pair(kComment, COLOR_CYAN, -1);
+      init_pair(kNumber, COLOR_MAGENTA, -1);
+      init_pair(kPreproc, COLOR_MAGENTA, -1);
+    }
+    if (mouse) {
+      // The wheel only: with mouse reporting on, the terminal's own selection takes a modifier
+      // (Shift in xterm, GNOME Terminal, Konsole, kitty, tmux; Fn or Option in macOS terminals).
+      mouseinterval(0);
+      mousemask(BUTTON4_PRESSED | BUTTON5_PRESSED, nullptr);
     }
     std::fputs("\033[?2004h", stdout);  // bracketed paste
     std::fflush(stdout);
@@ -74,15 +114,84 @@ class Screen {
     if (!color_) return p == kUser ? A_BOLD : p == kNotice ? A_DIM : A_NORMAL;
     return COLOR_PAIR(p) | (p == kUser ? A_BOLD : A_NORMAL);
   }
+  // A rendered span's attributes. Without colours (NO_COLOR, a monochrome terminal) the
+  // structure stays: bold, italic, underlined headings, dim frames, reverse-video matches.
+  attr_t Span(uint16_t style, tui::SyntaxClass syntax) const {
+    attr_t a = A_NORMAL;
+    if (style & tui::kMdBold) a |= A_BOLD;
+    if (style & tui::kMdItalic) a |= A_ITALIC;
+    if (style & tui::kMdHeading) a |= A_BOLD | (color_ ? COLOR_PAIR(kHeading) : A_UNDERLINE);
+    if (style & (tui::kMdFrame | tui::kMdQuote)) a |= color_ ? COLOR_PAIR(kFrame) : A_DIM;
+    if (style & tui::kMdLanguage) a |= A_BOLD;
+    if (style & tui::kMdCode) a |= color_ ? COLOR_PAIR(kCode) : A_UNDERLINE;
+    if (!color_ || !(style & tui::kMdCodeBlock)) return a;
+    switch (syntax) {
+      case tui::SyntaxClass::kKeyword:
+        return a | COLOR_PAIR(kKeyword) | A_BOLD;
+      case tui::SyntaxClass::kType:
+        return a | COLOR_PAIR(kType);
+      case tui::SyntaxClass::kString:
+        return a | COLOR_PAIR(kString);
+      case tui::SyntaxClass::kComment:
+        return a | COLOR_PAIR(kComment);
+      case tui::SyntaxClass::kNumber:
+        return a | COLOR_PAIR(kNumber);
+      case tui::SyntaxClass::kPreproc:
+        return a | COLOR_PAIR(kPreproc);
+      case tui::SyntaxClass::kFunction:
+        return a | A_BOLD;
+      default:
+        return a;
+    }
+  }
+  attr_t Match(bool current) const {
+    if (!color_) return current ? A_REVERSE | A_BOLD | A_UNDERLINE : A_REVERSE;
+    return COLOR_PAIR(current ? kCurrentMatch : kMatch) | (current ? A_BOLD : A_NORMAL);
+  }
 
  private:
   bool color_ = false;
 };
 
+// One message of the scrollback. Replies are rendered as markdown (unless --render plain);
+// the user's messages and the chat's notices are word-wrapped as they are.
 struct Entry {
   enum class Role { kUser, kAssistant, kNotice };
+  Entry(Role r, int width, bool markdown) : role(r), text(width) {
+    if (markdown && r == Role::kAssistant) md = std::make_unique<tui::MarkdownText>(width);
+  }
+  void Append(std::string_view chunk) {
+    text.Append(chunk);
+    if (md) md->Append(chunk);
+  }
+  void SetWidth(int width) {
+    text.SetWidth(width);
+    if (md) md->SetWidth(width);
+  }
+  // Switches rendering (/set render): the text stays, its lines change.
+  void SetMarkdown(bool markdown) {
+    if (role != Role::kAssistant || markdown == (md != nullptr)) return;
+    if (!markdown) {
+      md.reset();
+      return;
+    }
+    md = std::make_unique<tui::MarkdownText>(text.width());
+    md->Append(text.text());
+  }
+  size_t line_count() const { return md ? md->lines().size() : text.lines().size(); }
+
   Role role;
-  tui::WrappedText text;
+  tui::WrappedText text;                  // the raw text, wrapped (what plain rendering shows)
+  std::unique_ptr<tui::MarkdownText> md;  // the rendered lines, when rendering markdown
+};
+
+// One line of the scrollback as drawn: a rendered line, or a wrapped line of raw text.
+struct ScreenLine {
+  const tui::MdLine* md = nullptr;
+  const std::string* text = nullptr;
+  Entry::Role role = Entry::Role::kNotice;
+  bool first = false;  // the entry's first line (the user's get the "> " mark)
+  std::string Plain() const { return md ? md->Plain() : *text; }
 };
 
 std::string Basename(std::string dir) {
@@ -101,7 +210,8 @@ void PutLine(int y, int x, const std::string& text, int width, attr_t attr) {
 
 class ChatTui {
  public:
-  explicit ChatTui(ChatSession& session) : s_(session), history_(tui::History::DefaultPath()) {
+  ChatTui(ChatSession& session, const ChatTuiOptions& options)
+      : s_(session), history_(tui::History::DefaultPath()), markdown_(options.markdown) {
     panel_ = COLS >= 120;
     const LoadedModel& m = s_.model();
     title_.model = Basename(m.dir);
@@ -113,12 +223,7 @@ class ChatTui {
                s_.conversation().settings().seed,
                ". Type a message and press Enter; /help lists the commands, F2 shows the mesh."));
     if (!history_.warning().empty()) Notice(history_.warning());
-    // A resumed chat, shown as it was.
-    for (const ConversationTurn& t : s_.conversation().turns()) {
-      if (t.reset_before) Notice("(new conversation)");
-      Add(Entry::Role::kUser, t.user);
-      Add(Entry::Role::kAssistant, t.reply_text);
-    }
+    ShowTurns();  // a resumed chat, shown as it was
   }
 
   // A reply still running is cancelled, and waited for: its callbacks point at this object.
@@ -161,8 +266,16 @@ class ChatTui {
   int PanelWidth() const { return panel_ && COLS >= 100 ? std::min(36, COLS / 3) : 0; }
 
   void Add(Entry::Role role, const std::string& text) {
-    entries_.push_back({role, tui::WrappedText(TextWidth())});
-    entries_.back().text.Append(text);
+    entries_.emplace_back(role, TextWidth(), markdown_);
+    entries_.back().Append(text);
+  }
+  // The conversation's turns as they were (a resumed or opened chat).
+  void ShowTurns() {
+    for (const ConversationTurn& t : s_.conversation().turns()) {
+      if (t.reset_before) Notice("(new conversation)");
+      Add(Entry::Role::kUser, t.user);
+      Add(Entry::Role::kAssistant, t.reply_text);
+    }
   }
   void Notice(const std::string& text) { Add(Entry::Role::kNotice, text); }
 
@@ -181,10 +294,15 @@ class ChatTui {
         done_ = false;
       }
     }
-    if (!text.empty() && reply_ >= 0) entries_[reply_].text.Append(text);
+    if (!text.empty() && reply_ >= 0) entries_[reply_].Append(text);
     if (!done) return;
+    if (opening_) {  // /open's re-prefill has ended
+      opening_ = false;
+      Notice(s_.OpenedText(result));
+      return;
+    }
     if (result.reason == StopReason::kCancelled && reply_ >= 0)
-      entries_[reply_].text.Append(" [cancelled]");
+      entries_[reply_].Append(" [cancelled]");
     if (result.reason == StopReason::kError) Notice(Cat("error: ", result.error));
     s_.Autosave();
     const std::string notice = s_.figures().notice;
@@ -257,6 +375,26 @@ class ChatTui {
     reply_ = static_cast<int>(entries_.size()) - 1;
   }
 
+  // /open N: the screen shows the saved chat; its re-prefill runs as a prompt's would.
+  void Open(int n) {
+    if (s_.busy()) {
+      Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
+      return;
+    }
+    const std::string why = s_.Open(n, OnDone());
+    if (!why.empty()) {
+      Notice(why);
+      return;
+    }
+    entries_.clear();
+    queued_.clear();
+    FindLeave();
+    reply_ = -1;
+    scroll_ = 0;
+    opening_ = true;
+    ShowTurns();
+  }
+
   // ---- input
 
   void Submit() {
@@ -325,6 +463,18 @@ class ChatTui {
       case ChatCommand::Kind::kForget:
         Notice(s_.Forget());
         return;
+      case ChatCommand::Kind::kCopy:
+        Notice(s_.Copy(c, STDOUT_FILENO));
+        return;
+      case ChatCommand::Kind::kExport:
+        Notice(s_.Export(c.path, c.value == 1));
+        return;
+      case ChatCommand::Kind::kOpen:
+        Open(static_cast<int>(c.value));
+        return;
+      case ChatCommand::Kind::kFind:
+        FindStart(c.text);
+        return;
       case ChatCommand::Kind::kChats: {
         std::string list = s_.ChatsText();
         if (!list.empty() && list.back() == '\n') list.pop_back();
@@ -360,6 +510,13 @@ class ChatTui {
         return;
       }
       default:
+        if (c.kind == ChatCommand::Kind::kSet && c.name == "render") {
+          markdown_ = c.value == 1;
+          for (Entry& e : entries_) e.SetMarkdown(markdown_);
+          Rewrap();
+          Notice(Cat("(replies shown as ", markdown_ ? "rendered markdown" : "plain text", ")"));
+          return;
+        }
         if (s_.busy()) {
           Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
           return;
@@ -417,9 +574,191 @@ class ChatTui {
   void Scroll(int lines) {
     scroll_ = std::max(0, std::min(scroll_ + lines, std::max(0, TotalLines() - ScrollRows())));
   }
+  // Scrolls so that scrollback line `line` shows (about mid-screen when it was off screen).
+  void ScrollTo(int line) {
+    const int total = TotalLines(), rows = ScrollRows();
+    const int end = total - scroll_;
+    if (line >= end - rows && line < end) return;
+    scroll_ = std::max(0, std::min(total - (line + rows / 2 + 1), std::max(0, total - rows)));
+  }
+
+  // ---- /find and Ctrl-F: the scrollback's matches, highlighted, walked with n / N
+
+  std::vector<std::string> PlainLines() const {
+    std::vector<std::string> out;
+    for (const ScreenLine& l : Lines()) out.push_back(l.Plain());
+    return out;
+  }
+  void FindStart(const std::string& query) {
+    find_.Start(query, tui::FindInLines(PlainLines(), query));
+    if (const tui::ScrollMatch* m = find_.current()) ScrollTo(m->line);
+  }
+  void FindStep(bool older) {
+    if (older)
+      find_.Older();
+    else
+      find_.Newer();
+    if (const tui::ScrollMatch* m = find_.current()) ScrollTo(m->line);
+  }
+  void FindLeave() {
+    find_.Clear();
+    find_typing_ = false;
+    find_query_.clear();
+  }
+  // A key while the find bar takes keys: true if it used it.
+  bool FindKey(bool function_key, int key) {
+    if (find_typing_) {
+      if (function_key) {
+        if (key == KEY_BACKSPACE) return FindKey(false, 127);
+        if (key == KEY_ENTER) return FindKey(false, '\r');
+        return false;  // PgUp, PgDn, the wheel: they scroll as ever
+      }
+      switch (key) {
+        case 27:  // Esc
+        case 3:   // Ctrl-C
+          FindLeave();
+          return true;
+        case '\r':
+        case '\n':
+          find_typing_ = false;
+          if (find_query_.empty()) FindLeave();
+          return true;
+        case 6:  // Ctrl-F, Ctrl-G: walk while typing
+        case 7:
+          FindStep(key == 6);
+          return true;
+        case 8:
+        case 127:
+          tui::PopUtf8Char(find_query_);
+          if (find_query_.empty())
+            find_.Clear();
+          else
+            FindStart(find_query_);
+          return true;
+        default:
+          if (key < 32) return true;
+          tui::AppendUtf8(find_query_, static_cast<char32_t>(key));
+          FindStart(find_query_);
+          return true;
+      }
+    }
+    if (!find_.active()) return false;
+    if (function_key) return false;
+    switch (key) {
+      case 'n':
+      case 6:  // Ctrl-F
+        FindStep(/*older=*/true);
+        return true;
+      case 'N':
+      case 7:  // Ctrl-G
+        FindStep(/*older=*/false);
+        return true;
+      case 27:
+      case '\r':
+      case '\n':
+        FindLeave();
+        return true;
+      default:
+        FindLeave();  // any other key leaves the walk and goes to the input line
+        return false;
+    }
+  }
+
+  // ---- Ctrl-R: reverse incremental search of the input history, as readline does
+
+  void HistorySearchStart() {
+    rsearch_ = true;
+    rsearch_query_.clear();
+    rsearch_at_.reset();
+    rsearch_failed_ = false;
+    rsearch_saved_ = editor_.text();
+  }
+  // Searches from `before` (an entry index; size() for the newest).
+  void HistorySearch(size_t before) {
+    const auto at = tui::FindInHistory(history_.entries(), rsearch_query_, before);
+    rsearch_failed_ = !at.has_value() && !rsearch_query_.empty();
+    if (at) rsearch_at_ = at;
+  }
+  void HistorySearchEnd(bool accept) {
+    rsearch_ = false;
+    history_.EndWalk();
+    if (accept && rsearch_at_)
+      editor_.SetText(history_.entries()[*rsearch_at_]);
+    else if (!accept)
+      editor_.SetText(rsearch_saved_);
+  }
+  // A key during Ctrl-R: true if it used it (else it was accepted into the line, and the key
+  // goes on as usual, as readline does with cursor keys).
+  bool HistorySearchKey(bool function_key, int key) {
+    const size_t newest = history_.entries().size();
+    if (function_key) {
+      if (key == KEY_BACKSPACE) return HistorySearchKey(false, 127);
+      if (key == KEY_ENTER) return HistorySearchKey(false, '\r');
+      HistorySearchEnd(/*accept=*/true);
+      return false;
+    }
+    switch (key) {
+      case 18:  // Ctrl-R again: the next older match
+        HistorySearch(rsearch_at_ ? *rsearch_at_ : newest);
+        return true;
+      case 7:  // Ctrl-G, Ctrl-C: the line as it was
+      case 3:
+        HistorySearchEnd(/*accept=*/false);
+        return true;
+      case 27:  // Esc: the match in the line, to edit
+        HistorySearchEnd(/*accept=*/true);
+        return true;
+      case '\r':
+      case '\n':
+        HistorySearchEnd(/*accept=*/true);
+        Submit();
+        return true;
+      case 8:
+      case 127:
+        tui::PopUtf8Char(rsearch_query_);
+        rsearch_at_.reset();
+        HistorySearch(newest);
+        return true;
+      default:
+        if (key < 32) {
+          HistorySearchEnd(/*accept=*/true);
+          return false;
+        }
+        tui::AppendUtf8(rsearch_query_, static_cast<char32_t>(key));
+        // The current match stays while it still matches (readline's incremental search).
+        HistorySearch(rsearch_at_ ? *rsearch_at_ + 1 : newest);
+        return true;
+    }
+  }
+  // The input line during Ctrl-R: (reverse-i-search)`query': match.
+  std::string HistorySearchLine() const {
+    std::string match;
+    if (rsearch_at_) {
+      match = history_.entries()[*rsearch_at_];
+      const size_t nl = match.find('\n');
+      if (nl != std::string::npos) match = match.substr(0, nl) + " ...";
+    }
+    return Cat(rsearch_failed_ ? "(failed reverse-i-search)`" : "(reverse-i-search)`",
+               rsearch_query_, "': ", match);
+  }
+
+  void Mouse() {
+    MEVENT ev{};
+    if (getmouse(&ev) != OK) return;
+    if (ev.bstate & BUTTON4_PRESSED) Scroll(3);
+    if (ev.bstate & BUTTON5_PRESSED) Scroll(-3);
+  }
 
   void FunctionKey(int key) {
     if (key != KEY_RESIZE) quit_armed_ = false;
+    if (key == KEY_MOUSE) {
+      Mouse();
+      return;
+    }
+    if (key != KEY_RESIZE) {
+      if (rsearch_ && HistorySearchKey(true, key)) return;
+      if (FindKey(true, key)) return;
+    }
     switch (key) {
       case KEY_RESIZE:
         if (!panel_chosen_) panel_ = COLS >= 120;
@@ -536,6 +875,12 @@ class ChatTui {
 
   void Char(wchar_t ch) {
     if (ch != 3) quit_armed_ = false;
+    if (rsearch_ && HistorySearchKey(false, static_cast<int>(ch))) return;
+    if (ch == 27 && !find_typing_ && !find_.active()) {
+      Escape();
+      return;
+    }
+    if (FindKey(false, static_cast<int>(ch))) return;
     switch (ch) {
       case 3:
         CtrlC();
@@ -555,9 +900,14 @@ class ChatTui {
       case 2:
         editor_.MoveLeft();
         return;  // Ctrl-B
-      case 6:
-        editor_.MoveRight();
-        return;  // Ctrl-F
+      case 6:    // Ctrl-F: find in the scrollback (Right moves the cursor)
+        find_.Clear();
+        find_typing_ = true;
+        find_query_.clear();
+        return;
+      case 18:  // Ctrl-R: search the input history
+        HistorySearchStart();
+        return;
       case 23:
         editor_.DeleteWordBefore();
         return;  // Ctrl-W
@@ -599,15 +949,32 @@ class ChatTui {
   // ---- drawing
 
   void Rewrap() {
-    for (Entry& e : entries_) e.text.SetWidth(TextWidth());
+    for (Entry& e : entries_) e.SetWidth(TextWidth());
     scroll_ = std::min(scroll_, std::max(0, TotalLines() - ScrollRows()));
   }
   int InputRows() const { return std::min(5, std::max(1, editor_.line_count())); }
   int ScrollRows() const { return std::max(1, LINES - 2 - InputRows()); }
   int TotalLines() const {
     int n = 0;
-    for (const Entry& e : entries_) n += static_cast<int>(e.text.lines().size()) + 1;
+    for (const Entry& e : entries_) n += static_cast<int>(std::max<size_t>(e.line_count(), 1)) + 1;
     return n;
+  }
+  // The scrollback's lines, top to bottom: each entry's, then a blank line.
+  std::vector<ScreenLine> Lines() const {
+    static const std::string kEmpty;
+    std::vector<ScreenLine> all;
+    for (const Entry& e : entries_) {
+      if (e.md) {
+        const auto& ls = e.md->lines();
+        for (size_t i = 0; i < ls.size(); ++i) all.push_back({&ls[i], nullptr, e.role, i == 0});
+      } else {
+        const auto& ls = e.text.lines();
+        for (size_t i = 0; i < ls.size(); ++i) all.push_back({nullptr, &ls[i], e.role, i == 0});
+      }
+      if (e.line_count() == 0) all.push_back({nullptr, &kEmpty, e.role, true});
+      all.push_back({nullptr, &kEmpty, Entry::Role::kNotice, false});
+    }
+    return all;
   }
 
   tui::StatusFigures Status() const {
@@ -669,29 +1036,59 @@ class ChatTui {
     const int panel_w = PanelWidth();
     const int text_w = TextWidth();
     // The scrollback: the last `rows` lines above `scroll_` lines from the bottom.
-    struct Line {
-      const std::string* text;
-      Entry::Role role;
-      bool first;
-    };
-    std::vector<Line> all;
-    static const std::string kEmpty;
-    for (const Entry& e : entries_) {
-      const auto& ls = e.text.lines();
-      for (size_t i = 0; i < ls.size(); ++i) all.push_back({&ls[i], e.role, i == 0});
-      if (ls.empty()) all.push_back({&kEmpty, e.role, true});
-      all.push_back({&kEmpty, Entry::Role::kNotice, false});  // a blank line between entries
-    }
+    const std::vector<ScreenLine> all = Lines();
+    if (find_.active()) find_.Refresh(tui::FindInLines(PlainLines(), find_.query()));
     const int end = static_cast<int>(all.size()) - scroll_;
     const int begin = std::max(0, end - rows);
+    size_t m = 0;  // the first match at or after line `begin`
+    const auto& matches = find_.matches();
+    while (m < matches.size() && matches[m].line < begin) ++m;
     for (int i = begin; i < end; ++i) {
-      const Line& l = all[i];
+      const ScreenLine& l = all[i];
       const Pair p = l.role == Entry::Role::kUser     ? kUser
                      : l.role == Entry::Role::kNotice ? kNotice
                                                       : kPanel;
-      const attr_t attr = l.role == Entry::Role::kAssistant ? A_NORMAL : screen_->Text(p);
+      const attr_t base = l.role == Entry::Role::kAssistant ? A_NORMAL : screen_->Text(p);
       const char* mark = !l.first ? "  " : l.role == Entry::Role::kUser ? "> " : "  ";
-      PutLine(1 + (i - begin), 0, std::string(mark) + *l.text, text_w + 2, attr);
+      const int y = 1 + (i - begin);
+      PutLine(y, 0, mark, text_w + 2, base);
+      // The line's spans, cut where /find's matches begin and end.
+      std::vector<std::pair<size_t, size_t>> line_matches;
+      std::vector<bool> line_current;
+      for (size_t k = m; k < matches.size() && matches[k].line == i; ++k) {
+        line_matches.emplace_back(matches[k].begin, matches[k].end);
+        line_current.push_back(static_cast<int>(k) == find_.current_index());
+      }
+      move(y, 2);
+      size_t at = 0;  // bytes of the line's plain text drawn
+      auto draw = [&](const std::string& text, attr_t attr) {
+        for (size_t b = 0; b < text.size();) {
+          size_t e = text.size();
+          attr_t a = attr;
+          const size_t abs = at + b;
+          for (size_t k = 0; k < line_matches.size(); ++k) {
+            const auto [mb, me] = line_matches[k];
+            if (abs >= mb && abs < me) {
+              a = screen_->Match(line_current[k]);
+              e = std::min(e, b + (me - abs));
+            } else if (mb > abs) {
+              e = std::min(e, b + (mb - abs));
+            }
+          }
+          attrset(a);
+          addnstr(text.data() + b, static_cast<int>(e - b));
+          b = e;
+        }
+        at += text.size();
+      };
+      if (l.md != nullptr) {
+        for (const tui::MdSpan& span : l.md->spans)
+          draw(span.text, base | screen_->Span(span.style, span.syntax));
+      } else {
+        draw(*l.text, base);
+      }
+      attrset(A_NORMAL);
+      while (m < matches.size() && matches[m].line == i) ++m;
     }
     if (scroll_ > 0)
       PutLine(rows, 0, Cat("-- ", scroll_, " lines below (PgDn, End) --"), text_w + 2, A_REVERSE);
@@ -702,6 +1099,24 @@ class ChatTui {
       DrawPanel(w - panel_w, 1, status_y - 1, panel_w);
     }
     PutLine(status_y, 0, tui::StatusLine(Status(), w), w, screen_->Bar(kStatus));
+    if (find_typing_ || find_.active() || rsearch_) {
+      // The find bar or Ctrl-R's line in place of the input.
+      const std::string bar =
+          rsearch_ ? HistorySearchLine()
+          : find_typing_
+              ? Cat("find: ", find_query_,
+                    find_.active() ? Cat("  (", find_.matches().size(), " found; Enter walks them)")
+                                   : "")
+              : find_.Describe();
+      for (int i = 0; i < input_rows; ++i)
+        PutLine(status_y + 1 + i, 0, i == 0 ? bar : "", w, i == 0 ? A_BOLD : A_NORMAL);
+      const int col = rsearch_       ? tui::DisplayWidth(HistorySearchLine())
+                      : find_typing_ ? 6 + tui::DisplayWidth(find_query_)
+                                     : 0;
+      move(status_y + 1, std::min(w - 1, col));
+      refresh();
+      return;
+    }
     // The input: "> " then the editor's view.
     const tui::EditorView v = editor_.Render(w - 2, input_rows);
     for (int i = 0; i < input_rows; ++i) {
@@ -730,6 +1145,17 @@ class ChatTui {
   bool block_ = false;         // inside a """ block
   bool quit_armed_ = false;    // Ctrl-C once at an empty idle prompt
   bool quit_ = false;
+  bool markdown_ = true;  // replies rendered (--render, /set render)
+  bool opening_ = false;  // /open's re-prefill is running
+
+  tui::FindWalk find_;        // /find's matches and the one shown
+  bool find_typing_ = false;  // Ctrl-F: the find bar takes the keys
+  std::string find_query_;    // what the find bar holds
+
+  bool rsearch_ = false;  // Ctrl-R
+  std::string rsearch_query_, rsearch_saved_;
+  std::optional<size_t> rsearch_at_;  // the history entry matched
+  bool rsearch_failed_ = false;
 
   std::mutex mu_;  // what the loop's thread hands over
   std::string pending_;
@@ -740,7 +1166,7 @@ class ChatTui {
 
 }  // namespace
 
-void RunChatTui(ChatSession& session) {
+void RunChatTui(ChatSession& session, const ChatTuiOptions& options) {
   struct sigaction term {};
   term.sa_handler = OnTerminate;
   sigaction(SIGTERM, &term, nullptr);
@@ -748,8 +1174,8 @@ void RunChatTui(ChatSession& session) {
   struct sigaction intr {};
   intr.sa_handler = OnInterrupt;
   sigaction(SIGINT, &intr, nullptr);
-  Screen screen;
-  ChatTui tui(session);
+  Screen screen(options.mouse);
+  ChatTui tui(session, options);
   tui.screen_ = &screen;
   tui.Run();
 }

@@ -9,9 +9,15 @@
 
 namespace wc {
 
+// How the full-screen chat shows and takes things (the chat command's flags).
+struct ChatTuiOptions {
+  bool markdown = true;  // --render markdown (false: plain); /set render changes it
+  bool mouse = true;     // the wheel scrolls (false: --no-mouse, the terminal keeps the mouse)
+};
+
 // Runs until /quit, /bye, Ctrl-D on an empty line, Ctrl-C twice at an empty idle prompt, SIGTERM
 // or SIGHUP. The terminal is restored on every way out, exceptions included (they propagate after
 // it is). Needs a terminal on stdin and stdout.
-void RunChatTui(ChatSession& session);
+void RunChatTui(ChatSession& session, const ChatTuiOptions& options);
 
 }  // namespace wc

@@ -70,6 +70,15 @@ CodePoint DecodeAt(std::string_view s, size_t i) {
   return {cp, len, true};
 }
 
+void PopUtf8Char(std::string& s) {
+  if (s.empty()) return;
+  size_t i = s.size() - 1;
+  // Back over at most three continuation bytes to a lead byte.
+  while (i > 0 && s.size() - i < 4 && (static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) --i;
+  const CodePoint cp = DecodeAt(s, i);
+  s.resize(cp.valid && i + cp.len == s.size() ? i : s.size() - 1);
+}
+
 void AppendUtf8(std::string& out, char32_t cp) {
   if (cp < 0x80) {
     out += static_cast<char>(cp);

@@ -35,6 +35,9 @@ struct CodePoint {
 CodePoint DecodeAt(std::string_view s, size_t i);
 // Appends the UTF-8 encoding of `cp` (a valid scalar value).
 void AppendUtf8(std::string& out, char32_t cp);
+// Removes the last character of `s` (its continuation bytes and lead byte; one byte of invalid
+// UTF-8). Nothing for an empty string.
+void PopUtf8Char(std::string& s);
 
 // Columns `cp` takes: wcwidth, 1 where wcwidth says -1. Control characters (including '\n' and
 // '\t', whose width depends on where they are) are the caller's business: this returns 1 for them.
