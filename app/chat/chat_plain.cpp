@@ -10,10 +10,12 @@
 #include <iostream>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "app/chat/tty_line.h"
 #include "app/stdout_sink.h"
+#include "app/tui/scrollback_search.h"
 #include "util/error.h"
 
 namespace wc {
@@ -67,6 +69,33 @@ bool ReadInput(std::string& out, bool prompt, const std::string& initial) {
 void Say(const std::string& text) {
   std::printf("%s\n", text.c_str());
   std::fflush(stdout);
+}
+
+// /find in line mode: what was printed cannot light up, so the lines of the conversation that
+// hold TEXT are listed, each with its turn and who wrote it (the matching as the full-screen
+// chat's: smart case).
+std::string FindText(ChatSession& session, const std::string& query) {
+  std::string out;
+  int found = 0, turn = 0;
+  for (const ConversationTurn& t : session.conversation().turns()) {
+    ++turn;
+    for (const auto& [who, text] :
+         {std::pair<const char*, const std::string*>{"you", &t.user}, {"reply", &t.reply_text}}) {
+      size_t at = 0;
+      while (at <= text->size()) {
+        const size_t nl = std::min(text->find('\n', at), text->size());
+        const std::string line = text->substr(at, nl - at);
+        if (!tui::MatchesInLine(line, query).empty()) {
+          out += Cat("turn ", turn, " ", who, ": ", line, "\n");
+          ++found;
+        }
+        at = nl + 1;
+      }
+    }
+  }
+  return found == 0
+             ? Cat("(no line holds '", query, "')\n")
+             : Cat(out, "(", found, found == 1 ? " line holds '" : " lines hold '", query, "')\n");
 }
 
 // The conversation's turns as they were (a resumed or opened chat).
@@ -158,7 +187,7 @@ void RunPlainChat(ChatSession& session, bool banner) {
         Say(session.Export(cmd.path, cmd.value == 1));
         continue;
       case ChatCommand::Kind::kFind:
-        Say("/find searches the full-screen chat's scrollback; here, your terminal's search does");
+        std::printf("%s", FindText(session, cmd.text).c_str());
         continue;
       case ChatCommand::Kind::kOpen: {
         std::mutex mu;

@@ -13,7 +13,6 @@
 #include <functional>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,7 +21,9 @@
 #include "app/tui/history.h"
 #include "app/tui/line_editor.h"
 #include "app/tui/markdown.h"
-#include "app/tui/scrollback_search.h"
+#include "app/tui/screen.h"
+#include "app/tui/scrollback.h"
+#include "app/tui/search_bars.h"
 #include "app/tui/status_line.h"
 #include "app/tui/text_width.h"
 #include "app/tui/wrap.h"
@@ -30,6 +31,12 @@
 
 namespace wc {
 namespace {
+
+using tui::Pair;
+using tui::PutLine;
+using tui::Role;
+using tui::Screen;
+using tui::ScreenLine;
 
 std::atomic<bool> g_terminate{false};  // SIGTERM, SIGHUP
 std::atomic<bool> g_interrupt{false};  // SIGINT from outside (Ctrl-C itself arrives as a key)
@@ -41,158 +48,39 @@ void OnInterrupt(int) {
   g_interrupt.store(true);
 }
 
-enum Pair : short {
-  kTitle = 1,
-  kStatus,
-  kUser,
-  kNotice,
-  kPanel,
-  kMatch,         // a /find match
-  kCurrentMatch,  // the match the walk is at
-  kCode,          // inline code
-  kHeading,
-  kFrame,    // code block borders, rules, quote bars, list markers
-  kKeyword,  // syntax colours in code blocks
-  kType,
-  kString,
-  kComment,
-  kNumber,
-  kPreproc,
-};
-
-// The terminal in curses mode for the object's lifetime: raw keys, no echo, bracketed paste, the
-// alternate screen; restored by the destructor on every path out.
-class Screen {
- public:
-  explicit Screen(bool mouse) {
-    tui::SetUtf8Locale();
-    if (newterm(nullptr, stdout, stdin) == nullptr) throw Error("chat: cannot start the terminal");
-    raw();
-    noecho();
-    nonl();
-    keypad(stdscr, TRUE);
-    set_escdelay(25);
-    timeout(50);
-    color_ = has_colors() && std::getenv("NO_COLOR") == nullptr;
-    if (color_) {
-      start_color();
-      use_default_colors();
-      init_pair(kTitle, COLOR_WHITE, COLOR_BLUE);
-      init_pair(kStatus, COLOR_BLACK, COLOR_CYAN);
-      init_pair(kUser, COLOR_CYAN, -1);
-      init_pair(kNotice, COLOR_YELLOW, -1);
-      init_pair(kPanel, COLOR_GREEN, -1);
-      init_pair(kMatch, COLOR_BLACK, COLOR_YELLOW);
-      init_pair(kCurrentMatch, COLOR_BLACK, COLOR_GREEN);
-      init_pair(kCode, COLOR_YELLOW, -1);
-      init_pair(kHeading, COLOR_MAGENTA, -1);
-      init_pair(kFrame, COLOR_BLUE, -1);
-      init_pair(kKeyword, COLOR_BLUE, -1);
-      init_pair(kType, COLOR_GREEN, -1);
-      init_pair(kString, COLOR_RED, -1);
-      init_pair(kComment, COLOR_CYAN, -1);
-      init_pair(kNumber, COLOR_MAGENTA, -1);
-      init_pair(kPreproc, COLOR_MAGENTA, -1);
-    }
-    if (mouse) {
-      // The wheel only: with mouse reporting on, the terminal's own selection takes a modifier
-      // (Shift in xterm, GNOME Terminal, Konsole, kitty, tmux; Fn or Option in macOS terminals).
-      mouseinterval(0);
-      mousemask(BUTTON4_PRESSED | BUTTON5_PRESSED, nullptr);
-    }
-    std::fputs("\033[?2004h", stdout);  // bracketed paste
-    std::fflush(stdout);
+// A character key as the search bars see it.
+tui::BarKey BarKeyOf(wchar_t ch) {
+  tui::BarKey k;
+  switch (ch) {
+    case 27:
+      k.kind = tui::BarKey::kEscape;
+      break;
+    case 3:
+      k.kind = tui::BarKey::kCtrlC;
+      break;
+    case 6:
+      k.kind = tui::BarKey::kCtrlF;
+      break;
+    case 7:
+      k.kind = tui::BarKey::kCtrlG;
+      break;
+    case 18:
+      k.kind = tui::BarKey::kCtrlR;
+      break;
+    case 8:
+    case 127:
+      k.kind = tui::BarKey::kBackspace;
+      break;
+    case '\r':
+    case '\n':
+      k.kind = tui::BarKey::kEnter;
+      break;
+    default:
+      k.kind = ch < 32 ? tui::BarKey::kControl : tui::BarKey::kChar;
+      k.ch = static_cast<char32_t>(ch);
   }
-  ~Screen() {
-    std::fputs("\033[?2004l", stdout);
-    std::fflush(stdout);
-    endwin();
-  }
-  // A bar's attributes (reverse video without colors), a text role's.
-  attr_t Bar(Pair p) const { return color_ ? COLOR_PAIR(p) : A_REVERSE; }
-  attr_t Text(Pair p) const {
-    if (!color_) return p == kUser ? A_BOLD : p == kNotice ? A_DIM : A_NORMAL;
-    return COLOR_PAIR(p) | (p == kUser ? A_BOLD : A_NORMAL);
-  }
-  // A rendered span's attributes. Without colours (NO_COLOR, a monochrome terminal) the
-  // structure stays: bold, italic, underlined headings, dim frames, reverse-video matches.
-  attr_t Span(uint16_t style, tui::SyntaxClass syntax) const {
-    attr_t a = A_NORMAL;
-    if (style & tui::kMdBold) a |= A_BOLD;
-    if (style & tui::kMdItalic) a |= A_ITALIC;
-    if (style & tui::kMdHeading) a |= A_BOLD | (color_ ? COLOR_PAIR(kHeading) : A_UNDERLINE);
-    if (style & (tui::kMdFrame | tui::kMdQuote)) a |= color_ ? COLOR_PAIR(kFrame) : A_DIM;
-    if (style & tui::kMdLanguage) a |= A_BOLD;
-    if (style & tui::kMdCode) a |= color_ ? COLOR_PAIR(kCode) : A_UNDERLINE;
-    if (!color_ || !(style & tui::kMdCodeBlock)) return a;
-    switch (syntax) {
-      case tui::SyntaxClass::kKeyword:
-        return a | COLOR_PAIR(kKeyword) | A_BOLD;
-      case tui::SyntaxClass::kType:
-        return a | COLOR_PAIR(kType);
-      case tui::SyntaxClass::kString:
-        return a | COLOR_PAIR(kString);
-      case tui::SyntaxClass::kComment:
-        return a | COLOR_PAIR(kComment);
-      case tui::SyntaxClass::kNumber:
-        return a | COLOR_PAIR(kNumber);
-      case tui::SyntaxClass::kPreproc:
-        return a | COLOR_PAIR(kPreproc);
-      case tui::SyntaxClass::kFunction:
-        return a | A_BOLD;
-      default:
-        return a;
-    }
-  }
-  attr_t Match(bool current) const {
-    if (!color_) return current ? A_REVERSE | A_BOLD | A_UNDERLINE : A_REVERSE;
-    return COLOR_PAIR(current ? kCurrentMatch : kMatch) | (current ? A_BOLD : A_NORMAL);
-  }
-
- private:
-  bool color_ = false;
-};
-
-// One message of the scrollback. Replies are rendered as markdown (unless --render plain);
-// the user's messages and the chat's notices are word-wrapped as they are.
-struct Entry {
-  enum class Role { kUser, kAssistant, kNotice };
-  Entry(Role r, int width, bool markdown) : role(r), text(width) {
-    if (markdown && r == Role::kAssistant) md = std::make_unique<tui::MarkdownText>(width);
-  }
-  void Append(std::string_view chunk) {
-    text.Append(chunk);
-    if (md) md->Append(chunk);
-  }
-  void SetWidth(int width) {
-    text.SetWidth(width);
-    if (md) md->SetWidth(width);
-  }
-  // Switches rendering (/set render): the text stays, its lines change.
-  void SetMarkdown(bool markdown) {
-    if (role != Role::kAssistant || markdown == (md != nullptr)) return;
-    if (!markdown) {
-      md.reset();
-      return;
-    }
-    md = std::make_unique<tui::MarkdownText>(text.width());
-    md->Append(text.text());
-  }
-  size_t line_count() const { return md ? md->lines().size() : text.lines().size(); }
-
-  Role role;
-  tui::WrappedText text;                  // the raw text, wrapped (what plain rendering shows)
-  std::unique_ptr<tui::MarkdownText> md;  // the rendered lines, when rendering markdown
-};
-
-// One line of the scrollback as drawn: a rendered line, or a wrapped line of raw text.
-struct ScreenLine {
-  const tui::MdLine* md = nullptr;
-  const std::string* text = nullptr;
-  Entry::Role role = Entry::Role::kNotice;
-  bool first = false;  // the entry's first line (the user's get the "> " mark)
-  std::string Plain() const { return md ? md->Plain() : *text; }
-};
+  return k;
+}
 
 std::string Basename(std::string dir) {
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
@@ -200,19 +88,12 @@ std::string Basename(std::string dir) {
   return slash == std::string::npos ? dir : dir.substr(slash + 1);
 }
 
-void PutLine(int y, int x, const std::string& text, int width, attr_t attr) {
-  attrset(attr);
-  mvaddstr(y, x, tui::FitWidth(text, width).c_str());
-  const int used = tui::DisplayWidth(tui::FitWidth(text, width));
-  for (int i = used; i < width; ++i) addch(' ');
-  attrset(A_NORMAL);
-}
-
 class ChatTui {
  public:
   ChatTui(ChatSession& session, const ChatTuiOptions& options)
-      : s_(session), history_(tui::History::DefaultPath()), markdown_(options.markdown) {
+      : s_(session), history_(tui::History::DefaultPath()), scrollback_(10, options.markdown) {
     panel_ = COLS >= 120;
+    scrollback_.SetWidth(TextWidth());
     const LoadedModel& m = s_.model();
     title_.model = Basename(m.dir);
     title_.n_params = m.model->config().n_params();
@@ -265,19 +146,16 @@ class ChatTui {
   }
   int PanelWidth() const { return panel_ && COLS >= 100 ? std::min(36, COLS / 3) : 0; }
 
-  void Add(Entry::Role role, const std::string& text) {
-    entries_.emplace_back(role, TextWidth(), markdown_);
-    entries_.back().Append(text);
-  }
+  int Add(Role role, const std::string& text) { return scrollback_.Add(role, text); }
   // The conversation's turns as they were (a resumed or opened chat).
   void ShowTurns() {
     for (const ConversationTurn& t : s_.conversation().turns()) {
       if (t.reset_before) Notice("(new conversation)");
-      Add(Entry::Role::kUser, t.user);
-      Add(Entry::Role::kAssistant, t.reply_text);
+      Add(Role::kUser, t.user);
+      Add(Role::kAssistant, t.reply_text);
     }
   }
-  void Notice(const std::string& text) { Add(Entry::Role::kNotice, text); }
+  void Notice(const std::string& text) { Add(Role::kNotice, text); }
 
   // ---- replies, heard on the loop's thread and drawn on this one
 
@@ -294,7 +172,7 @@ class ChatTui {
         done_ = false;
       }
     }
-    if (!text.empty() && reply_ >= 0) entries_[reply_].Append(text);
+    if (!text.empty() && reply_ >= 0) scrollback_.Append(reply_, text);
     if (!done) return;
     if (opening_) {  // /open's re-prefill has ended
       opening_ = false;
@@ -302,7 +180,7 @@ class ChatTui {
       return;
     }
     if (result.reason == StopReason::kCancelled && reply_ >= 0)
-      entries_[reply_].Append(" [cancelled]");
+      scrollback_.Append(reply_, " [cancelled]");
     if (result.reason == StopReason::kError) Notice(Cat("error: ", result.error));
     s_.Autosave();
     const std::string notice = s_.figures().notice;
@@ -333,14 +211,13 @@ class ChatTui {
       Notice("a reply is still running: wait for it, or press Ctrl-C to cancel it");
       return;
     }
-    Add(Entry::Role::kUser, message);
-    Add(Entry::Role::kAssistant, "");
-    reply_ = static_cast<int>(entries_.size()) - 1;
+    Add(Role::kUser, message);
+    reply_ = Add(Role::kAssistant, "");
     scroll_ = 0;
     try {
       s_.Send(message, OnText(), OnDone());
     } catch (const Error& e) {
-      entries_.pop_back();
+      scrollback_.RemoveLast();
       reply_ = -1;
       Notice(e.what());
     }
@@ -349,11 +226,7 @@ class ChatTui {
   // Erases the last exchange from the screen: from its user message (kept if `keep_user`) to the
   // end, notices after it included (none repeats what was removed).
   void EraseFromLastUser(bool keep_user) {
-    for (int i = static_cast<int>(entries_.size()) - 1; i >= 0; --i) {
-      if (entries_[i].role != Entry::Role::kUser) continue;
-      entries_.erase(entries_.begin() + i + (keep_user ? 1 : 0), entries_.end());
-      break;
-    }
+    scrollback_.EraseFromLastUser(keep_user);
     reply_ = -1;
     scroll_ = 0;
   }
@@ -371,8 +244,7 @@ class ChatTui {
       return;
     }
     EraseFromLastUser(/*keep_user=*/true);
-    Add(Entry::Role::kAssistant, "");
-    reply_ = static_cast<int>(entries_.size()) - 1;
+    reply_ = Add(Role::kAssistant, "");
   }
 
   // /open N: the screen shows the saved chat; its re-prefill runs as a prompt's would.
@@ -386,9 +258,9 @@ class ChatTui {
       Notice(why);
       return;
     }
-    entries_.clear();
+    scrollback_.Clear();
     queued_.clear();
-    FindLeave();
+    find_.Close();
     reply_ = -1;
     scroll_ = 0;
     opening_ = true;
@@ -473,7 +345,8 @@ class ChatTui {
         Open(static_cast<int>(c.value));
         return;
       case ChatCommand::Kind::kFind:
-        FindStart(c.text);
+        find_.Find(c.text, PlainLines());
+        ShowMatch();
         return;
       case ChatCommand::Kind::kChats: {
         std::string list = s_.ChatsText();
@@ -511,10 +384,10 @@ class ChatTui {
       }
       default:
         if (c.kind == ChatCommand::Kind::kSet && c.name == "render") {
-          markdown_ = c.value == 1;
-          for (Entry& e : entries_) e.SetMarkdown(markdown_);
+          scrollback_.SetMarkdown(c.value == 1);
           Rewrap();
-          Notice(Cat("(replies shown as ", markdown_ ? "rendered markdown" : "plain text", ")"));
+          Notice(Cat("(replies shown as ",
+                     scrollback_.markdown() ? "rendered markdown" : "plain text", ")"));
           return;
         }
         if (s_.busy()) {
@@ -582,164 +455,31 @@ class ChatTui {
     scroll_ = std::max(0, std::min(total - (line + rows / 2 + 1), std::max(0, total - rows)));
   }
 
-  // ---- /find and Ctrl-F: the scrollback's matches, highlighted, walked with n / N
+  // ---- /find, Ctrl-F and Ctrl-R (app/tui/search_bars.h)
 
   std::vector<std::string> PlainLines() const {
     std::vector<std::string> out;
     for (const ScreenLine& l : Lines()) out.push_back(l.Plain());
     return out;
   }
-  void FindStart(const std::string& query) {
-    find_.Start(query, tui::FindInLines(PlainLines(), query));
-    if (const tui::ScrollMatch* m = find_.current()) ScrollTo(m->line);
+  void ShowMatch() {
+    if (const tui::ScrollMatch* m = find_.walk().current()) ScrollTo(m->line);
   }
-  void FindStep(bool older) {
-    if (older)
-      find_.Older();
-    else
-      find_.Newer();
-    if (const tui::ScrollMatch* m = find_.current()) ScrollTo(m->line);
-  }
-  void FindLeave() {
-    find_.Clear();
-    find_typing_ = false;
-    find_query_.clear();
-  }
-  // A key while the find bar takes keys: true if it used it.
-  bool FindKey(bool function_key, int key) {
-    if (find_typing_) {
-      if (function_key) {
-        if (key == KEY_BACKSPACE) return FindKey(false, 127);
-        if (key == KEY_ENTER) return FindKey(false, '\r');
-        return false;  // PgUp, PgDn, the wheel: they scroll as ever
+  // A key for the search bar that is open, if one is: true if it used it.
+  bool SearchKey(const tui::BarKey& key) {
+    if (rsearch_.active()) {
+      const tui::HistorySearch::Result r = rsearch_.Key(key, history_.entries());
+      if (!rsearch_.active()) {
+        history_.EndWalk();
+        editor_.SetText(rsearch_.line());
+        if (r.send) Submit();
       }
-      switch (key) {
-        case 27:  // Esc
-        case 3:   // Ctrl-C
-          FindLeave();
-          return true;
-        case '\r':
-        case '\n':
-          find_typing_ = false;
-          if (find_query_.empty()) FindLeave();
-          return true;
-        case 6:  // Ctrl-F, Ctrl-G: walk while typing
-        case 7:
-          FindStep(key == 6);
-          return true;
-        case 8:
-        case 127:
-          tui::PopUtf8Char(find_query_);
-          if (find_query_.empty())
-            find_.Clear();
-          else
-            FindStart(find_query_);
-          return true;
-        default:
-          if (key < 32) return true;
-          tui::AppendUtf8(find_query_, static_cast<char32_t>(key));
-          FindStart(find_query_);
-          return true;
-      }
+      return r.used;
     }
-    if (!find_.active()) return false;
-    if (function_key) return false;
-    switch (key) {
-      case 'n':
-      case 6:  // Ctrl-F
-        FindStep(/*older=*/true);
-        return true;
-      case 'N':
-      case 7:  // Ctrl-G
-        FindStep(/*older=*/false);
-        return true;
-      case 27:
-      case '\r':
-      case '\n':
-        FindLeave();
-        return true;
-      default:
-        FindLeave();  // any other key leaves the walk and goes to the input line
-        return false;
-    }
-  }
-
-  // ---- Ctrl-R: reverse incremental search of the input history, as readline does
-
-  void HistorySearchStart() {
-    rsearch_ = true;
-    rsearch_query_.clear();
-    rsearch_at_.reset();
-    rsearch_failed_ = false;
-    rsearch_saved_ = editor_.text();
-  }
-  // Searches from `before` (an entry index; size() for the newest).
-  void HistorySearch(size_t before) {
-    const auto at = tui::FindInHistory(history_.entries(), rsearch_query_, before);
-    rsearch_failed_ = !at.has_value() && !rsearch_query_.empty();
-    if (at) rsearch_at_ = at;
-  }
-  void HistorySearchEnd(bool accept) {
-    rsearch_ = false;
-    history_.EndWalk();
-    if (accept && rsearch_at_)
-      editor_.SetText(history_.entries()[*rsearch_at_]);
-    else if (!accept)
-      editor_.SetText(rsearch_saved_);
-  }
-  // A key during Ctrl-R: true if it used it (else it was accepted into the line, and the key
-  // goes on as usual, as readline does with cursor keys).
-  bool HistorySearchKey(bool function_key, int key) {
-    const size_t newest = history_.entries().size();
-    if (function_key) {
-      if (key == KEY_BACKSPACE) return HistorySearchKey(false, 127);
-      if (key == KEY_ENTER) return HistorySearchKey(false, '\r');
-      HistorySearchEnd(/*accept=*/true);
-      return false;
-    }
-    switch (key) {
-      case 18:  // Ctrl-R again: the next older match
-        HistorySearch(rsearch_at_ ? *rsearch_at_ : newest);
-        return true;
-      case 7:  // Ctrl-G, Ctrl-C: the line as it was
-      case 3:
-        HistorySearchEnd(/*accept=*/false);
-        return true;
-      case 27:  // Esc: the match in the line, to edit
-        HistorySearchEnd(/*accept=*/true);
-        return true;
-      case '\r':
-      case '\n':
-        HistorySearchEnd(/*accept=*/true);
-        Submit();
-        return true;
-      case 8:
-      case 127:
-        tui::PopUtf8Char(rsearch_query_);
-        rsearch_at_.reset();
-        HistorySearch(newest);
-        return true;
-      default:
-        if (key < 32) {
-          HistorySearchEnd(/*accept=*/true);
-          return false;
-        }
-        tui::AppendUtf8(rsearch_query_, static_cast<char32_t>(key));
-        // The current match stays while it still matches (readline's incremental search).
-        HistorySearch(rsearch_at_ ? *rsearch_at_ + 1 : newest);
-        return true;
-    }
-  }
-  // The input line during Ctrl-R: (reverse-i-search)`query': match.
-  std::string HistorySearchLine() const {
-    std::string match;
-    if (rsearch_at_) {
-      match = history_.entries()[*rsearch_at_];
-      const size_t nl = match.find('\n');
-      if (nl != std::string::npos) match = match.substr(0, nl) + " ...";
-    }
-    return Cat(rsearch_failed_ ? "(failed reverse-i-search)`" : "(reverse-i-search)`",
-               rsearch_query_, "': ", match);
+    if (!find_.shown()) return false;
+    const bool used = find_.Key(key, [this] { return PlainLines(); });
+    if (used) ShowMatch();
+    return used;
   }
 
   void Mouse() {
@@ -756,8 +496,11 @@ class ChatTui {
       return;
     }
     if (key != KEY_RESIZE) {
-      if (rsearch_ && HistorySearchKey(true, key)) return;
-      if (FindKey(true, key)) return;
+      tui::BarKey k;
+      k.kind = key == KEY_BACKSPACE ? tui::BarKey::kBackspace
+               : key == KEY_ENTER   ? tui::BarKey::kEnter
+                                    : tui::BarKey::kFunction;
+      if (SearchKey(k)) return;
     }
     switch (key) {
       case KEY_RESIZE:
@@ -875,12 +618,7 @@ class ChatTui {
 
   void Char(wchar_t ch) {
     if (ch != 3) quit_armed_ = false;
-    if (rsearch_ && HistorySearchKey(false, static_cast<int>(ch))) return;
-    if (ch == 27 && !find_typing_ && !find_.active()) {
-      Escape();
-      return;
-    }
-    if (FindKey(false, static_cast<int>(ch))) return;
+    if ((rsearch_.active() || find_.shown()) && SearchKey(BarKeyOf(ch))) return;
     switch (ch) {
       case 3:
         CtrlC();
@@ -901,12 +639,10 @@ class ChatTui {
         editor_.MoveLeft();
         return;  // Ctrl-B
       case 6:    // Ctrl-F: find in the scrollback (Right moves the cursor)
-        find_.Clear();
-        find_typing_ = true;
-        find_query_.clear();
+        find_.Open();
         return;
       case 18:  // Ctrl-R: search the input history
-        HistorySearchStart();
+        rsearch_.Start(editor_.text());
         return;
       case 23:
         editor_.DeleteWordBefore();
@@ -949,33 +685,13 @@ class ChatTui {
   // ---- drawing
 
   void Rewrap() {
-    for (Entry& e : entries_) e.SetWidth(TextWidth());
+    scrollback_.SetWidth(TextWidth());
     scroll_ = std::min(scroll_, std::max(0, TotalLines() - ScrollRows()));
   }
   int InputRows() const { return std::min(5, std::max(1, editor_.line_count())); }
   int ScrollRows() const { return std::max(1, LINES - 2 - InputRows()); }
-  int TotalLines() const {
-    int n = 0;
-    for (const Entry& e : entries_) n += static_cast<int>(std::max<size_t>(e.line_count(), 1)) + 1;
-    return n;
-  }
-  // The scrollback's lines, top to bottom: each entry's, then a blank line.
-  std::vector<ScreenLine> Lines() const {
-    static const std::string kEmpty;
-    std::vector<ScreenLine> all;
-    for (const Entry& e : entries_) {
-      if (e.md) {
-        const auto& ls = e.md->lines();
-        for (size_t i = 0; i < ls.size(); ++i) all.push_back({&ls[i], nullptr, e.role, i == 0});
-      } else {
-        const auto& ls = e.text.lines();
-        for (size_t i = 0; i < ls.size(); ++i) all.push_back({nullptr, &ls[i], e.role, i == 0});
-      }
-      if (e.line_count() == 0) all.push_back({nullptr, &kEmpty, e.role, true});
-      all.push_back({nullptr, &kEmpty, Entry::Role::kNotice, false});
-    }
-    return all;
-  }
+  int TotalLines() const { return scrollback_.line_count(); }
+  std::vector<ScreenLine> Lines() const { return scrollback_.Lines(); }
 
   tui::StatusFigures Status() const {
     const ChatFigures f = s_.figures();
@@ -1023,13 +739,13 @@ class ChatTui {
     for (const std::string& l : tui::WrapText(tui::KVUsageLine(kv, 200), width)) lines.push_back(l);
     for (int i = 0; i < rows; ++i)
       PutLine(top + i, x, i < static_cast<int>(lines.size()) ? lines[i] : "", width,
-              screen_->Text(kPanel));
+              screen_->Text(tui::kPanel));
   }
 
   void Draw() {
     erase();
     const int w = COLS, h = LINES;
-    PutLine(0, 0, tui::TitleLine(title_, w), w, screen_->Bar(kTitle));
+    PutLine(0, 0, tui::TitleLine(title_, w), w, screen_->Bar(tui::kTitle));
     const int input_rows = InputRows();
     const int status_y = h - 1 - input_rows;
     const int rows = std::max(1, status_y - 1);
@@ -1037,19 +753,19 @@ class ChatTui {
     const int text_w = TextWidth();
     // The scrollback: the last `rows` lines above `scroll_` lines from the bottom.
     const std::vector<ScreenLine> all = Lines();
-    if (find_.active()) find_.Refresh(tui::FindInLines(PlainLines(), find_.query()));
+    if (find_.walk().active()) find_.Refresh(PlainLines());
     const int end = static_cast<int>(all.size()) - scroll_;
     const int begin = std::max(0, end - rows);
     size_t m = 0;  // the first match at or after line `begin`
-    const auto& matches = find_.matches();
+    const auto& matches = find_.walk().matches();
     while (m < matches.size() && matches[m].line < begin) ++m;
     for (int i = begin; i < end; ++i) {
       const ScreenLine& l = all[i];
-      const Pair p = l.role == Entry::Role::kUser     ? kUser
-                     : l.role == Entry::Role::kNotice ? kNotice
-                                                      : kPanel;
-      const attr_t base = l.role == Entry::Role::kAssistant ? A_NORMAL : screen_->Text(p);
-      const char* mark = !l.first ? "  " : l.role == Entry::Role::kUser ? "> " : "  ";
+      const Pair p = l.role == Role::kUser     ? tui::kUser
+                     : l.role == Role::kNotice ? tui::kNotice
+                                               : tui::kPanel;
+      const attr_t base = l.role == Role::kAssistant ? A_NORMAL : screen_->Text(p);
+      const char* mark = !l.first ? "  " : l.role == Role::kUser ? "> " : "  ";
       const int y = 1 + (i - begin);
       PutLine(y, 0, mark, text_w + 2, base);
       // The line's spans, cut where /find's matches begin and end.
@@ -1057,7 +773,7 @@ class ChatTui {
       std::vector<bool> line_current;
       for (size_t k = m; k < matches.size() && matches[k].line == i; ++k) {
         line_matches.emplace_back(matches[k].begin, matches[k].end);
-        line_current.push_back(static_cast<int>(k) == find_.current_index());
+        line_current.push_back(static_cast<int>(k) == find_.walk().current_index());
       }
       move(y, 2);
       size_t at = 0;  // bytes of the line's plain text drawn
@@ -1098,21 +814,12 @@ class ChatTui {
       attrset(A_NORMAL);
       DrawPanel(w - panel_w, 1, status_y - 1, panel_w);
     }
-    PutLine(status_y, 0, tui::StatusLine(Status(), w), w, screen_->Bar(kStatus));
-    if (find_typing_ || find_.active() || rsearch_) {
-      // The find bar or Ctrl-R's line in place of the input.
-      const std::string bar =
-          rsearch_ ? HistorySearchLine()
-          : find_typing_
-              ? Cat("find: ", find_query_,
-                    find_.active() ? Cat("  (", find_.matches().size(), " found; Enter walks them)")
-                                   : "")
-              : find_.Describe();
+    PutLine(status_y, 0, tui::StatusLine(Status(), w), w, screen_->Bar(tui::kStatus));
+    if (find_.shown() || rsearch_.active()) {  // a search bar in place of the input
+      const std::string bar = rsearch_.active() ? rsearch_.text(history_.entries()) : find_.text();
       for (int i = 0; i < input_rows; ++i)
         PutLine(status_y + 1 + i, 0, i == 0 ? bar : "", w, i == 0 ? A_BOLD : A_NORMAL);
-      const int col = rsearch_       ? tui::DisplayWidth(HistorySearchLine())
-                      : find_typing_ ? 6 + tui::DisplayWidth(find_query_)
-                                     : 0;
+      const int col = rsearch_.active() ? tui::DisplayWidth(bar) : find_.cursor_column();
       move(status_y + 1, std::min(w - 1, col));
       refresh();
       return;
@@ -1136,7 +843,7 @@ class ChatTui {
   tui::History history_;
   tui::LineEditor editor_;
   tui::TitleInfo title_;
-  std::vector<Entry> entries_;
+  tui::Scrollback scrollback_;
   int reply_ = -1;                   // the entry a reply streams into
   std::vector<std::string> queued_;  // /load's user turns still to send
   int scroll_ = 0;                   // lines scrolled up from the bottom
@@ -1145,17 +852,10 @@ class ChatTui {
   bool block_ = false;         // inside a """ block
   bool quit_armed_ = false;    // Ctrl-C once at an empty idle prompt
   bool quit_ = false;
-  bool markdown_ = true;  // replies rendered (--render, /set render)
   bool opening_ = false;  // /open's re-prefill is running
 
-  tui::FindWalk find_;        // /find's matches and the one shown
-  bool find_typing_ = false;  // Ctrl-F: the find bar takes the keys
-  std::string find_query_;    // what the find bar holds
-
-  bool rsearch_ = false;  // Ctrl-R
-  std::string rsearch_query_, rsearch_saved_;
-  std::optional<size_t> rsearch_at_;  // the history entry matched
-  bool rsearch_failed_ = false;
+  tui::FindBar find_;           // /find, Ctrl-F
+  tui::HistorySearch rsearch_;  // Ctrl-R
 
   std::mutex mu_;  // what the loop's thread hands over
   std::string pending_;

@@ -456,4 +456,27 @@ TEST(ChatTuiRender, RenderPlainFlagAndABadValue) {
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 1) << bad.err;
 }
 
+// Line mode (piped): /find lists the lines that hold the text, /copy says a pipe is not a
+// terminal, /export writes the file, /open continues another chat, /set render is the full-screen
+// chat's; replies stay raw text.
+TEST(ChatPlainSecondPass, FindCopyExportOpenAndRenderInLineMode) {
+  TempDir chats;
+  const std::string dir = chats.File("chats");
+  ScriptedChat(dir, kScripted);
+  const RunResult r =
+      RunWormchat({"chat", "--plain", "--seed", "7", "-n", "4", "--chats-dir", dir, "--resume"},
+                  "/find hello\n/copy\n/export " + chats.File("x.md") +
+                      "\n/set render plain\nWhat is a falcon?\n/open 1\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(Contains(r.out, "```python\n")) << r.out;  // raw, as written
+  EXPECT_TRUE(Contains(r.out, "turn 1 reply:     return \"hello \" + name  # says hello\n"))
+      << r.out;
+  EXPECT_TRUE(Contains(r.out, "(1 line holds 'hello')")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "not copied: the output is not a terminal")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "exported 1 turn to " + chats.File("x.md"))) << r.out;
+  EXPECT_TRUE(Contains(r.out, "/set render is the full-screen chat's")) << r.out;
+  EXPECT_TRUE(Contains(r.out, "is this chat)")) << r.out;  // the resumed chat is the newest
+  EXPECT_TRUE(Contains(ReadFile(chats.File("x.md")), kScripted));
+}
+
 }  // namespace wc::test
