@@ -479,4 +479,25 @@ TEST(ChatPlainSecondPass, FindCopyExportOpenAndRenderInLineMode) {
   EXPECT_TRUE(Contains(ReadFile(chats.File("x.md")), kScripted));
 }
 
+// An unwritable chats directory (a file where it should be: root writes anywhere else): the
+// status bar says "not saved" and why, a notice says it once per reply, and the chat goes on.
+TEST(ChatTuiKeep, AnUnwritableChatsDirectoryIsNotSavedInTheStatusBarAndTheChatGoesOn) {
+  TempDir tmp;
+  WriteFile(tmp.File("plain-file"), "not a directory\n");
+  TmuxChat chat(110, 24, {"-n", "4", "--chats-dir", tmp.File("plain-file") + "/chats"});
+  chat.WaitForText("shows the mesh.");
+  chat.Enter("What is a falcon?");
+  std::string s = chat.WaitForRow(22, R"(idle.*not saved: cannot create .*seed 7)");
+  EXPECT_TRUE(Contains(s, "(not saved: cannot create")) << s;
+  chat.Enter("And the wind?");
+  s = chat.WaitFor("the second reply", [](const std::string& screen) {
+    return !ReplyAfter(Lines(screen), "> And the wind?").empty() &&
+           std::regex_search(Lines(screen)[22], std::regex("^idle"));
+  });
+  EXPECT_TRUE(Contains(Lines(s)[22], "not saved")) << s;
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
+}
+
 }  // namespace wc::test
