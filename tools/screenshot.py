@@ -12,18 +12,10 @@ box.
 
 Debian packages: python3-pil, fonts-dejavu-core (run with Debian's /usr/bin/python3).
 
-docs/chat.png was made with the chat at 130x32 (the side panel shows from 120 columns), three
-turns sent - 'What does it mean to sail?', 'And what is a harbour?', 'Tell me something wise.' -
-each after the last reply, and 'Why is the sea salty?' typed but not sent:
+docs/chat.png is made by tools/chat_screenshot.sh (the chat at 130x32 resumed from a saved chat
+whose last reply is scripted markdown, captured and rendered by this script):
 
-    tmux -S /tmp/shot -f /dev/null new-session -d -x 130 -y 32 \
-        './build/wormchat chat --seed 7 -n 80 --threads 1' \; set-option status off
-    tmux -S /tmp/shot send-keys -l 'What does it mean to sail?'; tmux -S /tmp/shot send-keys Enter
-    ...
-    tmux -S /tmp/shot capture-pane -p -e -N > chat.ansi
-    tools/screenshot.py chat.ansi docs/chat.png \
-        --cursor "$(tmux -S /tmp/shot display -p '#{cursor_x},#{cursor_y}')"
-    tmux -S /tmp/shot kill-server
+    bash tools/chat_screenshot.sh [OUT.png]
 """
 
 import argparse

@@ -1,10 +1,12 @@
 // The full-screen chat's second pass (issue 33), in a real terminal through tmux
 // (tests/app/tmux_chat.h): markdown replies rendered as they are shown, /find and Ctrl-F,
-// Ctrl-R, the mouse wheel, /open, /copy (OSC 52, read from the pane's raw output) and /export.
+// Ctrl-R, the mouse wheel, /open, /copy (OSC 52, read from the pane's raw output), /export and
+// Tab completing file names after /export and /load.
 //
 // A reply with markdown in it comes from a saved chat whose reply is scripted: a chat is kept
 // (line mode), its reply replaced by kScripted and that text's token ids, and resumed. The screen
 // shows a resumed chat's replies as they were, rendered as any reply is.
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 #include <string>
@@ -319,6 +321,42 @@ TEST(ChatTuiExport, ExportWritesMarkdownAndJsonAndRefusesAnExistingFile) {
   EXPECT_TRUE(Contains(json, "\"messages\"")) << json;
   EXPECT_TRUE(Contains(json, "\"role\": \"assistant\"") || Contains(json, "\"role\":\"assistant\""))
       << json;
+}
+
+// Tab completes file names (of the chat's working directory) after /export and /load as readline
+// does: the common prefix first, then, on a second Tab, the candidates listed with the input kept;
+// one candidate is completed whole, a directory with its slash.
+TEST(ChatTuiComplete, TabCompletesFileNamesAfterExportAndLoad) {
+  TmuxChat chat(100, 24, {"-n", "4"});
+  WriteFile(chat.dir().File("notes-2026.md"), "# notes\n");
+  WriteFile(chat.dir().File("notes-old.json"), "{}\n");
+  std::filesystem::create_directory(chat.dir().File("sub"));
+  WriteFile(chat.dir().File("sub/saved.txt"), "");
+  chat.WaitForStart();
+  chat.Type("/export no");
+  chat.WaitForInput("/export no");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/export notes-");
+  chat.Keys({"Tab"});
+  const std::string listed = "  /export notes-2026.md  /export notes-old.json";
+  chat.WaitFor("the row '" + listed + "'", [&](const std::string& screen) {
+    const std::vector<std::string> rows = Lines(screen);
+    return std::find(rows.begin(), rows.end(), listed) != rows.end();
+  });
+  chat.WaitForInput("/export notes-");
+  chat.Type("o");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/export notes-old.json");
+  chat.Keys({"C-u"});
+  chat.Type("/load su");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/load sub/");
+  chat.Keys({"Tab"});
+  chat.WaitForInput("/load sub/saved.txt");
+  chat.Keys({"C-u"});
+  chat.Type("/quit");
+  chat.Keys({"Enter"});
+  EXPECT_EQ(chat.WaitForExit(), 0);
 }
 
 // The mouse wheel scrolls the conversation (ncurses mouse events; the terminal's selection then
