@@ -129,6 +129,7 @@ class ChatTui {
       wint_t ch = 0;
       const int kind = get_wch(&ch);
       if (kind == ERR) continue;
+      if (!(kind == KEY_CODE_YES && (ch == KEY_RESIZE || ch == KEY_MOUSE))) note_.clear();
       if (kind == KEY_CODE_YES)
         FunctionKey(static_cast<int>(ch));
       else
@@ -335,9 +336,17 @@ class ChatTui {
       case ChatCommand::Kind::kForget:
         Notice(s_.Forget());
         return;
-      case ChatCommand::Kind::kCopy:
-        Notice(s_.Copy(c, STDOUT_FILENO));
+      case ChatCommand::Kind::kCopy: {
+        // The scrollback keeps what was sent and how to make a terminal take it; the status bar
+        // says it until the next key, since no terminal answers an OSC 52.
+        const std::string line = s_.Copy(c, STDOUT_FILENO);
+        Notice(line);
+        const size_t cut = line.find(" to the clipboard");
+        note_ = line.rfind("copied ", 0) == 0 && cut != std::string::npos
+                    ? line.substr(0, cut) + " by OSC 52"
+                    : line.substr(0, line.find(':'));
         return;
+      }
       case ChatCommand::Kind::kExport:
         Notice(s_.Export(c.path, c.value == 1));
         return;
@@ -713,6 +722,7 @@ class ChatTui {
     if (f.model_us_per_token > 0) t.mesh_us_per_tok = f.model_us_per_token;
     t.seed = f.seed;
     t.unsaved = f.save_warning;
+    t.note = note_;
     return t;
   }
 
@@ -854,6 +864,7 @@ class ChatTui {
   bool quit_ = false;
   bool opening_ = false;  // /open's re-prefill is running
 
+  std::string note_;            // the status bar's passing message (/copy's), until the next key
   tui::FindBar find_;           // /find, Ctrl-F
   tui::HistorySearch rsearch_;  // Ctrl-R
 

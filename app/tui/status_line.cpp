@@ -78,6 +78,7 @@ std::string StatusLine(const StatusFigures& f, int width) {
   }
   const std::string speed = f.tokens_per_s < 0 ? "-" : Figure(f.tokens_per_s);
   fields.push_back({speed + " tok/s", speed + "t/s"});
+  if (!f.note.empty()) fields.push_back({f.note, f.note, 6});
   if (f.ttft_ms >= 0) {
     const std::string t =
         f.ttft_ms < 999.5 ? Printf("%.0f ms", f.ttft_ms) : Printf("%.2f s", f.ttft_ms / 1000.0);

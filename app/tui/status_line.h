@@ -43,6 +43,9 @@ struct StatusFigures {
   double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown
   uint64_t seed = 0;
   std::string unsaved;  // "not saved: why" when the chat file could not be written; "" otherwise
+  // A passing message after the state (e.g. "copied code block 1 (52 bytes) by OSC 52"); dropped
+  // after the other optional fields when the line is too wide; "" for none.
+  std::string note;
 };
 
 std::string StatusLine(const StatusFigures& f, int width);

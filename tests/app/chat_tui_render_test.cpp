@@ -273,6 +273,9 @@ TEST(ChatTuiCopy, CopyEmitsOsc52WithTheReplyOrItsCodeBlock) {
   chat.Tmux({"pipe-pane", "-o", "cat >> " + raw});
   chat.Enter("/copy code 1");
   chat.WaitForText("to the clipboard");
+  // The status bar says what was sent until the next key.
+  chat.WaitForRow(28,
+                  R"(idle \| - tok/s \| copied code block 1 \(python\) \(57 bytes\) by OSC 52.*)");
   chat.Enter("/copy");
   chat.WaitFor("two OSC 52 sequences in the pane's output", [&](const std::string&) {
     const std::string out = ReadFile(raw);

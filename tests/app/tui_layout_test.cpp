@@ -162,6 +162,17 @@ TEST(StatusLine, DropsLowPriorityFieldsThenAbbreviates) {
   EXPECT_EQ(StatusLine(f, 0), "");
 }
 
+TEST(StatusLine, APassingNoteFollowsTheSpeedAndGoesAfterTheOtherOptionalFields) {
+  StatusFigures f = Generating();
+  f.note = "copied the last reply (12 bytes) by OSC 52";
+  EXPECT_EQ(StatusLine(f, 120),
+            "generating | 23.4 tok/s | copied the last reply (12 bytes) by OSC 52 | ttft 412 ms | "
+            "ctx 812/2048 | seed 42");
+  EXPECT_EQ(StatusLine(f, 80),
+            "generating | 23.4 tok/s | copied the last reply (12 bytes) by OSC 52 | seed 42");
+  EXPECT_EQ(StatusLine(f, 40), "generating | 23.4 tok/s | seed 42");
+}
+
 TEST(StatusLine, NeverExceedsTheWidthAndKeepsTheRequiredFields) {
   StatusFigures f = Generating();
   for (int width = 0; width <= 200; ++width) {
