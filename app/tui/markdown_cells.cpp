@@ -8,10 +8,6 @@
 namespace wc::tui::md {
 namespace {
 
-bool IsControl(char32_t cp) {
-  return cp < 0x20 || (cp >= 0x7F && cp < 0xA0);
-}
-
 bool IsAsciiPunct(char c) {
   return c > 0 && std::ispunct(static_cast<unsigned char>(c)) != 0;
 }
@@ -212,13 +208,7 @@ void AppendCells(std::string_view text, uint16_t style, SyntaxClass syntax,
     } else if (text[i] == '\t') {
       c.kind = Cell::kTab;
     } else {
-      for (size_t k = i; k < next;) {
-        const CodePoint d = DecodeAt(text, k);
-        k += d.len;
-        if (d.valid && IsControl(d.cp)) continue;
-        AppendUtf8(c.bytes, d.cp);  // U+FFFD for an invalid byte
-        c.width += CodePointWidth(d.cp);
-      }
+      c.width += AppendPrintable(text, i, next, c.bytes);
     }
     i = next;
     if (c.kind == Cell::kWord && c.bytes.empty()) continue;  // only control characters

@@ -70,6 +70,18 @@ CodePoint DecodeAt(std::string_view s, size_t i) {
   return {cp, len, true};
 }
 
+int AppendPrintable(std::string_view s, size_t begin, size_t end, std::string& out) {
+  int width = 0;
+  for (size_t k = begin; k < end;) {
+    const CodePoint d = DecodeAt(s, k);
+    k += d.len;
+    if (d.valid && IsControl(d.cp)) continue;
+    AppendUtf8(out, d.cp);  // U+FFFD for an invalid byte
+    width += CodePointWidth(d.cp);
+  }
+  return width;
+}
+
 void PopUtf8Char(std::string& s) {
   if (s.empty()) return;
   size_t i = s.size() - 1;

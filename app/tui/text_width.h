@@ -35,6 +35,9 @@ struct CodePoint {
 CodePoint DecodeAt(std::string_view s, size_t i);
 // Appends the UTF-8 encoding of `cp` (a valid scalar value).
 void AppendUtf8(std::string& out, char32_t cp);
+// Appends the characters of `s[begin, end)` to `out` as they can be printed: control characters
+// dropped, an invalid byte as U+FFFD. Returns the columns they take (CodePointWidth each).
+int AppendPrintable(std::string_view s, size_t begin, size_t end, std::string& out);
 // Removes the last character of `s` (its continuation bytes and lead byte; one byte of invalid
 // UTF-8). Nothing for an empty string.
 void PopUtf8Char(std::string& s);

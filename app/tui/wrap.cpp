@@ -26,13 +26,7 @@ std::vector<Cell> Cells(std::string_view para) {
     } else if (para[i] == '\t') {
       c.kind = Cell::kTab;
     } else {
-      for (size_t k = i; k < next;) {
-        const CodePoint d = DecodeAt(para, k);
-        k += d.len;
-        if (d.valid && (d.cp < 0x20 || (d.cp >= 0x7F && d.cp < 0xA0))) continue;  // control
-        AppendUtf8(c.bytes, d.cp);  // U+FFFD for an invalid byte
-        c.width += CodePointWidth(d.cp);
-      }
+      c.width += AppendPrintable(para, i, next, c.bytes);
     }
     i = next;
     if (c.kind == Cell::kWord && c.bytes.empty()) continue;  // only control characters

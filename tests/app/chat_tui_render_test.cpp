@@ -155,9 +155,7 @@ TEST(ChatTuiFind, FindHighlightsWalksAndLeaves) {
   chat.WaitForRow(-1, R"(find 'nowhere-to-be-found': no match \(Esc leaves\))");
   chat.Keys({"Escape"});
   chat.WaitForInput("");
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // /find jumps to a match scrolled out of sight; End (on an empty input) goes back down.
@@ -176,9 +174,7 @@ TEST(ChatTuiFind, FindScrollsToAMatchOffScreen) {
   chat.Keys({"End"});
   s = chat.WaitForText("| 1 | 2 |");
   EXPECT_FALSE(Contains(s, "lines below")) << s;
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // Ctrl-R finds an earlier input as readline does; Enter sends it, Ctrl-G gives the line back.
@@ -209,9 +205,7 @@ TEST(ChatTuiFind, CtrlRSearchesTheInputHistory) {
   chat.Type("stats");
   chat.Keys({"Enter"});  // sends it
   chat.WaitForText("context:");
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // /open N switches to a saved chat: the screen shows it as it was, its re-prefill runs, and the
@@ -247,9 +241,7 @@ TEST(ChatTuiOpen, OpenSwitchesToASavedChatAndGoesOnInItsFile) {
     return rows.size() > 22 && std::regex_match(rows[22], std::regex(kIdleWithSpeed)) &&
            !ReplyAfter(rows, "> And the wind?").empty();
   });
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
   const std::string kept = ReadFile(file_a);
   EXPECT_TRUE(Contains(kept, "--- turn 2\n> And the wind?")) << kept;
   int files = 0;
@@ -293,9 +285,7 @@ TEST(ChatTuiCopy, CopyEmitsOsc52WithTheReplyOrItsCodeBlock) {
   EXPECT_TRUE(Contains(out, "\x1b]52;c;" + Base64(code) + "\x07")) << out;
   EXPECT_TRUE(Contains(out, "\x1b]52;c;" + Base64(kScripted) + "\x07")) << out;
   EXPECT_FALSE(Contains(out, "\x1bPtmux;")) << "wrapped in tmux's passthrough";
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // /export FILE.md and FILE.json write the conversation; an existing file is refused unless
@@ -314,9 +304,7 @@ TEST(ChatTuiExport, ExportWritesMarkdownAndJsonAndRefusesAnExistingFile) {
   chat.Enter("/export chat.md");
   chat.WaitForText("/export! chat.md");
   chat.Enter("/export! chat.md");
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
   const std::string md = ReadFile(chat.dir().File("chat.md"));
   EXPECT_TRUE(Contains(md, kAsk)) << md;
   EXPECT_TRUE(Contains(md, kScripted)) << md;
@@ -357,9 +345,7 @@ TEST(ChatTuiComplete, TabCompletesFileNamesAfterExportAndLoad) {
   chat.Keys({"Tab"});
   chat.WaitForInput("/load sub/saved.txt");
   chat.Keys({"C-u"});
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // The mouse wheel scrolls the conversation (ncurses mouse events; the terminal's selection then
@@ -382,16 +368,12 @@ TEST(ChatTuiMouse, TheWheelScrollsAndNoMouseLeavesTheMouseAlone) {
     chat.Type(wheel_down);
     std::string s = chat.WaitForText("| 1 | 2 |");
     EXPECT_FALSE(Contains(s, "lines below")) << s;
-    chat.Type("/quit");
-    chat.Keys({"Enter"});
-    EXPECT_EQ(chat.WaitForExit(), 0);
+    EXPECT_EQ(chat.Quit(), 0);
   }
   TmuxChat chat(80, 14, {"--chats-dir", chats.File("chats"), "--resume", "--no-mouse"});
   chat.WaitForText("| 1 | 2 |");
   EXPECT_EQ(chat.Format("#{mouse_standard_flag}#{mouse_button_flag}#{mouse_any_flag}"), "000");
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 // The rows of a rendered kScripted reply at a text width of `w` columns (each after the two-column
@@ -474,9 +456,7 @@ TEST(ChatTuiRender, AScriptedReplyIsRenderedAt80And130ColumnsAndWithNoColor) {
     EXPECT_FALSE(Contains(plain, "╭─ python")) << plain;
     chat.Enter("/set render markdown");
     chat.WaitForText("╭─ python");
-    chat.Type("/quit");
-    chat.Keys({"Enter"});
-    EXPECT_EQ(chat.WaitForExit(), 0);
+    EXPECT_EQ(chat.Quit(), 0);
   }
 }
 
@@ -488,9 +468,7 @@ TEST(ChatTuiRender, RenderPlainFlagAndABadValue) {
   const std::string s = chat.WaitForText("```python");
   EXPECT_TRUE(Contains(s, "# Greeting")) << s;
   EXPECT_FALSE(Contains(s, "╭─")) << s;
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
   const RunResult bad = RunWormchat({"chat", "--render", "fancy"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("--render"), std::string::npos) << bad.err;
@@ -536,9 +514,7 @@ TEST(ChatTuiKeep, AnUnwritableChatsDirectoryIsNotSavedInTheStatusBarAndTheChatGo
            std::regex_search(Lines(screen)[22], std::regex("^idle"));
   });
   EXPECT_TRUE(Contains(Lines(s)[22], "not saved")) << s;
-  chat.Type("/quit");
-  chat.Keys({"Enter"});
-  EXPECT_EQ(chat.WaitForExit(), 0);
+  EXPECT_EQ(chat.Quit(), 0);
 }
 
 }  // namespace wc::test

@@ -222,6 +222,12 @@ class TmuxChat {
     const std::string e = ReadFile(dir_.File("exit"));
     return e.rfind("EXIT=", 0) == 0 ? std::atoi(e.c_str() + 5) : -1;
   }
+  // /quit, and the chat's exit status (0 expected).
+  int Quit() {
+    Type("/quit");
+    Keys({"Enter"});
+    return WaitForExit();
+  }
   void Signal(int sig) {
     const pid_t pid = std::atoi(ReadFile(dir_.File("pid")).c_str());
     ASSERT_GT(pid, 0);
