@@ -74,6 +74,22 @@ ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   throw Error(Cat("--matmul-precision '", name, "' is not supported; choose bf16 or f32"));
 }
 
+void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
+  cmd->add_option("--speculate", s.mode,
+                  "Speculative decoding: off, or lookup (tokens proposed from earlier n-grams of "
+                  "the prompt and reply, verified in the same step; the tokens are exactly those "
+                  "of off)")
+      ->check(CLI::IsMember({"off", "lookup"}))
+      ->capture_default_str();
+  cmd->add_option("--speculate-k", s.k, "Speculative decoding: most tokens proposed per step")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+  cmd->add_option("--lookup-ngram", s.lookup_ngram,
+                  "Prompt lookup: the longest n-gram ending the text that is looked up earlier")
+      ->check(CLI::Range(1, 16))
+      ->capture_default_str();
+}
+
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
   cmd->add_option("--temperature", s.temperature, "Sampling temperature (0 = greedy)")
       ->capture_default_str();

@@ -1,5 +1,7 @@
 #include "kvcache/block_pool.h"
 
+#include <algorithm>
+
 #include "util/error.h"
 
 namespace wc {
@@ -87,6 +89,15 @@ std::pair<int, int> BlockTable::MakeWritable(int pos) {
   pool_->Release(old);
   blocks_[i] = fresh;
   return {old, fresh};
+}
+
+void BlockTable::Truncate(int n_tokens) {
+  const size_t keep =
+      static_cast<size_t>((std::max(n_tokens, 0) + pool_->block_size() - 1) / pool_->block_size());
+  while (blocks_.size() > keep) {
+    pool_->Release(blocks_.back());
+    blocks_.pop_back();
+  }
 }
 
 void BlockTable::Clear() {

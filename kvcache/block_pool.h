@@ -81,6 +81,9 @@ class BlockTable {
   std::pair<int, int> MakeWritable(int pos);
   // Returns every block to the pool.
   void Clear();
+  // Returns the blocks past the first ceil(n_tokens / block_size) to the pool: positions
+  // [0, n_tokens) stay addressable, nothing after them is held (speculative positions rejected).
+  void Truncate(int n_tokens);
 
   int block(int pos) const { return blocks_[pos / pool_->block_size()]; }
   int capacity() const { return static_cast<int>(blocks_.size()) * pool_->block_size(); }

@@ -226,6 +226,8 @@ void KVCache::Apply(const KVCacheOp& op) {
   switch (op.kind) {
     case KVCacheOp::Kind::kReset:
       return ResetUser(op.user);
+    case KVCacheOp::Kind::kTruncate:
+      return TruncateUser(op.user, op.n_tokens);
     case KVCacheOp::Kind::kShare:
       return ShareUser(op.src, op.user, op.n_tokens);
     case KVCacheOp::Kind::kReorder:
@@ -281,6 +283,13 @@ void KVCache::ResetUser(int user) {
     tables_[user].Clear();
   else
     sources_[user].clear();
+}
+
+void KVCache::TruncateUser(int user, int n_tokens) {
+  WC_CHECK(user >= 0 && user < shape_.user_rows, "truncating user row ", user);
+  WC_CHECK(n_tokens >= 0 && n_tokens <= shape_.max_seq, "truncating to ", n_tokens, " tokens");
+  if (journal_) journal_->Record({KVCacheOp::Kind::kTruncate, user, 0, n_tokens, {}, {}});
+  if (pool_ != nullptr) tables_[user].Truncate(n_tokens);
 }
 
 void KVCache::ShareUser(int src, int dst, int n_tokens) {

@@ -100,6 +100,10 @@ class KVCache {
   float amax(int layer, int kv) const { return amax_[2 * layer + kv]; }
   // Forgets a user row (paged: returns its blocks to the pool).
   void ResetUser(int user);
+  // Keeps positions [0, n_tokens) of row `user` and forgets the rest: paged, the blocks past them
+  // return to the pool (a shared block the row keeps is untouched); contiguous, nothing moves
+  // (later writes overwrite). Speculative decoding's rollback of rejected positions.
+  void TruncateUser(int user, int n_tokens);
   // Paged only: user row `dst` (emptied first) shares the blocks of row `src` that hold positions
   // [0, n_tokens) - a prompt prefilled once, read by several beams. No K/V bytes move. The first
   // Write into a block that is still shared copies that one block (copy-on-write), so the rows

@@ -12,11 +12,11 @@
 namespace wc {
 
 struct KVCacheOp {
-  enum class Kind : uint8_t { kReset, kShare, kReorder, kAdopt, kRetain, kRelease };
+  enum class Kind : uint8_t { kReset, kShare, kReorder, kAdopt, kRetain, kRelease, kTruncate };
   Kind kind = Kind::kReset;
-  int user = 0;                     // kReset: the row; kShare, kAdopt: the destination row
-  int src = 0;                      // kShare: the source row; kRetain, kRelease: the block
-  int n_tokens = 0;                 // kShare, kReorder
+  int user = 0;      // kReset, kTruncate: the row; kShare, kAdopt: the destination row
+  int src = 0;       // kShare: the source row; kRetain, kRelease: the block
+  int n_tokens = 0;  // kShare, kReorder, kTruncate
   std::vector<int> users, parents;  // kReorder; kAdopt: users holds the blocks
 };
 

@@ -24,7 +24,7 @@ void WriteOp(WireWriter& w, const KVCacheOp& op) {
 KVCacheOp ReadOp(WireReader& in) {
   KVCacheOp op;
   const uint32_t kind = in.U32();
-  WC_CHECK(kind <= static_cast<uint32_t>(KVCacheOp::Kind::kRelease), "KV cache op kind ", kind);
+  WC_CHECK(kind <= static_cast<uint32_t>(KVCacheOp::Kind::kTruncate), "KV cache op kind ", kind);
   op.kind = static_cast<KVCacheOp::Kind>(kind);
   op.user = static_cast<int>(in.I64());
   op.src = static_cast<int>(in.I64());

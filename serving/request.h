@@ -65,6 +65,14 @@ struct Request {
   // rows; the prompt is prefilled once and its KV blocks are shared by the beams. In a session the
   // conversation goes on with the best hypothesis.
   std::optional<BeamParams> beams;
+  // Speculative decoding (issue 34): up to `speculate_k` tokens proposed by prompt lookup
+  // (serving/proposer.h: the longest n-gram of at most `lookup_ngram` tokens ending the row's
+  // tokens that occurred before, and what followed it) ride along with each decoded token and are
+  // verified in the same step; the row keeps the ones its own sampling confirms
+  // (Sampler::SampleVerify), so the tokens are exactly those of `speculate_k` = 0. 0: off; at most
+  // kMaxSpeculateK. Beam requests do not speculate.
+  int speculate_k = 0;
+  int lookup_ngram = 3;  // 1..kMaxLookupNgram
   // Seeds this request's RNG stream. In a session only the first turn's seed is used: later turns
   // continue the session's stream.
   uint64_t seed = 0;
@@ -112,6 +120,8 @@ struct RequestResult {
   // blocks; 0 with the cache off).
   int cached_tokens = 0;
   int user_row = -1;  // the row it ran in (-1 if never admitted)
+  // Speculative decoding: tokens proposed, and of those the ones its sampling confirmed.
+  int spec_proposed = 0, spec_accepted = 0;
   // Sessions, once admitted: the session's RNG stream position before this request sampled and
   // after it ended (equal for beam and greedy requests, which draw nothing).
   Rng::State rng_before{}, rng_after{};

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "serving/proposer.h"
 #include "serving/serving_loop_state.h"
 #include "serving/step_planner.h"
 #include "util/error.h"
@@ -120,6 +121,10 @@ RequestId ServingLoop::Submit(Request request) {
     }
     if (r.max_new_tokens < 0)
       throw Error(Cat("max_new_tokens must be >= 0, got ", r.max_new_tokens));
+    if (r.speculate_k < 0 || r.speculate_k > kMaxSpeculateK)
+      throw Error(Cat("--speculate-k must be in 1-", kMaxSpeculateK, ", got ", r.speculate_k));
+    if (r.speculate_k > 0 && (r.lookup_ngram < 1 || r.lookup_ngram > kMaxLookupNgram))
+      throw Error(Cat("--lookup-ngram must be in 1-", kMaxLookupNgram, ", got ", r.lookup_ngram));
     for (const std::string& s : r.stop)
       if (s.empty()) throw Error("a stop string is empty");
     if (r.prompt_ids.empty() && tokenizer_ == nullptr)

@@ -165,7 +165,12 @@ class ServingLoop {
   // prepare_inputs, decode, then switch_tokens for the rows that got logits. Returns the seconds
   // spent in Forward.
   double Decode();
-  void SwitchTokens(int row, const float* logits);
+  // A row's logits after a step: one set (the row's last fed token), or 1 + proposed sets after a
+  // speculative verify chunk ([n_logits, vocab]); samples, verifies, rolls back rejected
+  // positions and proposes the next chunk.
+  void SwitchTokens(int row, const float* logits, int n_logits);
+  // Puts the next proposals after the row's sampled token in to_feed (speculating requests).
+  void Propose(int row);
   // A beam request's step (serving_loop_beams.cpp) over logits [n_live, vocab] of its live beams:
   // advances the search, reorders the beams' rows, or ends the request.
   void BeamStep(int leader, const float* logits, int n_live);

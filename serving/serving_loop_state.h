@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "serving/beam_search.h"
+#include "serving/proposer.h"
 #include "serving/serving_loop.h"
 #include "serving/text_stream.h"
 
@@ -60,6 +61,12 @@ struct ServingLoop::Running {
   std::vector<int> to_feed;
   size_t fed = 0;         // of to_feed
   bool decoding = false;  // to_feed holds sampled tokens (not the prompt)
+  // Speculating requests (Request::speculate_k > 0): the prompt-lookup index over the row's
+  // tokens (the prompt and every token sampled), how many tokens to propose next, and how many of
+  // to_feed's are proposals (after the one sampled token: to_feed = [token, p1..p_proposed]).
+  std::unique_ptr<PromptLookupProposer> proposer;
+  std::unique_ptr<AdaptiveK> adapt_k;
+  int proposed = 0;
   int64_t admit_seq = 0;
   RequestResult result;
 };

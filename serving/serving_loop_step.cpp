@@ -174,6 +174,14 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
   run->sink = std::make_unique<ObserverSink>(*run->req.observer);
   run->stream = std::make_unique<TextStream>(stop, *run->sink, /*trim_leading_space=*/framed);
   run->to_feed = std::move(feed);
+  if (run->req.speculate_k > 0 && !run->beam) {
+    // Lookup over the row's tokens: a session's earlier turns (the row's KV), then this prompt.
+    std::vector<int> history = slot.tokens_known ? slot.tokens : std::vector<int>();
+    history.insert(history.end(), run->to_feed.begin(), run->to_feed.end());
+    run->proposer = std::make_unique<PromptLookupProposer>(run->req.lookup_ngram);
+    run->proposer->Reset(history);
+    run->adapt_k = std::make_unique<AdaptiveK>(run->req.speculate_k);
+  }
   run->result.id = run->id;
   run->result.prompt_tokens = prompt_tokens;
   run->result.cached_tokens = cached_tokens;
@@ -217,11 +225,14 @@ double ServingLoop::Decode() {
         logit_owners.push_back({ch.row, ch.n_tokens});
         continue;
       }
+      // A speculating row's verify chunk - its sampled token and the proposals after it - wants
+      // logits at every position; otherwise only the last token fed does.
+      const bool verify = run.decoding && run.proposed > 0;
       for (int i = 0; i < ch.n_tokens; ++i) {
         const size_t k = run.fed + i;
         const bool last = k + 1 == run.to_feed.size();
-        batch.Add(run.to_feed[k], ch.row, rows_[ch.row].cur_pos + i, last);
-        if (last) logit_owners.push_back({ch.row, 1});
+        batch.Add(run.to_feed[k], ch.row, rows_[ch.row].cur_pos + i, last || verify);
+        if (last) logit_owners.push_back({ch.row, verify ? ch.n_tokens : 1});
       }
     }
     if (prefix_) MakeRoom(StepBlocks(chunks));
@@ -253,8 +264,10 @@ double ServingLoop::Decode() {
       }
       run.fed += ch.n_tokens;
     }
+    // A verify chunk's row is indexed once its rejected positions are rolled back (SwitchTokens).
     if (prefix_)
-      for (const PlannedChunk& ch : chunks) IndexRow(ch.row);
+      for (const PlannedChunk& ch : chunks)
+        if (!(rows_[ch.row].run->decoding && rows_[ch.row].run->proposed > 0)) IndexRow(ch.row);
     for (const PlannedChunk& ch : chunks) {
       const Running& run = *rows_[ch.row].run;
       if (!run.decoding)
@@ -267,7 +280,7 @@ double ServingLoop::Decode() {
       if (rows_[o.row].run->beam)
         BeamStep(o.row, &logits[j * vocab], o.n_logits);
       else
-        SwitchTokens(o.row, &logits[j * vocab]);
+        SwitchTokens(o.row, &logits[j * vocab], o.n_logits);
       j += o.n_logits;
     }
     return true;
@@ -288,47 +301,102 @@ double ServingLoop::Decode() {
   return forward_s;
 }
 
-void ServingLoop::SwitchTokens(int row, const float* logits) {
+void ServingLoop::SwitchTokens(int row, const float* logits, int n_logits) {
   Row& slot = rows_[row];
   Running& run = *slot.run;
   const FalconConfig& c = model_.config();
-  if (static_cast<int>(run.result.tokens.size()) >= run.req.max_new_tokens) {
-    Finish(row, StopReason::kMaxTokens);  // max_new_tokens 0: the prompt only
-    return;
+  const size_t vocab = static_cast<size_t>(c.vocab_size);
+  // A verify chunk fed [token, p1..p_proposed] at positions chunk_start.. (logits i follow position
+  // chunk_start + i). Position i decides token i: if it confirms p(i+1), the next position's logits
+  // are the ones one-token decoding would have computed, and so on; the first token that differs
+  // (or the one after the last proposal) is the row's next token to feed.
+  const int proposed = n_logits - 1;
+  const std::vector<int> proposals(run.to_feed.end() - proposed, run.to_feed.end());
+  const int chunk_start = slot.cur_pos - n_logits;
+  bool settled = proposed == 0;
+  int accepted = 0;  // proposals confirmed, once settled
+  // The row as one-token decoding would have left it at position i: positions past the token and
+  // the i proposals confirmed before it are rolled back (their K/V is overwritten when fed again;
+  // paged blocks past them go back to the pool).
+  auto settle = [&](int i) {
+    if (settled) return;
+    settled = true;
+    const int keep = chunk_start + 1 + i;
+    if (keep < slot.cur_pos) {
+      slot.cur_pos = keep;
+      if (slot.tokens_known) slot.tokens.resize(static_cast<size_t>(keep));
+      cache_->TruncateUser(row, keep);
+    }
+    accepted = i;
+    run.result.spec_accepted += i;
+    if (prefix_) IndexRow(row);
+  };
+  run.result.spec_proposed += proposed;
+  for (int i = 0; i <= proposed; ++i) {
+    const float* l = logits + static_cast<size_t>(i) * vocab;
+    if (static_cast<int>(run.result.tokens.size()) >= run.req.max_new_tokens) {
+      settle(i);
+      Finish(row, StopReason::kMaxTokens);  // max_new_tokens 0: the prompt only
+      return;
+    }
+    int token;
+    bool confirmed = false;
+    try {
+      token = i < proposed ? run.sampler->SampleVerify(l, c.vocab_size, proposals[i], &confirmed)
+                           : run.sampler->Sample(l, c.vocab_size);
+    } catch (const Error& e) {
+      settle(i);
+      Finish(row, StopReason::kError, e.what());
+      return;
+    }
+    ++tokens_sampled_;
+    if (run.result.tokens.empty()) run.result.t_first_token = Now();
+    run.result.tokens.push_back(token);
+    if (run.proposer) run.proposer->Append(token);
+    run.to_feed.assign(1, token);
+    run.fed = 0;
+    run.decoding = true;
+    run.proposed = 0;
+    run.req.observer->OnToken(token, l, c.vocab_size);
+    const int cur_pos = chunk_start + 1 + i;  // one-token decoding's, the token not yet fed
+    auto end = [&](StopReason reason, bool feed_token) {
+      if (!feed_token) run.to_feed.clear();  // EOS or a stop string ends the reply; not fed
+      settle(i);
+      Finish(row, reason);
+    };
+    if (run.req.stop_at_eos && token == c.eos_token_id) return end(StopReason::kEos, false);
+    const std::string_view bytes = tokenizer_ != nullptr
+                                       ? std::string_view(tokenizer_->TokenBytes(token))
+                                       : std::string_view();
+    if (run.stream->Add(bytes)) return end(StopReason::kStopString, false);
+    if (cur_pos >= options_.ctx) return end(StopReason::kContextFull, false);
+    if (static_cast<int>(run.result.tokens.size()) == run.req.max_new_tokens)
+      return end(StopReason::kMaxTokens, true);  // a session feeds the last token next turn
+    if (!confirmed) {
+      settle(i);
+      break;
+    }
   }
-  int token;
-  try {
-    token = run.sampler->Sample(logits, c.vocab_size);
-  } catch (const Error& e) {
-    Finish(row, StopReason::kError, e.what());
-    return;
-  }
-  ++tokens_sampled_;
-  if (run.result.tokens.empty()) run.result.t_first_token = Now();
-  run.result.tokens.push_back(token);
-  run.to_feed.assign(1, token);
-  run.fed = 0;
-  run.decoding = true;
-  run.req.observer->OnToken(token, logits, c.vocab_size);
-  if (run.req.stop_at_eos && token == c.eos_token_id) {
-    run.to_feed.clear();  // EOS ends the reply; it is not fed
-    Finish(row, StopReason::kEos);
-    return;
-  }
-  const std::string_view bytes =
-      tokenizer_ != nullptr ? std::string_view(tokenizer_->TokenBytes(token)) : std::string_view();
-  if (run.stream->Add(bytes)) {
-    run.to_feed.clear();
-    Finish(row, StopReason::kStopString);
-    return;
-  }
-  if (slot.cur_pos >= options_.ctx) {
-    run.to_feed.clear();
-    Finish(row, StopReason::kContextFull);
-    return;
-  }
-  if (static_cast<int>(run.result.tokens.size()) == run.req.max_new_tokens)
-    Finish(row, StopReason::kMaxTokens);  // a session feeds the last token with its next turn
+  settle(proposed);  // every proposal confirmed: the token after them is the next to feed
+  if (run.adapt_k) run.adapt_k->Record(proposed, accepted);
+  Propose(row);
+}
+
+void ServingLoop::Propose(int row) {
+  Row& slot = rows_[row];
+  Running& run = *slot.run;
+  run.proposed = 0;
+  if (!run.proposer) return;
+  // Every position a proposal takes must be one the request could reach: the last token sampled
+  // is never fed, the context ends at ctx, and the row's chunk fits one forward call.
+  const int room =
+      std::min({run.req.max_new_tokens - static_cast<int>(run.result.tokens.size()) - 1,
+                options_.ctx - slot.cur_pos - 2, options_.max_batch_tokens - 1});
+  const int k = std::min(run.adapt_k->k(), room);
+  if (k < 1) return;
+  const std::vector<int> proposals = run.proposer->Propose(k);
+  run.to_feed.insert(run.to_feed.end(), proposals.begin(), proposals.end());
+  run.proposed = static_cast<int>(proposals.size());
 }
 
 void ServingLoop::Finish(int row, StopReason reason, std::string error) {

@@ -35,6 +35,35 @@ TEST(BlockTable, MapsPositionsToBlocksAndReturnsThemOnClear) {
   EXPECT_EQ(pool.free_blocks(), 8);  // the destructor gave them back
 }
 
+// Speculative decoding's rollback: the blocks past the positions kept return to the pool; a block
+// another table shares stays with it.
+TEST(BlockTable, TruncateReturnsTheBlocksPastThePositionsKept) {
+  BlockPool pool(8, 16);
+  BlockTable t(pool);
+  t.Reserve(40);  // 3 blocks
+  EXPECT_EQ(pool.free_blocks(), 5);
+  t.Truncate(40);
+  EXPECT_EQ(t.blocks().size(), 3u);
+  t.Truncate(33);
+  EXPECT_EQ(t.blocks().size(), 3u);
+  t.Truncate(32);
+  EXPECT_EQ(t.blocks().size(), 2u);
+  EXPECT_EQ(pool.free_blocks(), 6);
+  t.Truncate(17);
+  EXPECT_EQ(t.blocks().size(), 2u);
+  BlockTable other(pool);
+  other.ShareFrom(t, 32);  // both blocks shared
+  t.Truncate(1);
+  EXPECT_EQ(t.blocks().size(), 1u);
+  EXPECT_EQ(pool.free_blocks(), 6) << "the second block is still the other table's";
+  EXPECT_EQ(pool.ref_count(other.blocks()[1]), 1);
+  t.Truncate(0);
+  EXPECT_TRUE(t.blocks().empty());
+  EXPECT_EQ(pool.ref_count(other.blocks()[0]), 1);
+  other.Clear();
+  EXPECT_EQ(pool.free_blocks(), 8);
+}
+
 TEST(BlockTable, FullPoolFailsWithoutLeakingOrCorrupting) {
   BlockPool pool(3, 16);
   BlockTable a(pool), b(pool);

@@ -80,6 +80,8 @@ Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> ob
   r.session = spec.session;
   r.reset_session = spec.reset_session;
   r.beams = spec.beams;
+  r.speculate_k = spec.speculate_k;
+  r.lookup_ngram = spec.lookup_ngram;
   r.observer = std::move(observer);
   return r;
 }

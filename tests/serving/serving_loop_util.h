@@ -51,6 +51,8 @@ struct RequestSpec {
   SessionId session = 0;
   bool reset_session = false;
   std::optional<BeamParams> beams;
+  int speculate_k = 0;  // Request::speculate_k: 0 off
+  int lookup_ngram = 3;
 };
 
 SamplingParams Greedy();
