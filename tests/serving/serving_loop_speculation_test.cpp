@@ -5,6 +5,9 @@
 // KV format, paged and contiguous, for any k and batch mix; rejected positions leave no trace
 // (the rows' blocks all return; a session's next turn, which reads the rolled-back KV, is
 // identical too).
+#include <algorithm>
+#include <atomic>
+
 #include <gtest/gtest.h>
 
 #include "tests/serving/serving_loop_util.h"
@@ -128,6 +131,41 @@ TEST(Speculation, ASessionsNextTurnReadsTheRolledBackKvAsIfNoneWereProposed) {
                         Cat(block_size ? "paged" : "contiguous", " turn ", t));
     EXPECT_GT(runs[1][0].result.spec_proposed, 0);
   }
+}
+
+// A cancel that lands in the middle of a verify step: the speculating request ends cancelled with
+// a prefix of the tokens it has without speculation, and the request beside it, whose pass was
+// interrupted and run again, gets exactly its solo tokens and logits.
+TEST(Speculation, ACancelMidVerifyLeavesTheOtherRowExact) {
+  RequestSpec spec = Specs(8)[0];  // the repeating text, greedy: its proposals are confirmed
+  spec.max_new_tokens = 60;
+  RequestSpec plain = Specs(0)[3];
+  RequestSpec spec_off = spec;
+  spec_off.speculate_k = 0;
+  const std::vector<Outcome> solo = RunSolo({spec_off, plain}, Kv(KVDType::kBF16, 16));
+  ServingOptions o = Rows(2);
+  o.kv = Kv(KVDType::kBF16, 16);
+  std::unique_ptr<ServingLoop> loop = MakeLoop(o);
+  ServingLoop* raw = loop.get();
+  std::atomic<int> verify_passes{0};
+  // Once both prompts are in, a pass of 3 or more tokens carries a verify chunk (the plain row
+  // feeds one token).
+  LoadDefaultModel().model->set_attention_observer([&](int layer, const float*, int64_t n_tokens) {
+    if (layer == 0 && n_tokens >= 3 && n_tokens <= 1 + 8 + 1 && verify_passes.fetch_add(1) == 4)
+      raw->Cancel(1);
+  });
+  auto a = Submit(*loop, spec);
+  auto b = Submit(*loop, plain);
+  const Outcome got_a = Await(*a);
+  const Outcome got_b = Await(*b);
+  loop.reset();
+  LoadDefaultModel().model->set_attention_observer(nullptr);
+  ASSERT_GE(verify_passes.load(), 5) << "no verify step was interrupted";
+  EXPECT_EQ(got_a.result.reason, StopReason::kCancelled);
+  ASSERT_LE(got_a.result.tokens.size(), solo[0].result.tokens.size());
+  EXPECT_TRUE(std::equal(got_a.result.tokens.begin(), got_a.result.tokens.end(),
+                         solo[0].result.tokens.begin()));
+  ExpectSameOutcome(solo[1], got_b, "the plain request beside the cancelled one");
 }
 
 // Bad values are refused with one line naming the flag.
