@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -65,6 +66,32 @@ bool ReadInput(std::string& out, bool prompt, const std::string& initial) {
     first = false;
   }
 }
+
+// A request's end: heard on the loop's thread (Callback), waited for on this one.
+class RequestEnd {
+ public:
+  std::function<void(const RequestResult&)> Callback() {
+    return [this](const RequestResult& r) {
+      std::lock_guard<std::mutex> lock(mu_);
+      result_ = r;
+      done_ = true;
+      cv_.notify_all();
+    };
+  }
+  // Blocks until the request has ended, running `poll` every 20 ms meanwhile (if given).
+  const RequestResult& Wait(const std::function<void()>& poll = nullptr) {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!cv_.wait_for(lock, std::chrono::milliseconds(20), [this] { return done_; }))
+      if (poll) poll();
+    return result_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  RequestResult result_;
+};
 
 void Say(const std::string& text) {
   std::printf("%s\n", text.c_str());
@@ -190,25 +217,13 @@ void RunPlainChat(ChatSession& session, bool banner) {
         std::printf("%s", FindText(session, cmd.text).c_str());
         continue;
       case ChatCommand::Kind::kOpen: {
-        std::mutex mu;
-        std::condition_variable cv;
-        bool done = false;
-        RequestResult result;
-        const std::string why =
-            session.Open(static_cast<int>(cmd.value), [&](const RequestResult& r) {
-              std::lock_guard<std::mutex> lock(mu);
-              result = r;
-              done = true;
-              cv.notify_all();
-            });
+        RequestEnd end;
+        const std::string why = session.Open(static_cast<int>(cmd.value), end.Callback());
         if (!why.empty()) {
           Say(why);
           continue;
         }
-        {
-          std::unique_lock<std::mutex> lock(mu);
-          cv.wait(lock, [&] { return done; });
-        }
+        const RequestResult& result = end.Wait();
         queued.clear();
         ShowTurns(session, banner);
         Say(session.OpenedText(result));
@@ -242,21 +257,13 @@ void RunPlainChat(ChatSession& session, bool banner) {
     if (cmd.kind == ChatCommand::Kind::kLoad) continue;  // the queue sends them
     const bool retry = cmd.kind == ChatCommand::Kind::kRetry;
     if (!retry && message.find_first_not_of(" \t\r\n") == std::string::npos) continue;
-    std::mutex mu;
-    std::condition_variable cv;
-    bool done = false;
-    RequestResult result;
+    RequestEnd end;
     g_cancel.store(false);
     g_generating.store(true);
     try {
       if (banner) std::printf("\n");
       auto on_text = [&sink](std::string_view text) { sink.Write(text); };
-      auto on_done = [&](const RequestResult& r) {
-        std::lock_guard<std::mutex> lock(mu);
-        result = r;
-        done = true;
-        cv.notify_all();
-      };
+      auto on_done = end.Callback();
       if (retry)
         session.Retry(cmd.value == 1, on_text, on_done);
       else
@@ -266,11 +273,9 @@ void RunPlainChat(ChatSession& session, bool banner) {
       Say(e.what());
       continue;
     }
-    {
-      std::unique_lock<std::mutex> lock(mu);
-      while (!cv.wait_for(lock, std::chrono::milliseconds(20), [&] { return done; }))
-        if (g_cancel.exchange(false)) session.Cancel();
-    }
+    const RequestResult& result = end.Wait([&] {
+      if (g_cancel.exchange(false)) session.Cancel();
+    });
     session.Autosave();
     // After the reply: a warning may come while it runs (a damaged prefix-cache file).
     const std::string notice = session.figures().notice;

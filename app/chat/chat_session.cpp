@@ -112,12 +112,18 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
   };
   loop_ = std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), format, so);
   conversation_ = std::make_unique<Conversation>(*loop_, *m.model, *m.tokenizer, format, s);
-  figures_.ctx_size = loop_->ctx();
-  figures_.kv_format = Cat(KVDTypeName(m.kv.dtype),
-                           m.kv.block_size > 0 ? Cat(" paged/", m.kv.block_size) : " contiguous");
-  figures_.kv_bytes_total = loop_->kv_bytes();
-  figures_.prefix_cache = loop_->options().prefix_cache && loop_->options().kv.block_size > 0;
+  figures_ = FreshFigures();
   m.model->set_flash_decode_observer(&meter_);  // before the first Forward (Send)
+}
+
+ChatFigures ChatSession::FreshFigures() const {
+  ChatFigures f;
+  f.ctx_size = loop_->ctx();
+  f.kv_format = Cat(KVDTypeName(m_.kv.dtype),
+                    m_.kv.block_size > 0 ? Cat(" paged/", m_.kv.block_size) : " contiguous");
+  f.kv_bytes_total = loop_->kv_bytes();
+  f.prefix_cache = loop_->options().prefix_cache && loop_->options().kv.block_size > 0;
+  return f;
 }
 
 ChatSession::~ChatSession() {
@@ -405,8 +411,9 @@ std::string ChatSession::Forget() {
   return Cat("(deleted ", path, "; nothing more of this chat is saved)");
 }
 
-RequestId ChatSession::RestoreChat(const std::string& path, const std::string& text,
-                                   const Transcript& t, std::shared_ptr<RequestObserver> o) {
+RequestId ChatSession::RestoreChat(const std::string& path, const std::string& label,
+                                   const std::string& text, const Transcript& t,
+                                   std::shared_ptr<RequestObserver> o) {
   // Into a fresh conversation from the saved chat's settings (Restore derives the RNG stream
   // from them, as --resume does), which replaces the current one only once it has taken the
   // turns: a chat that cannot be restored changes nothing.
@@ -417,26 +424,19 @@ RequestId ChatSession::RestoreChat(const std::string& path, const std::string& t
   std::lock_guard<std::mutex> lock(save_mu_);
   title_ = ReadChatTitle(text);
   save_path_ = keep_.file = path;
-  restored_path_ = path;
+  restored_label_ = label;
   restored_turns_ = t.turns.size();
   keep_.save = !no_save_;
   return id;
 }
 
-std::string ChatSession::RestoredText(const char* verb, const RequestResult* r) const {
+std::string ChatSession::RestoredText(const RequestResult* r) const {
   int computed = 0, cached = 0;
   if (r != nullptr) {
     computed = r->prompt_tokens - r->cached_tokens;
     cached = r->cached_tokens;
   }
-  // /open names the chat as /chats lists it; --resume says where the file is.
-  std::string what = restored_path_;
-  if (std::string(verb) == "opened") {
-    what = what.substr(what.rfind('/') + 1);
-    if (what.size() > 4 && what.compare(what.size() - 4, 4, ".txt") == 0)
-      what.resize(what.size() - 4);
-  }
-  return Cat("(", verb, " ", what, ": ", restored_turns_, restored_turns_ == 1 ? " turn" : " turns",
+  return Cat("(", restored_label_, ": ", restored_turns_, restored_turns_ == 1 ? " turn" : " turns",
              "; re-prefilled ", computed, " tokens, ", cached, " from the prefix cache)");
 }
 
@@ -456,22 +456,22 @@ std::string ChatSession::Resume(const std::function<void(int fed, int total)>& p
     std::function<void(int, int)> f_;
   };
   auto observer = std::make_shared<Progress>(progress);
-  const RequestId id = RestoreChat(path, text, t, observer);
-  if (id == 0) return RestoredText("resumed", nullptr);
+  const RequestId id = RestoreChat(path, Cat("resumed ", path), text, t, observer);
+  if (id == 0) return RestoredText(nullptr);
   const RequestResult& r = observer->Wait();
   if (r.reason == StopReason::kError) throw Error(Cat(path, ": resuming failed: ", r.error));
   {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.ctx_tokens = r.session_pos;
   }
-  return RestoredText("resumed", &r);
+  return RestoredText(&r);
 }
 
 std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> on_done) {
   if (busy()) return "a reply is running: Ctrl-C cancels it first";
   std::string dir = keep_.dir;
   Transcript t;
-  std::string path, text;
+  std::string path, name, text;
   try {
     if (dir.empty()) dir = DefaultChatsDir();
     const std::vector<SavedChat> chats = ListChats(dir);
@@ -479,6 +479,7 @@ std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> o
       return chats.empty() ? Cat("/open: no saved chats in ", dir)
                            : Cat("/open: N must be 1-", chats.size(), " (/chats lists them)");
     path = chats[n - 1].path;
+    name = chats[n - 1].name;  // /open names the chat as /chats lists it
     if (path == chat_file()) return Cat("(", chats[n - 1].name, " is this chat)");
     text = ReadTextFile(path, int64_t{64} << 20);
     t = ParseTranscript(text, path);
@@ -497,13 +498,7 @@ std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> o
   Autosave();  // the chat left is on disk as shown (it normally is already)
   {
     std::lock_guard<std::mutex> lock(mu_);
-    figures_ = ChatFigures{};
-    figures_.ctx_size = loop_->ctx();
-    figures_.kv_format =
-        Cat(KVDTypeName(m_.kv.dtype),
-            m_.kv.block_size > 0 ? Cat(" paged/", m_.kv.block_size) : " contiguous");
-    figures_.kv_bytes_total = loop_->kv_bytes();
-    figures_.prefix_cache = loop_->options().prefix_cache && loop_->options().kv.block_size > 0;
+    figures_ = FreshFigures();
     figures_.state = ChatFigures::State::kPrefill;
     reply_start_ = NowS();
     mesh_us_at_start_ = meter_.totals().emulated_us;
@@ -511,7 +506,7 @@ std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> o
   auto observer = std::make_shared<ReplyObserver>(*this, nullptr, on_done);
   RequestId id = 0;
   try {
-    id = RestoreChat(path, text, t, observer);
+    id = RestoreChat(path, Cat("opened ", name), text, t, observer);
   } catch (const Error& e) {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.state = ChatFigures::State::kIdle;
@@ -547,7 +542,7 @@ std::string ChatSession::Copy(const ChatCommand& c, int fd) const {
 
 std::string ChatSession::OpenedText(const RequestResult& r) const {
   if (r.reason == StopReason::kError) return Cat("/open: re-prefilling failed: ", r.error);
-  return RestoredText("opened", &r);
+  return RestoredText(&r);
 }
 
 std::string ChatSession::ChatsText() const {

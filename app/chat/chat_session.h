@@ -159,11 +159,15 @@ class ChatSession {
              std::function<void(const RequestResult&)> on_done);
 
   // A fresh conversation with `t`'s turns restored (Conversation::Restore), observed by `o`;
-  // returns its request (0: nothing to re-prefill).
-  RequestId RestoreChat(const std::string& path, const std::string& text, const Transcript& t,
-                        std::shared_ptr<RequestObserver> o);
-  // The line a finished restore shows ("resumed"/"opened").
-  std::string RestoredText(const char* verb, const RequestResult* r) const;
+  // returns its request (0: nothing to re-prefill). `label` ("resumed PATH", "opened NAME") names
+  // the restore in RestoredText's line.
+  RequestId RestoreChat(const std::string& path, const std::string& label, const std::string& text,
+                        const Transcript& t, std::shared_ptr<RequestObserver> o);
+  // The line a finished restore shows: its label, turns, and tokens re-prefilled (r: its result;
+  // null when nothing was re-prefilled).
+  std::string RestoredText(const RequestResult* r) const;
+  // The figures of a chat with no reply yet: context, KV format and size, prefix cache.
+  ChatFigures FreshFigures() const;
 
   const LoadedModel& m_;
   ModelRunOptions run_;
@@ -173,8 +177,8 @@ class ChatSession {
   RequestId running_ = 0;
 
   ChatKeep keep_;
-  bool no_save_ = false;   // --no-save: nothing is kept, whatever /open does
-  std::string restored_path_;  // the chat the last Resume / Open restored, and its turns
+  bool no_save_ = false;        // --no-save: nothing is kept, whatever /open does
+  std::string restored_label_;  // the last Resume's or Open's label, and its turns
   size_t restored_turns_ = 0;
   mutable std::mutex save_mu_;  // save_path_, title_, fingerprint_ (Autosave runs on either thread)
   std::string save_path_, title_, fingerprint_;

@@ -763,7 +763,10 @@ class ChatTui {
     const int text_w = TextWidth();
     // The scrollback: the last `rows` lines above `scroll_` lines from the bottom.
     const std::vector<ScreenLine> all = Lines();
-    if (find_.walk().active()) find_.Refresh(PlainLines());
+    if (find_.walk().active() && find_version_ != scrollback_.version()) {
+      find_.Refresh(PlainLines());  // new text or a new wrap: the matches move
+      find_version_ = scrollback_.version();
+    }
     const int end = static_cast<int>(all.size()) - scroll_;
     const int begin = std::max(0, end - rows);
     size_t m = 0;  // the first match at or after line `begin`
@@ -864,8 +867,10 @@ class ChatTui {
   bool quit_ = false;
   bool opening_ = false;  // /open's re-prefill is running
 
-  std::string note_;            // the status bar's passing message (/copy's), until the next key
-  tui::FindBar find_;           // /find, Ctrl-F
+  std::string note_;  // the status bar's passing message (/copy's), until the next key
+  tui::FindBar find_;
+  uint64_t find_version_ =
+      0;  // the scrollback's version the find bar's matches are of           // /find, Ctrl-F
   tui::HistorySearch rsearch_;  // Ctrl-R
 
   std::mutex mu_;  // what the loop's thread hands over

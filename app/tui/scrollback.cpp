@@ -16,16 +16,19 @@ void Scrollback::Message::Append(std::string_view chunk) {
 Scrollback::Scrollback(int width, bool markdown) : width_(width), markdown_(markdown) {}
 
 int Scrollback::Add(Role role, std::string_view text) {
+  ++version_;
   messages_.emplace_back(role, width_, markdown_);
   messages_.back().Append(text);
   return size() - 1;
 }
 
 void Scrollback::Append(int index, std::string_view text) {
+  ++version_;
   if (index >= 0 && index < size()) messages_[index].Append(text);
 }
 
 void Scrollback::EraseFromLastUser(bool keep_user) {
+  ++version_;
   for (int i = size() - 1; i >= 0; --i) {
     if (messages_[i].role != Role::kUser) continue;
     messages_.erase(messages_.begin() + i + (keep_user ? 1 : 0), messages_.end());
@@ -34,14 +37,17 @@ void Scrollback::EraseFromLastUser(bool keep_user) {
 }
 
 void Scrollback::RemoveLast() {
+  ++version_;
   if (!messages_.empty()) messages_.pop_back();
 }
 
 void Scrollback::Clear() {
+  ++version_;
   messages_.clear();
 }
 
 void Scrollback::SetWidth(int width) {
+  ++version_;
   width_ = width;
   for (Message& m : messages_) {
     m.text.SetWidth(width);
@@ -50,6 +56,7 @@ void Scrollback::SetWidth(int width) {
 }
 
 void Scrollback::SetMarkdown(bool markdown) {
+  ++version_;
   markdown_ = markdown;
   for (Message& m : messages_) {
     if (m.role != Role::kAssistant || markdown == (m.md != nullptr)) continue;

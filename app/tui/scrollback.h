@@ -4,6 +4,7 @@
 // the front end draws the lines, /find searches them (ScreenLine::Plain).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -48,6 +49,9 @@ class Scrollback {
   int width() const { return width_; }
   bool markdown() const { return markdown_; }
   int size() const { return static_cast<int>(messages_.size()); }
+  // Changes whenever the lines may have (a message added, appended to or removed, a new width or
+  // rendering): what was computed from Lines() is stale when it differs.
+  uint64_t version() const { return version_; }
 
   // Every line top to bottom: each message's lines (at least one), then a blank line.
   std::vector<ScreenLine> Lines() const;
@@ -67,6 +71,7 @@ class Scrollback {
 
   int width_;
   bool markdown_;
+  uint64_t version_ = 0;
   std::vector<Message> messages_;
 };
 

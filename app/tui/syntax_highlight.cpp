@@ -41,16 +41,16 @@ const std::map<std::string, std::string, std::less<>> kAliases = {
     {"sqlite", "sql"},
 };
 
-// source-highlight's element names, to classes; other elements are normal text.
+// source-highlight's element names, to classes; other elements are normal text (so is the element
+// a few languages give marker words inside comments: those words show uncoloured).
 const std::map<std::string, SyntaxClass> kElements = {
-    {"keyword", SyntaxClass::kKeyword},   {"type", SyntaxClass::kType},
-    {"usertype", SyntaxClass::kType},     {"classname", SyntaxClass::kType},
-    {"string", SyntaxClass::kString},     {"regexp", SyntaxClass::kString},
-    {"comment", SyntaxClass::kComment},   {"todo", SyntaxClass::kComment},
-    {"number", SyntaxClass::kNumber},     {"preproc", SyntaxClass::kPreproc},
-    {"function", SyntaxClass::kFunction}, {"symbol", SyntaxClass::kSymbol},
-    {"cbracket", SyntaxClass::kSymbol},   {"specialchar", SyntaxClass::kSpecial},
-    {"variable", SyntaxClass::kVariable},
+    {"keyword", SyntaxClass::kKeyword},     {"type", SyntaxClass::kType},
+    {"usertype", SyntaxClass::kType},       {"classname", SyntaxClass::kType},
+    {"string", SyntaxClass::kString},       {"regexp", SyntaxClass::kString},
+    {"comment", SyntaxClass::kComment},     {"number", SyntaxClass::kNumber},
+    {"preproc", SyntaxClass::kPreproc},     {"function", SyntaxClass::kFunction},
+    {"symbol", SyntaxClass::kSymbol},       {"cbracket", SyntaxClass::kSymbol},
+    {"specialchar", SyntaxClass::kSpecial}, {"variable", SyntaxClass::kVariable},
 };
 
 // Records the pieces of one line as source-highlight formats them: `params->start` is the byte

@@ -22,7 +22,7 @@ enum class SyntaxClass : uint8_t {
   kKeyword,   // keyword
   kType,      // type, usertype, classname
   kString,    // string, regexp
-  kComment,   // comment, todo
+  kComment,   // comment
   kNumber,    // number
   kPreproc,   // preproc (#include, #define)
   kFunction,  // function
