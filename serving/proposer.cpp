@@ -72,7 +72,7 @@ void PromptLookupProposer::Index(int end) {
   }
 }
 
-std::vector<int> PromptLookupProposer::Propose(int k) const {
+std::vector<int> PromptLookupProposer::Lookup(int k) const {
   const int size = static_cast<int>(history_.size());
   if (k <= 0 || size < 2) return {};
   // Walk down the trie along the suffix read backwards: the deepest node found is the longest

@@ -5,10 +5,37 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
 namespace wc {
+
+// What proposes one speculating request's draft tokens. The serving loop makes one per admitted
+// request (ProposerSource::Make), calls Reset once with the row's history (a session's earlier
+// turns, then the prompt), Append with every token the row keeps (never a rejected proposal), and
+// Propose(k) before each verify step; all on the loop's thread. The proposals must be a
+// deterministic function of the history (and of the source's fixed settings): they decide the
+// verify chunks, and the determinism contract asks the same chunks on every run. A proposer whose
+// choice is one token for sure (q one-hot: prompt lookup, a scripted sequence, a draft model's
+// argmax) is what Sampler::SampleVerify verifies exactly.
+class Proposer {
+ public:
+  virtual ~Proposer() = default;
+  virtual void Reset(const std::vector<int>& history) = 0;
+  virtual void Append(int token) = 0;
+  // At most k token ids, each in [0, the target's vocab_size); empty: nothing to propose.
+  virtual std::vector<int> Propose(int k) = 0;
+};
+
+// Makes the proposer of each speculating request as it is admitted on `user_row` (a draft model
+// keeps its own KV on the row of that number). Shared by the requests that use it; called on the
+// loop's thread only.
+class ProposerSource {
+ public:
+  virtual ~ProposerSource() = default;
+  virtual std::unique_ptr<Proposer> Make(int user_row) = 0;
+};
 
 constexpr int kMaxLookupNgram = 16;  // the longest n-gram --lookup-ngram may ask to match
 constexpr int kMaxSpeculateK = 16;   // the most tokens --speculate-k may propose per step
@@ -42,19 +69,20 @@ std::vector<int> PromptLookupScan(const std::vector<int>& history, int max_ngram
 // suffix itself. Append is O(max_ngram) hash operations, Propose O(max_ngram + k); memory is at
 // most size * max_ngram nodes (about 1.2 MB for 8,192 tokens and n = 3). Lookups only: results
 // never depend on the map's iteration order.
-class PromptLookupProposer {
+class PromptLookupProposer final : public Proposer {
  public:
   // max_ngram: the longest n-gram matched (--lookup-ngram), in [1, kMaxLookupNgram]; throws
   // wc::Error naming --lookup-ngram otherwise.
   explicit PromptLookupProposer(int max_ngram);
   // Replaces the history (a new request on the row, or a chat turn undone): O(size * max_ngram).
-  void Reset(const std::vector<int>& history);
+  void Reset(const std::vector<int>& history) override;
   // One more token of the row's history (a prompt token or a token the row kept). token >= 0.
-  void Append(int token);
+  void Append(int token) override;
   // The up to k tokens that followed the most recent earlier occurrence of the longest n-gram
   // (n <= max_ngram) ending at the last token; fewer if the history ends first; empty if none
   // occurred or k <= 0. Equal to PromptLookupScan(history(), max_ngram(), k).
-  std::vector<int> Propose(int k) const;
+  std::vector<int> Propose(int k) override { return Lookup(k); }
+  std::vector<int> Lookup(int k) const;
 
   int max_ngram() const { return max_ngram_; }
   const std::vector<int>& history() const { return history_; }  // [size] token ids

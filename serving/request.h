@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "serving/beam_search.h"
+#include "serving/proposer.h"
 #include "serving/sampler.h"
 
 namespace wc {
@@ -65,14 +66,18 @@ struct Request {
   // rows; the prompt is prefilled once and its KV blocks are shared by the beams. In a session the
   // conversation goes on with the best hypothesis.
   std::optional<BeamParams> beams;
-  // Speculative decoding (issue 34): up to `speculate_k` tokens proposed by prompt lookup
-  // (serving/proposer.h: the longest n-gram of at most `lookup_ngram` tokens ending the row's
-  // tokens that occurred before, and what followed it) ride along with each decoded token and are
-  // verified in the same step; the row keeps the ones its own sampling confirms
-  // (Sampler::SampleVerify), so the tokens are exactly those of `speculate_k` = 0. 0: off; at most
-  // kMaxSpeculateK. Beam requests do not speculate.
+  // Speculative decoding (issue 34): up to `speculate_k` tokens proposed by prompt lookup (unless
+  // `proposer_source` names another proposer; serving/proposer.h: the longest n-gram of at most
+  // `lookup_ngram` tokens ending the row's tokens that occurred before, and what followed it) ride
+  // along with each decoded token and are verified in the same step; the row keeps the ones its own
+  // sampling confirms (Sampler::SampleVerify), so the tokens are exactly those of `speculate_k` =
+  // 0. 0: off; at most kMaxSpeculateK. Beam requests do not speculate.
   int speculate_k = 0;
   int lookup_ngram = 3;  // 1..kMaxLookupNgram
+  // Who proposes instead of prompt lookup (serving/proposer.h): a draft model
+  // (serving/draft_proposer.h), a scripted sequence (serving/scripted_proposer.h). Null: prompt
+  // lookup over `lookup_ngram`-grams. Only read when speculate_k > 0.
+  std::shared_ptr<ProposerSource> proposer_source;
   // Seeds this request's RNG stream. In a session only the first turn's seed is used: later turns
   // continue the session's stream.
   uint64_t seed = 0;

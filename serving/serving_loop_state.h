@@ -61,10 +61,11 @@ struct ServingLoop::Running {
   std::vector<int> to_feed;
   size_t fed = 0;         // of to_feed
   bool decoding = false;  // to_feed holds sampled tokens (not the prompt)
-  // Speculating requests (Request::speculate_k > 0): the prompt-lookup index over the row's
-  // tokens (the prompt and every token sampled), how many tokens to propose next, and how many of
-  // to_feed's are proposals (after the one sampled token: to_feed = [token, p1..p_proposed]).
-  std::unique_ptr<PromptLookupProposer> proposer;
+  // Speculating requests (Request::speculate_k > 0): the proposer (prompt lookup's index, a draft
+  // model's row, ...) fed with the row's tokens (the prompt and every token sampled), how many
+  // tokens to propose next, and how many of to_feed's are proposals (after the one sampled token:
+  // to_feed = [token, p1..p_proposed]).
+  std::unique_ptr<Proposer> proposer;
   std::unique_ptr<AdaptiveK> adapt_k;
   int proposed = 0;
   int64_t admit_seq = 0;

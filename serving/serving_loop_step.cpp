@@ -178,7 +178,10 @@ ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
     // Lookup over the row's tokens: a session's earlier turns (the row's KV), then this prompt.
     std::vector<int> history = slot.tokens_known ? slot.tokens : std::vector<int>();
     history.insert(history.end(), run->to_feed.begin(), run->to_feed.end());
-    run->proposer = std::make_unique<PromptLookupProposer>(run->req.lookup_ngram);
+    if (run->req.proposer_source)
+      run->proposer = run->req.proposer_source->Make(row);
+    else
+      run->proposer = std::make_unique<PromptLookupProposer>(run->req.lookup_ngram);
     run->proposer->Reset(history);
     run->adapt_k = std::make_unique<AdaptiveK>(run->req.speculate_k);
   }
@@ -394,9 +397,15 @@ void ServingLoop::Propose(int row) {
                 options_.ctx - slot.cur_pos - 2, options_.max_batch_tokens - 1});
   const int k = std::min(run.adapt_k->k(), room);
   if (k < 1) return;
-  const std::vector<int> proposals = run.proposer->Propose(k);
-  run.to_feed.insert(run.to_feed.end(), proposals.begin(), proposals.end());
-  run.proposed = static_cast<int>(proposals.size());
+  std::vector<int> proposals = run.proposer->Propose(k);
+  // A proposer breaking its contract (more than k, an id outside the vocabulary) costs speed,
+  // never exactness or a failed step: the proposals are cut before the first that cannot be fed.
+  const int vocab = model_.config().vocab_size;
+  size_t n = std::min(proposals.size(), static_cast<size_t>(k));
+  for (size_t i = 0; i < n; ++i)
+    if (proposals[i] < 0 || proposals[i] >= vocab) n = i;
+  run.to_feed.insert(run.to_feed.end(), proposals.begin(), proposals.begin() + n);
+  run.proposed = static_cast<int>(n);
 }
 
 void ServingLoop::Finish(int row, StopReason reason, std::string error) {

@@ -82,6 +82,7 @@ Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> ob
   r.beams = spec.beams;
   r.speculate_k = spec.speculate_k;
   r.lookup_ngram = spec.lookup_ngram;
+  r.proposer_source = spec.proposer_source;
   r.observer = std::move(observer);
   return r;
 }

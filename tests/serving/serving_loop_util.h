@@ -53,6 +53,7 @@ struct RequestSpec {
   std::optional<BeamParams> beams;
   int speculate_k = 0;  // Request::speculate_k: 0 off
   int lookup_ngram = 3;
+  std::shared_ptr<ProposerSource> proposer_source;  // null: prompt lookup
 };
 
 SamplingParams Greedy();
