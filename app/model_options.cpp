@@ -76,10 +76,10 @@ ActivationPrecision ParseMatmulPrecision(const std::string& name) {
 
 void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
   cmd->add_option("--speculate", s.mode,
-                  "Speculative decoding: off, or lookup (tokens proposed from earlier n-grams of "
-                  "the prompt and reply, verified in the same step; the tokens are exactly those "
-                  "of off)")
-      ->check(CLI::IsMember({"off", "lookup"}))
+                  "Speculative decoding: off, lookup (tokens proposed from earlier n-grams of "
+                  "the prompt and reply) or draft (proposed by --draft-model), verified in the "
+                  "same step; the tokens are exactly those of off")
+      ->check(CLI::IsMember({"off", "lookup", "draft"}))
       ->capture_default_str();
   cmd->add_option("--speculate-k", s.k, "Speculative decoding: most tokens proposed per step")
       ->check(CLI::Range(1, 16))
@@ -88,6 +88,9 @@ void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
                   "Prompt lookup: the longest n-gram ending the text that is looked up earlier")
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
+  cmd->add_option("--draft-model", s.draft_model,
+                  "Speculative decoding: a smaller checkpoint with the model's tokenizer that "
+                  "proposes tokens (--speculate draft; given alone, it implies it)");
 }
 
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,15 +63,21 @@ void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
 
-// Speculative decoding's flags (issue 34): --speculate off|lookup, --speculate-k, --lookup-ngram.
+// Speculative decoding's flags (issue 34): --speculate off|lookup|draft, --speculate-k,
+// --lookup-ngram, --draft-model.
 struct SpeculationOptions {
-  std::string mode = "off";  // off or lookup (prompt lookup: serving/proposer.h)
-  int k = 8;                 // --speculate-k: most tokens proposed per step, 1-16
-  int lookup_ngram = 3;      // --lookup-ngram: longest n-gram looked up, 1-16
+  // off, lookup (prompt lookup: serving/proposer.h) or draft (a draft model:
+  // serving/draft_proposer.h)
+  std::string mode = "off";
+  int k = 8;                // --speculate-k: most tokens proposed per step, 1-16
+  int lookup_ngram = 3;     // --lookup-ngram: longest n-gram looked up, 1-16
+  std::string draft_model;  // --draft-model DIR (--speculate draft)
+  // The draft model's proposer, once loaded (app/speculation.h's LoadDraftModel); null otherwise.
+  std::shared_ptr<ProposerSource> source;
   // Request::speculate_k: 0 when off.
   int RequestK() const { return mode == "off" ? 0 : k; }
 };
-// Registers the three flags; bad values are one-line errors naming the flag.
+// Registers the four flags; bad values are one-line errors naming the flag.
 void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s);
 // The sampling settings and -n (`max_new_tokens`) the user did not give on `cmd`, taken from the
 // model directory's generation_config.json where it states them (model/generation_defaults.h):

@@ -14,6 +14,7 @@
 #include "app/model_options.h"
 #include "app/progress.h"
 #include "app/rank_lifecycle.h"
+#include "app/speculation.h"
 #include "app/stdout_sink.h"
 #include "mesh/attention_meter.h"
 #include "meshmodel/model_estimate.h"
@@ -102,11 +103,15 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Attenti
                  m.rank_weight_bytes.size(), MiBList(m.rank_weight_bytes).c_str(),
                  total / 1048576.0, MiBList(m.rank_peak_rss).c_str());
   }
-  if (res.spec_proposed > 0 || o.speculation.RequestK() > 0)
-    std::fprintf(stderr,
-                 "speculation: %d/%d proposed tokens accepted (prompt lookup, k up to %d, n-grams "
-                 "up to %d)\n",
-                 res.spec_accepted, res.spec_proposed, o.speculation.k, o.speculation.lookup_ngram);
+  if (res.spec_proposed > 0 || o.speculation.RequestK() > 0) {
+    const std::string how =
+        o.speculation.mode == "draft"
+            ? Cat("draft model ", o.speculation.draft_model, ", k up to ", o.speculation.k)
+            : Cat("prompt lookup, k up to ", o.speculation.k, ", n-grams up to ",
+                  o.speculation.lookup_ngram);
+    std::fprintf(stderr, "speculation: %d/%d proposed tokens accepted (%s)\n", res.spec_accepted,
+                 res.spec_proposed, how.c_str());
+  }
   if (o.beams > 0) {
     int64_t longest = 0;
     for (const BeamSequence& s : res.sequences)
@@ -148,6 +153,8 @@ void RunGenerate(const GenerateCmdOptions& o) {
   const ServingOptions so = ServingOptionsFor(o.run, m, /*user_rows=*/std::max(1, o.beams));
   AttentionMeter meter;  // the emulated mesh's attention figures (--stats)
   m.model->set_flash_decode_observer(&meter);
+  SpeculationOptions speculation = o.speculation;
+  LoadDraftModel(speculation, o.run, m, so.user_rows);
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, so);
   Request r;
   r.prompt_ids = ids;
@@ -157,8 +164,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
   r.max_new_tokens = o.max_new_tokens;
   r.stop = o.stop;
   if (o.beams != 0) r.beams = beam;
-  r.speculate_k = o.speculation.RequestK();
-  r.lookup_ngram = o.speculation.lookup_ngram;
+  ApplySpeculationTo(speculation, &r);
   // Text streams as it is generated, unless it is printed at the end (JSON, several sequences, or
   // no tokenizer to spell it).
   const bool stream = !o.json && m.tokenizer != nullptr && beam.num_return == 1;
@@ -256,6 +262,7 @@ void RegisterGenerate(CLI::App& app) {
     if (prompt->count() == 0 && ids->count() == 0)
       throw UsageError("generate needs --prompt or --ids");
     if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");
+    CheckSpeculation(*cmd, o->speculation);
     if (o->beams > 0 && o->speculation.RequestK() > 0)
       throw Error("--speculate: beam search (--beams) does not speculate; use one or the other");
     RunGenerate(*o);

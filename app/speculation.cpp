@@ -1,0 +1,77 @@
+#include "app/speculation.h"
+
+#include "kvcache/kv_cache.h"
+#include "serving/draft_proposer.h"
+#include "tokenizer/tokenizer_match.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+// Keeps the draft model alive as long as its proposer source.
+class LoadedDraft final : public ProposerSource {
+ public:
+  LoadedDraft(std::unique_ptr<FalconModel> model, int user_rows, int ctx, KVDType kv, int pieces)
+      : model_(std::move(model)), source_(*model_, user_rows, ctx, kv, pieces) {}
+  std::unique_ptr<Proposer> Make(int user_row) override { return source_.Make(user_row); }
+
+ private:
+  std::unique_ptr<FalconModel> model_;
+  DraftModelSource source_;
+};
+
+}  // namespace
+
+void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s) {
+  const bool mode_given = cmd.count("--speculate") > 0;
+  if (!s.draft_model.empty() && !mode_given) s.mode = "draft";
+  if (s.mode == "draft" && s.draft_model.empty())
+    throw Error("--speculate draft needs --draft-model DIR (the checkpoint that proposes)");
+  if (s.mode != "draft" && !s.draft_model.empty())
+    throw Error(
+        Cat("--draft-model proposes only with --speculate draft, not --speculate ", s.mode));
+}
+
+void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options,
+                    const LoadedModel& target, int user_rows) {
+  if (s.mode != "draft") return;
+  const std::string flag = Cat("--draft-model ", s.draft_model);
+  std::unique_ptr<FalconModel> draft;
+  std::unique_ptr<Tokenizer> draft_tokenizer, target_tokenizer;
+  try {
+    ModelOptions mo;
+    mo.matmul_precision = ParseMatmulPrecision(target_options.matmul_precision);
+    draft = FalconModel::Load(s.draft_model, mo);
+    draft_tokenizer = Tokenizer::FromModelDir(s.draft_model);
+  } catch (const Error& e) {
+    throw Error(Cat(flag, ": ", e.what()));
+  }
+  try {
+    target_tokenizer = Tokenizer::FromModelDir(target.dir);
+  } catch (const Error& e) {
+    throw Error(Cat(flag, ": the model's tokenizer, to compare with: ", e.what()));
+  }
+  const std::string difference =
+      TokenizerDifference(*target_tokenizer, *draft_tokenizer, "the model's", "the draft's");
+  if (!difference.empty())
+    throw Error(Cat(flag, ": its tokenizer does not give the model's ids: ", difference, " (",
+                    target_tokenizer->path(), " and ", draft_tokenizer->path(), ")"));
+  const FalconConfig &tc = target.model->config(), &dc = draft->config();
+  if (tc.bos_token_id != dc.bos_token_id || tc.eos_token_id != dc.eos_token_id)
+    throw Error(Cat(flag, ": config.json's BOS/EOS ids are ", dc.bos_token_id, "/", dc.eos_token_id,
+                    ", the model's ", tc.bos_token_id, "/", tc.eos_token_id));
+  const int pieces = draft_tokenizer->piece_count();
+  if (pieces > dc.vocab_size || pieces > tc.vocab_size)
+    throw Error(Cat(flag, ": the tokenizer has ", pieces, " pieces, more than vocab_size (",
+                    dc.vocab_size, " in the draft, ", tc.vocab_size, " in the model)"));
+  const KVDType kv = ResolveKVDType("auto", draft->weights().layers[0].qkv.dtype);
+  s.source = std::make_shared<LoadedDraft>(std::move(draft), user_rows, target.ctx, kv, pieces);
+}
+
+void ApplySpeculationTo(const SpeculationOptions& s, Request* r) {
+  r->speculate_k = s.RequestK();
+  r->lookup_ngram = s.lookup_ngram;
+  r->proposer_source = s.source;
+}
+
+}  // namespace wc

@@ -1,0 +1,32 @@
+// Speculative decoding's flags made real (issue 34): checked before anything is loaded, the draft
+// model loaded and checked against the target once it is.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include "app/model_loader.h"
+#include "app/model_options.h"
+#include "serving/request.h"
+
+namespace wc {
+
+// After parsing `cmd` (which registered AddSpeculationOptions): --draft-model given without
+// --speculate means --speculate draft. Throws wc::Error, one line naming the flag, for
+// --speculate draft without --draft-model and for --draft-model with --speculate off or lookup.
+void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s);
+
+// --speculate draft: loads --draft-model whole in this process (a tensor-parallel leader's draft
+// is its own; only the leader proposes) and sets s.source to a DraftModelSource with `user_rows`
+// rows of the target's context, its KV in the checkpoint's own precision. The draft's tokenizer
+// must give the target's ids (tokenizer/tokenizer_match.h) and its BOS/EOS ids must be the
+// target's; a vocab_size padded beyond the tokenizer, on either side, is accepted (only the
+// tokenizer's ids are proposed). Throws wc::Error naming --draft-model otherwise. No-op for other
+// modes.
+void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options,
+                    const LoadedModel& target, int user_rows);
+
+// The request's speculation settings from the flags: speculate_k (0 when off), lookup_ngram and
+// the draft's proposer.
+void ApplySpeculationTo(const SpeculationOptions& s, Request* r);
+
+}  // namespace wc
