@@ -15,32 +15,32 @@ uint64_t Mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Follows the history while it is a prefix of the script; proposes what comes next.
+// Follows the tokens appended after the history it was reset with while they are the script's;
+// proposes what comes next.
 class ScriptedProposer final : public Proposer {
  public:
   explicit ScriptedProposer(const ScriptedProposerSource& source) : source_(source) {}
-  void Reset(const std::vector<int>& history) override {
-    size_ = 0;
+  void Reset(const std::vector<int>& /*history*/) override {
+    kept_ = 0;
     on_script_ = true;
-    for (int token : history) Append(token);
   }
   void Append(int token) override {
     const std::vector<int>& script = source_.script();
-    on_script_ = on_script_ && size_ < script.size() && script[size_] == token;
-    ++size_;
+    on_script_ = on_script_ && kept_ < script.size() && script[kept_] == token;
+    ++kept_;
   }
   std::vector<int> Propose(int k) override {
     std::vector<int> out;
     if (!on_script_ || k <= 0) return out;
-    const size_t end = std::min(source_.script().size(), size_ + static_cast<size_t>(k));
-    for (size_t pos = size_; pos < end; ++pos) out.push_back(source_.ProposalAt(pos));
+    const size_t end = std::min(source_.script().size(), kept_ + static_cast<size_t>(k));
+    for (size_t pos = kept_; pos < end; ++pos) out.push_back(source_.ProposalAt(pos));
     return out;
   }
 
  private:
   const ScriptedProposerSource& source_;
-  size_t size_ = 0;        // tokens of history seen
-  bool on_script_ = true;  // the history so far equals the script's first size_ tokens
+  size_t kept_ = 0;        // tokens appended since the reset
+  bool on_script_ = true;  // they equal the script's first kept_ tokens
 };
 
 }  // namespace

@@ -16,20 +16,21 @@ namespace wc {
 
 class ScriptedProposerSource final : public ProposerSource {
  public:
-  // script: [n] the token ids the row's history is expected to follow (the prompt, then the
-  // continuation). accept: the share of proposals left right, in [0, 1]; which positions are made
-  // wrong is a hash of (seed, position), so the same position is right or wrong on every run,
-  // whatever k or step proposes it. A wrong proposal is (right + 1) % vocab_size, never the
-  // scripted token. Throws wc::Error naming --oracle-accept outside [0, 1].
+  // script: [n] the continuation the row is expected to produce after the history a proposer is
+  // reset with (whatever that is: the prompt as the loop framed it, a session's turns). accept: the
+  // share of proposals left right, in [0, 1]; which positions are made wrong is a hash of (seed,
+  // position), so the same position is right or wrong on every run, whatever k or step proposes it.
+  // A wrong proposal is (right + 1) % vocab_size, never the scripted token. Throws wc::Error naming
+  // --oracle-accept outside [0, 1].
   ScriptedProposerSource(std::vector<int> script, double accept, int vocab_size, uint64_t seed = 0);
   std::unique_ptr<Proposer> Make(int user_row) override;
 
-  // The token proposed for script position `pos` (< script size): right or made wrong.
+  // The token proposed for continuation position `pos` (< script size): right or made wrong.
   int ProposalAt(size_t pos) const;
   const std::vector<int>& script() const { return script_; }
 
  private:
-  std::vector<int> script_;  // [n]
+  std::vector<int> script_;  // [n] the continuation
   double accept_;
   int vocab_size_;
   uint64_t seed_;

@@ -11,9 +11,10 @@ namespace wc::test {
 namespace {
 
 TEST(ScriptedProposer, FollowsTheScriptAndStopsProposingOffIt) {
-  ScriptedProposerSource source({5, 6, 7, 8, 9, 10}, 1.0, 100);
+  ScriptedProposerSource source({6, 7, 8, 9, 10}, 1.0, 100);
   std::unique_ptr<Proposer> p = source.Make(0);
-  p->Reset({5, 6});
+  p->Reset({1, 2, 3});  // the prompt: the script continues whatever the row was reset with
+  p->Append(6);
   EXPECT_EQ(p->Propose(3), (std::vector<int>{7, 8, 9}));
   EXPECT_EQ(p->Propose(10), (std::vector<int>{7, 8, 9, 10}));  // the script ends
   p->Append(7);
@@ -22,6 +23,8 @@ TEST(ScriptedProposer, FollowsTheScriptAndStopsProposingOffIt) {
   EXPECT_TRUE(p->Propose(2).empty());
   p->Reset({5});
   EXPECT_EQ(p->Propose(1), (std::vector<int>{6}));
+  p->Append(7);  // off the script at once
+  EXPECT_TRUE(p->Propose(1).empty());
   EXPECT_TRUE(p->Propose(0).empty());
 }
 
@@ -60,8 +63,7 @@ TEST(ScriptedProposer, TheModelsOwnContinuationIsAcceptedAsScriptedAndChangesNoT
   spec.max_new_tokens = 40;
   spec.stop_at_eos = false;
   const Outcome want = RunSolo({spec}, kv)[0];
-  std::vector<int> script = spec.prompt;
-  script.insert(script.end(), want.result.tokens.begin(), want.result.tokens.end());
+  const std::vector<int>& script = want.result.tokens;
   const int vocab = LoadDefaultModel().config().vocab_size;
   for (double accept : {1.0, 0.6, 0.0}) {
     for (int k : {1, 4, 8}) {
