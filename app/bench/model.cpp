@@ -2,7 +2,9 @@
 // measured in the same run (issue 16). Through the serving loop, as every front end runs it:
 //   prefill   one prompt of --prompt-len random ids in one forward pass (llama-bench -p);
 //   decode    one row generating --gen-len tokens (llama-bench -n);
-//   batched   R rows decoding together (--decode-rows), aggregate tokens/s.
+//   batched   R rows decoding together (--decode-rows), aggregate tokens/s;
+//   speculation  with --speculate: one row's greedy decode with and without speculative decoding
+//             (app/bench/speculation.h).
 // Bounds: the read bandwidth decode's own stream gets (DecodeReadProbe, app/bench/bounds.h: the
 // packed weights read in the decode's order and pattern on its threads, the best of passes run
 // before and after each decode run, since this machine's bus moves between ~34 and ~62 GB/s within
@@ -26,6 +28,7 @@
 
 #include "app/bench/bounds.h"
 #include "app/bench/requests.h"
+#include "app/bench/speculation.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
 #include "kernels/gemm.h"
@@ -47,6 +50,7 @@ struct BenchModelOptions {
   int repeats = 3;
   uint64_t seed = 0;
   std::string json;
+  BenchSpeculationOptions speculation;
 };
 
 double Median(std::vector<double> v) {
@@ -133,7 +137,7 @@ void RunBenchModel(const BenchModelOptions& o) {
   // weights themselves (no buffer of its own, so nothing adds to the peak RSS reported below).
   ApplyThreads(o.run.threads);
   const PeakFlops peak = MeasurePeakFlops(0.1);
-  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/o.speculation.NeedsTokenizer());
   const FalconConfig& c = m.model->config();
   if (o.prompt_len + 1 > m.ctx || 8 + o.gen_len > m.ctx)
     throw Error(Cat("--prompt-len ", o.prompt_len, " and --gen-len ", o.gen_len,
@@ -265,6 +269,9 @@ void RunBenchModel(const BenchModelOptions& o) {
         "any probe pass, so those fractions are not against a true bound\n",
         exceeded, exceeded == 1 ? " is" : "s are", exceeded == 1 ? "its" : "their");
   out["bound_exceeded"] = exceeded > 0;
+  if (o.speculation.on())
+    RunBenchSpeculation(o.speculation, o.run, m, loop, max_rows, o.prompt_len, o.gen_len, o.repeats,
+                        rng, &out);
   PrintMemory("memory:", MemoryOf(m, loop));
   out["memory"] = {{"peak_rss_bytes", PeakRssBytes()},
                    {"rss_after_load_bytes", mem.rss},
@@ -300,7 +307,11 @@ void RegisterBenchModel(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("--seed", o->seed, "Seed of the random prompts")->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the figures to this JSON file");
-  cmd->callback([o] { RunBenchModel(*o); });
+  AddBenchSpeculationOptions(cmd, o->speculation);
+  cmd->callback([o, cmd] {
+    CheckBenchSpeculation(*cmd, o->speculation);
+    RunBenchModel(*o);
+  });
 }
 
 }  // namespace wc
