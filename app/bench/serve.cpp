@@ -5,7 +5,9 @@
 //   load     --requests requests of --prompt-len random tokens and --gen-len new tokens, all at
 //            once or arriving at --rate per second (exponential gaps, seeded): time to first
 //            token and inter-token latency percentiles, the loop's own share of step time (time
-//            outside FalconModel::Forward), peak KV blocks, peak RSS against weights + KV pool.
+//            outside FalconModel::Forward), peak KV blocks, peak RSS against weights + KV pool;
+//            with --speculate lookup|draft the load's requests speculate and the proposals
+//            accepted are reported (compare a run with --speculate off).
 // The prefix cache against itself (--shared-prefix N, or --compare-prefix-cache): no decode
 // phase; the same load (same ids, arrivals and seeds) on a fresh loop with the cache on and on
 // another with it off, --repeats times each, alternating which goes first: end-to-end time,
@@ -30,6 +32,7 @@
 #include "app/bench/serve.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
+#include "app/speculation.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
 #include "util/error.h"
@@ -64,6 +67,8 @@ struct BenchServeOptions {
   bool prompt_len_given = false, decode_rows_given = false, prefix_cache_given = false,
        repeats_given = false;
 
+  SpeculationOptions speculation;  // the load's requests speculate (--speculate lookup|draft)
+
   bool Compare() const { return shared_prefix > 0 || compare_prefix_cache; }
 };
 
@@ -81,7 +86,8 @@ struct LoadRun {
   double wall_s = 0;
   int64_t generated = 0;          // tokens sampled for the load's requests
   std::vector<double> ttft, itl;  // seconds: per request, per pair of consecutive tokens
-  ServingStatus before, after;    // the loop's status around the load
+  int64_t spec_proposed = 0, spec_accepted = 0;  // speculative decoding, summed over requests
+  ServingStatus before, after;                   // the loop's status around the load
   int64_t Delta(int64_t ServingStatus::*f) const { return after.*f - before.*f; }
 };
 
@@ -110,7 +116,9 @@ LoadRun RunLoad(ServingLoop& loop, const BenchServeOptions& o, const std::vector
     prompt.insert(prompt.end(), own.begin(), own.end());
     obs.push_back(std::make_shared<TimingObserver>(t0));
     submit_times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
-    loop.Submit(BenchRequest(std::move(prompt), o.gen_len, o.seed + i, obs.back()));
+    Request r = BenchRequest(std::move(prompt), o.gen_len, o.seed + i, obs.back());
+    ApplySpeculationTo(o.speculation, &r);
+    loop.Submit(std::move(r));
   }
   WaitAll(obs);
   run.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -119,6 +127,8 @@ LoadRun RunLoad(ServingLoop& loop, const BenchServeOptions& o, const std::vector
     const auto& t = obs[i]->times();
     run.generated += static_cast<int64_t>(t.size());
     run.ttft.push_back(t.front() - submit_times[i]);
+    run.spec_proposed += obs[i]->Wait().spec_proposed;
+    run.spec_accepted += obs[i]->Wait().spec_accepted;
     for (size_t k = 1; k < t.size(); ++k) run.itl.push_back(t[k] - t[k - 1]);
   }
   return run;
@@ -236,6 +246,12 @@ void RunPlain(const LoadedModel& m, const BenchServeOptions& o, nlohmann::json& 
               1e3 * Percentile(r.ttft, 0.95));
   std::printf("  inter-token latency  p50 %8.1f ms   p95 %8.1f ms\n", 1e3 * Percentile(r.itl, 0.5),
               1e3 * Percentile(r.itl, 0.95));
+  if (o.speculation.RequestK() > 0)
+    std::printf("  speculation          %s, k up to %d: %lld/%lld proposed tokens accepted\n",
+                o.speculation.mode == "draft" ? Cat("draft ", o.speculation.draft_model).c_str()
+                                              : "prompt lookup",
+                o.speculation.k, static_cast<long long>(r.spec_accepted),
+                static_cast<long long>(r.spec_proposed));
   std::printf("  loop overhead        %.2f%% of step time (%.3f of %.3f s outside Forward)\n",
               100 * overhead, step_s - forward_s, step_s);
   std::printf("  KV blocks            peak %d of %d\n", r.after.kv_blocks_peak,
@@ -260,6 +276,11 @@ void RunPlain(const LoadedModel& m, const BenchServeOptions& o, nlohmann::json& 
                  {"ttft_ms", PercentilesMs(r.ttft)},
                  {"itl_ms", PercentilesMs(r.itl)},
                  {"loop_overhead", overhead},
+                 {"speculation",
+                  {{"mode", o.speculation.mode},
+                   {"k", o.speculation.RequestK()},
+                   {"proposed", r.spec_proposed},
+                   {"accepted", r.spec_accepted}}},
                  {"kv_blocks_peak", r.after.kv_blocks_peak},
                  {"kv_blocks_total", r.after.kv_blocks_total},
                  {"prefix_cache",
@@ -394,6 +415,7 @@ void RunBenchServe(BenchServeOptions o) {
   if (o.shared_prefix > 0 && !o.prompt_len_given) o.prompt_len = kSharedPromptLen;
   CheckOptions(o);
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
+  LoadDraftModel(o.speculation, o.run, m, o.user_rows);
   const int64_t need = int64_t{o.shared_prefix} + o.prompt_len + o.gen_len;
   if (need > m.ctx) {
     if (o.shared_prefix > 0)
@@ -460,7 +482,9 @@ void RegisterBenchServe(CLI::App* bench) {
       ->check(CLI::Range(1, 100))
       ->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the figures to this JSON file");
+  AddSpeculationOptions(cmd, o->speculation);
   cmd->callback([o, cmd] {
+    CheckSpeculation(*cmd, o->speculation);
     BenchServeOptions given = *o;
     given.prompt_len_given = cmd->count("--prompt-len") > 0;
     given.decode_rows_given = cmd->count("--decode-rows") > 0;

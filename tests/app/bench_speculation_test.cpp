@@ -70,6 +70,28 @@ TEST(BenchSpeculation, LookupAndADraftRunOnTheExtractiveWorkload) {
   EXPECT_EQ(draft.at("by_k")[0].at("accepted"), draft.at("by_k")[0].at("proposed"));
 }
 
+// bench serve: the load's requests speculate and the acceptance is reported; a draft shared by
+// every row of the load.
+TEST(BenchSpeculation, ServeReportsTheLoadsAcceptance) {
+  const std::string self = std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model";
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--speculate", "lookup"},
+        std::vector<std::string>{"--draft-model", self, "--speculate-k", "3"}}) {
+    test::TempDir dir;
+    std::vector<std::string> args = {"bench",       "serve", "--requests",    "6",
+                                     "--gen-len",   "16",    "--prompt-len",  "12",
+                                     "--user-rows", "4",     "--decode-rows", "1",
+                                     "--threads",   "2",     "--json",        dir.File("s.json")};
+    args.insert(args.end(), flags.begin(), flags.end());
+    const test::RunResult r = RunWormchat(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("proposed tokens accepted"), std::string::npos) << r.out;
+    const json spec = json::parse(test::ReadFile(dir.File("s.json"))).at("load").at("speculation");
+    EXPECT_GT(spec.at("proposed").get<int>(), 0) << flags[0];
+    EXPECT_LE(spec.at("accepted").get<int>(), spec.at("proposed").get<int>());
+  }
+}
+
 TEST(BenchSpeculation, BadCombinationsAreOneLineErrors) {
   struct Case {
     std::vector<std::string> args;
