@@ -138,6 +138,10 @@ void RunBenchModel(const BenchModelOptions& o) {
   ApplyThreads(o.run.threads);
   const PeakFlops peak = MeasurePeakFlops(0.1);
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/o.speculation.NeedsTokenizer());
+  if (o.speculation.print_workload) {
+    std::printf("%s", ExtractPromptText(m).c_str());
+    return;
+  }
   const FalconConfig& c = m.model->config();
   if (o.prompt_len + 1 > m.ctx || 8 + o.gen_len > m.ctx)
     throw Error(Cat("--prompt-len ", o.prompt_len, " and --gen-len ", o.gen_len,

@@ -98,6 +98,9 @@ void AddBenchSpeculationOptions(CLI::App* cmd, BenchSpeculationOptions& s) {
                   "400-token passage, then \"Repeat the passage above:\")")
       ->check(CLI::IsMember({"random", "extract"}))
       ->capture_default_str();
+  cmd->add_flag("--print-workload", s.print_workload,
+                "Print --workload extract's prompt as text (framed as the model frames a chat "
+                "turn) and exit, to give another program the same prompt");
 }
 
 void CheckBenchSpeculation(const CLI::App& cmd, BenchSpeculationOptions& s) {
@@ -123,6 +126,17 @@ std::vector<int> ExtractPrompt(const LoadedModel& m) {
     passage = tok.Decode(std::vector<int>(ids.begin(), ids.begin() + kPassageTokens));
   return EncodePrompt(tok, m.chat_format, passage + kInstruction, /*raw=*/false,
                       m.model->config().bos_token_id);
+}
+
+std::string ExtractPromptText(const LoadedModel& m) {
+  std::vector<int> ids = ExtractPrompt(m);
+  if (!ids.empty() && ids.front() == m.model->config().bos_token_id) ids.erase(ids.begin());
+  const std::string text = m.tokenizer->Decode(ids);
+  // A sentencepiece tokenizer spells the first word with the space it adds when encoding; a
+  // program given the text adds it again, so it is left out when the ids come back without it.
+  if (!text.empty() && text[0] == ' ' && m.tokenizer->Encode(text.substr(1)) == ids)
+    return text.substr(1);
+  return text;
 }
 
 void RunBenchSpeculation(const BenchSpeculationOptions& s, const ModelRunOptions& run,

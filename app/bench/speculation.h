@@ -26,8 +26,9 @@ struct BenchSpeculationOptions {
   std::string draft_model;          // --draft-model
   double oracle_accept = 1.0;       // --oracle-accept: the share of oracle proposals left right
   std::string workload = "random";  // --workload random|extract
+  bool print_workload = false;      // --print-workload: print the extract prompt as text, exit
   bool on() const { return mode != "off"; }
-  bool NeedsTokenizer() const { return workload == "extract"; }
+  bool NeedsTokenizer() const { return workload == "extract" || print_workload; }
 };
 
 // Registers the flags on `bench model`; bad values are one-line errors naming the flag.
@@ -39,6 +40,9 @@ void CheckBenchSpeculation(const CLI::App& cmd, BenchSpeculationOptions& s);
 // The passage `--workload extract` asks to repeat: [bos] + passage (up to 400 tokens) + the
 // instruction, framed as a chat turn when the model has a chat format.
 std::vector<int> ExtractPrompt(const LoadedModel& m);
+// The same prompt as text (its BOS, if any, left out, and sentencepiece's leading space), for
+// giving another program the same prompt.
+std::string ExtractPromptText(const LoadedModel& m);
 
 // Runs the comparison on row 0 of `loop` (greedy, EOS ignored, gen_len new tokens, `repeats`
 // alternating runs per k, medians), prints it and adds "speculation" to `out`. Throws wc::Error if
