@@ -90,6 +90,14 @@ void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
       ->capture_default_str();
 }
 
+void ApplySpeculation(const SpeculationOptions& s, Request* r) {
+  r->speculate_k = s.RequestK();
+  r->lookup_ngram = s.lookup_ngram;
+}
+
+const char kBeamsDoNotSpeculate[] =
+    "--speculate: beam search (--beams) does not speculate; use one or the other";
+
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
   cmd->add_option("--temperature", s.temperature, "Sampling temperature (0 = greedy)")
       ->capture_default_str();

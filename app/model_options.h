@@ -15,6 +15,15 @@
 
 namespace wc {
 
+// Speculative decoding's flags (issue 34): --speculate off|lookup, --speculate-k, --lookup-ngram.
+struct SpeculationOptions {
+  std::string mode = "off";  // off or lookup (prompt lookup: serving/proposer.h)
+  int k = 8;                 // --speculate-k: most tokens proposed per step, 1-16
+  int lookup_ngram = 3;      // --lookup-ngram: longest n-gram looked up, 1-16
+  // Request::speculate_k: 0 when off.
+  int RequestK() const { return mode == "off" ? 0 : k; }
+};
+
 struct ModelRunOptions {
   std::string model_dir;                // --model (default: the model shipped in assets/)
   int threads = 0;                      // --threads (0 = all cores)
@@ -40,6 +49,9 @@ struct ModelRunOptions {
   // --tensor-parallel R (chat, generate, batch, perplexity): under mpirun -np R, each rank holds
   // 1/R of the model (model/tensor_split.h); rank 0 runs the command, the others follow.
   int tensor_parallel = 1;
+  // --speculate, --speculate-k, --lookup-ngram (AddSpeculationOptions) on the commands that decode
+  // (generate, chat, batch, transcript record): how replies are decoded, never which tokens.
+  SpeculationOptions speculation;
 };
 
 // ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
@@ -62,16 +74,14 @@ void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
 
-// Speculative decoding's flags (issue 34): --speculate off|lookup, --speculate-k, --lookup-ngram.
-struct SpeculationOptions {
-  std::string mode = "off";  // off or lookup (prompt lookup: serving/proposer.h)
-  int k = 8;                 // --speculate-k: most tokens proposed per step, 1-16
-  int lookup_ngram = 3;      // --lookup-ngram: longest n-gram looked up, 1-16
-  // Request::speculate_k: 0 when off.
-  int RequestK() const { return mode == "off" ? 0 : k; }
-};
 // Registers the three flags; bad values are one-line errors naming the flag.
 void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s);
+// The one place a command's speculation options reach a request: sets r->speculate_k (0 when off)
+// and r->lookup_ngram. Every front end (generate, chat, batch, transcripts) goes through it. A beam
+// request (r->beams set) does not speculate; the front ends refuse the pair with one line (below).
+void ApplySpeculation(const SpeculationOptions& s, Request* r);
+// The one line a front end gives when beam search and speculation are both asked for.
+extern const char kBeamsDoNotSpeculate[];
 // The sampling settings and -n (`max_new_tokens`) the user did not give on `cmd`, taken from the
 // model directory's generation_config.json where it states them (model/generation_defaults.h):
 // do_sample false is greedy. `model_dir` empty: the default model.
