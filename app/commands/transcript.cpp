@@ -275,10 +275,12 @@ void RegisterTranscript(CLI::App& app) {
                  "Beam search: end as soon as W hypotheses are finished")
       ->needs(beams);
   record->add_option("--system", r->system, "System prompt (needs the model's chat format)");
+  AddSpeculationOptions(record, r->run.speculation);
   record->callback([r, beams, record] {
     ApplyGenerationDefaults(*record, r->run.model_dir, &r->sampling, &r->max_new_tokens);
     if (beams->count() > 0 && (r->beams < 1 || r->beams > kMaxBeams))
       throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", r->beams));
+    if (r->beams > 0 && r->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
     RunRecord(*r);
   });
 

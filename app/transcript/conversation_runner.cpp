@@ -51,6 +51,7 @@ ConversationRunner::ConversationRunner(const ModelRunOptions& run,
                                         ServingOptionsFor(run, model_, std::max(1, user_rows)));
   conversation_ =
       std::make_unique<Conversation>(*loop_, *model_.model, *model_.tokenizer, format, settings);
+  conversation_->set_request_options([s = run.speculation](Request* r) { ApplySpeculation(s, r); });
 }
 
 ConversationRunner::~ConversationRunner() {

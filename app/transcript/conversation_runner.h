@@ -18,7 +18,8 @@ namespace wc {
 class ConversationRunner {
  public:
   // Loads the model of `run` and starts a loop of `user_rows` rows (the widest beam search the
-  // conversation will run, at least 1) and a conversation with `settings`. Throws wc::Error from
+  // conversation will run, at least 1) and a conversation with `settings`, its replies decoded
+  // with run.speculation (ApplySpeculation). Throws wc::Error from
   // LoadModel / the loop / Conversation for bad options.
   ConversationRunner(const ModelRunOptions& run, const ConversationSettings& settings,
                      int user_rows);
