@@ -150,10 +150,15 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
       return Outcome::kFailed;
     }
   }
-  std::printf("%s: passed (%zu turn%s; %lld prompt tokens, %lld from the prefix cache)\n",
+  // With the header's speculation on, how it went (it changes no token, only the speed).
+  const std::string speculation = run.speculation.RequestK() > 0
+                                      ? Cat("; speculation: ", runner.spec_accepted(), "/",
+                                            runner.spec_proposed(), " proposed tokens accepted")
+                                      : std::string();
+  std::printf("%s: passed (%zu turn%s; %lld prompt tokens, %lld from the prefix cache%s)\n",
               path.c_str(), t.turns.size(), t.turns.size() == 1 ? "" : "s",
               static_cast<long long>(runner.prompt_tokens()),
-              static_cast<long long>(runner.cached_tokens()));
+              static_cast<long long>(runner.cached_tokens()), speculation.c_str());
   return Outcome::kPassed;
 }
 

@@ -66,6 +66,8 @@ ConversationTurn ConversationRunner::Say(const std::string& user, int cancel_aft
   if (result.reason == StopReason::kError) throw Error(result.error);
   prompt_tokens_ += result.prompt_tokens;
   cached_tokens_ += result.cached_tokens;
+  spec_proposed_ += result.spec_proposed;
+  spec_accepted_ += result.spec_accepted;
   return conversation_->turns().back();
 }
 
