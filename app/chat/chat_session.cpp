@@ -371,6 +371,8 @@ std::string ChatSession::Export(const std::string& path, bool force) const {
   for (ConversationTurn& t : conversation_->turns())
     if (t.finished) c.turns.push_back(std::move(t));
   c.settings = c.turns.empty() ? conversation_->settings() : c.turns.front().settings;
+  c.speculate_k = run_.speculation.RequestK();
+  c.lookup_ngram = run_.speculation.lookup_ngram;
   {
     std::lock_guard<std::mutex> lock(save_mu_);
     c.title = title_;
