@@ -93,6 +93,15 @@ void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
                   "proposes tokens (--speculate draft; given alone, it implies it)");
 }
 
+void ApplySpeculation(const SpeculationOptions& s, Request* r) {
+  r->speculate_k = s.RequestK();
+  r->lookup_ngram = s.lookup_ngram;
+  r->proposer_source = s.source;
+}
+
+const char kBeamsDoNotSpeculate[] =
+    "--speculate: beam search (--beams) does not speculate; use one or the other";
+
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
   cmd->add_option("--temperature", s.temperature, "Sampling temperature (0 = greedy)")
       ->capture_default_str();

@@ -16,6 +16,20 @@
 
 namespace wc {
 
+// Speculative decoding's flags (issue 34): --speculate off|lookup, --speculate-k, --lookup-ngram.
+struct SpeculationOptions {
+  // off, lookup (prompt lookup: serving/proposer.h) or draft (a draft model:
+  // serving/draft_proposer.h)
+  std::string mode = "off";
+  int k = 8;                // --speculate-k: most tokens proposed per step, 1-16
+  int lookup_ngram = 3;     // --lookup-ngram: longest n-gram looked up, 1-16
+  std::string draft_model;  // --draft-model DIR (--speculate draft)
+  // The draft model's proposer, once loaded (app/speculation.h's LoadDraftModel); null otherwise.
+  std::shared_ptr<ProposerSource> source;
+  // Request::speculate_k: 0 when off.
+  int RequestK() const { return mode == "off" ? 0 : k; }
+};
+
 struct ModelRunOptions {
   std::string model_dir;                // --model (default: the model shipped in assets/)
   int threads = 0;                      // --threads (0 = all cores)
@@ -41,6 +55,9 @@ struct ModelRunOptions {
   // --tensor-parallel R (chat, generate, batch, perplexity): under mpirun -np R, each rank holds
   // 1/R of the model (model/tensor_split.h); rank 0 runs the command, the others follow.
   int tensor_parallel = 1;
+  // --speculate, --speculate-k, --lookup-ngram (AddSpeculationOptions) on the commands that decode
+  // (generate, chat, batch, transcript record): how replies are decoded, never which tokens.
+  SpeculationOptions speculation;
 };
 
 // ModelRunOptions as the serving-loop commands (generate, chat, batch) start them: paged KV.
@@ -63,22 +80,15 @@ void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);
 
-// Speculative decoding's flags (issue 34): --speculate off|lookup|draft, --speculate-k,
-// --lookup-ngram, --draft-model.
-struct SpeculationOptions {
-  // off, lookup (prompt lookup: serving/proposer.h) or draft (a draft model:
-  // serving/draft_proposer.h)
-  std::string mode = "off";
-  int k = 8;                // --speculate-k: most tokens proposed per step, 1-16
-  int lookup_ngram = 3;     // --lookup-ngram: longest n-gram looked up, 1-16
-  std::string draft_model;  // --draft-model DIR (--speculate draft)
-  // The draft model's proposer, once loaded (app/speculation.h's LoadDraftModel); null otherwise.
-  std::shared_ptr<ProposerSource> source;
-  // Request::speculate_k: 0 when off.
-  int RequestK() const { return mode == "off" ? 0 : k; }
-};
 // Registers the four flags; bad values are one-line errors naming the flag.
 void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s);
+// The one place a command's speculation options reach a request: sets r->speculate_k (0 when off),
+// r->lookup_ngram and the draft's proposer (s.source). Every front end (generate, chat, batch,
+// transcripts) goes through it. A beam request (r->beams set) does not speculate; the front ends
+// refuse the pair with one line (below).
+void ApplySpeculation(const SpeculationOptions& s, Request* r);
+// The one line a front end gives when beam search and speculation are both asked for.
+extern const char kBeamsDoNotSpeculate[];
 // The sampling settings and -n (`max_new_tokens`) the user did not give on `cmd`, taken from the
 // model directory's generation_config.json where it states them (model/generation_defaults.h):
 // do_sample false is greedy. `model_dir` empty: the default model.

@@ -68,10 +68,10 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
   s.source = std::make_shared<LoadedDraft>(std::move(draft), user_rows, target.ctx, kv, pieces);
 }
 
-void ApplySpeculationTo(const SpeculationOptions& s, Request* r) {
-  r->speculate_k = s.RequestK();
-  r->lookup_ngram = s.lookup_ngram;
-  r->proposer_source = s.source;
+std::string DescribeSpeculation(const SpeculationOptions& s) {
+  if (s.RequestK() == 0) return "off";
+  if (s.mode == "draft") return Cat("draft model ", s.draft_model, ", k up to ", s.k);
+  return Cat("prompt lookup, k up to ", s.k, ", n-grams up to ", s.lookup_ngram);
 }
 
 }  // namespace wc

@@ -25,8 +25,8 @@ void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s);
 void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options,
                     const LoadedModel& target, int user_rows);
 
-// The request's speculation settings from the flags: speculate_k (0 when off), lookup_ngram and
-// the draft's proposer.
-void ApplySpeculationTo(const SpeculationOptions& s, Request* r);
+// How the flags speculate, for a figures line: "prompt lookup, k up to 8, n-grams up to 3" or
+// "draft model DIR, k up to 8" ("off" when off).
+std::string DescribeSpeculation(const SpeculationOptions& s);
 
 }  // namespace wc

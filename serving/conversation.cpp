@@ -155,6 +155,7 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
   r.seed = state_.settings.seed;
   r.max_new_tokens = state_.settings.max_new_tokens;
   r.beams = state_.settings.beams;
+  if (request_options_) request_options_(&r);
   r.session = session_;
   r.reset_session = restart;
   if (!turn_reseeded) r.session_rng = state_.rng_next;
@@ -213,6 +214,11 @@ void Conversation::set_settings(const ConversationSettings& settings) {
   state_.reseed_next = settings.seed != stream_seed_;
   if (settings.system != state_.settings.system) state_.rebuild_next = true;  // the framing changed
   state_.settings = settings;
+}
+
+void Conversation::set_request_options(std::function<void(Request*)> apply) {
+  std::lock_guard<std::mutex> lock(mu_);
+  request_options_ = std::move(apply);
 }
 
 std::vector<ConversationTurn> Conversation::turns() const {

@@ -16,6 +16,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -112,6 +113,10 @@ class Conversation {
   // Applies from the next Send. A new seed starts a new RNG stream then (the conversation so far
   // is re-prefilled into a fresh session). Throws wc::Error naming the setting if a value is bad.
   void set_settings(const ConversationSettings& settings);
+  // Called on each reply's Request just before Send submits it: the front end's way of decoding
+  // that never changes the tokens (speculative decoding: app/model_options.h ApplySpeculation).
+  // Not a setting - turns do not record it. Empty (the default): nothing.
+  void set_request_options(std::function<void(Request*)> apply);
 
   // Every turn since the conversation began, /resets and dropped turns included (a copy: the
   // last one may be finishing on the loop's thread).
@@ -135,7 +140,8 @@ class Conversation {
   const Tokenizer& tokenizer_;
   ChatFormat format_;
   SessionId session_ = 0;
-  uint64_t stream_seed_ = 0;  // the seed the session's RNG stream started from
+  std::function<void(Request*)> request_options_;  // set_request_options
+  uint64_t stream_seed_ = 0;                       // the seed the session's RNG stream started from
 
   // What Undo and Retry change (beside stream_seed_, which Undo sets and a failed Retry leaves),
   // in one piece: a Retry whose Send fails puts it back with one assignment.

@@ -55,7 +55,8 @@ void BatchProgress::Update(int done, int failed, const ServingStatus& status) {
   std::fflush(stderr);
 }
 
-void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bool interrupted) {
+void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bool interrupted,
+                           const BatchSpeculation* speculation) {
   if (!enabled_) return;
   const double elapsed = Elapsed();
   char took[32];
@@ -70,6 +71,14 @@ void BatchProgress::Finish(int done, int failed, const ServingStatus& status, bo
                      status.prefix_disk_saved, " files written")
                : std::string(),
            ")"));
+  if (speculation != nullptr) {
+    const double share =
+        speculation->proposed > 0 ? 100.0 * speculation->accepted / speculation->proposed : 0.0;
+    char pct[16];
+    std::snprintf(pct, sizeof pct, "%.1f%%", share);
+    Note(Cat("batch: speculation: ", speculation->accepted, "/", speculation->proposed,
+             " proposed tokens accepted (", pct, ")"));
+  }
   Note(Cat("batch: ", interrupted ? "interrupted: " : "", done, "/", total_, " done (", failed,
            " failed, ", already_, " from an earlier run); ", status.tokens_sampled,
            " tokens sampled in ", elapsed < 60 ? std::string(took) : ClockText(elapsed), " (",

@@ -4,11 +4,17 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 
 #include "serving/serving_loop.h"
 
 namespace wc {
+
+// Speculative decoding over a batch (RequestResult::spec_proposed / spec_accepted, summed).
+struct BatchSpeculation {
+  int64_t proposed = 0, accepted = 0;
+};
 
 class BatchProgress {
  public:
@@ -21,9 +27,11 @@ class BatchProgress {
   // `done` requests in all (failed ones included), `failed` of them; `status` from the loop. Call
   // it a few times a second: it redraws on a terminal and prints only when due otherwise.
   void Update(int done, int failed, const ServingStatus& status);
-  // The last lines: what was done and how fast (`interrupted`: stopped by a signal), then the
-  // prompt tokens prefilled and those the prefix cache gave.
-  void Finish(int done, int failed, const ServingStatus& status, bool interrupted);
+  // The last lines: the prompt tokens prefilled and those the prefix cache gave; with `speculation`
+  // (non-null: --speculate on) the proposed tokens accepted; then what was done and how fast
+  // (`interrupted`: stopped by a signal).
+  void Finish(int done, int failed, const ServingStatus& status, bool interrupted,
+              const BatchSpeculation* speculation = nullptr);
 
  private:
   std::string Line(int done, int failed, const ServingStatus& status) const;

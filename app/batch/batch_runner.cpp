@@ -180,6 +180,8 @@ int BatchRunner::RunRounds(std::vector<BatchJob>& jobs, BatchCounts& counts,
     for (const auto& [job, result] : finished->Take(wait)) {
       --outstanding;
       if (result.reason == StopReason::kCancelled) continue;  // not written: a rerun runs it
+      speculation_.proposed += result.spec_proposed;
+      speculation_.accepted += result.spec_accepted;
       const BatchJob& j = jobs[job];
       if (result.reason == StopReason::kError)
         mine.records.emplace_back(true, ErrorRecord(j.line, j.custom_id, ErrorCode(result),
@@ -267,15 +269,17 @@ int BatchRunner::RunRounds(std::vector<BatchJob>& jobs, BatchCounts& counts,
       loop_.Shutdown(ShutdownMode::kDrain);
       // The whole job's token counts, now that every loop has stopped counting.
       const ServingStatus st = loop_.status();
-      constexpr int kFigures = 6;
+      constexpr int kFigures = 8;
       const int64_t mine_figures[kFigures] = {st.tokens_sampled,     st.tokens_prefilled,
                                               st.prefix_hits,        st.prefix_cached_tokens,
-                                              st.prefix_disk_loaded, st.prefix_disk_saved};
-      std::vector<int64_t> all(static_cast<size_t>(ranks) * kFigures);
+                                              st.prefix_disk_loaded, st.prefix_disk_saved,
+                                              speculation_.proposed, speculation_.accepted};
+      std::vector<int64_t> all(static_cast<size_t>(ranks) * kFigures);  // [ranks][kFigures]
       comm_.AllGather(mine_figures, sizeof mine_figures, all.data());
       int64_t* sums[kFigures] = {&status_.tokens_sampled,     &status_.tokens_prefilled,
                                  &status_.prefix_hits,        &status_.prefix_cached_tokens,
-                                 &status_.prefix_disk_loaded, &status_.prefix_disk_saved};
+                                 &status_.prefix_disk_loaded, &status_.prefix_disk_saved,
+                                 &speculation_.proposed,      &speculation_.accepted};
       for (int f = 0; f < kFigures; ++f) {
         *sums[f] = 0;
         for (int r = 0; r < ranks; ++r) *sums[f] += all[static_cast<size_t>(r) * kFigures + f];

@@ -58,6 +58,9 @@ class BatchRunner {
   const std::vector<int>& ran_per_rank() const { return ran_per_rank_; }
   // After Run, on rank 0: the whole job's loop status (sums over the ranks).
   const ServingStatus& status() const { return status_; }
+  // After Run, on rank 0: speculative decoding's tokens proposed and accepted, summed over the
+  // requests that ended with a record, on every rank.
+  const BatchSpeculation& speculation() const { return speculation_; }
 
  private:
   int RunRounds(std::vector<BatchJob>& jobs, BatchCounts& counts,
@@ -69,6 +72,7 @@ class BatchRunner {
   std::string model_name_;
   std::vector<int> ran_per_rank_;
   ServingStatus status_;
+  BatchSpeculation speculation_;  // this rank's until the end, then rank 0's the whole job's
 };
 
 }  // namespace wc

@@ -117,7 +117,7 @@ LoadRun RunLoad(ServingLoop& loop, const BenchServeOptions& o, const std::vector
     obs.push_back(std::make_shared<TimingObserver>(t0));
     submit_times.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
     Request r = BenchRequest(std::move(prompt), o.gen_len, o.seed + i, obs.back());
-    ApplySpeculationTo(o.speculation, &r);
+    ApplySpeculation(o.speculation, &r);
     loop.Submit(std::move(r));
   }
   WaitAll(obs);
@@ -247,10 +247,8 @@ void RunPlain(const LoadedModel& m, const BenchServeOptions& o, nlohmann::json& 
   std::printf("  inter-token latency  p50 %8.1f ms   p95 %8.1f ms\n", 1e3 * Percentile(r.itl, 0.5),
               1e3 * Percentile(r.itl, 0.95));
   if (o.speculation.RequestK() > 0)
-    std::printf("  speculation          %s, k up to %d: %lld/%lld proposed tokens accepted\n",
-                o.speculation.mode == "draft" ? Cat("draft ", o.speculation.draft_model).c_str()
-                                              : "prompt lookup",
-                o.speculation.k, static_cast<long long>(r.spec_accepted),
+    std::printf("  speculation          %s: %lld/%lld proposed tokens accepted\n",
+                DescribeSpeculation(o.speculation).c_str(), static_cast<long long>(r.spec_accepted),
                 static_cast<long long>(r.spec_proposed));
   std::printf("  loop overhead        %.2f%% of step time (%.3f of %.3f s outside Forward)\n",
               100 * overhead, step_s - forward_s, step_s);

@@ -36,7 +36,9 @@ const CommandSpec kCommands[] = {
 // The commands whose argument is a file name (Tab completes it).
 const char* const kFileCommands[] = {"/export", "/export!", "/save", "/load"};
 
-const char* const kSettings[] = {"temperature", "top-k", "top-p", "seed", "max-tokens", "render"};
+const char* const kSettings[] = {"temperature", "top-k",       "top-p",
+                                 "seed",        "max-tokens",  "render",
+                                 "speculate",   "speculate-k", "lookup-ngram"};
 
 ChatCommand Hint(std::string text) {
   ChatCommand c;
@@ -86,7 +88,8 @@ ChatCommand ParseSet(const std::vector<std::string>& words) {
   if (words.size() != 3)
     return Hint(
         "/set needs a setting and a value, e.g. /set temperature 0.7 (settings: "
-        "temperature, top-k, top-p, seed, max-tokens, render)");
+        "temperature, top-k, top-p, seed, max-tokens, render, speculate, speculate-k, "
+        "lookup-ngram)");
   const std::string& name = words[1];
   if (name == "render") {  // the full-screen chat's, not the conversation's
     if (words[2] != "markdown" && words[2] != "plain")
@@ -95,6 +98,15 @@ ChatCommand ParseSet(const std::vector<std::string>& words) {
     c.kind = ChatCommand::Kind::kSet;
     c.name = name;
     c.value = words[2] == "markdown" ? 1 : 0;
+    return c;
+  }
+  if (name == "speculate") {  // how the next replies decode, not which tokens
+    if (words[2] != "off" && words[2] != "lookup" && words[2] != "draft")
+      return Hint(Cat("/set speculate takes off, lookup or draft, got '", words[2], "'"));
+    ChatCommand c;
+    c.kind = ChatCommand::Kind::kSet;
+    c.name = name;
+    c.path = words[2];
     return c;
   }
   double v = 0;
@@ -113,9 +125,13 @@ ChatCommand ParseSet(const std::vector<std::string>& words) {
   } else if (name == "max-tokens") {
     if (v < 1 || !IsInteger(v) || v > 1e9)
       return Hint(Cat("/set max-tokens must be a whole number >= 1, got ", words[2]));
+  } else if (name == "speculate-k" || name == "lookup-ngram") {
+    if (v < 1 || v > 16 || !IsInteger(v))
+      return Hint(Cat("/set ", name, " must be a whole number in 1-16, got ", words[2]));
   } else {
     return Hint(Cat("/set: unknown setting '", name,
-                    "'; settings: temperature, top-k, top-p, seed, max-tokens, render"));
+                    "'; settings: temperature, top-k, top-p, seed, max-tokens, render, speculate, "
+                    "speculate-k, lookup-ngram"));
   }
   ChatCommand c;
   c.kind = ChatCommand::Kind::kSet;
@@ -263,6 +279,9 @@ const char* ChatHelpText() {
          "/set NAME VALUE       temperature, top-k, top-p, seed or max-tokens for the next "
          "replies\n"
          "/set render MODE      show replies as rendered markdown or plain text\n"
+         "/set speculate MODE   off, lookup or draft (with --draft-model): decode several tokens "
+         "a step from earlier text or a draft model (same tokens; speculate-k N, lookup-ngram N "
+         "tune it)\n"
          "/beams W              reply by beam search with W beams (1-16); /beams 0 samples again\n"
          "/stats                speed, context and KV cache figures of the last reply\n"
          "/mesh                 show or hide the Wormhole mesh and KV cache panel\n"

@@ -14,7 +14,8 @@ struct ChatCommand {
     kHint,  // a bad or unknown command: show `text`
     kHelp,
     kReset,
-    kSet,    // /set NAME VALUE: name is temperature, top-k, top-p, seed or max-tokens
+    kSet,  // /set NAME VALUE: temperature, top-k, top-p, seed, max-tokens, render, speculate (value
+           // in `path`: off or lookup), speculate-k or lookup-ngram
     kBeams,  // /beams W (0: sample)
     kStats,
     kMesh,

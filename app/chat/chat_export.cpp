@@ -115,7 +115,13 @@ ExportFormat ExportFormatOf(const std::string& path) {
 
 std::string ExportMarkdown(const ExportContent& c) {
   std::string out = Cat("# ", c.title.empty() ? std::string("wormchat chat") : c.title, "\n\n");
-  out += Cat("- model: ", c.model, "\n- settings: ", SettingsText(c.settings, nullptr), "\n\n");
+  out += Cat("- model: ", c.model, "\n- settings: ", SettingsText(c.settings, nullptr), "\n");
+  if (c.speculate_k > 0 && c.speculate_mode == "draft")
+    out += Cat("- speculation: draft model ", c.draft_model, ", k ", c.speculate_k, "\n");
+  else if (c.speculate_k > 0)
+    out += Cat("- speculation: prompt lookup, k ", c.speculate_k, ", n-grams up to ",
+               c.lookup_ngram, "\n");
+  out += "\n";
   if (!c.settings.system.empty()) {
     Paragraph(out, "### System");
     Paragraph(out, c.settings.system);
@@ -152,6 +158,10 @@ std::string ExportJson(const ExportContent& c) {
   j["model"] = c.model;
   j["title"] = c.title;
   j["settings"] = SettingsJson(c.settings);
+  if (c.speculate_k > 0 && c.speculate_mode == "draft")
+    j["speculation"] = {{"mode", "draft"}, {"k", c.speculate_k}, {"draft_model", c.draft_model}};
+  else if (c.speculate_k > 0)
+    j["speculation"] = {{"mode", "lookup"}, {"k", c.speculate_k}, {"lookup_ngram", c.lookup_ngram}};
   ojson messages = ojson::array();
   if (!c.settings.system.empty()) messages.push_back(Message("system", c.settings.system));
   const ConversationSettings* before = &c.settings;

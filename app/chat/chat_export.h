@@ -9,6 +9,8 @@
 //   - settings: temperature 0.9, top-k 5, top-p 0.9, seed 42, max tokens 256
 //                                     (then ", beams W" when replies are by beam search, with
 //                                     ", length penalty X" and ", early stopping" if set)
+//   - speculation: prompt lookup, k 8, n-grams up to 3
+//                                     only when the chat decodes with speculation (as at export)
 //   ### System                        the system prompt verbatim, only if there is one
 //   ### You / ### wormchat            each turn: the user's text, then the reply, verbatim (both
 //                                     are markdown already); "*(no reply)*" for an empty reply
@@ -24,6 +26,8 @@
 //   {"model": MODEL, "title": TITLE ("" when none),
 //    "settings": {"temperature", "top_k", "top_p", "seed", "max_tokens"
 //                 (, "beams": {"num_beams", "length_penalty", "early_stopping"} with beam search)},
+//    ("speculation": {"mode": "lookup", "k", "lookup_ngram"} or {"mode": "draft", "k",
+//     "draft_model"} when the chat speculates,)
 //    "messages": [{"role": "system", "content": ...} (if there is a system prompt),
 //                 {"role": "user", "content": ...}, {"role": "assistant", "content": ...}, ...]}
 // All turns are in "messages", as the chat shows them. Two extra keys mark what Markdown marks: a
@@ -44,6 +48,11 @@ struct ExportContent {
   std::string title;  // "" when the chat has none
   // The settings shown at the top: the first turn's (the chat's current ones before any turn).
   ConversationSettings settings;
+  // Speculative decoding as the chat runs it at export (how its replies decode, not which tokens):
+  // speculate_k 0 is off, else up to speculate_k tokens proposed by `speculate_mode`: "lookup"
+  // (n-grams of up to lookup_ngram) or "draft" (the checkpoint in draft_model).
+  int speculate_k = 0, lookup_ngram = 3;
+  std::string speculate_mode = "lookup", draft_model;
   // The turns in order; only finished ones are exported (a reply still running is not).
   // Read: user, reply_text, settings, reset_before.
   std::vector<ConversationTurn> turns;

@@ -11,6 +11,7 @@
 #include "app/chat/chat_export.h"
 #include "app/chat/chat_store.h"
 #include "app/chat/clipboard.h"
+#include "app/speculation.h"
 #include "app/transcript/run_header.h"
 #include "app/tui/markdown.h"
 #include "serving/transcript.h"
@@ -47,10 +48,14 @@ class ChatSession::ReplyObserver : public RequestObserver {
   }
   void OnToken(int, const float*, int) override {
     const double now = NowS();
+    // The loop's counts as its last step left them (status() is allowed in a callback).
+    const ServingStatus st = s_.loop_->status();
     std::lock_guard<std::mutex> lock(s_.mu_);
     ChatFigures& f = s_.figures_;
     if (f.state != ChatFigures::State::kGenerating) {
       f.state = ChatFigures::State::kGenerating;
+      s_.steps_at_first_ = st.steps;
+      s_.sampled_at_first_ = st.tokens_sampled;
       s_.first_token_at_ = now;
       f.ttft_s = now - s_.reply_start_;
     }
@@ -82,6 +87,13 @@ class ChatSession::ReplyObserver : public RequestObserver {
       f.model_us_per_token = model_us;
       f.prompt_tokens = r.prompt_tokens;
       f.cached_tokens = r.cached_tokens;
+      f.spec_proposed = r.spec_proposed;
+      f.spec_accepted = r.spec_accepted;
+      // Each step that sampled gave one token plus the proposals it accepted.
+      const int steps = static_cast<int>(r.tokens.size()) - r.spec_accepted;
+      f.tokens_per_step =
+          s_.speculating_ && steps > 0 ? static_cast<double>(r.tokens.size()) / steps : 0;
+      s_.steps_at_first_ = -1;
     }
     if (on_done_) on_done_(r);
   }
@@ -112,8 +124,14 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
   };
   loop_ = std::make_unique<ServingLoop>(*m.model, m.tokenizer.get(), format, so);
   conversation_ = std::make_unique<Conversation>(*loop_, *m.model, *m.tokenizer, format, s);
+  ApplyRunSpeculation(*conversation_);
   figures_ = FreshFigures();
   m.model->set_flash_decode_observer(&meter_);  // before the first Forward (Send)
+}
+
+void ChatSession::ApplyRunSpeculation(Conversation& c) {
+  // Send runs on the front end's thread, as /set does: run_ is read there only.
+  c.set_request_options([this](Request* r) { ApplySpeculation(run_.speculation, r); });
 }
 
 ChatFigures ChatSession::FreshFigures() const {
@@ -170,12 +188,15 @@ void ChatSession::Start(const std::function<RequestId(std::shared_ptr<RequestObs
     figures_.prefill_percent = 0;
     figures_.reply_tokens = 0;
     figures_.tokens_per_s = 0;
+    figures_.tokens_per_step = 0;
     figures_.ttft_s = 0;
     figures_.prompt_tokens = 0;
     figures_.cached_tokens = 0;
     figures_.notice.clear();
     reply_start_ = NowS();
     mesh_us_at_start_ = meter_.totals().emulated_us;
+    speculating_ = run_.speculation.RequestK() > 0 && !conversation_->settings().beams;
+    steps_at_first_ = -1;
   }
   try {
     running_ =
@@ -208,6 +229,18 @@ std::string ChatSession::Apply(const ChatCommand& c) {
       return "(new conversation)";
     }
     case ChatCommand::Kind::kSet:
+      if (c.name == "speculate" || c.name == "speculate-k" || c.name == "lookup-ngram") {
+        // How the next replies decode (the run's option, saved in the chat's header), not which
+        // tokens: the conversation's settings do not change.
+        SpeculationOptions& spec = run_.speculation;
+        if (c.name == "speculate" && c.path == "draft" && !spec.source)
+          return "(no draft model: start the chat with --draft-model DIR to speculate with one)";
+        if (c.name == "speculate") spec.mode = c.path;
+        if (c.name == "speculate-k") spec.k = static_cast<int>(c.value);
+        if (c.name == "lookup-ngram") spec.lookup_ngram = static_cast<int>(c.value);
+        return Cat("(", c.name, " ", c.name == "speculate" ? c.path : Cat(c.value),
+                   spec.RequestK() > 0 && s.beams ? "; beam search does not speculate" : "", ")");
+      }
       if (c.name == "temperature") {
         s.sampling.temperature = static_cast<float>(c.value);
       } else if (c.name == "top-k") {
@@ -234,7 +267,9 @@ std::string ChatSession::Apply(const ChatCommand& c) {
       conversation_->set_settings(s);
       return w == 0 ? "(sampling)"
                     : Cat("(beam search with ", w, " beam", w == 1 ? "" : "s",
-                          ": replies show the best hypothesis)");
+                          ": replies show the best hypothesis",
+                          run_.speculation.RequestK() > 0 ? "; beam search does not speculate" : "",
+                          ")");
     }
     default:
       WC_CHECK(false, "not a conversation command");
@@ -257,6 +292,10 @@ ChatFigures ChatSession::figures() const {
   f.prefix_blocks = st.prefix_blocks;
   f.prefix_disk_loaded = st.prefix_disk_loaded;
   f.prefix_disk_saved = st.prefix_disk_saved;
+  // A speculating reply's steps so far (exact at the end: OnFinish's figure replaces it).
+  if (speculating_ && steps_at_first_ >= 0 && st.steps > steps_at_first_)
+    f.tokens_per_step = static_cast<double>(st.tokens_sampled - sampled_at_first_) /
+                        static_cast<double>(st.steps - steps_at_first_);
   if (st.kv_blocks_total > 0) {  // paged: the blocks in use
     f.kv_bytes_used = f.kv_bytes_total / st.kv_blocks_total * st.kv_blocks_used;
   } else {  // contiguous: the conversation's positions of its row
@@ -292,7 +331,15 @@ std::string ChatSession::StatsText() const {
       static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token (", kWholeModelGraph,
       ")\n", "sampling: temperature ", s.sampling.temperature, ", top-k ", s.sampling.top_k,
       ", top-p ", s.sampling.top_p, ", max-tokens ", s.max_new_tokens, ", seed ", s.seed,
-      s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n");
+      s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n",
+      "speculation: ", DescribeSpeculation(run_.speculation),
+      run_.speculation.RequestK() > 0 && s.beams ? " (not with beam search)" : "",
+      f.spec_proposed > 0 || f.tokens_per_step > 0
+          ? Cat("; last reply: ", f.spec_accepted, "/", f.spec_proposed,
+                " proposed tokens accepted, ", static_cast<int>(f.tokens_per_step * 100) / 100.0,
+                " tokens per step")
+          : std::string(),
+      "\n");
 }
 
 std::string ChatSession::Save(const std::string& path) const {
@@ -325,6 +372,10 @@ std::string ChatSession::Export(const std::string& path, bool force) const {
   for (ConversationTurn& t : conversation_->turns())
     if (t.finished) c.turns.push_back(std::move(t));
   c.settings = c.turns.empty() ? conversation_->settings() : c.turns.front().settings;
+  c.speculate_k = run_.speculation.RequestK();
+  c.lookup_ngram = run_.speculation.lookup_ngram;
+  c.speculate_mode = run_.speculation.mode;
+  c.draft_model = run_.speculation.draft_model;
   {
     std::lock_guard<std::mutex> lock(save_mu_);
     c.title = title_;
@@ -419,6 +470,7 @@ RequestId ChatSession::RestoreChat(const std::string& path, const std::string& l
   // turns: a chat that cannot be restored changes nothing.
   auto restored = std::make_unique<Conversation>(*loop_, *m_.model, *m_.tokenizer,
                                                  m_.chat_format.value_or(ChatFormat{}), t.settings);
+  ApplyRunSpeculation(*restored);
   const RequestId id = restored->Restore(t.turns, std::move(o));
   conversation_ = std::move(restored);
   std::lock_guard<std::mutex> lock(save_mu_);

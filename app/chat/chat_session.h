@@ -33,7 +33,12 @@ struct ChatFigures {
   int prefill_percent = 0;  // kPrefill
   int reply_tokens = 0;     // of the current or last reply
   double tokens_per_s = 0;  // decode speed of the current or last reply
-  double ttft_s = 0;        // its time to first token (0 before the first)
+  // Speculative decoding (--speculate, /set speculate): tokens per decode step of the current or
+  // last reply (1 + the proposals accepted per step; 0: that reply did not speculate, or no step
+  // has ended yet), and the last finished reply's proposed and accepted tokens.
+  double tokens_per_step = 0;
+  int spec_proposed = 0, spec_accepted = 0;
+  double ttft_s = 0;  // its time to first token (0 before the first)
   int ctx_tokens = 0, ctx_size = 0;
   // The last reply's prompt (tokens it fed before generating; a later turn's: only what it adds)
   // and, of those, the ones whose K/V came from the prefix cache (whole blocks; 0 during a reply,
@@ -93,7 +98,8 @@ class ChatSession {
   // Cancels the running reply (it ends with StopReason::kCancelled).
   void Cancel();
 
-  // Runs a command that changes the conversation (/reset, /set, /beams); returns the line to show.
+  // Runs a command that changes the conversation (/reset, /set, /beams; /set speculate,
+  // speculate-k and lookup-ngram change how the next replies decode); returns the line to show.
   // Front-end commands (/help, /quit, /mesh, /stats, /save, /load) are the front end's.
   std::string Apply(const ChatCommand& command);
   // Multi-line /stats text: the last reply, its prompt (reused from the prefix cache and
@@ -168,6 +174,8 @@ class ChatSession {
   std::string RestoredText(const RequestResult* r) const;
   // The figures of a chat with no reply yet: context, KV format and size, prefix cache.
   ChatFigures FreshFigures() const;
+  // Has `c`'s replies decode with run_.speculation as it stands at each Send (ApplySpeculation).
+  void ApplyRunSpeculation(Conversation& c);
 
   const LoadedModel& m_;
   ModelRunOptions run_;
@@ -188,6 +196,10 @@ class ChatSession {
   ChatFigures figures_;    // all but seed and beams, which figures() takes from the settings
   double reply_start_ = 0, first_token_at_ = 0;
   double mesh_us_at_start_ = 0;
+  // The running reply speculates; the loop's step and sampled-token counts (ServingStatus) just
+  // before its first token: the live tokens per step (-1 before the first token).
+  bool speculating_ = false;
+  int64_t steps_at_first_ = -1, sampled_at_first_ = 0;
 };
 
 }  // namespace wc

@@ -19,6 +19,7 @@
 #include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/rank_lifecycle.h"
+#include "app/speculation.h"
 #include "dist/communicator.h"
 #include "dist/exchange.h"
 #include "serving/serving_loop.h"
@@ -101,6 +102,8 @@ void RunBatch(const BatchCmdOptions& o) {
                              c.eos_token_id,    m.ctx,          c.vocab_size,
                              o.run.ids};
 
+  SpeculationOptions speculation = o.run.speculation;
+  LoadDraftModel(speculation, o.run, m, o.user_rows);  // each data-parallel rank its own
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
                    ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
 
@@ -133,7 +136,9 @@ void RunBatch(const BatchCmdOptions& o) {
     std::string error = b.error;
     if (error.empty()) {
       try {
-        jobs.push_back({b.line, *b.custom_id, b.chat, BuildBatchRequest(b, defaults, framing)});
+        Request r = BuildBatchRequest(b, defaults, framing);
+        ApplySpeculation(speculation, &r);  // beam lines (body.num_beams) do not speculate
+        jobs.push_back({b.line, *b.custom_id, b.chat, std::move(r)});
         continue;
       } catch (const Error& e) {
         error = e.what();
@@ -160,7 +165,8 @@ void RunBatch(const BatchCmdOptions& o) {
       ran += Cat(r == 0 ? "" : ", ", "rank ", r, ": ", runner.ran_per_rank()[r]);
     progress.Note(Cat("batch: requests run per rank: ", ran));
   }
-  progress.Finish(counts.done, counts.failed, runner.status(), stopped_by != 0);
+  progress.Finish(counts.done, counts.failed, runner.status(), stopped_by != 0,
+                  o.run.speculation.RequestK() > 0 ? &runner.speculation() : nullptr);
   if (stopped_by != 0) {
     // End as the signal would have, now that every finished record is on disk.
     signal(stopped_by, SIG_DFL);
@@ -190,6 +196,11 @@ Input whose first non-blank line does not start with '{' is plain text: one prom
 chat-framed, custom_id = its line number (blank lines are skipped but counted); --format forces
 either. With --ids every prompt and message is token ids written out ("5 17 9"), fed without
 framing, and every reply's text is its ids written out ("23 8 2"): no tokenizer needed.
+
+Speculative decoding (--speculate lookup): every request decodes several tokens a step where its
+prompt or reply repeats itself, and its record is byte for byte the one without it (requests with
+num_beams do not speculate); the summary on stderr says how many proposed tokens were accepted,
+over all ranks.
 
 Seeds: a request without "seed" gets splitmix64(fnv1a64(custom_id) ^ --seed), fnv1a64 being 64-bit
 FNV-1a over the custom_id's bytes, so reruns give the same results. Every result equals running
@@ -235,6 +246,7 @@ void RegisterBatch(CLI::App& app) {
                   "Most tokens to generate for requests without max_tokens")
       ->capture_default_str();
   AddSamplingOptions(cmd, o->sampling, o->seed);
+  AddSpeculationOptions(cmd, o->run.speculation);
   cmd->add_option("--stop", o->stop,
                   "Stop string for requests without \"stop\" (repeatable); the text before it is "
                   "kept");
@@ -248,6 +260,7 @@ void RegisterBatch(CLI::App& app) {
   cmd->footer(kBatchFooter);
   cmd->callback([o, cmd] {
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
+    CheckSpeculation(*cmd, o->run.speculation);
     RunBatch(*o);
   });
 }

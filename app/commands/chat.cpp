@@ -14,6 +14,7 @@
 #include "app/model_loader.h"
 #include "app/model_options.h"
 #include "app/rank_lifecycle.h"
+#include "app/speculation.h"
 #include "app/transcript/run_header.h"
 #include "app/tui/chat_tui.h"
 #include "serving/transcript.h"
@@ -27,15 +28,16 @@ struct ChatCmdOptions {
   int max_new_tokens = 256;
   SamplingParams sampling;
   uint64_t seed = 0;
-  bool seed_given = false;   // --seed; else one from the system's entropy
-  int beams = 0;             // --beams / `/beams W`: 0 samples, else beam search with W beams
-  std::string system;        // --system
-  bool plain = false;        // --plain
-  bool no_save = false;      // --no-save
-  std::string chats_dir;     // --chats-dir ("" = DefaultChatsDir())
-  bool resume = false;       // --resume given
-  std::string resume_name;   // its NAME ("" = the most recent)
-  bool model_given = false;  // --model given (it overrides a resumed chat's)
+  bool seed_given = false;         // --seed; else one from the system's entropy
+  int beams = 0;                   // --beams / `/beams W`: 0 samples, else beam search with W beams
+  std::string system;              // --system
+  bool plain = false;              // --plain
+  bool no_save = false;            // --no-save
+  std::string chats_dir;           // --chats-dir ("" = DefaultChatsDir())
+  bool resume = false;             // --resume given
+  std::string resume_name;         // its NAME ("" = the most recent)
+  bool model_given = false;        // --model given (it overrides a resumed chat's)
+  bool speculation_given = false;  // a --speculate flag given (it overrides a resumed chat's)
   std::string render = "markdown";  // --render: markdown or plain (the full-screen chat's)
   bool no_mouse = false;            // --no-mouse
 };
@@ -73,9 +75,11 @@ void RunChat(const ChatCmdOptions& o) {
     run.prefix_cache_dir_max_mb = o.run.prefix_cache_dir_max_mb;
     run.tensor_parallel = o.run.tensor_parallel;
     if (o.model_given) run.model_dir = o.run.model_dir;
+    if (o.speculation_given) run.speculation = o.run.speculation;
     s = saved.settings;
   }
   LoadedModel m = LoadModel(run, /*need_tokenizer=*/true);
+  LoadDraftModel(run.speculation, run, m, /*user_rows=*/kMaxBeams);  // the chat loop's rows
   if (o.resume && !o.model_given) {
     const std::string fingerprint = RunFingerprint(run, m);
     if (fingerprint != saved.fingerprint)
@@ -119,6 +123,7 @@ void RegisterChat(CLI::App& app) {
   cmd->add_option("--beams", o->beams,
                   "Reply by beam search with W beams (1-16; 0 samples); /beams W changes it")
       ->capture_default_str();
+  AddSpeculationOptions(cmd, o->run.speculation);
   cmd->add_option("--system", o->system,
                   "A system prompt, framed before the conversation and kept when old turns are "
                   "dropped to fit the context");
@@ -145,6 +150,11 @@ void RegisterChat(CLI::App& app) {
     o->seed_given = cmd->count("--seed") > 0;
     o->resume = cmd->count("--resume") > 0;
     o->model_given = cmd->count("--model") > 0;
+    o->speculation_given = cmd->count("--speculate") + cmd->count("--speculate-k") +
+                               cmd->count("--lookup-ngram") + cmd->count("--draft-model") >
+                           0;
+    CheckSpeculation(*cmd, o->run.speculation);
+    if (o->beams > 0 && o->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
     if (o->resume && o->no_save)
       throw Error("--resume continues a saved chat in its file; it cannot go with --no-save");
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);

@@ -38,7 +38,6 @@ struct GenerateCmdOptions {
   int beams = 0;  // 0: sample; else beam search of this many beams
   BeamParams beam;
   bool json = false;
-  SpeculationOptions speculation;
 };
 
 // Keeps the sum of the log-softmax (temperature 1) of the sampled tokens: a sampled sequence's
@@ -103,15 +102,9 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Attenti
                  m.rank_weight_bytes.size(), MiBList(m.rank_weight_bytes).c_str(),
                  total / 1048576.0, MiBList(m.rank_peak_rss).c_str());
   }
-  if (res.spec_proposed > 0 || o.speculation.RequestK() > 0) {
-    const std::string how =
-        o.speculation.mode == "draft"
-            ? Cat("draft model ", o.speculation.draft_model, ", k up to ", o.speculation.k)
-            : Cat("prompt lookup, k up to ", o.speculation.k, ", n-grams up to ",
-                  o.speculation.lookup_ngram);
+  if (res.spec_proposed > 0 || o.run.speculation.RequestK() > 0)
     std::fprintf(stderr, "speculation: %d/%d proposed tokens accepted (%s)\n", res.spec_accepted,
-                 res.spec_proposed, how.c_str());
-  }
+                 res.spec_proposed, DescribeSpeculation(o.run.speculation).c_str());
   if (o.beams > 0) {
     int64_t longest = 0;
     for (const BeamSequence& s : res.sequences)
@@ -153,7 +146,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
   const ServingOptions so = ServingOptionsFor(o.run, m, /*user_rows=*/std::max(1, o.beams));
   AttentionMeter meter;  // the emulated mesh's attention figures (--stats)
   m.model->set_flash_decode_observer(&meter);
-  SpeculationOptions speculation = o.speculation;
+  SpeculationOptions speculation = o.run.speculation;
   LoadDraftModel(speculation, o.run, m, so.user_rows);
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format, so);
   Request r;
@@ -164,7 +157,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
   r.max_new_tokens = o.max_new_tokens;
   r.stop = o.stop;
   if (o.beams != 0) r.beams = beam;
-  ApplySpeculationTo(speculation, &r);
+  ApplySpeculation(speculation, &r);
   // Text streams as it is generated, unless it is printed at the end (JSON, several sequences, or
   // no tokenizer to spell it).
   const bool stream = !o.json && m.tokenizer != nullptr && beam.num_return == 1;
@@ -256,15 +249,14 @@ void RegisterGenerate(CLI::App& app) {
   cmd->add_option("--stop", o->stop, "Stop string (repeatable); the text before it is kept");
   cmd->add_flag("--raw", o->raw, "Feed the prompt as it is, without the chat format's framing");
   cmd->add_flag("--stats", o->stats, "Print speed and emulated-attention figures to stderr");
-  AddSpeculationOptions(cmd, o->speculation);
+  AddSpeculationOptions(cmd, o->run.speculation);
   cmd->callback([o, prompt, ids, beams, cmd] {
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
     if (prompt->count() == 0 && ids->count() == 0)
       throw UsageError("generate needs --prompt or --ids");
     if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");
-    CheckSpeculation(*cmd, o->speculation);
-    if (o->beams > 0 && o->speculation.RequestK() > 0)
-      throw Error("--speculate: beam search (--beams) does not speculate; use one or the other");
+    CheckSpeculation(*cmd, o->run.speculation);
+    if (o->beams > 0 && o->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
     RunGenerate(*o);
   });
 }

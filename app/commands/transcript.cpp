@@ -12,6 +12,7 @@
 
 #include "app/commands/commands.h"
 #include "app/model_options.h"
+#include "app/speculation.h"
 #include "app/transcript/conversation_runner.h"
 #include "app/transcript/run_header.h"
 #include "app/transcript/turn_diff.h"
@@ -150,10 +151,15 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
       return Outcome::kFailed;
     }
   }
-  std::printf("%s: passed (%zu turn%s; %lld prompt tokens, %lld from the prefix cache)\n",
+  // With the header's speculation on, how it went (it changes no token, only the speed).
+  const std::string speculation = run.speculation.RequestK() > 0
+                                      ? Cat("; speculation: ", runner.spec_accepted(), "/",
+                                            runner.spec_proposed(), " proposed tokens accepted")
+                                      : std::string();
+  std::printf("%s: passed (%zu turn%s; %lld prompt tokens, %lld from the prefix cache%s)\n",
               path.c_str(), t.turns.size(), t.turns.size() == 1 ? "" : "s",
               static_cast<long long>(runner.prompt_tokens()),
-              static_cast<long long>(runner.cached_tokens()));
+              static_cast<long long>(runner.cached_tokens()), speculation.c_str());
   return Outcome::kPassed;
 }
 
@@ -275,10 +281,13 @@ void RegisterTranscript(CLI::App& app) {
                  "Beam search: end as soon as W hypotheses are finished")
       ->needs(beams);
   record->add_option("--system", r->system, "System prompt (needs the model's chat format)");
+  AddSpeculationOptions(record, r->run.speculation);
   record->callback([r, beams, record] {
     ApplyGenerationDefaults(*record, r->run.model_dir, &r->sampling, &r->max_new_tokens);
     if (beams->count() > 0 && (r->beams < 1 || r->beams > kMaxBeams))
       throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", r->beams));
+    CheckSpeculation(*record, r->run.speculation);
+    if (r->beams > 0 && r->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
     RunRecord(*r);
   });
 

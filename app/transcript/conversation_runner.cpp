@@ -4,6 +4,7 @@
 #include <atomic>
 #include <mutex>
 
+#include "app/speculation.h"
 #include "serving/waiting_observer.h"
 #include "util/error.h"
 
@@ -51,6 +52,10 @@ ConversationRunner::ConversationRunner(const ModelRunOptions& run,
                                         ServingOptionsFor(run, model_, std::max(1, user_rows)));
   conversation_ =
       std::make_unique<Conversation>(*loop_, *model_.model, *model_.tokenizer, format, settings);
+  SpeculationOptions speculation = run.speculation;
+  LoadDraftModel(speculation, run, model_, std::max(1, user_rows));
+  conversation_->set_request_options(
+      [s = std::move(speculation)](Request* r) { ApplySpeculation(s, r); });
 }
 
 ConversationRunner::~ConversationRunner() {
@@ -65,6 +70,8 @@ ConversationTurn ConversationRunner::Say(const std::string& user, int cancel_aft
   if (result.reason == StopReason::kError) throw Error(result.error);
   prompt_tokens_ += result.prompt_tokens;
   cached_tokens_ += result.cached_tokens;
+  spec_proposed_ += result.spec_proposed;
+  spec_accepted_ += result.spec_accepted;
   return conversation_->turns().back();
 }
 

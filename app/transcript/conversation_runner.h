@@ -18,7 +18,8 @@ namespace wc {
 class ConversationRunner {
  public:
   // Loads the model of `run` and starts a loop of `user_rows` rows (the widest beam search the
-  // conversation will run, at least 1) and a conversation with `settings`. Throws wc::Error from
+  // conversation will run, at least 1) and a conversation with `settings`, its replies decoded
+  // with run.speculation (ApplySpeculation). Throws wc::Error from
   // LoadModel / the loop / Conversation for bad options.
   ConversationRunner(const ModelRunOptions& run, const ConversationSettings& settings,
                      int user_rows);
@@ -40,12 +41,16 @@ class ConversationRunner {
   // token) and how many of them the prefix cache gave (not prefilled).
   int64_t prompt_tokens() const { return prompt_tokens_; }
   int64_t cached_tokens() const { return cached_tokens_; }
+  // Speculative decoding over the replies so far: tokens proposed, and of those accepted.
+  int64_t spec_proposed() const { return spec_proposed_; }
+  int64_t spec_accepted() const { return spec_accepted_; }
 
  private:
   LoadedModel model_;
   std::unique_ptr<ServingLoop> loop_;
   std::unique_ptr<Conversation> conversation_;
   int64_t prompt_tokens_ = 0, cached_tokens_ = 0;
+  int64_t spec_proposed_ = 0, spec_accepted_ = 0;
 };
 
 // The widest beam search among `initial` and `turns`' settings (1 for sampling): the user rows a

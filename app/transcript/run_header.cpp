@@ -23,6 +23,8 @@ struct Field {
   std::function<void(ModelRunOptions&, const std::string&)> set;
   // Written only when not `absent`, and `absent` when left out (keys added after the format).
   const char* absent = nullptr;
+  // Set: written only when it holds (and then whatever `absent` says).
+  std::function<bool(const ModelRunOptions&)> written;
 };
 
 int ParseInt(const std::string& key, const std::string& value) {
@@ -46,6 +48,20 @@ Field Count(const char* key, int ModelRunOptions::*member) {
       key,
       [member](const ModelRunOptions& o, const LoadedModel&) { return std::to_string(o.*member); },
       [member, key](ModelRunOptions& o, const std::string& v) { o.*member = ParseInt(key, v); }};
+}
+
+// A speculation count (--speculate-k, --lookup-ngram): 1-16, as the flag takes it.
+Field SpeculationCount(const char* key, int SpeculationOptions::*member) {
+  return {key,
+          [member](const ModelRunOptions& o, const LoadedModel&) {
+            return std::to_string(o.speculation.*member);
+          },
+          [member, key](ModelRunOptions& o, const std::string& v) {
+            const int n = ParseInt(key, v);
+            if (n < 1 || n > 16) throw Error(Cat(key, ": ", n, " is not in 1-16"));
+            o.speculation.*member = n;
+          },
+          nullptr, [](const ModelRunOptions& o) { return o.speculation.RequestK() > 0; }};
 }
 
 const std::vector<Field>& Fields() {
@@ -102,6 +118,26 @@ const std::vector<Field>& Fields() {
          o.ids = v == "true";
        },
        "false"},
+      // Speculative decoding (issue 34): how the replies were decoded, never which tokens; replay
+      // decodes the same way. Absent in transcripts written before it: off. k and the n-gram
+      // length only when it is on.
+      {"speculate", [](const ModelRunOptions& o, const LoadedModel&) { return o.speculation.mode; },
+       [](ModelRunOptions& o, const std::string& v) {
+         if (v != "off" && v != "lookup" && v != "draft")
+           throw Error(Cat("speculate: '", v, "' is not off, lookup or draft"));
+         o.speculation.mode = v;
+       },
+       "off"},
+      // The draft checkpoint of `speculate: draft`, as --draft-model named it.
+      {"draft-model",
+       [](const ModelRunOptions& o, const LoadedModel&) { return o.speculation.draft_model; },
+       [](ModelRunOptions& o, const std::string& v) {
+         if (v.empty()) throw Error("draft-model: empty; name the draft checkpoint's directory");
+         o.speculation.draft_model = v;
+       },
+       nullptr, [](const ModelRunOptions& o) { return o.speculation.mode == "draft"; }},
+      SpeculationCount("speculate-k", &SpeculationOptions::k),
+      SpeculationCount("lookup-ngram", &SpeculationOptions::lookup_ngram),
   };
   return fields;
 }
@@ -111,6 +147,7 @@ const std::vector<Field>& Fields() {
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m) {
   std::vector<TranscriptOption> entries;
   for (const Field& f : Fields()) {
+    if (f.written && !f.written(o)) continue;
     std::string value = f.get(o, m);
     if (f.absent == nullptr || value != f.absent) entries.push_back({f.key, std::move(value), 0});
   }
@@ -134,8 +171,10 @@ ModelRunOptions RunOptionsFromTranscript(const Transcript& t) {
     seen[entry.key] = true;
   }
   for (const Field& f : Fields())
-    if (!seen.count(f.key) && f.absent == nullptr)
+    if (!seen.count(f.key) && f.absent == nullptr && !f.written)
       throw Error(Cat(t.path, ": the header has no '", f.key, ":' line"));
+  if (o.speculation.mode == "draft" && o.speculation.draft_model.empty())
+    throw Error(Cat(t.path, ": 'speculate: draft' needs a 'draft-model:' line"));
   return o;
 }
 

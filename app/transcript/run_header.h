@@ -17,9 +17,11 @@ namespace wc {
 // name without the dashes - kv-dtype, kv-scale, kv-block-size, kv-blocks, ctx (as resolved: never
 // 0), lm-head-fractures, attention, mesh, reduction, max-cores-per-head, k-chunk-size,
 // matmul-precision (written only when f32; bf16 when absent), weights (the canonical --weights
-// spec, written only when not auto; auto when absent), and ids
-// (written only when true; false when absent). Not --threads: tokens are the same on any thread
-// count.
+// spec, written only when not auto; auto when absent), ids (written only when true; false when
+// absent), and - not a token-changing option, but how replies were decoded, which replay repeats -
+// speculate (written only when not off; off when absent) with speculate-k and
+// lookup-ngram (written only when speculate is on). Not --threads: tokens are the same on any
+// thread count.
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m);
 
 // The header's run options as ModelRunOptions (model_dir from its model line: "default" is the

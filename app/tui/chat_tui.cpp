@@ -710,6 +710,7 @@ class ChatTui {
                                                         : tui::ChatState::kGenerating;
     t.prefill_percent = f.prefill_percent;
     if (f.reply_tokens > 1) t.tokens_per_s = f.tokens_per_s;
+    if (f.tokens_per_step > 0) t.tokens_per_step = f.tokens_per_step;
     if (f.ttft_s > 0) t.ttft_ms = f.ttft_s * 1000;
     t.ctx_tokens = f.ctx_tokens;
     t.ctx_size = f.ctx_size;

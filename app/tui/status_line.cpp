@@ -78,16 +78,20 @@ std::string StatusLine(const StatusFigures& f, int width) {
   }
   const std::string speed = f.tokens_per_s < 0 ? "-" : Figure(f.tokens_per_s);
   fields.push_back({speed + " tok/s", speed + "t/s"});
-  if (!f.note.empty()) fields.push_back({f.note, f.note, 6});
+  if (!f.note.empty()) fields.push_back({f.note, f.note, 7});
+  if (f.tokens_per_step >= 0) {
+    const std::string per_step = Printf("%.1f tok/step", f.tokens_per_step);
+    fields.push_back({per_step, per_step, 4});
+  }
   if (f.ttft_ms >= 0) {
     const std::string t =
         f.ttft_ms < 999.5 ? Printf("%.0f ms", f.ttft_ms) : Printf("%.2f s", f.ttft_ms / 1000.0);
-    fields.push_back({"ttft " + t, "ttft " + t, 4});
+    fields.push_back({"ttft " + t, "ttft " + t, 5});
   }
   if (f.ctx_tokens >= 0) {
     std::string ctx = std::to_string(f.ctx_tokens);
     if (f.ctx_size > 0) ctx += "/" + std::to_string(f.ctx_size);
-    fields.push_back({"ctx " + ctx, "ctx " + ctx, 5});
+    fields.push_back({"ctx " + ctx, "ctx " + ctx, 6});
   }
   if (f.reused_tokens > 0) {
     const std::string reused = "reused " + std::to_string(f.reused_tokens);

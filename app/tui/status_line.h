@@ -6,6 +6,8 @@
 //   state      "idle", "prefill 45%" or "generating"
 //   speed      "23.4 tok/s": decode speed of the reply streaming, or of the last one after it ends
 //              ("- tok/s" before the first reply)
+//   per step   "2.4 tok/step": with speculative decoding, tokens per decode step of that reply (1
+//              plus the proposals accepted per step; shown only when speculating)
 //   ttft       "ttft 412 ms" (or "ttft 1.25 s"): time to first token of that reply
 //   context    "ctx 812/2048": tokens in the conversation's context / the context size
 //   reused     "reused 448": prompt tokens of that reply whose K/V came from the prefix cache
@@ -16,11 +18,11 @@
 //   unsaved    "not saved: No space left on device" (shown only then; "not saved" when narrow)
 //   seed       "seed 42"
 // A field whose figure is unknown (negative) is left out. When the line is wider than the width,
-// fields go in this order until it fits: mesh, kv, reused, ttft, context; then the rest are
-// abbreviated (separators become one space, then "gen"/"pf 45%", "23.4t/s", "s42"); then the line
-// is cut at the width. So at 80 columns the state, "N tok/s" and "seed N" always show in full, and
-// down to 40 columns the three always show (abbreviated only for huge seeds or speeds). The result
-// never exceeds the width (in display columns).
+// fields go in this order until it fits: mesh, kv, reused, per step, ttft, context; then the rest
+// are abbreviated (separators become one space, then "gen"/"pf 45%", "23.4t/s", "s42"); then the
+// line is cut at the width. So at 80 columns the state, "N tok/s" and "seed N" always show in full,
+// and down to 40 columns the three always show (abbreviated only for huge seeds or speeds). The
+// result never exceeds the width (in display columns).
 #pragma once
 
 #include <cstdint>
@@ -34,6 +36,7 @@ struct StatusFigures {
   ChatState state = ChatState::kIdle;
   int prefill_percent = 0;      // kPrefill: share of the prompt prefilled, 0-100
   double tokens_per_s = -1;     // decode tokens/s of the current or last reply; < 0: none yet
+  double tokens_per_step = -1;  // speculating: tokens per decode step of that reply; < 0: none
   double ttft_ms = -1;          // time to first token of that reply, ms; < 0: unknown
   int64_t ctx_tokens = -1;      // tokens in the context; < 0: unknown
   int64_t ctx_size = 0;         // the context size (--ctx)

@@ -25,6 +25,28 @@ ChatCommand Parse(const std::string& line) {
   return ParseChatCommand(line, &message);
 }
 
+TEST(ChatCommands, SetSpeculation) {
+  ChatCommand c = Parse("/set speculate lookup");
+  EXPECT_EQ(c.kind, Kind::kSet);
+  EXPECT_EQ(c.name, "speculate");
+  EXPECT_EQ(c.path, "lookup");
+  c = Parse("/set speculate-k 4");
+  EXPECT_EQ(c.kind, Kind::kSet);
+  EXPECT_EQ(c.value, 4);
+  c = Parse("/set lookup-ngram 2");
+  EXPECT_EQ(c.kind, Kind::kSet);
+  EXPECT_EQ(c.value, 2);
+  c = Parse("/set speculate draftish");
+  EXPECT_EQ(c.kind, Kind::kHint);
+  EXPECT_EQ(c.text, "/set speculate takes off or lookup, got 'draftish'");
+  for (const char* bad : {"/set speculate-k 17", "/set speculate-k 0", "/set lookup-ngram 1.5"}) {
+    c = Parse(bad);
+    EXPECT_EQ(c.kind, Kind::kHint) << bad;
+    EXPECT_NE(c.text.find("must be a whole number in 1-16"), std::string::npos) << c.text;
+  }
+  EXPECT_EQ(CompleteChatCommand("/set spec"), (Lines{"/set speculate ", "/set speculate-k "}));
+}
+
 TEST(ChatCommands, Export) {
   ChatCommand c = Parse("/export notes/my chat.md  ");
   EXPECT_EQ(c.kind, Kind::kExport);

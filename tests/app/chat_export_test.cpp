@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
@@ -173,6 +174,20 @@ TEST(ChatExport, Json) {
   ]
 }
 )");
+}
+
+TEST(ChatExport, SpeculationIsRecordedWhenOnAndLeftOutWhenOff) {
+  ExportContent c = Chat();
+  EXPECT_EQ(ExportMarkdown(c).find("speculation"), std::string::npos);
+  EXPECT_EQ(ExportJson(c).find("speculation"), std::string::npos);
+  c.speculate_k = 4;
+  c.lookup_ngram = 2;
+  EXPECT_NE(ExportMarkdown(c).find("top-p 0.9, seed 42, max tokens 256\n- speculation: prompt "
+                                   "lookup, k 4, n-grams up to 2\n\n### System\n"),
+            std::string::npos)
+      << ExportMarkdown(c);
+  const nlohmann::json j = nlohmann::json::parse(ExportJson(c));
+  EXPECT_EQ(j["speculation"], (nlohmann::json{{"mode", "lookup"}, {"k", 4}, {"lookup_ngram", 2}}));
 }
 
 TEST(ChatExport, InvalidUtf8IsKeptInMarkdownAndReplacedInJson) {

@@ -126,6 +126,55 @@ TEST(MpiTest, DataParallelBatchEqualsTheSingleProcessRecords) {
   EXPECT_NE(r.err.find("150/150 done"), std::string::npos) << r.err;
 }
 
+// --speculate lookup across ranks: the records equal the single-process run's (and those without
+// speculation), and the summary's proposed and accepted tokens are summed over the ranks: the
+// same figures as the single-process run's, whichever rank ran which request.
+TEST(MpiTest, DataParallelBatchSumsSpeculationOverTheRanks) {
+  TempDir dir;
+  std::string input;
+  for (int i = 1; i <= 24; ++i)
+    input += "Say it twice: the number " + std::to_string(i) + " is here, the number " +
+             std::to_string(i) + " is here.\n";
+  WriteFile(dir.File("in.txt"), input);
+  const std::vector<std::string> args = {"-n",        "16", "--user-rows",   "2",
+                                         "--threads", "1",  "--temperature", "0"};
+  std::vector<std::string> spec_args = args;
+  spec_args.insert(spec_args.end(), {"--speculate", "lookup"});
+  const RunResult off = Batch(dir, input, dir.File("off.jsonl"), args);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  const RunResult one = Batch(dir, input, dir.File("one.jsonl"), spec_args);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  std::vector<std::string> argv = {"batch", "-i", dir.File("in.txt"), "-o", dir.File("two.jsonl")};
+  argv.insert(argv.end(), spec_args.begin(), spec_args.end());
+  const RunResult two = Mpirun(MpirunArgv(2, argv));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("two.jsonl"))),
+            SortedLines(ReadFile(dir.File("off.jsonl"))));
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("one.jsonl"))),
+            SortedLines(ReadFile(dir.File("off.jsonl"))));
+  auto summary = [](const std::string& err) {
+    const size_t at = err.find("batch: speculation: ");
+    return at == std::string::npos ? std::string() : err.substr(at, err.find('\n', at) - at);
+  };
+  ASSERT_FALSE(summary(one.err).empty()) << one.err;
+  EXPECT_EQ(summary(two.err), summary(one.err)) << two.err;
+  long accepted = 0, proposed = 0;
+  ASSERT_EQ(
+      std::sscanf(summary(one.err).c_str(), "batch: speculation: %ld/%ld", &accepted, &proposed),
+      2);
+  EXPECT_GT(accepted, 0);
+  EXPECT_GE(proposed, accepted);
+  // Both ranks ran requests.
+  int ran0 = 0, ran1 = 0;
+  const size_t at = two.err.find("requests run per rank: ");
+  ASSERT_NE(at, std::string::npos) << two.err;
+  ASSERT_EQ(std::sscanf(two.err.c_str() + at, "requests run per rank: rank 0: %d, rank 1: %d",
+                        &ran0, &ran1),
+            2);
+  EXPECT_GT(ran0, 0);
+  EXPECT_GT(ran1, 0);
+}
+
 TEST(MpiTest, DataParallelBatchReadsStdinAndFailsAsTheSingleProcessRunDoes) {
   // Rank 0 alone has mpirun's stdin; a bad line is an error record and exit status 1, once.
   const std::string input = MixedInput() + "{\"custom_id\": \"bad\", \"body\": 5}\n";

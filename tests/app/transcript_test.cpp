@@ -228,7 +228,7 @@ TEST(CommittedTranscripts, ReplayOnTwoThreads) {
 
 TEST(CommittedTranscripts, CoverEverySetting) {
   // The CI set: greedy, sampled with a seed, beams, every KV format, paged and contiguous KV,
-  // both attention engines, context trimming, a multi-line turn, /reset and /set.
+  // both attention engines, context trimming, a multi-line turn, /reset and /set, speculation.
   std::string all;
   for (const auto& f : CommittedTranscripts()) all += test::ReadFile(f);
   for (const char* needle : {"temperature: 0\n",
@@ -247,6 +247,7 @@ TEST(CommittedTranscripts, CoverEverySetting) {
                              "attention: reference\n",
                              "attention: flash\n",
                              "mesh: t3k\n",
+                             "speculate: lookup\n",
                              "\ndropped: ",
                              "\nreset\n",
                              "\nset: ",

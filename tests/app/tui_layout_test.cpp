@@ -162,6 +162,20 @@ TEST(StatusLine, DropsLowPriorityFieldsThenAbbreviates) {
   EXPECT_EQ(StatusLine(f, 0), "");
 }
 
+TEST(StatusLine, TokensPerStepFollowTheSpeedAndGoAfterKvBeforeTtft) {
+  StatusFigures f = Generating();
+  f.tokens_per_step = 2.44;
+  EXPECT_EQ(StatusLine(f, 200),
+            "generating | 23.4 tok/s | 2.4 tok/step | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 "
+            "MiB | mesh 85.2 us/tok (tt-metal's graph) | seed 42");
+  EXPECT_EQ(StatusLine(f, 80),
+            "generating | 23.4 tok/s | 2.4 tok/step | ttft 412 ms | ctx "
+            "812/2048 | seed 42");
+  EXPECT_EQ(StatusLine(f, 62), "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | seed 42");
+  f.tokens_per_step = -1;  // not speculating: no field
+  EXPECT_EQ(StatusLine(f, 200).find("tok/step"), std::string::npos);
+}
+
 TEST(StatusLine, APassingNoteFollowsTheSpeedAndGoesAfterTheOtherOptionalFields) {
   StatusFigures f = Generating();
   f.note = "copied the last reply (12 bytes) by OSC 52";
