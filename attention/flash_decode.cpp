@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 #include <memory>
+#include <tuple>
 
 #include "attention/reference_attention.h"
 #include "attention/softmax_partial.h"
@@ -45,12 +46,22 @@ int NocHops(const WormholeChipSpec& chip, int a, int b) {
   return ((bx - ax) % noc_x + noc_x) % noc_x + ((by - ay) % noc_y + noc_y) % noc_y;
 }
 
-// One work (batch entry, KV head) and the chunks it reads.
+// One work (user, KV head, a run of the user's consecutive queries) and the chunks it reads.
 struct Work {
   int b = 0, g = 0;
-  int n_chunks = 0;  // valid chunks
-  int limit = 0;     // rows attended: cur_pos + 1 (causal) or kv_len
+  int t0 = 0;        // token of its first query
+  int nq = 1;        // queries in the run
+  int limit0 = 0;    // rows its first query attends: cur_pos + first + 1 (causal) or kv_len
+  int n_chunks = 0;  // chunks its last query attends (the chunks the work reads)
+  // Rows query i of the run attends (causal within the run; non-causal works have one query).
+  int Limit(int i) const { return limit0 + i; }
 };
+
+// The first `rows` rows of `r` (rows are self-contained: each carries its own scale).
+RowsRef FirstRows(RowsRef r, int64_t rows) {
+  r.rows = rows;
+  return r;
+}
 
 // One active emulated core and what it runs.
 struct CoreTask {
@@ -64,9 +75,11 @@ struct CoreTask {
 
 // The L1 state of an emulated core: its outgoing partials, and (reducers/receivers) the slots
 // workers write into and the semaphore they increment.
+// Partials are kept per query of the core's work: [query][nodes in ascending chunk order].
+using QueryPartials = std::vector<std::vector<PartialNode>>;
 struct CoreL1 {
-  std::vector<PartialNode> out;                 // partials ready to send (the out CB)
-  std::vector<std::vector<PartialNode>> slots;  // [group rank] received partials
+  QueryPartials out;                 // partials ready to send (the out CB)
+  std::vector<QueryPartials> slots;  // [group rank] received partials
   std::atomic<int> semaphore{0};
 };
 
@@ -87,6 +100,13 @@ struct ChunkBuffers {
 };
 
 }  // namespace
+
+int DecodeAttentionOp::tokens() const {
+  if (q_len == nullptr) return bsz;
+  int n = 0;
+  for (int b = 0; b < bsz; ++b) n += q_len[b];
+  return n;
+}
 
 const char* ReductionName(Reduction r) {
   return r == Reduction::kFlat ? "flat" : "tree";
@@ -109,23 +129,24 @@ FlashDecodeEngine::FlashDecodeEngine(const MeshSpec& mesh, const FlashDecodeConf
         Cat("max_cores_per_head_batch must be >= 1, got ", config.max_cores_per_head_batch));
 }
 
-int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk,
-                                          int group_size) const {
+int64_t FlashDecodeEngine::L1BytesPerCore(const DecodeAttentionOp& op, int chunk, int group_size,
+                                          int queries) const {
   const Geometry g = MakeGeometry(op);
   // One 32 x 32 tile: 32 rows of 32 of the head_dim values (the row bytes cover head_dim values).
   const int kv_tile_bytes = static_cast<int>(std::ceil(op.kv->RowBytes() * 32 * 32 / op.head_dim));
   const int64_t chunk_tiles = static_cast<int64_t>(chunk / 32) * g.hd_tiles;
-  int64_t bytes = 0;
-  bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // Q
-  bytes += 2 * 2 * chunk_tiles * kv_tile_bytes;  // K, V double-buffered
-  bytes += 2 * static_cast<int64_t>(g.q_tile_rows) * (chunk / 32) * g.q_tile_bytes;  // scores, exp
-  bytes += 2 * static_cast<int64_t>(g.partial_bytes);  // running and previous partial
-  bytes += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // output
+  // Shared by the work's queries (computed one after another against a chunk in L1).
+  int64_t shared = 2 * 2 * chunk_tiles * kv_tile_bytes;  // K, V double-buffered
+  shared += 2 * static_cast<int64_t>(g.q_tile_rows) * (chunk / 32) * g.q_tile_bytes;  // scores, exp
+  // Per query.
+  int64_t per_query = static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // Q
+  per_query += 2 * static_cast<int64_t>(g.partial_bytes);  // running and previous partial
+  per_query += static_cast<int64_t>(g.q_tile_rows) * g.hd_tiles * g.q_tile_bytes;  // output
   // Reduction slots: flat reducers hold every worker's partials; tree receivers one at a time.
   const int slots = config_.reduction == Reduction::kFlat ? std::max(0, group_size - 1)
                                                           : (group_size > 1 ? 1 : 0);
-  bytes += static_cast<int64_t>(slots) * g.partial_bytes;
-  return bytes;
+  per_query += static_cast<int64_t>(slots) * g.partial_bytes;
+  return shared + static_cast<int64_t>(queries) * per_query;
 }
 
 int FlashDecodeEngine::ChunkSizeFor(const DecodeAttentionOp& op) const {
@@ -158,19 +179,35 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   WC_CHECK(op.kv != nullptr && op.kv->head_dim() == op.head_dim, "K/V view");
   WC_CHECK(!op.causal || op.cur_pos != nullptr, "causal attention needs cur_pos");
   WC_CHECK(!compute || (op.q != nullptr && op.out != nullptr), "compute needs q and out");
-  for (int b = 0; op.causal && b < op.bsz; ++b) {
-    if (op.cur_pos[b] < -1 || op.cur_pos[b] >= op.kv_len)
-      throw Error(Cat("cur_pos ", op.cur_pos[b], " of batch entry ", b, " is outside [-1, kv_len ",
-                      op.kv_len, ")"));
+  WC_CHECK(op.q_len == nullptr || op.causal, "several queries per user need causal attention");
+  auto q_len = [&](int b) { return op.q_len == nullptr ? 1 : op.q_len[b]; };
+  int max_q_len = 1;
+  for (int b = 0; b < op.bsz; ++b) {
+    if (q_len(b) < 1) throw Error(Cat("q_len ", q_len(b), " of user ", b, " must be at least 1"));
+    max_q_len = std::max(max_q_len, q_len(b));
+    if (!op.causal) continue;
+    if (op.cur_pos[b] < -1 || op.cur_pos[b] + q_len(b) - 1 >= op.kv_len)
+      throw Error(Cat("cur_pos ", op.cur_pos[b], " (", q_len(b), " queries) of batch entry ", b,
+                      " is outside [-1, kv_len ", op.kv_len, ")"));
   }
   const Geometry geo = MakeGeometry(op);
   const WormholeChipSpec& chip = mesh_.chip;
   const int n_cores = mesh_.cores_per_chip();
   const int chunk = ChunkSizeFor(op);
   const int64_t padded_len = (static_cast<int64_t>(op.kv_len) + 31) / 32 * 32;
+  // The most queries of one user a work carries: as many as fit L1 beside the shared K/V chunks.
+  int max_q = 1;
+  {
+    const int groups = std::min(config_.max_cores_per_head_batch, n_cores);
+    while (max_q < max_q_len && L1BytesPerCore(op, chunk, groups, max_q + 1) <= chip.l1_bytes)
+      ++max_q;
+  }
+  std::vector<int> first_token(op.bsz, 0);  // [bsz] token of each user's first query
+  for (int b = 1; b < op.bsz; ++b) first_token[b] = first_token[b - 1] + q_len(b - 1);
 
   OpTrace trace;
   trace.k_chunk_size = chunk;
+  trace.queries_per_work = std::min(max_q, max_q_len);
 
   // ---- Plan: KV heads over chips, works over cores, chunks over a work's cores.
   std::vector<std::vector<Work>> chip_works(mesh_.chips);
@@ -183,10 +220,16 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     std::vector<Work>& works = chip_works[c];
     for (int b = 0; b < op.bsz; ++b) {
       for (int g = h0; g < h1; ++g) {
-        Work w{b, g, 0, 0};
-        w.limit = op.causal ? op.cur_pos[b] + 1 : op.kv_len;
-        w.n_chunks = CeilDiv(w.limit, chunk);
-        works.push_back(w);
+        for (int first = 0; first < q_len(b); first += max_q) {
+          Work w;
+          w.b = b;
+          w.g = g;
+          w.t0 = first_token[b] + first;
+          w.nq = std::min(max_q, q_len(b) - first);
+          w.limit0 = op.causal ? op.cur_pos[b] + first + 1 : op.kv_len;
+          w.n_chunks = CeilDiv(w.Limit(w.nq - 1), chunk);
+          works.push_back(w);
+        }
       }
     }
     const int n_works = static_cast<int>(works.size());
@@ -226,7 +269,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   }
   int max_group = 1;
   for (const auto& t : tasks) max_group = std::max(max_group, t.group_size);
-  trace.l1_bytes_per_core = L1BytesPerCore(op, chunk, max_group);
+  trace.l1_bytes_per_core = L1BytesPerCore(op, chunk, max_group, trace.queries_per_work);
 
   // ---- Phase A (all cores in parallel): read chunks, compute partials, fold them canonically.
   const int n_tasks = static_cast<int>(tasks.size());
@@ -238,14 +281,15 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   }
   const PartialLayout layout(geo.qpk, op.head_dim);
   const int64_t merge_tiles = 3LL * geo.q_tile_rows * (geo.hd_tiles + 2);
-  auto q_of = [&](const Work& w) {
-    return compute ? op.q + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim
-                   : nullptr;
+  // Query i of work w: its token's Q heads of KV group g, and where its output goes.
+  auto head_offset = [&](const Work& w, int i) {
+    return (static_cast<int64_t>(w.t0 + i) * op.n_q_heads + w.g * geo.qpk) * op.head_dim;
   };
+  auto q_of = [&](const Work& w, int i) { return compute ? op.q + head_offset(w, i) : nullptr; };
 
-  // The last step of a work: merge the optional new-token part, normalize, write the output.
-  auto finish_work = [&](const Work& w, PartialNode cache_part, CoreTrace& ct, float* scores,
-                         ChunkBuffers& buffers) {
+  // The last step of a work's query i: merge the optional new-token part, normalize, write it.
+  auto finish_query = [&](const Work& w, int i, PartialNode cache_part, CoreTrace& ct,
+                          float* scores, ChunkBuffers& buffers) {
     const int64_t normalize_tiles = static_cast<int64_t>(geo.q_tile_rows) * geo.hd_tiles;
     ct.merge_tiles += normalize_tiles;
     ct.final_merge_tiles += normalize_tiles;
@@ -257,13 +301,11 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     if (!compute) return;
     if (op.new_kv != nullptr) {
       PartialNode extra;
-      const auto [k, v] = buffers.Read(*op.new_kv, w.b, w.g, 0, 1);
-      ChunkPartial(q_of(w), layout, k, v, op.scale, nullptr, 0, scores, &extra);
+      const auto [k, v] = buffers.Read(*op.new_kv, w.t0 + i, w.g, 0, 1);
+      ChunkPartial(q_of(w, i), layout, k, v, op.scale, nullptr, 0, scores, &extra);
       layout.Merge(cache_part, extra);
     }
-    layout.Normalize(
-        cache_part,
-        op.out + (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.head_dim);
+    layout.Normalize(cache_part, op.out + head_offset(w, i));
   };
 
   // Tasks are handed out dynamically (a busy host thread must not hold the others up); every
@@ -284,43 +326,55 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
       ct.chunk_rows = chunk;
       for (int wi : t.works) {
         const Work& w = chip_works[t.chip][wi];
+        ct.queries += w.nq;
         const int c0 = t.group_size > 1 ? t.chunk_begin : 0;
         const int c1 = t.group_size > 1 ? t.chunk_end : w.n_chunks;
-        CanonicalMerger merger(layout);
+        std::vector<CanonicalMerger> mergers(w.nq, CanonicalMerger(layout));  // [query]
         for (int c = c0; c < c1; ++c) {
           const int start = c * chunk;
-          const int rows = std::min(chunk, w.limit - start);                       // attended rows
-          const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);  // whole tiles
-          ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();
+          const int rows = std::min(chunk, w.Limit(w.nq - 1) - start);  // rows the last attends
+          const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);     // whole tiles
+          ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();  // once
           const int64_t kt = CeilDiv(read_rows, 32);
-          ct.matmul_tiles += 2LL * geo.q_tile_rows * kt * geo.hd_tiles;  // Q K^T and P V
-          ct.sfpu_tiles += static_cast<int64_t>(geo.q_tile_rows) * (4 * kt + geo.hd_tiles + 2);
           ++ct.chunks;
-          PartialNode node{0, c, {}};
+          RowsRef k, v, next_k;
           if (compute) {
-            const float* mask =
-                op.mask == nullptr
-                    ? nullptr
-                    : op.mask +
-                          (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.kv_len +
-                          start;
             const int next = start + chunk;  // prefetched while this chunk is summed
-            const RowsRef next_k =
-                c + 1 < c1 ? op.kv->Keys(w.b, w.g, next, std::min(chunk, w.limit - next))
-                           : RowsRef{};
-            const auto [k, v] = buffers.Read(*op.kv, w.b, w.g, start, rows);
-            ChunkPartial(q_of(w), layout, k, v, op.scale, mask, op.kv_len, scores.data(), &node,
-                         next_k);
+            if (c + 1 < c1)
+              next_k = op.kv->Keys(w.b, w.g, next, std::min(chunk, w.Limit(w.nq - 1) - next));
+            std::tie(k, v) = buffers.Read(*op.kv, w.b, w.g, start, rows);
           }
-          merger.Push(std::move(node));
+          for (int q = 0; q < w.nq; ++q) {
+            const int q_rows = std::min(chunk, w.Limit(q) - start);  // rows query q attends
+            if (q_rows <= 0) continue;  // the chunk lies past this query's position
+            ct.matmul_tiles += 2LL * geo.q_tile_rows * kt * geo.hd_tiles;  // Q K^T and P V
+            ct.sfpu_tiles += static_cast<int64_t>(geo.q_tile_rows) * (4 * kt + geo.hd_tiles + 2);
+            PartialNode node{0, c, {}};
+            if (compute) {
+              const float* mask =
+                  op.mask == nullptr
+                      ? nullptr
+                      : op.mask +
+                            (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.kv_len +
+                            start;
+              ChunkPartial(q_of(w, q), layout, FirstRows(k, q_rows), FirstRows(v, q_rows), op.scale,
+                           mask, op.kv_len, scores.data(), &node, next_k);
+            }
+            mergers[q].Push(std::move(node));
+          }
         }
         if (t.group_size == 1) {
-          PartialNode result = merger.Finish(compute);
-          ct.merge_tiles += merge_tiles * merger.merges();
-          finish_work(w, std::move(result), ct, scores.data(), buffers);
+          for (int q = 0; q < w.nq; ++q) {
+            PartialNode result = mergers[q].Finish(compute);
+            ct.merge_tiles += merge_tiles * mergers[q].merges();
+            finish_query(w, q, std::move(result), ct, scores.data(), buffers);
+          }
         } else {
-          ct.merge_tiles += merge_tiles * merger.merges();
-          l1[i]->out = merger.TakeNodes();
+          l1[i]->out.resize(w.nq);
+          for (int q = 0; q < w.nq; ++q) {
+            ct.merge_tiles += merge_tiles * mergers[q].merges();
+            l1[i]->out[q] = mergers[q].TakeNodes();
+          }
         }
       }
     }
@@ -330,14 +384,17 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   // It merges a few small partials per core, so it runs on the calling thread: no parallel region
   // per step to wait in on a busy host.
   auto noc_write = [&](int src, int dst, int step) {
-    const int64_t bytes = static_cast<int64_t>(l1[src]->out.size()) * geo.partial_bytes;
+    int64_t nodes = 0;
+    for (const auto& q : l1[src]->out) nodes += static_cast<int64_t>(q.size());
+    const int64_t bytes = nodes * geo.partial_bytes;
     traces[src].writes.push_back(
         {tasks[dst].core, bytes, NocHops(chip, tasks[src].core, tasks[dst].core), step});
     l1[dst]->slots[tasks[src].rank] = std::move(l1[src]->out);
     l1[src]->out.clear();
     l1[dst]->semaphore.fetch_add(1);
   };
-  // Receiver side: wait for `expected` increments, then fold its own and the received partials.
+  // Receiver side: wait for `expected` increments, then fold, per query, its own and the received
+  // partials.
   auto receive = [&](int i, int expected, int from_rank, int to_rank, int step) {
     CoreTrace& ct = traces[i];
     ++ct.sem_waits;
@@ -346,14 +403,24 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     l1[i]->semaphore.store(0);
     ct.received_per_step.resize(step + 1, 0);
     ct.received_per_step[step] = expected;
-    CanonicalMerger merger(layout);
-    for (auto& n : l1[i]->out) merger.Push(std::move(n));
-    for (int r = from_rank; r < to_rank; ++r)
-      for (auto& n : l1[i]->slots[r]) merger.Push(std::move(n));
-    ct.merge_tiles += merge_tiles * merger.merges();
+    const int nq = chip_works[tasks[i].chip][tasks[i].works[0]].nq;
+    std::vector<CanonicalMerger> mergers(nq, CanonicalMerger(layout));
+    int64_t merges = 0;
+    for (int q = 0; q < nq; ++q) {
+      for (auto& n : l1[i]->out[q]) mergers[q].Push(std::move(n));
+      for (int r = from_rank; r < to_rank; ++r)
+        for (auto& n : l1[i]->slots[r][q]) mergers[q].Push(std::move(n));
+      merges += mergers[q].merges();
+    }
+    ct.merge_tiles += merge_tiles * merges;
     ct.merge_tiles_per_step.resize(step + 1, 0);
-    ct.merge_tiles_per_step[step] += merge_tiles * merger.merges();
-    return merger;
+    ct.merge_tiles_per_step[step] += merge_tiles * merges;
+    return mergers;
+  };
+  auto take_nodes = [](std::vector<CanonicalMerger>& mergers) {
+    QueryPartials out(mergers.size());
+    for (size_t q = 0; q < mergers.size(); ++q) out[q] = mergers[q].TakeNodes();
+    return out;
   };
   std::vector<int> reducers;
   for (int i = 0; i < n_tasks; ++i)
@@ -375,8 +442,9 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
         const CoreTask& t = tasks[i];
         if (t.group_size <= 1 || t.rank % (2 * stride) != 0 || t.rank + stride >= t.group_size)
           continue;
-        CanonicalMerger merger = receive(i, 1, t.rank + stride, t.rank + stride + 1, step);
-        l1[i]->out = merger.TakeNodes();
+        std::vector<CanonicalMerger> mergers =
+            receive(i, 1, t.rank + stride, t.rank + stride + 1, step);
+        l1[i]->out = take_nodes(mergers);
       }
     }
   }
@@ -386,18 +454,22 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     for (int k = 0; k < n_reducers; ++k) {
       const int i = reducers[k];
       const CoreTask& t = tasks[i];
-      CanonicalMerger merger(layout);
+      const Work& w = chip_works[t.chip][t.works[0]];
+      std::vector<CanonicalMerger> mergers;
       if (config_.reduction == Reduction::kFlat) {
-        merger = receive(i, t.group_size - 1, 1, t.group_size, 0);
+        mergers = receive(i, t.group_size - 1, 1, t.group_size, 0);
       } else {
-        for (auto& n : l1[i]->out) merger.Push(std::move(n));
+        mergers.assign(w.nq, CanonicalMerger(layout));
+        for (int q = 0; q < w.nq; ++q)
+          for (auto& n : l1[i]->out[q]) mergers[q].Push(std::move(n));
       }
-      const int64_t counted = config_.reduction == Reduction::kFlat ? merger.merges() : 0;
-      PartialNode result = merger.Finish(compute);
-      traces[i].merge_tiles += merge_tiles * (merger.merges() - counted);
-      traces[i].final_merge_tiles += merge_tiles * (merger.merges() - counted);
-      finish_work(chip_works[t.chip][t.works[0]], std::move(result), traces[i], scores.data(),
-                  buffers);
+      for (int q = 0; q < w.nq; ++q) {
+        const int64_t counted = config_.reduction == Reduction::kFlat ? mergers[q].merges() : 0;
+        PartialNode result = mergers[q].Finish(compute);
+        traces[i].merge_tiles += merge_tiles * (mergers[q].merges() - counted);
+        traces[i].final_merge_tiles += merge_tiles * (mergers[q].merges() - counted);
+        finish_query(w, q, std::move(result), traces[i], scores.data(), buffers);
+      }
     }
   }
 

@@ -10,8 +10,15 @@
 // binary tree) and normalize. Optionally (seed 001) a second KV part - the new token - is attended
 // and merged at the end, so the new K/V need not be in the cache first.
 //
+// Multi-query (a verify chunk or a prompt chunk of one user row): a user may carry q_len
+// consecutive query positions, causal within them. A work is then (user, KV head, a run of the
+// user's queries): its cores read each K/V chunk once and compute every query of the run that
+// attends the chunk against it, so the trace counts the user's KV bytes once, not q_len times.
+// Each query keeps its own chunk partials and canonical merge, exactly as if it ran alone (the
+// chunk size never depends on q_len), so its output bits equal the single-query op's.
+//
 // Numerics are bit-identical for any host thread count, any cores-per-work split, any batch
-// composition and either reduction (see softmax_partial.h).
+// composition, any grouping of queries into users and either reduction (see softmax_partial.h).
 #pragma once
 
 #include <cstdint>
@@ -35,16 +42,24 @@ struct FlashDecodeConfig {
   MathFidelity fidelity = MathFidelity::kHiFi2;
 };
 
+// `bsz` users; `tokens` = the sum of q_len (bsz when q_len is null). User b's queries are the
+// tokens [first_b, first_b + q_len[b]), first_b the sum of the earlier users' q_len.
 struct DecodeAttentionOp {
   int bsz = 0, n_q_heads = 0, n_kv_heads = 0, head_dim = 0, kv_len = 0;
-  const float* q = nullptr;  // [bsz, n_q_heads, head_dim]; KV group g owns heads [g*qpk, (g+1)*qpk)
+  const float* q = nullptr;    // [tokens, n_q_heads, head_dim]; KV group g owns heads g*qpk..+qpk
   const KVView* kv = nullptr;  // [bsz, n_kv_heads, kv_len, head_dim]
   bool causal = true;
-  const int32_t* cur_pos = nullptr;  // causal: [bsz] last position attended (inclusive); -1 = none
+  // causal: [bsz] last position the user's first query attends (inclusive; -1 = none); its query
+  // i attends [0, cur_pos[b] + i].
+  const int32_t* cur_pos = nullptr;
   const float* mask = nullptr;  // non-causal: [bsz, n_q_heads, kv_len] additive (0 / -inf) or null
-  const KVView* new_kv = nullptr;  // optional second part: [bsz, n_kv_heads, 1, head_dim]
+  const KVView* new_kv = nullptr;  // optional second part: [tokens, n_kv_heads, 1, head_dim]
+  // Optional [bsz] query positions per user, each >= 1 (null: one each). Needs causal.
+  const int32_t* q_len = nullptr;
   float scale = 1.0f;
-  float* out = nullptr;  // [bsz, n_q_heads, head_dim]
+  float* out = nullptr;  // [tokens, n_q_heads, head_dim]
+
+  int tokens() const;  // query positions over all users
 };
 
 // What one emulated core did: the performance model's input.
@@ -58,12 +73,13 @@ struct CoreTrace {
   int chip = 0;
   int core = 0;            // index in the chip's compute grid: x = core % compute_x
   int works = 0;           // works processed (> 1 only when works outnumber cores)
+  int queries = 0;         // query positions of those works (works, without multi-query)
   int group_size = 1;      // cores sharing its work (1: no reduction)
   int rank = 0;            // rank in that group (0 = reducer)
-  int64_t chunks = 0;      // K/V chunks read and computed
+  int64_t chunks = 0;      // K/V chunks read (each computed against every query attending it)
   int64_t chunk_rows = 0;  // rows per full chunk
   double dram_bytes = 0;   // K+V bytes read, in the stored format
-  int64_t matmul_tiles = 0, sfpu_tiles = 0;
+  int64_t matmul_tiles = 0, sfpu_tiles = 0;  // summed over the queries computed per chunk
   std::vector<NocWrite> writes;
   std::vector<int> received_per_step;  // partial messages received at each reduction step
   int64_t sem_waits = 0;
@@ -78,7 +94,8 @@ struct CoreTrace {
 
 struct OpTrace {
   int k_chunk_size = 0;
-  int cores_per_work = 0;  // per chip; 1 when works >= cores
+  int queries_per_work = 1;  // most query positions one work carries (L1 bounds a user's run)
+  int cores_per_work = 0;    // per chip; 1 when works >= cores
   int chips_used = 0;
   int64_t l1_bytes_per_core = 0;
   double dram_bytes = 0, noc_bytes = 0;
@@ -100,10 +117,13 @@ class FlashDecodeEngine {
   const MeshSpec& mesh() const { return mesh_; }
   const FlashDecodeConfig& config() const { return config_; }
 
-  // The chunk size for kv_len (auto or configured, lowered to fit L1 when auto).
+  // The chunk size for kv_len (auto or configured, lowered to fit L1 when auto). Sized for one
+  // query per work whatever q_len is, so a query's chunks (and bits) never depend on q_len.
   int ChunkSizeFor(const DecodeAttentionOp& op) const;
-  // L1 bytes one core needs for this op shape and chunk size.
-  int64_t L1BytesPerCore(const DecodeAttentionOp& op, int k_chunk_size, int group_size) const;
+  // L1 bytes one core needs for this op shape and chunk size with `queries` query positions per
+  // work (their Q, running partials, outputs and reduction slots; K/V and scores are shared).
+  int64_t L1BytesPerCore(const DecodeAttentionOp& op, int k_chunk_size, int group_size,
+                         int queries = 1) const;
 
  private:
   MeshSpec mesh_;

@@ -19,6 +19,7 @@ void AttentionMeter::OnFlashDecode(const FlashDecodeRun& run) {
   last_.valid = true;
   last_.layer = run.layer;
   last_.bsz = run.op.bsz;
+  last_.tokens = run.op.tokens();
   last_.trace = trace;
   last_.kv_row_bytes = run.op.kv->RowBytes();
 }

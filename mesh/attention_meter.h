@@ -25,7 +25,8 @@ struct AttentionTotals {
 struct LastAttention {
   bool valid = false;  // false before the first FlashDecode op (or with the reference attention)
   int layer = 0;
-  int bsz = 0;  // tokens (user rows) in the op
+  int bsz = 0;     // users (user rows) in the op
+  int tokens = 0;  // query positions in the op (several per user for a verify or prompt chunk)
   OpTrace trace;
   double kv_row_bytes = 0;
 };

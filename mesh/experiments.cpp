@@ -135,6 +135,7 @@ MeshBenchRow RunMeshBenchConfig(const MeshBenchConfig& c) {
   shape.head_dim = c.head_dim;
   shape.kv_len = c.kv_len;
   shape.kv_row_bytes = RowBytes(c);
+  shape.queries = c.bsz * std::max(1, c.q_len);
   const FlashDecodeConfig fd{c.k_chunk_size, c.max_cores_per_head, c.reduction,
                              MathFidelity::kHiFi2};
 
@@ -155,7 +156,17 @@ MeshBenchRow RunMeshBenchConfig(const MeshBenchConfig& c) {
     op.head_dim = c.head_dim;
     op.kv_len = c.kv_len;
     op.kv = &kv;
-    op.causal = false;  // the seed always attends the full kv_len
+    op.causal = false;                    // the seed always attends the full kv_len
+    std::vector<int32_t> cur_pos, q_len;  // [bsz]
+    if (c.q_len > 1) {  // a verify chunk: causal within the user's queries, the KV read once
+      if (c.baseline || c.q_len > c.kv_len)
+        throw Error(Cat("q_len ", c.q_len, " needs FlashDecode and kv_len >= q_len"));
+      cur_pos.assign(c.bsz, c.kv_len - c.q_len);
+      q_len.assign(c.bsz, c.q_len);
+      op.causal = true;
+      op.cur_pos = cur_pos.data();
+      op.q_len = q_len.data();
+    }
     const OpTrace trace = FlashDecodeEngine(mesh, fd).Run(op, /*compute=*/false);
     est = EstimateFlashDecode(trace, mesh, shape, fd.fidelity);
   }

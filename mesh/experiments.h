@@ -23,6 +23,9 @@ struct MeshBenchConfig {
   int k_chunk_size = 0;  // 0: the engine's automatic choice
   Reduction reduction = Reduction::kFlat;
   bool baseline = false;  // the unfused softmax attention instead of FlashDecode
+  // Query positions per user, causal within them (a speculative verify step): the first attends
+  // kv_len - q_len + 1 positions, the last all kv_len. 1: the seed's op (every query all kv_len).
+  int q_len = 1;
 };
 
 // One CSV row: the configuration and what the model says about it.

@@ -37,7 +37,7 @@ struct PendingWrite {
 }  // namespace
 
 double AttentionShape::Flops() const {
-  return 4.0 * bsz * static_cast<double>(kv_len) * head_dim * n_q_heads;
+  return 4.0 * (queries > 0 ? queries : bsz) * static_cast<double>(kv_len) * head_dim * n_q_heads;
 }
 
 double AttentionShape::KVBytes() const {
@@ -54,6 +54,7 @@ AttentionShape ShapeOf(const DecodeAttentionOp& op) {
   s.head_dim = op.head_dim;
   s.kv_len = op.kv_len;
   s.kv_row_bytes = op.kv->RowBytes();
+  s.queries = op.tokens();
   return s;
 }
 
@@ -130,8 +131,9 @@ PerfEstimate EstimateFlashDecode(const OpTrace& trace, const MeshSpec& mesh,
       const double compute_ns = (static_cast<double>(ct.matmul_tiles) * mm_cycles +
                                  static_cast<double>(ct.sfpu_tiles) * chip.sfpu_tile_cycles) *
                                 cyc / static_cast<double>(ct.chunks);
-      const double q_ns = DramReadNs(chip, static_cast<int64_t>(q_tile_rows) * hd_tiles * ct.works,
-                                     chip.bf16_tile_bytes, streaming, op_cores);
+      const double q_ns =
+          DramReadNs(chip, static_cast<int64_t>(q_tile_rows) * hd_tiles * ct.queries,
+                     chip.bf16_tile_bytes, streaming, op_cores);
       ready[i] = q_ns + read_ns + compute_ns +
                  static_cast<double>(ct.chunks - 1) * std::max(read_ns, compute_ns);
       est.kv_read_us = std::max(est.kv_read_us, static_cast<double>(ct.chunks) * read_ns / 1000.0);

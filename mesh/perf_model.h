@@ -31,7 +31,8 @@ namespace wc {
 struct AttentionShape {
   int bsz = 0, n_q_heads = 0, n_kv_heads = 0, head_dim = 0, kv_len = 0;
   double kv_row_bytes = 0;  // one K (or V) row of head_dim values in the stored format
-  // The seed's FLOP count: 4 * bsz * kv_len * head_dim * n_q_heads.
+  int queries = 0;          // query positions over all users (0: one per user)
+  // The seed's FLOP count: 4 * queries * kv_len * head_dim * n_q_heads.
   double Flops() const;
   // K + V bytes of the whole cache (every row up to kv_len, padded to 32 rows).
   double KVBytes() const;

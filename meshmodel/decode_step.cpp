@@ -16,6 +16,7 @@ std::string GraphLabel(const DecodeStepOptions& o) {
   if (o.op_floors_2025) add("2025 op floors");
   if (o.eth_links > 1) add(Cat(o.eth_links, " links"));
   if (o.flash_decode) add("FlashDecode");
+  if (o.tokens_per_user > 1) add(Cat("verify ", o.tokens_per_user, " tokens a user"));
   return label.empty() ? "measured" : label;
 }
 
@@ -39,6 +40,7 @@ DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOpt
   g.lm_head_vocab = FracturedLMHead::PaddedVocab(c.vocab_size, o.lm_head_fractures);
   g.flash_decode = o.flash_decode;
   g.dram_sharded = o.dram_sharded;
+  g.tokens_per_user = o.tokens_per_user;
   const TtGraph graph = BuildTtGraph(c, g);
 
   TtSoftware sw = MeasuredSoftware();

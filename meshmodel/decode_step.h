@@ -35,7 +35,11 @@ struct DecodeStepOptions {
   bool op_floors_2025 = false;      // what-if: programs' fixed costs at 2025's floors
   std::optional<double> aiclk_ghz;  // what-if: another clock (unset: the measured runs' 0.8)
   int eth_links = 0;                // what-if: Ethernet links per ring neighbour (0: 1, measured)
-  int lm_head_fractures = 8;        // seed 001's fracture_vocab_factor (pads the vocabulary)
+  // what-if: token positions a user runs a step (a speculative verify step of k proposals: k + 1;
+  // needs flash_decode). tokens_per_s_per_user stays steps a second: what a step yields is the
+  // speculation what-if's (meshmodel/speculation.h).
+  int tokens_per_user = 1;
+  int lm_head_fractures = 8;  // seed 001's fracture_vocab_factor (pads the vocabulary)
 };
 
 // A group of same-named ops of the step ("qkv", "interleaved_to_sharded", "all_gather", ...).
@@ -57,7 +61,7 @@ struct DecodeStepEstimate {
   int programs = 0;         // device programs a step runs
   double step_us = 0;
   TtPhase phase = TtPhase::kDecode;
-  double tokens_per_s_per_user = 0;  // decode: 1e6 / step_us (prefill: 0)
+  double tokens_per_s_per_user = 0;  // decode: 1e6 / step_us, a token a step (prefill: 0)
   double tokens_per_s = 0;           // decode: users x that; prefill: prompt tokens / step
   double fixed_us = 0, dram_us = 0, compute_us = 0, noc_us = 0, eth_us = 0;
   double weight_bytes_per_chip = 0;  // read once per step

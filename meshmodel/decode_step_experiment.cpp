@@ -12,6 +12,7 @@
 #include "mesh/plot_writer.h"
 #include "mesh/wormhole_spec.h"
 #include "meshmodel/device_figures.h"
+#include "meshmodel/speculation.h"
 #include "model/config.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -213,6 +214,26 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
                 r.step_us / 1000.0, r.tokens_per_s_per_user, r.tokens_per_s,
                 100.0 * r.dram_us / r.step_us, 100.0 * r.eth_us / r.step_us,
                 100.0 * r.fixed_us / r.step_us);
+  // Speculative decode: the headline's step as a verify step of k proposals (FlashDecode).
+  std::vector<SpeculationPoint> spec;
+  if (!prefill) {
+    spec = DefaultSpeculationWhatIf(c, o.step);
+    std::printf(
+        "speculative decode what-if (estimates; FlashDecode; a verify step of k proposals runs "
+        "%d users x (k + 1) rows through the same program, each user's KV read once; E = (1 - "
+        "a^(k+1)) / (1 - a) tokens a step at acceptance a):\n",
+        o.step.users);
+    std::printf("  %-4s %6s %10s %8s %10s %8s\n", "k", "accept", "ms/step", "E", "tok/s/u",
+                "speedup");
+    for (const SpeculationPoint& p : spec) {
+      if (p.k == 0)
+        std::printf("  %-4d %6s %10.2f %8.2f %10.2f %8.2f  (plain decode)\n", p.k, "-",
+                    p.step_us / 1000.0, p.expected_tokens, p.tokens_per_s_per_user, p.speedup);
+      else
+        std::printf("  %-4d %6.1f %10.2f %8.2f %10.2f %7.2fx\n", p.k, p.acceptance,
+                    p.step_us / 1000.0, p.expected_tokens, p.tokens_per_s_per_user, p.speedup);
+    }
+  }
   if (!o.csv.empty()) {
     WriteCsv(o.csv, runs, layers);
     std::printf("csv -> %s\n", o.csv.c_str());
@@ -248,6 +269,15 @@ void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
                         {"fixed_share", e.fixed_us / e.step_us},
                         {"ops", ops}};
     if (prefill) j.erase("tokens_per_s_per_user");  // prefill: tokens_per_s, the prompt's rate
+    nlohmann::json speculation = nlohmann::json::array();
+    for (const SpeculationPoint& p : spec)
+      speculation.push_back({{"k", p.k},
+                             {"acceptance", p.acceptance},
+                             {"step_us", p.step_us},
+                             {"expected_tokens", p.expected_tokens},
+                             {"tokens_per_s_per_user", p.tokens_per_s_per_user},
+                             {"speedup", p.speedup}});
+    if (!prefill) j["speculation"] = speculation;
     WriteJsonOutput(o.json, j.dump(2));
   }
 }

@@ -34,7 +34,8 @@ OpCost FlashDecodeCost(const TtOp& op, const TtSoftware& sw) {
   ac.n_q_heads = static_cast<int>(op.m_tiles);
   ac.n_kv_heads = static_cast<int>(op.n_tiles);
   ac.head_dim = static_cast<int>(op.k_tiles);
-  ac.kv_len = static_cast<int>(op.tiles);
+  ac.q_len = op.q_len;  // a verify step: causal queries per user, the KV read once
+  ac.kv_len = static_cast<int>(op.tiles) + op.q_len - 1;  // the last query attends them all
   ac.kv_dtype = TileFormatName(op.weights);
   ac.reduction = Reduction::kTree;
   const MeshBenchRow row = RunMeshBenchConfig(ac);

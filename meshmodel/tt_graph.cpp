@@ -84,7 +84,9 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
   const int64_t u = s.users;
   const int grid = 56;  // get_falcon_default_core_grid: CoreGrid(y=7, x=8)
   // Embedding rows (bf16, row-major in DRAM), then tilize.
-  b.Once(Move("embedding", u, u * c.hidden_size * 2.0, D, u * c.hidden_size * 2.0, D));
+  const int64_t rows = u * s.tokens_per_user;  // tokens of the step
+  b.Once(Move("embedding", static_cast<int>(std::min<int64_t>(64, rows)),
+              rows * c.hidden_size * 2.0, D, rows * c.hidden_size * 2.0, D));
   b.Once(Move("tilize", static_cast<int>(std::min<int64_t>(64, s.ht)), act, D, act, D));
   auto layer_norm = [&](bool in_layer) {
     // Block-sharded on 8 cores of a row (shard [32, 576]: hidden padded to 8 x 18 tiles).
@@ -174,7 +176,9 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
   // Once a step: the attention mask tilized on device, the embedding rows and their sharding.
   const double mask = s.ut * s.p_t * ab;
   b.Once(Move("tilize", 1, s.ut * s.p_t * bf16, L, mask, L));
-  b.Once(Move("embedding", static_cast<int>(u), u * s.hct * 32 * 2.0, D, shard, D));
+  const int64_t rows = u * s.tokens_per_user;  // tokens of the step
+  b.Once(Move("embedding", static_cast<int>(std::min<int64_t>(64, rows)), rows * s.hct * 32 * 2.0,
+              D, shard, D));
   b.Once(Move("interleaved_to_sharded", grid, shard, D, shard, L));
   auto gather = [&](bool in_layer) {
     TtOp s2i = Move("sharded_to_interleaved", grid, shard, L, shard, L);
@@ -269,6 +273,12 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
         Cat("--users must be in [1, 32] (tt-metal's Falcon decode runs one tile row of "
             "users), got ",
             o.users));
+  if (o.tokens_per_user < 1 || o.tokens_per_user > 17)
+    throw Error(
+        Cat("tokens per user must be in [1, 17] (a verify step of up to 16 proposals), got ",
+            o.tokens_per_user));
+  if (o.tokens_per_user > 1 && (prefill || !o.flash_decode))
+    throw Error("a verify step of several tokens per user is a decode what-if with FlashDecode");
   // The cache holds max_position_embeddings positions: a prompt that long, or that many less one
   // cached before the decoded token.
   const int max_ctx = c.max_position_embeddings - (prefill ? 0 : 1);
@@ -283,7 +293,9 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   s.layers = c.n_layers;
   s.chips = n;
   s.users = o.users;
-  s.ut = prefill ? Tiles(o.ctx) : Tiles(o.users);  // rows: the prompt's tokens, or the users
+  s.tokens_per_user = prefill ? 1 : o.tokens_per_user;
+  // rows: the prompt's tokens, or the users' tokens of the step
+  s.ut = prefill ? Tiles(o.ctx) : Tiles(static_cast<int64_t>(o.users) * s.tokens_per_user);
   s.ht = Tiles(c.hidden_size);
   s.hct = Tiles(share(c.hidden_size));
   s.head_dim = c.head_dim();
@@ -294,7 +306,7 @@ TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
   s.ffn_t = Tiles(share(c.ffn_hidden_size));
   const int64_t vocab = o.lm_head_vocab > 0 ? o.lm_head_vocab : c.vocab_size;
   s.vocab_t = Tiles(share(vocab));
-  s.p_t = Tiles(o.ctx + 1);
+  s.p_t = Tiles(o.ctx + s.tokens_per_user);
   s.q_pad_t = Tiles((s.q_heads + s.kv_heads - 1) / s.kv_heads);
   const TileFormat measured_kv = n == 1 ? TileFormat::kBF16 : TileFormat::kBFP8;
   s.kv = o.kv.value_or(measured_kv);

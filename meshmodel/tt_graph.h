@@ -69,6 +69,7 @@ struct TtOp {
   // kSdpa: `batch` heads of m x m causal attention with k head_dim tiles.
   int64_t m_tiles = 0, k_tiles = 0, n_tiles = 0, batch = 1;
   int m_split = 1;
+  int q_len = 1;  // kFlashDecode: query positions per user (causal within them)
   TileFormat weights = TileFormat::kBFP8;  // kMatmul: in1's format in DRAM
   TileFormat act = TileFormat::kBF16;      // in0's format (and the activations')
   bool dram_sharded = false;               // kMatmul: in1 sharded by DRAM bank (else interleaved)
@@ -99,6 +100,10 @@ struct TtGraphOptions {
   int lm_head_vocab = 0;      // padded vocabulary the LM head computes (0: the config's)
   bool flash_decode = false;  // what-if: FlashDecode instead of matmul-softmax-matmul
   bool dram_sharded = false;  // what-if: weights sharded by DRAM bank
+  // decode: token positions each user runs a step (what-if: a speculative verify step of k
+  // proposals runs k + 1). The matmuls and per-row ops get users x tokens_per_user rows; the
+  // attention (FlashDecode only) k + 1 causal queries per user, reading its KV once.
+  int tokens_per_user = 1;
 };
 
 struct TtGraph {
@@ -111,8 +116,9 @@ struct TtGraph {
 };
 
 // The step of model `c` under `o` (decode, or the prefill of one prompt). Throws wc::Error for
-// users outside [1, 32] (decode) or other than 1 (prefill), or ctx outside
-// [1, max_position_embeddings).
+// users outside [1, 32] (decode) or other than 1 (prefill), ctx outside
+// [1, max_position_embeddings), or tokens_per_user outside [1, 17] or above 1 without decode's
+// FlashDecode.
 TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o);
 
 }  // namespace wc

@@ -140,7 +140,9 @@ inline TtOp Collective(TtOpKind kind, double bytes) {
 
 struct Shapes {
   int layers = 0, chips = 1, users = 32;
-  int64_t ut = 1;           // rows in tiles: decode's users (32 a row), prefill's prompt tokens
+  int tokens_per_user = 1;  // decode: positions a user runs a step (a verify step: k + 1)
+  // rows in tiles: decode's users x tokens_per_user (32 a row), prefill's prompt tokens
+  int64_t ut = 1;
   int64_t ht = 0, hct = 0;  // hidden, and one chip's slice of it, in tiles
   int64_t q_heads = 0, kv_heads = 0, hdt = 0, head_dim = 0;  // per chip
   int64_t qkv_t = 0, ffn_t = 0, vocab_t = 0;                 // per chip, tiles
@@ -158,10 +160,11 @@ inline TtOp FlashDecodeOp(const Shapes& s, int ctx) {
   op.kind = TtOpKind::kFlashDecode;
   op.cores = 64;
   op.batch = s.users;
+  op.q_len = s.tokens_per_user;
   op.m_tiles = s.q_heads;   // query heads on the chip
   op.n_tiles = s.kv_heads;  // KV heads on the chip
   op.k_tiles = s.head_dim;  // head_dim (values, not tiles)
-  op.tiles = ctx;           // cached positions
+  op.tiles = ctx;           // cached positions (the first query's)
   op.weights = s.kv;        // the cache's format
   return op;
 }
@@ -186,8 +189,10 @@ inline void HeadsAndRotary(GraphBuilder& b, const Shapes& s, int64_t rows, TileF
 // update_cache (decode): each user's new K (or V) row lands in a tile of its cache, which is read,
 // patched and written back in DRAM (update_cache_op_multi_core.cpp: a core for a batched head); the
 // new rows arrive as `act` tiles.
+// A verify step's tokens_per_user rows patch a tile each.
 inline TtOp UpdateCacheOp(const Shapes& s, TileFormat act) {
-  const double cache_rows = s.users * s.kv_heads * s.hdt * TileBytes(s.kv);
+  const double cache_rows =
+      static_cast<double>(s.users) * s.tokens_per_user * s.kv_heads * s.hdt * TileBytes(s.kv);
   return Move("update_cache", static_cast<int>(s.kv_heads),
               cache_rows + s.kv_heads * s.ut * s.hdt * TileBytes(act), TtMemory::kDram, cache_rows,
               TtMemory::kDram);

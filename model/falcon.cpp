@@ -304,12 +304,25 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
   if (options_.attention == AttentionImpl::kFlashDecode) {
     // Seed 001 split: each token attends its row's cached positions [0, pos) and, as a second
     // part merged at the end, its own K/V (already written at pos, so prefill and decode agree).
-    std::vector<int32_t> cur_pos(n), zeros(n, 0);  // [n]
-    for (int64_t t = 0; t < n; ++t) cur_pos[t] = batch.positions[t] - 1;
-    const KVCacheLayerView cached(cache, l, batch.user_rows.data(), zeros.data());
+    // Consecutive tokens of one user row at consecutive positions (a prompt chunk, a verify chunk)
+    // are one user of the op with several queries: its cached K/V is read once for all of them,
+    // and each query's numbers are those it gets alone (attention/flash_decode.h).
+    std::vector<int32_t> users, cur_pos, q_len, zeros;  // [groups]
+    for (int64_t t = 0; t < n; ++t) {
+      if (t > 0 && batch.user_rows[t] == batch.user_rows[t - 1] &&
+          batch.positions[t] == batch.positions[t - 1] + 1) {
+        ++q_len.back();
+        continue;
+      }
+      users.push_back(batch.user_rows[t]);
+      cur_pos.push_back(batch.positions[t] - 1);
+      q_len.push_back(1);
+      zeros.push_back(0);
+    }
+    const KVCacheLayerView cached(cache, l, users.data(), zeros.data());
     const KVCacheLayerView own(cache, l, batch.user_rows.data(), batch.positions.data());
     DecodeAttentionOp op;
-    op.bsz = static_cast<int>(n);
+    op.bsz = static_cast<int>(users.size());
     op.n_q_heads = n_head;
     op.n_kv_heads = n_kv;
     op.head_dim = static_cast<int>(hd);
@@ -317,6 +330,7 @@ void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache
     op.q = q;
     op.kv = &cached;
     op.cur_pos = cur_pos.data();
+    op.q_len = q_len.data();
     op.new_kv = &own;
     op.scale = scale;
     op.out = attn;
