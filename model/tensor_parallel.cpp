@@ -102,7 +102,7 @@ void TensorParallelLeader::Stop() {
   BroadcastBytes(group_, &bytes, 0);
 }
 
-void FollowSteps(const FalconModel& model) {
+void FollowSteps(const FalconModel& model, const std::function<void(const KVCache&)>& after_step) {
   Communicator& group = *model.options().tensor_group;
   WC_CHECK(group.rank() != 0, "rank 0 leads; it does not follow");
   std::map<uint64_t, std::unique_ptr<KVCache>> caches;  // id -> this rank's cache of rank 0's
@@ -139,6 +139,7 @@ void FollowSteps(const FalconModel& model) {
       // Every rank stopped this pass at the same layer with the same error, which rank 0 reports
       // (FalconModel's sums vote on errors); its loop goes on, and so does this one.
     }
+    if (after_step) after_step(*cache);
   }
 }
 

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -40,7 +41,9 @@ class TensorParallelLeader {
 // A follower rank's loop (rank != 0 of model.options().tensor_group): runs every step rank 0
 // announces, in its own caches, until rank 0 stops it. Throws wc::Error if a step cannot be
 // decoded or a collective fails; a forward pass's error (every rank's at once, rank 0 reports it)
-// does not end the loop.
-void FollowSteps(const FalconModel& model);
+// does not end the loop. `after_step` (tests: comparing this rank's cache with rank 0's), if set,
+// is called on this thread after each step's forward pass with the cache the step ran on.
+void FollowSteps(const FalconModel& model,
+                 const std::function<void(const KVCache&)>& after_step = nullptr);
 
 }  // namespace wc

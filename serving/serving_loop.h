@@ -138,6 +138,10 @@ class ServingLoop {
   // Bytes of the KV cache's storage (the paged pool, or every row's full context).
   int64_t kv_bytes() const { return cache_->storage_bytes(); }
   int ctx() const { return options_.ctx; }
+  // The loop's KV cache, read-only, for tests that compare its rows and blocks. Read it only while
+  // the loop cannot change it: after Shutdown, or while nothing runs or waits (after the last
+  // request's OnFinish, before the next Submit).
+  const KVCache& cache() const { return *cache_; }
   int user_rows() const { return options_.user_rows; }
 
   // kDrain: runs everything already submitted to the end; kCancel: cancels it. Then joins the

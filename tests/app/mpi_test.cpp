@@ -268,6 +268,36 @@ TEST(MpiTest, TensorParallelGreedyTokensEqualTheSingleProcessRun) {
   }
 }
 
+// Speculative decoding on 2 ranks (issue 34): the verify chunks are steps rank 0 announces, their
+// rollbacks replayed by rank 1; greedy and sampled text is one process's without speculation.
+TEST(MpiTest, TensorParallelSpeculationGivesTheTextWithoutIt) {
+  const std::vector<std::vector<std::string>> runs = {
+      {"generate", "--prompt", "The sea is wide and the sea is deep. The sea is wide", "-n", "40",
+       "--temperature", "0"},
+      {"generate", "--prompt", "The sea is wide and the sea is deep. The sea is wide", "-n", "30",
+       "--seed", "5"},
+  };
+  for (const auto& args : runs) {
+    std::vector<std::string> off = args;
+    off.insert(off.end(), {"--speculate", "off"});
+    const RunResult one = Single(off);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    std::vector<std::string> tp = args;
+    tp.insert(tp.end(),
+              {"--speculate", "lookup", "--speculate-k", "8", "--stats", "--tensor-parallel", "2"});
+    const RunResult two = Mpirun(MpirunArgv(2, tp));
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    EXPECT_EQ(two.out, one.out) << args[6];
+    EXPECT_FALSE(one.out.empty());
+    int accepted = 0, proposed = 0;
+    const size_t at = two.err.find("speculation: ");
+    ASSERT_NE(at, std::string::npos) << two.err;
+    ASSERT_EQ(std::sscanf(two.err.c_str() + at, "speculation: %d/%d", &accepted, &proposed), 2)
+        << two.err;
+    EXPECT_GT(proposed, 0) << two.err;
+  }
+}
+
 TEST(MpiTest, TensorParallelRanksEachHoldAboutHalfTheWeights) {
   const RunResult r = Mpirun(MpirunArgv(
       2, {"generate", "--prompt", "Hi", "-n", "4", "--stats", "--tensor-parallel", "2"}));

@@ -246,8 +246,10 @@ TEST(ServingLoopPrefix, PersistedBlocksAreMappedInByTheNextLoop) {
       std::vector<Outcome> out;
       for (const RequestSpec& sp : specs) out.push_back(test::RunOne(*loop, sp));
       EXPECT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
+      // The files are written by the store's own thread: Shutdown waits for what is queued, so
+      // the counts are final (read before it, a loaded machine could show none saved yet).
+      loop->Shutdown(ShutdownMode::kDrain);
       const ServingStatus st = loop->status();
-      loop.reset();  // writes what is queued
       return std::make_pair(out, st);
     };
     auto expect_same = [&](const std::vector<Outcome>& got, const std::string& label) {
