@@ -77,6 +77,30 @@ TEST(BatchSpeculation, RecordsAreUnchangedAndTheSummaryCountsEveryRequest) {
   EXPECT_GE(Acceptance(s_on.err, "batch: speculation: ").second, 0) << s_on.err;
 }
 
+// A draft model shared by the batch's rows (the default model drafting for itself): the records
+// are those without it; the summary counts the drafts.
+TEST(BatchSpeculation, ADraftModelLeavesTheRecordsAsTheyAre) {
+  TempDir dir;
+  std::string text;
+  for (const std::string& p : kPrompts) text += p + "\n";
+  const std::vector<std::string> greedy = {"--temperature", "0", "-n", "30", "--threads", "2"};
+  const RunResult off = Batch(dir, text, dir.File("off.jsonl"), greedy);
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  std::vector<std::string> on_args = greedy;
+  on_args.insert(on_args.end(),
+                 {"--draft-model", std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model",
+                  "--speculate-k", "3"});
+  const RunResult on = Batch(dir, text, dir.File("on.jsonl"), on_args);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  EXPECT_EQ(SortedLines(ReadFile(dir.File("on.jsonl"))),
+            SortedLines(ReadFile(dir.File("off.jsonl"))));
+  const auto [accepted, proposed] = Acceptance(on.err, "batch: speculation: ");
+  EXPECT_GT(proposed, 0) << on.err;
+  // Every proposal is the target's own choice; only those after a reply's end (EOS or a stop
+  // string inside a verify chunk) go unused.
+  EXPECT_GE(accepted * 10, proposed * 8) << on.err;
+}
+
 TEST(BatchSpeculation, BadValuesAreOneLineErrorsNamingTheFlag) {
   TempDir dir;
   for (const std::vector<std::string>& args :

@@ -38,7 +38,7 @@ TEST(ChatCommands, SetSpeculation) {
   EXPECT_EQ(c.value, 2);
   c = Parse("/set speculate draftish");
   EXPECT_EQ(c.kind, Kind::kHint);
-  EXPECT_EQ(c.text, "/set speculate takes off or lookup, got 'draftish'");
+  EXPECT_EQ(c.text, "/set speculate takes off, lookup or draft, got 'draftish'");
   for (const char* bad : {"/set speculate-k 17", "/set speculate-k 0", "/set lookup-ngram 1.5"}) {
     c = Parse(bad);
     EXPECT_EQ(c.kind, Kind::kHint) << bad;

@@ -84,6 +84,35 @@ TEST(TranscriptSpeculation, RecordedInTheHeaderAndReplayedAsRecorded) {
   EXPECT_NE(update.out.find(": unchanged"), std::string::npos) << update.out;
 }
 
+// A draft model: the header names it; replay loads it and passes; a header that says draft but
+// names no checkpoint is refused naming the file.
+TEST(TranscriptSpeculation, ADraftModelIsRecordedByItsDirectoryAndReplayed) {
+  test::TempDir dir;
+  const std::string draft = std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model";
+  const test::RunResult on = Record(dir, dir.File("draft.txt"), {"--draft-model", draft});
+  ASSERT_EQ(on.exit_code, 0) << Describe(on);
+  const test::RunResult off = Record(dir, dir.File("off.txt"), {});
+  ASSERT_EQ(off.exit_code, 0) << Describe(off);
+  const std::string text = test::ReadFile(dir.File("draft.txt"));
+  EXPECT_NE(text.find("\nspeculate: draft\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\ndraft-model: " + draft + "\n"), std::string::npos) << text;
+  EXPECT_EQ(WithoutKey(WithoutKey(WithoutKey(WithoutKey(text, "speculate:"), "speculate-k:"),
+                                  "lookup-ngram:"),
+                       "draft-model:"),
+            test::ReadFile(dir.File("off.txt")));
+  const test::RunResult replay =
+      test::RunWormchat({"transcript", "replay", "--threads", "1", dir.File("draft.txt")});
+  EXPECT_EQ(replay.exit_code, 0) << Describe(replay);
+  EXPECT_NE(replay.out.find("proposed tokens accepted"), std::string::npos) << replay.out;
+  test::WriteFile(dir.File("bad.txt"), WithoutKey(text, "draft-model:"));
+  const test::RunResult bad =
+      test::RunWormchat({"transcript", "replay", "--threads", "1", dir.File("bad.txt")});
+  EXPECT_EQ(bad.exit_code, 2) << Describe(bad);
+  EXPECT_NE(bad.err.find(dir.File("bad.txt") + ": 'speculate: draft' needs a 'draft-model:' line"),
+            std::string::npos)
+      << bad.err;
+}
+
 TEST(TranscriptSpeculation, BadHeaderValuesExitTwoNamingTheLine) {
   test::TempDir dir;
   ASSERT_EQ(Record(dir, dir.File("on.txt"), {"--speculate", "lookup"}).exit_code, 0);
@@ -96,8 +125,8 @@ TEST(TranscriptSpeculation, BadHeaderValuesExitTwoNamingTheLine) {
     int line;
   };
   for (const Case& c : std::vector<Case>{
-           {"speculate: lookup", "speculate: maybe", "speculate: 'maybe' is not off or lookup",
-            line},
+           {"speculate: lookup", "speculate: maybe",
+            "speculate: 'maybe' is not off, lookup or draft", line},
            {"speculate-k: 8", "speculate-k: 17", "speculate-k: 17 is not in 1-16", line + 1},
            {"lookup-ngram: 3", "lookup-ngram: 0", "lookup-ngram: 0 is not in 1-16", line + 2}}) {
     std::string bad = text;
