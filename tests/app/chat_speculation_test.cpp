@@ -102,5 +102,30 @@ TEST(ChatSpeculation, LineModeIsTheSameAndSavedChatsKeepTheSetting) {
   EXPECT_EQ(std::count(both.err.begin(), both.err.end(), '\n'), 1) << both.err;
 }
 
+// A draft model: the replies are those without it; /stats names it; /set speculate draft
+// without one loaded says how to start with one; a bad draft is one line at start.
+TEST(ChatSpeculation, ADraftModelGivesTheSameRepliesAndStatsNameIt) {
+  const std::string input = std::string(kRepeat) + "\nAnd once more, the sea is wide.\n";
+  const std::vector<std::string> greedy = {"-n", "30", "--temperature", "0", "--no-save"};
+  const RunResult off = Plain(greedy, input + "/set speculate draft\n/quit\n");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_NE(off.out.find("no draft model: start the chat with --draft-model DIR"),
+            std::string::npos)
+      << off.out;
+  const std::string draft = std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model";
+  const RunResult on = Plain(With(greedy, {"--draft-model", draft, "--speculate-k", "3"}),
+                             input + "/stats\n/quit\n");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  const size_t replies = off.out.find("(no draft model");
+  ASSERT_NE(replies, std::string::npos);
+  EXPECT_EQ(on.out.substr(0, replies), off.out.substr(0, replies));
+  EXPECT_NE(on.out.find("speculation: draft model " + draft + ", k up to 3; last reply: "),
+            std::string::npos)
+      << on.out;
+  const RunResult bad = Plain(With(greedy, {"--speculate", "draft"}), "/quit\n");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--speculate draft needs --draft-model"), std::string::npos) << bad.err;
+}
+
 }  // namespace
 }  // namespace wc::test
