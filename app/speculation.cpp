@@ -22,14 +22,17 @@ class LoadedDraft final : public ProposerSource {
 
 }  // namespace
 
-void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s) {
+void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s, int beams) {
   const bool mode_given = cmd.count("--speculate") > 0;
+  s.given = mode_given || cmd.count("--speculate-k") > 0 || cmd.count("--lookup-ngram") > 0 ||
+            cmd.count("--draft-model") > 0;
   if (!s.draft_model.empty() && !mode_given) s.mode = "draft";
   if (s.mode == "draft" && s.draft_model.empty())
     throw Error("--speculate draft needs --draft-model DIR (the checkpoint that proposes)");
   if (s.mode != "draft" && !s.draft_model.empty())
     throw Error(
         Cat("--draft-model proposes only with --speculate draft, not --speculate ", s.mode));
+  if (beams > 0 && s.given && s.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
 }
 
 void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options,

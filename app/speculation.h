@@ -10,10 +10,12 @@
 
 namespace wc {
 
-// After parsing `cmd` (which registered AddSpeculationOptions): --draft-model given without
-// --speculate means --speculate draft. Throws wc::Error, one line naming the flag, for
-// --speculate draft without --draft-model and for --draft-model with --speculate off or lookup.
-void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s);
+// After parsing `cmd` (which registered AddSpeculationOptions): sets s.given; --draft-model given
+// without --speculate means --speculate draft. Throws wc::Error, one line naming the flag, for
+// --speculate draft without --draft-model, for --draft-model with --speculate off or lookup, and
+// (kBeamsDoNotSpeculate) for speculation asked for with beam search (beams > 0); the default
+// speculation steps aside for beam search silently (beam requests never speculate).
+void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s, int beams = 0);
 
 // --speculate draft: loads --draft-model whole in this process (a tensor-parallel leader's draft
 // is its own; only the leader proposes) and sets s.source to a DraftModelSource with `user_rows`

@@ -97,10 +97,18 @@ AdaptiveK::AdaptiveK(int k_max) : k_max_(k_max), k_(k_max) {
 void AdaptiveK::Record(int proposed, int accepted) {
   WC_CHECK(0 <= accepted && accepted <= proposed && proposed <= k_max_, "verify step of ", accepted,
            " accepted of ", proposed, " proposed with k_max ", k_max_);
-  if (proposed == 0) return;
+  if (proposed == 0) {
+    if (skip_ > 0) --skip_;
+    return;
+  }
   if (accepted == proposed) {
     k_ = std::min(k_max_, k_ + 1);
+    backoff_ = 0;
   } else if (2 * accepted < proposed) {
+    if (k_ == 1) {
+      backoff_ = backoff_ == 0 ? 1 : std::min(kMaxBackoffSteps, 2 * backoff_);
+      skip_ = backoff_;
+    }
     k_ = std::max(1, k_ / 2);
   }
 }

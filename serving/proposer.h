@@ -109,31 +109,43 @@ class PromptLookupProposer final : public Proposer {
 //
 // The rule (additive increase, multiplicative decrease, as TCP's window): a row starts at k_max;
 // after a step that proposed P > 0 tokens of which A were accepted,
-//  - all accepted (A == P): k = min(k_max, k + 1), growing back one token per fully kept step;
-//  - mostly rejected (2A < P): k = max(1, k / 2), so three bad steps take 8 to 1;
-//  - otherwise, or P == 0 (nothing was proposed: no evidence): k unchanged.
-// Never below 1 nor above k_max. Integer state only: the same sequence of (P, A) gives the same k
-// on every run, which the determinism contract needs (the proposals decide the verify chunks).
-// Neither llama.cpp (a fixed --draft-max, drafts below --draft-min dropped) nor vLLM (a fixed
-// num_speculative_tokens) adapts k per row; the issue asks that a row whose proposals are mostly
-// rejected propose fewer, and halving sheds the wasted verify work of a row that stopped copying
-// within a few steps while the +1 regrows it when copying resumes.
+//  - all accepted (A == P): k = min(k_max, k + 1), growing back one token per fully kept step,
+//    and any back-off ends;
+//  - mostly rejected (2A < P): k = max(1, k / 2), so three bad steps take 8 to 1; a row already
+//    at k = 1 whose one proposal failed backs off instead: it proposes nothing for the next 1
+//    step, then 2, 4, up to kMaxBackoffSteps after each further failure;
+//  - otherwise k unchanged.
+// A step that proposed nothing (P == 0: backing off, or no proposal found) counts one step of the
+// back-off down and changes nothing else. The back-off bounds what proposals that always fail
+// cost: a verify step of 2 tokens costs about 5% more than a plain decode step on model B
+// (docs/performance.md), so without it a row of text the proposer never guesses would pay 5% on
+// every step; with it, one failed step in every kMaxBackoffSteps + 1 (under 1%).
+// Integer state only: the same sequence of (P, A) gives the same k on every run, which the
+// determinism contract needs (the proposals decide the verify chunks). Neither llama.cpp (a fixed
+// --draft-max, drafts below --draft-min dropped) nor vLLM (a fixed num_speculative_tokens)
+// adapts k per row; the issue asks that a row whose proposals are mostly rejected propose fewer.
 class AdaptiveK {
  public:
+  static constexpr int kMaxBackoffSteps = 8;
   // k_max: --speculate-k, in [1, kMaxSpeculateK]; throws wc::Error naming --speculate-k otherwise.
   explicit AdaptiveK(int k_max);
-  // The number of tokens to propose next, in [1, k_max].
-  int k() const { return k_; }
+  // The number of tokens to propose next, in [1, k_max]; 0 while backing off (propose nothing).
+  int k() const { return skip_ > 0 ? 0 : k_; }
   int k_max() const { return k_max_; }
-  // Feeds back one verify step: proposed tokens of which the first accepted were kept. Requires
-  // 0 <= accepted <= proposed <= k_max (an internal check).
+  // Feeds back one step: proposed tokens of which the first accepted were kept (0, 0: nothing was
+  // proposed). Requires 0 <= accepted <= proposed <= k_max (an internal check).
   void Record(int proposed, int accepted);
-  // Back to k_max (a new request on the row).
-  void Reset() { k_ = k_max_; }
+  // Back to k_max, no back-off (a new request on the row).
+  void Reset() {
+    k_ = k_max_;
+    skip_ = backoff_ = 0;
+  }
 
  private:
   int k_max_;
   int k_;
+  int skip_ = 0;     // steps left to propose nothing
+  int backoff_ = 0;  // the last back-off's length (0: none since the last success)
 };
 
 }  // namespace wc

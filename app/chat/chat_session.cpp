@@ -236,6 +236,7 @@ std::string ChatSession::Apply(const ChatCommand& c) {
         if (c.name == "speculate" && c.path == "draft" && !spec.source)
           return "(no draft model: start the chat with --draft-model DIR to speculate with one)";
         if (c.name == "speculate") spec.mode = c.path;
+        spec.given = true;  // asked for now: beam search notes that it does not speculate
         if (c.name == "speculate-k") spec.k = static_cast<int>(c.value);
         if (c.name == "lookup-ngram") spec.lookup_ngram = static_cast<int>(c.value);
         return Cat("(", c.name, " ", c.name == "speculate" ? c.path : Cat(c.value),
@@ -268,7 +269,9 @@ std::string ChatSession::Apply(const ChatCommand& c) {
       return w == 0 ? "(sampling)"
                     : Cat("(beam search with ", w, " beam", w == 1 ? "" : "s",
                           ": replies show the best hypothesis",
-                          run_.speculation.RequestK() > 0 ? "; beam search does not speculate" : "",
+                          run_.speculation.given && run_.speculation.RequestK() > 0
+                              ? "; beam search does not speculate"
+                              : "",
                           ")");
     }
     default:

@@ -153,8 +153,7 @@ void RegisterChat(CLI::App& app) {
     o->speculation_given = cmd->count("--speculate") + cmd->count("--speculate-k") +
                                cmd->count("--lookup-ngram") + cmd->count("--draft-model") >
                            0;
-    CheckSpeculation(*cmd, o->run.speculation);
-    if (o->beams > 0 && o->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
+    CheckSpeculation(*cmd, o->run.speculation, o->beams);
     if (o->resume && o->no_save)
       throw Error("--resume continues a saved chat in its file; it cannot go with --no-save");
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);

@@ -255,8 +255,7 @@ void RegisterGenerate(CLI::App& app) {
     if (prompt->count() == 0 && ids->count() == 0)
       throw UsageError("generate needs --prompt or --ids");
     if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");
-    CheckSpeculation(*cmd, o->run.speculation);
-    if (o->beams > 0 && o->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
+    CheckSpeculation(*cmd, o->run.speculation, o->beams);
     RunGenerate(*o);
   });
 }

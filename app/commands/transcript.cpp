@@ -286,8 +286,7 @@ void RegisterTranscript(CLI::App& app) {
     ApplyGenerationDefaults(*record, r->run.model_dir, &r->sampling, &r->max_new_tokens);
     if (beams->count() > 0 && (r->beams < 1 || r->beams > kMaxBeams))
       throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", r->beams));
-    CheckSpeculation(*record, r->run.speculation);
-    if (r->beams > 0 && r->run.speculation.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
+    CheckSpeculation(*record, r->run.speculation, r->beams);
     RunRecord(*r);
   });
 

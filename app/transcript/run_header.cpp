@@ -170,9 +170,13 @@ ModelRunOptions RunOptionsFromTranscript(const Transcript& t) {
     }
     seen[entry.key] = true;
   }
-  for (const Field& f : Fields())
-    if (!seen.count(f.key) && f.absent == nullptr && !f.written)
+  for (const Field& f : Fields()) {
+    if (seen.count(f.key)) continue;
+    if (f.absent != nullptr)
+      f.set(o, f.absent);  // a key left out means its absent value, whatever the flag's default
+    else if (!f.written)
       throw Error(Cat(t.path, ": the header has no '", f.key, ":' line"));
+  }
   if (o.speculation.mode == "draft" && o.speculation.draft_model.empty())
     throw Error(Cat(t.path, ": 'speculate: draft' needs a 'draft-model:' line"));
   return o;

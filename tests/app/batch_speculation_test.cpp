@@ -18,6 +18,11 @@ const std::vector<std::string> kPrompts = {
     "Repeat this: the sea is wide and the sea is deep, the sea is wide and the sea is deep.",
     "Copy: one two three four, one two three four, one two three four.", "Tell me a story."};
 
+std::vector<std::string> With(std::vector<std::string> args, const std::vector<std::string>& more) {
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
 // The "A/P proposed tokens accepted" figures of a stderr line starting with `prefix`; {-1, -1}
 // when there is none.
 std::pair<long, long> Acceptance(const std::string& err, const std::string& prefix) {
@@ -35,7 +40,8 @@ TEST(BatchSpeculation, RecordsAreUnchangedAndTheSummaryCountsEveryRequest) {
   std::string text;
   for (const std::string& p : kPrompts) text += p + "\n";
   const std::vector<std::string> greedy = {"--temperature", "0", "-n", "40", "--threads", "1"};
-  const RunResult off = Batch(dir, text, dir.File("off.jsonl"), greedy);
+  const RunResult off =
+      Batch(dir, text, dir.File("off.jsonl"), With(greedy, {"--speculate", "off"}));
   ASSERT_EQ(off.exit_code, 0) << off.err;
   EXPECT_EQ(off.err.find("speculation"), std::string::npos) << off.err;
   std::vector<std::string> on_args = greedy;
@@ -66,7 +72,8 @@ TEST(BatchSpeculation, RecordsAreUnchangedAndTheSummaryCountsEveryRequest) {
              Chat("s2", json::array({User(kPrompts[1])}), {{"max_tokens", 24}, {"seed", 11}}),
              Completion("b1", kPrompts[1], {{"max_tokens", 12}, {"num_beams", 2}})});
   const std::vector<std::string> sampled = {"--seed", "5", "--threads", "1"};
-  const RunResult s_off = Batch(dir, jsonl, dir.File("s_off.jsonl"), sampled);
+  const RunResult s_off =
+      Batch(dir, jsonl, dir.File("s_off.jsonl"), With(sampled, {"--speculate", "off"}));
   ASSERT_EQ(s_off.exit_code, 0) << s_off.err;
   std::vector<std::string> s_on_args = sampled;
   s_on_args.insert(s_on_args.end(), {"--speculate", "lookup"});
@@ -84,7 +91,8 @@ TEST(BatchSpeculation, ADraftModelLeavesTheRecordsAsTheyAre) {
   std::string text;
   for (const std::string& p : kPrompts) text += p + "\n";
   const std::vector<std::string> greedy = {"--temperature", "0", "-n", "30", "--threads", "2"};
-  const RunResult off = Batch(dir, text, dir.File("off.jsonl"), greedy);
+  const RunResult off =
+      Batch(dir, text, dir.File("off.jsonl"), With(greedy, {"--speculate", "off"}));
   ASSERT_EQ(off.exit_code, 0) << off.err;
   std::vector<std::string> on_args = greedy;
   on_args.insert(on_args.end(),

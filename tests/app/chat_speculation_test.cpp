@@ -58,7 +58,7 @@ TEST(ChatSpeculation, TheStatusBarShowsTokensPerStepAndTheReplyIsTheSame) {
            !Contains(rows[22], "tok/step");
   });
 
-  TmuxChat off(80, 24, kGreedy);
+  TmuxChat off(80, 24, With(kGreedy, {"--speculate", "off"}));
   const Shown without = ReplyToRepeat(off);
   EXPECT_FALSE(Contains(without.status, "tok/step")) << without.status;
   EXPECT_EQ(with.reply, without.reply);
@@ -71,7 +71,8 @@ RunResult Plain(const std::vector<std::string>& args, const std::string& input) 
 TEST(ChatSpeculation, LineModeIsTheSameAndSavedChatsKeepTheSetting) {
   TempDir dir;
   const std::string input = std::string(kRepeat) + "\nAnd once more, the sea is wide.\n";
-  const RunResult off = Plain({"-n", "40", "--temperature", "0", "--no-save"}, input + "/quit\n");
+  const RunResult off = Plain({"-n", "40", "--temperature", "0", "--no-save", "--speculate", "off"},
+                              input + "/quit\n");
   ASSERT_EQ(off.exit_code, 0) << off.err;
   const std::vector<std::string> keep = {"-n", "40",          "--temperature",
                                          "0",  "--chats-dir", dir.path()};

@@ -52,7 +52,7 @@ TEST(TranscriptSpeculation, RecordedInTheHeaderAndReplayedAsRecorded) {
   const test::RunResult on =
       Record(dir, dir.File("on.txt"), {"--speculate", "lookup", "--speculate-k", "4"});
   ASSERT_EQ(on.exit_code, 0) << Describe(on);
-  const test::RunResult off = Record(dir, dir.File("off.txt"), {});
+  const test::RunResult off = Record(dir, dir.File("off.txt"), {"--speculate", "off"});
   ASSERT_EQ(off.exit_code, 0) << Describe(off);
   const std::string on_text = test::ReadFile(dir.File("on.txt"));
   const std::string off_text = test::ReadFile(dir.File("off.txt"));
@@ -91,7 +91,7 @@ TEST(TranscriptSpeculation, ADraftModelIsRecordedByItsDirectoryAndReplayed) {
   const std::string draft = std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model";
   const test::RunResult on = Record(dir, dir.File("draft.txt"), {"--draft-model", draft});
   ASSERT_EQ(on.exit_code, 0) << Describe(on);
-  const test::RunResult off = Record(dir, dir.File("off.txt"), {});
+  const test::RunResult off = Record(dir, dir.File("off.txt"), {"--speculate", "off"});
   ASSERT_EQ(off.exit_code, 0) << Describe(off);
   const std::string text = test::ReadFile(dir.File("draft.txt"));
   EXPECT_NE(text.find("\nspeculate: draft\n"), std::string::npos) << text;

@@ -134,13 +134,16 @@ TEST(AdaptiveK, FollowsAScriptedAcceptanceSequence) {
     int proposed, accepted, k_after;
   };
   const Step script[] = {
-      {8, 8, 8},             // all accepted at the cap: stays
-      {8, 0, 4},             // none: halves
-      {4, 1, 2},             // 1 of 4 is under half: halves
-      {2, 0, 1},             // halves to 1
-      {1, 0, 1},             // never below 1
-      {0, 0, 1},             // nothing proposed: no evidence, unchanged
-      {1, 1, 2},             // all accepted: +1
+      {8, 8, 8},                        // all accepted at the cap: stays
+      {8, 0, 4},                        // none: halves
+      {4, 1, 2},                        // 1 of 4 is under half: halves
+      {2, 0, 1},                        // halves to 1
+      {1, 0, 0},                        // fails at 1: backs off for 1 step
+      {0, 0, 1},                        // that step proposed nothing; k is 1 again
+      {1, 0, 0}, {0, 0, 0}, {0, 0, 1},  // fails again: 2 steps
+      {1, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 1},  // and again: 4 steps
+      {0, 0, 1},             // nothing proposed (no match): no evidence, unchanged
+      {1, 1, 2},             // all accepted: +1, and the back-off is forgotten
       {2, 2, 3}, {3, 2, 3},  // 2 of 3, at least half: unchanged
       {2, 2, 4},             // a short proposal (history ended) fully kept still grows
       {4, 2, 4},             // exactly half: unchanged
@@ -152,10 +155,29 @@ TEST(AdaptiveK, FollowsAScriptedAcceptanceSequence) {
   }
   k.Reset();
   EXPECT_EQ(k.k(), 8);
+  // After a success the back-off starts again from 1 step, and it never exceeds its cap.
+  for (int step : {8, 4, 2, 1}) k.Record(step, 0);
+  EXPECT_EQ(k.k(), 0);
+  k.Record(0, 0);
+  EXPECT_EQ(k.k(), 1);
+  int longest = 0;
+  for (int failure = 0; failure < 10; ++failure) {
+    k.Record(1, 0);
+    int skipped = 0;
+    while (k.k() == 0) {
+      k.Record(0, 0);
+      ++skipped;
+    }
+    longest = std::max(longest, skipped);
+  }
+  EXPECT_EQ(longest, AdaptiveK::kMaxBackoffSteps);
+  k.Reset();
+  EXPECT_EQ(k.k(), 8);
 }
 
 TEST(AdaptiveK, DeterministicAndInRange) {
-  // The same (proposed, accepted) sequence gives the same k's; k stays in [1, k_max].
+  // The same (proposed, accepted) sequence gives the same k's; k stays in [1, k_max], or 0 while
+  // backing off (then the step proposes nothing).
   for (const int k_max : {1, 2, 5, 16}) {
     auto run = [k_max](uint64_t seed) {
       AdaptiveK k(k_max);
@@ -165,7 +187,7 @@ TEST(AdaptiveK, DeterministicAndInRange) {
         const int proposed = static_cast<int>(rng.Next() % (k.k() + 1));
         const int accepted = proposed == 0 ? 0 : static_cast<int>(rng.Next() % (proposed + 1));
         k.Record(proposed, accepted);
-        EXPECT_GE(k.k(), 1);
+        EXPECT_GE(k.k(), 0);
         EXPECT_LE(k.k(), k_max);
         ks.push_back(k.k());
       }
@@ -177,6 +199,8 @@ TEST(AdaptiveK, DeterministicAndInRange) {
   one.Record(1, 1);
   EXPECT_EQ(one.k(), 1);
   one.Record(1, 0);
+  EXPECT_EQ(one.k(), 0);  // backs off a step
+  one.Record(0, 0);
   EXPECT_EQ(one.k(), 1);
 }
 

@@ -246,7 +246,7 @@ void ExpectRollbackExact(const KVCacheOptions& kv) {
     EXPECT_EQ(accepted(4), proposed(4)) << label << ": C, in the model's loop";
     EXPECT_GT(proposed(5), 0) << label;
     EXPECT_EQ(accepted(5), 0) << label << ": D";
-    EXPECT_GT(accepted(6), 0) << label;
+    // E, sampled: proposals rejected (some confirmed too, unless its row backed off first).
     EXPECT_LT(accepted(6), proposed(6)) << label;
     EXPECT_EQ(got.outs[7].result.reason, StopReason::kEos) << label << ": F";
     EXPECT_GT(proposed(7), 0) << label << ": F";
