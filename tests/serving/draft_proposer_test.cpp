@@ -63,13 +63,6 @@ std::vector<RequestSpec> Specs(int k, const std::shared_ptr<ProposerSource>& sou
   return specs;
 }
 
-KVCacheOptions Kv(KVDType dtype, int block_size) {
-  KVCacheOptions kv;
-  kv.dtype = dtype;
-  kv.block_size = block_size;
-  return kv;
-}
-
 void ExpectAllSame(const std::vector<Outcome>& want, const std::vector<Outcome>& got,
                    const std::string& label) {
   ASSERT_EQ(got.size(), want.size());

@@ -19,13 +19,6 @@
 namespace wc::test {
 namespace {
 
-KVCacheOptions Kv(KVDType dtype, int block_size) {
-  KVCacheOptions kv;
-  kv.dtype = dtype;
-  kv.block_size = block_size;
-  return kv;
-}
-
 // Raw stored bytes of row `user`'s positions [0, n): [n_layers][n_kv_heads][n][K row, V row], each
 // row RowBytes() bytes as the format stores it (per-row scales inside it).
 std::vector<uint8_t> RowImage(const KVCache& cache, int user, int n) {
@@ -268,12 +261,7 @@ TEST(Rollback, RowsOfSmallBlocksHoldOnlyTheBlocksOfOneTokenDecoding) {
 INSTANTIATE_TEST_SUITE_P(EveryKVFormat, RollbackFormats,
                          ::testing::Values(KVDType::kF32, KVDType::kBF16, KVDType::kInt8,
                                            KVDType::kFP8E4M3, KVDType::kFP8E5M2, KVDType::kBFP8),
-                         [](const ::testing::TestParamInfo<KVDType>& info) {
-                           std::string name = KVDTypeName(info.param);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         KVDTypeParamName);
 
 }  // namespace
 }  // namespace wc::test

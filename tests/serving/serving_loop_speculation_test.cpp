@@ -50,13 +50,6 @@ Totals Count(const std::vector<Outcome>& outs) {
   return t;
 }
 
-KVCacheOptions Kv(KVDType dtype, int block_size) {
-  KVCacheOptions kv;
-  kv.dtype = dtype;
-  kv.block_size = block_size;
-  return kv;
-}
-
 class SpeculationFormats : public ::testing::TestWithParam<KVDType> {};
 
 TEST_P(SpeculationFormats, TokensAndLogitsAreThoseOfDecodingWithoutIt) {
@@ -82,12 +75,7 @@ TEST_P(SpeculationFormats, TokensAndLogitsAreThoseOfDecodingWithoutIt) {
 INSTANTIATE_TEST_SUITE_P(EveryKVFormat, SpeculationFormats,
                          ::testing::Values(KVDType::kF32, KVDType::kBF16, KVDType::kInt8,
                                            KVDType::kFP8E4M3, KVDType::kFP8E5M2, KVDType::kBFP8),
-                         [](const ::testing::TestParamInfo<KVDType>& info) {
-                           std::string name = KVDTypeName(info.param);
-                           for (char& c : name)
-                             if (c == '-') c = '_';
-                           return name;
-                         });
+                         KVDTypeParamName);
 
 // In a batch that mixes speculating and plain requests, prefills and decodes, several threads
 // and a small token budget: each request's outcome is its solo run without speculation.

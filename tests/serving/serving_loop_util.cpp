@@ -67,6 +67,27 @@ SamplingParams Greedy() {
   return p;
 }
 
+KVCacheOptions Kv(KVDType dtype, int block_size) {
+  KVCacheOptions kv;
+  kv.dtype = dtype;
+  kv.block_size = block_size;
+  return kv;
+}
+
+namespace {
+// A KV format's name as a test name allows it ('-' is not).
+std::string TestName(KVDType dtype) {
+  std::string name = KVDTypeName(dtype);
+  for (char& c : name)
+    if (c == '-') c = '_';
+  return name;
+}
+}  // namespace
+
+std::string KVDTypeParamName(const ::testing::TestParamInfo<KVDType>& info) {
+  return TestName(info.param);
+}
+
 Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> observer) {
   Request r;
   r.prompt_ids = spec.prompt;
@@ -177,10 +198,7 @@ void PrintTo(const FormatCase& fc, std::ostream* os) {
 }
 
 std::string FormatCaseName(const ::testing::TestParamInfo<FormatCase>& info) {
-  std::string name = KVDTypeName(info.param.dtype);
-  for (char& ch : name)
-    if (ch == '-') ch = '_';
-  return name;
+  return TestName(info.param.dtype);
 }
 
 void ExpectSameOutcome(const Outcome& want, const Outcome& got, const std::string& label) {

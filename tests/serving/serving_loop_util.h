@@ -57,6 +57,10 @@ struct RequestSpec {
 };
 
 SamplingParams Greedy();
+// KV options of one format and layout (block_size 0: contiguous).
+KVCacheOptions Kv(KVDType dtype, int block_size);
+// A test parameterized by KV format: its name ("fp8_e4m3"; '-' is not allowed).
+std::string KVDTypeParamName(const ::testing::TestParamInfo<KVDType>& info);
 Request MakeRequest(const RequestSpec& spec, std::shared_ptr<RequestObserver> observer);
 // Submits with a WaitingObserver that keeps the logits.
 std::shared_ptr<WaitingObserver> Submit(ServingLoop& loop, const RequestSpec& spec);
