@@ -26,13 +26,16 @@ void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s, int beams) {
   const bool mode_given = cmd.count("--speculate") > 0;
   s.given = mode_given || cmd.count("--speculate-k") > 0 || cmd.count("--lookup-ngram") > 0 ||
             cmd.count("--draft-model") > 0;
-  if (!s.draft_model.empty() && !mode_given) s.mode = "draft";
-  if (s.mode == "draft" && s.draft_model.empty())
-    throw Error("--speculate draft needs --draft-model DIR (the checkpoint that proposes)");
-  if (s.mode != "draft" && !s.draft_model.empty())
-    throw Error(
-        Cat("--draft-model proposes only with --speculate draft, not --speculate ", s.mode));
+  ResolveDraftMode(mode_given, s.draft_model, &s.mode);
   if (beams > 0 && s.given && s.RequestK() > 0) throw Error(kBeamsDoNotSpeculate);
+}
+
+void ResolveDraftMode(bool mode_given, const std::string& draft_model, std::string* mode) {
+  if (!draft_model.empty() && !mode_given) *mode = "draft";
+  if (*mode == "draft" && draft_model.empty())
+    throw Error("--speculate draft needs --draft-model DIR (the checkpoint that proposes)");
+  if (*mode != "draft" && !draft_model.empty())
+    throw Error(Cat("--draft-model proposes only with --speculate draft, not --speculate ", *mode));
 }
 
 void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options,
@@ -49,16 +52,21 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
   } catch (const Error& e) {
     throw Error(Cat(flag, ": ", e.what()));
   }
-  try {
-    target_tokenizer = Tokenizer::FromModelDir(target.dir);
-  } catch (const Error& e) {
-    throw Error(Cat(flag, ": the model's tokenizer, to compare with: ", e.what()));
+  // The model's tokenizer as loaded; with --ids (or none loaded) its files are read to compare.
+  const Tokenizer* target_tok = target_options.ids ? nullptr : target.tokenizer.get();
+  if (target_tok == nullptr) {
+    try {
+      target_tokenizer = Tokenizer::FromModelDir(target.dir);
+    } catch (const Error& e) {
+      throw Error(Cat(flag, ": the model's tokenizer, to compare with: ", e.what()));
+    }
+    target_tok = target_tokenizer.get();
   }
   const std::string difference =
-      TokenizerDifference(*target_tokenizer, *draft_tokenizer, "the model's", "the draft's");
+      TokenizerDifference(*target_tok, *draft_tokenizer, "the model's", "the draft's");
   if (!difference.empty())
     throw Error(Cat(flag, ": its tokenizer does not give the model's ids: ", difference, " (",
-                    target_tokenizer->path(), " and ", draft_tokenizer->path(), ")"));
+                    target_tok->path(), " and ", draft_tokenizer->path(), ")"));
   const FalconConfig &tc = target.model->config(), &dc = draft->config();
   if (tc.bos_token_id != dc.bos_token_id || tc.eos_token_id != dc.eos_token_id)
     throw Error(Cat(flag, ": config.json's BOS/EOS ids are ", dc.bos_token_id, "/", dc.eos_token_id,

@@ -2,6 +2,8 @@
 // model loaded and checked against the target once it is.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "app/model_loader.h"
@@ -16,6 +18,11 @@ namespace wc {
 // (kBeamsDoNotSpeculate) for speculation asked for with beam search (beams > 0); the default
 // speculation steps aside for beam search silently (beam requests never speculate).
 void CheckSpeculation(const CLI::App& cmd, SpeculationOptions& s, int beams = 0);
+
+// The draft half of those checks, shared with `bench model --speculate`: --draft-model given
+// without --speculate (`mode_given` false) sets *mode to draft; draft without a directory, or a
+// directory with another mode, is the one-line error.
+void ResolveDraftMode(bool mode_given, const std::string& draft_model, std::string* mode);
 
 // --speculate draft: loads --draft-model whole in this process (a tensor-parallel leader's draft
 // is its own; only the leader proposes) and sets s.source to a DraftModelSource with `user_rows`

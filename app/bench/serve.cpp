@@ -127,8 +127,9 @@ LoadRun RunLoad(ServingLoop& loop, const BenchServeOptions& o, const std::vector
     const auto& t = obs[i]->times();
     run.generated += static_cast<int64_t>(t.size());
     run.ttft.push_back(t.front() - submit_times[i]);
-    run.spec_proposed += obs[i]->Wait().spec_proposed;
-    run.spec_accepted += obs[i]->Wait().spec_accepted;
+    const RequestResult& result = obs[i]->Wait();
+    run.spec_proposed += result.spec_proposed;
+    run.spec_accepted += result.spec_accepted;
     for (size_t k = 1; k < t.size(); ++k) run.itl.push_back(t[k] - t[k - 1]);
   }
   return run;

@@ -104,12 +104,7 @@ void AddBenchSpeculationOptions(CLI::App* cmd, BenchSpeculationOptions& s) {
 }
 
 void CheckBenchSpeculation(const CLI::App& cmd, BenchSpeculationOptions& s) {
-  if (!s.draft_model.empty() && cmd.count("--speculate") == 0) s.mode = "draft";
-  if (s.mode == "draft" && s.draft_model.empty())
-    throw Error("--speculate draft needs --draft-model DIR (the checkpoint that proposes)");
-  if (s.mode != "draft" && !s.draft_model.empty())
-    throw Error(
-        Cat("--draft-model proposes only with --speculate draft, not --speculate ", s.mode));
+  ResolveDraftMode(cmd.count("--speculate") > 0, s.draft_model, &s.mode);
   if (s.mode != "oracle" && cmd.count("--oracle-accept") > 0)
     throw Error(Cat("--oracle-accept applies to --speculate oracle, not --speculate ", s.mode));
   if (!s.on()) {
