@@ -430,6 +430,14 @@ void WidenPanel(int magnitude_bits, bool pairs, const uint8_t* panel, int64_t k_
 #endif
 }
 
+int64_t BfpWidenOnceTokensOfTarget() {
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  return kBfpWidenOnceTokensAvx512;
+#else
+  return kBfpWidenOnceTokensAvx2;
+#endif
+}
+
 int BfpMaxTileTokens(int path) {
   return path == kBfpPathPairs ? MaxTokens<true>() : MaxTokens<false>();
 }
@@ -466,6 +474,7 @@ HWY_AFTER_NAMESPACE();
 namespace wc {
 
 HWY_EXPORT(BfpMaxTileTokens);
+HWY_EXPORT(BfpWidenOnceTokensOfTarget);
 HWY_EXPORT(BfpRunRange);
 HWY_EXPORT(WidenPanel);
 
@@ -475,7 +484,7 @@ int PathOf(const BfpPanels& w) {
   return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
 }
 
-// Panels [pa, pb) widened once each (kBfpWidenOnceTokens) into this thread's buffer as the BF16
+// Panels [pa, pb) widened once each (BfpWidenOnceTokens) into this thread's buffer as the BF16
 // (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
 // buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
 // chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
@@ -540,7 +549,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   BfpGemmInput in;
   in.path_ = PathOf(w);
   const bool amx = GemmBfpUsesAmx(w, n_tokens);
-  in.widen_once_ = amx || n_tokens >= kBfpWidenOnceTokens;
+  in.widen_once_ = amx || n_tokens >= BfpWidenOnceTokens(w);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
@@ -608,6 +617,11 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
 void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* bias, float* y) {
   const BfpGemmInput in = PackBfpGemmInput(x, n_tokens, w.cols(), w);
   GemmBfp(in, w, bias, y, w.rows(), 0, w.rows());
+}
+
+int64_t BfpWidenOnceTokens(const BfpPanels& w) {
+  if (PathOf(w) == kBfpPathPairs && AmxBf16GemmAvailable()) return kBfpWidenOnceTokensAmx;
+  return HWY_DYNAMIC_DISPATCH(BfpWidenOnceTokensOfTarget)();
 }
 
 bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens) {

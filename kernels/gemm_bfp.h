@@ -1,7 +1,7 @@
 // y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
 // a widened copy of the matrix: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream
 // 8.5 or 4.5 bits a weight and widen the codes in registers, on portable Highway (gemm_bfp.cpp) and
-// for one token on AVX-512F (gemm_bfp_one_token.cpp); from kBfpWidenOnceTokens tokens one panel at
+// for one token on AVX-512F (gemm_bfp_one_token.cpp); from BfpWidenOnceTokens tokens one panel at
 // a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
 //
 // Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
@@ -134,14 +134,22 @@ class BfpPanels {
   std::vector<uint8_t> plain_;  // [panels] PanelIsPlain
 };
 
-// Calls of at least this many tokens widen each panel once instead of in registers per token
-// tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out as the
-// BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
-// (gemm_schedule.h's PortableRange, or AMX's where the BF16 GEMM runs on AMX: from
-// kBfpWidenOnceTokensAmx tokens), so the widening is paid once per panel, not once per token
-// tile. Either side of the threshold the results are the same bits (the contract).
-constexpr int64_t kBfpWidenOnceTokens = 16;
+// Calls of at least BfpWidenOnceTokens(w) tokens widen each panel once instead of in registers per
+// token tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out
+// as the BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
+// (gemm_schedule.h's PortableRange, or AMX's where the BF16 GEMM runs on AMX), so the widening is
+// paid once per panel, not once per token tile. Either side of the threshold the results are the
+// same bits (the contract). Measured per target (tests/kernels/gemm_bfp_bench.cpp, FalconShapes
+// with BFP_BENCH_TOKENS): on AMX from 4 tokens, on AVX-512 without it from 16 (Intel Xeon,
+// 2026-11-26); on AVX2 from 5 (AMD EPYC Zen 3, 2026-11-27: its in-register pairs tiles hold 2
+// tokens, so 5 and 9 tokens widened the codes 3 and 5 times; widened once they run 1.3x and 1.4x
+// faster, at 3-4 tokens the two ways are within noise).
+constexpr int64_t kBfpWidenOnceTokensAvx512 = 16;
+constexpr int64_t kBfpWidenOnceTokensAvx2 = 5;  // and every target below AVX-512
 constexpr int64_t kBfpWidenOnceTokensAmx = 4;
+
+// The threshold for w's calls on this CPU and SIMD limit (WORMCHAT_SIMD): one of the three above.
+int64_t BfpWidenOnceTokens(const BfpPanels& w);
 
 // Activations packed for one BfpPanels' kernel (the BF16 / F32 GEMM's layouts, gemm.h's
 // GemmInput), K padded to 32 with zeros: tiles of at most MR tokens (balanced, gemm_schedule.h's
@@ -159,7 +167,7 @@ class BfpGemmInput {
   friend void GemmBfp(const BfpGemmInput&, const BfpPanels&, const float*, float*, int64_t, int64_t,
                       int64_t);
   int path_ = 0;             // gemm_bfp.cpp's BfpPath
-  bool widen_once_ = false;  // n_tokens >= kBfpWidenOnceTokens: the widened panels' tiles
+  bool widen_once_ = false;  // n_tokens >= BfpWidenOnceTokens: the widened panels' tiles
   int tile_tokens_ = 1;
   int64_t n_tokens_ = 0;
   int64_t floats_per_token_ = 0;

@@ -81,10 +81,10 @@ void RunShape(int64_t out, int64_t in, int64_t tokens, PageBuffer& stream, doubl
   std::vector<float> x(static_cast<size_t>(tokens * in));
   for (auto& v : x) v = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
   std::vector<float> y(static_cast<size_t>(tokens * out));
-  const int reps = tokens == 1 ? 10 : 1;
+  const int reps = tokens < 16 ? 10 : 1;
   Stats s16, s8, s4;
   uint64_t sink = 0;
-  for (int round = 0; round < Rounds(tokens == 1 ? 15 : 4); ++round) {
+  for (int round = 0; round < Rounds(tokens < 16 ? 15 : 4); ++round) {
     *best_bw = std::max(*best_bw, static_cast<double>(stream.size()) / StreamRead(stream, &sink));
     s16.seconds.push_back(TimeIt(reps, [&] { Gemm(x.data(), tokens, bf16, nullptr, y.data()); }));
     s8.seconds.push_back(TimeIt(reps, [&] { GemmBfp(x.data(), tokens, b8, nullptr, y.data()); }));
@@ -117,9 +117,20 @@ TEST(GemmBfpBench, DISABLED_FalconShapes) {
   double bw = 0;
   const int64_t shapes[3][2] = {{4544, 18176}, {18176, 4544}, {4672, 4544}};
   std::printf("SIMD limit %s, %d threads\n", SimdLimitName().c_str(), omp_get_max_threads());
-  for (const auto& s : shapes) RunShape(s[0], s[1], 1, stream, &bw);
-  if (std::getenv("BFP_BENCH_NO_PREFILL") == nullptr)
-    for (const auto& s : shapes) RunShape(s[0], s[1], 512, stream, &bw);
+  // BFP_BENCH_TOKENS=5,9 runs those token counts (a verify step's) instead of 1 and 512.
+  std::vector<int64_t> counts = {1, 512};
+  if (std::getenv("BFP_BENCH_NO_PREFILL") != nullptr) counts = {1};
+  if (const char* v = std::getenv("BFP_BENCH_TOKENS")) {
+    counts.clear();
+    const std::string list = v;
+    for (size_t pos = 0; pos < list.size();) {
+      const size_t comma = std::min(list.find(',', pos), list.size());
+      counts.push_back(std::max<int64_t>(1, std::atoll(list.substr(pos, comma - pos).c_str())));
+      pos = comma + 1;
+    }
+  }
+  for (const int64_t n : counts)
+    for (const auto& s : shapes) RunShape(s[0], s[1], n, stream, &bw);
 }
 
 // The kernels' own speed, weights hot in L2 on one thread: what widening costs per byte, apart
@@ -138,9 +149,10 @@ TEST(GemmBfpBench, DISABLED_InCacheOneThread) {
       BfpPanels::FromMatrix(BfpFormat::kBfp8, ref, "w", ActivationPrecision::kBF16);
   const BfpPanels b4 =
       BfpPanels::FromMatrix(BfpFormat::kBfp4, ref, "w", ActivationPrecision::kBF16);
-  // BFP_BENCH_TOKENS=n runs n tokens only (e.g. either side of kBfpWidenOnceTokens).
+  // BFP_BENCH_TOKENS=n runs n tokens only (e.g. either side of BfpWidenOnceTokens).
   const char* tokens_env = std::getenv("BFP_BENCH_TOKENS");
-  std::vector<int64_t> counts = {1, 12, kBfpWidenOnceTokens - 1, kBfpWidenOnceTokens};
+  const int64_t t = BfpWidenOnceTokens(b8);
+  std::vector<int64_t> counts = {1, 12, t - 1, t};
   if (tokens_env != nullptr) counts = {std::max<int64_t>(1, std::atoll(tokens_env))};
   for (int64_t tokens : counts) {
     std::vector<float> x(static_cast<size_t>(tokens * in), 0.5f),

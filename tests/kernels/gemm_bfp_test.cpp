@@ -7,6 +7,7 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -214,12 +215,11 @@ TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
   }
 }
 
-// Token counts straddling kBfpWidenOnceTokens (widened in registers below it, each panel widened
+// Token counts straddling BfpWidenOnceTokens (widened in registers below it, each panel widened
 // once into the BF16 / F32 GEMM's layout from it): odd K and N, partial row ranges, bias, 1 and 2
 // threads, AVX-512 kernel on and off, plain and wide values: the reference's bits on both sides.
 TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
   const Case c = GetParam();
-  const int64_t t = kBfpWidenOnceTokens;
   for (Values values : {Values::kUniform, Values::kWide}) {
     for (int64_t cols : {3, 77, 96}) {
       for (int64_t rows : {45, 161}) {
@@ -227,7 +227,13 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
         const Reference ref = MakeReference(c.format, s, c.precision);
         const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
         const std::vector<float> bias = RandomX(1, rows, 17);
-        for (int64_t n : {t - 1, t, t + 1, 2 * t + 3}) {
+        // Both sides of this CPU's threshold and of every target's (AVX-512's, AVX2's).
+        std::vector<int64_t> counts = {2 * kBfpWidenOnceTokensAvx512 + 3};
+        for (int64_t t :
+             {BfpWidenOnceTokens(m), kBfpWidenOnceTokensAvx512, kBfpWidenOnceTokensAvx2})
+          for (int64_t n : {t - 1, t, t + 1})
+            if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
+        for (int64_t n : counts) {
           const int64_t x_stride = cols + 2;
           const std::vector<float> x = RandomX(n, x_stride, static_cast<uint64_t>(n + cols));
           const int64_t r0 = 3, r1 = rows - 1;
@@ -300,7 +306,7 @@ TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
   const Source s = MakeSource(rows, cols, 8, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
-  for (const int64_t n : {int64_t{14}, kBfpWidenOnceTokens + 5}) {
+  for (const int64_t n : {int64_t{3}, int64_t{14}, kBfpWidenOnceTokensAvx512 + 5}) {
     const std::vector<float> x = RandomX(n, cols, 9);
     std::vector<float> want(static_cast<size_t>(n * rows));
     Gemm(x.data(), n, ref.packed, nullptr, want.data());
