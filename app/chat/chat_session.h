@@ -194,7 +194,8 @@ class ChatSession {
 
   mutable std::mutex mu_;  // the figures the loop's thread updates
   ChatFigures figures_;    // all but seed and beams, which figures() takes from the settings
-  double reply_start_ = 0, first_token_at_ = 0;
+  double reply_start_ = 0, first_token_at_ = 0;  // NowS() seconds
+  static double NowS();                          // the steady clock, in seconds
   double mesh_us_at_start_ = 0;
   // The running reply speculates; the loop's step and sampled-token counts (ServingStatus) just
   // before its first token: the live tokens per step (-1 before the first token).
