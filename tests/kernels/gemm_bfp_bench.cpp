@@ -63,6 +63,20 @@ double TimeIt(int reps, const Fn& fn) {
   return (Now() - t0) / reps;
 }
 
+// BFP_BENCH_TOKENS=a,b,...: the token counts to run, else `fallback`.
+std::vector<int64_t> TokenCounts(std::vector<int64_t> fallback) {
+  const char* v = std::getenv("BFP_BENCH_TOKENS");
+  if (v == nullptr) return fallback;
+  std::vector<int64_t> counts;
+  const std::string list = v;
+  for (size_t pos = 0; pos < list.size();) {
+    const size_t comma = std::min(list.find(',', pos), list.size());
+    counts.push_back(std::max<int64_t>(1, std::atoll(list.substr(pos, comma - pos).c_str())));
+    pos = comma + 1;
+  }
+  return counts;
+}
+
 int Rounds(int fallback) {
   const char* v = std::getenv("BFP_BENCH_ROUNDS");
   return v != nullptr ? std::max(1, std::atoi(v)) : fallback;
@@ -120,15 +134,7 @@ TEST(GemmBfpBench, DISABLED_FalconShapes) {
   // BFP_BENCH_TOKENS=5,9 runs those token counts (a verify step's) instead of 1 and 512.
   std::vector<int64_t> counts = {1, 512};
   if (std::getenv("BFP_BENCH_NO_PREFILL") != nullptr) counts = {1};
-  if (const char* v = std::getenv("BFP_BENCH_TOKENS")) {
-    counts.clear();
-    const std::string list = v;
-    for (size_t pos = 0; pos < list.size();) {
-      const size_t comma = std::min(list.find(',', pos), list.size());
-      counts.push_back(std::max<int64_t>(1, std::atoll(list.substr(pos, comma - pos).c_str())));
-      pos = comma + 1;
-    }
-  }
+  counts = TokenCounts(counts);
   for (const int64_t n : counts)
     for (const auto& s : shapes) RunShape(s[0], s[1], n, stream, &bw);
 }
@@ -149,11 +155,9 @@ TEST(GemmBfpBench, DISABLED_InCacheOneThread) {
       BfpPanels::FromMatrix(BfpFormat::kBfp8, ref, "w", ActivationPrecision::kBF16);
   const BfpPanels b4 =
       BfpPanels::FromMatrix(BfpFormat::kBfp4, ref, "w", ActivationPrecision::kBF16);
-  // BFP_BENCH_TOKENS=n runs n tokens only (e.g. either side of BfpWidenOnceTokens).
-  const char* tokens_env = std::getenv("BFP_BENCH_TOKENS");
+  // BFP_BENCH_TOKENS=n,... runs those counts only (e.g. either side of BfpWidenOnceTokens).
   const int64_t t = BfpWidenOnceTokens(b8);
-  std::vector<int64_t> counts = {1, 12, t - 1, t};
-  if (tokens_env != nullptr) counts = {std::max<int64_t>(1, std::atoll(tokens_env))};
+  const std::vector<int64_t> counts = TokenCounts({1, 12, t - 1, t});
   for (int64_t tokens : counts) {
     std::vector<float> x(static_cast<size_t>(tokens * in), 0.5f),
         y(static_cast<size_t>(tokens * out));
