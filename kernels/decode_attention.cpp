@@ -1,5 +1,6 @@
 // The portable decode-attention kernels (Highway): f32 FMAs on rows of any format, dequantized in
-// registers (row_sources-inl.h), and the softmax's MaxOf / ExpShiftSum. kernel_table.cpp runs them
+// registers (row_sources-inl.h) - the scores here, the weighted sum of V in
+// decode_attention_weighted.cpp - and the softmax's MaxOf / ExpShiftSum. kernel_table.cpp runs them
 // where no faster kernel of the format applies.
 #include "kernels/decode_attention.h"
 
@@ -24,41 +25,13 @@
 
 #include "hwy/cache_control.h"
 #include "hwy/contrib/math/math-inl.h"
+#include "kernels/head_groups-inl.h"
 #include "kernels/row_sources-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace wc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
-
-// Rows ahead of the one being computed whose cache lines are prefetched: the chunk streams from
-// DRAM, and the prefetches keep enough misses in flight while the core computes.
-constexpr int64_t kPrefetchRows = kChunkPrefetchRows;
-
-// The rows of a second matrix (the V of this chunk, the K of the next), prefetched at the pace a
-// kernel walks its own rows, so memory keeps streaming while the core computes.
-using Along = PrefetchStream;
-
-// Calls fn(std::integral_constant<int, NH>(), h, along_or_none) for the heads [h, h + NH) in
-// groups of 4 and one last group of 1-3: the head-group kernels are templates on NH. Only the
-// first group prefetches `along` (one pass over it is enough).
-template <class Fn>
-HWY_INLINE void ForHeadGroups(int n_heads, const Along& along, const Fn& fn) {
-  int h = 0;
-  for (; h + 4 <= n_heads; h += 4)
-    fn(std::integral_constant<int, 4>(), h, h == 0 ? along : Along());
-  const Along& rest = h == 0 ? along : Along();
-  switch (n_heads - h) {
-    case 3:
-      return fn(std::integral_constant<int, 3>(), h, rest);
-    case 2:
-      return fn(std::integral_constant<int, 2>(), h, rest);
-    case 1:
-      return fn(std::integral_constant<int, 1>(), h, rest);
-    default:
-      return;
-  }
-}
 
 #if HWY_TARGET != HWY_SCALAR
 // The 128-bit blocks of v added together (one block for 128-bit targets).
@@ -292,74 +265,6 @@ float ExpShiftSumImpl(float* x, int64_t n, float shift) {
   return hn::GetLane(hn::SumOfLanes(df, sum));
 }
 
-// o[h, c0:c0 + NV * lanes] for NH heads over every row, accumulators in registers.
-template <int NH, int NV, class Rows>
-HWY_INLINE void WeightedBlock(const float* HWY_RESTRICT w, int64_t w_stride, const Rows& v,
-                              int64_t rows, int64_t cols, int64_t c0, float* HWY_RESTRICT o,
-                              const Along& along) {
-  const DF df;
-  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
-  VF acc[NH][NV];
-  for (int h = 0; h < NH; ++h)
-    for (int j = 0; j < NV; ++j) acc[h][j] = hn::LoadU(df, o + h * cols + c0 + j * nl);
-  for (int64_t p = 0; p < rows; ++p) {
-    if (c0 == 0) {
-      v.ahead.template Row<3>(p + kPrefetchRows);
-      along.Row(p);
-    }
-    VF vv[NV];
-    for (int j = 0; j < NV; ++j) vv[j] = v.Vec(df, p, c0 + j * nl);
-    float row_scale = 1.0f;  // scaled codes: the row's scale goes into its weights
-    if constexpr (Rows::kScaled) row_scale = v.Scale(p);
-    for (int h = 0; h < NH; ++h) {
-      const VF a =
-          hn::Set(df, Rows::kScaled ? w[h * w_stride + p] * row_scale : w[h * w_stride + p]);
-      for (int j = 0; j < NV; ++j) acc[h][j] = hn::MulAdd(a, vv[j], acc[h][j]);
-    }
-  }
-  for (int h = 0; h < NH; ++h)
-    for (int j = 0; j < NV; ++j) hn::StoreU(acc[h][j], df, o + h * cols + c0 + j * nl);
-}
-
-template <int NH, class Rows>
-HWY_INLINE void WeightedHeads(const float* w, int64_t w_stride, const Rows& v, int64_t rows,
-                              int64_t cols, float* o, const Along& along) {
-  const DF df;
-  const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
-  int64_t c = 0;
-  for (; c + 4 * nl <= cols; c += 4 * nl)
-    WeightedBlock<NH, 4>(w, w_stride, v, rows, cols, c, o, along);
-  for (; c + nl <= cols; c += nl)
-    WeightedBlock<NH, 1>(w, w_stride, v, rows, cols, c, o, c == 0 ? along : Along());
-  for (; c < cols; ++c) {  // scalar tail columns, same order over rows
-    for (int h = 0; h < NH; ++h) {
-      float acc = o[h * cols + c];
-      for (int64_t p = 0; p < rows; ++p) {
-        float a = w[h * w_stride + p];
-        if constexpr (Rows::kScaled) a *= v.Scale(p);
-        acc = std::fma(a, v.At(p, c), acc);
-      }
-      o[h * cols + c] = acc;
-    }
-  }
-}
-
-template <class Rows>
-void WeightedImpl(const float* w, int64_t w_stride, int n_heads, const Rows& v, int64_t rows,
-                  int64_t cols, float* o, const Along& along) {
-  ForHeadGroups(n_heads, along, [&](auto nh, int h, const Along& al) {
-    WeightedHeads<decltype(nh)::value>(w + h * w_stride, w_stride, v, rows, cols, o + h * cols, al);
-  });
-}
-
-void AccumulateWeightedRowsImpl(const float* w, int64_t w_stride, int n_heads, const RowsRef& v,
-                                float* o, const RowsRef& along_m) {
-  const Along along(along_m);
-  WithRows(v, [&](const auto& rows) {
-    WeightedImpl(w, w_stride, n_heads, rows, v.rows, v.cols, o, along);
-  });
-}
-
 }  // namespace HWY_NAMESPACE
 }  // namespace wc
 HWY_AFTER_NAMESPACE();
@@ -370,7 +275,6 @@ namespace wc {
 HWY_EXPORT(AttentionScoresImpl);
 HWY_EXPORT(MaxOfImpl);
 HWY_EXPORT(ExpShiftSumImpl);
-HWY_EXPORT(AccumulateWeightedRowsImpl);
 
 void F32FmaScoresPerHead(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
                          float* scores, const RowsRef& along) {
@@ -382,11 +286,6 @@ void F32FmaScores(const float* q, int n_heads, const RowsRef& k, float scale, fl
   thread_local std::vector<float> head_scale;  // [n_heads]
   head_scale.assign(static_cast<size_t>(n_heads), scale);
   F32FmaScoresPerHead(q, n_heads, k, head_scale.data(), scores, along);
-}
-
-void F32FmaWeighted(const float* w, int64_t w_stride, int n_heads, const RowsRef& v, float* o,
-                    const RowsRef& along) {
-  HWY_DYNAMIC_DISPATCH(AccumulateWeightedRowsImpl)(w, w_stride, n_heads, v, o, along);
 }
 
 void PrefetchRows(const RowsRef& m, int64_t n) {
