@@ -16,7 +16,7 @@
 namespace wc::tui {
 namespace {
 
-bool IsBlank(std::string_view s) {
+bool IsBlankEntry(std::string_view s) {
   return s.find_first_not_of(" \t\n\r\v\f") == std::string_view::npos;
 }
 
@@ -139,7 +139,7 @@ std::string History::DefaultPath() {
 bool History::Add(std::string_view raw) {
   EndWalk();
   const std::string entry = SanitizeUtf8(raw);
-  if (IsBlank(entry) || (!entries_.empty() && entries_.back() == entry)) return false;
+  if (IsBlankEntry(entry) || (!entries_.empty() && entries_.back() == entry)) return false;
   entries_.push_back(entry);
   unsaved_.push_back(entry);
   Trim();
@@ -236,7 +236,7 @@ bool History::Unescape(std::string_view line, std::string* entry) {
     }
   }
   // What Add would store: valid UTF-8, no control characters but '\n' and '\t', not blank.
-  return !IsBlank(*entry) && SanitizeUtf8(*entry) == *entry;
+  return !IsBlankEntry(*entry) && SanitizeUtf8(*entry) == *entry;
 }
 
 void History::Trim() {
