@@ -2,7 +2,8 @@
 # README command (2), and CI's (.ci/run): install, build, and run every test -
 #   1. the whole suite in Release (./build),
 #   2. the Python reference and the committed fixtures, numpy only (tools/python/check_reference.py),
-#   3. the whole suite again under ASan + UBSan (tools/asan.sh, ./build-asan),
+#   3. the layers' tests again under ASan + UBSan (tools/asan.sh, ./build-asan; the whole suite
+#      with tools/asan.sh --all),
 #   4. the serving loop's concurrency under TSan (tools/tsan.sh, ./build-tsan),
 #   5. every parser's libFuzzer harness for a short run (tools/fuzz.sh, ./build-fuzz).
 # Prints each part's time at the end. WORMCHAT_FUZZ_SECONDS (default 10) is each harness's time.
