@@ -104,7 +104,7 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
   HeadsAndRotary(b, s, s.ut, TileFormat::kBF16, 1,
                  static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
                  static_cast<int>(s.kv_heads * s.ut), D, L);
-  const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
+  const int64_t q_tiles = s.q_heads * s.ut * s.hdt;
   const TtOp update = UpdateCacheOp(s, TileFormat::kBF16);
   // The cache sliced to the attended positions, then sharded one user per core on 8x4.
   const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
@@ -206,7 +206,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
   b.Layer(Move("sharded_to_interleaved", 8, qkv, L, qkv, L));
   b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
   HeadsAndRotary(b, s, s.ut, A, 1, static_cast<int>(s.q_heads), static_cast<int>(s.kv_heads), L, L);
-  const int64_t q_tiles = s.q_heads * s.ut * s.hdt, k_tiles = s.kv_heads * s.ut * s.hdt;
+  const int64_t q_tiles = s.q_heads * s.ut * s.hdt;
   const TtOp update = UpdateCacheOp(s, A);
   const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
   const int users_cores = static_cast<int>(std::min<int64_t>(32, u));

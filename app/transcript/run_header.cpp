@@ -24,7 +24,7 @@ struct Field {
   // Written only when not `absent`, and `absent` when left out (keys added after the format).
   const char* absent = nullptr;
   // Set: written only when it holds (and then whatever `absent` says).
-  std::function<bool(const ModelRunOptions&)> written;
+  std::function<bool(const ModelRunOptions&)> written = nullptr;
 };
 
 int ParseInt(const std::string& key, const std::string& value) {
