@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "hwy/highway.h"
-#include "kernels/decode_attention_f32.h"
+#include "kernels/decode_attention.h"  // kChunkPrefetchRows
 #include "kernels/prefetch_stream.h"
 
 HWY_BEFORE_NAMESPACE();
