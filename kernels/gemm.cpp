@@ -133,18 +133,33 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
     for (int j = 0; j < NV; ++j) hn::Store(acc[t][j], df, out + t * NV * kLanes + j * kLanes);
 }
 
+// Where the pairs tile reads a block's weights: BF16 panels (bf16(k + 1) << 16 | bf16(k) per row,
+// split in registers) or one panel's f32 halves (HalvesChunk: per block [2][16][32], even k then
+// odd k, no split).
+enum class PairsSource { kPanels, kHalves };
+
 // The pairs tile (BF16 panels, gemm.h's order): per 32-k block (16 k steps) the even-k chains
 // `even` and odd-k chains `odd` from zero, then out += even + odd (out: the chains across blocks,
-// as Tile's). Chains live inside the block's loop so the compiler keeps them in registers.
-template <int MR, int NP>
+// as Tile's; zeroed first unless `accumulate`, which continues a call on the previous k steps).
+// Chains live inside the block's loop so the compiler keeps them in registers.
+template <int MR, int NP, PairsSource kSource = PairsSource::kPanels>
 HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
-                            int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out) {
+                            int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out,
+                            bool accumulate = false) {
   constexpr int NV = NP * kPanelVecs;
+  constexpr bool kHalves = kSource == PairsSource::kHalves;
+  static_assert(!kHalves || NP == 1, "halves hold one panel");
   const DF df;
   const hn::RebindToUnsigned<DF> du;
-  for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
+  if (!accumulate)
+    for (int i = 0; i < MR * NV * kLanes; i += kLanes) hn::Store(hn::Zero(df), df, out + i);
   const uint8_t* wp[NP];
   for (int p = 0; p < NP; ++p) wp[p] = w + p * panel_bytes;
+  // The weights of pass `pass` (0 even, 1 odd), k step k, vector j.
+  const auto load_half = [&](int pass, int64_t b, int64_t k, int j) {
+    const float* h = reinterpret_cast<const float*>(w) + (b / 16 * 2 + pass) * 16 * 32;
+    return hn::Load(df, h + (k - b) * 32 + j * kLanes);
+  };
   for (int64_t b = 0; b < k_steps; b += 16) {
     if constexpr (kSplitPasses) {
       // The even pass, kept in `even`, then the odd pass; c += even + odd.
@@ -155,15 +170,20 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
         for (int t = 0; t < MR; ++t)
           for (int j = 0; j < NV; ++j) chain[t][j] = hn::Zero(df);
         for (int64_t k = b; k < b + 16; ++k) {
-          if (pass == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
+          if (!kHalves && pass == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
           for (int j = 0; j < NV; ++j) {
-            const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
-            const auto pair =
-                hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
-            // The odd half by two shifts, not a mask: no register held for the mask's constant,
-            // which left 3 x 4 chains one register short (a chain spilled to the stack).
-            const VF wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
-                                    : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
+            VF wv;
+            if constexpr (kHalves) {
+              wv = load_half(pass, b, k, j);
+            } else {
+              const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
+              const auto pair =
+                  hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
+              // The odd half by two shifts, not a mask: no register held for the mask's
+              // constant, which left 3 x 4 chains one register short (a chain spilled).
+              wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
+                             : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
+            }
             for (int t = 0; t < MR; ++t)
               chain[t][j] = Fma(hn::Set(df, xp[(k * MR + t) * 2 + pass]), wv, chain[t][j]);
           }
@@ -186,13 +206,19 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
     for (int t = 0; t < MR; ++t)
       for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = hn::Zero(df);
     for (int64_t k = b; k < b + 16; ++k) {
-      PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
+      if (!kHalves) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
       for (int j = 0; j < NV; ++j) {
-        const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
-        const auto pair =
-            hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
-        const VF w_odd = hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
-        const VF w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
+        VF w_even, w_odd;
+        if constexpr (kHalves) {
+          w_even = load_half(0, b, k, j);
+          w_odd = load_half(1, b, k, j);
+        } else {
+          const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
+          const auto pair =
+              hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
+          w_odd = hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
+          w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
+        }
         for (int t = 0; t < MR; ++t) {
           const float* xt = xp + (k * MR + t) * 2;
           even[t][j] = Fma(hn::Set(df, xt[0]), w_even, even[t][j]);
@@ -237,6 +263,31 @@ struct TileFn {
   }
 };
 
+// gemm_schedule.h's PortableHalvesChunk on the current target.
+void HalvesChunk(const gemm::Task& task, const float* halves, int64_t kp_begin, int64_t kp_count,
+                 float* out, bool accumulate) {
+#if HWY_ARCH_X86
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);  // FTZ, as the pairs kernel
+#endif
+  const gemm::TokenTiles tiles(task.n_tokens, task.tile_tokens);
+  const auto* w = reinterpret_cast<const uint8_t*>(halves);
+  for (int64_t i = 0; i < tiles.n_tiles; ++i) {
+    const int64_t t0 = tiles.Begin(i);
+    const int mr = tiles.Height(i);
+    const float* xp = task.xp + t0 * task.floats_per_token + kp_begin * mr * 2;
+    gemm::WithTileHeight(mr, [&](auto height) {
+      constexpr int MR = decltype(height)::value;
+      if constexpr (MR <= MaxTokens<KindPairs>())
+        TilePairs<MR, 1, PairsSource::kHalves>(xp, w, 0, kp_count, out + t0 * gemm::kPanelRows,
+                                               accumulate);
+    });
+  }
+#if HWY_ARCH_X86
+  _mm_setcsr(csr);
+#endif
+}
+
 int MaxTileTokens(int path) {
   if (path == kPathPairs) return MaxTokens<KindPairs>();
   if (path == kPathF16) return MaxTokens<KindF16>();
@@ -273,6 +324,7 @@ namespace wc {
 
 HWY_EXPORT(MaxTileTokens);
 HWY_EXPORT(RunRange);
+HWY_EXPORT(HalvesChunk);
 
 namespace gemm {
 
@@ -282,6 +334,11 @@ int PortableTileTokens(bool pairs) {
 
 void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb) {
   HWY_DYNAMIC_DISPATCH(RunRange)(pairs ? kPathPairs : kPathF32, task, pa, pb);
+}
+
+void PortableHalvesChunk(const Task& task, const float* halves, int64_t kp_begin, int64_t kp_count,
+                         float* out, bool accumulate) {
+  HWY_DYNAMIC_DISPATCH(HalvesChunk)(task, halves, kp_begin, kp_count, out, accumulate);
 }
 
 }  // namespace gemm

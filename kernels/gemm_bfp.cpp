@@ -36,6 +36,13 @@ namespace wc {
 // The kernels a BfpGemmInput is laid out for.
 enum BfpPath : int { kBfpPathF32 = 0, kBfpPathPairs = 1 };
 
+// What a panel is widened into: the BF16 GEMM's packed panel of its decoded values (kPairs:
+// [K32 / 2][32] uint32, bf16(k + 1) << 16 | bf16(k), subnormals zero of their sign, as the BF16
+// panels' packer flushes them), the F32 GEMM's (kF32: [K32][32] f32, exact), or the pairs kernel's
+// f32 halves (kHalves: per tile [2][16][32], the even k's rows then the odd k's, the kPairs values
+// as f32; gemm_schedule.h's PortableHalvesChunk).
+enum class WidenTo { kPairs, kF32, kHalves };
+
 namespace gemm {
 
 // One GemmBfp call as the kernels see it. task.w: BfpPanels::data(), panel p at w + p *
@@ -349,33 +356,28 @@ struct TileFn {
   }
 };
 
-// One panel (k_tiles tiles from `panel`) widened once into the BF16 GEMM's packed panel of its
-// decoded values (pairs: [K32 / 2][32] uint32, bf16(k + 1) << 16 | bf16(k), subnormals zero of
-// their sign, as the BF16 panels' packer flushes them) or the F32 GEMM's ([K32][32] f32, exact):
-// the values Tile's chains multiply, from the same Widen.
-template <int B, bool kPairs>
+// k_tiles tiles from `panel` widened into `out`: the values Tile's chains multiply, from the same
+// Widen.
+template <int B, WidenTo kTo>
 void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_RESTRICT out) {
   constexpr int64_t kTileBytes = B == 7 ? 1088 : 576;
   const DF df;
   const DU du;
   auto* pairs = static_cast<uint32_t*>(out);
   auto* f32 = static_cast<float*>(out);
-  // Rows row_of(l) = [row, row + kLanes) at k, k + 1.
-  HWY_ALIGN float l0[kLanes], l1[kLanes];
-  HWY_ALIGN uint32_t lp[kLanes];
-  const auto put = [&](int64_t k, VF w0, VF w1, auto row_of) {
-    if constexpr (kPairs) {
+  // Rows [n, n + kLanes) at k, k + 1 (k even), stored whole (the rows of one vector are adjacent).
+  const auto put = [&](int64_t k, VF w0, VF w1, int n) {
+    if constexpr (kTo == WidenTo::kPairs) {
       const VU p = hn::Or(hn::And(hn::BitCast(du, w1), hn::Set(du, 0xffff0000u)),
                           hn::ShiftRight<16>(hn::BitCast(du, w0)));
-      hn::Store(p, du, lp);
-      for (int l = 0; l < kLanes; ++l) pairs[(k / 2) * 32 + row_of(l)] = lp[l];
+      hn::Store(p, du, pairs + (k / 2) * 32 + n);
+    } else if constexpr (kTo == WidenTo::kHalves) {
+      float* even = f32 + (k / 32) * 2 * 512 + (k % 32 / 2) * 32 + n;
+      hn::Store(w0, df, even);
+      hn::Store(w1, df, even + 512);
     } else {
-      hn::Store(w0, df, l0);
-      hn::Store(w1, df, l1);
-      for (int l = 0; l < kLanes; ++l) {
-        f32[k * 32 + row_of(l)] = l0[l];
-        f32[(k + 1) * 32 + row_of(l)] = l1[l];
-      }
+      hn::Store(w0, df, f32 + k * 32 + n);
+      hn::Store(w1, df, f32 + (k + 1) * 32 + n);
     }
   };
   float unit[32][2];  // [k][half] of the current tile
@@ -391,7 +393,7 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
           for (int v = 0; v < kHalfVecs; ++v) {
             const int n = 16 * h + v * kLanes;
             put(tk * 32 + k, Widen8(row + n, hn::Set(df, unit[k][h])),
-                Widen8(row + 32 + n, hn::Set(df, unit[k + 1][h])), [&](int l) { return n + l; });
+                Widen8(row + 32 + n, hn::Set(df, unit[k + 1][h])), n);
           }
         }
       }
@@ -404,8 +406,7 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
             for (int q = 0; q < 4; ++q) {
               const int k = g * 8 + 2 * q;  // the pair (k, k + 1)
               put(tk * 32 + k, Widen4(lanes, 4 * q, hn::Set(df, unit[k][h])),
-                  Widen4(lanes, 4 * q + 16, hn::Set(df, unit[k + 1][h])),
-                  [&](int l) { return 16 * h + v * kLanes + l; });
+                  Widen4(lanes, 4 * q + 16, hn::Set(df, unit[k + 1][h])), 16 * h + v * kLanes);
             }
           }
         }
@@ -414,16 +415,28 @@ void WidenPanelB(const uint8_t* HWY_RESTRICT panel, int64_t k_tiles, void* HWY_R
   }
 }
 
-// The portable WidenPanelB: pairs under FTZ (the pairs tile's flush of a bf16 subnormal).
-void WidenPanel(int magnitude_bits, bool pairs, const uint8_t* panel, int64_t k_tiles, void* out) {
+// The portable WidenPanelB (`to`: WidenTo), pairs and halves under FTZ (the pairs tile's flush of
+// a bf16 subnormal).
+void WidenPanel(int magnitude_bits, int to, const uint8_t* panel, int64_t k_tiles, void* out) {
 #if HWY_ARCH_X86
   const unsigned int csr = _mm_getcsr();
-  if (pairs) _mm_setcsr(csr | 0x8000u);
+  if (to != static_cast<int>(WidenTo::kF32)) _mm_setcsr(csr | 0x8000u);
 #endif
+  const auto run = [&](auto b) {
+    constexpr int B = decltype(b)::value;
+    switch (static_cast<WidenTo>(to)) {
+      case WidenTo::kPairs:
+        return WidenPanelB<B, WidenTo::kPairs>(panel, k_tiles, out);
+      case WidenTo::kF32:
+        return WidenPanelB<B, WidenTo::kF32>(panel, k_tiles, out);
+      case WidenTo::kHalves:
+        return WidenPanelB<B, WidenTo::kHalves>(panel, k_tiles, out);
+    }
+  };
   if (magnitude_bits == 7) {
-    pairs ? WidenPanelB<7, true>(panel, k_tiles, out) : WidenPanelB<7, false>(panel, k_tiles, out);
+    run(std::integral_constant<int, 7>());
   } else {
-    pairs ? WidenPanelB<3, true>(panel, k_tiles, out) : WidenPanelB<3, false>(panel, k_tiles, out);
+    run(std::integral_constant<int, 3>());
   }
 #if HWY_ARCH_X86
   _mm_setcsr(csr);
@@ -484,15 +497,29 @@ int PathOf(const BfpPanels& w) {
   return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
 }
 
-// Panels [pa, pb) widened once each (BfpWidenOnceTokens) into this thread's buffer as the BF16
-// (F32) GEMM's packed panel, then that GEMM's tiles over every token tile. The task is the
-// buffer's: panel 0, the row range and bias shifted by the panel's first row, and the BF16 GEMM's
-// chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
+// Panels [pa, pb) widened once each (BfpWidenOnceTokens) into this thread's buffer, then the
+// BF16 / F32 GEMM's tiles over every token tile.
+//   pairs without AMX: each panel chunk by chunk into f32 halves (gemm_schedule.h's RunHalves),
+//     every token tile run on a chunk before the next is widened, so the widened weights stay in
+//     L1 and no tile splits a pair;
+//   else: the whole panel as the BF16 (F32) GEMM's packed panel, that GEMM's range run on it with
+//     the buffer's task: panel 0, the row range and bias shifted by the panel's first row, and the
+//     GEMM's chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
 //   amx: the input on AMX (kBfpPathPairs where the BF16 GEMM runs there), else nullptr.
 void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, int64_t pa,
                 int64_t pb) {
   const gemm::Task& b = task.base;
-  const int64_t k32 = b.k_steps * 32;
+  const int64_t k_tiles = b.k_steps;
+  if (path == kBfpPathPairs && amx == nullptr) {
+    const int64_t tile_bytes = b.panel_bytes / k_tiles;
+    gemm::RunHalves(b, k_tiles * 16, pa, pb, [&](int64_t p, int64_t kp, int64_t n, float* halves) {
+      HWY_DYNAMIC_DISPATCH(WidenPanel)
+      (task.magnitude_bits, static_cast<int>(WidenTo::kHalves),
+       b.w + p * b.panel_bytes + kp / 16 * tile_bytes, n / 16, halves);
+    });
+    return;
+  }
+  const int64_t k32 = k_tiles * 32;
   const int64_t panel_bytes = path == kBfpPathF32 ? k32 * 32 * 4 : k32 * 32 * 2;
   auto* buffer = static_cast<uint8_t*>(
       gemm::ThreadBuffer<gemm::kWidenedPanelSlot>(static_cast<size_t>(panel_bytes)));
@@ -503,7 +530,8 @@ void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, in
   for (int64_t p = pa; p < pb; ++p) {
     const uint8_t* panel = b.w + p * b.panel_bytes;
     HWY_DYNAMIC_DISPATCH(WidenPanel)
-    (task.magnitude_bits, path == kBfpPathPairs, panel, b.k_steps, buffer);
+    (task.magnitude_bits, static_cast<int>(path == kBfpPathPairs ? WidenTo::kPairs : WidenTo::kF32),
+     panel, k_tiles, buffer);
     const int64_t first = p * gemm::kPanelRows;
     t.row_begin = b.row_begin - first;
     t.row_end = b.row_end - first;

@@ -135,10 +135,13 @@ class BfpPanels {
 };
 
 // Calls of at least BfpWidenOnceTokens(w) tokens widen each panel once instead of in registers per
-// token tile: a thread widens a panel into a buffer (about 2 KB per k tile, L2-resident) laid out
-// as the BF16 (F32) GEMM's packed panel of the decoded values, and runs that GEMM's own tiles on it
-// (gemm_schedule.h's PortableRange, or AMX's where the BF16 GEMM runs on AMX), so the widening is
-// paid once per panel, not once per token tile. Either side of the threshold the results are the
+// token tile, so the widening is paid once per panel, not once per token tile. With bf16
+// activations on the portable tiles a thread widens a panel 512 k pairs at a time into f32 halves
+// (128 KB, L2-resident; the even k's rows and the odd k's of each block apart, so no tile splits a
+// pair) and runs every token tile of the pairs kernel on that chunk before the next
+// (gemm_schedule.h's RunHalves); on AMX, and with f32 activations, the whole panel is widened
+// (about 2 KB per k tile) into the BF16 (F32) GEMM's packed panel for that GEMM's own tiles
+// (AMX's, or gemm_schedule.h's PortableRange). Either side of the threshold the results are the
 // same bits (the contract). Measured per target (tests/kernels/gemm_bfp_bench.cpp, FalconShapes
 // with BFP_BENCH_TOKENS): on AMX from 4 tokens, on AVX-512 without it from 16 (Intel Xeon,
 // 2026-11-26); on AVX2 from 5 (AMD EPYC Zen 3, 2026-11-27: its in-register pairs tiles hold 2

@@ -117,10 +117,27 @@ void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
   }
 }
 
+// The rows of panel p (32 from p * 32) within [task.row_begin, task.row_end) from out
+// [task.n_tokens][32] into task.y, plus the bias where there is one.
+inline void WritePanelRows(const Task& task, int64_t p, const float* out) {
+  const int64_t first = p * kPanelRows;
+  const int64_t r_lo = std::max(task.row_begin, first);
+  const int64_t r_hi = std::min(task.row_end, first + kPanelRows);
+  for (int64_t t = 0; t < task.n_tokens; ++t) {
+    float* yt = task.y + t * task.y_stride - task.row_begin;
+    const float* ot = out + t * kPanelRows - first;
+    if (task.bias != nullptr) {
+      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r] + task.bias[r];
+    } else {
+      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r];
+    }
+  }
+}
+
 // This thread's buffer of at least `bytes`, 64-byte aligned, kept (grow-only) for the next call;
 // contents undefined. One buffer per kSlot, so kernels that nest (a widened panel read by the AMX
 // tiles, which keep their own scratch) each hold their own.
-enum ThreadBufferSlot : int { kWidenedPanelSlot = 0, kAmxScratchSlot = 1 };
+enum ThreadBufferSlot : int { kWidenedPanelSlot = 0, kAmxScratchSlot = 1, kChunkOutSlot = 2 };
 template <int kSlot>
 void* ThreadBuffer(size_t bytes) {
   thread_local std::unique_ptr<void, decltype(&std::free)> storage{nullptr, &std::free};
@@ -140,6 +157,41 @@ void* ThreadBuffer(size_t bytes) {
 // PortableTileTokens(pairs) tokens.
 int PortableTileTokens(bool pairs);
 void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb);
+
+// The pairs kernel's tiles (under FTZ) over k steps [kp_begin, kp_begin + kp_count) (k pairs; both
+// multiples of 16) of one panel whose weights are given as f32 halves, for every token tile of
+// `task` (task.xp in the pairs layout, PortableTileTokens(true) high; task.w unused):
+//   halves: [kp_count / 16][2][16][32] f32: per 32-k block the even k's rows, then the odd k's,
+//           each the bf16 value the BF16 panel would hold, exactly;
+//   out:    [task.n_tokens][32], zeroed first unless `accumulate` (then the chains of the previous
+//           k steps, continued: chunk by chunk gives the same bits as the whole panel at once).
+void PortableHalvesChunk(const Task& task, const float* halves, int64_t kp_begin, int64_t kp_count,
+                         float* out, bool accumulate);
+
+// K pairs per chunk of a panel widened into f32 halves (4 KB per 16 pairs): every token tile reads
+// the chunk, so it is sized to stay in L1 beside the tiles' inputs.
+constexpr int64_t kHalvesChunkPairs = 512;
+
+// Panels [pa, pb) of `task` (pairs layout, k_pairs k pairs a panel, a multiple of 16) through f32
+// halves, chunk by chunk: widen(p, kp_begin, kp_count, halves) writes panel p's k pairs
+// [kp_begin, kp_begin + kp_count) as PortableHalvesChunk's halves, every token tile runs on them
+// before the next chunk, and the panel's rows go to y (WritePanelRows) after its last chunk: the
+// same bits as the pairs kernel on the whole panel.
+template <class WidenFn>
+void RunHalves(const Task& task, int64_t k_pairs, int64_t pa, int64_t pb, const WidenFn& widen) {
+  auto* halves = static_cast<float*>(ThreadBuffer<kWidenedPanelSlot>(
+      static_cast<size_t>(kHalvesChunkPairs * 2 * kPanelRows * 4)));  // [chunk / 16][2][16][32]
+  auto* out = static_cast<float*>(ThreadBuffer<kChunkOutSlot>(
+      static_cast<size_t>(std::max<int64_t>(1, task.n_tokens) * kPanelRows * 4)));  // [n][32]
+  for (int64_t p = pa; p < pb; ++p) {
+    for (int64_t kp = 0; kp < k_pairs; kp += kHalvesChunkPairs) {
+      const int64_t n = std::min(kHalvesChunkPairs, k_pairs - kp);
+      widen(p, kp, n, halves);
+      PortableHalvesChunk(task, halves, kp, n, out, kp > 0);
+    }
+    WritePanelRows(task, p, out);
+  }
+}
 
 }  // namespace gemm
 }  // namespace wc

@@ -216,12 +216,13 @@ TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
 }
 
 // Token counts straddling BfpWidenOnceTokens (widened in registers below it, each panel widened
-// once into the BF16 / F32 GEMM's layout from it): odd K and N, partial row ranges, bias, 1 and 2
-// threads, AVX-512 kernel on and off, plain and wide values: the reference's bits on both sides.
+// once into the BF16 / F32 GEMM's layout from it): odd K and N, K past one chunk of f32 halves
+// (1100: 512 + 48 k pairs), partial row ranges, bias, 1 and 2 threads, AVX-512 kernel on and off,
+// plain and wide values: the reference's bits on both sides.
 TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
   const Case c = GetParam();
   for (Values values : {Values::kUniform, Values::kWide}) {
-    for (int64_t cols : {3, 77, 96}) {
+    for (int64_t cols : {3, 77, 96, 1100}) {
       for (int64_t rows : {45, 161}) {
         const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows + 3 * cols), values);
         const Reference ref = MakeReference(c.format, s, c.precision);
