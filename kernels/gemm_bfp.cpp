@@ -501,7 +501,7 @@ int PathOf(const BfpPanels& w) {
 // BF16 / F32 GEMM's tiles over every token tile.
 //   pairs without AMX: each panel chunk by chunk into f32 halves (gemm_schedule.h's RunHalves),
 //     every token tile run on a chunk before the next is widened, so the widened weights stay in
-//     L1 and no tile splits a pair;
+//     L2 and no tile splits a pair;
 //   else: the whole panel as the BF16 (F32) GEMM's packed panel, that GEMM's range run on it with
 //     the buffer's task: panel 0, the row range and bias shifted by the panel's first row, and the
 //     GEMM's chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).

@@ -58,6 +58,23 @@ struct TokenTiles {
   int Height(int64_t i) const { return static_cast<int>(base + (i < extra ? 1 : 0)); }
 };
 
+// Tokens [t0, t0 + mr)'s rows [first, first + width) within [task.row_begin, task.row_end) from
+// out [mr][width] into task.y, plus the bias where there is one.
+inline void WriteRows(const Task& task, int64_t t0, int64_t mr, int64_t first, int64_t width,
+                      const float* out) {
+  const int64_t r_lo = std::max(task.row_begin, first);
+  const int64_t r_hi = std::min(task.row_end, first + width);
+  for (int64_t t = 0; t < mr; ++t) {
+    float* yt = task.y + (t0 + t) * task.y_stride - task.row_begin;
+    const float* ot = out + t * width - first;
+    if (task.bias != nullptr) {
+      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r] + task.bias[r];
+    } else {
+      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r];
+    }
+  }
+}
+
 // Runs panels [pa, pb) for every token tile. `tile` provides
 //   int MaxPanels(int mr): the widest tile (1, 2 or 4 panels) of mr tokens its registers hold;
 //   void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out): the tile of mr
@@ -81,18 +98,7 @@ void RunPanels(const Task& task, int64_t pa, int64_t pb, const TileFn& tile) {
         const int widest = tile.MaxPanels(mr);
         const int np = widest >= 4 && left >= 4 ? 4 : widest >= 2 && left >= 2 ? 2 : 1;
         tile(mr, np, xp, task.w + q * task.panel_bytes, out);
-        const int64_t r_lo = std::max(task.row_begin, q * kPanelRows);
-        const int64_t r_hi = std::min(task.row_end, (q + np) * kPanelRows);
-        const int64_t width = np * kPanelRows;
-        for (int t = 0; t < mr; ++t) {
-          float* yt = task.y + (t0 + t) * task.y_stride - task.row_begin;
-          const float* ot = out + t * width - q * kPanelRows;
-          if (task.bias != nullptr) {
-            for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r] + task.bias[r];
-          } else {
-            for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r];
-          }
-        }
+        WriteRows(task, t0, mr, q * kPanelRows, np * kPanelRows, out);
         q += np;
       }
     }
@@ -114,23 +120,6 @@ void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
     const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
     const int64_t a = pa + (pb - pa) * tid / nth, b = pa + (pb - pa) * (tid + 1) / nth;
     if (a < b) run(a, b);
-  }
-}
-
-// The rows of panel p (32 from p * 32) within [task.row_begin, task.row_end) from out
-// [task.n_tokens][32] into task.y, plus the bias where there is one.
-inline void WritePanelRows(const Task& task, int64_t p, const float* out) {
-  const int64_t first = p * kPanelRows;
-  const int64_t r_lo = std::max(task.row_begin, first);
-  const int64_t r_hi = std::min(task.row_end, first + kPanelRows);
-  for (int64_t t = 0; t < task.n_tokens; ++t) {
-    float* yt = task.y + t * task.y_stride - task.row_begin;
-    const float* ot = out + t * kPanelRows - first;
-    if (task.bias != nullptr) {
-      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r] + task.bias[r];
-    } else {
-      for (int64_t r = r_lo; r < r_hi; ++r) yt[r] = ot[r];
-    }
   }
 }
 
@@ -168,15 +157,16 @@ void PortableRange(bool pairs, const Task& task, int64_t pa, int64_t pb);
 void PortableHalvesChunk(const Task& task, const float* halves, int64_t kp_begin, int64_t kp_count,
                          float* out, bool accumulate);
 
-// K pairs per chunk of a panel widened into f32 halves (4 KB per 16 pairs): every token tile reads
-// the chunk, so it is sized to stay in L1 beside the tiles' inputs.
+// K pairs per chunk of a panel widened into f32 halves (4 KB per 16 pairs: 128 KB, in L2 beside
+// the tiles' inputs): every token tile reads the chunk. 512 ran 5 tokens about 1.3x faster than 16
+// or 64 (one thread, in cache, K = 2048; AMD EPYC Zen 3, 512 KB of L2, 2026-11-27).
 constexpr int64_t kHalvesChunkPairs = 512;
 
 // Panels [pa, pb) of `task` (pairs layout, k_pairs k pairs a panel, a multiple of 16) through f32
 // halves, chunk by chunk: widen(p, kp_begin, kp_count, halves) writes panel p's k pairs
 // [kp_begin, kp_begin + kp_count) as PortableHalvesChunk's halves, every token tile runs on them
-// before the next chunk, and the panel's rows go to y (WritePanelRows) after its last chunk: the
-// same bits as the pairs kernel on the whole panel.
+// before the next chunk, and the panel's rows go to y (WriteRows) after its last chunk: the same
+// bits as the pairs kernel on the whole panel.
 template <class WidenFn>
 void RunHalves(const Task& task, int64_t k_pairs, int64_t pa, int64_t pb, const WidenFn& widen) {
   auto* halves = static_cast<float*>(ThreadBuffer<kWidenedPanelSlot>(
@@ -189,7 +179,7 @@ void RunHalves(const Task& task, int64_t k_pairs, int64_t pa, int64_t pb, const 
       widen(p, kp, n, halves);
       PortableHalvesChunk(task, halves, kp, n, out, kp > 0);
     }
-    WritePanelRows(task, p, out);
+    WriteRows(task, 0, task.n_tokens, p * kPanelRows, kPanelRows, out);
   }
 }
 
