@@ -10,13 +10,10 @@
 #include "attention/reference_attention.h"
 #include "attention/softmax_partial.h"
 #include "util/error.h"
+#include "util/int_math.h"
 
 namespace wc {
 namespace {
-
-int CeilDiv(int64_t a, int64_t b) {
-  return static_cast<int>((a + b - 1) / b);
-}
 
 // Tile geometry of one op: Q rows of a KV group padded to a half (16-row) or full tile.
 struct Geometry {

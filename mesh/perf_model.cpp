@@ -7,13 +7,10 @@
 #include <vector>
 
 #include "util/error.h"
+#include "util/int_math.h"
 
 namespace wc {
 namespace {
-
-int64_t CeilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 
 double NsPerCycle(const WormholeChipSpec& chip) {
   return 1.0 / chip.clock_ghz;

@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "meshmodel/tt_graph_builder.h"
+#include "util/int_math.h"
 
 namespace wc {
 namespace tt {
@@ -14,9 +15,6 @@ namespace {
 
 constexpr TtMemory D = TtMemory::kDram, L = TtMemory::kL1;
 
-int64_t CeilDiv(int64_t a, int64_t b) {
-  return (a + b - 1) / b;
-}
 int64_t RoundUp(int64_t a, int64_t b) {
   return CeilDiv(a, b) * b;
 }

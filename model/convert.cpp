@@ -26,7 +26,7 @@ namespace fs = std::filesystem;
 
 constexpr size_t kChunkBytes = size_t{64} << 20;  // source read between two page releases
 
-MatrixRef AsMatrix(const TensorInfo& t) {
+MatrixRef TensorMatrix(const TensorInfo& t) {
   return MatrixRef{t.dtype, t.shape[0], t.shape[1], t.shape[1], t.data};
 }
 
@@ -76,7 +76,7 @@ TensorToWrite MatrixIn(const std::string& name, const TensorInfo& t, WeightForma
     TensorToWrite w{name,    DType::kF32, {layout.k_tiles(), layout.n_tiles(), layout.tile_bytes()},
                     nullptr, nullptr,     "U8"};
     w.fill = [&t, layout, name](uint8_t* out) {
-      const MatrixRef m = AsMatrix(t);
+      const MatrixRef m = TensorMatrix(t);
       const int64_t row_bytes = m.cols * DTypeSize(m.dtype);
       PackBfpMatrix(layout.format, m, name, out, [&](int64_t r0, int64_t r1) {
         ReleaseMappedPages(t.data + r0 * row_bytes, static_cast<size_t>((r1 - r0) * row_bytes));

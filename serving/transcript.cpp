@@ -48,7 +48,7 @@ float ParseFloatValue(const std::string& key, const std::string& value) {
   return v;
 }
 
-void Validate(const ConversationSettings& s) {
+void ValidateTranscriptSettings(const ConversationSettings& s) {
   if (!s.beams) s.sampling.Validate();
   if (s.beams) s.beams->Validate();
   if (s.max_new_tokens < 1) throw Error(Cat("max-new-tokens must be >= 1, got ", s.max_new_tokens));
@@ -361,7 +361,7 @@ void ApplySetting(ConversationSettings& s, const std::string& key, const std::st
                     "' is not a setting; the settings are temperature, top-k, top-p, seed, "
                     "max-new-tokens, beams, length-penalty, early-stopping, system"));
   }
-  Validate(n);
+  ValidateTranscriptSettings(n);
   s = std::move(n);
 }
 

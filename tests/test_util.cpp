@@ -13,6 +13,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "util/rng.h"
+
 extern char** environ;
 
 namespace wc::test {
@@ -114,6 +116,36 @@ int CountLines(const std::string& text) {
   for (char c : text) n += c == '\n';
   if (!text.empty() && text.back() != '\n') ++n;
   return n;
+}
+
+std::vector<int> ReadFixtureIds(const std::string& dir) {
+  std::istringstream in(ReadFile(dir + "/ids.txt"));
+  std::vector<int> ids;
+  int id;
+  while (in >> id) ids.push_back(id);
+  return ids;
+}
+
+std::string Describe(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
+}
+
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+std::vector<float> RandomVec(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
+  return v;
+}
+
+std::vector<float> RandomX(int64_t n, int64_t stride, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * stride));
+  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4.0 - 2.0);
+  return x;
 }
 
 double RelMaxError(const std::vector<float>& got, const std::vector<float>& ref) {

@@ -3,6 +3,9 @@
 
 #include <sys/types.h>
 
+#include <cstddef>
+#include <cstdint>
+
 #include <string>
 #include <vector>
 
@@ -41,10 +44,20 @@ class TempDir {
 };
 
 std::string FixtureDir(const std::string& name);  // tests/fixtures/NAME
+// The token ids of a fixture directory's ids.txt (whitespace-separated).
+std::vector<int> ReadFixtureIds(const std::string& dir);
 std::string ReadFile(const std::string& path);
 void WriteFile(const std::string& path, const std::string& bytes);
 void CopyDir(const std::string& from, const std::string& to);
 int CountLines(const std::string& text);
+// A run's exit code, stdout and stderr, for a failing expectation's message.
+std::string Describe(const RunResult& r);
+// The same size and the same bits (-0 is not 0, NaNs compare by payload).
+bool SameBits(const std::vector<float>& a, const std::vector<float>& b);
+// n floats uniform in [-1, 1) from util/rng.h's Rng(seed).
+std::vector<float> RandomVec(size_t n, uint64_t seed);
+// Activations x [n, stride] uniform in [-2, 2) from Rng(seed).
+std::vector<float> RandomX(int64_t n, int64_t stride, uint64_t seed);
 // max |got - ref| / max |ref|: the relative error bound the numeric tests use.
 double RelMaxError(const std::vector<float>& got, const std::vector<float>& ref);
 

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -52,6 +53,28 @@ nlohmann::json ReadJsonFile(const std::string& path, size_t max_bytes = kJsonFil
 // must be finite numbers within T's range. Throws wc::Error "WHAT must be ..., got VALUE".
 template <typename T>
 T JsonAs(const nlohmann::json& v, const std::string& what);
+// Defined in json_file.cpp for exactly these (declared here, before any use).
+template <>
+bool JsonAs<bool>(const nlohmann::json& v, const std::string& what);
+template <>
+int JsonAs<int>(const nlohmann::json& v, const std::string& what);
+template <>
+int64_t JsonAs<int64_t>(const nlohmann::json& v, const std::string& what);
+template <>
+uint64_t JsonAs<uint64_t>(const nlohmann::json& v, const std::string& what);
+template <>
+float JsonAs<float>(const nlohmann::json& v, const std::string& what);
+template <>
+double JsonAs<double>(const nlohmann::json& v, const std::string& what);
+template <>
+std::string JsonAs<std::string>(const nlohmann::json& v, const std::string& what);
+template <>
+std::vector<float> JsonAs<std::vector<float>>(const nlohmann::json& v, const std::string& what);
+template <>
+std::vector<int64_t> JsonAs<std::vector<int64_t>>(const nlohmann::json& v, const std::string& what);
+template <>
+std::vector<std::string> JsonAs<std::vector<std::string>>(const nlohmann::json& v,
+                                                          const std::string& what);
 
 // obj[key] as a T (JsonAs), named "PATH: key 'KEY'" in messages. Throws wc::Error when `obj` is
 // not an object or the key is absent (or null).

@@ -14,9 +14,7 @@
 namespace wc {
 namespace {
 
-std::string Describe(const test::RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
+using test::Describe;
 
 std::string DefaultModel() {
   return std::string(WORMCHAT_TEST_DATA) + "/../assets/default-model";

@@ -13,9 +13,7 @@
 namespace wc {
 namespace {
 
-std::string Describe(const test::RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
+using test::Describe;
 
 // Greedy turns that repeat themselves, then a sampled one.
 const char kTurns[] =

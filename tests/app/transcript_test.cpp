@@ -32,9 +32,7 @@ std::vector<std::string> CommittedTranscripts() {
   return files;
 }
 
-std::string Describe(const test::RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
+using test::Describe;
 
 // A conversation of three turns recorded into dir/t.txt: a multi-line message, a /set, a /reset.
 std::string Record(const test::TempDir& dir, const std::vector<std::string>& extra = {}) {

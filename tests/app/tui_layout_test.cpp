@@ -18,8 +18,8 @@ namespace {
 
 using Lines = std::vector<std::string>;
 
-const std::string kYi = "\xE4\xB8\x80", kEr = "\xE4\xBA\x8C", kSan = "\xE4\xB8\x89";
-const std::string kFffd = "\xEF\xBF\xBD";
+const std::string kYiChar = "\xE4\xB8\x80", kEr = "\xE4\xBA\x8C", kSan = "\xE4\xB8\x89";
+const std::string kReplacementChar = "\xEF\xBF\xBD";
 
 // ---- word wrap ----
 
@@ -47,12 +47,14 @@ TEST(Wrap, KeepsExplicitNewlines) {
 }
 
 TEST(Wrap, WideAndCombiningCharacters) {
-  const std::string five = kYi + kEr + kSan + kYi + kEr;              // 10 columns, no spaces
-  EXPECT_EQ(WrapText(five, 5), (Lines{kYi + kEr, kSan + kYi, kEr}));  // never across the edge
-  EXPECT_EQ(WrapText("a" + kYi, 1), (Lines{"a", kFffd}));  // width 1: a wide character can't fit
+  const std::string five = kYiChar + kEr + kSan + kYiChar + kEr;  // 10 columns, no spaces
+  EXPECT_EQ(WrapText(five, 5),
+            (Lines{kYiChar + kEr, kSan + kYiChar, kEr}));  // never across the edge
+  EXPECT_EQ(WrapText("a" + kYiChar, 1),
+            (Lines{"a", kReplacementChar}));  // width 1: a wide character can't fit
   const std::string e_acute = "e\xCC\x81";
   EXPECT_EQ(WrapText(e_acute + e_acute + e_acute, 2), (Lines{e_acute + e_acute, e_acute}));
-  EXPECT_EQ(WrapText("ab " + kYi + kEr, 5), (Lines{"ab", kYi + kEr}));
+  EXPECT_EQ(WrapText("ab " + kYiChar + kEr, 5), (Lines{"ab", kYiChar + kEr}));
 }
 
 TEST(Wrap, TabsBecomeSpaces) {
@@ -67,15 +69,16 @@ TEST(Wrap, OutputIsSafeToPrint) {
                      "b\r\x07"
                      "c\x1B[2J",
                      20),
-            (Lines{"a" + kFffd + "bc[2J"}));
-  EXPECT_EQ(WrapText("\xE4\xB8 x", 20), (Lines{kFffd + kFffd + " x"}));  // truncated sequence
+            (Lines{"a" + kReplacementChar + "bc[2J"}));
+  EXPECT_EQ(WrapText("\xE4\xB8 x", 20),
+            (Lines{kReplacementChar + kReplacementChar + " x"}));  // truncated sequence
 }
 
 TEST(Wrap, NoLineExceedsTheWidthAndNothingIsLost) {
-  const std::string text = "Wormhole\tchips " + kYi + kEr + kSan +
+  const std::string text = "Wormhole\tchips " + kYiChar + kEr + kSan +
                            " have 64 Tensix cores, e\xCC\x81 each with 1.5 MB of L1;\n\n"
                            "a-very-long-identifier-without-any-spaces-at-all " +
-                           kYi + kYi + kYi + kYi + " \xF0\x9F\x98\x80 end  ";
+                           kYiChar + kYiChar + kYiChar + kYiChar + " \xF0\x9F\x98\x80 end  ";
   std::string visible;  // the text's non-space characters, in order
   for (const char c : text) {
     if (c != ' ' && c != '\t' && c != '\n') visible += c;
@@ -96,8 +99,8 @@ TEST(Wrap, NoLineExceedsTheWidthAndNothingIsLost) {
 }
 
 TEST(Wrap, StreamingEqualsWrappingTheWholeText) {
-  const std::string text = "First paragraph of a reply, long enough to wrap.\n\nThen " + kYi + kEr +
-                           kSan +
+  const std::string text = "First paragraph of a reply, long enough to wrap.\n\nThen " + kYiChar +
+                           kEr + kSan +
                            " and an emoji \xF0\x9F\x98\x80 split across chunks, a\ttab,"
                            " and a final line without a newline";
   for (int width : {7, 20, 33}) {

@@ -16,9 +16,7 @@ namespace {
 
 using json = nlohmann::json;
 
-std::string Describe(const test::RunResult& r) {
-  return "exit " + std::to_string(r.exit_code) + "\nstdout:\n" + r.out + "\nstderr:\n" + r.err;
-}
+using test::Describe;
 
 void ExpectOneLineError(const std::vector<std::string>& args, const std::string& needle) {
   const auto r = test::RunWormchat(args);

@@ -17,18 +17,18 @@
 namespace wc {
 namespace {
 
-constexpr int kHeads = 8, kKv = 2, kHd = 64, kLen = 300, kUsers = 2;
+constexpr int kCacheHeads = 8, kCacheKvHeads = 2, kCacheHeadDim = 64, kLen = 300, kCacheUsers = 2;
 
 // Writes the same seeded tokens into `cache` (layer 0) for every user, and returns them:
 // [users, kv_len, n_kv, head_dim] for K then V.
 std::vector<float> Fill(KVCache& cache) {
   Rng rng(9);
-  std::vector<float> kv(size_t(2) * kUsers * kLen * kKv * kHd);
+  std::vector<float> kv(size_t(2) * kCacheUsers * kLen * kCacheKvHeads * kCacheHeadDim);
   for (auto& x : kv) x = static_cast<float>((rng.Uniform() * 2 - 1) * (1 + 3 * rng.Uniform()));
   const size_t half = kv.size() / 2;
-  for (int u = 0; u < kUsers; ++u)
+  for (int u = 0; u < kCacheUsers; ++u)
     for (int p = 0; p < kLen; ++p) {
-      const size_t off = (size_t(u) * kLen + p) * kKv * kHd;
+      const size_t off = (size_t(u) * kLen + p) * kCacheKvHeads * kCacheHeadDim;
       cache.Write(0, u, p, &kv[off], &kv[half + off]);
     }
   return kv;
@@ -37,7 +37,7 @@ std::vector<float> Fill(KVCache& cache) {
 // Attention of seeded queries over the cache: [users, heads, head_dim].
 std::vector<float> Attend(const KVCache& cache, int max_cores = 16) {
   Rng rng(4);
-  std::vector<float> q(size_t(kUsers) * kHeads * kHd), out(q.size());
+  std::vector<float> q(size_t(kCacheUsers) * kCacheHeads * kCacheHeadDim), out(q.size());
   for (auto& x : q) x = static_cast<float>(rng.Uniform() * 2 - 1);
   std::vector<int32_t> users = {0, 1}, zeros = {0, 0}, cur_pos = {kLen - 1, kLen / 2};
   KVCacheLayerView view(cache, 0, users.data(), zeros.data());
@@ -46,10 +46,10 @@ std::vector<float> Attend(const KVCache& cache, int max_cores = 16) {
   cfg.max_cores_per_head_batch = max_cores;
   FlashDecodeEngine engine(MeshPreset("n150"), cfg);
   DecodeAttentionOp op;
-  op.bsz = kUsers;
-  op.n_q_heads = kHeads;
-  op.n_kv_heads = kKv;
-  op.head_dim = kHd;
+  op.bsz = kCacheUsers;
+  op.n_q_heads = kCacheHeads;
+  op.n_kv_heads = kCacheKvHeads;
+  op.head_dim = kCacheHeadDim;
   op.kv_len = cache.shape().max_seq;
   op.q = q.data();
   op.kv = &view;
@@ -61,7 +61,7 @@ std::vector<float> Attend(const KVCache& cache, int max_cores = 16) {
 }
 
 KVCacheShape Shape() {
-  return KVCacheShape{1, kUsers, kKv, 512, kHd};
+  return KVCacheShape{1, kCacheUsers, kCacheKvHeads, 512, kCacheHeadDim};
 }
 
 KVCacheOptions Opts(KVDType d, int block = 0, ScaleMode s = ScaleMode::kTokenHead) {
@@ -112,7 +112,8 @@ TEST(KVCache, TensorScalesNeedCalibrationAndSaturateBeyondIt) {
   KVCacheOptions o = Opts(KVDType::kInt8, 0, ScaleMode::kTensor);
   o.tensor_scales = {1.0f / 127, 1.0f / 127};  // calibrated for |x| <= 1
   KVCache cache(Shape(), o);
-  std::vector<float> k(kKv * kHd, 0.5f), v(kKv * kHd, 0.25f), out_k(kHd), out_v(kHd);
+  std::vector<float> k(kCacheKvHeads * kCacheHeadDim, 0.5f),
+      v(kCacheKvHeads * kCacheHeadDim, 0.25f), out_k(kCacheHeadDim), out_v(kCacheHeadDim);
   k[0] = 40.0f;  // beyond the calibrated range
   cache.Write(0, 0, 0, k.data(), v.data());
   cache.DecodeRows(0, 0, 0, 0, 1, out_k.data(), out_v.data());
@@ -122,9 +123,9 @@ TEST(KVCache, TensorScalesNeedCalibrationAndSaturateBeyondIt) {
 }
 
 TEST(KVCache, NonFiniteValuesAreReportedByLayerAndPosition) {
-  KVCache cache(KVCacheShape{3, 1, kKv, 16, kHd}, Opts(KVDType::kInt8));
-  std::vector<float> k(kKv * kHd, 0.1f), v(kKv * kHd, 0.1f);
-  v[kHd + 3] = std::numeric_limits<float>::quiet_NaN();
+  KVCache cache(KVCacheShape{3, 1, kCacheKvHeads, 16, kCacheHeadDim}, Opts(KVDType::kInt8));
+  std::vector<float> k(kCacheKvHeads * kCacheHeadDim, 0.1f), v(kCacheKvHeads * kCacheHeadDim, 0.1f);
+  v[kCacheHeadDim + 3] = std::numeric_limits<float>::quiet_NaN();
   try {
     cache.Write(2, 0, 7, k.data(), v.data());
     FAIL();
@@ -136,13 +137,13 @@ TEST(KVCache, NonFiniteValuesAreReportedByLayerAndPosition) {
     EXPECT_NE(msg.find("KV head 1"), std::string::npos) << msg;
   }
   k[0] = std::numeric_limits<float>::infinity();
-  v[kHd + 3] = 0.0f;
+  v[kCacheHeadDim + 3] = 0.0f;
   EXPECT_THROW(cache.Write(0, 0, 0, k.data(), v.data()), Error);
 }
 
 TEST(KVCache, FullCacheIsAClearErrorAndResetReusesBlocks) {
-  KVCache cache(KVCacheShape{1, 1, kKv, 64, kHd}, Opts(KVDType::kBF16, 32));
-  std::vector<float> k(kKv * kHd, 0.1f);
+  KVCache cache(KVCacheShape{1, 1, kCacheKvHeads, 64, kCacheHeadDim}, Opts(KVDType::kBF16, 32));
+  std::vector<float> k(kCacheKvHeads * kCacheHeadDim, 0.1f);
   for (int p = 0; p < 64; ++p) cache.Write(0, 0, p, k.data(), k.data());
   try {
     cache.Write(0, 0, 64, k.data(), k.data());
@@ -160,11 +161,11 @@ TEST(KVCache, FullCacheIsAClearErrorAndResetReusesBlocks) {
 TEST(KVCache, SharedRowsCopyOnlyTheBlockTheyWriteAndReorderWithoutCopying) {
   constexpr int kBlock = 8, kPrompt = 20, kLayers = 2;
   KVCacheOptions o = Opts(KVDType::kInt8, kBlock);
-  KVCache cache(KVCacheShape{kLayers, 3, kKv, 64, kHd}, o);
+  KVCache cache(KVCacheShape{kLayers, 3, kCacheKvHeads, 64, kCacheHeadDim}, o);
   const int free0 = cache.free_blocks();
   Rng rng(3);
   auto token = [&] {
-    std::vector<float> v(kKv * kHd);
+    std::vector<float> v(kCacheKvHeads * kCacheHeadDim);
     for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2 - 1);
     return v;
   };
@@ -174,9 +175,10 @@ TEST(KVCache, SharedRowsCopyOnlyTheBlockTheyWriteAndReorderWithoutCopying) {
   }
   // Rows [layer][pos] decoded from `user`: K then V, [kv_head, head_dim] each.
   auto rows = [&](int user, int layer, int pos) {
-    std::vector<float> out(size_t(2) * kKv * kHd);
-    for (int h = 0; h < kKv; ++h)
-      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kHd], &out[(kKv + h) * kHd]);
+    std::vector<float> out(size_t(2) * kCacheKvHeads * kCacheHeadDim);
+    for (int h = 0; h < kCacheKvHeads; ++h)
+      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kCacheHeadDim],
+                       &out[(kCacheKvHeads + h) * kCacheHeadDim]);
     return out;
   };
   std::vector<std::vector<float>> prompt;  // [layer * kPrompt + pos]
@@ -216,17 +218,19 @@ TEST(KVCache, ContiguousBeamsFollowTheIndirectionAndMoveNoBytes) {
   // every row must read exactly what its lineage wrote - in place where a chunk comes from one
   // row's storage, gathered by CopyRows where it spans rows - while nothing is copied.
   constexpr int kPrompt = 10, kLayers = 2, kSteps = 6;
-  KVCache cache(KVCacheShape{kLayers, 3, kKv, 32, kHd}, Opts(KVDType::kBF16, 0));
+  KVCache cache(KVCacheShape{kLayers, 3, kCacheKvHeads, 32, kCacheHeadDim},
+                Opts(KVDType::kBF16, 0));
   Rng rng(5);
   auto token = [&] {
-    std::vector<float> v(kKv * kHd);
+    std::vector<float> v(kCacheKvHeads * kCacheHeadDim);
     for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2 - 1);
     return v;
   };
   auto rows = [&](int user, int layer, int pos) {
-    std::vector<float> out(size_t(2) * kKv * kHd);
-    for (int h = 0; h < kKv; ++h)
-      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kHd], &out[(kKv + h) * kHd]);
+    std::vector<float> out(size_t(2) * kCacheKvHeads * kCacheHeadDim);
+    for (int h = 0; h < kCacheKvHeads; ++h)
+      cache.DecodeRows(layer, user, h, pos, 1, &out[h * kCacheHeadDim],
+                       &out[(kCacheKvHeads + h) * kCacheHeadDim]);
     return out;
   };
   // Expected rows of each beam: [beam][pos] -> K/V as decoded when written.
@@ -269,7 +273,7 @@ TEST(KVCache, ContiguousBeamsFollowTheIndirectionAndMoveNoBytes) {
       vb(len * static_cast<size_t>(cache.RowBytes()));
   const auto [k_rows, v_rows] = cache.CopyRows(1, 2, 0, 0, len, kb.data(), vb.data());
   for (int p = 0; p < len; ++p) {
-    std::vector<float> k(kHd), v(kHd);
+    std::vector<float> k(kCacheHeadDim), v(kCacheHeadDim);
     cache.DecodeRows(1, 2, 0, p, 1, k.data(), v.data());
     uint16_t b;
     std::memcpy(&b, kb.data() + p * static_cast<size_t>(cache.RowBytes()), 2);

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/decode_attention.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
 
@@ -52,12 +53,7 @@ Rows MakeRows(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
   return m;
 }
 
-std::vector<float> RandomVec(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
-  return v;
-}
+using test::RandomVec;
 
 TEST(DecodeAttention, ScoresMatchNaiveDots) {
   for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {

@@ -21,6 +21,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_bfp.h"
 #include "kernels/simd_limit.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -28,7 +29,7 @@
 namespace wc {
 namespace {
 
-constexpr BfpFormat k8 = BfpFormat::kBfp8, k4 = BfpFormat::kBfp4;
+constexpr BfpFormat kFormat8 = BfpFormat::kBfp8, kFormat4 = BfpFormat::kBfp4;
 
 // How a test matrix's values are drawn.
 enum class Values {
@@ -40,13 +41,13 @@ enum class Values {
 };
 
 // W [out, in] f32 with row stride in + 3, one float off alignment.
-struct Source {
+struct F32Source {
   std::vector<float> storage;
   MatrixRef ref;
 };
 
-Source MakeSource(int64_t out, int64_t in, uint64_t seed, Values values) {
-  Source s;
+F32Source MakeF32Source(int64_t out, int64_t in, uint64_t seed, Values values) {
+  F32Source s;
   const int64_t stride = in + 3;
   s.storage.assign(static_cast<size_t>(out * stride + 1), 0.0f);
   Rng rng(seed);
@@ -76,7 +77,7 @@ struct Reference {
   PackedMatrix packed;
 };
 
-Reference MakeReference(BfpFormat f, const Source& s, ActivationPrecision p) {
+Reference MakeReference(BfpFormat f, const F32Source& s, ActivationPrecision p) {
   Reference ref;
   const int64_t out = s.ref.rows, in = s.ref.cols;
   std::vector<uint8_t> tiles(static_cast<size_t>(BfpLayout{f, out, in}.bytes()));
@@ -96,16 +97,9 @@ Reference MakeReference(BfpFormat f, const Source& s, ActivationPrecision p) {
   return ref;
 }
 
-std::vector<float> RandomX(int64_t n, int64_t stride, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * stride));
-  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4.0 - 2.0);
-  return x;
-}
+using test::RandomX;
 
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::SameBits;
 
 // The first element whose bits differ, for the failure message.
 std::string FirstDifference(const std::vector<float>& got, const std::vector<float>& want) {
@@ -116,21 +110,21 @@ std::string FirstDifference(const std::vector<float>& got, const std::vector<flo
   return "sizes differ";
 }
 
-struct Case {
+struct BfpCase {
   BfpFormat format;
   ActivationPrecision precision;
 };
 
-class GemmBfpTest : public ::testing::TestWithParam<Case> {
+class GemmBfpTest : public ::testing::TestWithParam<BfpCase> {
  protected:
   void TearDown() override { SetGemmX86Kernels(true); }
 };
 
 // The panels hold exactly the codec's values, built from the matrix or from tt-metal tiles.
 TEST_P(GemmBfpTest, PanelsHoldTheCodecsValues) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   for (Values values : {Values::kUniform, Values::kWide}) {
-    const Source s = MakeSource(45, 77, 3, values);
+    const F32Source s = MakeF32Source(45, 77, 3, values);
     const Reference ref = MakeReference(c.format, s, c.precision);
     const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
     EXPECT_EQ(m.bytes(), static_cast<size_t>(BfpLayout{c.format, 45, 77}.bytes()));
@@ -158,11 +152,12 @@ TEST_P(GemmBfpTest, PanelsHoldTheCodecsValues) {
 // plain and wide values: each element equals the reference GEMM's bit for bit, on the AVX-512
 // kernel (where the CPU has it) and on the portable one.
 TEST_P(GemmBfpTest, EveryElementIsTheReferenceGemms) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   for (Values values : {Values::kUniform, Values::kPlain, Values::kWide}) {
     for (int64_t cols : {1, 2, 5, 31, 33, 64, 131}) {
       for (int64_t rows : {1, 33, 100, 160}) {
-        const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows * 7 + cols), values);
+        const F32Source s =
+            MakeF32Source(rows, cols, static_cast<uint64_t>(rows * 7 + cols), values);
         const Reference ref = MakeReference(c.format, s, c.precision);
         const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
         const std::vector<float> bias = RandomX(1, rows, 99);
@@ -191,9 +186,9 @@ TEST_P(GemmBfpTest, EveryElementIsTheReferenceGemms) {
 
 // 1 and 2 threads, AVX-512 kernel on and off, decode and prefill: identical bits.
 TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   const int64_t rows = 300, cols = 200;
-  const Source s = MakeSource(rows, cols, 5, Values::kWide);
+  const F32Source s = MakeF32Source(rows, cols, 5, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
   for (int64_t n : {1, 29}) {
@@ -220,11 +215,12 @@ TEST_P(GemmBfpTest, ThreadsAndKernelsAgree) {
 // (1100: 512 + 48 k pairs), partial row ranges, bias, 1 and 2 threads, AVX-512 kernel on and off,
 // plain and wide values: the reference's bits on both sides.
 TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   for (Values values : {Values::kUniform, Values::kWide}) {
     for (int64_t cols : {3, 77, 96, 1100}) {
       for (int64_t rows : {45, 161}) {
-        const Source s = MakeSource(rows, cols, static_cast<uint64_t>(rows + 3 * cols), values);
+        const F32Source s =
+            MakeF32Source(rows, cols, static_cast<uint64_t>(rows + 3 * cols), values);
         const Reference ref = MakeReference(c.format, s, c.precision);
         const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
         const std::vector<float> bias = RandomX(1, rows, 17);
@@ -266,11 +262,11 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
 // include zeros, negative zeros and values so small that scaling them by a block's exponent leaves
 // the normals (the one-token tile's fallback, k tile by k tile): the reference's bits.
 TEST_P(GemmBfpTest, OneTokenScaledActivations) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   for (int64_t cols : {31, 64, 200}) {
     for (int64_t rows : {32, 100, 256}) {
-      const Source s =
-          MakeSource(rows, cols, static_cast<uint64_t>(rows * 5 + cols), Values::kPlain);
+      const F32Source s =
+          MakeF32Source(rows, cols, static_cast<uint64_t>(rows * 5 + cols), Values::kPlain);
       const Reference ref = MakeReference(c.format, s, c.precision);
       const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
       for (int64_t p = 0; p < m.panels(); ++p) ASSERT_TRUE(m.PanelIsPlain(p));
@@ -302,9 +298,9 @@ TEST_P(GemmBfpTest, OneTokenScaledActivations) {
 
 // Every SIMD target this binary has and this CPU runs: the same bits.
 TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
-  const Case c = GetParam();
+  const BfpCase c = GetParam();
   const int64_t rows = 70, cols = 67;
-  const Source s = MakeSource(rows, cols, 8, Values::kWide);
+  const F32Source s = MakeF32Source(rows, cols, 8, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
   for (const int64_t n : {int64_t{3}, int64_t{14}, kBfpWidenOnceTokensAvx512 + 5}) {
@@ -328,28 +324,28 @@ TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
   }
 }
 
-std::string CaseName(const ::testing::TestParamInfo<Case>& info) {
+std::string BfpCaseName(const ::testing::TestParamInfo<BfpCase>& info) {
   return std::string(BfpFormatName(info.param.format)) +
          (info.param.precision == ActivationPrecision::kBF16 ? "_bf16act" : "_f32act");
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, GemmBfpTest,
-                         ::testing::Values(Case{k8, ActivationPrecision::kBF16},
-                                           Case{k4, ActivationPrecision::kBF16},
-                                           Case{k8, ActivationPrecision::kF32},
-                                           Case{k4, ActivationPrecision::kF32}),
-                         CaseName);
+                         ::testing::Values(BfpCase{kFormat8, ActivationPrecision::kBF16},
+                                           BfpCase{kFormat4, ActivationPrecision::kBF16},
+                                           BfpCase{kFormat8, ActivationPrecision::kF32},
+                                           BfpCase{kFormat4, ActivationPrecision::kF32}),
+                         BfpCaseName);
 
 // A negative zero code (sign set, magnitude 0) from a file reads as +0, and an exponent of 255 is
 // refused naming the tensor.
 TEST(GemmBfp, TilesFromAFile) {
-  for (BfpFormat f : {k8, k4}) {
+  for (BfpFormat f : {kFormat8, kFormat4}) {
     const BfpLayout layout{f, 32, 32};
     std::vector<uint8_t> tile(static_cast<size_t>(layout.bytes()), 0);
     for (int i = 0; i < 64; ++i) tile[i] = 127;
     // Every code: sign set, magnitude 0 except W[n = 0, k = 0] (face 0 row 0 code 0) = 1.
-    for (size_t i = 64; i < tile.size(); ++i) tile[i] = f == k8 ? 0x80 : 0x88;
-    tile[64] = f == k8 ? 0x01 : 0x81;  // bfp4: code 0 in the low nibble
+    for (size_t i = 64; i < tile.size(); ++i) tile[i] = f == kFormat8 ? 0x80 : 0x88;
+    tile[64] = f == kFormat8 ? 0x01 : 0x81;  // bfp4: code 0 in the low nibble
     const BfpPanels m = BfpPanels::FromTiles(layout, tile.data(), "w", ActivationPrecision::kBF16);
     const float one = BfpDecode(f, 1, 127);
     EXPECT_EQ(m.At(0, 0), one);
@@ -374,7 +370,7 @@ TEST(GemmBfp, NonFiniteWeightsAreRefusedNamingTheTensor) {
   std::vector<float> w(40 * 70, 0.5f);
   w[33 * 70 + 41] = std::nanf("");
   try {
-    BfpPanels::FromMatrix(k8, MatrixRef{DType::kF32, 40, 70, 70, w.data()}, "h.3.attn",
+    BfpPanels::FromMatrix(kFormat8, MatrixRef{DType::kF32, 40, 70, 70, w.data()}, "h.3.attn",
                           ActivationPrecision::kBF16);
     FAIL() << "accepted a NaN";
   } catch (const Error& e) {
@@ -395,8 +391,8 @@ TEST(GemmBfp, SimdLimitAvx2) {
     return;
   }
   ApplySimdLimit();
-  const Source s = MakeSource(50, 100, 4, Values::kWide);
-  for (BfpFormat f : {k8, k4}) {
+  const F32Source s = MakeF32Source(50, 100, 4, Values::kWide);
+  for (BfpFormat f : {kFormat8, kFormat4}) {
     const Reference ref = MakeReference(f, s, ActivationPrecision::kBF16);
     const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
     if (SimdLimitName() == "avx2")
@@ -420,8 +416,8 @@ TEST(GemmBfp, NamingAKernelKeepsTheSimdLimit) {
     return;
   }
   ApplySimdLimit();
-  const Source s = MakeSource(50, 100, 4, Values::kWide);
-  const BfpPanels m = BfpPanels::FromMatrix(k8, s.ref, "w", ActivationPrecision::kBF16);
+  const F32Source s = MakeF32Source(50, 100, 4, Values::kWide);
+  const BfpPanels m = BfpPanels::FromMatrix(kFormat8, s.ref, "w", ActivationPrecision::kBF16);
   const std::string before = SimdTargetName();
   GemmBfpKernelName(m);
   EXPECT_EQ(std::string(SimdTargetName()), before);

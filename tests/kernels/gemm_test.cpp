@@ -15,6 +15,7 @@
 #include "hwy/targets.h"
 #include "kernels/gemm.h"
 #include "kernels/packed_matrix.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
 
@@ -53,12 +54,7 @@ Source MakeSource(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
   return s;
 }
 
-std::vector<float> RandomX(int64_t n, int64_t stride, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * stride));
-  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4.0 - 2.0);
-  return x;
-}
+using test::RandomX;
 
 float RoundBF16(float v) {
   return BF16ToF32(F32ToBF16(v));

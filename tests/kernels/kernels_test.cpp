@@ -10,18 +10,14 @@
 
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
 
 namespace wc {
 namespace {
 
-std::vector<float> RandomVec(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
-  return v;
-}
+using test::RandomVec;
 
 // Weights of `dtype` [rows, cols] and their exact f32 values.
 struct TestMatrix {

@@ -18,6 +18,7 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm_bfp.h"
 #include "kernels/packed_matrix.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/rng.h"
@@ -25,7 +26,7 @@
 namespace wc {
 namespace {
 
-struct Source {
+struct PackedSource {
   std::vector<uint8_t> bytes;
   std::vector<float> exact;  // [rows, cols] the stored values as floats
   MatrixRef ref;
@@ -33,8 +34,8 @@ struct Source {
 
 // A [rows, cols] matrix of `dtype` with row stride cols + 5, values spanning several binades (and
 // some tiny ones, so bfp blocks meet bf16 subnormals).
-Source MakeSource(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
-  Source s;
+PackedSource MakePackedSource(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
+  PackedSource s;
   const int64_t stride = cols + 5;
   Rng rng(seed);
   s.exact.resize(static_cast<size_t>(rows * cols));
@@ -59,7 +60,7 @@ Source MakeSource(DType dtype, int64_t rows, int64_t cols, uint64_t seed) {
 }
 
 // W's values as the format holds them: [rows, cols].
-std::vector<float> Expected(const Source& s, WeightFormat f, bool flush) {
+std::vector<float> Expected(const PackedSource& s, WeightFormat f, bool flush) {
   std::vector<float> w = s.exact;
   if (IsBfp(f)) {
     const BfpLayout layout{BfpOf(f), s.ref.rows, s.ref.cols};
@@ -75,19 +76,18 @@ std::vector<float> Expected(const Source& s, WeightFormat f, bool flush) {
   return w;
 }
 
-std::vector<float> Values(const PackedMatrix& m) {
+std::vector<float> DecodedValues(const PackedMatrix& m) {
   std::vector<float> w(static_cast<size_t>(m.rows() * m.cols()));
   for (int64_t r = 0; r < m.rows(); ++r) m.Row(r, &w[static_cast<size_t>(r * m.cols())]);
   return w;
 }
 
-bool SameBits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
-}
+using test::SameBits;
 
 TEST(PackedWeights, EveryFormatHoldsItsValues) {
   for (DType src : {DType::kF32, DType::kBF16, DType::kF16}) {
-    const Source s = MakeSource(src, 77, 45, 3);  // neither a multiple of 32 (tiles padded)
+    const PackedSource s =
+        MakePackedSource(src, 77, 45, 3);  // neither a multiple of 32 (tiles padded)
     for (WeightFormat f :
          {WeightFormat::kF32, WeightFormat::kBF16, WeightFormat::kBfp8, WeightFormat::kBfp4}) {
       for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16}) {
@@ -99,14 +99,14 @@ TEST(PackedWeights, EveryFormatHoldsItsValues) {
         EXPECT_EQ(m.format(), f) << what;
         EXPECT_EQ(m.dtype(), bf16_panels ? DType::kBF16 : DType::kF32) << what;
         EXPECT_EQ(m.precision(), bf16_panels ? p : ActivationPrecision::kF32) << what;
-        EXPECT_TRUE(SameBits(Values(m), Expected(s, f, bf16_panels))) << what;
+        EXPECT_TRUE(SameBits(DecodedValues(m), Expected(s, f, bf16_panels))) << what;
       }
     }
   }
 }
 
 TEST(PackedWeights, BytesAreTheTiles) {
-  const Source s = MakeSource(DType::kF32, 70, 100, 4);  // 3 x 4 tiles of 32x32
+  const PackedSource s = MakePackedSource(DType::kF32, 70, 100, 4);  // 3 x 4 tiles of 32x32
   EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp8, ActivationPrecision::kBF16, "w").bytes(),
             size_t{12 * 1088});
   EXPECT_EQ(PackedMatrix::Pack(s.ref, WeightFormat::kBfp4, ActivationPrecision::kBF16, "w").bytes(),
@@ -122,7 +122,7 @@ TEST(PackedWeights, BytesAreTheTiles) {
 // decoded values, on every SIMD target, both BF16 kernels and any thread count.
 TEST(PackedWeights, BfpGemmIsTheGemmOfItsDecodedValues) {
   const int64_t rows = 70, cols = 75, n = 9;
-  const Source s = MakeSource(DType::kF32, rows, cols, 5);
+  const PackedSource s = MakePackedSource(DType::kF32, rows, cols, 5);
   Rng rng(6);
   std::vector<float> x(static_cast<size_t>(n * cols));
   for (float& v : x) v = static_cast<float>(rng.Uniform() * 4.0 - 2.0);
@@ -168,7 +168,7 @@ TEST(PackedWeights, BfpGemmIsTheGemmOfItsDecodedValues) {
 }
 
 TEST(PackedWeights, ReleasesRowsInOrderAndRefusesNonFiniteNamingTheElement) {
-  Source s = MakeSource(DType::kF32, 100, 64, 7);
+  PackedSource s = MakePackedSource(DType::kF32, 100, 64, 7);
   int64_t next = 0;
   PackedMatrix::Pack(s.ref, WeightFormat::kBfp8, ActivationPrecision::kBF16, "w",
                      [&](int64_t r0, int64_t r1) {
@@ -196,7 +196,7 @@ TEST(PackedWeights, ReleasesRowsInOrderAndRefusesNonFiniteNamingTheElement) {
 // 32x32 tile, K and N padded to 32), under the bf16 panels' bytes, and the GEMM's printed kernel
 // is the block-float one's.
 TEST(PackedWeights, BfpHoldsTtMetalsBytes) {
-  const Source s = MakeSource(DType::kBF16, 70, 100, 8);  // 3 x 4 tiles of 32x32
+  const PackedSource s = MakePackedSource(DType::kBF16, 70, 100, 8);  // 3 x 4 tiles of 32x32
   const size_t bf16 =
       PackedMatrix::Pack(s.ref, WeightFormat::kBF16, ActivationPrecision::kBF16, "w").bytes();
   EXPECT_EQ(bf16, 96u * 128 * 2);  // K padded to 32 (gemm.h's BF16 order)

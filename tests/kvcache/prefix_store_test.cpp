@@ -67,7 +67,7 @@ PrefixStoreOptions Options(const std::string& dir, Warnings& w, const std::strin
 }
 
 // Tokens [0, n) of a sequence that starts with `first`.
-std::vector<int> Seq(int n, int first = 100) {
+std::vector<int> StrideSeq(int n, int first = 100) {
   std::vector<int> t(n);
   for (int i = 0; i < n; ++i) t[i] = first + 7 * i;
   return t;
@@ -93,7 +93,7 @@ int CountFiles(const std::string& dir, const std::string& suffix) {
 TEST(PrefixStore, BlocksWrittenByOneRunAreReadByTheNext) {
   Warnings w;
   const std::string dir = TempDir("roundtrip") + "/a/b";  // parents created
-  const std::vector<int> tokens = Seq(3 * kBlockSize);
+  const std::vector<int> tokens = StrideSeq(3 * kBlockSize);
   {
     PrefixStore store(Options(dir, w));
     for (int i = 0; i < 3; ++i) {
@@ -131,7 +131,7 @@ void ExpectIgnored(const std::string& name, const std::function<void(const std::
   SCOPED_TRACE(name);
   Warnings w;
   const std::string dir = TempDir(name);
-  const std::vector<int> tokens = Seq(2 * kBlockSize);
+  const std::vector<int> tokens = StrideSeq(2 * kBlockSize);
   std::string path;
   {
     PrefixStore store(Options(dir, w));
@@ -188,7 +188,7 @@ TEST(PrefixStore, DamagedFilesAreIgnoredWarnedAndRewritten) {
 TEST(PrefixStore, AFileOfAnotherKeyOrOtherTokensUnderThisNameIsIgnored) {
   Warnings w;
   const std::string dir = TempDir("misnamed");
-  const std::vector<int> a = Seq(kBlockSize, 100), b = Seq(kBlockSize, 500);
+  const std::vector<int> a = StrideSeq(kBlockSize, 100), b = StrideSeq(kBlockSize, 500);
   std::string path_a, path_b, foreign;
   {
     PrefixStore store(Options(dir, w));
@@ -218,7 +218,7 @@ TEST(PrefixStore, AFileOfAnotherKeyOrOtherTokensUnderThisNameIsIgnored) {
 TEST(PrefixStore, TheSizeCapDeletesTheOldestFiles) {
   Warnings w;
   const std::string dir = TempDir("cap");
-  std::vector<int> tokens = Seq(8 * kBlockSize);
+  std::vector<int> tokens = StrideSeq(8 * kBlockSize);
   // A block's file holds the tokens up to its end: block 7's is the largest, and any three of
   // blocks 0-7 fit in three of its size, any four do not.
   int64_t file_bytes = 0;
@@ -295,7 +295,7 @@ TEST(PrefixStore, AStaleTemporaryFileIsRemovedAtStart) {
 TEST(PrefixStore, SavesLoadsAndStatsFromTwoThreads) {
   Warnings w;
   const std::string dir = TempDir("threads");
-  const std::vector<int> tokens = Seq(64 * kBlockSize);
+  const std::vector<int> tokens = StrideSeq(64 * kBlockSize);
   std::atomic<bool> done{false};
   PrefixStore store(Options(dir, w, "model A", 20 * (kBlockBytes + 100)));
   std::thread watcher([&] {

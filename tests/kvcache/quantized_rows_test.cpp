@@ -22,6 +22,7 @@
 #include "kernels/int8.h"
 #include "kernels/kernel_table.h"
 #include "kvcache/kv_formats.h"
+#include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
 
@@ -67,12 +68,7 @@ Encoded Encode(const Format& f, int64_t rows, int64_t cols, uint64_t seed) {
   return e;
 }
 
-std::vector<float> RandomVec(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.Uniform() * 2.0 - 1.0);
-  return v;
-}
+using test::RandomVec;
 
 // The scale of row p of encoded int8 / fp8 rows, as the kernels read it (without E4M3's 2^8).
 float Int8RowScale(const RowsRef& m, int64_t p) {

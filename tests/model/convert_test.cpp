@@ -30,15 +30,8 @@
 namespace wc {
 namespace {
 
-std::vector<int> Ids(const std::string& dir) {
-  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
-  std::vector<int> ids;
-  int id;
-  while (in >> id) ids.push_back(id);
-  return ids;
-}
-
-ModelOptions Options(const std::string& spec, ActivationPrecision p = ActivationPrecision::kBF16) {
+ModelOptions ConvertOptions(const std::string& spec,
+                            ActivationPrecision p = ActivationPrecision::kBF16) {
   ModelOptions o;
   o.matmul_precision = p;
   o.weights = WeightSpec::Parse(spec);
@@ -70,24 +63,25 @@ std::string Convert(const std::string& from, const test::TempDir& dir, const std
 
 // mq_bias_bf16: hidden 80, vocab 503 (no multiple of 32), tied; mq_f32: untied, F32;
 // newarch_gqa_f32: tied, F32 (a tied head in bf16 or bfp is split out).
-const char* kFixtures[] = {"mq_bias_bf16", "mq_f32", "newarch_gqa_f32"};
-const char* kSpecs[] = {"bfp8", "bfp4", "attn=bfp8,mlp=bfp4,lm_head=bf16", "lm_head=bfp4"};
+const char* kConvertFixtures[] = {"mq_bias_bf16", "mq_f32", "newarch_gqa_f32"};
+const char* kConvertSpecs[] = {"bfp8", "bfp4", "attn=bfp8,mlp=bfp4,lm_head=bf16", "lm_head=bfp4"};
 
 TEST(Convert, LoadsBitIdenticalToWeightsSpecOnTheOriginal) {
-  for (const char* fixture : kFixtures) {
+  for (const char* fixture : kConvertFixtures) {
     const std::string dir = test::FixtureDir(fixture);
-    const std::vector<int> ids = Ids(dir);
-    for (const char* spec : kSpecs) {
+    const std::vector<int> ids = test::ReadFixtureIds(dir);
+    for (const char* spec : kConvertSpecs) {
       test::TempDir tmp;
       const std::string out = Convert(dir, tmp, spec);
       for (ActivationPrecision p : {ActivationPrecision::kBF16, ActivationPrecision::kF32}) {
         if (p == ActivationPrecision::kF32 && std::string(spec) != "bfp4") continue;  // CI time
-        const auto want = FalconModel::Load(dir, Options(spec, p));
-        const auto got = FalconModel::Load(out, Options("auto", p));
+        const auto want = FalconModel::Load(dir, ConvertOptions(spec, p));
+        const auto got = FalconModel::Load(out, ConvertOptions("auto", p));
         EXPECT_EQ(Logits(*got, ids), Logits(*want, ids)) << fixture << " " << spec;
         // Asking for the stored format again is the same load.
         if (std::string(spec) == "bfp8")
-          EXPECT_EQ(Logits(*FalconModel::Load(out, Options("bfp8", p)), ids), Logits(*want, ids));
+          EXPECT_EQ(Logits(*FalconModel::Load(out, ConvertOptions("bfp8", p)), ids),
+                    Logits(*want, ids));
       }
     }
   }
@@ -150,8 +144,8 @@ TEST(Convert, WritesTtMetalTilesAndTheFormatDescription) {
 // Rank 0's logits over 2 ranks as threads, each loading its slice of `dir` under `spec`.
 std::vector<float> TwoRanks(const std::string& dir, const std::string& spec) {
   std::vector<float> got;
-  test::OnRanks(dir, 2, Options(spec, ActivationPrecision::kF32),
-                [&](const FalconModel& model) { got = Logits(model, Ids(dir)); });
+  test::OnRanks(dir, 2, ConvertOptions(spec, ActivationPrecision::kF32),
+                [&](const FalconModel& model) { got = Logits(model, test::ReadFixtureIds(dir)); });
   return got;
 }
 
@@ -185,12 +179,12 @@ TEST(Convert, RefusesDoubleRoundingAndABadOut) {
     return std::string("no error");
   };
   for (const char* spec : {"bfp4", "attn=bf16", "f32"}) {
-    const std::string m = message([&] { FalconModel::Load(out, Options(spec)); });
+    const std::string m = message([&] { FalconModel::Load(out, ConvertOptions(spec)); });
     EXPECT_EQ(m.rfind("--weights", 0), 0u) << m;
     EXPECT_NE(m.find("stores attn in bfp8"), std::string::npos) << m;
   }
   // Groups stored as bf16 still take any format.
-  EXPECT_NO_THROW(FalconModel::Load(out, Options("mlp=bfp4,lm_head=f32")));
+  EXPECT_NO_THROW(FalconModel::Load(out, ConvertOptions("mlp=bfp4,lm_head=f32")));
   EXPECT_NE(message([&] {
               ConvertCheckpoint(out, tmp.File("again"), WeightSpec::Parse("bfp4"));
             }).find("already in block float"),
@@ -281,7 +275,7 @@ TEST(Convert, DamagedFilesAreRefusedNamingTheTensor) {
     test::WriteFile(bad_dir.File("config.json"), config.dump());
     WriteSafetensors(bad_dir.File("model.safetensors"), r.tensors, r.metadata);
     try {
-      FalconModel::Load(bad_dir.path(), Options("auto"));
+      FalconModel::Load(bad_dir.path(), ConvertOptions("auto"));
       ADD_FAILURE() << c.what << ": loaded";
     } catch (const Error& e) {
       const std::string m = e.what();

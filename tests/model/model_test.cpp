@@ -19,14 +19,6 @@
 namespace wc {
 namespace {
 
-std::vector<int> ReadIds(const std::string& dir) {
-  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
-  std::vector<int> ids;
-  int id;
-  while (in >> id) ids.push_back(id);
-  return ids;
-}
-
 // Logits [n, vocab] of `ids` fed as one batch (or one token per call).
 std::vector<float> RunLogits(const FalconModel& model, const std::vector<int>& ids, KVDType kv,
                              bool one_at_a_time) {
@@ -57,7 +49,7 @@ class FixtureTest : public ::testing::TestWithParam<const char*> {
     ModelOptions exact;  // f32 activations for BF16 weights: products exact, as the reference's
     exact.matmul_precision = ActivationPrecision::kF32;
     model_ = FalconModel::Load(dir_, exact);
-    ids_ = ReadIds(dir_);
+    ids_ = test::ReadFixtureIds(dir_);
     ref_ = ReadNpyF32(dir_ + "/logits.npy");
     ASSERT_EQ(ref_.shape, (std::vector<int64_t>{static_cast<int64_t>(ids_.size()),
                                                 model_->config().vocab_size}));
@@ -129,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, FixtureTest, ::testing::ValuesIn(kFixtures));
 
 TEST(LmHead, FracturedEqualsUnfracturedAndPaddingIsDropped) {
   const std::string dir = test::FixtureDir("mq_bias_bf16");  // vocab 503 -> padded 512
-  const std::vector<int> ids = ReadIds(dir);
+  const std::vector<int> ids = test::ReadFixtureIds(dir);
   std::vector<float> base;
   for (int f : {1, 2, 4, 8, 16}) {
     ModelOptions o;
@@ -152,7 +144,7 @@ TEST(LmHead, FracturedEqualsUnfracturedAndPaddingIsDropped) {
 TEST(Determinism, SameBitsOnAnyThreadCount) {
   const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
   auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = ReadIds(dir);
+  const auto ids = test::ReadFixtureIds(dir);
   omp_set_num_threads(1);
   const auto one = RunLogits(*model, ids, KVDType::kBF16, false);
   for (int t : {2, 3, 8}) {
@@ -167,7 +159,7 @@ TEST(Batch, RowsAtDifferentPositionsMatchSeparateRuns) {
   // Two user rows in one batch at different positions give the same logits as each alone.
   const std::string dir = test::FixtureDir("newarch_gqa_f32");
   auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = ReadIds(dir);
+  const auto ids = test::ReadFixtureIds(dir);
   const auto alone = RunLogits(*model, ids, KVDType::kBF16, true);
   KVCache cache(model->CacheShape(2, 64), KVDType::kBF16);
   std::vector<float> logits;
@@ -192,7 +184,7 @@ TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee) {
   // int8 (the K/V written before the interrupt is overwritten).
   const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
   auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = ReadIds(dir);
+  const auto ids = test::ReadFixtureIds(dir);
   ASSERT_GE(ids.size(), 6u);
   const size_t half = ids.size() / 2;
   auto batch = [&](size_t from, size_t to) {

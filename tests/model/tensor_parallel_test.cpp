@@ -20,14 +20,6 @@
 namespace wc {
 namespace {
 
-std::vector<int> Ids(const std::string& dir) {
-  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
-  std::vector<int> ids;
-  int id;
-  while (in >> id) ids.push_back(id);
-  return ids;
-}
-
 ModelOptions Exact(const std::string& weights = "auto") {
   ModelOptions o;
   o.matmul_precision = ActivationPrecision::kF32;
@@ -80,7 +72,8 @@ std::vector<float> RunRanks(const std::string& dir, int ranks, std::vector<int64
                             const std::string& weights = "auto") {
   std::vector<float> out;
   OnRanks(
-      dir, ranks, [&](const FalconModel& model) { out = RunModel(model, Ids(dir)); }, held,
+      dir, ranks,
+      [&](const FalconModel& model) { out = RunModel(model, test::ReadFixtureIds(dir)); }, held,
       weights);
   return out;
 }
@@ -94,7 +87,7 @@ class TensorParallelTest : public ::testing::TestWithParam<const char*> {};
 TEST_P(TensorParallelTest, TwoRanksGiveTheWholeModelsLogitsAndTokens) {
   const std::string dir = test::FixtureDir(GetParam());
   auto whole = FalconModel::Load(dir, Exact());
-  const std::vector<float> ref = RunModel(*whole, Ids(dir));
+  const std::vector<float> ref = RunModel(*whole, test::ReadFixtureIds(dir));
   std::vector<int64_t> held;
   const std::vector<float> two = RunRanks(dir, 2, &held);
   ASSERT_EQ(two.size(), ref.size());
@@ -123,7 +116,7 @@ TEST_P(TensorParallelTest, TwoRanksInBfp8GiveTheWholeModelsLogits) {
   const std::string dir = test::FixtureDir(GetParam());
   for (const char* weights : {"bfp8", "attn=bfp4,mlp=bfp8,lm_head=bf16"}) {
     auto whole = FalconModel::Load(dir, Exact(weights));
-    const std::vector<float> ref = RunModel(*whole, Ids(dir));
+    const std::vector<float> ref = RunModel(*whole, test::ReadFixtureIds(dir));
     std::vector<int64_t> held;
     const std::vector<float> two = RunRanks(dir, 2, &held, weights);
     ASSERT_EQ(two.size(), ref.size());

@@ -27,14 +27,6 @@
 namespace wc {
 namespace {
 
-std::vector<int> ReadIds(const std::string& dir) {
-  std::istringstream in(test::ReadFile(dir + "/ids.txt"));
-  std::vector<int> ids;
-  int id;
-  while (in >> id) ids.push_back(id);
-  return ids;
-}
-
 // The --weights group of a checkpoint tensor, if it is one of the matrices.
 std::optional<WeightGroup> GroupOf(const std::string& name) {
   auto ends = [&](const std::string& s) {
@@ -167,7 +159,7 @@ class WeightFormatsTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(WeightFormatsTest, LogitsAreThoseOfTheFormatsValues) {
   const std::string dir = test::FixtureDir(GetParam());
-  const std::vector<int> ids = ReadIds(dir);
+  const std::vector<int> ids = test::ReadFixtureIds(dir);
   for (const char* text : kSpecs) {
     const WeightSpec spec = WeightSpec::Parse(text);
     test::TempDir ref_dir;
@@ -187,7 +179,7 @@ TEST_P(WeightFormatsTest, LogitsAreThoseOfTheFormatsValues) {
 // Decode == prefill == batched beside another row, on 1 and 2 threads: the same bits, each format.
 TEST_P(WeightFormatsTest, TokenByTokenBatchAndThreadsGiveTheSameBits) {
   const std::string dir = test::FixtureDir(GetParam());
-  const std::vector<int> ids = ReadIds(dir);
+  const std::vector<int> ids = test::ReadFixtureIds(dir);
   const int saved = omp_get_max_threads();
   for (const char* text : {"bf16", "bfp8", "bfp4"})
     for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16}) {
@@ -211,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(Fixtures, WeightFormatsTest,
 TEST(WeightFormats, BfpIsTheBf16CheckpointOfItsDecodedValues) {
   for (const char* fixture : {"newarch_gqa_bias_bf16", "mq_bias_bf16", "mha_seq_bf16"}) {
     const std::string dir = test::FixtureDir(fixture);
-    const std::vector<int> ids = ReadIds(dir);
+    const std::vector<int> ids = test::ReadFixtureIds(dir);
     for (const char* text : {"bfp8", "bfp4", "attn=bfp4,mlp=bfp8"}) {
       test::TempDir ref_dir;
       WriteReference(dir, ref_dir.path(), WeightSpec::Parse(text), DType::kBF16);

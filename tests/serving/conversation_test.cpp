@@ -14,9 +14,7 @@
 namespace wc {
 namespace {
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
 ChatFormat Format() {
   return test::DefaultChatFormat();

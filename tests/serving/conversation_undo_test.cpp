@@ -16,11 +16,9 @@
 namespace wc {
 namespace {
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
-ConversationSettings Sampled(uint64_t seed, int max_new = 12) {
+ConversationSettings TopKSampled(uint64_t seed, int max_new = 12) {
   return test::SampledSettings(seed, max_new, /*top_k=*/40);
 }
 
@@ -67,32 +65,32 @@ void ExpectReplays(const std::vector<ConversationTurn>& turns,
   }
 }
 
-const std::vector<std::string> kQuestions = {"What is a falcon?", "Define harbor.",
-                                             "What does it mean to sail?", "What is patience?",
-                                             "Tell me a saying."};
+const std::vector<std::string> kUndoQuestions = {"What is a falcon?", "Define harbor.",
+                                                 "What does it mean to sail?", "What is patience?",
+                                                 "Tell me a saying."};
 
 TEST(ConversationUndo, AnUndoneExchangeIsAsIfItHadNeverBeen) {
-  const ConversationSettings s = Sampled(7);
+  const ConversationSettings s = TopKSampled(7);
   Chat c(s);
-  Say(c, kQuestions[0]);
-  Say(c, kQuestions[1]);
-  const ConversationTurn undone = Say(c, kQuestions[2]);
+  Say(c, kUndoQuestions[0]);
+  Say(c, kUndoQuestions[1]);
+  const ConversationTurn undone = Say(c, kUndoQuestions[2]);
   const ConversationTurn t = c.Undo();
-  EXPECT_EQ(t.user, kQuestions[2]);
+  EXPECT_EQ(t.user, kUndoQuestions[2]);
   EXPECT_EQ(t.reply_ids, undone.reply_ids);
   ASSERT_EQ(c.turns().size(), 2u);
-  Say(c, kQuestions[3]);
+  Say(c, kUndoQuestions[3]);
   ExpectReplays(c.turns(), s);
   // The same question again after an undo gets the undone reply back (the stream went back).
   c.Undo();
-  EXPECT_EQ(Say(c, kQuestions[2]).reply_ids, undone.reply_ids);
+  EXPECT_EQ(Say(c, kUndoQuestions[2]).reply_ids, undone.reply_ids);
 }
 
 TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) {
-  const ConversationSettings s = Sampled(11);
+  const ConversationSettings s = TopKSampled(11);
   Chat c(s);
-  Say(c, kQuestions[0]);
-  const std::vector<int> first = Say(c, kQuestions[1]).reply_ids;
+  Say(c, kUndoQuestions[0]);
+  const std::vector<int> first = Say(c, kUndoQuestions[1]).reply_ids;
   const RequestResult same = Retry(c, /*same_seed=*/true);
   EXPECT_EQ(same.tokens, first);
   EXPECT_EQ(c.turns().size(), 2u);
@@ -100,7 +98,7 @@ TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) 
   const RequestResult next = Retry(c, /*same_seed=*/false);
   EXPECT_NE(next.tokens, first);  // another stream (12 sampled tokens at T 0.9)
   ASSERT_EQ(c.turns().size(), 2u);
-  EXPECT_EQ(c.turns().back().user, kQuestions[1]);
+  EXPECT_EQ(c.turns().back().user, kUndoQuestions[1]);
   EXPECT_EQ(c.turns().back().reply_ids, next.tokens);
   const uint64_t seed = c.turns().back().settings.seed;
   EXPECT_NE(seed, 11u);  // recorded in the turn, and the conversation's from now on
@@ -108,17 +106,17 @@ TEST(ConversationUndo, RetrySameRepeatsTheReplyAndRetryTakesTheStreamsNextSeed) 
   // A second /retry draws again from the new stream: yet another seed.
   Retry(c, false);
   EXPECT_NE(c.settings().seed, seed);
-  Say(c, kQuestions[2]);
+  Say(c, kUndoQuestions[2]);
   ExpectReplays(c.turns(), s);
 }
 
 TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
-  const ConversationSettings s = Sampled(3);
+  const ConversationSettings s = TopKSampled(3);
   // A turn, then one at seed 9, undone.
   auto undo_reseeded_turn = [](Conversation& c) {
-    Say(c, kQuestions[0]);
-    c.set_settings(Sampled(9));
-    Say(c, kQuestions[1]);
+    Say(c, kUndoQuestions[0]);
+    c.set_settings(TopKSampled(9));
+    Say(c, kUndoQuestions[1]);
     c.Undo();
   };
   // The seed changed for the undone turn, then set back: the next turn continues seed 3's stream.
@@ -126,7 +124,7 @@ TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
     Chat c(s);
     undo_reseeded_turn(c);
     c.set_settings(s);
-    Say(c, kQuestions[2]);
+    Say(c, kUndoQuestions[2]);
     ExpectReplays(c.turns(), s);
     const std::vector<ConversationTurn> plain = Replay({c.turns()[0], c.turns()[1]}, s);
     EXPECT_EQ(plain[1].reply_ids, c.turns()[1].reply_ids);
@@ -135,29 +133,29 @@ TEST(ConversationUndo, UndoingATurnThatChangedTheSeedRestoresTheOldStream) {
   {
     Chat c(s);
     undo_reseeded_turn(c);
-    Say(c, kQuestions[2]);
+    Say(c, kUndoQuestions[2]);
     EXPECT_EQ(c.turns().back().settings.seed, 9u);
     ExpectReplays(c.turns(), s);
   }
   // Undone across a /reset: the reset is pending again.
   {
     Chat c(s);
-    Say(c, kQuestions[0]);
+    Say(c, kUndoQuestions[0]);
     c.Reset();
-    Say(c, kQuestions[1]);
+    Say(c, kUndoQuestions[1]);
     c.Undo();
-    Say(c, kQuestions[3]);
+    Say(c, kUndoQuestions[3]);
     EXPECT_TRUE(c.turns().back().reset_before);
     ExpectReplays(c.turns(), s);
   }
 }
 
 TEST(ConversationUndo, NothingToUndoChangesNothing) {
-  Chat c(Sampled(5));
+  Chat c(TopKSampled(5));
   EXPECT_THROW(c.Undo(), Error);
   EXPECT_THROW(c.Retry(false, std::make_shared<WaitingObserver>()), Error);
   EXPECT_EQ(c.settings().seed, 5u);
-  Say(c, kQuestions[0]);
+  Say(c, kUndoQuestions[0]);
   c.Reset();
   try {
     c.Undo();
@@ -173,16 +171,16 @@ TEST(ConversationUndo, NothingToUndoChangesNothing) {
 // Restore (a resumed chat): the turns of a conversation - a seed change and a /reset among them -
 // restored into a fresh one, which then replies to the next message exactly as the original did.
 TEST(ConversationUndo, ARestoredConversationRepliesAsTheOriginalWould) {
-  const ConversationSettings s = Sampled(13);
+  const ConversationSettings s = TopKSampled(13);
   Chat c(s);
-  Say(c, kQuestions[0]);
-  c.set_settings(Sampled(17));
-  Say(c, kQuestions[1]);
+  Say(c, kUndoQuestions[0]);
+  c.set_settings(TopKSampled(17));
+  Say(c, kUndoQuestions[1]);
   c.Reset();
-  Say(c, kQuestions[2]);
-  Say(c, kQuestions[3]);
+  Say(c, kUndoQuestions[2]);
+  Say(c, kUndoQuestions[3]);
   const std::vector<ConversationTurn> before = c.turns();
-  const ConversationTurn next = Say(c, kQuestions[4]);
+  const ConversationTurn next = Say(c, kUndoQuestions[4]);
 
   Chat d(s);
   auto observer = std::make_shared<WaitingObserver>();
@@ -191,17 +189,17 @@ TEST(ConversationUndo, ARestoredConversationRepliesAsTheOriginalWould) {
   EXPECT_TRUE(prefill.tokens.empty());
   EXPECT_EQ(d.settings().seed, 17u);
   EXPECT_EQ(d.turns().size(), before.size());
-  EXPECT_EQ(Say(d, kQuestions[4]).reply_ids, next.reply_ids);
+  EXPECT_EQ(Say(d, kUndoQuestions[4]).reply_ids, next.reply_ids);
   EXPECT_THROW(d.Restore(before, std::make_shared<WaitingObserver>()), Error);  // it has turns
 }
 
 // With the prefix cache (on by default, blocks of 64), a retried reply re-prefills the
 // conversation's last partial block at most: 20 turns, each retried once.
 TEST(ConversationUndo, ARetryReprefillsAtMostOneBlockPerTurn) {
-  Chat c(Sampled(21, /*max_new=*/6));
+  Chat c(TopKSampled(21, /*max_new=*/6));
   int64_t reprefilled = 0;
   for (int turn = 0; turn < 20; ++turn) {
-    Say(c, kQuestions[turn % kQuestions.size()]);
+    Say(c, kUndoQuestions[turn % kUndoQuestions.size()]);
     const RequestResult r = Retry(c, /*same_seed=*/false);
     const int computed = r.prompt_tokens - r.cached_tokens;
     EXPECT_LE(computed, kServingBlockSize) << "turn " << turn;

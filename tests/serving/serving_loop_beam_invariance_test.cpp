@@ -23,7 +23,7 @@ using test::Outcome;
 using test::RequestSpec;
 
 // {block_size, user_rows, max_batch_tokens, threads}
-const FormatCase kCases[] = {
+const FormatCase kBeamCases[] = {
     {KVDType::kBF16, {0, 32, 256, 2}, {64, 8, 16, 1}},
     {KVDType::kF32, {64, 32, 24, 1}, {0, 8, 256, 2}},
     {KVDType::kInt8, {16, 32, 256, 1}, {0, 8, 24, 2}},
@@ -36,7 +36,7 @@ const FormatCase kCases[] = {
 // more beam requests (2, 3 and 8 beams; length penalties 0.5 to 2; early stopping on and off; one
 // with a stop string) and fourteen sampled ones, prompts of 1 to 120 tokens. A sanitizer build runs
 // the first 8.
-std::vector<RequestSpec> Specs() {
+std::vector<RequestSpec> BeamSpecs() {
   const std::vector<std::string> questions = {"What is a falcon?", "Define harbor.",
                                               "What does it mean to sail?", "What is patience?"};
   Rng rng(1313);
@@ -77,7 +77,7 @@ class BeamInvariance : public ::testing::TestWithParam<FormatCase> {};
 
 TEST_P(BeamInvariance, HypothesesAreBitIdenticalToTheSoloRun) {
   const FormatCase& fc = GetParam();
-  const std::vector<RequestSpec> specs = Specs();
+  const std::vector<RequestSpec> specs = BeamSpecs();
   KVCacheOptions solo_kv;
   solo_kv.dtype = fc.dtype;
   const std::vector<Outcome> solo = test::RunSolo(specs, solo_kv);
@@ -96,7 +96,7 @@ TEST_P(BeamInvariance, HypothesesAreBitIdenticalToTheSoloRun) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryKVFormat, BeamInvariance, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(EveryKVFormat, BeamInvariance, ::testing::ValuesIn(kBeamCases),
                          test::FormatCaseName);
 
 }  // namespace

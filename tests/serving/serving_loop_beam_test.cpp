@@ -21,9 +21,7 @@ namespace {
 using test::Outcome;
 using test::RequestSpec;
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
 BeamParams Beams(int w, float length_penalty = 1.0f, bool early = false, int num_return = 1) {
   BeamParams b;

@@ -20,9 +20,7 @@ using test::Rows;
 using test::RunOne;
 using test::Turn1;
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
 // ---- Sessions ----
 

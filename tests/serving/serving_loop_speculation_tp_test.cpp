@@ -76,7 +76,7 @@ std::vector<Image> Images(const KVCache& cache) {
 
 // The requests: a text that repeats itself (greedy) and a plain text (sampled), each in its own
 // session so its row keeps its KV; lookup confirms part of their proposals.
-std::vector<RequestSpec> Specs(int k) {
+std::vector<RequestSpec> TpSpecs(int k) {
   std::vector<int> repeated = TextPrompt(40, 3);
   const std::vector<int> again(repeated.begin() + 1, repeated.end());
   repeated.insert(repeated.end(), again.begin(), again.end());
@@ -160,10 +160,10 @@ GroupRun RunOnTwoRanks(const std::vector<RequestSpec>& specs) {
 }
 
 TEST(SpeculationTensorParallel, TwoRanksGiveOneRanksTokensAndTheFollowerRollsBackToo) {
-  const std::vector<Outcome> one = RunSolo(Specs(0), Paged());
-  const GroupRun off = RunOnTwoRanks(Specs(0));
+  const std::vector<Outcome> one = RunSolo(TpSpecs(0), Paged());
+  const GroupRun off = RunOnTwoRanks(TpSpecs(0));
   for (int k : {4, 16}) {
-    const GroupRun on = RunOnTwoRanks(Specs(k));
+    const GroupRun on = RunOnTwoRanks(TpSpecs(k));
     ASSERT_EQ(on.outs.size(), one.size());
     int accepted = 0;
     for (size_t i = 0; i < one.size(); ++i) {
@@ -183,8 +183,8 @@ TEST(SpeculationTensorParallel, TwoRanksGiveOneRanksTokensAndTheFollowerRollsBac
     for (size_t s = 0; s < on.leader.size(); ++s)
       EXPECT_TRUE(on.follower[s] == on.leader[s]) << "k " << k << ", step " << s;
     // Rank 1's KV heads hold the bytes they hold without speculation at every position kept.
-    ASSERT_EQ(on.follower_images.size(), Specs(k).size());
-    ASSERT_EQ(off.follower_images.size(), Specs(k).size());
+    ASSERT_EQ(on.follower_images.size(), TpSpecs(k).size());
+    ASSERT_EQ(off.follower_images.size(), TpSpecs(k).size());
     for (size_t i = 0; i < on.outs.size(); ++i) {
       const int row = on.outs[i].result.user_row;
       ASSERT_EQ(row, off.outs[i].result.user_row);

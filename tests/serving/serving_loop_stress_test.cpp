@@ -22,9 +22,7 @@ namespace {
 
 using test::RequestSpec;
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
 // Counts every callback of one request; keeps the result.
 class CountingObserver : public RequestObserver {

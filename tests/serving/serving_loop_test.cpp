@@ -25,9 +25,7 @@ using test::Rows;
 using test::RunOne;
 using test::Turn1;
 
-const test::DefaultModel& M() {
-  return test::LoadDefaultModel();
-}
+using test::M;
 
 // ---- Requests queued behind a full loop ----
 

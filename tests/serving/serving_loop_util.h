@@ -32,6 +32,10 @@ struct DefaultModel {
   const FalconConfig& config() const { return model->config(); }
 };
 const DefaultModel& LoadDefaultModel();
+// LoadDefaultModel(), as the serving tests spell it.
+inline const DefaultModel& M() {
+  return LoadDefaultModel();
+}
 
 // [bos] + n - 1 tokens of a fixed English text starting at token `offset` (n >= 1, n <= 1024).
 std::vector<int> TextPrompt(int n, int offset = 0);
