@@ -4,16 +4,19 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
+# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
+# given several targets compiles the objects they share once per target, at the same time.
+if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 if [ ! -f build/CMakeCache.txt ]; then
   echo "chat.sh: configuring the build (Release) in ./build"
   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release > build.log 2>&1 || { cat build.log; exit 1; }
 fi
 echo "chat.sh: building wormchat (about two minutes the first time on two cores)"
-# The compiler's progress lines ("[ 42%] compiling app/cmd_chat.cpp.o") as they come; the whole
+# The build's progress lines ("[12/64] compiling Unity/unity_3_cxx.cxx.o") as they come; the whole
 # log in build.log.
 set +e
 cmake --build build -j"$(nproc)" --target wormchat 2>&1 | tee build.log |
-  grep --line-buffered -E '^\[ *[0-9]+%\]' |
+  grep --line-buffered -E '^\[ *[0-9]+(%|/[0-9]+)\]' |
   sed -u 's/Building CXX object CMakeFiles\/[a-z_]*\.dir\//compiling /'
 status=${PIPESTATUS[0]}
 set -e

@@ -2,14 +2,15 @@
 # Installs the Debian 12 packages wormchat builds with (nothing else is downloaded, ever).
 # Skips apt entirely when everything is already installed.
 set -euo pipefail
+# ninja-build runs the builds (tools/build.sh and the sanitizer builds).
 # clang, its runtimes (libFuzzer) and libomp build the fuzz harnesses (tools/fuzz.sh).
 # python3-numpy runs tools/python/check_reference.py (tools/test.sh); regenerating fixtures
 # needs python3-torch too, which is not installed here (tools/README.md).
 # libsource-highlight-dev colours the code blocks of the chat's replies (app/tui/syntax_highlight.*).
-packages=(g++ make cmake pkg-config libsentencepiece-dev libncurses-dev libcli11-dev libgtest-dev
-          nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang libclang-rt-dev
-          libomp-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin python3-numpy
-          libsource-highlight-dev)
+packages=(g++ make cmake ninja-build pkg-config libsentencepiece-dev libncurses-dev libcli11-dev
+          libgtest-dev nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang
+          libclang-rt-dev libomp-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
+          python3-numpy libsource-highlight-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

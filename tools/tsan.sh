@@ -17,6 +17,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${WORMCHAT_TSAN_BUILD:-build-tsan}"
+# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
+# given several targets compiles the objects they share once per target, at the same time.
+if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 mkdir -p "$build"
 log="$build/tsan-build.log"
 start=$(date +%s)
