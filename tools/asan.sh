@@ -64,7 +64,12 @@ else
         'DraftModel\.(ARandomDraft|DraftingForItself|AnyBatchMix)' 'Rollback\.RowsOfSmallBlocks'
         'Speculation\.(AnyBatchMix|ASessionsNextTurn)' 'ServingLoopAdmission\.RequestsWaitForKV'
         'ServingLoopBeams\.(LongPrompt|RandomBeam)' 'ScriptedProposer\.TheModelsOwn'
-        'SpeculationTensorParallel\.TwoRanks')
+        'SpeculationTensorParallel\.TwoRanks'
+        # The conversation's longest replays (15-40 s each; its other tests run its undo, retry and
+        # context paths under ASan, and these run in Release).
+        'Conversation\.(TheSameOperations|AFullContext)'
+        'ConversationUndo\.(ARetryReprefills|UndoingATurnThatChangedTheSeed)'
+        'ServingLoopConcurrency\.StatusIsReadable')
   ctest --test-dir "$build" --output-on-failure -j"$(nproc)" -L "$labels" \
     -E "$(IFS='|'; echo "${slow[*]}")"
 fi
