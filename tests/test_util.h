@@ -1,11 +1,11 @@
-// Helpers for end-to-end tests of the real `wormchat` binary.
+// Helpers the test binaries share: running the real `wormchat` binary, temporary directories,
+// fixtures, seeded inputs and bit-exact comparisons.
 #pragma once
 
 #include <sys/types.h>
 
 #include <cstddef>
 #include <cstdint>
-
 #include <string>
 #include <vector>
 
