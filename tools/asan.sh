@@ -26,8 +26,7 @@ case "${1:-}" in
   *) echo "asan.sh: unknown option $1 (expected --all or nothing)" >&2; exit 2 ;;
 esac
 build="${WORMCHAT_ASAN_BUILD:-build-asan}"
-# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
-# given several targets compiles the objects they share once per target, at the same time.
+# New build directories use Ninja when installed (why: tools/build.sh).
 if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 layers=(util_test kernels_test kvcache_test attention_test mesh_test meshmodel_test model_test
         serving_test conversation_test serving_loop_test beam_fixture_test tokenizer_test dist_test

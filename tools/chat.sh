@@ -4,8 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash tools/install-deps.sh
-# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
-# given several targets compiles the objects they share once per target, at the same time.
+# New build directories use Ninja when installed (why: tools/build.sh).
 if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 if [ ! -f build/CMakeCache.txt ]; then
   echo "chat.sh: configuring the build (Release) in ./build"

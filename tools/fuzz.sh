@@ -31,8 +31,7 @@ if ((${#names[@]} == 0)); then
 fi
 
 build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"
-# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
-# given several targets compiles the objects they share once per target, at the same time.
+# New build directories use Ninja when installed (why: tools/build.sh).
 if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 mkdir -p "$build/logs"
 CC=clang CXX=clang++ cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG= -DWORMCHAT_FUZZ=ON \

@@ -13,13 +13,12 @@
 # races in serving/ are fixed, never suppressed.
 #
 # WORMCHAT_STRESS_REQUESTS (default here 50) sizes the stress test; WORMCHAT_TSAN_BUILD the
-# build directory. The persisted prefix cache's test runs one KV format here (all six took 200 s
-# under TSan; its threads meet the same way for each).
+# build directory. The persisted prefix cache's test runs one KV format here (tests/sanitized.h;
+# all six took 200 s under TSan, its threads meet the same way for each).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build="${WORMCHAT_TSAN_BUILD:-build-tsan}"
-# New build directories use Ninja when it is installed (tools/install-deps.sh installs it): make -j
-# given several targets compiles the objects they share once per target, at the same time.
+# New build directories use Ninja when installed (why: tools/build.sh).
 if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 mkdir -p "$build"
 log="$build/tsan-build.log"
@@ -33,7 +32,6 @@ built=$(date +%s)
 export OMP_NUM_THREADS=1
 export WORMCHAT_LOOP_THREADS=1
 export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-50}"
-export WORMCHAT_PERSISTED_KV_FORMATS="${WORMCHAT_PERSISTED_KV_FORMATS:-1}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan.supp"
 # Beams: the tests that cancel and mix requests (the others check results, not threads).
 "$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*'
