@@ -16,6 +16,7 @@
 #include "kernels/gemm_amx.h"
 #include "kernels/gemm_bfp.h"
 #include "kernels/gemm_bfp_one_token.h"
+#include "kernels/gemm_bfp_row_groups.h"
 #include "kernels/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -28,6 +29,7 @@
 #define HWY_TARGET_INCLUDE "kernels/gemm_bfp.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "kernels/bfp_widen-inl.h"
 #include "kernels/exact_fma-inl.h"
 
 #ifndef WC_KERNELS_GEMM_BFP_PATHS_
@@ -43,19 +45,6 @@ enum BfpPath : int { kBfpPathF32 = 0, kBfpPathPairs = 1 };
 // as f32; gemm_schedule.h's PortableHalvesChunk).
 enum class WidenTo { kPairs, kF32, kHalves };
 
-namespace gemm {
-
-// One GemmBfp call as the kernels see it. task.w: BfpPanels::data(), panel p at w + p *
-// task.panel_bytes; task.k_steps = k tiles.
-struct BfpTask {
-  Task base;
-  int magnitude_bits = 7;          // B: 7 (bfp8) or 3 (bfp4)
-  const uint8_t* plain = nullptr;  // [panels] BfpPanels::PanelIsPlain
-  int64_t last_cols = 32;          // columns of the last k tile (1..32)
-  bool one_token_avx512 = false;   // one token on plain panels: BfpOneTokenTile
-};
-
-}  // namespace gemm
 }  // namespace wc
 #endif
 
@@ -95,51 +84,11 @@ HWY_INLINE VF Fma(VF a, VF b, VF c) {
   return ExactFma(a, b, c);
 }
 
-// 2^(E - 127 - (B - 1)), the unit of a block of exponent E: a normal or, for E < B, a float32
-// subnormal, exact either way.
-inline float BlockUnit(int b, uint32_t e) {
-  const int field = static_cast<int>(e) - (b - 1);
-  const uint32_t bits = field >= 1 ? static_cast<uint32_t>(field) << 23 : 1u << (field + 22);
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
-
-// BlockUnit of every exponent byte, for B (7 or 3).
-struct BlockUnits {
-  float of[256];
-  explicit BlockUnits(int b) {
-    for (int e = 0; e < 256; ++e) of[e] = BlockUnit(b, static_cast<uint32_t>(e));
-  }
-};
-inline const BlockUnits& BlockUnitsOf(int b) {
-  static const BlockUnits bfp8(7), bfp4(3);
-  return b == 7 ? bfp8 : bfp4;
-}
-
-// bfp4: the code at bit `bit` of every lane (gemm_bfp.h: a two's-complement nibble) as its value:
-// sign-extended by two shifts, converted exactly, times the unit (exact, or flushed to zero of its
-// sign under FTZ).
-// kScaled: the bare code value (the one-token tile's scaled activations carry the unit).
-template <bool kScaled = false>
-HWY_INLINE VF Widen4(VU lanes, int bit, VF unit) {
-  const DF df;
-  const VI v = hn::ShiftRightSame(hn::ShiftLeftSame(hn::BitCast(DI(), lanes), 28 - bit), 28);
-  if constexpr (kScaled) return hn::ConvertTo(df, v);
-  return hn::Mul(hn::ConvertTo(df, v), unit);
-}
-
-// bfp8: kLanes codes of one row (gemm_bfp.h: two's-complement int8) as their values: sign-extended,
-// converted exactly, times the unit (exact, or flushed to zero of its sign under FTZ).
-template <bool kScaled = false>
-HWY_INLINE VF Widen8(const uint8_t* HWY_RESTRICT codes, VF unit) {
-  const DF df;
-  const DI di;
-  const hn::Rebind<int8_t, DI> d8;
-  const auto v = hn::PromoteTo(di, hn::LoadU(d8, reinterpret_cast<const int8_t*>(codes)));
-  if constexpr (kScaled) return hn::ConvertTo(df, v);
-  return hn::Mul(hn::ConvertTo(df, v), unit);
-}
+using bfp::BlockUnit;
+using bfp::BlockUnits;
+using bfp::BlockUnitsOf;
+using bfp::Widen4;
+using bfp::Widen8;
 
 // The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k into the even chain
 // acc and k + 1 into the odd one (the BF16 GEMM's order), else both into acc, k first. xp: the
@@ -443,11 +392,12 @@ void WidenPanel(int magnitude_bits, int to, const uint8_t* panel, int64_t k_tile
 #endif
 }
 
-int64_t BfpWidenOnceTokensOfTarget() {
+int64_t BfpWidenOnceTokensOfTarget(int path) {
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
+  (void)path;
   return kBfpWidenOnceTokensAvx512;
 #else
-  return kBfpWidenOnceTokensAvx2;
+  return path == kBfpPathPairs ? kBfpWidenOnceTokensAvx2 : kBfpWidenOnceTokensAvx2F32;
 #endif
 }
 
@@ -462,6 +412,9 @@ void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
     gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, t.w, task.plain, false});
     return;
   }
+#if WC_BFP_ROW_GROUP_TARGET
+  WC_CHECK(false, "the pairs path runs the row-group tiles on this target");
+#else
 #if HWY_ARCH_X86
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
@@ -470,6 +423,7 @@ void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
       t, pa, pb, TileFn<B, true>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx512});
 #if HWY_ARCH_X86
   _mm_setcsr(csr);
+#endif
 #endif
 }
 
@@ -586,8 +540,10 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), k32));
     return in;
   }
-  in.tile_tokens_ = in.widen_once_ ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
-                                   : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  in.row_groups_ = !in.widen_once_ && in.path_ == kBfpPathPairs && BfpRowGroupsOn();
+  in.tile_tokens_ = in.widen_once_   ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
+                    : in.row_groups_ ? kBfpRowGroupMaxTokens
+                                     : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
   in.floats_per_token_ = k32;
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
@@ -637,6 +593,10 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, amx, a, c); });
     return;
   }
+  if (x.row_groups_) {
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { BfpRowGroupsRange(task, a, c); });
+    return;
+  }
   gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
     HWY_DYNAMIC_DISPATCH(BfpRunRange)(path, task, a, c);
   });
@@ -649,7 +609,7 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 
 int64_t BfpWidenOnceTokens(const BfpPanels& w) {
   if (PathOf(w) == kBfpPathPairs && AmxBf16GemmAvailable()) return kBfpWidenOnceTokensAmx;
-  return HWY_DYNAMIC_DISPATCH(BfpWidenOnceTokensOfTarget)();
+  return HWY_DYNAMIC_DISPATCH(BfpWidenOnceTokensOfTarget)(PathOf(w));
 }
 
 bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens) {

@@ -1,8 +1,9 @@
 // y = x W^T (+ bias) against block-float weights (BFP8_B, BFP4_B; codec: bfp_weights.h) without
 // a widened copy of the matrix: the packed GEMM's register tiles (gemm.h, gemm_schedule.h) stream
-// 8.5 or 4.5 bits a weight and widen the codes in registers, on portable Highway (gemm_bfp.cpp) and
-// for one token on AVX-512F (gemm_bfp_one_token.cpp); from BfpWidenOnceTokens tokens one panel at
-// a time is widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
+// 8.5 or 4.5 bits a weight and widen the codes in registers, on portable Highway (gemm_bfp.cpp;
+// with bf16 activations below AVX-512 the row-group tiles, gemm_bfp_row_groups.h) and for one token
+// on AVX-512F (gemm_bfp_one_token.cpp); from BfpWidenOnceTokens tokens one panel at a time is
+// widened into a per-thread buffer for the BF16 / F32 GEMM's own tiles.
 //
 // Contract (bit for bit; tests/kernels/gemm_bfp_test.cpp): a bfp matrix multiplies exactly as the
 // BF16 / F32 GEMM on its decoded values, i.e. GemmBfp(x, panels) == Gemm(x, PackedMatrix::Pack(D))
@@ -144,14 +145,17 @@ class BfpPanels {
 // (AMX's, or gemm_schedule.h's PortableRange). Either side of the threshold the results are the
 // same bits (the contract). Measured per target (tests/kernels/gemm_bfp_bench.cpp, FalconShapes
 // with BFP_BENCH_TOKENS): on AMX from 4 tokens, on AVX-512 without it from 16 (Intel Xeon,
-// 2026-11-26); on AVX2 from 5 (AMD EPYC Zen 3, 2026-11-27: its in-register pairs tiles hold 2
-// tokens, so 5 and 9 tokens widened the codes 3 and 5 times; widened once they run 1.3x and 1.4x
-// faster, at 3-4 tokens the two ways are within noise).
+// 2026-11-26); on AVX2 with bf16 activations from 32 (AMD EPYC Zen 3, 2026-11-28: the row-group
+// tiles, gemm_bfp_row_groups.h, hold 6 tokens and widen each code once per 6; bfp8 4544 x 4544 at
+// 24 tokens 8.2 ms in registers against 8.9 widened once, at 32 the two within noise, at 64
+// widened once 12% faster, at 512 10%), with f32 activations from 5 (2026-11-27: its in-register
+// tiles hold 3 tokens).
 constexpr int64_t kBfpWidenOnceTokensAvx512 = 16;
-constexpr int64_t kBfpWidenOnceTokensAvx2 = 5;  // and every target below AVX-512
+constexpr int64_t kBfpWidenOnceTokensAvx2 = 32;    // bf16 activations, every target below AVX-512
+constexpr int64_t kBfpWidenOnceTokensAvx2F32 = 5;  // f32 activations, every target below AVX-512
 constexpr int64_t kBfpWidenOnceTokensAmx = 4;
 
-// The threshold for w's calls on this CPU and SIMD limit (WORMCHAT_SIMD): one of the three above.
+// The threshold for w's calls on this CPU and SIMD limit (WORMCHAT_SIMD): one of the four above.
 int64_t BfpWidenOnceTokens(const BfpPanels& w);
 
 // Activations packed for one BfpPanels' kernel (the BF16 / F32 GEMM's layouts, gemm.h's
@@ -171,6 +175,7 @@ class BfpGemmInput {
                       int64_t);
   int path_ = 0;             // gemm_bfp.cpp's BfpPath
   bool widen_once_ = false;  // n_tokens >= BfpWidenOnceTokens: the widened panels' tiles
+  bool row_groups_ = false;  // below it on the pairs path: gemm_bfp_row_groups.h's tiles
   int tile_tokens_ = 1;
   int64_t n_tokens_ = 0;
   int64_t floats_per_token_ = 0;

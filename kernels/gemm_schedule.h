@@ -31,6 +31,16 @@ struct Task {
   int64_t row_begin = 0, row_end = 0;
 };
 
+// One GemmBfp call as the block-float kernels see it (gemm_bfp*.cpp): base.w is
+// BfpPanels::data(), panel p at w + p * base.panel_bytes; base.k_steps = k tiles.
+struct BfpTask {
+  Task base;
+  int magnitude_bits = 7;          // B: 7 (bfp8) or 3 (bfp4)
+  const uint8_t* plain = nullptr;  // [panels] BfpPanels::PanelIsPlain
+  int64_t last_cols = 32;          // columns of the last k tile (1..32)
+  bool one_token_avx512 = false;   // one token on plain panels: BfpOneTokenTile
+};
+
 constexpr int kPanelRows = 32;
 constexpr int kMaxTileTokens = 12;
 constexpr int kMaxTilePanels = 4;

@@ -227,7 +227,8 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
         // Both sides of this CPU's threshold and of every target's (AVX-512's, AVX2's).
         std::vector<int64_t> counts = {2 * kBfpWidenOnceTokensAvx512 + 3};
         for (int64_t t :
-             {BfpWidenOnceTokens(m), kBfpWidenOnceTokensAvx512, kBfpWidenOnceTokensAvx2})
+             {BfpWidenOnceTokens(m), kBfpWidenOnceTokensAvx512, kBfpWidenOnceTokensAvx2,
+              kBfpWidenOnceTokensAvx2F32})
           for (int64_t n : {t - 1, t, t + 1})
             if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
         for (int64_t n : counts) {
