@@ -3,7 +3,8 @@
 // times the block's power of two), then the BF16 GEMM's order (kBF16: per k tile an even-k and an
 // odd-k chain, under FTZ, so a bf16 subnormal flushes as the BF16 panels' packer flushes it) or the
 // f32 chain (kF32). One token on plain panels takes the AVX-512F tile (gemm_bfp_one_token.h) where
-// the CPU has it.
+// the CPU has it; below AVX-512 the pairs path's calls below the widen-once threshold run the
+// row-group tiles (gemm_bfp_row_groups.h).
 #include <omp.h>
 
 #include <algorithm>
@@ -53,19 +54,25 @@ namespace wc {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-using DF = hn::ScalableTag<float>;
-using DU = hn::RebindToUnsigned<DF>;
-using DI = hn::RebindToSigned<DF>;
-using VF = hn::Vec<DF>;
-using VU = hn::Vec<DU>;
-using VI = hn::Vec<DI>;
+using bfp::BlockUnit;
+using bfp::BlockUnits;
+using bfp::BlockUnitsOf;
+using bfp::DF;
+using bfp::DI;
+using bfp::DU;
+using bfp::VF;
+using bfp::VI;
+using bfp::VU;
+using bfp::Widen4;
+using bfp::Widen8;
 constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
 constexpr int kHalfVecs = 16 / kLanes;  // vectors across one half (16 rows) of a panel
 constexpr int kPanelVecs = 2 * kHalfVecs;
 #if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
 constexpr int kAccBudget = 24, kPairAccBudget = 8;  // of 32 vector registers (pairs: x2)
 #else
-constexpr int kAccBudget = 12, kPairAccBudget = 8;  // of 16 (pairs: x2)
+// of 16 (pairs: x2; below AVX-512 the pairs path runs gemm_bfp_row_groups.h's tiles instead)
+constexpr int kAccBudget = 12, kPairAccBudget = 8;
 #endif
 
 template <bool kPairs>
@@ -83,12 +90,6 @@ constexpr bool Fits(int mr, int np) {
 HWY_INLINE VF Fma(VF a, VF b, VF c) {
   return ExactFma(a, b, c);
 }
-
-using bfp::BlockUnit;
-using bfp::BlockUnits;
-using bfp::BlockUnitsOf;
-using bfp::Widen4;
-using bfp::Widen8;
 
 // The pair (k, k + 1) of weights w0, w1 into chain j of every token: kPairs k into the even chain
 // acc and k + 1 into the odd one (the BF16 GEMM's order), else both into acc, k first. xp: the
@@ -621,6 +622,9 @@ std::string GemmBfpKernelName(const BfpPanels& w) {
   const std::string target = CpuKernelsName(CpuKernels::kPortable);
   if (PathOf(w) == kBfpPathF32) return f + " f32 FMA (" + target + ")";
   return f + " bf16 pairs (" + target +
+         (BfpRowGroupsOn()
+              ? ", row groups below " + std::to_string(BfpWidenOnceTokens(w)) + " tokens"
+              : "") +
          (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F" : "") +
          (AmxBf16GemmAvailable()
               ? "; from " + std::to_string(kBfpWidenOnceTokensAmx) + " tokens widened, " +

@@ -226,9 +226,8 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
         const std::vector<float> bias = RandomX(1, rows, 17);
         // Both sides of this CPU's threshold and of every target's (AVX-512's, AVX2's).
         std::vector<int64_t> counts = {2 * kBfpWidenOnceTokensAvx512 + 3};
-        for (int64_t t :
-             {BfpWidenOnceTokens(m), kBfpWidenOnceTokensAvx512, kBfpWidenOnceTokensAvx2,
-              kBfpWidenOnceTokensAvx2F32})
+        for (int64_t t : {BfpWidenOnceTokens(m), kBfpWidenOnceTokensAvx512, kBfpWidenOnceTokensAvx2,
+                          kBfpWidenOnceTokensAvx2F32})
           for (int64_t n : {t - 1, t, t + 1})
             if (std::find(counts.begin(), counts.end(), n) == counts.end()) counts.push_back(n);
         for (int64_t n : counts) {
@@ -397,7 +396,9 @@ TEST(GemmBfp, SimdLimitAvx2) {
     const Reference ref = MakeReference(f, s, ActivationPrecision::kBF16);
     const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
     if (SimdLimitName() == "avx2")
-      EXPECT_EQ(GemmBfpKernelName(m), std::string(BfpFormatName(f)) + " bf16 pairs (AVX2)");
+      EXPECT_EQ(GemmBfpKernelName(m), std::string(BfpFormatName(f)) +
+                                          " bf16 pairs (AVX2, row groups below " +
+                                          std::to_string(kBfpWidenOnceTokensAvx2) + " tokens)");
     const std::vector<float> x = RandomX(3, 100, 1);
     std::vector<float> want(150), y(150);
     Gemm(x.data(), 3, ref.packed, nullptr, want.data());
