@@ -1,5 +1,5 @@
-// The block-float GEMM's row-group tiles (gemm_bfp_row_groups.h): Highway, every target of 16
-// vector registers; the AVX-512 targets report themselves off and never run them.
+// The block-float GEMM's row-group tiles (gemm_bfp_row_groups.h): Highway, the targets
+// WC_BFP_ROW_GROUP_TARGET names; the others report themselves off and never run them.
 #include "kernels/gemm_bfp_row_groups.h"
 
 #include <cstdint>

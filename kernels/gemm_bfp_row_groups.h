@@ -1,7 +1,8 @@
 // Internal to the block-float GEMM (gemm_bfp.cpp): its row-group tiles, which run every call of
-// the pairs path (bf16 activations) below BfpWidenOnceTokens on targets of 16 vector registers
-// (AVX2, SSE4, scalar; the AVX-512 targets keep gemm_bfp.cpp's panel tiles and the one-token
-// AVX-512F tile).
+// the pairs path (bf16 activations) below BfpWidenOnceTokens on x86's targets of 16 vector
+// registers (AVX2, SSE4) and the portable ones (emulated 128-bit, scalar); the AVX-512 targets keep
+// gemm_bfp.cpp's panel tiles and the one-token AVX-512F tile, as do other architectures' (whose
+// vectors may be longer than a half panel's 16 rows).
 //
 // A row-group tile is MR <= kBfpRowGroupMaxTokens tokens by one panel, its 32 rows taken 16 at a
 // time (one half: one block exponent per k). Per k tile and half it runs the 16 even k's chains
@@ -19,12 +20,12 @@
 
 namespace wc {
 
-// Inside a Highway target's code: 1 where that target runs the row-group tiles (every target but
-// x86's AVX-512 ones), else 0.
-#define WC_BFP_ROW_GROUP_TARGET (!(HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3))
+// Inside a Highway target's code: 1 where that target runs the row-group tiles, else 0.
+#define WC_BFP_ROW_GROUP_TARGET \
+  ((HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3) || HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR)
 
 // The tallest row-group tile: MR x 2 accumulators, 2 widened code vectors, a broadcast activation
-// and the unit in 16 registers.
+// and the block's base in 16 registers.
 constexpr int kBfpRowGroupMaxTokens = 6;
 
 // True when this CPU's dispatched target (under the SIMD limit) runs the pairs path's tiles as
