@@ -69,7 +69,10 @@ HWY_INLINE void TileUnits(const uint8_t* HWY_RESTRICT e, float* HWY_RESTRICT uni
     const VI field =
         hn::Sub(hn::BitCast(di, hn::PromoteTo(DU(), hn::LoadU(d8, e + i))), hn::Set(di, B - 1));
     const VI normal = hn::ShiftLeft<23>(field);
-    const VI tiny = hn::Shl(hn::Set(di, 1), hn::Add(field, hn::Set(di, 22)));  // field + 22 >= 16
+    // field + 22 >= 16; capped at 22 where the lane is a normal's (unused there, and a shift past
+    // 31 is undefined on the scalar target).
+    const VI tiny =
+        hn::Shl(hn::Set(di, 1), hn::Min(hn::Add(field, hn::Set(di, 22)), hn::Set(di, 22)));
     hn::Store(hn::BitCast(df, hn::IfThenElse(hn::Gt(field, hn::Zero(di)), normal, tiny)), df,
               unit + i);
   }
