@@ -29,7 +29,6 @@ using bfp::VF;
 using bfp::VU;
 
 constexpr int kLanes = static_cast<int>(hn::MaxLanes(DF()));
-constexpr bool kRowGroupTarget = WC_BFP_ROW_GROUP_TARGET;
 #if WC_BFP_ROW_GROUP_TARGET
 constexpr int kGroupVecs = 2;  // vectors of rows a group's chains hold per token
 constexpr int kGroupRows = kGroupVecs * kLanes;
@@ -132,26 +131,24 @@ struct GroupTileFn {
 }  // namespace
 
 bool RowGroupsOnTarget() {
-  return kRowGroupTarget;
+  return WC_BFP_ROW_GROUP_TARGET;
 }
 
 void RowGroupsRange(const gemm::BfpTask& task, int64_t pa, int64_t pb) {
 #if WC_BFP_ROW_GROUP_TARGET
-  {
-    const gemm::Task& t = task.base;
+  const gemm::Task& t = task.base;
 #if HWY_ARCH_X86
-    const unsigned int csr = _mm_getcsr();
-    _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
-    if (task.magnitude_bits == 7) {
-      gemm::RunPanels(t, pa, pb, GroupTileFn<7>{t.panel_bytes, t.k_steps});
-    } else {
-      gemm::RunPanels(t, pa, pb, GroupTileFn<3>{t.panel_bytes, t.k_steps});
-    }
-#if HWY_ARCH_X86
-    _mm_setcsr(csr);
-#endif
+  if (task.magnitude_bits == 7) {
+    gemm::RunPanels(t, pa, pb, GroupTileFn<7>{t.panel_bytes, t.k_steps});
+  } else {
+    gemm::RunPanels(t, pa, pb, GroupTileFn<3>{t.panel_bytes, t.k_steps});
   }
+#if HWY_ARCH_X86
+  _mm_setcsr(csr);
+#endif
 #else
   (void)task, (void)pa, (void)pb;
   WC_CHECK(false, "block-float row-group tiles on a target that does not run them");
