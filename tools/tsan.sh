@@ -33,14 +33,34 @@ export OMP_NUM_THREADS=1
 export WORMCHAT_LOOP_THREADS=1
 export WORMCHAT_STRESS_REQUESTS="${WORMCHAT_STRESS_REQUESTS:-50}"
 export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$PWD/tools/tsan.supp"
-# Beams: the tests that cancel and mix requests (the others check results, not threads).
-"$build/tests/serving_loop_test" --gtest_filter='ServingLoopStress.*:ServingLoopConcurrency.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*'
-# The prefix cache: requests waiting on a head another row prefills; the persisted cache's writer
-# thread beside the loop's.
-"$build/tests/serving_loop_test" --gtest_filter='ServingLoopPrefix.RequestsWait*:ServingLoopPrefix.Persisted*'
-"$build/tests/kvcache_test" --gtest_filter='PrefixStore.*'
-# The chat's conversation: replies recorded on the loop's thread, read and sent from another.
-"$build/tests/conversation_test" --gtest_filter='Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*'
-# Ranks as threads (dist/thread_group.h): the collectives' shared buffers.
-"$build/tests/dist_test" --gtest_filter='ThreadGroup.*'
+# The runs below use one core each (one OpenMP thread; the loop's and the tests' threads mostly
+# wait on each other), so they go in two lanes at once, each lane's runs one after another and its
+# output kept in $build/tsan-lane-N.log (printed when a run fails).
+lane() {
+  local n="$1"; shift
+  local log="$build/tsan-lane-$n.log" filter
+  : > "$log"
+  for run in "$@"; do
+    filter="${run#* }"
+    "$build/tests/${run%% *}" --gtest_filter="$filter" >> "$log" 2>&1 ||
+      { echo "tsan.sh: ${run%% *} --gtest_filter='$filter' failed:"; tail -80 "$log"; return 1; }
+  done
+}
+# Lane 1 - beams: the tests that cancel and mix requests (the others check results, not threads);
+# the loop's stress and sessions; ranks as threads (dist/thread_group.h): the collectives' shared
+# buffers.
+lane 1 'serving_loop_test ServingLoopStress.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*' \
+  'dist_test ThreadGroup.*' &
+lane1=$!
+# Lane 2 - the loop's concurrency; the prefix cache: requests waiting on a head another row
+# prefills, the persisted cache's writer thread beside the loop's; the chat's conversation: replies
+# recorded on the loop's thread, read and sent from another.
+lane 2 'serving_loop_test ServingLoopConcurrency.*:ServingLoopPrefix.RequestsWait*:ServingLoopPrefix.Persisted*' \
+  'kvcache_test PrefixStore.*' \
+  'conversation_test Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*' &
+lane2=$!
+status=0
+wait "$lane1" || status=1
+wait "$lane2" || status=1
+((status == 0)) || { echo "tsan.sh: ThreadSanitizer reported a race or a test failed"; exit 1; }
 echo "tsan.sh: no data race; build $((built - start)) s, tests $(($(date +%s) - built)) s"
