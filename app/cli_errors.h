@@ -8,6 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "util/nearest_name.h"
+
 namespace wc {
 
 inline constexpr int kExitUsage = 2;
@@ -19,11 +21,6 @@ class UsageError : public CLI::ParseError {
   explicit UsageError(std::string message)
       : CLI::ParseError("UsageError", std::move(message), kExitUsage) {}
 };
-
-// The nearest of `candidates` to `word` by edit distance (insertions, deletions, substitutions,
-// adjacent transpositions), if it is close enough to be a typo: distance <= max(1, |word| / 3).
-// Empty when none is.
-std::string NearestName(const std::string& word, const std::vector<std::string>& candidates);
 
 // Before parsing: the first argument must name a subcommand. Returns the one-line error for an
 // unknown one (with the nearest name), or "" when argv is fine.

@@ -7,9 +7,9 @@
 #include <sstream>
 
 #include "app/chat/typed_path.h"
-#include "app/cli_errors.h"
 #include "serving/beam_search.h"
 #include "util/error.h"
+#include "util/nearest_name.h"
 
 namespace wc {
 namespace {
