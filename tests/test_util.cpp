@@ -59,13 +59,10 @@ pid_t SpawnProgram(std::vector<std::string> argv_s, const std::string& out_path,
                    const std::string& err_path, const std::string& in_path) {
   // The chats a test's chat keeps go to a directory of this test process, never the user's
   // (~/.local/share/wormchat/chats); a test that means a directory passes --chats-dir.
-  static const bool data_home = [] {
-    char tmpl[] = "/tmp/wormchat-test-data-XXXXXX";
-    const char* dir = mkdtemp(tmpl);
-    if (dir != nullptr) setenv("XDG_DATA_HOME", dir, 1);
-    return dir != nullptr;
-  }();
-  (void)data_home;
+  // Removed when the test binary exits.
+  static const TempDir data_home;
+  static const bool exported = setenv("XDG_DATA_HOME", data_home.path().c_str(), 1) == 0;
+  (void)exported;
   std::vector<char*> argv;
   for (auto& a : argv_s) argv.push_back(a.data());
   argv.push_back(nullptr);

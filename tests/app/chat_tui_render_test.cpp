@@ -247,7 +247,9 @@ TEST(ChatTuiOpen, OpenSwitchesToASavedChatAndGoesOnInItsFile) {
   int files = 0;
   for (const auto& e : std::filesystem::directory_iterator(dir)) {
     ++files;
-    if (e.path() != file_a) EXPECT_FALSE(Contains(ReadFile(e.path()), "--- turn 2")) << e.path();
+    if (e.path() != file_a) {
+      EXPECT_FALSE(Contains(ReadFile(e.path()), "--- turn 2")) << e.path();
+    }
   }
   EXPECT_EQ(files, 2);
   const RunResult replay = RunWormchat({"transcript", "replay", file_a});

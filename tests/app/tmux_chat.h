@@ -83,7 +83,9 @@ class TmuxChat {
     script += "sh -c 'echo $$ > pid; exec \"$@\"' sh " + chat + "\n";
     script += "echo \"EXIT=$?\" > exit.tmp; stty -g > stty.after; mv exit.tmp exit\n";
     script += "echo AFTER-CHAT\n";
-    script += "IFS= read -r line; printf '%s' \"$line\" > pasted\n";
+    // Only a line read: at kill-server the read ends without one, and a write then would land in
+    // the directory the test is removing (left behind).
+    script += "IFS= read -r line && printf '%s' \"$line\" > pasted\n";
     script += "exec sleep 600\n";  // tmux's kill-server ends it
     WriteFile(dir_.File("pane.sh"), script);
     const int rc = Tmux({"new-session", "-d", "-x", std::to_string(width), "-y",

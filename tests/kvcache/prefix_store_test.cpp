@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/test_util.h"
 #include "util/error.h"
 
 namespace wc {
@@ -27,10 +28,10 @@ namespace fs = std::filesystem;
 constexpr int kBlockSize = 4;
 constexpr int64_t kBlockBytes = 1000;
 
-// A fresh directory for one test.
-std::string TempDir(const std::string& name) {
-  const fs::path dir =
-      fs::temp_directory_path() / Cat("wormchat_prefix_store_", ::getpid(), "_", name);
+// A fresh directory for one test, inside one the test binary removes when it exits.
+std::string StoreDir(const std::string& name) {
+  static const test::TempDir root;
+  const fs::path dir = fs::path(root.path()) / name;
   fs::remove_all(dir);
   return dir.string();
 }
@@ -92,7 +93,7 @@ int CountFiles(const std::string& dir, const std::string& suffix) {
 
 TEST(PrefixStore, BlocksWrittenByOneRunAreReadByTheNext) {
   Warnings w;
-  const std::string dir = TempDir("roundtrip") + "/a/b";  // parents created
+  const std::string dir = StoreDir("roundtrip") + "/a/b";  // parents created
   const std::vector<int> tokens = StrideSeq(3 * kBlockSize);
   {
     PrefixStore store(Options(dir, w));
@@ -130,7 +131,7 @@ void ExpectIgnored(const std::string& name, const std::function<void(const std::
                    const std::string& why) {
   SCOPED_TRACE(name);
   Warnings w;
-  const std::string dir = TempDir(name);
+  const std::string dir = StoreDir(name);
   const std::vector<int> tokens = StrideSeq(2 * kBlockSize);
   std::string path;
   {
@@ -187,7 +188,7 @@ TEST(PrefixStore, DamagedFilesAreIgnoredWarnedAndRewritten) {
 
 TEST(PrefixStore, AFileOfAnotherKeyOrOtherTokensUnderThisNameIsIgnored) {
   Warnings w;
-  const std::string dir = TempDir("misnamed");
+  const std::string dir = StoreDir("misnamed");
   const std::vector<int> a = StrideSeq(kBlockSize, 100), b = StrideSeq(kBlockSize, 500);
   std::string path_a, path_b, foreign;
   {
@@ -217,7 +218,7 @@ TEST(PrefixStore, AFileOfAnotherKeyOrOtherTokensUnderThisNameIsIgnored) {
 
 TEST(PrefixStore, TheSizeCapDeletesTheOldestFiles) {
   Warnings w;
-  const std::string dir = TempDir("cap");
+  const std::string dir = StoreDir("cap");
   std::vector<int> tokens = StrideSeq(8 * kBlockSize);
   // A block's file holds the tokens up to its end: block 7's is the largest, and any three of
   // blocks 0-7 fit in three of its size, any four do not.
@@ -251,7 +252,7 @@ TEST(PrefixStore, TheSizeCapDeletesTheOldestFiles) {
 
 TEST(PrefixStore, AnUnusableDirectoryIsAOneLineErrorAtStart) {
   Warnings w;
-  const std::string base = TempDir("unusable");
+  const std::string base = StoreDir("unusable");
   fs::create_directories(base);
   const std::string file = base + "/plain-file";
   std::ofstream(file) << "x";
@@ -279,7 +280,7 @@ TEST(PrefixStore, AnUnusableDirectoryIsAOneLineErrorAtStart) {
 
 TEST(PrefixStore, AStaleTemporaryFileIsRemovedAtStart) {
   Warnings w;
-  const std::string dir = TempDir("stale");
+  const std::string dir = StoreDir("stale");
   fs::create_directories(dir);
   const std::string stale = dir + "/.tmp-1-0.part", fresh = dir + "/.tmp-2-0.part";
   std::ofstream(stale) << "half a block";
@@ -294,7 +295,7 @@ TEST(PrefixStore, AStaleTemporaryFileIsRemovedAtStart) {
 // tools/tsan.sh).
 TEST(PrefixStore, SavesLoadsAndStatsFromTwoThreads) {
   Warnings w;
-  const std::string dir = TempDir("threads");
+  const std::string dir = StoreDir("threads");
   const std::vector<int> tokens = StrideSeq(64 * kBlockSize);
   std::atomic<bool> done{false};
   PrefixStore store(Options(dir, w, "model A", 20 * (kBlockBytes + 100)));
