@@ -50,9 +50,10 @@ constexpr int kPanelVecs = gemm::kPanelRows / kLanes;  // vectors across one pan
 constexpr int kAccBudget = 24, kPairAccBudget = 12;  // of 32 vector registers (pairs: x2)
 constexpr bool kSplitPasses = false;
 #else
-// Pairs: 3 tokens x 4 vectors a pass (2 before 2026-11-27: 3 run a 5- and 9-token verify step
-// 1.3x and 1.13x faster on a Zen 3 EPYC, the panel's loads and splits shared by one more token).
-constexpr int kAccBudget = 12, kPairAccBudget = 12;  // of 16 (pairs: one pass at a time)
+// Pairs: one pass at a time; up to 3 tokens over the whole panel (3 x 4 vectors), 4-6 tokens over
+// its rows in row groups of 2 vectors (16 rows on AVX2; 6 x 2 vectors): a 9-token verify step
+// runs 2 token tiles (5 + 4), not 3 of 3 tokens, and each weight's split serves more tokens.
+constexpr int kAccBudget = 12, kPairAccBudget = 12;  // of 16
 constexpr bool kSplitPasses = true;
 #endif
 
@@ -60,26 +61,40 @@ constexpr bool kSplitPasses = true;
 //   F32 / F16: panel[k][32]; one FMA per step.  Pairs: panel[k/2][32][2], x packed [k/2][MR][2];
 //   two FMAs per step, k into the block's even chain and k + 1 into its odd one (gemm.h's order;
 //   k_steps a multiple of 16).
+//   kMinGroupVecs: the fewest of a panel's vectors a tile may run at a time (a row group; a
+//   whole panel when it equals kPanelVecs).
 struct KindF32 {
-  static constexpr int kBudget = kAccBudget;
+  static constexpr int kBudget = kAccBudget, kMinGroupVecs = kPanelVecs;
   static constexpr int64_t kStepBytes = gemm::kPanelRows * 4;
 };
 struct KindF16 {
-  static constexpr int kBudget = kAccBudget;
+  static constexpr int kBudget = kAccBudget, kMinGroupVecs = kPanelVecs;
   static constexpr int64_t kStepBytes = gemm::kPanelRows * 2;
 };
 struct KindPairs {
   static constexpr int kBudget = kPairAccBudget;
+  static constexpr int kMinGroupVecs = kSplitPasses ? std::min(2, kPanelVecs) : kPanelVecs;
   static constexpr int64_t kStepBytes = gemm::kPanelRows * 4;
 };
 
+// The vectors of a panel an mr-token tile runs at a time: the whole panel when its chains fit the
+// budget, else row groups of half, a quarter, ... (at least kMinGroupVecs). A tile of few tokens
+// keeps the whole panel, so it still has enough independent chains to cover the FMA latency.
 template <class Kind>
-constexpr int MaxTokens() {
-  return std::max(1, std::min(gemm::kMaxTileTokens, Kind::kBudget / kPanelVecs));
+constexpr int GroupVecs(int mr) {
+  int g = kPanelVecs;
+  while (g > Kind::kMinGroupVecs && mr * g > Kind::kBudget) g /= 2;
+  return g;
 }
 template <class Kind>
+constexpr int MaxTokens() {
+  return std::max(1, std::min(gemm::kMaxTileTokens, Kind::kBudget / Kind::kMinGroupVecs));
+}
+// A tile of row groups runs one panel.
+template <class Kind>
 constexpr bool Fits(int mr, int np) {
-  return mr <= MaxTokens<Kind>() && (np == 1 || mr * np * kPanelVecs <= Kind::kBudget);
+  return mr <= MaxTokens<Kind>() &&
+         (np == 1 || (GroupVecs<Kind>(mr) == kPanelVecs && mr * np * kPanelVecs <= Kind::kBudget));
 }
 
 // a * b + c rounded once on every target (exact_fma-inl.h).
@@ -141,7 +156,10 @@ enum class PairsSource { kPanels, kHalves };
 // The pairs tile (BF16 panels, gemm.h's order): per 32-k block (16 k steps) the even-k chains
 // `even` and odd-k chains `odd` from zero, then out += even + odd (out: the chains across blocks,
 // as Tile's; zeroed first unless `accumulate`, which continues a call on the previous k steps).
-// Chains live inside the block's loop so the compiler keeps them in registers.
+// Chains live inside the block's loop so the compiler keeps them in registers. With 16 registers
+// (kSplitPasses) the even pass is kept in memory while the odd pass runs, and both run a row group
+// (all NP panels when their chains fit, else GroupVecs<KindPairs>(MR) vectors) at a time; each
+// element's operations are the same.
 template <int MR, int NP, PairsSource kSource = PairsSource::kPanels>
 HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT w,
                             int64_t panel_bytes, int64_t k_steps, float* HWY_RESTRICT out,
@@ -162,43 +180,47 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
   };
   for (int64_t b = 0; b < k_steps; b += 16) {
     if constexpr (kSplitPasses) {
-      // The even pass, kept in `even`, then the odd pass; c += even + odd.
-      HWY_ALIGN float even[MR * NV * kLanes];
-      VF chain[MR][NV];
+      // Per row group: the even pass, kept in `even`, then the odd pass; out += even + odd.
+      constexpr int G = MR * NV <= KindPairs::kBudget ? NV : GroupVecs<KindPairs>(MR);
+      static_assert(NV % G == 0, "a panel holds whole row groups");
+      HWY_ALIGN float even[MR * G * kLanes];  // [MR][G * kLanes]
+      VF chain[MR][G];
+      for (int g = 0; g < NV; g += G) {
 #pragma GCC unroll 2
-      for (int pass = 0; pass < 2; ++pass) {
-        for (int t = 0; t < MR; ++t)
-          for (int j = 0; j < NV; ++j) chain[t][j] = hn::Zero(df);
-        for (int64_t k = b; k < b + 16; ++k) {
-          if (!kHalves && pass == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
-          for (int j = 0; j < NV; ++j) {
-            VF wv;
-            if constexpr (kHalves) {
-              wv = load_half(pass, b, k, j);
-            } else {
-              const uint8_t* src = wp[j / kPanelVecs] + k * KindPairs::kStepBytes;
-              const auto pair =
-                  hn::Load(du, reinterpret_cast<const uint32_t*>(src) + (j % kPanelVecs) * kLanes);
-              // The odd half by two shifts, not a mask: no register held for the mask's
-              // constant, which left 3 x 4 chains one register short (a chain spilled).
-              wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
-                             : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
+        for (int pass = 0; pass < 2; ++pass) {
+          for (int t = 0; t < MR; ++t)
+            for (int j = 0; j < G; ++j) chain[t][j] = hn::Zero(df);
+          for (int64_t k = b; k < b + 16; ++k) {
+            if (!kHalves && pass == 0 && g == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
+            for (int j = 0; j < G; ++j) {
+              VF wv;
+              if constexpr (kHalves) {
+                wv = load_half(pass, b, k, g + j);
+              } else {
+                const uint8_t* src = wp[(g + j) / kPanelVecs] + k * KindPairs::kStepBytes;
+                const auto pair = hn::Load(
+                    du, reinterpret_cast<const uint32_t*>(src) + ((g + j) % kPanelVecs) * kLanes);
+                // The odd half by two shifts, not a mask: no register held for the mask's
+                // constant (a 12-chain pass has 4 registers besides its chains).
+                wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
+                               : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
+              }
+              for (int t = 0; t < MR; ++t)
+                chain[t][j] = Fma(hn::Set(df, xp[(k * MR + t) * 2 + pass]), wv, chain[t][j]);
             }
-            for (int t = 0; t < MR; ++t)
-              chain[t][j] = Fma(hn::Set(df, xp[(k * MR + t) * 2 + pass]), wv, chain[t][j]);
           }
+          for (int t = 0; t < MR; ++t)
+            for (int j = 0; j < G; ++j) {
+              const int e = (t * G + j) * kLanes;
+              float* o = out + t * NV * kLanes + (g + j) * kLanes;
+              if (pass == 0) {
+                hn::Store(chain[t][j], df, even + e);
+              } else {
+                hn::Store(hn::Add(hn::Load(df, o), hn::Add(hn::Load(df, even + e), chain[t][j])),
+                          df, o);
+              }
+            }
         }
-        for (int t = 0; t < MR; ++t)
-          for (int j = 0; j < NV; ++j) {
-            const int i = t * NV * kLanes + j * kLanes;
-            if (pass == 0) {
-              hn::Store(chain[t][j], df, even + i);
-            } else {
-              hn::Store(
-                  hn::Add(hn::Load(df, out + i), hn::Add(hn::Load(df, even + i), chain[t][j])), df,
-                  out + i);
-            }
-          }
       }
       continue;
     }
