@@ -43,7 +43,7 @@ lane() {
   for run in "$@"; do
     filter="${run#* }"
     "$build/tests/${run%% *}" --gtest_filter="$filter" >> "$log" 2>&1 ||
-      { echo "tsan.sh: ${run%% *} --gtest_filter='$filter' failed:"; tail -80 "$log"; return 1; }
+      { echo "tsan.sh: ${run%% *} --gtest_filter='$filter' failed:"; tail -200 "$log"; return 1; }
   done
 }
 # Lane 1 - beams: the tests that cancel and mix requests (the others check results, not threads);
