@@ -8,8 +8,8 @@
 #                         pieces) - every test of theirs but the serving loop's slowest (the
 #                         per-KV-format and determinism sweeps, long waits; listed below; every
 #                         format's codecs and kernels run under ASan in kvcache_test,
-#                         attention_test and model_test). 12 minutes from scratch on a 2-vCPU
-#                         EPYC Zen 3 VM (2026-11-28: build 545 s, tests 182 s).
+#                         attention_test and model_test). 11-12 minutes from scratch on a 2-vCPU
+#                         EPYC Zen 3 VM (2026-11-28: build 468-545 s, tests 182-185 s).
 #   tools/asan.sh --all   the whole suite, the end-to-end tests that start the real `wormchat`
 #                         (cli, batch, transcript, beams, the chat in tmux) included (~60 minutes).
 #
