@@ -74,7 +74,8 @@ class TmuxChat {
         JoinWords({ShellQuote(WORMCHAT_BINARY), "chat", "--seed", "7", "--threads", "1"});
     for (const std::string& a : args) chat += " " + ShellQuote(a);
     const std::string d = ShellQuote(dir_.path());
-    std::string script = "cd " + d + "\n";
+    // shell.pid: the destructor waits for this shell to end before its directory is removed.
+    std::string script = "cd " + d + "; echo $$ > shell.pid\n";
     script += "export HOME=" + d + " XDG_STATE_HOME=" + ShellQuote(state_) + "\n";
     script += no_color ? "export NO_COLOR=1\n" : "unset NO_COLOR\n";
     script += "printf 'BEFORE-CHAT\\n'\nstty -g > stty.before\n";
@@ -98,6 +99,17 @@ class TmuxChat {
     const pid_t pid = std::atoi(ReadFile(dir_.File("pid")).c_str());
     if (pid > 0 && !std::filesystem::exists(dir_.File("exit"))) kill(pid, SIGKILL);
     Tmux({"kill-server"});
+    // The pane's shell may still be writing its files (exit, stty.after) after kill-server: wait
+    // up to 5 s for it to end (gone, or a zombie no one reaps in a container), so nothing lands
+    // in the directory while it is removed.
+    const pid_t shell = std::atoi(ReadFile(dir_.File("shell.pid")).c_str());
+    const auto running = [shell] {
+      const std::string stat = ReadFile("/proc/" + std::to_string(shell) + "/stat");
+      const size_t paren = stat.rfind(')');
+      return paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+    };
+    for (int i = 0; shell > 0 && i < 500 && running(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 
   // `tmux ARGS...` on this test's server; its exit status (127: no tmux). Keeps its stdout.

@@ -15,6 +15,7 @@
 
 #include "tests/sanitized.h"
 #include "tests/serving/serving_loop_util.h"
+#include "tests/test_util.h"
 #include "util/error.h"
 
 namespace wc {
@@ -57,7 +58,9 @@ std::vector<Outcome> RunInOrder(const std::vector<RequestSpec>& specs, KVCacheOp
   for (const RequestSpec& s : specs) out.push_back(test::RunOne(*loop, s));
   // Only the cache holds blocks between requests (the status is updated after the step).
   EXPECT_TRUE(test::WaitUntil([&] { return loop->status().kv_blocks_used == 0; }));
-  if (!prefix_cache) EXPECT_EQ(loop->status().prefix_blocks, 0);
+  if (!prefix_cache) {
+    EXPECT_EQ(loop->status().prefix_blocks, 0);
+  }
   return out;
 }
 
@@ -299,7 +302,8 @@ TEST(ServingLoopPrefix, PersistedBlocksAreMappedInByTheNextLoop) {
 
 // Bad --prefix-cache-dir settings end the loop's construction with a one-line error.
 TEST(ServingLoopPrefix, ABadCacheDirectoryIsAnErrorAtStart) {
-  const std::string file = ::testing::TempDir() + "wormchat_not_a_dir";
+  const test::TempDir tmp;
+  const std::string file = tmp.File("not_a_dir");
   std::ofstream(file) << "x";
   auto expect_error = [&](ServingOptions o, const std::string& want) {
     try {
@@ -312,7 +316,7 @@ TEST(ServingLoopPrefix, ABadCacheDirectoryIsAnErrorAtStart) {
   ServingOptions o = test::Rows(1);
   o.prefix_cache_dir = file + "/sub";
   expect_error(o, "--prefix-cache-dir " + file + "/sub: cannot create it");
-  o.prefix_cache_dir = ::testing::TempDir() + "wormchat_ok_dir";
+  o.prefix_cache_dir = tmp.File("ok_dir");
   o.prefix_cache = false;
   expect_error(o, "needs --prefix-cache on");
   o.prefix_cache = true;
