@@ -181,7 +181,7 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
   for (int64_t b = 0; b < k_steps; b += 16) {
     if constexpr (kSplitPasses) {
       // Per row group: the even pass, kept in `even`, then the odd pass; out += even + odd.
-      constexpr int G = MR * NV <= KindPairs::kBudget ? NV : GroupVecs<KindPairs>(MR);
+      constexpr int G = NP > 1 ? NV : GroupVecs<KindPairs>(MR);  // NP > 1: Fits, whole panels
       static_assert(NV % G == 0, "a panel holds whole row groups");
       HWY_ALIGN float even[MR * G * kLanes];  // [MR][G * kLanes]
       VF chain[MR][G];
