@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "attention/reference_attention.h"
-#include "kernels/decode_attention.h"
+#include "kernels/attention/decode_attention.h"
 #include "util/error.h"
 
 namespace wc {

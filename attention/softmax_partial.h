@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/kv_rows.h"
+#include "kernels/attention/kv_rows.h"
 
 namespace wc {
 

@@ -7,8 +7,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "kernels/attention/decode_attention_bf16dot.h"
 #include "kernels/cpu_kernels.h"
-#include "kernels/decode_attention_bf16dot.h"
 
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 reduction intrinsics.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"

@@ -156,7 +156,8 @@ class KVCache {
   }
 
   // Rows [start, start + len) of one KV head's K (or V), [len, head_dim], in place in their
-  // stored format (kernels/kv_rows.h), or an empty RowsRef when they span more than one page.
+  // stored format (kernels/attention/kv_rows.h), or an empty RowsRef when they span more than one
+  // page.
   RowsRef Keys(int layer, int user, int kv_head, int start, int len) const;
   RowsRef Values(int layer, int user, int kv_head, int start, int len) const;
   // Copies those rows as stored (no decoding) into k_buf / v_buf, len * RowBytes() bytes each:

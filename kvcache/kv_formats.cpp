@@ -6,9 +6,9 @@
 #include <cmath>
 #include <cstring>
 
-#include "kernels/bfp_kv.h"
-#include "kernels/fp8.h"
-#include "kernels/int8.h"
+#include "kernels/attention/bfp_kv.h"
+#include "kernels/attention/fp8.h"
+#include "kernels/attention/int8.h"
 #include "util/bf16.h"
 #include "util/error.h"
 

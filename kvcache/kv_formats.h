@@ -2,24 +2,25 @@
 // the bytes of a row, and the encoding and decoding of one row, dispatched to each format's codec
 // in kernels/ - beside the kernels that read its rows:
 //
-//   int8      kernels/int8.h    symmetric, q = round(x / s) in [-127, 127], x ~ q * s
-//   fp8-e4m3  kernels/fp8.h     OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
-//   fp8-e5m2  kernels/fp8.h     OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s) * s
-//   bfp8      kernels/bfp_kv.h  Tenstorrent BFP8_B: blocks of 16 values share one 8-bit exponent;
+//   int8      kernels/attention/int8.h    symmetric, q = round(x / s) in [-127, 127], x ~ q * s
+//   fp8-e4m3  kernels/attention/fp8.h     OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
+//   fp8-e5m2  kernels/attention/fp8.h     OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s)
+//   * s bfp8      kernels/attention/bfp_kv.h  Tenstorrent BFP8_B: blocks of 16 values share one
+//   8-bit exponent;
 //                               each value keeps a sign and a 7-bit magnitude (1088 bytes per
 //                               32x32 tile). No scale needed.
 // Each K or V row of head_dim values is encoded once, when its token is written, and read in
-// place by attention. Encoded rows have the byte layouts of kernels/kv_rows.h. Scales (int8/fp8)
-// are per row ("token-head": one per token per KV head, amax / KVQuantMax, stored in the row as
-// bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows). Values
-// beyond a format's range saturate to its largest finite value; a zero row gets scale 0 and decodes
-// to zeros; NaN/Inf inputs are refused (EncodeRow reports them).
+// place by attention. Encoded rows have the byte layouts of kernels/attention/kv_rows.h. Scales
+// (int8/fp8) are per row ("token-head": one per token per KV head, amax / KVQuantMax, stored in the
+// row as bf16 so 64 values cost 66 bytes) or one per tensor (calibrated, kept outside the rows).
+// Values beyond a format's range saturate to its largest finite value; a zero row gets scale 0 and
+// decodes to zeros; NaN/Inf inputs are refused (EncodeRow reports them).
 #pragma once
 
 #include <cstdint>
 #include <string>
 
-#include "kernels/kv_rows.h"
+#include "kernels/attention/kv_rows.h"
 
 namespace wc {
 
@@ -27,7 +28,7 @@ enum class KVQuant : uint8_t { kInt8, kFP8E4M3, kFP8E5M2, kBFP8 };
 enum class ScaleMode : uint8_t { kTokenHead, kTensor };
 
 const char* KVQuantName(KVQuant q);
-// The stored-row format (kernels/kv_rows.h) the attention kernels read q's rows as.
+// The stored-row format (kernels/attention/kv_rows.h) the attention kernels read q's rows as.
 RowFormat RowFormatOf(KVQuant q);
 float KVQuantMax(KVQuant q);  // largest finite magnitude of the element format (127 for int8)
 

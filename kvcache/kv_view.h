@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <utility>
 
-#include "kernels/kv_rows.h"
+#include "kernels/attention/kv_rows.h"
 #include "util/error.h"
 
 namespace wc {

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kernels/weight_format.h"
+#include "kernels/gemm/weight_format.h"
 #include "kvcache/kv_cache.h"
 #include "meshmodel/op_costs.h"
 #include "model/falcon.h"

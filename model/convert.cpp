@@ -10,7 +10,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/bfp_weights.h"
+#include "kernels/gemm/bfp_weights.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"
 #include "model/safetensors.h"

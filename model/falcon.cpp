@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "attention/reference_attention.h"
-#include "kernels/gemm.h"
+#include "kernels/gemm/gemm.h"
 #include "model/partial_sums.h"
 #include "util/error.h"
 

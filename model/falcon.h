@@ -53,8 +53,9 @@ struct ModelOptions {
   // default) or exact f32 products. F32 and F16 matrices always multiply f32 activations.
   ActivationPrecision matmul_precision = ActivationPrecision::kBF16;
   // The format each group of matrices is held in (--weights; model/weight_spec.h): auto keeps the
-  // checkpoint's. Block-float groups multiply as their decoded values (kernels/weight_format.h).
-  // A loaded model's options() name a converted checkpoint's block-float groups as stored.
+  // checkpoint's. Block-float groups multiply as their decoded values
+  // (kernels/gemm/weight_format.h). A loaded model's options() name a converted checkpoint's
+  // block-float groups as stored.
   WeightSpec weights;
   // Multiply-adds of a matmul between two polls of Forward's interrupt (~1 ms with AVX-512 BF16 on
   // 2 cores, ~5 ms with AVX2); a matmul is split into slices of output rows this size. Tests shrink

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/gemm.h"
+#include "kernels/gemm/gemm.h"
 #include "util/error.h"
 
 namespace wc {

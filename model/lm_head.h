@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/packed_matrix.h"
+#include "kernels/gemm/packed_matrix.h"
 
 namespace wc {
 

@@ -12,7 +12,7 @@
 
 #include <cstdint>
 
-#include "kernels/weight_format.h"
+#include "kernels/gemm/weight_format.h"
 #include "model/config.h"
 
 namespace wc {

@@ -1,5 +1,5 @@
 // --weights SPEC: the format each group of a Falcon's matrices is held in
-// (kernels/weight_format.h).
+// (kernels/gemm/weight_format.h).
 //
 //   auto                      every matrix as the checkpoint stores it (the default)
 //   f32 | bf16 | bfp8 | bfp4  every matrix in that format
@@ -17,8 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "kernels/gemm/weight_format.h"
 #include "kernels/matmul.h"
-#include "kernels/weight_format.h"
 
 namespace wc {
 

@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "kernels/gemm/packed_matrix.h"
 #include "kernels/matmul.h"
-#include "kernels/packed_matrix.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"
 #include "model/safetensors.h"

@@ -20,7 +20,7 @@
 #include "app/bench/bounds.h"
 #include "app/model_options.h"
 #include "attention/flash_decode.h"
-#include "kernels/decode_attention.h"
+#include "kernels/attention/decode_attention.h"
 #include "kvcache/kv_cache.h"
 #include "mesh/perf_model.h"
 #include "util/error.h"

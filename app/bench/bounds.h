@@ -32,9 +32,9 @@ std::vector<StreamedMatrix> DecodeWeightStreams(const FalconWeights& w);
 // The read bandwidth bound of decode: reads the decode's own weights, in its order and its access
 // pattern, on its threads, and keeps the best pass. A pass walks the matrices in order, one
 // parallel region each (as each GEMM is one); each thread takes its static share of the panels
-// (kernels/gemm.cpp's split) and reads them 4 panels at a time, a 64-byte line of each in turn (the
-// 4-panel register tiles of a 1-row GEMM), with no software prefetch (the GEMMs issue none: the
-// hardware prefetcher follows the 4 streams). The caller interleaves passes with the measured
+// (kernels/gemm/gemm.cpp's split) and reads them 4 panels at a time, a 64-byte line of each in turn
+// (the 4-panel register tiles of a 1-row GEMM), with no software prefetch (the GEMMs issue none:
+// the hardware prefetcher follows the 4 streams). The caller interleaves passes with the measured
 // runs (one before and one after each), so a faster moment of the bus than the runs saw is in the
 // bound, and no run can stream faster than the best pass unless the bus changed within a pass.
 class DecodeReadProbe {

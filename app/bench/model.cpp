@@ -31,7 +31,7 @@
 #include "app/bench/speculation.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
-#include "kernels/gemm.h"
+#include "kernels/gemm/gemm.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "serving/serving_loop.h"

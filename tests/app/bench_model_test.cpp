@@ -9,7 +9,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "kernels/decode_attention_bf16dot.h"
+#include "kernels/attention/decode_attention_bf16dot.h"
 #include "tests/test_util.h"
 
 namespace wc {

@@ -1,6 +1,6 @@
-// The decode-attention kernels (kernels/decode_attention.h) against naive loops for F32, BF16 and
-// F16 rows, every head and row count around the SIMD groupings, and the determinism contract: a
-// row's score does not depend on the rows around it.
+// The decode-attention kernels (kernels/attention/decode_attention.h) against naive loops for F32,
+// BF16 and F16 rows, every head and row count around the SIMD groupings, and the determinism
+// contract: a row's score does not depend on the rows around it.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/decode_attention.h"
+#include "kernels/attention/decode_attention.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"

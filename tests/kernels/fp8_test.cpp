@@ -1,11 +1,11 @@
-// The fp8 codec (kernels/fp8.h): every finite code of E4M3 and E5M2 round-trips and its
+// The fp8 codec (kernels/attention/fp8.h): every finite code of E4M3 and E5M2 round-trips and its
 // neighbours round to nearest even, the OCP spec's code points, subnormals, saturation and the
 // special codes. Rows of fp8 codes through the KV cache: tests/kvcache/kv_formats_test.cpp.
 #include <cmath>
 
 #include <gtest/gtest.h>
 
-#include "kernels/fp8.h"
+#include "kernels/attention/fp8.h"
 
 namespace wc {
 namespace {

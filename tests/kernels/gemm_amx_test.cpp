@@ -1,4 +1,4 @@
-// The AMX BF16 GEMM (kernels/gemm_amx.h) against a scalar chain written out from the header's
+// The AMX BF16 GEMM (kernels/gemm/gemm_amx.h) against a scalar chain written out from the header's
 // order, bit for bit (memcmp): random shapes, row ranges inside panels, bias or not, long k (many
 // chunks), PackedMatrix's own panels, special values (subnormal activations, cancellation, wide
 // exponents, overflow to inf, results at the edge of x86's flush), panel splits and threads. A
@@ -18,8 +18,8 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm_amx.h"
-#include "kernels/packed_matrix.h"
+#include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/packed_matrix.h"
 #include "util/bf16.h"
 #include "util/rng.h"
 

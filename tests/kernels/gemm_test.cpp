@@ -1,6 +1,6 @@
-// The packed GEMM (kernels/gemm.h) against scalar chains written out from the header's contract:
-// bit-identical for every weight dtype and activation precision, every tile shape (token counts
-// 1..40), partial row ranges and panels, 1 and 2 threads, every SIMD target. Plus the
+// The packed GEMM (kernels/gemm/gemm.h) against scalar chains written out from the header's
+// contract: bit-identical for every weight dtype and activation precision, every tile shape (token
+// counts 1..40), partial row ranges and panels, 1 and 2 threads, every SIMD target. Plus the
 // bf16-activation path's accuracy against f64 sums.
 #include <omp.h>
 
@@ -13,8 +13,8 @@
 #include <gtest/gtest.h>
 
 #include "hwy/targets.h"
-#include "kernels/gemm.h"
-#include "kernels/packed_matrix.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/packed_matrix.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"

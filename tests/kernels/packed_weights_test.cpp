@@ -1,5 +1,5 @@
-// PackedMatrix in each weight format (kernels/weight_format.h): bf16 rounded to nearest even from
-// f32 and f16, f32 widened exactly, and bfp8/bfp4 held as the exact packer's decoded values
+// PackedMatrix in each weight format (kernels/gemm/weight_format.h): bf16 rounded to nearest even
+// from f32 and f16, f32 widened exactly, and bfp8/bfp4 held as the exact packer's decoded values
 // (DequantizeBfpMatrix of PackBfpMatrix), flushed in BF16 panels and exact in F32 ones, on odd
 // shapes, any source dtype and row stride; the GEMM on a bfp matrix is the GEMM on those values
 // bit for bit (the block-float contract) on every SIMD target and thread count; bytes() is
@@ -14,10 +14,10 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
-#include "kernels/bfp_weights.h"
-#include "kernels/gemm.h"
-#include "kernels/gemm_bfp.h"
-#include "kernels/packed_matrix.h"
+#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/packed_matrix.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/error.h"

@@ -1,5 +1,5 @@
-// The attention kernels read quantized K/V rows in place (kernels/kv_rows.h) exactly as the
-// kvcache codec writes them (kvcache/kv_formats.h): every code of every format decodes to the
+// The attention kernels read quantized K/V rows in place (kernels/attention/kv_rows.h) exactly as
+// the kvcache codec writes them (kvcache/kv_formats.h): every code of every format decodes to the
 // codec's value, and scores / weighted sums over encoded rows match naive loops over DecodeRow's
 // values, for every head and row count around the SIMD groupings and head_dims with scalar tails.
 // int8 rows go through integer dot products (int8.h): their scores and sums are
@@ -15,12 +15,12 @@
 
 #include "hwy/targets.h"
 
-#include "kernels/bfp_kv.h"
-#include "kernels/decode_attention.h"
-#include "kernels/decode_attention_bf16dot.h"
-#include "kernels/fp8.h"
-#include "kernels/int8.h"
-#include "kernels/kernel_table.h"
+#include "kernels/attention/bfp_kv.h"
+#include "kernels/attention/decode_attention.h"
+#include "kernels/attention/decode_attention_bf16dot.h"
+#include "kernels/attention/fp8.h"
+#include "kernels/attention/int8.h"
+#include "kernels/attention/kernel_table.h"
 #include "kvcache/kv_formats.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
@@ -353,10 +353,10 @@ TEST(QuantizedRows, KernelNamesFollowTheCpuAndSwitches) {
   SetBf16DotKernels(true);
 }
 
-// The kernel table (kernels/kernel_table.h) is what runs and what is printed: AttentionScores and
-// AccumulateWeightedRows give bit for bit what the chosen row's kernel gives, AttentionKernelName
-// prints the chosen row's name whatever the group size, and the two head thresholds pick the rows
-// they name, with every family on and with the AVX-512 ones off.
+// The kernel table (kernels/attention/kernel_table.h) is what runs and what is printed:
+// AttentionScores and AccumulateWeightedRows give bit for bit what the chosen row's kernel gives,
+// AttentionKernelName prints the chosen row's name whatever the group size, and the two head
+// thresholds pick the rows they name, with every family on and with the AVX-512 ones off.
 TEST(QuantizedRows, KernelTableNamesTheKernelThatRuns) {
   const int64_t rows = 37, cols = 64;
   for (bool avx512 : {true, false}) {

@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/thread_group.h"
-#include "kernels/bfp_weights.h"
+#include "kernels/gemm/bfp_weights.h"
 #include "model/convert.h"
 #include "model/converted_checkpoint.h"
 #include "model/falcon.h"

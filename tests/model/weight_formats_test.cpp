@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/bfp_weights.h"
+#include "kernels/gemm/bfp_weights.h"
 #include "model/falcon.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"

@@ -1,0 +1,69 @@
+// The formats a weight matrix is held in for the GEMM (--weights, model/weight_spec.h), and the
+// block-float GEMM contract.
+//
+//   f32, f16, bf16   as PackedMatrix has always held them (packed_matrix.h): f16 only as a
+//                    checkpoint stores it; bf16 from an f32 or f16 source is rounded to nearest
+//                    even (f16 widened to f32 first, exactly), from a bf16 source copied.
+//   bfp8, bfp4       Wormhole's BFP8_B / BFP4_B (kernels/gemm/bfp_weights.h): the matrix is
+//   quantized
+//                    by the exact tt-metal packer, tile by tile, and multiplies as its DECODED
+//                    values.
+//
+// The block-float GEMM contract. A bfp matrix W multiplies exactly as the BF16 GEMM (gemm.h) on
+// D = its decoded values (every code decodes to a bf16 exactly), with D's bf16 subnormals flushed
+// to zero of their sign like any BF16 packing (AMX's DAZ); with ActivationPrecision kF32
+// (--matmul-precision f32) it multiplies the exactly decoded, unflushed values as f32 weights,
+// by f32 activations, in the F32 GEMM's order. PackedMatrix holds the packed tiles themselves
+// (BfpPanels, gemm_bfp.h: 8.5 / 4.5 bits a weight) and the block-float GEMM widens them in
+// registers, bit-identical to this. D[r, k] = FlushBF16Subnormal(BfpDecodeBF16(code, E)).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "kernels/gemm/bfp_weights.h"
+#include "kernels/matmul.h"
+
+namespace wc {
+
+enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kBfp8, kBfp4 };
+
+// How a BF16 (or bfp) matrix's activations enter its products (F32 and F16 matrices always use
+// kF32).
+//   kF32:  f32 activations times the widened bf16 weights, f32 FMAs (exact products).
+//   kBF16: activations rounded to bf16 (nearest even), exact products summed in AMX TDPBF16PS's
+//          order (gemm.h; AMX tiles where the CPU has them, FMA tiles elsewhere), at the cost of
+//          the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
+enum class ActivationPrecision : uint8_t { kF32, kBF16 };
+
+// "f32", "f16", "bf16", "bfp8", "bfp4"; WeightFormatFromName is its inverse (nullopt otherwise).
+const char* WeightFormatName(WeightFormat f);
+std::optional<WeightFormat> WeightFormatFromName(std::string_view name);
+
+constexpr bool IsBfp(WeightFormat f) {
+  return f == WeightFormat::kBfp8 || f == WeightFormat::kBfp4;
+}
+// The codec of a bfp format (IsBfp(f)).
+constexpr BfpFormat BfpOf(WeightFormat f) {
+  return f == WeightFormat::kBfp4 ? BfpFormat::kBfp4 : BfpFormat::kBfp8;
+}
+// A checkpoint dtype held as stored.
+constexpr WeightFormat FormatOfDType(DType d) {
+  return d == DType::kF32   ? WeightFormat::kF32
+         : d == DType::kF16 ? WeightFormat::kF16
+                            : WeightFormat::kBF16;
+}
+
+// The bytes a W of HF shape [rows = out, cols = in] takes in format f, as the streaming GEMM holds
+// it: f32/f16/bf16 the panel layout (rows padded to 32, bf16 cols to 32), bfp its tiles
+// (BfpLayout::bytes(): 1088 or 576 bytes a 32x32 tile, K and N padded to 32).
+int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols);
+
+// The bf16 bits h with a subnormal flushed to zero of its sign (AMX's DAZ): what every BF16
+// packing stores.
+constexpr uint16_t FlushBF16Subnormal(uint16_t h) {
+  return (h & 0x7f80u) == 0 ? static_cast<uint16_t>(h & 0x8000u) : h;
+}
+
+}  // namespace wc
