@@ -7,6 +7,8 @@
 #include <memory>
 #include <tuple>
 
+#include <omp.h>
+
 #include "attention/reference_attention.h"
 #include "attention/softmax_partial.h"
 #include "util/error.h"
@@ -305,35 +307,72 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     layout.Normalize(cache_part, op.out + head_offset(w, i));
   };
 
-  // Tasks are handed out dynamically (a busy host thread must not hold the others up); every
-  // task's result depends only on the task, so the schedule never changes a bit.
+  // Host units: a task's queries (flattened over its works) split when there are few tasks for the
+  // host threads to share - a verify chunk of one row is one core per KV head for the cached
+  // positions of its first chunk (and another for the few rows past it), so its 9 queries kept one
+  // thread busy and the other idle. About 4 units a thread, for the dynamic schedule to balance
+  // uneven tasks. A unit computes whole queries and the task's first unit alone counts its chunk
+  // reads, so each query's numbers and each core's trace are the same whatever the split.
+  struct Unit {
+    int task = 0;
+    int q_begin = 0, q_end = 0;  // of the task's queries
+  };
+  const int host_threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int target_units = host_threads > 1 ? 4 * host_threads : 1;
+  const int max_slices = n_tasks >= target_units ? 1 : CeilDiv(target_units, n_tasks);
+  std::vector<Unit> units;  // [n_units], a task's in query order
+  for (int i = 0; i < n_tasks; ++i) {
+    int queries = 0;
+    for (int wi : tasks[i].works) queries += chip_works[tasks[i].chip][wi].nq;
+    const int slices = std::max(1, std::min(max_slices, queries));
+    for (int s = 0; s < slices; ++s)
+      units.push_back({i, queries * s / slices, queries * (s + 1) / slices});
+    if (tasks[i].group_size > 1) l1[i]->out.resize(chip_works[tasks[i].chip][tasks[i].works[0]].nq);
+  }
+  const int n_units = static_cast<int>(units.size());
+  std::vector<CoreTrace> unit_traces(n_units);
+
+  // Units are handed out dynamically (a busy host thread must not hold the others up); every
+  // unit's result depends only on the unit, so the schedule never changes a bit.
 #pragma omp parallel
   {
     std::vector<float> scores(static_cast<size_t>(geo.qpk) * chunk);  // [qpk, chunk] scratch
     ChunkBuffers buffers;
 #pragma omp for schedule(dynamic, 1)
-    for (int i = 0; i < n_tasks; ++i) {
+    for (int u = 0; u < n_units; ++u) {
+      const Unit& unit = units[u];
+      const int i = unit.task;
       const CoreTask& t = tasks[i];
-      CoreTrace& ct = traces[i];
+      const bool first_unit = unit.q_begin == 0;
+      CoreTrace& ct = unit_traces[u];
       ct.chip = t.chip;
       ct.core = t.core;
       ct.works = static_cast<int>(t.works.size());
       ct.group_size = t.group_size;
       ct.rank = t.rank;
       ct.chunk_rows = chunk;
+      int first_query = 0;  // the work's first query among the task's
       for (int wi : t.works) {
         const Work& w = chip_works[t.chip][wi];
-        ct.queries += w.nq;
+        // This unit's queries of the work: [qa, qb).
+        const int qa = std::max(0, unit.q_begin - first_query);
+        const int qb = std::min(w.nq, unit.q_end - first_query);
+        first_query += w.nq;
+        if (qa >= qb && !first_unit) continue;
+        ct.queries += std::max(0, qb - qa);
         const int c0 = t.group_size > 1 ? t.chunk_begin : 0;
         const int c1 = t.group_size > 1 ? t.chunk_end : w.n_chunks;
         std::vector<CanonicalMerger> mergers(w.nq, CanonicalMerger(layout));  // [query]
         for (int c = c0; c < c1; ++c) {
           const int start = c * chunk;
           const int rows = std::min(chunk, w.Limit(w.nq - 1) - start);  // rows the last attends
-          const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);     // whole tiles
-          ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();  // once
-          const int64_t kt = CeilDiv(read_rows, 32);
-          ++ct.chunks;
+          if (first_unit) {
+            const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);  // whole tiles
+            ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();  // once
+            ++ct.chunks;
+          }
+          if (qa >= qb) continue;
+          const int64_t kt = CeilDiv(std::min<int64_t>(chunk, padded_len - start), 32);
           RowsRef k, v, next_k;
           if (compute) {
             const int next = start + chunk;  // prefetched while this chunk is summed
@@ -341,7 +380,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
               next_k = op.kv->Keys(w.b, w.g, next, std::min(chunk, w.Limit(w.nq - 1) - next));
             std::tie(k, v) = buffers.Read(*op.kv, w.b, w.g, start, rows);
           }
-          for (int q = 0; q < w.nq; ++q) {
+          for (int q = qa; q < qb; ++q) {
             const int q_rows = std::min(chunk, w.Limit(q) - start);  // rows query q attends
             if (q_rows <= 0) continue;  // the chunk lies past this query's position
             ct.matmul_tiles += 2LL * geo.q_tile_rows * kt * geo.hd_tiles;  // Q K^T and P V
@@ -360,21 +399,34 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
             mergers[q].Push(std::move(node));
           }
         }
-        if (t.group_size == 1) {
-          for (int q = 0; q < w.nq; ++q) {
+        for (int q = qa; q < qb; ++q) {
+          if (t.group_size == 1) {
             PartialNode result = mergers[q].Finish(compute);
             ct.merge_tiles += merge_tiles * mergers[q].merges();
             finish_query(w, q, std::move(result), ct, scores.data(), buffers);
-          }
-        } else {
-          l1[i]->out.resize(w.nq);
-          for (int q = 0; q < w.nq; ++q) {
+          } else {
             ct.merge_tiles += merge_tiles * mergers[q].merges();
             l1[i]->out[q] = mergers[q].TakeNodes();
           }
         }
       }
     }
+  }
+  // Each task's trace: its first unit's, plus its other units' per-query counts (integers, and
+  // byte counts far below 2^53: the sums are exact in any order).
+  for (int u = 0; u < n_units; ++u) {
+    const CoreTrace& part = unit_traces[u];
+    CoreTrace& ct = traces[units[u].task];
+    if (units[u].q_begin == 0) {
+      ct = part;
+      continue;
+    }
+    ct.queries += part.queries;
+    ct.dram_bytes += part.dram_bytes;
+    ct.matmul_tiles += part.matmul_tiles;
+    ct.sfpu_tiles += part.sfpu_tiles;
+    ct.merge_tiles += part.merge_tiles;
+    ct.final_merge_tiles += part.final_merge_tiles;
   }
 
   // ---- Reduction: NoC writes of partials into the receiver's L1 slot + a semaphore increment.

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include "attention/flash_decode.h"
 #include "kvcache/kv_cache.h"
@@ -184,6 +185,66 @@ TEST(FlashDecodeMultiQuery, SameBitsOnAnySplitReductionAndChipCount) {
       }
     }
   }
+}
+
+// Every field of two traces, core by core.
+void ExpectSameTrace(const OpTrace& a, const OpTrace& b, const std::string& what) {
+  EXPECT_EQ(a.dram_bytes, b.dram_bytes) << what;
+  EXPECT_EQ(a.noc_bytes, b.noc_bytes) << what;
+  EXPECT_EQ(a.cores_used, b.cores_used) << what;
+  EXPECT_EQ(a.cores_per_work, b.cores_per_work) << what;
+  EXPECT_EQ(a.queries_per_work, b.queries_per_work) << what;
+  ASSERT_EQ(a.cores.size(), b.cores.size()) << what;
+  for (size_t i = 0; i < a.cores.size(); ++i) {
+    const CoreTrace &x = a.cores[i], &y = b.cores[i];
+    const std::string at = what + " core " + std::to_string(i);
+    EXPECT_EQ(x.chip, y.chip) << at;
+    EXPECT_EQ(x.core, y.core) << at;
+    EXPECT_EQ(x.works, y.works) << at;
+    EXPECT_EQ(x.queries, y.queries) << at;
+    EXPECT_EQ(x.group_size, y.group_size) << at;
+    EXPECT_EQ(x.rank, y.rank) << at;
+    EXPECT_EQ(x.chunks, y.chunks) << at;
+    EXPECT_EQ(x.chunk_rows, y.chunk_rows) << at;
+    EXPECT_EQ(x.dram_bytes, y.dram_bytes) << at;
+    EXPECT_EQ(x.matmul_tiles, y.matmul_tiles) << at;
+    EXPECT_EQ(x.sfpu_tiles, y.sfpu_tiles) << at;
+    EXPECT_EQ(x.writes.size(), y.writes.size()) << at;
+    EXPECT_EQ(x.received_per_step, y.received_per_step) << at;
+    EXPECT_EQ(x.sem_waits, y.sem_waits) << at;
+    EXPECT_EQ(x.merge_tiles, y.merge_tiles) << at;
+    EXPECT_EQ(x.merge_tiles_per_step, y.merge_tiles_per_step) << at;
+    EXPECT_EQ(x.final_merge_tiles, y.final_merge_tiles) << at;
+  }
+}
+
+// Fewer emulated cores than host threads (a verify chunk whose cached positions fit one chunk is
+// one core per KV head): the host splits a core's queries over its threads, which must change
+// neither a bit of any output nor anything the trace reports.
+TEST(FlashDecodeMultiQuery, HostThreadsSplittingACoresQueriesChangeNoBitNorTheTrace) {
+  const KVCache cache = Filled(KVDType::kBF16, 16);
+  const std::vector<std::vector<User>> batches = {
+      {{1, 150, 9}}, {{1, 150, 9}, {0, 0, 3}}, {{2, 61, 17}, {0, 199, 2}, {1, 30, 1}}};
+  for (int chunk : {256, 32}) {  // one chunk a work; several, reduced over a core group
+    for (size_t bi = 0; bi < batches.size(); ++bi) {
+      const std::vector<User>& users = batches[bi];
+      const std::vector<float> q = Queries(Tokens(users));
+      FlashDecodeConfig cfg;
+      cfg.k_chunk_size = chunk;
+      omp_set_num_threads(1);
+      const Result base = RunUsers(cache, users, q, cfg, "n150", true);
+      for (int threads : {2, 3, 8, 16}) {
+        omp_set_num_threads(threads);
+        const Result got = RunUsers(cache, users, q, cfg, "n150", true);
+        const std::string what = "chunk " + std::to_string(chunk) + " batch " + std::to_string(bi) +
+                                 " threads " + std::to_string(threads);
+        EXPECT_EQ(0, std::memcmp(base.out.data(), got.out.data(), base.out.size() * sizeof(float)))
+            << what;
+        ExpectSameTrace(base.trace, got.trace, what);
+      }
+    }
+  }
+  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(FlashDecodeMultiQuery, QueriesBeyondL1RunInSeveralWorksWithTheSameBits) {
