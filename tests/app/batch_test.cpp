@@ -350,7 +350,9 @@ TEST(BatchTest, CachedTokensAreReportedAndChangeNothingElse) {
     EXPECT_EQ(off_usage["prompt_tokens_details"]["cached_tokens"], 0) << id;
     EXPECT_EQ(cached % 64, 0) << id;
     EXPECT_LT(cached, usage["prompt_tokens"].get<int>()) << id;
-    if (id != "batch-1") EXPECT_GE(cached, 64) << id;  // the head is more than a block
+    if (id != "batch-1") {
+      EXPECT_GE(cached, 64) << id;  // the head is more than a block
+    }
     usage.erase("prompt_tokens_details");
     off_usage.erase("prompt_tokens_details");
     EXPECT_EQ(rec, off_recs.at(id)) << id;
@@ -390,7 +392,9 @@ TEST(BatchTest, APersistedPrefixCacheServesTheNextRun) {
     json& first_usage = first_recs.at(id)["response"]["body"]["usage"];
     const int cached = usage["prompt_tokens_details"]["cached_tokens"];
     EXPECT_GE(cached, 64) << id;
-    if (id == "batch-1") EXPECT_EQ(first_usage["prompt_tokens_details"]["cached_tokens"], 0);
+    if (id == "batch-1") {
+      EXPECT_EQ(first_usage["prompt_tokens_details"]["cached_tokens"], 0);
+    }
     EXPECT_GE(cached, first_usage["prompt_tokens_details"]["cached_tokens"].get<int>()) << id;
     usage.erase("prompt_tokens_details");
     first_usage.erase("prompt_tokens_details");

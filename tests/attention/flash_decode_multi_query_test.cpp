@@ -150,7 +150,9 @@ TEST(FlashDecodeMultiQuery, EachQueryEqualsItsSingleQueryRunBitForBit) {
           if (per_work < longest) {
             EXPECT_GT(multi.l1_one_more, MeshPreset("n150").chip.l1_bytes) << what;
           }
-          if (dtype != KVDType::kF32) EXPECT_EQ(per_work, longest) << what;
+          if (dtype != KVDType::kF32) {
+            EXPECT_EQ(per_work, longest) << what;
+          }
           // Read once per user (per run of queries); the single-query form reads a user's rows
           // once per query.
           EXPECT_EQ(multi.trace.dram_bytes,
@@ -159,7 +161,9 @@ TEST(FlashDecodeMultiQuery, EachQueryEqualsItsSingleQueryRunBitForBit) {
           EXPECT_EQ(single.trace.dram_bytes,
                     ReadOnceBytes(users, single.trace.k_chunk_size, 1, cache.RowBytes()))
               << what;
-          if (q_len > 1) EXPECT_GT(single.trace.dram_bytes, multi.trace.dram_bytes) << what;
+          if (q_len > 1) {
+            EXPECT_GT(single.trace.dram_bytes, multi.trace.dram_bytes) << what;
+          }
         }
       }
     }

@@ -207,7 +207,9 @@ TEST(BfpDecodeTest, EveryCodeIsExactAndABf16) {
         ASSERT_EQ(normal, e + msb >= b) << "code " << code << " E " << e;
         all_normal = all_normal && normal;
         // A normal decoded value encodes back to its code in a block of the same E.
-        if (normal) ASSERT_EQ(BfpEncode(f, Bits(got), static_cast<uint32_t>(e)), code);
+        if (normal) {
+          ASSERT_EQ(BfpEncode(f, Bits(got), static_cast<uint32_t>(e)), code);
+        }
       }
       ASSERT_EQ(all_normal, BfpBlockIsBf16Normal(f, static_cast<uint8_t>(e))) << "E " << e;
     }
@@ -389,7 +391,9 @@ TEST(BfpLayoutTest, OddShapesAreZeroPadded) {
     UnpackBfpTile(f, p.data() + BfpLayout{f, out, in}.TileOffset(2, 1), tile.data());
     for (int64_t k = 0; k < 32; ++k)
       for (int64_t n = 0; n < 32; ++n)
-        if (k >= 6 || n >= 1) ASSERT_EQ(Bits(tile[k * 32 + n]), 0u) << k << " " << n;
+        if (k >= 6 || n >= 1) {
+          ASSERT_EQ(Bits(tile[k * 32 + n]), 0u) << k << " " << n;
+        }
     const uint8_t* t = p.data() + BfpLayout{f, out, in}.TileOffset(2, 1);
     EXPECT_NE(t[0], 0);   // face 0 row 0 holds W[32, 64]
     EXPECT_EQ(t[6], 0);   // face 0 row 6: k 70, all padding

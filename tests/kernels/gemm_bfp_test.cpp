@@ -307,8 +307,9 @@ TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
     const std::vector<float> x = RandomX(n, cols, 9);
     std::vector<float> want(static_cast<size_t>(n * rows));
     Gemm(x.data(), n, ref.packed, nullptr, want.data());
-    if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Gemm))
+    if (c.precision == ActivationPrecision::kBF16 && CpuHas(CpuKernels::kAvx512Gemm)) {
       EXPECT_NE(GemmBfpKernelName(m).find(", one token AVX-512F"), std::string::npos);
+    }
     const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
     EXPECT_GE(targets.size(), 2u);
     SetGemmX86Kernels(false);
@@ -395,10 +396,11 @@ TEST(GemmBfp, SimdLimitAvx2) {
   for (BfpFormat f : {kFormat8, kFormat4}) {
     const Reference ref = MakeReference(f, s, ActivationPrecision::kBF16);
     const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
-    if (SimdLimitName() == "avx2")
+    if (SimdLimitName() == "avx2") {
       EXPECT_EQ(GemmBfpKernelName(m), std::string(BfpFormatName(f)) +
                                           " bf16 pairs (AVX2, row groups below " +
                                           std::to_string(kBfpWidenOnceTokensAvx2) + " tokens)");
+    }
     const std::vector<float> x = RandomX(3, 100, 1);
     std::vector<float> want(150), y(150);
     Gemm(x.data(), 3, ref.packed, nullptr, want.data());
@@ -423,8 +425,9 @@ TEST(GemmBfp, NamingAKernelKeepsTheSimdLimit) {
   const std::string before = SimdTargetName();
   GemmBfpKernelName(m);
   EXPECT_EQ(std::string(SimdTargetName()), before);
-  if (SimdLimitName() == "avx2")  // no AVX3, AVX3_ZEN4, AVX3_SPR (hwy's names)
+  if (SimdLimitName() == "avx2") {  // no AVX3, AVX3_ZEN4, AVX3_SPR (hwy's names)
     EXPECT_EQ(before.find("AVX3"), std::string::npos) << before;
+  }
 }
 
 }  // namespace

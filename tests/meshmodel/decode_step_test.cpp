@@ -465,8 +465,9 @@ TEST(DecodeStepCli, CommittedCsvMatchesTheModel) {
   for (const auto& row : rows) {
     if (row.at("op") != "total") continue;
     ++totals;
-    if (row.at("scenario") == "headline")
+    if (row.at("scenario") == "headline") {
       EXPECT_NEAR(std::stod(row.at("us_per_step")), e.step_us, 1e-3 * e.step_us);
+    }
   }
   EXPECT_GE(totals, 10);  // the headline and its what-ifs
 }

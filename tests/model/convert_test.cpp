@@ -79,9 +79,10 @@ TEST(Convert, LoadsBitIdenticalToWeightsSpecOnTheOriginal) {
         const auto got = FalconModel::Load(out, ConvertOptions("auto", p));
         EXPECT_EQ(Logits(*got, ids), Logits(*want, ids)) << fixture << " " << spec;
         // Asking for the stored format again is the same load.
-        if (std::string(spec) == "bfp8")
+        if (std::string(spec) == "bfp8") {
           EXPECT_EQ(Logits(*FalconModel::Load(out, ConvertOptions("bfp8", p)), ids),
                     Logits(*want, ids));
+        }
       }
     }
   }

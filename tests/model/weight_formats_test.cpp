@@ -171,8 +171,9 @@ TEST_P(WeightFormatsTest, LogitsAreThoseOfTheFormatsValues) {
     EXPECT_LE(test::RelMaxError(got, want), 1e-4) << GetParam() << " --weights " << text;
     if (spec.Of(WeightGroup::kAttn) && IsBfp(*spec.Of(WeightGroup::kAttn)) &&
         spec.attn == spec.mlp &&
-        spec.mlp == spec.lm_head)  // F32 panels of the same values, the same GEMM
+        spec.mlp == spec.lm_head) {  // F32 panels of the same values, the same GEMM
       EXPECT_EQ(got, want) << GetParam() << " --weights " << text;
+    }
   }
 }
 
@@ -299,10 +300,11 @@ TEST(WeightFormats, BfpModelsHoldTheirTiles) {
     for (const LayerWeights& l : w.layers)
       for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) all.push_back(m);
     for (const PackedMatrix* m : all) {
-      if (IsBfp(*f))
+      if (IsBfp(*f)) {
         EXPECT_EQ(static_cast<int64_t>(m->bytes()),
                   (BfpLayout{BfpOf(*f), m->rows(), m->cols()}.bytes()))
             << text;
+      }
       matrices[text] += static_cast<int64_t>(m->bytes());
     }
     held[text] = w.HeldBytes();

@@ -79,8 +79,9 @@ TEST(DraftModel, DraftingForItselfKeepsEveryGreedyProposalAndChangesNoToken) {
     for (size_t i = 0; i < got.size(); ++i) {
       const RequestResult& r = got[i].result;
       EXPECT_GT(r.spec_proposed, 0) << "request " << i;
-      if (i % 2 == 0)  // greedy: the draft's argmax is the target's, proposal for proposal
+      if (i % 2 == 0) {  // greedy: the draft's argmax is the target's, proposal for proposal
         EXPECT_EQ(r.spec_accepted, r.spec_proposed) << "k " << k << ", request " << i;
+      }
     }
   }
 }

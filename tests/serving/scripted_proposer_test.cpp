@@ -47,8 +47,9 @@ TEST(ScriptedProposer, MakesTheAskedShareWrongAtFixedPositions) {
     }
     const double share = static_cast<double>(right) / script.size();
     EXPECT_NEAR(share, accept, 0.015) << "accept " << accept;
-    if (accept > 0.0 && accept < 1.0)
+    if (accept > 0.0 && accept < 1.0) {
       EXPECT_LT(same_as_other_seed, static_cast<int>(script.size()));
+    }
   }
   EXPECT_THROW(ScriptedProposerSource(script, 1.5, 50), Error);
   EXPECT_THROW(ScriptedProposerSource(script, -0.1, 50), Error);
@@ -74,11 +75,17 @@ TEST(ScriptedProposer, TheModelsOwnContinuationIsAcceptedAsScriptedAndChangesNoT
       const std::string label = Cat("accept ", accept, ", k ", k);
       ExpectSameOutcome(want, got, label);
       EXPECT_GT(got.result.spec_proposed, 0) << label;
-      if (accept == 1.0) EXPECT_EQ(got.result.spec_accepted, got.result.spec_proposed) << label;
-      if (accept == 0.0) EXPECT_EQ(got.result.spec_accepted, 0) << label;
+      if (accept == 1.0) {
+        EXPECT_EQ(got.result.spec_accepted, got.result.spec_proposed) << label;
+      }
+      if (accept == 0.0) {
+        EXPECT_EQ(got.result.spec_accepted, 0) << label;
+      }
       if (accept == 0.6) {
         EXPECT_GT(got.result.spec_accepted, 0) << label;
-        if (k > 1) EXPECT_LT(got.result.spec_accepted, got.result.spec_proposed) << label;
+        if (k > 1) {
+          EXPECT_LT(got.result.spec_accepted, got.result.spec_proposed) << label;
+        }
       }
     }
   }

@@ -222,9 +222,13 @@ RunState RunPlan(const KVCacheOptions& kv, const std::vector<int>& lead, const E
   for (RowState& row : state.rows) {
     row.image = RowImage(cache, row.row, row.cur_pos);
     row.blocks = cache.user_blocks(row.row);
-    if (cache.paged()) EXPECT_EQ(row.blocks, cache.BlocksFor(row.cur_pos)) << "row " << row.row;
+    if (cache.paged()) {
+      EXPECT_EQ(row.blocks, cache.BlocksFor(row.cur_pos)) << "row " << row.row;
+    }
   }
-  if (cache.paged()) EXPECT_EQ(BlockBytes(cache, a_blocks), a_bytes) << "A's blocks changed";
+  if (cache.paged()) {
+    EXPECT_EQ(BlockBytes(cache, a_blocks), a_bytes) << "A's blocks changed";
+  }
   state.free_blocks = cache.free_blocks();
   state.row_blocks = cache.row_blocks();
   const ServingStatus st = loop->status();
@@ -240,7 +244,9 @@ void ExpectRollbackExact(const KVCacheOptions& kv) {
   const std::vector<int> lead = LeadTokens(kv);
   const EosLead eos_lead = FindEosLead(kv);
   const RunState want = RunPlan(kv, lead, eos_lead, 0);
-  if (kv.block_size) EXPECT_GT(want.prefix_hits, 0) << "B took no blocks from the prefix cache";
+  if (kv.block_size) {
+    EXPECT_GT(want.prefix_hits, 0) << "B took no blocks from the prefix cache";
+  }
   for (int k : {1, 4, 16}) {
     const std::string label = Cat(KVDTypeName(kv.dtype), " ", layout, ", k ", k);
     const RunState got = RunPlan(kv, lead, eos_lead, k);
