@@ -213,7 +213,13 @@ void ExpectSameTrace(const OpTrace& a, const OpTrace& b, const std::string& what
     EXPECT_EQ(x.dram_bytes, y.dram_bytes) << at;
     EXPECT_EQ(x.matmul_tiles, y.matmul_tiles) << at;
     EXPECT_EQ(x.sfpu_tiles, y.sfpu_tiles) << at;
-    EXPECT_EQ(x.writes.size(), y.writes.size()) << at;
+    ASSERT_EQ(x.writes.size(), y.writes.size()) << at;
+    for (size_t k = 0; k < x.writes.size(); ++k) {
+      EXPECT_EQ(x.writes[k].dst_core, y.writes[k].dst_core) << at;
+      EXPECT_EQ(x.writes[k].bytes, y.writes[k].bytes) << at;
+      EXPECT_EQ(x.writes[k].hops, y.writes[k].hops) << at;
+      EXPECT_EQ(x.writes[k].step, y.writes[k].step) << at;
+    }
     EXPECT_EQ(x.received_per_step, y.received_per_step) << at;
     EXPECT_EQ(x.sem_waits, y.sem_waits) << at;
     EXPECT_EQ(x.merge_tiles, y.merge_tiles) << at;
