@@ -365,13 +365,13 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
         std::vector<CanonicalMerger> mergers(w.nq, CanonicalMerger(layout));  // [query]
         for (int c = c0; c < c1; ++c) {
           const int start = c * chunk;
-          const int rows = std::min(chunk, w.Limit(w.nq - 1) - start);  // rows the last attends
           if (first_unit) {
             const int64_t read_rows = std::min<int64_t>(chunk, padded_len - start);  // whole tiles
             ct.dram_bytes += 2.0 * static_cast<double>(read_rows) * op.kv->RowBytes();  // once
             ++ct.chunks;
           }
           if (qa >= qb) continue;
+          const int rows = std::min(chunk, w.Limit(w.nq - 1) - start);  // rows the last attends
           const int64_t kt = CeilDiv(std::min<int64_t>(chunk, padded_len - start), 32);
           RowsRef k, v, next_k;
           if (compute) {

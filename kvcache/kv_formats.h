@@ -1,14 +1,13 @@
 // The quantized KV-cache formats (issue 5) as the cache sees them: which exist, their scale modes,
 // the bytes of a row, and the encoding and decoding of one row, dispatched to each format's codec
-// in kernels/ - beside the kernels that read its rows:
+// in kernels/attention/ - beside the kernels that read its rows:
 //
-//   int8      kernels/attention/int8.h    symmetric, q = round(x / s) in [-127, 127], x ~ q * s
-//   fp8-e4m3  kernels/attention/fp8.h     OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
-//   fp8-e5m2  kernels/attention/fp8.h     OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s)
-//   * s bfp8      kernels/attention/bfp_kv.h  Tenstorrent BFP8_B: blocks of 16 values share one
-//   8-bit exponent;
-//                               each value keeps a sign and a 7-bit magnitude (1088 bytes per
-//                               32x32 tile). No scale needed.
+//   int8      int8.h    symmetric, q = round(x / s) in [-127, 127], x ~ q * s
+//   fp8-e4m3  fp8.h     OCP E4M3FN (bias 7, no inf, max 448), x ~ fp8(x / s) * s
+//   fp8-e5m2  fp8.h     OCP E5M2 (bias 15, IEEE-like, max 57344), x ~ fp8(x / s) * s
+//   bfp8      bfp_kv.h  Tenstorrent BFP8_B: blocks of 16 values share one 8-bit exponent; each
+//                       value keeps a sign and a 7-bit magnitude (1088 bytes per 32x32 tile). No
+//                       scale needed.
 // Each K or V row of head_dim values is encoded once, when its token is written, and read in
 // place by attention. Encoded rows have the byte layouts of kernels/attention/kv_rows.h. Scales
 // (int8/fp8) are per row ("token-head": one per token per KV head, amax / KVQuantMax, stored in the

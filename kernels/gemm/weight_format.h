@@ -4,10 +4,8 @@
 //   f32, f16, bf16   as PackedMatrix has always held them (packed_matrix.h): f16 only as a
 //                    checkpoint stores it; bf16 from an f32 or f16 source is rounded to nearest
 //                    even (f16 widened to f32 first, exactly), from a bf16 source copied.
-//   bfp8, bfp4       Wormhole's BFP8_B / BFP4_B (kernels/gemm/bfp_weights.h): the matrix is
-//   quantized
-//                    by the exact tt-metal packer, tile by tile, and multiplies as its DECODED
-//                    values.
+//   bfp8, bfp4       Wormhole's BFP8_B / BFP4_B (bfp_weights.h): the matrix is quantized by the
+//                    exact tt-metal packer, tile by tile, and multiplies as its DECODED values.
 //
 // The block-float GEMM contract. A bfp matrix W multiplies exactly as the BF16 GEMM (gemm.h) on
 // D = its decoded values (every code decodes to a bf16 exactly), with D's bf16 subnormals flushed
