@@ -8,6 +8,7 @@
 #include <new>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/amx_tiles.h"
 #include "util/error.h"
 
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics
@@ -15,28 +16,19 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 
-// Every function that runs a tile or AVX-512 instruction: compiled for them whatever the build's
-// -march, run only where AmxBf16GemmAvailable().
-#define WC_AMX __attribute__((target("amx-tile,amx-bf16,avx512f,avx512bw,avx512dq,avx512vl")))
-
-// Tile loads and the configuration load as asm that tells the compiler what memory it reads (GCC
-// 12's _tile_loadd names no memory at all, and _tile_loadconfig only 8 bytes of the 64).
-#define WC_TILE_LOAD(tmm, base, stride)                                          \
-  __asm__ volatile("tileloadd (%0,%1,1), %%tmm" #tmm ::"r"((const void*)(base)), \
-                   "r"((long)(stride))                                           \
-                   : "memory")
-
 namespace wc {
 namespace {
 
-constexpr int kTileTokens = AmxGemmInput::kTileTokens;  // A tile rows, C tile rows
-constexpr int kBlockCols = AmxGemmInput::kBlockCols;    // k per TDPBF16PS
-constexpr int kTileElems = kTileTokens * kBlockCols;    // bf16 in one A tile (1 KiB)
-constexpr int kPanelRows = gemm::kPanelRows;
-// One 32-k block of a panel: 16 k pairs x 32 rows x 2 bf16. Its B tiles (16 k pairs x 16 rows x
-// 2) start at byte 0 (rows 0-15) and 64 (rows 16-31), rows kPanelPairBytes apart.
-constexpr int kPanelPairBytes = kPanelRows * 2 * 2;
-constexpr int64_t kPanelBlockBytes = 16 * kPanelPairBytes;
+using amx::kBlockCols;
+using amx::kPanelBlockBytes;
+using amx::kPanelPairBytes;
+using amx::kPanelRows;
+using amx::kTileTokens;
+using amx::LoadTileConfig;
+using amx::WriteY;
+constexpr int kTileElems = kTileTokens * kBlockCols;  // bf16 in one A tile (1 KiB)
+static_assert(kTileTokens == AmxGemmInput::kTileTokens && kBlockCols == AmxGemmInput::kBlockCols,
+              "the A tiles are the input's");
 
 // The schedule (RunRange): one call of the microkernel (UnitPanel) is a unit of two token tiles
 // (32 tokens; one tile for an odd last one) by one panel over a chunk of kChunkBlocks k blocks.
@@ -57,30 +49,8 @@ constexpr int kGroupPanels = 8;
 constexpr int kChunkBlocks = 8;
 constexpr int kUnitFloats = kUnitTiles * kTileTokens * kPanelRows;  // one unit's C: [32][32]
 
-// Palette 1, every tile used 16 rows x 64 bytes:
-//   tmm0 tmm1  C of the first token tile: rows 0-15, rows 16-31 of the panel ([16][16] f32)
-//   tmm2 tmm3  C of the second token tile
-//   tmm4 tmm5  A of the first, second token tile ([16 tokens][32 k] bf16)
-//   tmm6 tmm7  B of panel rows 0-15, 16-31 ([16 k pairs][16 rows][2] bf16)
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-static_assert(sizeof(TileConfig) == 64, "ldtilecfg reads 64 bytes");
-
-WC_AMX void LoadTileConfig() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = kTileTokens;
-  }
-  __asm__ volatile("ldtilecfg %0" ::"m"(cfg));
-}
-
-// The C tiles of MA token tiles by one panel, over nb k blocks: from zero (first) or from c, then
+// The C tiles of MA token tiles by one panel (the tiles as amx_tiles.h assigns them), over nb k
+// blocks: from zero (first) or from c, then
 // stored to c. a: the first token tile's A tile at the chunk's first block (the second tile is
 // a_tile_stride elements on); w: the panel at the chunk's first block; c: [16 MA tokens][32 rows]
 // f32, rows 128 bytes apart.
@@ -124,29 +94,6 @@ WC_AMX __attribute__((noinline)) void UnitPanel(const uint16_t* a, int64_t a_til
   if (MA == 2) {
     _tile_stored(2, c1, kCStride);
     _tile_stored(3, c1 + 16, kCStride);
-  }
-}
-
-// y rows of panel q for tokens [t0, t1) from c ([t1 - t0][32] f32, or null for zeros), plus bias:
-// one f32 add per element as `c + bias[r]` in C++, masked to the task's row range.
-WC_AMX void WriteY(const gemm::Task& task, const float* c, int64_t t0, int64_t t1, int64_t q) {
-  const int64_t r0 = q * kPanelRows;
-  __mmask16 mask[2];
-  for (int h = 0; h < 2; ++h) {
-    const int64_t lo = std::max<int64_t>(0, task.row_begin - (r0 + 16 * h));
-    const int64_t hi = std::min<int64_t>(16, task.row_end - (r0 + 16 * h));
-    mask[h] = hi <= lo ? 0 : static_cast<__mmask16>(((1u << hi) - 1) & ~((1u << lo) - 1));
-  }
-  for (int64_t t = t0; t < t1; ++t) {
-    float* yt = task.y + t * task.y_stride - task.row_begin + r0;
-    for (int h = 0; h < 2; ++h) {
-      if (mask[h] == 0) continue;
-      __m512 v = c != nullptr ? _mm512_maskz_loadu_ps(mask[h], c + (t - t0) * kPanelRows + 16 * h)
-                              : _mm512_setzero_ps();
-      if (task.bias != nullptr)
-        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(mask[h], task.bias + r0 + 16 * h));
-      _mm512_mask_storeu_ps(yt + 16 * h, mask[h], v);
-    }
   }
 }
 
@@ -261,11 +208,15 @@ void GemmAmxRange(const AmxGemmInput& x, const gemm::Task& task, int64_t pa, int
   WC_CHECK(x.padded_cols == 2 * task.k_steps && x.n_tokens == task.n_tokens,
            "AMX gemm input packed for another matrix");
   if (pa >= pb || x.n_tokens == 0) return;
+  // The bias added under FTZ, as the pairs kernel adds it (gemm.h: every result flushed).
+  const unsigned csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);
   if (x.k_blocks() == 0) {  // no columns: y = bias (or zero)
     for (int64_t q = pa; q < pb; ++q) WriteY(task, nullptr, 0, x.n_tokens, q);
-    return;
+  } else {
+    RunRange(x, task, pa, pb);
   }
-  RunRange(x, task, pa, pb);
+  _mm_setcsr(csr);
 }
 
 }  // namespace wc

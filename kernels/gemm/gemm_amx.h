@@ -9,7 +9,9 @@
 //   32). c = +0; for each block of 32 k in increasing order:
 //     e = o = +0; for j = 0..15: e = ftz(fma(xb[2j], W[2j], e)); o = ftz(fma(xb[2j+1], W[2j+1], o))
 //     (k relative to the block), then c = ftz(c + ftz(e + o)).
-//   y[t, r] = c, or c + bias[r] (one f32 add under the caller's MXCSR).
+//   y[t, r] = c, or ftz(c + bias[r]) (one f32 add, flushed as the pairs kernel flushes it; until
+//   2026-11-28 it was added under the caller's MXCSR, so a subnormal sum differed from 3 tokens to
+//   4 when the caller had FTZ off).
 // ftz(v): zero of v's sign when v is tiny as x86 detects it (MXCSR.FTZ, and AMX the same): after
 // rounding to 24 bits with unbounded exponent, |v| < 2^-126. This differs from flushing an IEEE
 // (gradual underflow) result only when an exact fma lands in [2^-126 - 2^-150, 2^-126 - 2^-151):

@@ -161,7 +161,7 @@ std::vector<float> RunReference(const Panels& w, const std::vector<float>& x, in
   for (int64_t t = 0; t < n; ++t) {
     for (int64_t r = r0; r < r1; ++r) {
       const float c = Chain(&x[t * x_stride], w.cols, &w.w[r * w.padded_cols], w.padded_cols);
-      y[t * y_stride + r - r0] = bias != nullptr ? c + bias[r] : c;
+      y[t * y_stride + r - r0] = bias != nullptr ? AddFtz(c, bias[r]) : c;
     }
   }
   return y;
