@@ -16,6 +16,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/gemm_amx.h"
 #include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/gemm_bfp_amx.h"
 #include "kernels/gemm/gemm_bfp_one_token.h"
 #include "kernels/gemm/gemm_bfp_row_groups.h"
 #include "kernels/gemm/gemm_schedule.h"
@@ -591,6 +592,11 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int path = x.path_;
   if (x.widen_once_) {
     const AmxGemmInput* amx = x.amx_.get();
+    if (amx != nullptr && x.n_tokens_ <= kBfpAmxFusedMaxTokens) {
+      gemm::ForThreadPanels(pa, pb,
+                            [&](int64_t a, int64_t c) { GemmBfpAmxRange(*amx, task, a, c); });
+      return;
+    }
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, amx, a, c); });
     return;
   }
@@ -626,10 +632,11 @@ std::string GemmBfpKernelName(const BfpPanels& w) {
               ? ", row groups below " + std::to_string(BfpWidenOnceTokens(w)) + " tokens"
               : "") +
          (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F" : "") +
-         (AmxBf16GemmAvailable()
-              ? "; from " + std::to_string(kBfpWidenOnceTokensAmx) + " tokens widened, " +
-                    CpuKernelsName(CpuKernels::kAmxBf16Gemm)
-              : "") +
+         (AmxBf16GemmAvailable() ? "; from " + std::to_string(kBfpWidenOnceTokensAmx) + " tokens " +
+                                       CpuKernelsName(CpuKernels::kAmxBf16Gemm) +
+                                       ", a k tile widened at a time, from " +
+                                       std::to_string(kBfpAmxFusedMaxTokens + 1) + " a panel"
+                                 : "") +
          ")";
 }
 

@@ -140,12 +140,15 @@ class BfpPanels {
 // activations on the portable tiles a thread widens a panel 512 k pairs at a time into f32 halves
 // (128 KB, L2-resident; the even k's rows and the odd k's of each block apart, so no tile splits a
 // pair) and runs every token tile of the pairs kernel on that chunk before the next
-// (gemm_schedule.h's RunHalves); on AMX, and with f32 activations, the whole panel is widened
-// (about 2 KB per k tile) into the BF16 (F32) GEMM's packed panel for that GEMM's own tiles
-// (AMX's, or gemm_schedule.h's PortableRange). Either side of the threshold the results are the
-// same bits (the contract). Measured per target (tests/kernels/gemm_bfp_bench.cpp, FalconShapes
-// with BFP_BENCH_TOKENS): on AMX from 4 tokens, on AVX-512 without it from 16 (Intel Xeon,
-// 2026-11-26); on AVX2 with bf16 activations from 32 (AMD EPYC Zen 3, 2026-11-28: the row-group
+// (gemm_schedule.h's RunHalves); on AMX up to kBfpAmxFusedMaxTokens (32) each k tile is widened
+// into L1 just before its TDPBF16PS (gemm_bfp_amx.h), beyond it, and with f32 activations, the
+// whole panel is widened (about 2 KB per k tile) into the BF16 (F32) GEMM's packed panel for that
+// GEMM's own tiles (AMX's, or gemm_schedule.h's PortableRange). Either side of the threshold the
+// results are the same bits (the contract). Measured per target (tests/kernels/gemm_bfp_bench.cpp,
+// FalconShapes with BFP_BENCH_TOKENS): on AMX from 2 tokens (Intel Xeon, 2026-11-28: 4544 x 18176
+// at 3 tokens bfp8 7.1 -> 3.5 ms, bfp4 5.5 -> 2.0 ms against the in-register tiles; at 2 bfp8
+// within noise, bfp4 4.2 -> 2.2 ms), on AVX-512 without it from 16 (Intel Xeon, 2026-11-26); on
+// AVX2 with bf16 activations from 32 (AMD EPYC Zen 3, 2026-11-28: the row-group
 // tiles, gemm_bfp_row_groups.h, hold 6 tokens and widen each code once per 6; bfp8 4544 x 4544 at
 // 24 tokens 8.2 ms in registers against 8.9 widened once, at 32 the two within noise, at 64
 // widened once 12% faster, at 512 10%), with f32 activations from 5 (2026-11-27: its in-register
@@ -153,7 +156,7 @@ class BfpPanels {
 constexpr int64_t kBfpWidenOnceTokensAvx512 = 16;
 constexpr int64_t kBfpWidenOnceTokensAvx2 = 32;    // bf16 activations, every target below AVX-512
 constexpr int64_t kBfpWidenOnceTokensAvx2F32 = 5;  // f32 activations, every target below AVX-512
-constexpr int64_t kBfpWidenOnceTokensAmx = 4;
+constexpr int64_t kBfpWidenOnceTokensAmx = 2;
 
 // The threshold for w's calls on this CPU and SIMD limit (WORMCHAT_SIMD): one of the four above.
 int64_t BfpWidenOnceTokens(const BfpPanels& w);
@@ -181,7 +184,7 @@ class BfpGemmInput {
   int64_t floats_per_token_ = 0;
   const BfpPanels* panels_ = nullptr;  // the matrix it was packed for
   std::vector<float> data_;
-  std::shared_ptr<const AmxGemmInput> amx_;  // widened panels on AMX (gemm_amx.h): the input
+  std::shared_ptr<const AmxGemmInput> amx_;  // on AMX (gemm_amx.h, gemm_bfp_amx.h): the input
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
@@ -201,7 +204,8 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 // FMA (AVX2)".
 std::string GemmBfpKernelName(const BfpPanels& w);
 
-// True when calls of w with n_tokens tokens widen each panel once and run the AMX tiles.
+// True when calls of w with n_tokens tokens run on AMX tiles (from kBfpWidenOnceTokensAmx tokens:
+// up to kBfpAmxFusedMaxTokens a k tile widened at a time, gemm_bfp_amx.h; beyond, each panel once).
 bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens);
 
 }  // namespace wc

@@ -6,6 +6,7 @@
 // tt-metal tiles.
 #include <omp.h>
 #include <unistd.h>
+#include <xmmintrin.h>
 
 #include <algorithm>
 #include <cmath>
@@ -20,6 +21,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/gemm_bfp_amx.h"
 #include "kernels/simd_limit.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
@@ -252,6 +254,45 @@ TEST_P(GemmBfpTest, WidenOnceStraddlesItsThreshold) {
             }
           }
           SetGemmX86Kernels(true);
+        }
+      }
+    }
+  }
+}
+
+// On AMX, calls of kBfpWidenOnceTokensAmx to kBfpAmxFusedMaxTokens tokens widen one k tile at a
+// time into L1 for the TDPBF16PS (gemm_bfp_amx.h): every count of one and two token tiles and
+// either side of both limits, K of one tile and of 35 (the two widened halves in turn), plain and
+// wide panels, a row range, bias added under the caller's MXCSR with FTZ set or not, which is left
+// as found: the reference's bits.
+TEST_P(GemmBfpTest, AmxKTileWideningEveryTokenCount) {
+  const BfpCase c = GetParam();
+  if (c.precision != ActivationPrecision::kBF16 || !CpuHas(CpuKernels::kAmxBf16Gemm))
+    GTEST_SKIP() << "AMX runs bf16 activations, where the CPU has it";
+  const unsigned csr = _mm_getcsr();
+  for (Values values : {Values::kUniform, Values::kWide}) {
+    for (int64_t cols : {20, 1100}) {
+      const int64_t rows = 75;
+      const F32Source s = MakeF32Source(rows, cols, static_cast<uint64_t>(cols + 1), values);
+      const Reference ref = MakeReference(c.format, s, c.precision);
+      const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
+      std::vector<float> bias = RandomX(1, rows, 23);
+      bias[40] = 1e-39f;  // a subnormal bias: FTZ decides what y holds there
+      for (int64_t n = 1; n <= kBfpAmxFusedMaxTokens + 2; ++n) {
+        const std::vector<float> x = RandomX(n, cols, static_cast<uint64_t>(n * 3 + cols));
+        for (const unsigned ftz : {0u, 0x8000u}) {
+          _mm_setcsr(csr | ftz);
+          std::vector<float> want(static_cast<size_t>(n * (rows - 2)));
+          Gemm(PackGemmInput(x.data(), n, cols, ref.packed), ref.packed, bias.data(), want.data(),
+               rows - 2, 1, rows - 1);
+          std::vector<float> y(want.size(), -1.0f);
+          GemmBfp(PackBfpGemmInput(x.data(), n, cols, m), m, bias.data(), y.data(), rows - 2, 1,
+                  rows - 1);
+          const unsigned after = _mm_getcsr();
+          _mm_setcsr(csr);
+          ASSERT_EQ(after & ~0x3fu, (csr | ftz) & ~0x3fu) << "n " << n;  // the modes, not the flags
+          ASSERT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " cols " << cols << " n "
+                                         << n << " ftz " << ftz << " " << GemmBfpKernelName(m);
         }
       }
     }
