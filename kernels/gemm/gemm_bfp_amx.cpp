@@ -151,12 +151,12 @@ WC_AMX inline __m512i CodeBf16Table() {
 // One panel (k_tiles tiles from `panel`; plain: BfpPanels::PanelIsPlain) times MA token tiles: C
 // tiles from zero, per k tile the codes widened into buf (two 2 KiB halves, used in turn) under FTZ
 // and one TDPBF16PS per token tile and 16-row half; then C stored to c ([16 MA tokens][32 rows]
-// f32). Runs under FTZ (RunRange sets it). Each k tile prefetches the one kPrefetch
-// tiles on (the next panel's first ones near the end: panels lie back to back): the panel streams
-// from memory at about twice the rate the hardware prefetcher alone gave (bfp8 4544 x 18176, 5
-// tokens, 2 threads: 5.4-5.7 ms -> 3.5-3.6 ms; 2 and 8 tiles on were slower; Intel Xeon VM with
-// AMX, 2026-11-28).
-constexpr int kPrefetch = 4;
+// f32). Runs under FTZ (RunRange sets it). Each k tile prefetches the one kPrefetchL1 tiles on to
+// L1 and the one kPrefetchL2 on to L2 (the next panel's first ones near the end: panels lie back
+// to back). Model B's bfp8 verify step (5 tokens, 2 threads, weights from DRAM) took 81-87 ms with
+// the hardware prefetcher alone or L1 prefetches 4 or 8 tiles on, 72-78 ms with both (L2 16-64
+// tiles on within noise of each other); Intel Xeon VM with AMX, 2026-11-28.
+constexpr int kPrefetchL1 = 4, kPrefetchL2 = 16;
 
 template <int B, int MA>
 WC_AMX __attribute__((noinline)) void Panel(const AmxGemmInput& x, const uint8_t* panel,
@@ -171,8 +171,10 @@ WC_AMX __attribute__((noinline)) void Panel(const AmxGemmInput& x, const uint8_t
   }
   for (int64_t tk = 0; tk < k_tiles; ++tk) {
     const uint8_t* tile = panel + tk * kTileBytes;
-    for (int l = 0; l < kTileBytes; l += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetch * kTileBytes + l), _MM_HINT_T0);
+    for (int l = 0; l < kTileBytes; l += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchL1 * kTileBytes + l), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(tile + kPrefetchL2 * kTileBytes + l), _MM_HINT_T1);
+    }
     uint8_t* w = buf + (tk & 1) * kWidenedBytes;
     if constexpr (B == 7) {
       WidenTile8(tile, w);
