@@ -50,10 +50,9 @@ constexpr int kChunkBlocks = 8;
 constexpr int kUnitFloats = kUnitTiles * kTileTokens * kPanelRows;  // one unit's C: [32][32]
 
 // The C tiles of MA token tiles by one panel (the tiles as amx_tiles.h assigns them), over nb k
-// blocks: from zero (first) or from c, then
-// stored to c. a: the first token tile's A tile at the chunk's first block (the second tile is
-// a_tile_stride elements on); w: the panel at the chunk's first block; c: [16 MA tokens][32 rows]
-// f32, rows 128 bytes apart.
+// blocks: from zero (first) or from c, then stored to c. a: the first token tile's A tile at the
+// chunk's first block (the second tile is a_tile_stride elements on); w: the panel at the chunk's
+// first block; c: [16 MA tokens][32 rows] f32, rows 128 bytes apart.
 template <int MA>
 WC_AMX __attribute__((noinline)) void UnitPanel(const uint16_t* a, int64_t a_tile_stride,
                                                 const uint8_t* w, int64_t nb, bool first,
