@@ -25,8 +25,9 @@
 namespace wc {
 namespace amx {
 
-constexpr int kTileTokens = 16;  // A tile rows, C tile rows
-constexpr int kBlockCols = 32;   // k per TDPBF16PS
+constexpr unsigned kMxcsrFtz = 0x8000u;  // MXCSR.FTZ: the BF16 GEMM flushes every result
+constexpr int kTileTokens = 16;          // A tile rows, C tile rows
+constexpr int kBlockCols = 32;           // k per TDPBF16PS
 constexpr int kPanelRows = gemm::kPanelRows;
 // One 32-k block of a BF16 panel: 16 k pairs x 32 rows x 2 bf16. Its B tiles (16 k pairs x 16
 // rows x 2) start at byte 0 (rows 0-15) and 64 (rows 16-31), rows kPanelPairBytes apart.

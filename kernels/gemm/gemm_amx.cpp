@@ -209,7 +209,7 @@ void GemmAmxRange(const AmxGemmInput& x, const gemm::Task& task, int64_t pa, int
   if (pa >= pb || x.n_tokens == 0) return;
   // The bias added under FTZ, as the pairs kernel adds it (gemm.h: every result flushed).
   const unsigned csr = _mm_getcsr();
-  _mm_setcsr(csr | 0x8000u);
+  _mm_setcsr(csr | amx::kMxcsrFtz);
   if (x.k_blocks() == 0) {  // no columns: y = bias (or zero)
     for (int64_t q = pa; q < pb; ++q) WriteY(task, nullptr, 0, x.n_tokens, q);
   } else {

@@ -533,7 +533,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   BfpGemmInput in;
   in.path_ = PathOf(w);
   const bool amx = GemmBfpUsesAmx(w, n_tokens);
-  in.widen_once_ = amx || n_tokens >= BfpWidenOnceTokens(w);
+  in.widen_once_ = amx ? n_tokens > kBfpAmxFusedMaxTokens : n_tokens >= BfpWidenOnceTokens(w);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
@@ -590,13 +590,12 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
+  const AmxGemmInput* amx = x.amx_.get();
+  if (amx != nullptr && !x.widen_once_) {  // AMX, a k tile widened at a time
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { GemmBfpAmxRange(*amx, task, a, c); });
+    return;
+  }
   if (x.widen_once_) {
-    const AmxGemmInput* amx = x.amx_.get();
-    if (amx != nullptr && x.n_tokens_ <= kBfpAmxFusedMaxTokens) {
-      gemm::ForThreadPanels(pa, pb,
-                            [&](int64_t a, int64_t c) { GemmBfpAmxRange(*amx, task, a, c); });
-      return;
-    }
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, amx, a, c); });
     return;
   }

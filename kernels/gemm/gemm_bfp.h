@@ -177,7 +177,7 @@ class BfpGemmInput {
   friend void GemmBfp(const BfpGemmInput&, const BfpPanels&, const float*, float*, int64_t, int64_t,
                       int64_t);
   int path_ = 0;             // gemm_bfp.cpp's BfpPath
-  bool widen_once_ = false;  // n_tokens >= BfpWidenOnceTokens: the widened panels' tiles
+  bool widen_once_ = false;  // each panel widened once (on AMX: above kBfpAmxFusedMaxTokens)
   bool row_groups_ = false;  // below it on the pairs path: gemm_bfp_row_groups.h's tiles
   int tile_tokens_ = 1;
   int64_t n_tokens_ = 0;

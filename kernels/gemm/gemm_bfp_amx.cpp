@@ -23,7 +23,7 @@ using amx::kTileTokens;
 constexpr int kBfp8TileBytes = 1088, kBfp4TileBytes = 576;  // gemm_bfp.h's tiles
 // One widened k tile: [16 k pairs][32 rows][2] bf16, a BF16 panel's 32-k block (amx_tiles.h).
 constexpr int kWidenedBytes = static_cast<int>(amx::kPanelBlockBytes);
-constexpr unsigned kMxcsrFtz = 0x8000u;
+using amx::kMxcsrFtz;
 
 // The units 2^(E - 127 - (B - 1)) of a tile's 64 exponent bytes, in their order (byte 4 kp + 2 h
 // + b: k = 2 kp + b, rows 16 h ..): a normal, or for E < B a float32 subnormal (bfp_widen-inl.h's
@@ -104,6 +104,16 @@ WC_AMX inline void WidenTile4(const uint8_t* tile, uint8_t* out) {
   }
 }
 
+// bf16 bits of the 16 two's-complement nibbles (0..7, then -8..-1), twice: word i = bf16(code(i mod
+// 16)), the table WidenTile4Plain's vpermw reads.
+// clang-format off
+alignas(64) constexpr uint16_t kCodeBf16[32] = {
+    0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x40c0, 0x40e0,
+    0xc100, 0xc0e0, 0xc0c0, 0xc0a0, 0xc080, 0xc040, 0xc000, 0xbf80,
+    0x0000, 0x3f80, 0x4000, 0x4040, 0x4080, 0x40a0, 0x40c0, 0x40e0,
+    0xc100, 0xc0e0, 0xc0c0, 0xc0a0, 0xc080, 0xc040, 0xc000, 0xbf80};
+// clang-format on
+
 // One bfp4 k tile of a plain panel (BfpPanels::PanelIsPlain: E in [3, 129] wherever a code is
 // nonzero) widened into `out`, the same bits in half the instructions: a lane shifted by 4 j holds
 // the pair's codes in the low bits of its two words (k even below, odd above), so one vpermw
@@ -111,7 +121,8 @@ WC_AMX inline void WidenTile4(const uint8_t* tile, uint8_t* out) {
 // block's unit is an add to the exponent field, E - 129 (bf16(q) has 127 + floor(log2 |q|); the
 // value's is E - 2 + floor(log2 |q|), in [1, 129]: a normal, the add never carries into the
 // sign), masked so a zero code stays +0.
-WC_AMX inline void WidenTile4Plain(const uint8_t* tile, __m512i code_bf16, uint8_t* out) {
+WC_AMX inline void WidenTile4Plain(const uint8_t* tile, uint8_t* out) {
+  const __m512i code_bf16 = _mm512_load_si512(kCodeBf16);
   // [32] dwords: dword 2 kp + h = the exponent offsets of k = 2 kp (low word), 2 kp + 1 (high).
   alignas(64) uint16_t offset[64];
   for (int i = 0; i < 64; i += 32) {
@@ -135,19 +146,6 @@ WC_AMX inline void WidenTile4Plain(const uint8_t* tile, __m512i code_bf16, uint8
   }
 }
 
-// bf16 bits of the 16 two's-complement nibbles, twice: [32] words, word i = bf16(code(i mod 16)).
-WC_AMX inline __m512i CodeBf16Table() {
-  alignas(64) uint16_t table[32];
-  for (int i = 0; i < 32; ++i) {
-    const int code = (i & 15) < 8 ? (i & 15) : (i & 15) - 16;
-    const float f = static_cast<float>(code);
-    uint32_t u;
-    __builtin_memcpy(&u, &f, 4);
-    table[i] = static_cast<uint16_t>(u >> 16);
-  }
-  return _mm512_load_si512(table);
-}
-
 // One panel (k_tiles tiles from `panel`; plain: BfpPanels::PanelIsPlain) times MA token tiles: C
 // tiles from zero, per k tile the codes widened into buf (two 2 KiB halves, used in turn) under FTZ
 // and one TDPBF16PS per token tile and 16-row half; then C stored to c ([16 MA tokens][32 rows]
@@ -162,7 +160,6 @@ template <int B, int MA>
 WC_AMX __attribute__((noinline)) void Panel(const AmxGemmInput& x, const uint8_t* panel,
                                             int64_t k_tiles, bool plain, uint8_t* buf, float* c) {
   constexpr int kTileBytes = B == 7 ? kBfp8TileBytes : kBfp4TileBytes;
-  const __m512i code_bf16 = CodeBf16Table();
   _tile_zero(0);
   _tile_zero(1);
   if (MA == 2) {
@@ -179,7 +176,7 @@ WC_AMX __attribute__((noinline)) void Panel(const AmxGemmInput& x, const uint8_t
     if constexpr (B == 7) {
       WidenTile8(tile, w);
     } else if (plain) {
-      WidenTile4Plain(tile, code_bf16, w);
+      WidenTile4Plain(tile, w);
     } else {
       WidenTile4(tile, w);
     }
