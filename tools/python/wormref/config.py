@@ -3,6 +3,13 @@
 `FalconConfig.from_dict` resolves the aliases and defaults the way HF's FalconConfig and
 FalconForCausalLM do, and refuses what the references do not implement. Shared by
 falcon_ref (PyTorch) and slow_ref (numpy); falcon_ref re-exports it.
+
+ALiBi (`alibi: true`, Falcon-RW): HF's FalconModel then builds no rotary position at all
+(FalconAttention applies rotary only `if alibi is None`) and adds wormref.alibi's bias instead;
+rope_theta / max_position_embeddings are still read (and ignored by the forward pass), and
+rope_scaling is refused as HF's FalconConfig refuses it with alibi. Only the numpy reference
+(slow_ref) implements ALiBi, so from_dict refuses alibi unless the caller passes
+allow_alibi=True; the PyTorch falcon_ref (rotary only) keeps refusing it.
 """
 
 import dataclasses
@@ -27,6 +34,7 @@ class FalconConfig:
     ffn_hidden_size: int = 4 * 4544
     num_ln_in_parallel_attn: Optional[int] = None  # 1 or 2 for new arch, None otherwise
     max_position_embeddings: int = 2048
+    alibi: bool = False               # ALiBi bias instead of rotary (Falcon-RW)
     tie_word_embeddings: bool = True
     bos_token_id: Optional[int] = 11
     eos_token_id: Optional[int] = 11
@@ -57,15 +65,17 @@ class FalconConfig:
 
     # ---- (de)serialisation
     @classmethod
-    def from_dict(cls, d):
+    def from_dict(cls, d, allow_alibi=False):
         """Build from an HF (or RW-era) config.json dict.
 
         RW-era aliases: n_head -> num_attention_heads, n_head_kv -> num_kv_heads,
         n_layer -> num_hidden_layers, n_embed -> hidden_size.
         Effective kv heads: new_decoder_architecture -> num_kv_heads
         (default num_attention_heads); elif multi_query -> 1; else num_attention_heads.
+        alibi=true is accepted only with allow_alibi=True (callers whose forward pass implements
+        ALiBi: slow_ref); HF accepts it with every layout, so does this resolver.
         Raises ValueError for configurations HF cannot run or this reference
-        does not implement (alibi, rope_scaling, non-gelu activation, ...).
+        does not implement (rope_scaling, non-gelu activation, ...).
         """
         d = dict(d)
 
@@ -75,9 +85,13 @@ class FalconConfig:
                 raise ValueError(f"config has conflicting {hf_key}={a} and {rw_key}={b}")
             return a if a is not None else (b if b is not None else default)
 
-        if d.get("alibi", False):
-            raise ValueError("alibi=true is not supported (rotary Falcon only)")
+        alibi = bool(d.get("alibi", False))
+        if alibi and not allow_alibi:
+            raise ValueError("alibi=true is not supported by this (rotary-only) reference; "
+                             "wormref.slow_ref implements ALiBi (from_dict(..., allow_alibi=True))")
         if d.get("rope_scaling") is not None:
+            if alibi:      # HF FalconConfig: "`rope_scaling` is not supported when `alibi` is `True`."
+                raise ValueError("rope_scaling is not supported when alibi=true (HF refuses it)")
             raise ValueError(f"rope_scaling={d['rope_scaling']!r} is not supported")
         if d.get("activation", "gelu") != "gelu":
             raise ValueError(f"activation={d['activation']!r} is not supported (only exact 'gelu')")
@@ -133,6 +147,7 @@ class FalconConfig:
             ffn_hidden_size=4 * hidden if ffn is None else int(ffn),
             num_ln_in_parallel_attn=n_ln,
             max_position_embeddings=int(d.get("max_position_embeddings", 2048)),
+            alibi=alibi,
             tie_word_embeddings=bool(d.get("tie_word_embeddings", True)),
             bos_token_id=d.get("bos_token_id", 11),
             eos_token_id=d.get("eos_token_id", 11),
@@ -143,5 +158,4 @@ class FalconConfig:
         d = dataclasses.asdict(self)
         if d["num_ln_in_parallel_attn"] is None:
             del d["num_ln_in_parallel_attn"]
-        d["alibi"] = False
         return d

@@ -6,14 +6,24 @@ query_key_value weight by explicit row offsets (no tensor views) and applies RoP
 pair, so it shares no code and no tensor-reshaping idea with falcon_ref. Seconds for the
 test fixtures; far too slow for real models.
 
-    slow_forward(cfg, sd, ids)   cfg: config.FalconConfig; sd: {HF tensor name: ndarray};
-                                 ids: list[int] -> float64 logits [T, V]
+ALiBi (cfg.alibi, Falcon-RW; falcon_ref does not implement it): no rotary, and query head h
+scores key position s as (q . k_s + bias[h, s]) / sqrt(head_dim), the bias added to the raw
+score before the scaling as in HF's FalconAttention alibi branch; bias from
+wormref.alibi.alibi_bias (HF's bf16 roundings, positions 0..T-1 of an unpadded sequence).
+
+    slow_forward(cfg, sd, ids, alibi_bias="hf")
+                                 cfg: config.FalconConfig; sd: {HF tensor name: ndarray};
+                                 ids: list[int] -> float64 logits [T, V]; with cfg.alibi,
+                                 alibi_bias "exact" drops HF's bf16 rounding of the bias and
+                                 "zero" the bias itself (to measure what they do)
     expected_keys(cfg)           HF state-dict names a checkpoint of cfg holds
 """
 
 import math
 
 import numpy as np
+
+from . import alibi as alibi_mod
 
 
 def _layernorm(x, w, b, eps):
@@ -61,7 +71,7 @@ def kv_head_of(cfg, q_head):
     return 0 if cfg.multi_query else q_head
 
 
-def _slow_attention(cfg, sd, prefix, y):
+def _slow_attention(cfg, sd, prefix, y, alibi_bias="hf"):
     """y [T, C] (normed input) -> [T, C]."""
     t_len, d = y.shape[0], cfg.head_dim
     w = sd[prefix + "query_key_value.weight"]
@@ -72,13 +82,25 @@ def _slow_attention(cfg, sd, prefix, y):
         return w[r:r + d] @ y[t] + b[r:r + d]
 
     merged = np.zeros((t_len, cfg.hidden_size))
+    if cfg.alibi:           # bias[h, s] for key position s; no rotary
+        if alibi_bias == "zero":
+            bias = np.zeros((cfg.num_attention_heads, t_len))
+        else:
+            bias = alibi_mod.alibi_bias(cfg.num_attention_heads, list(range(t_len)), alibi_bias)
+        pos_enc = lambda vec, pos: vec                                      # noqa: E731
+    else:
+        pos_enc = lambda vec, pos: _rope(vec, pos, cfg.rope_theta)          # noqa: E731
     for h in range(cfg.num_attention_heads):
         kv = kv_head_of(cfg, h)
-        keys = [_rope(proj("k", kv, s), s, cfg.rope_theta) for s in range(t_len)]
+        keys = [pos_enc(proj("k", kv, s), s) for s in range(t_len)]
         vals = [proj("v", kv, s) for s in range(t_len)]
         for t in range(t_len):
-            q = _rope(proj("q", h, t), t, cfg.rope_theta)
-            scores = np.array([q @ keys[s] / math.sqrt(d) for s in range(t + 1)])
+            q = pos_enc(proj("q", h, t), t)
+            if cfg.alibi:   # HF: (scores + alibi) * inv_norm_factor
+                scores = np.array([(q @ keys[s] + bias[h, s]) / math.sqrt(d)
+                                   for s in range(t + 1)])
+            else:
+                scores = np.array([q @ keys[s] / math.sqrt(d) for s in range(t + 1)])
             p = np.exp(scores - scores.max())
             p /= p.sum()
             merged[t, h * d:(h + 1) * d] = sum(p[s] * vals[s] for s in range(t + 1))
@@ -95,8 +117,11 @@ def _slow_mlp(sd, prefix, y):
     return np.stack([w2 @ _gelu(w1 @ row + b1) + b2 for row in y])
 
 
-def slow_forward(cfg, sd, ids):
-    """float64 loop reference. sd: {HF name: float64 ndarray}; ids list[int] -> logits [T, V]."""
+def slow_forward(cfg, sd, ids, alibi_bias="hf"):
+    """float64 loop reference. sd: {HF name: float64 ndarray}; ids list[int] -> logits [T, V].
+    alibi_bias ("hf" | "exact" | "zero") only matters when cfg.alibi (see wormref.alibi)."""
+    if alibi_bias not in ("hf", "exact", "zero"):
+        raise ValueError(f"alibi_bias must be 'hf', 'exact' or 'zero', got {alibi_bias!r}")
     eps = cfg.layer_norm_epsilon
     x = sd["transformer.word_embeddings.weight"][ids].copy()       # [T, C]
     for layer in range(cfg.num_hidden_layers):
@@ -106,7 +131,8 @@ def slow_forward(cfg, sd, ids):
             return np.stack([_layernorm(r, sd[p + name + ".weight"], sd[p + name + ".bias"], eps)
                              for r in v])
 
-        attn = lambda v: _slow_attention(cfg, sd, p + "self_attention.", v)  # noqa: E731
+        attn = lambda v: _slow_attention(cfg, sd, p + "self_attention.", v,  # noqa: E731
+                                         alibi_bias)
         mlp = lambda v: _slow_mlp(sd, p + "mlp.", v)                        # noqa: E731
         if not cfg.parallel_attn:
             r = x + attn(ln("input_layernorm", x))
