@@ -74,7 +74,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
       packing->Update(done);
     };
   }
-  m.model = FalconModel::Load(m.dir, mo);
+  m.model = DecoderModel::Load(m.dir, mo);
   if (packing) packing->Finish();
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
@@ -89,7 +89,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
     m.followers = std::make_unique<FollowersStop>();
     m.followers->model = m.model.get();
   }
-  m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().layers[0].qkv.dtype);
+  m.kv.dtype = ResolveKVDType(o.kv_dtype, m.model->weights().matrix_dtype());
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   KVRowBytes(m.kv.dtype, m.kv.scale, m.model->config().head_dim());  // bfp8 needs head_dim % 16
   if (m.kv.scale == ScaleMode::kTensor) {

@@ -12,7 +12,7 @@
 #include "app/model_options.h"
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/serving_loop.h"
 #include "tokenizer/tokenizer.h"
 
@@ -21,21 +21,21 @@ namespace wc {
 // Rank 0 of a tensor-parallel group: ends the other ranks' FollowSteps when the command is done
 // (or fails), once everything that runs the model is gone.
 struct FollowersStop {
-  const FalconModel* model = nullptr;
+  const DecoderModel* model = nullptr;
   ~FollowersStop();
 };
 
 // Everything a text command needs, loaded from ModelRunOptions.
 struct LoadedModel {
   std::string dir;
-  std::unique_ptr<FalconModel> model;
+  std::unique_ptr<DecoderModel> model;
   // The model's tokenizer; an IdsTokenizer with --ids; null if `need_tokenizer` was false.
   std::unique_ptr<Tokenizer> tokenizer;
   // chat_format.json's, if any; with --ids one that frames nothing (ids are fed as given).
   std::optional<ChatFormat> chat_format;
   KVCacheOptions kv;  // format, scales, layout
   int ctx = 0;        // positions per user row
-  // Tensor parallel, rank 0: each rank's weight bytes held (FalconWeights::HeldBytes) and peak
+  // Tensor parallel, rank 0: each rank's weight bytes held (ModelWeights::HeldBytes) and peak
   // resident bytes once loaded, [ranks]; empty otherwise.
   std::vector<int64_t> rank_weight_bytes, rank_peak_rss;
   std::unique_ptr<FollowersStop> followers;  // last: destroyed first

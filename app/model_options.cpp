@@ -1,5 +1,7 @@
 #include "app/model_options.h"
 
+#include "model/config.h"
+
 #include <omp.h>
 #include <sys/random.h>
 
@@ -66,7 +68,7 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
 const char kWeightsHelp[] =
     "Format of the weight matrices: auto (as stored), f32, bf16, bfp8 or bfp4 (Wormhole's block "
     "floats, 8.5 and 4.5 bits a weight), or per group: attn=bfp8,mlp=bfp4,lm_head=bf16 (a group "
-    "not named keeps auto). Embeddings and LayerNorms stay as stored";
+    "not named keeps auto). Embeddings and norms stay as stored";
 
 ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   if (name == "bf16") return ActivationPrecision::kBF16;
@@ -161,8 +163,9 @@ uint64_t EntropySeed() {
 std::string DefaultModelDir() {
   const std::string dir = JoinPath(WORMCHAT_ASSETS_DIR, "default-model");
   if (!DirExists(dir))
-    throw Error(
-        Cat(dir, ": the default model is missing; pass --model DIR with a Falcon checkpoint"));
+    throw Error(Cat(dir,
+                    ": the default model is missing; pass --model DIR with a Hugging Face "
+                    "checkpoint (Falcon or Falcon3)"));
   return dir;
 }
 
@@ -242,6 +245,12 @@ std::vector<int> ParseIdsFlag(const std::string& text, int vocab, const std::str
   std::vector<int> ids = ParseTokenIds(text, vocab, flag);
   if (ids.empty()) throw Error(Cat(flag, ": no token ids given"));
   return ids;
+}
+
+std::string PresetHelp() {
+  std::string s = "Shape preset:";
+  for (const std::string& n : PresetNames()) s += " " + n;
+  return s;
 }
 
 }  // namespace wc

@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kvcache/kv_cache.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
 
@@ -130,5 +130,8 @@ void AddKVBlocksOption(CLI::App* cmd, ModelRunOptions& o);
 // Registers --prefix-cache, --prefix-cache-dir and --prefix-cache-dir-max-mb (serving commands
 // without --kv-blocks: generate, chat).
 void AddPrefixCacheOption(CLI::App* cmd, ModelRunOptions& o);
+
+// --preset's help text: every architecture's presets (model/config.h).
+std::string PresetHelp();
 
 }  // namespace wc

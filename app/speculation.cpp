@@ -11,12 +11,12 @@ namespace {
 // Keeps the draft model alive as long as its proposer source.
 class LoadedDraft final : public ProposerSource {
  public:
-  LoadedDraft(std::unique_ptr<FalconModel> model, int user_rows, int ctx, KVDType kv, int pieces)
+  LoadedDraft(std::unique_ptr<DecoderModel> model, int user_rows, int ctx, KVDType kv, int pieces)
       : model_(std::move(model)), source_(*model_, user_rows, ctx, kv, pieces) {}
   std::unique_ptr<Proposer> Make(int user_row) override { return source_.Make(user_row); }
 
  private:
-  std::unique_ptr<FalconModel> model_;
+  std::unique_ptr<DecoderModel> model_;
   DraftModelSource source_;
 };
 
@@ -42,12 +42,12 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
                     const LoadedModel& target, int user_rows) {
   if (s.mode != "draft") return;
   const std::string flag = Cat("--draft-model ", s.draft_model);
-  std::unique_ptr<FalconModel> draft;
+  std::unique_ptr<DecoderModel> draft;
   std::unique_ptr<Tokenizer> draft_tokenizer, target_tokenizer;
   try {
     ModelOptions mo;
     mo.matmul_precision = ParseMatmulPrecision(target_options.matmul_precision);
-    draft = FalconModel::Load(s.draft_model, mo);
+    draft = DecoderModel::Load(s.draft_model, mo);
     draft_tokenizer = Tokenizer::FromModelDir(s.draft_model);
   } catch (const Error& e) {
     throw Error(Cat(flag, ": ", e.what()));
@@ -67,7 +67,7 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
   if (!difference.empty())
     throw Error(Cat(flag, ": its tokenizer does not give the model's ids: ", difference, " (",
                     target_tok->path(), " and ", draft_tokenizer->path(), ")"));
-  const FalconConfig &tc = target.model->config(), &dc = draft->config();
+  const ModelConfig &tc = target.model->config(), &dc = draft->config();
   if (tc.bos_token_id != dc.bos_token_id || tc.eos_token_id != dc.eos_token_id)
     throw Error(Cat(flag, ": config.json's BOS/EOS ids are ", dc.bos_token_id, "/", dc.eos_token_id,
                     ", the model's ", tc.bos_token_id, "/", tc.eos_token_id));
@@ -75,7 +75,7 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
   if (pieces > dc.vocab_size || pieces > tc.vocab_size)
     throw Error(Cat(flag, ": the tokenizer has ", pieces, " pieces, more than vocab_size (",
                     dc.vocab_size, " in the draft, ", tc.vocab_size, " in the model)"));
-  const KVDType kv = ResolveKVDType("auto", draft->weights().layers[0].qkv.dtype);
+  const KVDType kv = ResolveKVDType("auto", draft->weights().matrix_dtype());
   s.source = std::make_shared<LoadedDraft>(std::move(draft), user_rows, target.ctx, kv, pieces);
 }
 

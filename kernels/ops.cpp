@@ -20,6 +20,20 @@ void LayerNorm(const float* x, const float* gamma, const float* beta, float eps,
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * rstd * gamma[i] + beta[i];
 }
 
+void RmsNorm(const float* x, const float* gamma, float eps, float* y, int64_t n) {
+  double sq = 0.0;
+  for (int64_t i = 0; i < n; ++i) sq += static_cast<double>(x[i]) * x[i];
+  const float rstd = static_cast<float>(1.0 / std::sqrt(sq / static_cast<double>(n) + eps));
+  for (int64_t i = 0; i < n; ++i) y[i] = gamma[i] * (x[i] * rstd);
+}
+
+Rope::Rope(int head_dim, const std::vector<double>& inv_freq) : head_dim_(head_dim) {
+  WC_CHECK(head_dim % 2 == 0 && head_dim / 2 <= 512 &&
+               inv_freq.size() == static_cast<size_t>(head_dim / 2),
+           "head_dim ", head_dim);
+  for (int i = 0; i < head_dim / 2; ++i) inv_freq_[i] = static_cast<float>(inv_freq[i]);
+}
+
 Rope::Rope(int head_dim, double theta) : head_dim_(head_dim) {
   WC_CHECK(head_dim % 2 == 0 && head_dim / 2 <= 512, "head_dim ", head_dim);
   for (int i = 0; i < head_dim / 2; ++i)

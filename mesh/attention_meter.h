@@ -1,7 +1,7 @@
 // The emulated mesh's figures of a model's attention as it runs: a FlashDecodeObserver
 // (model/flash_decode_observer.h) that adds up each FlashDecode op's bytes, cores and the device
 // time the performance model (mesh/perf_model.h) gives it, and keeps a copy of the last op for the
-// chat's core-grid panel. The front end installs one with FalconModel::set_flash_decode_observer.
+// chat's core-grid panel. The front end installs one with DecoderModel::set_flash_decode_observer.
 #pragma once
 
 #include <cstdint>

@@ -20,7 +20,7 @@ std::string GraphLabel(const DecodeStepOptions& o) {
   return label.empty() ? "measured" : label;
 }
 
-DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOptions& o) {
+DecodeStepEstimate EstimateDecodeStep(const ModelConfig& c, const DecodeStepOptions& o) {
   const MeshSpec mesh = MeshPreset(o.mesh);
   if (o.eth_links < 0 || o.eth_links > 4)
     throw Error(Cat("Ethernet links must be in [1, 4], got ", o.eth_links));

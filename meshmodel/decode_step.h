@@ -70,7 +70,7 @@ struct DecodeStepEstimate {
 
 // The step of model `c` under `o`. Throws wc::Error for a mesh, shape or option the model cannot
 // run (an unknown mesh, heads that do not split over the chips, users or ctx out of range).
-DecodeStepEstimate EstimateDecodeStep(const FalconConfig& c, const DecodeStepOptions& o);
+DecodeStepEstimate EstimateDecodeStep(const ModelConfig& c, const DecodeStepOptions& o);
 
 // "measured", or the what-ifs `o` applies ("1 GHz, DRAM-sharded, ...").
 std::string GraphLabel(const DecodeStepOptions& o);

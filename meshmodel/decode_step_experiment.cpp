@@ -112,7 +112,7 @@ std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base) {
 
 namespace {
 
-FalconConfig ModelOf(const DecodeStepCmdOptions& o, std::string* name) {
+ModelConfig ModelOf(const DecodeStepCmdOptions& o, std::string* name) {
   if (!o.model_dir.empty()) {
     if (!o.preset.empty()) throw Error("--model and --preset name two models; give one");
     *name = o.model_dir;
@@ -126,7 +126,7 @@ FalconConfig ModelOf(const DecodeStepCmdOptions& o, std::string* name) {
 
 void RunDecodeStepExperiment(DecodeStepCmdOptions o) {
   std::string model_name;
-  const FalconConfig c = ModelOf(o, &model_name);
+  const ModelConfig c = ModelOf(o, &model_name);
   o.step.weights = ParseTileFormat(o.weights_dtype, "--weights-dtype");
   if (!o.kv_dtype.empty()) o.step.kv = ParseTileFormat(o.kv_dtype, "--kv-dtype");
   if (o.attention != "flash" && o.attention != "unfused")

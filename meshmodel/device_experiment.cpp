@@ -96,7 +96,7 @@ void Plot(const std::string& png, const std::vector<DeviceRow>& rows) {
 std::vector<DeviceRow> RunDeviceExperiment() {
   std::vector<DeviceRow> rows;
   for (const DeviceFigure& f : DeviceFigures()) {
-    const FalconConfig c = PresetConfig(f.preset);
+    const ModelConfig c = PresetConfig(f.preset);
     DecodeStepOptions o;
     o.mesh = f.mesh;
     o.phase = f.phase;

@@ -17,16 +17,16 @@ TileFormat ModelTileFormat(WeightFormat f) {
   }
 }
 
-double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const std::string& mesh,
+double WholeModelUsPerToken(const DecoderModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx) {
   DecodeStepOptions o;
   o.mesh = mesh;
   o.users = std::clamp(users, 1, 32);
   o.ctx = std::clamp(ctx, 1, std::max(1, model.config().max_position_embeddings - 1));
-  const FalconWeights& w = model.weights();
+  const ModelWeights& w = model.weights();
   o.weights = TileFormat::kBF16;
-  o.attn_weights = ModelTileFormat(w.layers.front().qkv_p.format());
-  o.mlp_weights = ModelTileFormat(w.layers.front().fc1_p.format());
+  o.attn_weights = ModelTileFormat(w.layers.front().attn_out.p.format());
+  o.mlp_weights = ModelTileFormat(w.layers.front().down.p.format());
   o.lm_head_weights = ModelTileFormat(w.lm_head_p.format());
   o.kv = IsQuantized(kv_dtype) ? TileFormat::kBFP8 : TileFormat::kBF16;
   o.lm_head_fractures = model.options().lm_head_fractures;

@@ -7,7 +7,7 @@
 #include "kernels/gemm/weight_format.h"
 #include "kvcache/kv_cache.h"
 #include "meshmodel/op_costs.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 
 namespace wc {
 
@@ -22,7 +22,7 @@ TileFormat ModelTileFormat(WeightFormat f);
 // The graph the estimate assumes, for the figures' labels.
 constexpr const char* kWholeModelGraph = "tt-metal's measured program";
 
-double WholeModelUsPerToken(const FalconModel& model, KVDType kv_dtype, const std::string& mesh,
+double WholeModelUsPerToken(const DecoderModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx);
 
 }  // namespace wc

@@ -13,8 +13,7 @@ double ExpectedTokensPerStep(int k, double a) {
   return (1.0 - std::pow(a, k + 1)) / (1.0 - a);
 }
 
-std::vector<SpeculationPoint> SpeculationWhatIf(const FalconConfig& c,
-                                                const DecodeStepOptions& base,
+std::vector<SpeculationPoint> SpeculationWhatIf(const ModelConfig& c, const DecodeStepOptions& base,
                                                 const std::vector<int>& ks,
                                                 const std::vector<double>& acceptances) {
   if (base.phase != TtPhase::kDecode)
@@ -46,7 +45,7 @@ std::vector<SpeculationPoint> SpeculationWhatIf(const FalconConfig& c,
   return out;
 }
 
-std::vector<SpeculationPoint> DefaultSpeculationWhatIf(const FalconConfig& c,
+std::vector<SpeculationPoint> DefaultSpeculationWhatIf(const ModelConfig& c,
                                                        const DecodeStepOptions& base) {
   return SpeculationWhatIf(c, base, {2, 4, 8}, {0.5, 0.7, 0.9});
 }

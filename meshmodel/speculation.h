@@ -32,13 +32,12 @@ struct SpeculationPoint {
 // of `ks`, each at every acceptance of `acceptances`: k = 0 first (once, acceptance 0), then the
 // ks in order, acceptances in order within each. Throws wc::Error as EstimateDecodeStep does
 // (k + 1 outside [1, 17], a prefill base) or for an acceptance outside [0, 1].
-std::vector<SpeculationPoint> SpeculationWhatIf(const FalconConfig& c,
-                                                const DecodeStepOptions& base,
+std::vector<SpeculationPoint> SpeculationWhatIf(const ModelConfig& c, const DecodeStepOptions& base,
                                                 const std::vector<int>& ks,
                                                 const std::vector<double>& acceptances);
 
 // The table: k = 2, 4, 8 at acceptance 0.5, 0.7, 0.9.
-std::vector<SpeculationPoint> DefaultSpeculationWhatIf(const FalconConfig& c,
+std::vector<SpeculationPoint> DefaultSpeculationWhatIf(const ModelConfig& c,
                                                        const DecodeStepOptions& base);
 
 }  // namespace wc

@@ -76,7 +76,7 @@ namespace tt {
 
 // models/demos/falcon7b_common/tt/ (falcon_model.py, falcon_decoder.py, falcon_attention.py,
 // falcon_mlp.py, falcon_causallm.py, model_config.py "BFLOAT16-L1_SHARDED") at 3216f4bb.
-void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                    GraphBuilder& b) {
   const double bf16 = TileBytes(TileFormat::kBF16), kvb = TileBytes(s.kv);
   const TtMemory D = TtMemory::kDram, L = TtMemory::kL1;
@@ -164,7 +164,7 @@ void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes&
 }
 
 // models/demos/t3000/falcon40b/tt/ at fc937bf74f ("BFLOAT8_B-SHARDED" decode config).
-void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                      GraphBuilder& b) {
   const TileFormat A = TileFormat::kBFP8;  // activations: DEFAULT_DTYPE = BFLOAT8_B
   const double ab = TileBytes(A), kvb = TileBytes(s.kv), bf16 = TileBytes(TileFormat::kBF16);
@@ -260,7 +260,7 @@ void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shape
 
 }  // namespace tt
 
-TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o) {
+TtGraph BuildTtGraph(const ModelConfig& c, const TtGraphOptions& o) {
   if (o.chips < 1) throw Error(Cat("a mesh needs at least one chip, got ", o.chips));
   const bool prefill = o.phase == TtPhase::kPrefill;
   if (prefill && o.users != 1)

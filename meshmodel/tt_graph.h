@@ -119,6 +119,6 @@ struct TtGraph {
 // users outside [1, 32] (decode) or other than 1 (prefill), ctx outside
 // [1, max_position_embeddings), or tokens_per_user outside [1, 17] or above 1 without decode's
 // FlashDecode.
-TtGraph BuildTtGraph(const FalconConfig& c, const TtGraphOptions& o);
+TtGraph BuildTtGraph(const ModelConfig& c, const TtGraphOptions& o);
 
 }  // namespace wc

@@ -199,13 +199,12 @@ inline TtOp UpdateCacheOp(const Shapes& s, TileFormat act) {
 }
 
 // The four programs (tt_graph.cpp: decode; tt_graph_prefill.cpp: prefill), appending their ops.
-void OneChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
-                   GraphBuilder& b);
-void MultiChipDecode(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s, GraphBuilder& b);
+void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                      GraphBuilder& b);
-void OneChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                     GraphBuilder& b);
-void MultiChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                       GraphBuilder& b);
 
 }  // namespace tt

@@ -40,7 +40,7 @@ TtOp PrefillMatmul(const std::string& name, int64_t m, int64_t k, int64_t n, Til
 // (QKV's explicit 8x8 config from 2048), attention in slices of the query rows (1 / 4 / 16 for
 // S = 128 / 1024 / 2048: the scores of a slice must fit L1), the MLP padded to whole 8x8 blocks
 // in slices of 1024 rows from S = 1024, the LM head in 256-row vocabulary slices from S = 1024.
-void OneChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                     GraphBuilder& b) {
   const TileFormat B = TileFormat::kBF16;
   const double bf16 = TileBytes(B), kvb = TileBytes(s.kv);
@@ -154,7 +154,7 @@ void OneChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes
 // gamma and beta of each norm as broadcasts) in 1024-row slices; matmuls 1D below 512 rows, 2D on
 // 8x8 from 512 (falcon_prefill_matmul), HiFi2 with fp32 accumulation; the caches filled in BFP8;
 // scaled_dot_product_attention on 8x7; the MLP in 1024-row slices; a reduce-scatter after it.
-void MultiChipPrefill(const FalconConfig& c, const TtGraphOptions& o, const Shapes& s,
+void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes& s,
                       GraphBuilder& b) {
   const TileFormat A = TileFormat::kBFP8, B = TileFormat::kBF16;
   const double ab = TileBytes(A), bf16 = TileBytes(B), kvb = TileBytes(s.kv);

@@ -1,5 +1,7 @@
 #include "model/convert.h"
 
+#include "model/tensor_table.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -122,7 +124,7 @@ void CheckOut(const std::string& model_dir, const std::string& out_dir) {
 ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string& out_dir,
                                  const WeightSpec& spec, const ConvertProgress& progress) {
   CheckOut(model_dir, out_dir);
-  const FalconConfig c = LoadConfig(model_dir);
+  const ModelConfig c = LoadConfig(model_dir);
   const std::string config_path = JoinPath(model_dir, "config.json");
   nlohmann::json config = ReadJsonFile(config_path);
   const std::optional<WeightSpec> stored = StoredWeightFormats(config, config_path);
@@ -141,12 +143,25 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
 
   // Each group's format, from its first matrix's dtype (shapes checked against config.json).
   const int64_t h = c.hidden_size;
-  const TensorInfo& emb = ck->Get("transformer.word_embeddings.weight", {c.vocab_size, h});
-  const bool tied = !ck->Has("lm_head.weight");
-  const DType group_dtype[3] = {
-      ck->Get("transformer.h.0.self_attention.query_key_value.weight", {c.qkv_rows(), h}).dtype,
-      ck->Get("transformer.h.0.mlp.dense_h_to_4h.weight", {c.ffn_hidden_size, h}).dtype,
-      tied ? emb.dtype : ck->Get("lm_head.weight", {c.vocab_size, h}).dtype};
+  const std::vector<TensorEntry> table = ModelTensors(c);
+  const TensorEntry& embd = table.front();  // the table starts with the embeddings
+  const TensorInfo& emb = ck->Get(embd.name, embd.shape);
+  const std::map<std::string, WeightGroup> groups = MatrixGroups(c);
+  std::string lm_head_name;  // the untied LM head's name
+  for (const auto& [name, g] : groups)
+    if (g == WeightGroup::kLmHead) lm_head_name = name;
+  const bool tied = !ck->Has(lm_head_name);
+  // The first layer's first matrix of a group.
+  auto first = [&](WeightGroup g) -> const TensorEntry& {
+    for (const TensorEntry& e : table)
+      if (e.layer == 0 && GroupOfRole(e.role) == g) return e;
+    throw Error(Cat(model_dir, ": the layout has no ", WeightGroupName(g), " matrix"));
+  };
+  const TensorEntry& attn0 = first(WeightGroup::kAttn);
+  const TensorEntry& mlp0 = first(WeightGroup::kMlp);
+  const DType group_dtype[3] = {ck->Get(attn0.name, attn0.shape).dtype,
+                                ck->Get(mlp0.name, mlp0.shape).dtype,
+                                tied ? emb.dtype : ck->Get(lm_head_name, {c.vocab_size, h}).dtype};
   ConvertSummary summary;
   for (WeightGroup g : kWeightGroups) {
     const WeightFormat f = spec.Resolve(g, group_dtype[static_cast<int>(g)]);
@@ -160,14 +175,14 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
   std::vector<TensorToWrite> tensors;
   for (const std::string& name : ck->names()) {
     const TensorInfo& t = ck->Raw(name);
-    const std::optional<WeightGroup> g = WeightGroupOfTensor(name);
-    if (g && t.readable && t.shape.size() == 2)
-      tensors.push_back(MatrixIn(name, t, spec.Resolve(*g, t.dtype), metadata));
+    const auto g = groups.find(name);
+    if (g != groups.end() && t.readable && t.shape.size() == 2)
+      tensors.push_back(MatrixIn(name, t, spec.Resolve(g->second, t.dtype), metadata));
     else
       tensors.push_back(Unchanged(t));
   }
   if (summary.lm_head_split)
-    tensors.push_back(MatrixIn("lm_head.weight", emb, *summary.stored.lm_head, metadata));
+    tensors.push_back(MatrixIn(lm_head_name, emb, *summary.stored.lm_head, metadata));
   int64_t total = 0;
   for (const std::string& name : ck->names()) total += static_cast<int64_t>(ck->Raw(name).n_bytes);
   if (summary.lm_head_split) total += static_cast<int64_t>(emb.n_bytes);
@@ -175,7 +190,7 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
   int64_t done = 0;
   for (TensorToWrite& w : tensors) {
     summary.bytes_out += w.bytes();
-    const int64_t in_bytes = w.name == "lm_head.weight" && summary.lm_head_split
+    const int64_t in_bytes = w.name == lm_head_name && summary.lm_head_split
                                  ? static_cast<int64_t>(emb.n_bytes)
                                  : static_cast<int64_t>(ck->Raw(w.name).n_bytes);
     w.fill = [fill = std::move(w.fill), in_bytes, total, &done, &progress](uint8_t* out) {

@@ -2,16 +2,13 @@
 
 #include <cstring>
 
+#include "model/tensor_table.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
 
 namespace wc {
 namespace {
-
-bool EndsWith(const std::string& s, const std::string& tail) {
-  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
-}
 
 // "[out, in]" -> {out, in}; nullopt unless exactly two non-negative integers.
 std::optional<std::pair<int64_t, int64_t>> ParseShape(const std::string& text) {
@@ -23,15 +20,13 @@ std::optional<std::pair<int64_t, int64_t>> ParseShape(const std::string& text) {
 
 }  // namespace
 
-std::optional<WeightGroup> WeightGroupOfTensor(const std::string& name) {
-  if (name == "lm_head.weight") return WeightGroup::kLmHead;
-  if (name.rfind("transformer.h.", 0) != 0) return std::nullopt;
-  if (EndsWith(name, ".self_attention.query_key_value.weight") ||
-      EndsWith(name, ".self_attention.dense.weight"))
-    return WeightGroup::kAttn;
-  if (EndsWith(name, ".mlp.dense_h_to_4h.weight") || EndsWith(name, ".mlp.dense_4h_to_h.weight"))
-    return WeightGroup::kMlp;
-  return std::nullopt;
+std::map<std::string, WeightGroup> MatrixGroups(const ModelConfig& c) {
+  ModelConfig untied = c;  // the LM head's name even when tied
+  untied.tie_word_embeddings = false;
+  std::map<std::string, WeightGroup> groups;
+  for (const TensorEntry& e : ModelTensors(untied))
+    if (const std::optional<WeightGroup> g = GroupOfRole(e.role)) groups.emplace(e.name, *g);
+  return groups;
 }
 
 std::optional<WeightSpec> StoredWeightFormats(const nlohmann::json& config,

@@ -1,6 +1,6 @@
 // A converted checkpoint (`wormchat convert`, model/convert.h): a Falcon model directory whose
 // matrices are stored in the formats a --weights SPEC gave their groups, the block-float ones as
-// the tiles tt-metal uploads. Loading one needs no flag (FalconWeights::Load binds the tiles, Pack
+// the tiles tt-metal uploads. Loading one needs no flag (ModelWeights::Load binds the tiles, Pack
 // hands them to the kernels' panels without re-quantizing). The format (docs/models.md):
 //
 //   config.json        the original's keys, plus
@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -31,6 +32,7 @@
 
 #include "kernels/gemm/bfp_weights.h"
 #include "kernels/gemm/packed_matrix.h"
+#include "model/config.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"
 
@@ -38,9 +40,10 @@ namespace wc {
 
 inline constexpr char kStoredWeightsKey[] = "wormchat_weights";  // config.json's key
 
-// The group a checkpoint tensor belongs to, if it is one of the --weights matrices (the fused QKV,
-// dense, both MLP matrices, lm_head.weight).
-std::optional<WeightGroup> WeightGroupOfTensor(const std::string& name);
+// The --weights group of every matrix the GEMM multiplies in `c`'s tensor table, by checkpoint
+// name (the attention's and MLP's projections, and the LM head's own name whether or not `c` ties
+// it); the embeddings, norms and biases are not there.
+std::map<std::string, WeightGroup> MatrixGroups(const ModelConfig& c);
 
 // config.json's "wormchat_weights" as a spec naming every group, or nullopt when there is none (a
 // Hugging Face checkpoint). Throws wc::Error naming `source` and the key for a value that is not

@@ -1,4 +1,4 @@
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 
 #include <algorithm>
 #include <cmath>
@@ -7,7 +7,9 @@
 
 #include "attention/reference_attention.h"
 #include "kernels/gemm/gemm.h"
+#include "model/layer_context.h"
 #include "model/partial_sums.h"
+#include "model/rope_scaling.h"
 #include "util/error.h"
 
 namespace wc {
@@ -17,7 +19,7 @@ const float* OrNull(const std::vector<float>& v) {
   return v.empty() ? nullptr : v.data();
 }
 
-void PollInterrupt(const FalconModel::Interrupt& interrupted) {
+void PollInterrupt(const DecoderModel::Interrupt& interrupted) {
   if (interrupted && interrupted()) throw PartialSums::Interrupted{};
 }
 
@@ -26,7 +28,7 @@ void PollInterrupt(const FalconModel::Interrupt& interrupted) {
 // are those of one Gemm call (a row's output never depends on the row range).
 //   x: [n_tokens, w.cols()]   y: [n_tokens, w.rows()]
 void InterruptibleMatMul(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias,
-                         float* y, const FalconModel::Interrupt& interrupted, int64_t slice_macs) {
+                         float* y, const DecoderModel::Interrupt& interrupted, int64_t slice_macs) {
   const int64_t rows = w.rows(), panel = PackedMatrix::kPanelRows;
   const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols());
   int64_t slice = interrupted ? std::max<int64_t>(panel, slice_macs / macs_per_row) : rows;
@@ -38,38 +40,19 @@ void InterruptibleMatMul(const float* x, int64_t n_tokens, const PackedMatrix& w
   }
 }
 
-// Row offsets (in values) of query head h, and of K and V of KV head g, within one token's fused
-// query_key_value output (HF FalconAttention._split_heads).
-struct QkvIndex {
-  QkvLayout layout;
-  int n_head, n_kv, head_dim, q_per_kv;
-  int64_t Q(int h) const {
-    switch (layout) {
-      case QkvLayout::kGrouped:
-        return (static_cast<int64_t>(h / q_per_kv) * (q_per_kv + 2) + h % q_per_kv) * head_dim;
-      case QkvLayout::kMultiQuery:
-        return static_cast<int64_t>(h) * head_dim;
-      case QkvLayout::kMultiHead:
-        return static_cast<int64_t>(3 * h) * head_dim;
-    }
-    return 0;
+// y[t] = the config's norm of x[t], t < n.  x, y: [n, hidden]
+void NormRows(const ModelConfig& c, const NormWeights& norm, const float* x, int64_t n, float* y) {
+  const int64_t h = c.hidden_size;
+  for (int64_t t = 0; t < n; ++t) {
+    if (c.norm == NormKind::kRmsNorm)
+      RmsNorm(&x[t * h], norm.w.data(), c.norm_eps, &y[t * h], h);
+    else
+      LayerNorm(&x[t * h], norm.w.data(), norm.b.data(), c.norm_eps, &y[t * h], h);
   }
-  int64_t K(int g) const {
-    switch (layout) {
-      case QkvLayout::kGrouped:
-        return (static_cast<int64_t>(g) * (q_per_kv + 2) + q_per_kv) * head_dim;
-      case QkvLayout::kMultiQuery:
-        return static_cast<int64_t>(n_head) * head_dim;
-      case QkvLayout::kMultiHead:
-        return static_cast<int64_t>(3 * g + 1) * head_dim;
-    }
-    return 0;
-  }
-  int64_t V(int g) const { return K(g) + head_dim; }
-};
+}
 
 // The weights with their matrices packed for the GEMM kernels, after the cheap option checks.
-FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
+ModelWeights Packed(ModelWeights w, const ModelOptions& options) {
   if (w.split.whole()) FracturedLMHead::PaddedVocab(w.lm_head.rows, options.lm_head_fractures);
   w.Pack(options.matmul_precision, options.weights, options.pack_progress);
   return w;
@@ -77,9 +60,9 @@ FalconWeights Packed(FalconWeights w, const ModelOptions& options) {
 
 }  // namespace
 
-std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
-                                               const ModelOptions& options) {
-  FalconConfig config = LoadConfig(dir);
+std::unique_ptr<DecoderModel> DecoderModel::Load(const std::string& dir,
+                                                 const ModelOptions& options) {
+  ModelConfig config = LoadConfig(dir);
   const Communicator* group = options.tensor_group;
   const TensorSplit split = group == nullptr ? TensorSplit::Whole(config, options.lm_head_fractures)
                                              : TensorSplit::Make(config, options.lm_head_fractures,
@@ -87,26 +70,26 @@ std::unique_ptr<FalconModel> FalconModel::Load(const std::string& dir,
   // A converted checkpoint's block-float groups load as stored (model/converted_checkpoint.h).
   const WeightSpec spec = EffectiveWeightSpec(ReadStoredWeightFormats(dir), options.weights, dir);
   if (group != nullptr) CheckBfpSlices(config, options.lm_head_fractures, group->size(), spec);
-  FalconWeights weights = FalconWeights::Load(config, dir, split);
+  ModelWeights weights = ModelWeights::Load(config, dir, split);
   ModelOptions resolved = options;  // options().weights names what is held
   resolved.weights = spec;
-  return std::make_unique<FalconModel>(config, std::move(weights), resolved);
+  return std::make_unique<DecoderModel>(config, std::move(weights), resolved);
 }
 
-FalconModel::FalconModel(const FalconConfig& config, FalconWeights weights,
-                         const ModelOptions& options)
+DecoderModel::DecoderModel(const ModelConfig& config, ModelWeights weights,
+                           const ModelOptions& options)
     : options_(options),
       config_(config),
       weights_(Packed(std::move(weights), options)),
       lm_head_(weights_.lm_head_p, weights_.split.whole() ? options.lm_head_fractures : 1),
-      rope_(config.head_dim(), config.rope_theta),
+      rope_(config.head_dim(), RopeInvFreq(config)),
       engine_(MeshPreset(options.mesh), options.flash) {
   if (tensor_parallel() && options.tensor_group->rank() == 0)
     leader_ = std::make_unique<TensorParallelLeader>(*options.tensor_group);
   options_.pack_progress = nullptr;  // packing is done; what it captured may not outlive the load
 }
 
-std::string FalconModel::Fingerprint() const {
+std::string DecoderModel::Fingerprint() const {
   uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
   auto mix = [&h](const void* data, size_t n) {
     const auto* p = static_cast<const uint8_t*>(data);
@@ -123,7 +106,7 @@ std::string FalconModel::Fingerprint() const {
   return buf;
 }
 
-KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
+KVCacheShape DecoderModel::CacheShape(int user_rows, int max_seq) const {
   KVCacheShape s;
   s.n_layers = config_.n_layers;
   s.user_rows = user_rows;
@@ -133,8 +116,8 @@ KVCacheShape FalconModel::CacheShape(int user_rows, int max_seq) const {
   return s;
 }
 
-bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits,
-                          const Interrupt& interrupted) const {
+bool DecoderModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<float>* logits,
+                           const Interrupt& interrupted) const {
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t hidden = config_.hidden_size;
   WC_CHECK(batch.user_rows.size() == batch.tokens.size() &&
@@ -156,7 +139,10 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   try {
     for (int l = 0; l < config_.n_layers; ++l) {
       sums.Poll();
-      Layer(l, batch, cache, x, sums);
+      const LayerContext ctx{
+          *this, config_, weights_.split, weights_.layers[static_cast<size_t>(l)],
+          l,     batch,   cache,          sums};
+      LayerGraphOf(config_.arch)(ctx, x);
     }
     sums.Poll();
   } catch (const PartialSums::Interrupted&) {
@@ -166,8 +152,8 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   const int64_t n_out = static_cast<int64_t>(batch.logit_rows.size());
   std::vector<float> normed(static_cast<size_t>(n_out * hidden));  // [n_out, hidden]
   for (int64_t r = 0; r < n_out; ++r)
-    LayerNorm(&x[batch.logit_rows[r] * hidden], weights_.ln_f_w.data(), weights_.ln_f_b.data(),
-              config_.layer_norm_epsilon, &normed[r * hidden], hidden);
+    NormRows(config_, weights_.final_norm, &x[batch.logit_rows[r] * hidden], 1,
+             &normed[r * hidden]);
   logits->assign(static_cast<size_t>(n_out * config_.vocab_size), 0.0f);
   if (tensor_parallel())
     GatheredLogits(normed.data(), n_out, logits->data());
@@ -176,7 +162,7 @@ bool FalconModel::Forward(const TokenBatch& batch, KVCache& cache, std::vector<f
   return true;
 }
 
-void FalconModel::GatheredLogits(const float* normed, int64_t n_out, float* logits) const {
+void DecoderModel::GatheredLogits(const float* normed, int64_t n_out, float* logits) const {
   Communicator& group = *options_.tensor_group;
   const int ranks = group.size();
   const int fractures = options_.lm_head_fractures;
@@ -202,101 +188,35 @@ void FalconModel::GatheredLogits(const float* normed, int64_t n_out, float* logi
   }
 }
 
-void FalconModel::Layer(int l, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
-                        PartialSums& sums) const {
-  const FalconConfig& c = config_;
-  const LayerWeights& w = weights_.layers[l];
-  const int64_t n = static_cast<int64_t>(batch.size());
-  // This rank's heads and MLP width (the whole model's outside tensor parallel).
-  const TensorSplit& split = weights_.split;
-  const int64_t hidden = c.hidden_size, hd = c.head_dim(), ffn = split.ffn();
-  const int n_head = split.n_head(), n_kv = split.n_kv_heads(), q_per_kv = n_head / n_kv;
-  const int64_t qkv_rows = w.qkv.rows, attn_dim = static_cast<int64_t>(n_head) * hd;
-  const QkvIndex idx{c.qkv_layout(), n_head, n_kv, static_cast<int>(hd), q_per_kv};
-  const int64_t slice_macs = options_.interrupt_slice_macs;
-  auto matmul = [&](const float* in, int64_t m, const PackedMatrix& wp, const float* bias,
-                    float* out) {
-    InterruptibleMatMul(in, m, wp, bias, out, sums.matmul_interrupt(), slice_macs);
-  };
-
-  // LayerNorms of the residual stream.  xa, xm: [n, hidden]
-  std::vector<float> xa(x.size()), xm;
-  for (int64_t t = 0; t < n; ++t)
-    LayerNorm(&x[t * hidden], w.ln_attn_w.data(), w.ln_attn_b.data(), c.layer_norm_epsilon,
-              &xa[t * hidden], hidden);
-  if (c.two_layernorms()) {
-    xm.resize(x.size());
-    for (int64_t t = 0; t < n; ++t)
-      LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
-                &xm[t * hidden], hidden);
-  }
-
-  // Fused QKV projection, split into heads, RoPE on q and k, K/V written to the cache.
-  std::vector<float> qkv(static_cast<size_t>(n * qkv_rows));  // [n, qkv_rows]
-  matmul(xa.data(), n, w.qkv_p, OrNull(w.qkv_b), qkv.data());
-  std::vector<float> q(static_cast<size_t>(n * attn_dim));            // [n, n_head, head_dim]
-  std::vector<float> k(static_cast<size_t>(n_kv * hd)), v(k.size());  // [n_kv, head_dim]
-  for (int64_t t = 0; t < n; ++t) {
-    const float* row = &qkv[t * qkv_rows];
-    const int pos = batch.positions[t];
-    for (int h = 0; h < n_head; ++h) {
-      float* qh = &q[(t * n_head + h) * hd];
-      std::memcpy(qh, row + idx.Q(h), static_cast<size_t>(hd) * sizeof(float));
-      rope_.Apply(qh, pos);
-    }
-    for (int g = 0; g < n_kv; ++g) {
-      std::memcpy(&k[g * hd], row + idx.K(g), static_cast<size_t>(hd) * sizeof(float));
-      std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
-      rope_.Apply(&k[g * hd], pos);
-    }
-    if (!sums.TryWrite([&] { cache.Write(l, batch.user_rows[t], pos, k.data(), v.data()); })) break;
-  }
-
-  std::vector<float>().swap(qkv);
-  std::vector<float> attn(static_cast<size_t>(n * attn_dim));  // [n, n_head, head_dim]
-  if (!sums.failed()) Attention(l, batch, cache, q.data(), attn.data());
-  std::vector<float>().swap(q);
-  if (observer_) observer_(l, attn.data(), n);
-  std::vector<float> attn_out(x.size());  // [n, hidden]
-  matmul(attn.data(), n, w.dense_p, sums.OwnBias(w.dense_b), attn_out.data());
-  std::vector<float>().swap(attn);
-
-  // The MLP in chunks of tokens: bounds the [tokens, ffn_hidden] activation (the largest buffer)
-  // without changing any token's result (MatMul is batch-invariant).
-  constexpr int64_t kMlpChunk = 128;
-  auto mlp = [&](const std::vector<float>& in, std::vector<float>& out) {
-    out.resize(x.size());
-    std::vector<float> h4(static_cast<size_t>(std::min(n, kMlpChunk) * ffn));  // [chunk, ffn]
-    for (int64_t t0 = 0; t0 < n; t0 += kMlpChunk) {
-      const int64_t m = std::min(kMlpChunk, n - t0);
-      matmul(&in[t0 * hidden], m, w.fc1_p, OrNull(w.fc1_b), h4.data());
-      GeluErf(h4.data(), m * ffn);
-      matmul(h4.data(), m, w.fc2_p, sums.OwnBias(w.fc2_b), &out[t0 * hidden]);
-    }
-  };
-  std::vector<float> mlp_out;  // [n, hidden]
-  if (c.parallel_attn) {  // x += attn + mlp, one sum of both a layer (seed 001's one all-reduce)
-    if (c.two_layernorms()) std::vector<float>().swap(xa);
-    mlp(c.two_layernorms() ? xm : xa, mlp_out);
-    for (size_t i = 0; i < x.size(); ++i) mlp_out[i] += attn_out[i];
-    sums.Sum(mlp_out, {&w.dense_b, &w.fc2_b});
-    for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
-  } else {  // sequential: x += attn; x += mlp(post_attention_layernorm(x))
-    sums.Sum(attn_out, {&w.dense_b});
-    for (size_t i = 0; i < x.size(); ++i) x[i] += attn_out[i];
-    std::vector<float>().swap(xa);
-    xm.resize(x.size());
-    for (int64_t t = 0; t < n; ++t)
-      LayerNorm(&x[t * hidden], w.ln_mlp_w.data(), w.ln_mlp_b.data(), c.layer_norm_epsilon,
-                &xm[t * hidden], hidden);
-    mlp(xm, mlp_out);
-    sums.Sum(mlp_out, {&w.fc2_b});
-    for (size_t i = 0; i < x.size(); ++i) x[i] = mlp_out[i] + x[i];
-  }
+void LayerContext::Norm(const NormWeights& norm, const float* x, int64_t n, float* y) const {
+  NormRows(config, norm, x, n, y);
 }
 
-void FalconModel::Attention(int l, const TokenBatch& batch, const KVCache& cache, const float* q,
-                            float* attn) const {
+void LayerContext::MatMul(const float* in, int64_t m, const Linear& l, float* out) const {
+  InterruptibleMatMul(in, m, l.p, OrNull(l.b), out, sums.matmul_interrupt(),
+                      model.options_.interrupt_slice_macs);
+}
+
+void LayerContext::MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const {
+  InterruptibleMatMul(in, m, l.p, sums.OwnBias(l.b), out, sums.matmul_interrupt(),
+                      model.options_.interrupt_slice_macs);
+}
+
+void LayerContext::Rope(float* x, int pos) const {
+  model.rope_.Apply(x, pos);
+}
+
+bool LayerContext::WriteKV(int64_t t, const float* k, const float* v) const {
+  return sums.TryWrite([&] { cache.Write(layer, batch.user_rows[t], batch.positions[t], k, v); });
+}
+
+void LayerContext::Attention(const float* q, float* attn) const {
+  if (!sums.failed()) model.Attention(layer, batch, cache, q, attn);
+  if (model.observer_) model.observer_(layer, attn, n());
+}
+
+void DecoderModel::Attention(int l, const TokenBatch& batch, const KVCache& cache, const float* q,
+                             float* attn) const {
   const int64_t n = static_cast<int64_t>(batch.size());
   const int n_head = split().n_head(), n_kv = split().n_kv_heads(), q_per_kv = n_head / n_kv;
   const int64_t hd = config_.head_dim();

@@ -1,7 +1,9 @@
-// The Falcon decoder: embeddings -> n_layers x (LayerNorm, fused QKV, RoPE, attention over the KV
-// cache, dense; parallel MLP with exact GELU; residual) -> ln_f -> padded, fractured LM head.
-// Covers the three HF layouts: new_decoder_architecture (Falcon-40B), multi_query (Falcon-7B) and
-// plain multi-head (see QkvLayout).
+// A decoder model of any architecture in the table (model/architecture.h): embeddings ->
+// n_layers x the architecture's layer graph (model/<arch>/<arch>_graph.cpp: norms, projections,
+// attention over the KV cache through the FlashDecode engine, MLP, residuals) -> final norm ->
+// padded, fractured LM head. What every architecture shares lives here and in the layer context
+// (model/layer_context.h): weights by role, tensor-parallel slices and sums, the interrupt,
+// attention. Everything above model/ sees this class, never an architecture.
 #pragma once
 
 #include <cstdint>
@@ -18,29 +20,11 @@
 #include "model/flash_decode_observer.h"
 #include "model/lm_head.h"
 #include "model/tensor_parallel.h"
+#include "model/token_batch.h"
 #include "model/weight_spec.h"
 #include "model/weights.h"
 
 namespace wc {
-
-// A set of tokens to run together: any mix of user rows and positions (prefill chunks, one decode
-// token per user row, ...). Entry i writes its K/V at (user_rows[i], positions[i]) and attends to
-// positions [0, positions[i]] of its row, so a prompt may be fed whole or token by token with
-// identical results. (user_row, position) pairs must be distinct within a batch.
-struct TokenBatch {
-  std::vector<int32_t> tokens;      // [n]
-  std::vector<int32_t> user_rows;   // [n]
-  std::vector<int32_t> positions;   // [n]
-  std::vector<int32_t> logit_rows;  // entries whose logits are wanted, in output order
-
-  void Add(int token, int user_row, int pos, bool want_logits) {
-    if (want_logits) logit_rows.push_back(static_cast<int32_t>(tokens.size()));
-    tokens.push_back(token);
-    user_rows.push_back(user_row);
-    positions.push_back(pos);
-  }
-  size_t size() const { return tokens.size(); }
-};
 
 enum class AttentionImpl { kFlashDecode, kReference };
 
@@ -65,22 +49,23 @@ struct ModelOptions {
   // that rank's slice of the weights (model/tensor_split.h) and meets the other ranks in every
   // Forward. Null or a group of one: the whole model. Must outlive the model.
   Communicator* tensor_group = nullptr;
-  // Called as the matrices are packed at load (FalconWeights::Pack's `progress`); null: none. Not
+  // Called as the matrices are packed at load (ModelWeights::Pack's `progress`); null: none. Not
   // kept: the model's options() hold none.
-  FalconWeights::PackProgress pack_progress;
+  ModelWeights::PackProgress pack_progress;
 };
 
 class PartialSums;
 
-class FalconModel {
+class DecoderModel {
  public:
-  // Loads DIR/config.json and the safetensors weights. Throws wc::Error naming the file on failure.
-  static std::unique_ptr<FalconModel> Load(const std::string& model_dir,
-                                           const ModelOptions& options);
-  FalconModel(const FalconConfig& config, FalconWeights weights, const ModelOptions& options);
+  // Loads DIR/config.json (any architecture in the table) and the safetensors weights. Throws
+  // wc::Error naming the file on failure.
+  static std::unique_ptr<DecoderModel> Load(const std::string& model_dir,
+                                            const ModelOptions& options);
+  DecoderModel(const ModelConfig& config, ModelWeights weights, const ModelOptions& options);
 
-  const FalconConfig& config() const { return config_; }
-  const FalconWeights& weights() const { return weights_; }
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
   // The LM head (a tensor-parallel rank's: its fractures' rows, as one fracture).
   const FracturedLMHead& lm_head() const { return lm_head_; }
   // What this rank holds (the whole model outside tensor parallel).
@@ -91,6 +76,8 @@ class FalconModel {
   // Identifies the weights (config, tensor bytes, a hash of the embedding's first rows): what a
   // calibration file is tied to.
   std::string Fingerprint() const;
+  // The architecture's row of the table (name, HF class, layout).
+  const ArchitectureInfo& architecture() const { return ArchitectureOf(config_.arch); }
   // Called after every layer's attention with its output values (layer, attn [n_tokens, n_head *
   // head_dim]), whichever attention runs; for measurements (e.g. a KV format's attention error).
   // Not thread-safe: set it between Forwards.
@@ -124,19 +111,18 @@ class FalconModel {
   }
 
  private:
-  // One decoder layer on the residual stream x [n, hidden]; `sums` holds its tensor-parallel steps.
-  void Layer(int layer, const TokenBatch& batch, KVCache& cache, std::vector<float>& x,
-             PartialSums& sums) const;
+  friend struct LayerContext;  // the layer graphs' shared steps
   // Tensor parallel: logits [n_out, vocab] from every rank's fractures of normed [n_out, hidden].
   void GatheredLogits(const float* normed, int64_t n_out, float* logits) const;
   bool tensor_parallel() const { return !weights_.split.whole(); }
   // attn [n, n_head, head_dim] = attention of q [n, n_head, head_dim] over each token's user row.
+  // (The layer graphs call it through LayerContext::Attention.)
   void Attention(int layer, const TokenBatch& batch, const KVCache& cache, const float* q,
                  float* attn) const;
 
   ModelOptions options_;
-  FalconConfig config_;
-  FalconWeights weights_;
+  ModelConfig config_;
+  ModelWeights weights_;
   FracturedLMHead lm_head_;
   Rope rope_;
   FlashDecodeEngine engine_;

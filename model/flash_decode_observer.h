@@ -3,7 +3,7 @@
 // --stats, the chat's status bar and core-grid panel). model/ only reports each op; what it costs
 // on the mesh is the emulator's business (mesh/ sits above model/).
 //
-// Not to be confused with FalconModel::AttentionObserver, which sees every layer's attention
+// Not to be confused with DecoderModel::AttentionObserver, which sees every layer's attention
 // output values (any attention implementation), for measurements such as a KV format's error.
 #pragma once
 

@@ -1,6 +1,7 @@
-// The tensor-parallel steps of one Falcon layer, behind the few calls the layer's graph makes
-// whether it runs the whole model or a rank's slice (model/falcon.cpp): which interrupt a matmul
-// polls, which bias a matmul adds, a K/V write's error, and the sum of the partial outputs.
+// The tensor-parallel steps of one decoder layer, behind the few calls the layer's graph makes
+// whether it runs the whole model or a rank's slice (model/<arch>/<arch>_graph.cpp, through
+// model/layer_context.h): which interrupt a matmul polls, which bias a matmul adds, a K/V write's
+// error, and the sum of the partial outputs.
 //
 // Whole model: the trivial case. Matmuls add their biases and poll the interrupt between slices,
 // the interrupt is also polled between layers, a K/V write error propagates at once, and Sum has
@@ -32,7 +33,7 @@ class PartialSums {
  public:
   using Interrupt = std::function<bool()>;
   // Thrown by Poll and Sum, and by matmuls polling matmul_interrupt(), once the interrupt fires
-  // (on every rank at the same Sum); FalconModel::Forward catches it.
+  // (on every rank at the same Sum); DecoderModel::Forward catches it.
   struct Interrupted {};
 
   // group: the tensor-parallel group of a rank's slice, or null for the whole model.

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "model/safetensors.h"
+#include "model/tensor_table.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -25,36 +26,17 @@ struct Spec {
   Init init;
 };
 
-std::vector<Spec> Specs(const FalconConfig& c) {
-  const int64_t h = c.hidden_size, ffn = c.ffn_hidden_size, qkv = c.qkv_rows();
+// Every tensor of the architecture's table: matrices and embeddings ~ N(0, 0.02), norm weights 1,
+// biases 0.
+std::vector<Spec> Specs(const ModelConfig& c) {
   std::vector<Spec> s;
-  s.push_back({"transformer.word_embeddings.weight", {c.vocab_size, h}, Init::kNormal});
-  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, h}, Init::kNormal});
-  s.push_back({"transformer.ln_f.weight", {h}, Init::kOnes});
-  s.push_back({"transformer.ln_f.bias", {h}, Init::kZeros});
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = Cat("transformer.h.", l, ".");
-    std::vector<std::string> lns;
-    if (c.two_layernorms()) {
-      lns = {"ln_attn", "ln_mlp"};
-    } else {
-      lns = {"input_layernorm"};
-      if (!c.parallel_attn) lns.push_back("post_attention_layernorm");
-    }
-    for (const auto& ln : lns) {
-      s.push_back({p + ln + ".weight", {h}, Init::kOnes});
-      s.push_back({p + ln + ".bias", {h}, Init::kZeros});
-    }
-    s.push_back({p + "self_attention.query_key_value.weight", {qkv, h}, Init::kNormal});
-    s.push_back({p + "self_attention.dense.weight", {h, h}, Init::kNormal});
-    s.push_back({p + "mlp.dense_h_to_4h.weight", {ffn, h}, Init::kNormal});
-    s.push_back({p + "mlp.dense_4h_to_h.weight", {h, ffn}, Init::kNormal});
-    if (c.bias) {
-      s.push_back({p + "self_attention.query_key_value.bias", {qkv}, Init::kZeros});
-      s.push_back({p + "self_attention.dense.bias", {h}, Init::kZeros});
-      s.push_back({p + "mlp.dense_h_to_4h.bias", {ffn}, Init::kZeros});
-      s.push_back({p + "mlp.dense_4h_to_h.bias", {h}, Init::kZeros});
-    }
+  for (const TensorEntry& e : ModelTensors(c)) {
+    Init init = Init::kZeros;
+    if (IsMatrixRole(e.role)) init = Init::kNormal;
+    if (e.role == TensorRole::kOutputNorm || e.role == TensorRole::kAttnNorm ||
+        e.role == TensorRole::kMlpNorm)
+      init = Init::kOnes;
+    s.push_back({e.name, e.shape, init});
   }
   return s;
 }
@@ -74,14 +56,13 @@ int64_t Numel(const std::vector<int64_t>& shape) {
 
 }  // namespace
 
-int64_t RandomCheckpointBytes(const FalconConfig& c, DType dtype) {
+int64_t RandomCheckpointBytes(const ModelConfig& c, DType dtype) {
   int64_t total = 0;
   for (const auto& s : Specs(c)) total += Numel(s.shape) * DTypeSize(dtype);
   return total;
 }
 
-void WriteRandomCheckpoint(const FalconConfig& c, DType dtype, uint64_t seed,
-                           const std::string& dir,
+void WriteRandomCheckpoint(const ModelConfig& c, DType dtype, uint64_t seed, const std::string& dir,
                            const std::function<void(int64_t, int64_t)>& progress) {
   WC_CHECK(dtype == DType::kF32 || dtype == DType::kBF16, "init writes F32 or BF16");
   if (!DirExists(dir) && ::mkdir(dir.c_str(), 0755) != 0)

@@ -2,7 +2,7 @@
 
 #include "dist/communicator.h"
 #include "dist/exchange.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "util/error.h"
 
 namespace wc {
@@ -102,7 +102,7 @@ void TensorParallelLeader::Stop() {
   BroadcastBytes(group_, &bytes, 0);
 }
 
-void FollowSteps(const FalconModel& model, const std::function<void(const KVCache&)>& after_step) {
+void FollowSteps(const DecoderModel& model, const std::function<void(const KVCache&)>& after_step) {
   Communicator& group = *model.options().tensor_group;
   WC_CHECK(group.rank() != 0, "rank 0 leads; it does not follow");
   std::map<uint64_t, std::unique_ptr<KVCache>> caches;  // id -> this rank's cache of rank 0's
@@ -137,7 +137,7 @@ void FollowSteps(const FalconModel& model, const std::function<void(const KVCach
       model.Forward(batch, *cache, &logits);
     } catch (const Error&) {
       // Every rank stopped this pass at the same layer with the same error, which rank 0 reports
-      // (FalconModel's sums vote on errors); its loop goes on, and so does this one.
+      // (DecoderModel's sums vote on errors); its loop goes on, and so does this one.
     }
     if (after_step) after_step(*cache);
   }

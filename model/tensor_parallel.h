@@ -3,7 +3,7 @@
 // forward pass, broadcasts a step: the token batch, the KV cache it runs on (shape and options, so
 // a rank makes its own cache of its KV heads the first time it sees one) and the row operations
 // (kvcache/kv_journal.h) rank 0's loop did to that cache since the last step. The other ranks
-// follow: replay the operations, run the same FalconModel::Forward, whose partial sums meet rank
+// follow: replay the operations, run the same DecoderModel::Forward, whose partial sums meet rank
 // 0's in every layer. Rank 0 ends the group with StopFollowers.
 #pragma once
 
@@ -17,16 +17,16 @@
 
 namespace wc {
 
-class FalconModel;
+class DecoderModel;
 struct TokenBatch;
 class Communicator;
 
-// Rank 0's side (FalconModel owns one when it is rank 0 of a group).
+// Rank 0's side (DecoderModel owns one when it is rank 0 of a group).
 class TensorParallelLeader {
  public:
   explicit TensorParallelLeader(Communicator& group) : group_(group) {}
   // Broadcasts the step `batch` on `cache` (made with KVCacheOptions::journal). Called by
-  // FalconModel::Forward, from one thread at a time.
+  // DecoderModel::Forward, from one thread at a time.
   void Announce(const TokenBatch& batch, const KVCache& cache);
   // Tells the followers to return from FollowSteps. Idempotent.
   void Stop();
@@ -43,7 +43,7 @@ class TensorParallelLeader {
 // decoded or a collective fails; a forward pass's error (every rank's at once, rank 0 reports it)
 // does not end the loop. `after_step` (tests: comparing this rank's cache with rank 0's), if set,
 // is called on this thread after each step's forward pass with the cache the step ran on.
-void FollowSteps(const FalconModel& model,
+void FollowSteps(const DecoderModel& model,
                  const std::function<void(const KVCache&)>& after_step = nullptr);
 
 }  // namespace wc

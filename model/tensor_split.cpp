@@ -7,7 +7,7 @@
 
 namespace wc {
 
-TensorSplit TensorSplit::Make(const FalconConfig& c, int lm_head_fractures, int rank, int ranks) {
+TensorSplit TensorSplit::Make(const ModelConfig& c, int lm_head_fractures, int rank, int ranks) {
   if (ranks < 1) throw Error(Cat("--tensor-parallel must be >= 1, got ", ranks));
   WC_CHECK(rank >= 0 && rank < ranks, "rank ", rank, " of ", ranks);
   const int n_head = c.n_head, n_kv = c.n_kv_heads, q_per_kv = n_head / n_kv;
@@ -48,29 +48,102 @@ TensorSplit TensorSplit::Make(const FalconConfig& c, int lm_head_fractures, int 
   return s;
 }
 
-int64_t RankWeightBytes(const FalconConfig& c, const TensorSplit& s, int bytes_per_weight) {
-  const int64_t hidden = c.hidden_size, hd = c.head_dim();
-  const int64_t qkv_rows = (s.n_head() + 2 * int64_t{s.n_kv_heads()}) * hd;
-  int64_t per_layer = qkv_rows * hidden + hidden * s.n_head() * hd + 2 * s.ffn() * hidden;
-  int64_t vectors = 2 * hidden * (c.two_layernorms() || !c.parallel_attn ? 2 : 1);  // LayerNorms
-  if (c.bias) vectors += qkv_rows + hidden + s.ffn() + hidden;
-  return c.n_layers * (per_layer * bytes_per_weight + vectors * 4) +
-         (s.vocab_end - s.vocab_begin) * hidden * bytes_per_weight + 2 * hidden * 4;
+int64_t TensorSlice::rows_held() const {
+  int64_t n = 0;
+  for (const auto& [b, e] : rows) n += e - b;
+  return n;
 }
 
-WeightGroupBytes RankWeightGroupBytes(const FalconConfig& c, const TensorSplit& s,
+std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const ModelConfig& c, const TensorSplit& s) {
+  const int64_t hd = c.head_dim(), q_per_kv = c.n_head / c.n_kv_heads;
+  // One KV head, grouped or multi-query: [n_head q][k][v]; the rank's q heads, then the shared
+  // k and v (the same rows when it holds every head).
+  if (c.n_kv_heads == 1 && c.qkv_layout() != QkvLayout::kMultiHead) {
+    if (s.q_head_end == c.n_head) return {{s.q_head_begin * hd, int64_t{c.n_head + 2} * hd}};
+    return {{s.q_head_begin * hd, s.q_head_end * hd},
+            {int64_t{c.n_head} * hd, int64_t{c.n_head + 2} * hd}};
+  }
+  switch (c.qkv_layout()) {
+    case QkvLayout::kGrouped:  // [kv groups][q_per_kv q, k, v]
+      return {{s.kv_begin * (q_per_kv + 2) * hd, s.kv_end * (q_per_kv + 2) * hd}};
+    case QkvLayout::kMultiHead:  // [heads][q, k, v]
+      return {{3 * s.q_head_begin * hd, 3 * s.q_head_end * hd}};
+    case QkvLayout::kMultiQuery:
+      break;  // n_kv_heads == 1, above
+  }
+  return {};
+}
+
+TensorSlice SliceOf(const ModelConfig& c, const TensorSplit& s, const TensorEntry& e) {
+  using R = TensorRole;
+  const int64_t hd = c.head_dim();
+  TensorSlice t;
+  t.rows = {{0, e.shape[0]}};
+  t.col_end = e.shape.size() > 1 ? e.shape[1] : 0;
+  switch (e.role) {
+    case R::kOutput:
+      t.rows = {{s.vocab_begin, s.vocab_end}};
+      break;
+    case R::kQkv:
+    case R::kQkvBias:
+      t.rows = QkvRowRanges(c, s);
+      break;
+    case R::kQ:
+    case R::kQBias:
+      t.rows = {{s.q_head_begin * hd, s.q_head_end * hd}};
+      break;
+    case R::kK:
+    case R::kKBias:
+    case R::kV:
+    case R::kVBias:
+      t.rows = {{s.kv_begin * hd, s.kv_end * hd}};
+      break;
+    case R::kAttnOut:
+      t.col_begin = s.q_head_begin * hd;
+      t.col_end = s.q_head_end * hd;
+      break;
+    case R::kGate:
+    case R::kGateBias:
+    case R::kUp:
+    case R::kUpBias:
+      t.rows = {{s.ffn_begin, s.ffn_end}};
+      break;
+    case R::kDown:
+      t.col_begin = s.ffn_begin;
+      t.col_end = s.ffn_end;
+      break;
+    default:  // the embeddings, norms, biases added after the sum: whole
+      break;
+  }
+  return t;
+}
+
+int64_t RankWeightBytes(const ModelConfig& c, const TensorSplit& s, int bytes_per_weight) {
+  int64_t bytes = (s.vocab_end - s.vocab_begin) * c.hidden_size * bytes_per_weight;  // LM head
+  for (const TensorEntry& e : ModelTensors(c)) {
+    if (e.role == TensorRole::kTokenEmbd || e.role == TensorRole::kOutput) continue;
+    const TensorSlice sl = SliceOf(c, s, e);
+    bytes += IsMatrixRole(e.role) ? sl.rows_held() * sl.cols_held() * bytes_per_weight
+                                  : sl.rows_held() * 4;
+  }
+  return bytes;
+}
+
+WeightGroupBytes RankWeightGroupBytes(const ModelConfig& c, const TensorSplit& s,
                                       const WeightFormat formats[3]) {
-  const int64_t hidden = c.hidden_size, hd = c.head_dim();
-  const int64_t qkv_rows = (s.n_head() + 2 * int64_t{s.n_kv_heads()}) * hd;
   WeightGroupBytes b;
-  b.attn = c.n_layers * (WeightFormatBytes(formats[0], qkv_rows, hidden) +
-                         WeightFormatBytes(formats[0], hidden, s.n_head() * hd));
-  b.mlp = c.n_layers * (WeightFormatBytes(formats[1], s.ffn(), hidden) +
-                        WeightFormatBytes(formats[1], hidden, s.ffn()));
-  b.lm_head = WeightFormatBytes(formats[2], s.vocab_end - s.vocab_begin, hidden);
-  int64_t vectors = 2 * hidden * (c.two_layernorms() || !c.parallel_attn ? 2 : 1);  // LayerNorms
-  if (c.bias) vectors += qkv_rows + hidden + s.ffn() + hidden;
-  b.vectors = 4 * (c.n_layers * vectors + 2 * hidden);
+  b.lm_head = WeightFormatBytes(formats[2], s.vocab_end - s.vocab_begin, c.hidden_size);
+  for (const TensorEntry& e : ModelTensors(c)) {
+    if (e.role == TensorRole::kTokenEmbd || e.role == TensorRole::kOutput) continue;
+    const TensorSlice sl = SliceOf(c, s, e);
+    if (!IsMatrixRole(e.role)) {
+      b.vectors += 4 * sl.rows_held();
+      continue;
+    }
+    const WeightGroup g = *GroupOfRole(e.role);
+    (g == WeightGroup::kAttn ? b.attn : b.mlp) +=
+        WeightFormatBytes(formats[static_cast<int>(g)], sl.rows_held(), sl.cols_held());
+  }
   return b;
 }
 

@@ -75,7 +75,7 @@ void ReleaseLookedUp(const MatrixRef& table, const uint8_t* row, size_t bytes) {
 
 }  // namespace
 
-void FalconWeights::Embedding(int64_t token, float* out) const {
+void ModelWeights::Embedding(int64_t token, float* out) const {
   if (EmbeddingsFromPackedHead()) return lm_head_p.Row(token, out);
   GatherRow(embeddings, token, out);
   const size_t row_bytes = static_cast<size_t>(embeddings.row_stride) * DTypeSize(embeddings.dtype);
@@ -83,7 +83,7 @@ void FalconWeights::Embedding(int64_t token, float* out) const {
                   row_bytes);
 }
 
-bool FalconWeights::EmbeddingsFromPackedHead() const {
+bool ModelWeights::EmbeddingsFromPackedHead() const {
   return lm_head_tied && split.whole() && !lm_head_p.empty() &&
          lm_head_p.format() == FormatOfDType(embeddings.dtype);
 }
@@ -109,11 +109,69 @@ PackedMatrix PackAndRelease(const MatrixRef& m, WeightFormat format,
 
 }  // namespace
 
-void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
-                         const PackProgress& progress) {
+std::vector<const Linear*> LayerWeights::Linears() const {
+  std::vector<const Linear*> out;
+  for (const Linear* l : {&qkv, &q, &k, &v, &attn_out, &gate, &up, &down})
+    if (l->present()) out.push_back(l);
+  return out;
+}
+
+std::vector<Linear*> LayerWeights::Linears() {
+  std::vector<Linear*> out;
+  for (Linear* l : {&qkv, &q, &k, &v, &attn_out, &gate, &up, &down})
+    if (l->present()) out.push_back(l);
+  return out;
+}
+
+Linear* LayerWeights::LinearOf(TensorRole role) {
+  using R = TensorRole;
+  switch (role) {
+    case R::kQkv:
+    case R::kQkvBias:
+      return &qkv;
+    case R::kQ:
+    case R::kQBias:
+      return &q;
+    case R::kK:
+    case R::kKBias:
+      return &k;
+    case R::kV:
+    case R::kVBias:
+      return &v;
+    case R::kAttnOut:
+    case R::kAttnOutBias:
+      return &attn_out;
+    case R::kGate:
+    case R::kGateBias:
+      return &gate;
+    case R::kUp:
+    case R::kUpBias:
+      return &up;
+    case R::kDown:
+    case R::kDownBias:
+      return &down;
+    default:
+      return nullptr;
+  }
+}
+
+NormWeights* LayerWeights::NormOf(TensorRole role) {
+  using R = TensorRole;
+  if (role == R::kAttnNorm || role == R::kAttnNormBias) return &attn_norm;
+  if (role == R::kMlpNorm || role == R::kMlpNormBias) return &mlp_norm;
+  return nullptr;
+}
+
+DType ModelWeights::matrix_dtype() const {
+  if (!layers.empty() && !layers[0].Linears().empty()) return layers[0].Linears()[0]->w.dtype;
+  return embeddings.dtype;
+}
+
+void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
+                        const PackProgress& progress) {
   int64_t total = SourceBytes(lm_head), before = 0;  // source bytes: all, and of matrices packed
   for (const LayerWeights& l : layers)
-    for (const MatrixRef* m : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) total += SourceBytes(*m);
+    for (const Linear* m : l.Linears()) total += SourceBytes(m->w);
   auto pack = [&](const MatrixRef& m, WeightGroup g, const std::string& name) {
     const auto stored = stored_tiles.find(name);
     if (stored != stored_tiles.end()) {  // a converted checkpoint's tiles (counted as m's shape)
@@ -132,17 +190,10 @@ void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& s
     before += SourceBytes(m);
     return p;
   };
-  for (size_t i = 0; i < layers.size(); ++i) {
-    LayerWeights& l = layers[i];
-    const std::string p = Cat("transformer.h.", i, ".");
-    l.qkv_p = pack(l.qkv, WeightGroup::kAttn, p + "self_attention.query_key_value.weight");
-    l.dense_p = pack(l.dense, WeightGroup::kAttn, p + "self_attention.dense.weight");
-    l.fc1_p = pack(l.fc1, WeightGroup::kMlp, p + "mlp.dense_h_to_4h.weight");
-    l.fc2_p = pack(l.fc2, WeightGroup::kMlp, p + "mlp.dense_4h_to_h.weight");
-  }
-  lm_head_p = pack(
-      lm_head, WeightGroup::kLmHead,
-      lm_head_tied ? "transformer.word_embeddings.weight (the tied LM head)" : "lm_head.weight");
+  for (LayerWeights& l : layers)
+    for (Linear* m : l.Linears()) m->p = pack(m->w, m->group, m->name);
+  lm_head_p = pack(lm_head, WeightGroup::kLmHead,
+                   lm_head_tied ? lm_head_name + " (the tied LM head)" : lm_head_name);
   std::vector<std::vector<uint8_t>>().swap(gathered);  // packed: the copies are no longer read
   stored_tiles.clear();
   // The lookup reads the mapping a row at a time: no read-ahead of megabytes around each row.
@@ -152,14 +203,14 @@ void FalconWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& s
         static_cast<size_t>(embeddings.rows * embeddings.row_stride) * DTypeSize(embeddings.dtype));
 }
 
-int64_t FalconWeights::HeldBytes() const {
-  int64_t bytes = static_cast<int64_t>(lm_head_p.bytes() + (ln_f_w.size() + ln_f_b.size()) * 4);
+int64_t ModelWeights::HeldBytes() const {
+  int64_t bytes =
+      static_cast<int64_t>(lm_head_p.bytes() + (final_norm.w.size() + final_norm.b.size()) * 4);
   for (const LayerWeights& l : layers) {
-    bytes += static_cast<int64_t>(l.qkv_p.bytes() + l.dense_p.bytes() + l.fc1_p.bytes() +
-                                  l.fc2_p.bytes());
-    for (const auto* v : {&l.ln_attn_w, &l.ln_attn_b, &l.ln_mlp_w, &l.ln_mlp_b, &l.qkv_b,
-                          &l.dense_b, &l.fc1_b, &l.fc2_b})
-      bytes += static_cast<int64_t>(v->size() * sizeof(float));
+    for (const Linear* m : l.Linears())
+      bytes += static_cast<int64_t>(m->p.bytes() + m->b.size() * sizeof(float));
+    for (const NormWeights* n : {&l.attn_norm, &l.mlp_norm})
+      bytes += static_cast<int64_t>((n->w.size() + n->b.size()) * sizeof(float));
   }
   return bytes;
 }
@@ -182,36 +233,26 @@ MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1) {
   return s;
 }
 
-}  // namespace
-
-std::vector<std::pair<int64_t, int64_t>> QkvRowRanges(const FalconConfig& c, const TensorSplit& s) {
-  const int64_t hd = c.head_dim(), q_per_kv = c.n_head / c.n_kv_heads;
-  // One KV head, grouped or multi-query: [n_head q][k][v]; the rank's q heads, then the shared
-  // k and v (the same rows when it holds every head).
-  if (c.n_kv_heads == 1 && c.qkv_layout() != QkvLayout::kMultiHead) {
-    if (s.q_head_end == c.n_head) return {{s.q_head_begin * hd, int64_t{c.n_head + 2} * hd}};
-    return {{s.q_head_begin * hd, s.q_head_end * hd},
-            {int64_t{c.n_head} * hd, int64_t{c.n_head + 2} * hd}};
-  }
-  switch (c.qkv_layout()) {
-    case QkvLayout::kGrouped:  // [kv groups][q_per_kv q, k, v]
-      return {{s.kv_begin * (q_per_kv + 2) * hd, s.kv_end * (q_per_kv + 2) * hd}};
-    case QkvLayout::kMultiHead:  // [heads][q, k, v]
-      return {{3 * s.q_head_begin * hd, 3 * s.q_head_end * hd}};
-    case QkvLayout::kMultiQuery:
-      break;  // n_kv_heads == 1, above
-  }
-  return {};
+// The LM head's name in `c`'s table: the untied head's, which a tied checkpoint may also carry.
+std::string OutputName(const ModelConfig& c) {
+  ModelConfig untied = c;
+  untied.tie_word_embeddings = false;
+  return *TensorName(untied, TensorRole::kOutput);
 }
 
-void CheckBfpSlices(const FalconConfig& c, int lm_head_fractures, int ranks,
+}  // namespace
+
+void CheckBfpSlices(const ModelConfig& c, int lm_head_fractures, int ranks,
                     const WeightSpec& spec) {
   if (ranks <= 1 || !spec.any_bfp()) return;
   auto bfp = [&](WeightGroup g) { return spec.Of(g) && IsBfp(*spec.Of(g)); };
-  const int64_t hd = c.head_dim();
+  // One layer's matrices stand for all (every layer has the same shapes).
+  std::vector<TensorEntry> entries;
+  for (const TensorEntry& e : ModelTensors(c))
+    if (e.layer == 0 && IsMatrixRole(e.role)) entries.push_back(e);
   for (int r = 0; r < ranks; ++r) {
     const TensorSplit s = TensorSplit::Make(c, lm_head_fractures, r, ranks);
-    auto check = [&](WeightGroup g, const char* what, const char* dim, int64_t b, int64_t e,
+    auto check = [&](WeightGroup g, const std::string& what, const char* dim, int64_t b, int64_t e,
                      int64_t extent) {
       if (!bfp(g) || b == e || (b % kBfpTileDim == 0 && (e % kBfpTileDim == 0 || e == extent)))
         return;
@@ -222,29 +263,27 @@ void CheckBfpSlices(const FalconConfig& c, int lm_head_fractures, int ranks,
                       WeightGroupName(g), " in bf16 or f32 (--weights ", WeightGroupName(g),
                       "=bf16)"));
     };
-    for (const auto& [b, e] : QkvRowRanges(c, s))
-      check(WeightGroup::kAttn, "query_key_value", "rows", b, e, c.qkv_rows());
-    check(WeightGroup::kAttn, "self_attention.dense", "columns", s.q_head_begin * hd,
-          s.q_head_end * hd, int64_t{c.n_head} * hd);
-    check(WeightGroup::kMlp, "the MLP (dense_h_to_4h rows, dense_4h_to_h columns)", "units",
-          s.ffn_begin, s.ffn_end, c.ffn_hidden_size);
+    for (const TensorEntry& e : entries) {
+      const TensorSlice sl = SliceOf(c, s, e);
+      const WeightGroup g = *GroupOfRole(e.role);
+      for (const auto& [b, end] : sl.rows) check(g, e.name, "rows", b, end, e.shape[0]);
+      check(g, e.name, "columns", sl.col_begin, sl.col_end, e.shape[1]);
+    }
     check(WeightGroup::kLmHead, "the LM head", "rows", s.vocab_begin, s.vocab_end, c.vocab_size);
   }
 }
 
-FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
-                                  const TensorSplit& split) {
-  FalconWeights w;
+ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
+                                const TensorSplit& split) {
+  ModelWeights w;
   w.split = split;
   w.checkpoint = Checkpoint::Open(dir);
   const Checkpoint& ck = *w.checkpoint;
-  const int64_t h = c.hidden_size, ffn = c.ffn_hidden_size, qkv = c.qkv_rows();
-  const int64_t attn_dim = static_cast<int64_t>(c.n_head) * c.head_dim();
-  auto vec = [&](const std::string& name, int64_t n) { return ToF32(ck.Get(name, {n})); };
-  auto mat = [&](const std::string& name, int64_t rows, int64_t cols) {
-    return AsMatrix(ck.Get(name, {rows, cols}));
-  };
-  w.embeddings = mat("transformer.word_embeddings.weight", c.vocab_size, h);
+  const int64_t h = c.hidden_size;
+  const std::vector<TensorEntry> entries = ModelTensors(c);
+  const TensorEntry& embd = entries.front();
+  WC_CHECK(embd.role == TensorRole::kTokenEmbd, "the table starts with the embeddings");
+  w.embeddings = AsMatrix(ck.Get(embd.name, embd.shape));
   // A converted checkpoint's block-float groups: bound as tiles, the rank's rows (several ranges
   // concatenated) and columns [c0, c1) of the [rows, cols] matrix.
   const std::optional<WeightSpec> stored = ReadStoredWeightFormats(dir);
@@ -259,86 +298,79 @@ FalconWeights FalconWeights::Load(const FalconConfig& c, const std::string& dir,
     w.stored_tiles.emplace(name, std::move(t));
     return m;
   };
+  // The rank's slice of one matrix: its rows (several ranges gathered into one matrix) and columns.
+  auto slice = [&](const TensorEntry& e, const TensorSlice& sl, WeightGroup g) {
+    if (stored_bfp(g))
+      return tiles(e.name, g, e.shape[0], e.shape[1], sl.rows, sl.col_begin, sl.col_end);
+    const MatrixRef all = AsMatrix(ck.Get(e.name, e.shape));
+    MatrixRef m;
+    if (sl.rows.size() == 1) {
+      m = Rows(all, sl.rows[0].first, sl.rows[0].second);
+    } else {  // several ranges: gathered into one matrix
+      const int64_t row_bytes = all.row_stride * DTypeSize(all.dtype);
+      std::vector<uint8_t> rows;
+      for (const auto& [r0, r1] : sl.rows) {
+        const auto* src = static_cast<const uint8_t*>(all.data) + r0 * row_bytes;
+        rows.insert(rows.end(), src, src + (r1 - r0) * row_bytes);
+      }
+      m = all;
+      m.rows = static_cast<int64_t>(rows.size()) / row_bytes;
+      w.gathered.push_back(std::move(rows));
+      m.data = w.gathered.back().data();
+    }
+    return Cols(m, sl.col_begin, sl.col_end);
+  };
+  // The rank's elements of one vector.
+  auto vec = [&](const TensorEntry& e, const TensorSlice& sl) {
+    const std::vector<float> all = ToF32(ck.Get(e.name, e.shape));
+    std::vector<float> out;
+    for (const auto& [b, end] : sl.rows) out.insert(out.end(), all.begin() + b, all.begin() + end);
+    return out;
+  };
 
-  w.lm_head_tied = !ck.Has("lm_head.weight");
+  w.lm_head_name = OutputName(c);
+  w.lm_head_tied = !ck.Has(w.lm_head_name);
+  const TensorEntry output{TensorRole::kOutput, -1, w.lm_head_name, {c.vocab_size, h}};
   if (!w.lm_head_tied && stored_bfp(WeightGroup::kLmHead)) {
-    w.lm_head = tiles("lm_head.weight", WeightGroup::kLmHead, c.vocab_size, h,
-                      {{split.vocab_begin, split.vocab_end}}, 0, h);
+    w.lm_head = slice(output, SliceOf(c, split, output), WeightGroup::kLmHead);
   } else if (stored_bfp(WeightGroup::kLmHead)) {
-    throw Error(Cat(ck.source(), ": missing tensor 'lm_head.weight' (config.json's ",
+    throw Error(Cat(ck.source(), ": missing tensor '", w.lm_head_name, "' (config.json's ",
                     kStoredWeightsKey, " stores lm_head in ",
                     WeightFormatName(*stored_bfp(WeightGroup::kLmHead)), ")"));
   } else if (!w.lm_head_tied) {
-    w.lm_head = mat("lm_head.weight", c.vocab_size, h);
+    w.lm_head =
+        Rows(AsMatrix(ck.Get(w.lm_head_name, output.shape)), split.vocab_begin, split.vocab_end);
   } else if (!c.tie_word_embeddings) {
-    throw Error(Cat(ck.source(),
-                    ": missing tensor 'lm_head.weight' (config.json sets "
-                    "tie_word_embeddings false)"));
+    throw Error(Cat(ck.source(), ": missing tensor '", w.lm_head_name,
+                    "' (config.json sets tie_word_embeddings false)"));
   } else {
-    w.lm_head = w.embeddings;
+    w.lm_head = Rows(w.embeddings, split.vocab_begin, split.vocab_end);
+    w.lm_head_name = embd.name;
   }
-  if (!stored_bfp(WeightGroup::kLmHead))
-    w.lm_head = Rows(w.lm_head, split.vocab_begin, split.vocab_end);
-  w.ln_f_w = vec("transformer.ln_f.weight", h);
-  w.ln_f_b = vec("transformer.ln_f.bias", h);
-  for (int l = 0; l < c.n_layers; ++l) {
-    const std::string p = Cat("transformer.h.", l, ".");
-    LayerWeights L;
-    const std::string ln1 = c.two_layernorms() ? "ln_attn" : "input_layernorm";
-    L.ln_attn_w = vec(p + ln1 + ".weight", h);
-    L.ln_attn_b = vec(p + ln1 + ".bias", h);
-    if (c.two_layernorms()) {
-      L.ln_mlp_w = vec(p + "ln_mlp.weight", h);
-      L.ln_mlp_b = vec(p + "ln_mlp.bias", h);
-    } else if (!c.parallel_attn) {
-      L.ln_mlp_w = vec(p + "post_attention_layernorm.weight", h);
-      L.ln_mlp_b = vec(p + "post_attention_layernorm.bias", h);
+
+  w.layers.resize(static_cast<size_t>(c.n_layers));
+  for (const TensorEntry& e : entries) {
+    if (e.role == TensorRole::kTokenEmbd || e.role == TensorRole::kOutput) continue;
+    const TensorSlice sl = SliceOf(c, split, e);
+    if (e.layer < 0) {  // the final norm
+      (e.role == TensorRole::kOutputNorm ? w.final_norm.w : w.final_norm.b) = vec(e, sl);
+      continue;
     }
-    const auto qkv_ranges = QkvRowRanges(c, split);
-    const int64_t hd = c.head_dim();
-    if (stored_bfp(WeightGroup::kAttn)) {
-      L.qkv = tiles(p + "self_attention.query_key_value.weight", WeightGroup::kAttn, qkv, h,
-                    qkv_ranges, 0, h);
-      L.dense = tiles(p + "self_attention.dense.weight", WeightGroup::kAttn, h, attn_dim, {{0, h}},
-                      split.q_head_begin * hd, split.q_head_end * hd);
+    LayerWeights& L = w.layers[static_cast<size_t>(e.layer)];
+    if (NormWeights* n = L.NormOf(e.role)) {
+      (e.role == TensorRole::kAttnNorm || e.role == TensorRole::kMlpNorm ? n->w : n->b) =
+          vec(e, sl);
+      continue;
+    }
+    Linear* lin = L.LinearOf(e.role);
+    WC_CHECK(lin != nullptr, "tensor ", e.name, " has a role no layer holds");
+    if (IsMatrixRole(e.role)) {
+      lin->name = e.name;
+      lin->group = *GroupOfRole(e.role);
+      lin->w = slice(e, sl, lin->group);
     } else {
-      const MatrixRef qkv_all = mat(p + "self_attention.query_key_value.weight", qkv, h);
-      if (qkv_ranges.size() == 1) {
-        L.qkv = Rows(qkv_all, qkv_ranges[0].first, qkv_ranges[0].second);
-      } else {  // several ranges: gathered into one matrix
-        const int64_t row_bytes = h * DTypeSize(qkv_all.dtype);
-        std::vector<uint8_t> rows;
-        for (const auto& [r0, r1] : qkv_ranges) {
-          const auto* src = static_cast<const uint8_t*>(qkv_all.data) + r0 * row_bytes;
-          rows.insert(rows.end(), src, src + (r1 - r0) * row_bytes);
-        }
-        L.qkv = qkv_all;
-        L.qkv.rows = static_cast<int64_t>(rows.size()) / row_bytes;
-        w.gathered.push_back(std::move(rows));
-        L.qkv.data = w.gathered.back().data();
-      }
-      L.dense = Cols(mat(p + "self_attention.dense.weight", h, attn_dim), split.q_head_begin * hd,
-                     split.q_head_end * hd);
+      lin->b = vec(e, sl);
     }
-    if (stored_bfp(WeightGroup::kMlp)) {
-      L.fc1 = tiles(p + "mlp.dense_h_to_4h.weight", WeightGroup::kMlp, ffn, h,
-                    {{split.ffn_begin, split.ffn_end}}, 0, h);
-      L.fc2 = tiles(p + "mlp.dense_4h_to_h.weight", WeightGroup::kMlp, h, ffn, {{0, h}},
-                    split.ffn_begin, split.ffn_end);
-    } else {
-      L.fc1 = Rows(mat(p + "mlp.dense_h_to_4h.weight", ffn, h), split.ffn_begin, split.ffn_end);
-      L.fc2 = Cols(mat(p + "mlp.dense_4h_to_h.weight", h, ffn), split.ffn_begin, split.ffn_end);
-    }
-    if (c.bias) {
-      const std::vector<float> qkv_b = vec(p + "self_attention.query_key_value.bias", qkv);
-      for (const auto& [r0, r1] : qkv_ranges)
-        L.qkv_b.insert(L.qkv_b.end(), qkv_b.begin() + r0, qkv_b.begin() + r1);
-      L.dense_b = vec(p + "self_attention.dense.bias", h);
-      const std::vector<float> fc1_b = vec(p + "mlp.dense_h_to_4h.bias", ffn);
-      L.fc1_b.assign(fc1_b.begin() + split.ffn_begin, fc1_b.begin() + split.ffn_end);
-      L.fc2_b = vec(p + "mlp.dense_4h_to_h.bias", h);
-    }
-    w.layers.push_back(std::move(L));
   }
   return w;
 }

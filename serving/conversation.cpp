@@ -51,7 +51,7 @@ class Conversation::TurnObserver : public RequestObserver {
   std::shared_ptr<RequestObserver> next_;
 };
 
-Conversation::Conversation(ServingLoop& loop, const FalconModel& model, const Tokenizer& tokenizer,
+Conversation::Conversation(ServingLoop& loop, const DecoderModel& model, const Tokenizer& tokenizer,
                            ChatFormat format, const ConversationSettings& settings)
     : loop_(loop), model_(model), tokenizer_(tokenizer), format_(std::move(format)) {
   state_.settings = settings;
@@ -79,7 +79,7 @@ std::vector<int> Conversation::SystemIds() const {
 }
 
 std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_user) const {
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   std::vector<int> ids;
   if (format_.add_bos) ids.push_back(c.bos_token_id);
   const std::vector<int> system = SystemIds();
@@ -101,7 +101,7 @@ std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_u
 RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObserver> observer) {
   WC_CHECK(observer != nullptr, "Send needs an observer");
   if (user.find_first_not_of(" \t\r\n") == std::string::npos) throw Error("the message is empty");
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   const int ctx = loop_.ctx();
   std::unique_lock<std::mutex> lock(mu_);
   if (busy_) throw Error("a reply is still running");

@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "model/chat_format.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/beam_search.h"
 #include "serving/request.h"
 #include "serving/sampler.h"
@@ -68,7 +68,7 @@ class Conversation {
   // `loop`, `model` and `tokenizer` must outlive the conversation; `format` should be the one the
   // loop frames with (its stop strings apply). Throws wc::Error naming the flag for bad settings.
   // Destroying it cancels a running reply and waits for it to end.
-  Conversation(ServingLoop& loop, const FalconModel& model, const Tokenizer& tokenizer,
+  Conversation(ServingLoop& loop, const DecoderModel& model, const Tokenizer& tokenizer,
                ChatFormat format, const ConversationSettings& settings);
   ~Conversation();
   Conversation(const Conversation&) = delete;
@@ -136,7 +136,7 @@ class Conversation {
   std::vector<int> SystemIds() const;
 
   ServingLoop& loop_;
-  const FalconModel& model_;
+  const DecoderModel& model_;
   const Tokenizer& tokenizer_;
   ChatFormat format_;
   SessionId session_ = 0;

@@ -36,7 +36,7 @@ class DraftProposer final : public Proposer {
 
 }  // namespace
 
-DraftModelSource::DraftModelSource(const FalconModel& draft, int user_rows, int ctx,
+DraftModelSource::DraftModelSource(const DecoderModel& draft, int user_rows, int ctx,
                                    KVDType kv_dtype, int n_proposable)
     : draft_(draft),
       cache_(draft.CacheShape(user_rows, ctx), kv_dtype),

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "kvcache/kv_cache.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/proposer.h"
 
 namespace wc {
@@ -31,7 +31,7 @@ class DraftModelSource final : public ProposerSource {
   // cache's format. n_proposable: proposals are the argmax over ids [0, n_proposable) only (the
   // tokenizer's pieces: rows a padded LM head adds are never proposed); at most the draft's
   // vocab_size.
-  DraftModelSource(const FalconModel& draft, int user_rows, int ctx, KVDType kv_dtype,
+  DraftModelSource(const DecoderModel& draft, int user_rows, int ctx, KVDType kv_dtype,
                    int n_proposable);
   std::unique_ptr<Proposer> Make(int user_row) override;
 
@@ -50,7 +50,7 @@ class DraftModelSource final : public ProposerSource {
   // The argmax of one row of logits over [0, n_proposable_), lowest id on ties.
   int Argmax(const float* logits) const;
 
-  const FalconModel& draft_;
+  const DecoderModel& draft_;
   KVCache cache_;  // [user_rows] contiguous rows of ctx positions
   int ctx_;
   int n_proposable_;

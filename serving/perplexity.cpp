@@ -15,7 +15,7 @@ double LogProb(const float* logits, int vocab, int target) {
   return static_cast<double>(logits[target]) - mx - std::log(sum);
 }
 
-PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
+PerplexityResult TeacherForcedPerplexity(const DecoderModel& model, const std::vector<int>& ids,
                                          KVCache& cache, const ProgressFn& progress) {
   const int ctx = cache.shape().max_seq;
   if (ids.size() < 2) throw Error("the text has fewer than two tokens; nothing to score");
@@ -41,7 +41,7 @@ PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::ve
   return r;
 }
 
-AttentionError MeasureAttentionError(FalconModel& model, const std::vector<int>& ids,
+AttentionError MeasureAttentionError(DecoderModel& model, const std::vector<int>& ids,
                                      KVCache& reference, KVCache& cache) {
   WC_CHECK(reference.shape().max_seq == cache.shape().max_seq, "caches of different contexts");
   const int ctx = cache.shape().max_seq;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "kvcache/kv_cache.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 
 namespace wc {
 
@@ -25,7 +25,7 @@ struct PerplexityResult {
 // windows of cache.shape().max_seq tokens. Throws wc::Error if fewer than two tokens.
 // `progress` (optional) hears (tokens scored, tokens to score) after each token.
 using ProgressFn = std::function<void(int64_t done, int64_t total)>;
-PerplexityResult TeacherForcedPerplexity(const FalconModel& model, const std::vector<int>& ids,
+PerplexityResult TeacherForcedPerplexity(const DecoderModel& model, const std::vector<int>& ids,
                                          KVCache& cache, const ProgressFn& progress = nullptr);
 
 // How far attention outputs over a KV cache in some format are from those over an f32 cache when
@@ -38,7 +38,7 @@ struct AttentionError {
 };
 // ids through `reference` (an f32 cache) and `cache`, windowed like TeacherForcedPerplexity.
 // Both caches must have the same shape.
-AttentionError MeasureAttentionError(FalconModel& model, const std::vector<int>& ids,
+AttentionError MeasureAttentionError(DecoderModel& model, const std::vector<int>& ids,
                                      KVCache& reference, KVCache& cache);
 
 // log softmax(logits)[target] in double. logits: [vocab]

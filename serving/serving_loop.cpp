@@ -13,7 +13,7 @@
 
 namespace wc {
 
-ServingLoop::ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
+ServingLoop::ServingLoop(const DecoderModel& model, const Tokenizer* tokenizer,
                          std::optional<ChatFormat> chat_format, const ServingOptions& options)
     : model_(model),
       tokenizer_(tokenizer),
@@ -104,7 +104,7 @@ RequestId ServingLoop::Submit(Request request) {
   p->t_submit = Now();
   p->req = std::move(request);
   const Request& r = p->req;
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   try {
     if (r.beams) {  // sampling parameters are ignored
       r.beams->Validate();

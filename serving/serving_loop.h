@@ -5,7 +5,7 @@
 //                   preempted or recomputed)
 //   prepare_inputs  one TokenBatch: a token for every decoding row, prompt chunks of prefilling
 //                   rows, at most max_batch_tokens (step_planner.h)
-//   decode          one FalconModel::Forward for the whole batch
+//   decode          one DecoderModel::Forward for the whole batch
 //   switch_tokens   each row samples from its logits with its own RNG stream
 //   push_outputs    text deltas to each request's observer
 //   update_users    free the rows of requests that ended (EOS, stop string, max tokens, context
@@ -39,7 +39,7 @@
 #include "kvcache/prefix_cache.h"
 #include "kvcache/prefix_store.h"
 #include "model/chat_format.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/request.h"
 #include "tokenizer/tokenizer.h"
 
@@ -93,7 +93,7 @@ struct ServingStatus {
   int64_t steps = 0;
   int64_t tokens_sampled = 0, tokens_prefilled = 0;
   int64_t requests_finished = 0;
-  double forward_s = 0;  // time inside FalconModel::Forward
+  double forward_s = 0;  // time inside DecoderModel::Forward
   double step_s = 0;     // time of whole steps (forward plus the loop's own work)
   // The prefix cache (all 0 when off): admissions that took cached blocks, the prompt tokens they
   // took, blocks evicted, blocks it holds now.
@@ -112,7 +112,7 @@ class ServingLoop {
   // Starts the loop's thread. `model`, `tokenizer` (may be null: then requests need prompt_ids)
   // and `chat_format` must outlive the loop. Throws wc::Error naming the flag for bad options
   // (--user-rows, --max-batch-tokens, --ctx, the KV options).
-  ServingLoop(const FalconModel& model, const Tokenizer* tokenizer,
+  ServingLoop(const DecoderModel& model, const Tokenizer* tokenizer,
               std::optional<ChatFormat> chat_format, const ServingOptions& options);
   // Shutdown(kCancel) if not shut down yet.
   ~ServingLoop();
@@ -243,7 +243,7 @@ class ServingLoop {
   int BlocksFor(int n_tokens) const;
   double Now() const;
 
-  const FalconModel& model_;
+  const DecoderModel& model_;
   const Tokenizer* tokenizer_;
   std::optional<ChatFormat> chat_format_;
   ServingOptions options_;

@@ -43,7 +43,7 @@ std::string ServingLoop::HypothesisText(const BeamRun& beam, const std::vector<i
 void ServingLoop::BeamStep(int leader, const float* logits, int n_live) {
   Running& run = *rows_[leader].run;
   BeamRun& beam = *run.beam;
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   const int cur_pos = rows_[leader].cur_pos;  // every live beam's
   if (!beam.prefilled) {
     beam.prefilled = true;
@@ -99,7 +99,7 @@ void ServingLoop::BeamStep(int leader, const float* logits, int n_live) {
 void ServingLoop::FinishBeams(int leader) {
   Running& run = *rows_[leader].run;
   BeamRun& beam = *run.beam;
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   if (!beam.search.done()) beam.search.Finalize();
   for (BeamHypothesis& h : beam.search.Best()) {
     BeamSequence seq;

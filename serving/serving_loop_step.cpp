@@ -35,7 +35,7 @@ void ServingLoop::PickPrompts() {
 }
 
 ServingLoop::Admission ServingLoop::Admit(std::unique_ptr<Pending>& p) {
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   Request& r = p->req;
   Session* session = nullptr;
   int row = -1;
@@ -307,7 +307,7 @@ double ServingLoop::Decode() {
 void ServingLoop::SwitchTokens(int row, const float* logits, int n_logits) {
   Row& slot = rows_[row];
   Running& run = *slot.run;
-  const FalconConfig& c = model_.config();
+  const ModelConfig& c = model_.config();
   const size_t vocab = static_cast<size_t>(c.vocab_size);
   // A verify chunk fed [token, p1..p_proposed] at positions chunk_start.. (logits i follow position
   // chunk_start + i). Position i decides token i: if it confirms p(i+1), the next position's logits

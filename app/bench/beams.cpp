@@ -135,7 +135,7 @@ void PrintTargets(const std::vector<BeamFigures>& rows) {
 void RunBenchBeams(const BenchBeamsOptions& o) {
   ValidateOptions(o);
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/false);
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   if (o.prompt_tokens >= m.ctx)
     throw Error(Cat("--prompt-tokens ", o.prompt_tokens, " must be below the context of ", m.ctx,
                     " tokens (--ctx)"));

@@ -97,7 +97,7 @@ double StreamReadSeconds(const PageBuffer& buf, uint64_t* sink) {
   return std::chrono::duration<double>(t1 - t0).count();
 }
 
-std::vector<StreamedMatrix> DecodeWeightStreams(const FalconWeights& w) {
+std::vector<StreamedMatrix> DecodeWeightStreams(const ModelWeights& w) {
   std::vector<StreamedMatrix> out;
   auto add = [&](const PackedMatrix& m) {
     if (m.empty()) return;
@@ -109,7 +109,7 @@ std::vector<StreamedMatrix> DecodeWeightStreams(const FalconWeights& w) {
     }
   };
   for (const LayerWeights& l : w.layers)
-    for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) add(*m);
+    for (const Linear* m : l.Linears()) add(m->p);
   add(w.lm_head_p);
   return out;
 }

@@ -10,7 +10,7 @@
 namespace wc {
 
 class PageBuffer;
-struct FalconWeights;
+struct ModelWeights;
 
 // One multi-threaded streaming read of `buf` (1 MiB blocks handed out dynamically, so a thread the
 // host deschedules does not hold the others up); returns seconds and adds the sum to *sink.
@@ -27,7 +27,7 @@ struct StreamedMatrix {
 
 // The packed matrices one decode step reads, in the order it reads them: each layer's QKV, dense,
 // fc1, fc2, then the LM head (the embedding row and the vectors are a few KiB, not counted).
-std::vector<StreamedMatrix> DecodeWeightStreams(const FalconWeights& w);
+std::vector<StreamedMatrix> DecodeWeightStreams(const ModelWeights& w);
 
 // The read bandwidth bound of decode: reads the decode's own weights, in its order and its access
 // pattern, on its threads, and keeps the best pass. A pass walks the matrices in order, one

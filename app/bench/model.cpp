@@ -75,13 +75,14 @@ struct ModelShape {
 };
 
 ModelShape ShapeOf(const LoadedModel& m) {
-  const FalconConfig& c = m.model->config();
-  const FalconWeights& w = m.model->weights();
+  const ModelConfig& c = m.model->config();
+  const ModelWeights& w = m.model->weights();
   ModelShape s;
   double bytes = 0;
   // The packed matrices as held and streamed (a bfp matrix's tiles: 8.5 / 4.5 bits a weight).
   for (const LayerWeights& l : w.layers) {
-    for (const PackedMatrix* p : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) {
+    for (const Linear* lin : l.Linears()) {
+      const PackedMatrix* p = &lin->p;
       s.matmul_params += static_cast<double>(p->rows()) * p->cols();
       bytes += static_cast<double>(p->bytes());
     }
@@ -97,7 +98,7 @@ ModelShape ShapeOf(const LoadedModel& m) {
 }
 
 struct WeightsMemory {
-  int64_t weights = 0;   // held packed weights and vectors (FalconWeights::HeldBytes)
+  int64_t weights = 0;   // held packed weights and vectors (ModelWeights::HeldBytes)
   int64_t kv_pool = 0;   // the KV pool reserved (its pages resident as rows fill)
   int64_t rss = 0;       // resident now
   int64_t peak_rss = 0;  // peak so far
@@ -142,7 +143,7 @@ void RunBenchModel(const BenchModelOptions& o) {
     std::printf("%s", ExtractPromptText(m).c_str());
     return;
   }
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   if (o.prompt_len + 1 > m.ctx || 8 + o.gen_len > m.ctx)
     throw Error(Cat("--prompt-len ", o.prompt_len, " and --gen-len ", o.gen_len,
                     " must fit the context of ", m.ctx, "; raise --ctx"));
@@ -151,15 +152,14 @@ void RunBenchModel(const BenchModelOptions& o) {
                    ServingOptionsFor(o.run, m, max_rows, std::max(o.prompt_len, max_rows)));
   const ModelShape shape = ShapeOf(m);
   const int threads = BenchThreads(o.run.threads);
-  const PackedMatrix& qkv = m.model->weights().layers[0].qkv_p;
+  const PackedMatrix& qkv = m.model->weights().layers[0].Linears()[0]->p;
   const char* kernel = GemmKernelName(qkv);
   std::printf(
       "bench model: %s (%d layers, hidden %d, vocab %d, %s weights, --weights %s), KV %s, %d "
       "threads, %s, matmul %s\n",
       m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
-      DTypeName(m.model->weights().layers[0].qkv.dtype),
-      m.model->options().weights.ToString().c_str(), KVDTypeName(m.kv.dtype), threads,
-      SimdTargetName(), kernel);
+      DTypeName(m.model->weights().matrix_dtype()), m.model->options().weights.ToString().c_str(),
+      KVDTypeName(m.kv.dtype), threads, SimdTargetName(), kernel);
   // The compute bound of the tiles a call of n tokens runs on: AMX where the GEMM takes it, else
   // f32 FMAs (every other GEMM tile).
   struct ComputeBound {
@@ -185,7 +185,7 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"threads", threads},
                         {"simd", SimdTargetName()},
                         {"matmul_kernel", kernel},
-                        {"weights_dtype", DTypeName(m.model->weights().layers[0].qkv.dtype)},
+                        {"weights_dtype", DTypeName(m.model->weights().matrix_dtype())},
                         {"weights", m.model->options().weights.ToString()},
                         {"weight_bytes_step", shape.weight_bytes_step},
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},

@@ -65,7 +65,7 @@ struct ForwardFigures {
 
 // Prefill of `prompt` in one pass, then `steps` greedy decode steps of one user: rank 0's side of
 // a tensor-parallel model (the cache journals for the followers), or a whole model.
-ForwardFigures TimeForward(const FalconModel& model, const std::vector<int>& prompt, int steps,
+ForwardFigures TimeForward(const DecoderModel& model, const std::vector<int>& prompt, int steps,
                            const KVCacheOptions& kv, Communicator* group) {
   KVCache cache(model.CacheShape(1, static_cast<int>(prompt.size()) + steps + 1), kv);
   TokenBatch b;

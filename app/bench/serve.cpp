@@ -5,7 +5,7 @@
 //   load     --requests requests of --prompt-len random tokens and --gen-len new tokens, all at
 //            once or arriving at --rate per second (exponential gaps, seeded): time to first
 //            token and inter-token latency percentiles, the loop's own share of step time (time
-//            outside FalconModel::Forward), peak KV blocks, peak RSS against weights + KV pool;
+//            outside DecoderModel::Forward), peak KV blocks, peak RSS against weights + KV pool;
 //            with --speculate lookup|draft the load's requests speculate and the proposals
 //            accepted are reported (compare a run with --speculate off).
 // The prefix cache against itself (--shared-prefix N, or --compare-prefix-cache): no decode
@@ -199,7 +199,7 @@ void CheckOptions(const BenchServeOptions& o) {
 }
 
 void PrintHeader(const LoadedModel& m, const BenchServeOptions& o, const ServingOptions& so) {
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   std::printf(
       "bench serve: %s (%d layers, hidden %d, vocab %d), %d user rows, %d max batch "
       "tokens, KV %s %s, %d threads\n",
@@ -212,7 +212,7 @@ void PrintHeader(const LoadedModel& m, const BenchServeOptions& o, const Serving
 
 // The decode phase, then the load, on one loop with the options' prefix cache.
 void RunPlain(const LoadedModel& m, const BenchServeOptions& o, nlohmann::json& out) {
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const ServingOptions so = ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens);
   ServingLoop loop(*m.model, nullptr, std::nullopt, so);
   const int64_t kv_bytes = loop.kv_bytes();
@@ -331,7 +331,7 @@ struct Side {
 
 // The load with the prefix cache on and off, each run on a fresh loop (the cache starts empty).
 void RunCompare(const LoadedModel& m, const BenchServeOptions& o, nlohmann::json& out) {
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   ModelRunOptions run_on = o.run, run_off = o.run;
   run_on.prefix_cache = "on";
   run_off.prefix_cache = "off";

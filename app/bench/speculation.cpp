@@ -137,7 +137,7 @@ std::string ExtractPromptText(const LoadedModel& m) {
 void RunBenchSpeculation(const BenchSpeculationOptions& s, const ModelRunOptions& run,
                          const LoadedModel& m, ServingLoop& loop, int user_rows, int prompt_len,
                          int gen_len, int repeats, Rng& rng, nlohmann::json* out) {
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const std::vector<int> prompt =
       s.workload == "extract" ? ExtractPrompt(m) : RandomPrompt(rng, prompt_len, c.vocab_size);
   if (static_cast<int>(prompt.size()) + gen_len + 1 > m.ctx)

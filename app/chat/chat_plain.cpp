@@ -137,7 +137,7 @@ void ShowTurns(ChatSession& session, bool banner) {
 
 void RunPlainChat(ChatSession& session, bool banner) {
   const LoadedModel& m = session.model();
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   if (banner) {
     std::printf(
         "wormchat - %s (%d layers, hidden %d, %d heads / %d KV heads), context %d, seed %llu\n"

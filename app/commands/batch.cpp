@@ -90,7 +90,7 @@ void RunBatch(const BatchCmdOptions& o) {
   BroadcastBytes(comm, &text, 0);
 
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const BatchFormat format = DetectBatchFormat(text, format_flag);
   const std::vector<BatchLine> lines = ParseBatchInput(text, format);
   BatchDefaults defaults;

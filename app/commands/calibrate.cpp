@@ -48,7 +48,7 @@ void RunCalibrate(const CalibrateCmdOptions& o) {
   run.kv_dtype = "f32";  // measure the values as the model produces them
   run.kv_scale = "token-head";
   LoadedModel m = LoadModel(run, /*need_tokenizer=*/true);
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const std::vector<int> ids =
       EncodePrompt(*m.tokenizer, m.chat_format, text, /*raw=*/true, c.bos_token_id);
   KVCache cache(m.model->CacheShape(1, m.ctx), m.kv);

@@ -134,7 +134,7 @@ void RunGenerate(const GenerateCmdOptions& o) {
   if (by_ids && !o.stop.empty())
     throw Error("--stop matches text, but with --ids the reply is token ids; drop --stop");
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!by_ids);
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const std::vector<int> ids =
       by_ids ? ParseIdsFlag(o.ids, c.vocab_size, "--ids")
              : EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);

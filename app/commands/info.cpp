@@ -12,6 +12,7 @@
 #include "model/lm_head.h"
 #include "model/safetensors.h"
 #include "model/tensor_split.h"
+#include "model/tensor_table.h"
 #include "model/weight_spec.h"
 #include "model/weights.h"
 #include "util/error.h"
@@ -32,18 +33,6 @@ struct InfoCmdOptions {
   bool json = false;
 };
 
-const char* LayoutName(QkvLayout layout) {
-  switch (layout) {
-    case QkvLayout::kGrouped:
-      return "new_decoder_architecture (grouped KV heads)";
-    case QkvLayout::kMultiQuery:
-      return "multi_query (one KV head)";
-    case QkvLayout::kMultiHead:
-      return "multi-head";
-  }
-  return "?";
-}
-
 std::string MiB(int64_t bytes) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.2f MiB", static_cast<double>(bytes) / (1 << 20));
@@ -57,7 +46,7 @@ void RunInfo(const InfoCmdOptions& o) {
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   const KVDType kv_dtype = ParseKVDType(o.kv_dtype);
   const WeightSpec spec = WeightSpec::Parse(o.weights);
-  FalconConfig c;
+  ModelConfig c;
   std::string source, weight_dtype, fingerprint;
   int64_t weight_bytes = 0;
   // attn, mlp, lm_head as stored
@@ -78,16 +67,27 @@ void RunInfo(const InfoCmdOptions& o) {
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
     converted = ReadStoredWeightFormats(dir);
     effective = EffectiveWeightSpec(converted, spec, dir);
-    const std::string names[3] = {
-        "transformer.h.0.self_attention.query_key_value.weight",
-        "transformer.h.0.mlp.dense_h_to_4h.weight",
-        ck->Has("lm_head.weight") ? "lm_head.weight" : "transformer.word_embeddings.weight"};
-    const int64_t rows[3] = {c.qkv_rows(), c.ffn_hidden_size, c.vocab_size};
+    // Each group's stored format: its first matrix's (the LM head's, or the embeddings' when
+    // tied), named by the architecture's table.
+    const std::vector<TensorEntry> table = ModelTensors(c);
+    const std::map<std::string, WeightGroup> groups = MatrixGroups(c);
     for (WeightGroup g : kWeightGroups) {
       const int i = static_cast<int>(g);
-      stored[i] = converted && IsBfp(*converted->Of(g))
-                      ? *converted->Of(g)
-                      : FormatOfDType(ck->Get(names[i], {rows[i], c.hidden_size}).dtype);
+      std::string name = table.front().name;  // the LM head tied: the embeddings
+      std::vector<int64_t> shape = table.front().shape;
+      if (g == WeightGroup::kLmHead) {
+        for (const auto& [n, group] : groups)
+          if (group == g && ck->Has(n)) name = n;
+      } else {
+        for (const TensorEntry& e : table)
+          if (e.layer == 0 && GroupOfRole(e.role) == g) {
+            name = e.name;
+            shape = e.shape;
+            break;
+          }
+      }
+      stored[i] = converted && IsBfp(*converted->Of(g)) ? *converted->Of(g)
+                                                        : FormatOfDType(ck->Get(name, shape).dtype);
     }
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
@@ -131,7 +131,9 @@ void RunInfo(const InfoCmdOptions& o) {
   };
   if (o.json) {
     nlohmann::json j = {{"source", source},
-                        {"layout", LayoutName(c.qkv_layout())},
+                        {"architecture", ArchitectureOf(c.arch).name},
+                        {"hf_class", ArchitectureOf(c.arch).hf_class},
+                        {"layout", c.LayoutSummary()},
                         {"n_layers", c.n_layers},
                         {"hidden_size", c.hidden_size},
                         {"n_head", c.n_head},
@@ -177,7 +179,9 @@ void RunInfo(const InfoCmdOptions& o) {
   if (!fingerprint.empty())
     std::printf("fingerprint  %s (as transcripts record it; kv_scales.json aside)\n",
                 fingerprint.c_str());
-  std::printf("layout       %s\n", LayoutName(c.qkv_layout()));
+  std::printf("architecture %s (%s): %s\n", ArchitectureOf(c.arch).name,
+              ArchitectureOf(c.arch).hf_class, ArchitectureOf(c.arch).summary);
+  std::printf("layout       %s\n", c.LayoutSummary().c_str());
   std::printf(
       "shape        %d layers, hidden %d, %d query heads / %d KV heads, head_dim %d, ffn %d\n",
       c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, c.head_dim(), c.ffn_hidden_size);
@@ -228,8 +232,7 @@ void RegisterInfo(CLI::App& app) {
   auto o = std::make_shared<InfoCmdOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Parameters, weight bytes and KV-cache bytes");
   auto* model = cmd->add_option("--model", o->model_dir, "Model directory [default: assets model]");
-  auto* preset =
-      cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny");
+  auto* preset = cmd->add_option("--preset", o->preset, PresetHelp());
   model->excludes(preset);
   cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();
   cmd->add_option("--ctx", o->ctx, "Positions per user (0 = max_position_embeddings)");

@@ -27,21 +27,7 @@ struct InitCmdOptions {
 };
 
 void RunInit(const InitCmdOptions& o) {
-  FalconConfig c = PresetConfig(o.preset);
-  if (o.layers > 0) c.n_layers = o.layers;
-  if (o.hidden > 0) {
-    c.hidden_size = o.hidden;
-    c.ffn_hidden_size = 4 * o.hidden;  // --hidden <= 65536 (its range check)
-  }
-  if (o.heads > 0) c.n_head = o.heads;
-  if (o.kv_heads > 0) {
-    if (!c.new_decoder_architecture && o.kv_heads != c.n_kv_heads)
-      throw Error(Cat("--kv-heads: preset ", o.preset, " has a fixed number of KV heads (",
-                      c.n_kv_heads, "); use a new_decoder_architecture preset such as falcon-40b"));
-    c.n_kv_heads = o.kv_heads;
-  } else if (c.qkv_layout() == QkvLayout::kMultiHead) {
-    c.n_kv_heads = c.n_head;
-  }
+  ModelConfig c = PresetConfig(o.preset).Resized(o.layers, o.hidden, o.heads, o.kv_heads, o.preset);
   if (o.ctx > 0) c.max_position_embeddings = o.ctx;
   if (o.dtype != "bf16" && o.dtype != "f32")
     throw Error(Cat("--dtype '", o.dtype, "' is not supported; choose bf16 or f32"));
@@ -96,12 +82,12 @@ void RegisterInit(CLI::App& app) {
   auto o = std::make_shared<InitCmdOptions>();
   CLI::App* cmd =
       app.add_subcommand("init", "Write a seeded random checkpoint for tests and benchmarks");
-  cmd->add_option("--preset", o->preset, "Shape preset: falcon-40b, falcon-7b, tiny")
-      ->capture_default_str();
-  // The ranges are FalconConfig's (model/config.cpp).
+  cmd->add_option("--preset", o->preset, PresetHelp())->capture_default_str();
+  // The ranges are ModelConfig's (model/config.cpp).
   cmd->add_option("--layers", o->layers, "Override the number of layers (1-1024)")
       ->check(CLI::Range(1, 1 << 10));
-  cmd->add_option("--hidden", o->hidden, "Override hidden_size (ffn = 4 x hidden; 1-65536)")
+  cmd->add_option("--hidden", o->hidden,
+                  "Override hidden_size (the MLP keeps the preset's width ratio; 1-65536)")
       ->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--heads", o->heads, "Override the number of query heads (1-4096)")
       ->check(CLI::Range(1, 1 << 12));

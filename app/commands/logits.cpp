@@ -21,7 +21,7 @@ struct LogitsCmdOptions {
 
 void RunLogits(const LogitsCmdOptions& o) {
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/!o.prompt.empty());
-  const FalconConfig& c = m.model->config();
+  const ModelConfig& c = m.model->config();
   const std::vector<int> ids =
       o.prompt.empty() ? ParseIdsFlag(o.ids, c.vocab_size, "--ids")
                        : EncodePrompt(*m.tokenizer, m.chat_format, o.prompt, o.raw, c.bos_token_id);

@@ -12,7 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "app/bench/bounds.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "util/page_buffer.h"
 #include "util/rng.h"
@@ -96,11 +96,11 @@ TEST(DecodeReadProbe, StreamsAreTheModelsPackedMatrices) {
   for (const char* spec : {"auto", "bf16", "bfp8", "bfp4", "attn=bfp8,mlp=bfp4"}) {
     ModelOptions mo;
     mo.weights = WeightSpec::Parse(spec);
-    const auto model = FalconModel::Load(test::FixtureDir("newarch_gqa_bias_bf16"), mo);
-    const FalconWeights& w = model->weights();
+    const auto model = DecoderModel::Load(test::FixtureDir("newarch_gqa_bias_bf16"), mo);
+    const ModelWeights& w = model->weights();
     std::vector<const PackedMatrix*> want;
     for (const LayerWeights& l : w.layers)
-      for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) want.push_back(m);
+      for (const Linear* m : l.Linears()) want.push_back(&m->p);
     want.push_back(&w.lm_head_p);
     const std::vector<StreamedMatrix> got = DecodeWeightStreams(w);
     ASSERT_EQ(got.size(), want.size()) << spec;

@@ -1,4 +1,4 @@
-// config.json: util/json_file.h's ParseJson, then FalconConfig::FromJson (model/config.h) and the
+// config.json: util/json_file.h's ParseJson, then ModelConfig::FromJson (model/config.h) and the
 // figures derived from a config.
 #include <cstdint>
 #include <string_view>
@@ -10,7 +10,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string path = "fuzz/config.json";
   try {
-    const wc::FalconConfig c = wc::FalconConfig::FromJson(
+    const wc::ModelConfig c = wc::ModelConfig::FromJson(
         wc::ParseJson(std::string_view(reinterpret_cast<const char*>(data), size), path), path);
     (void)c.n_params();
     (void)c.qkv_layout();

@@ -48,6 +48,21 @@ put("config", "falcon7b.json", json.dumps({
 put("config", "rw40b.json", json.dumps({
     "model_type": "RefinedWeb", "hidden_size": 128, "n_head": 8, "n_head_kv": 2, "n_layer": 2,
     "vocab_size": 64, "new_decoder_architecture": True, "alibi": False, "rope_scaling": None}))
+put("config", "falcon3.json", json.dumps({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 96,
+    "intermediate_size": 160, "num_attention_heads": 3, "num_key_value_heads": 1, "head_dim": 32,
+    "num_hidden_layers": 2, "vocab_size": 100, "rms_norm_eps": 1e-6, "rope_theta": 1000042,
+    "hidden_act": "silu", "attention_bias": False, "mlp_bias": False, "tie_word_embeddings": False,
+    "rope_scaling": None, "bos_token_id": 11, "eos_token_id": 11}))
+put("config", "llama3_scaled.json", json.dumps({
+    "architectures": ["LlamaForCausalLM"], "model_type": "llama", "hidden_size": 64,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "num_hidden_layers": 1, "vocab_size": 50,
+    "tie_word_embeddings": True, "attention_bias": True, "mlp_bias": True,
+    "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                     "high_freq_factor": 4.0, "original_max_position_embeddings": 32}}))
+put("config", "linear.json", json.dumps({
+    "model_type": "llama", "hidden_size": 32, "num_attention_heads": 2, "num_hidden_layers": 1,
+    "vocab_size": 10, "rope_scaling": {"type": "linear", "factor": 2.0}}))
 
 put("kv_scales", "default.json", open("assets/default-model/kv_scales.json").read())
 put("kv_scales", "two.json", json.dumps({"format": "wormchat-kv-scales-1", "fingerprint": "ab",

@@ -8,7 +8,7 @@
 
 #include "mesh/attention_meter.h"
 #include "mesh/perf_model.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 
 namespace wc {
@@ -30,7 +30,7 @@ class Recorder final : public FlashDecodeObserver {
 };
 
 // Two Forwards (a 3-token prompt, then one decode token) of a fixture model.
-void RunTwoSteps(const FalconModel& model) {
+void RunTwoSteps(const DecoderModel& model) {
   KVCache cache(model.CacheShape(1, 16), KVCacheOptions{});
   std::vector<float> logits;
   TokenBatch prompt;
@@ -42,8 +42,8 @@ void RunTwoSteps(const FalconModel& model) {
 }
 
 TEST(AttentionMeter, CountsOneOpPerLayerPerForwardAndKeepsTheLast) {
-  std::unique_ptr<FalconModel> model =
-      FalconModel::Load(test::FixtureDir("newarch_gqa_f32"), ModelOptions{});
+  std::unique_ptr<DecoderModel> model =
+      DecoderModel::Load(test::FixtureDir("newarch_gqa_f32"), ModelOptions{});
   Recorder rec;
   model->set_flash_decode_observer(&rec);
   RunTwoSteps(*model);
@@ -69,7 +69,7 @@ TEST(AttentionMeter, CountsOneOpPerLayerPerForwardAndKeepsTheLast) {
 TEST(AttentionMeter, TheReferenceAttentionReportsNoOp) {
   ModelOptions o;
   o.attention = AttentionImpl::kReference;
-  std::unique_ptr<FalconModel> model = FalconModel::Load(test::FixtureDir("newarch_gqa_f32"), o);
+  std::unique_ptr<DecoderModel> model = DecoderModel::Load(test::FixtureDir("newarch_gqa_f32"), o);
   AttentionMeter meter;
   model->set_flash_decode_observer(&meter);
   RunTwoSteps(*model);

@@ -20,7 +20,7 @@
 #include "meshmodel/op_costs.h"
 #include "meshmodel/tt_graph.h"
 #include "model/config.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -157,7 +157,7 @@ TEST(TtGraph, ProgramsCountEveryOpOfTheMeasuredGraphs) {
     return n;
   };
   TtGraphOptions o;
-  const FalconConfig f7 = PresetConfig("falcon-7b");
+  const ModelConfig f7 = PresetConfig("falcon-7b");
   const TtGraph g7 = BuildTtGraph(f7, o);
   EXPECT_EQ(g7.program, "falcon7b_common");
   EXPECT_EQ(count(g7), 32 * 29 + 2 + 4);  // embedding, tilize; ln_f (3 programs), LM head
@@ -166,7 +166,7 @@ TEST(TtGraph, ProgramsCountEveryOpOfTheMeasuredGraphs) {
   EXPECT_NEAR(g7.weight_bytes, (32.0 * (142 * 146 + 142 * 142 + 2 * 142 * 568) + 142 * 2032) * 1088,
               1.0);
   o.chips = 8;
-  const FalconConfig f40 = PresetConfig("falcon-40b");
+  const ModelConfig f40 = PresetConfig("falcon-40b");
   const TtGraph g40 = BuildTtGraph(f40, o);
   EXPECT_EQ(g40.program, "t3000/falcon40b");
   EXPECT_EQ(count(g40), 60 * 35 + 8);
@@ -198,7 +198,7 @@ TEST(TtGraph, PrefillProgramsSliceWithThePrompt) {
     for (const TtOp& op : g.ops) n += op.runs;
     return n;
   };
-  const FalconConfig f7 = PresetConfig("falcon-7b");
+  const ModelConfig f7 = PresetConfig("falcon-7b");
   TtGraphOptions o;
   o.phase = TtPhase::kPrefill;
   o.users = 1;
@@ -272,7 +272,7 @@ TEST(OpCosts, PrefillMathAtTheMeasuredRates) {
 }
 
 TEST(DecodeStep, OpsAddUpAndWhatIfsMoveTheRightWay) {
-  const FalconConfig c = PresetConfig("falcon-40b");
+  const ModelConfig c = PresetConfig("falcon-40b");
   DecodeStepOptions o;  // t3k, 32 users, ctx 128: the measured program
   const DecodeStepEstimate e = EstimateDecodeStep(c, o);
   EXPECT_EQ(e.chips, 8);
@@ -324,7 +324,7 @@ TEST(DecodeStep, OpsAddUpAndWhatIfsMoveTheRightWay) {
 // groups set them (ModelTileFormat); a model whose heads do not split over the mesh is padded,
 // not refused.
 TEST(DecodeStep, WeightGroupsStreamTheirOwnFormats) {
-  const FalconConfig c = PresetConfig("falcon-40b");
+  const ModelConfig c = PresetConfig("falcon-40b");
   DecodeStepOptions o;  // bfp8
   const DecodeStepEstimate e = EstimateDecodeStep(c, o);
   DecodeStepOptions same = o;
@@ -343,9 +343,9 @@ TEST(DecodeStep, WeightGroupsStreamTheirOwnFormats) {
   EXPECT_EQ(ModelTileFormat(WeightFormat::kF32), TileFormat::kBF16);
   const std::string dir = test::FixtureDir("newarch_gqa_f32");
   ModelOptions mo;
-  const auto as_stored = FalconModel::Load(dir, mo);
+  const auto as_stored = DecoderModel::Load(dir, mo);
   mo.weights = WeightSpec::Parse("bfp4");
-  const auto bfp4 = FalconModel::Load(dir, mo);
+  const auto bfp4 = DecoderModel::Load(dir, mo);
   EXPECT_LT(WholeModelUsPerToken(*bfp4, KVDType::kBF16, "n150", 32, 64),
             WholeModelUsPerToken(*as_stored, KVDType::kBF16, "n150", 32, 64));
   for (const char* mesh : {"n300", "t3k", "galaxy"})

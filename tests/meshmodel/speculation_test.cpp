@@ -32,7 +32,7 @@ TEST(Speculation, ExpectedTokensFollowTheGeometricSum) {
 }
 
 TEST(Speculation, AVerifyStepRunsUsersTimesKPlusOneRowsAndReadsTheKvOnce) {
-  const FalconConfig c = PresetConfig("falcon-40b");
+  const ModelConfig c = PresetConfig("falcon-40b");
   TtGraphOptions g;
   g.chips = 8;
   g.flash_decode = true;
@@ -81,7 +81,7 @@ TEST(Speculation, AVerifyStepRunsUsersTimesKPlusOneRowsAndReadsTheKvOnce) {
 }
 
 TEST(Speculation, StepTimeGrowsWithKAndTheTableFollowsTheFormula) {
-  const FalconConfig c = PresetConfig("falcon-40b");
+  const ModelConfig c = PresetConfig("falcon-40b");
   DecodeStepOptions base;  // t3k, 32 users, ctx 128
   const std::vector<SpeculationPoint> t = DefaultSpeculationWhatIf(c, base);
   ASSERT_EQ(t.size(), 1u + 3 * 3);

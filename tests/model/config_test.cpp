@@ -13,7 +13,7 @@ using nlohmann::json;
 
 void ExpectConfigError(const json& j, const std::string& needle) {
   try {
-    FalconConfig::FromJson(j, "cfg.json");
+    ModelConfig::FromJson(j, "cfg.json");
     FAIL() << "accepted: " << j.dump();
   } catch (const Error& e) {
     const std::string msg = e.what();
@@ -31,7 +31,7 @@ json Falcon40bHF() {
 }
 
 TEST(Config, ReadsHfKeys) {
-  const FalconConfig c = FalconConfig::FromJson(Falcon40bHF(), "cfg.json");
+  const ModelConfig c = ModelConfig::FromJson(Falcon40bHF(), "cfg.json");
   EXPECT_EQ(c.head_dim(), 64);
   EXPECT_EQ(c.n_kv_heads, 8);
   EXPECT_EQ(c.qkv_layout(), QkvLayout::kGrouped);
@@ -46,7 +46,7 @@ TEST(Config, ReadsRwEraKeysOfTheSeed) {
       {"hidden_size", 8192},   {"n_head", 128},       {"n_head_kv", 8},
       {"n_layer", 60},         {"vocab_size", 65024}, {"new_decoder_architecture", true},
       {"parallel_attn", true}, {"bias", false},       {"model_type", "RefinedWeb"}};
-  const FalconConfig c = FalconConfig::FromJson(rw, "cfg.json");
+  const ModelConfig c = ModelConfig::FromJson(rw, "cfg.json");
   EXPECT_EQ(c.n_head, 128);
   EXPECT_EQ(c.n_kv_heads, 8);
   EXPECT_EQ(c.n_layers, 60);
@@ -58,12 +58,12 @@ TEST(Config, MultiQueryAndMultiHeadLayouts) {
              {"num_hidden_layers", 32},
              {"vocab_size", 65024},
              {"multi_query", true}};
-  FalconConfig c = FalconConfig::FromJson(mq, "cfg.json");
+  ModelConfig c = ModelConfig::FromJson(mq, "cfg.json");
   EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiQuery);
   EXPECT_EQ(c.n_kv_heads, 1);
   EXPECT_FALSE(c.two_layernorms());
   mq["multi_query"] = false;
-  c = FalconConfig::FromJson(mq, "cfg.json");
+  c = ModelConfig::FromJson(mq, "cfg.json");
   EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiHead);
   EXPECT_EQ(c.n_kv_heads, 71);
   EXPECT_EQ(c.qkv_rows(), 3 * 4544);
@@ -123,7 +123,7 @@ TEST(Config, EveryFieldHasARangeSoDerivedSizesCannotOverflow) {
     ExpectConfigError(j, Cat("'", key, "' must be"));
   }
   // The largest accepted shape's derived sizes fit their types.
-  FalconConfig c = PresetConfig("falcon-40b");
+  ModelConfig c = PresetConfig("falcon-40b");
   c.hidden_size = 1 << 16;
   c.n_head = 1 << 8;
   c.n_kv_heads = 1 << 8;
@@ -159,7 +159,7 @@ TEST(Config, OutOfRangeAndHugeJsonFilesNameTheFile) {
 }
 
 TEST(Config, PresetsAndTheSeedsKvFigures) {
-  const FalconConfig c = PresetConfig("falcon-40b");
+  const ModelConfig c = PresetConfig("falcon-40b");
   EXPECT_EQ(c.n_layers, 60);
   EXPECT_EQ(c.hidden_size, 8192);
   EXPECT_EQ(c.n_head, 128);
@@ -177,8 +177,8 @@ TEST(Config, PresetsAndTheSeedsKvFigures) {
 }
 
 TEST(Config, RoundTripsThroughJson) {
-  const FalconConfig a = PresetConfig("tiny");
-  const FalconConfig b = FalconConfig::FromJson(a.ToJson(), "x");
+  const ModelConfig a = PresetConfig("tiny");
+  const ModelConfig b = ModelConfig::FromJson(a.ToJson(), "x");
   EXPECT_EQ(a.ToJson(), b.ToJson());
 }
 

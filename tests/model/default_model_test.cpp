@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "model/chat_format.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/npy.h"
@@ -18,7 +18,7 @@ namespace {
 const std::string kModel = std::string(WORMCHAT_ASSETS_DIR) + "/default-model";
 
 TEST(DefaultModel, IsTheFalcon40bShapeScaledDown) {
-  const FalconConfig c = LoadConfig(kModel);
+  const ModelConfig c = LoadConfig(kModel);
   EXPECT_TRUE(c.new_decoder_architecture);
   EXPECT_TRUE(c.two_layernorms());
   EXPECT_TRUE(c.parallel_attn);
@@ -40,7 +40,7 @@ TEST(DefaultModel, LogitsMatchThePyTorchReference) {
   for (AttentionImpl impl : {AttentionImpl::kFlashDecode, AttentionImpl::kReference}) {
     ModelOptions o;
     o.attention = impl;
-    auto model = FalconModel::Load(kModel, o);
+    auto model = DecoderModel::Load(kModel, o);
     ASSERT_EQ(ref.shape,
               (std::vector<int64_t>{static_cast<int64_t>(ids.size()), model->config().vocab_size}));
     KVCache cache(model->CacheShape(1, model->config().max_position_embeddings), KVDType::kF32);
@@ -54,7 +54,7 @@ TEST(DefaultModel, LogitsMatchThePyTorchReference) {
 }
 
 TEST(DefaultModel, TokenizerAndChatFormatAgreeWithTheConfig) {
-  const FalconConfig c = LoadConfig(kModel);
+  const ModelConfig c = LoadConfig(kModel);
   SentencePieceTokenizer tok(kModel + "/tokenizer.model");
   EXPECT_EQ(tok.piece_count(), c.vocab_size);
   EXPECT_EQ(tok.bos_id(), c.bos_token_id);

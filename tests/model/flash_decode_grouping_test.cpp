@@ -1,4 +1,4 @@
-// FalconModel's FlashDecode attention groups the consecutive tokens of one user row at consecutive
+// DecoderModel's FlashDecode attention groups the consecutive tokens of one user row at consecutive
 // positions (a prompt chunk, a speculative verify chunk) into one user of the op with several
 // queries - its cached K/V read once - and every token's logits stay those it gets fed alone.
 #include <cstring>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 
 namespace wc {
@@ -36,8 +36,8 @@ class OpRecorder final : public FlashDecodeObserver {
 // step carries row 0's verify chunk (positions 4..7), row 1's single decode token (position 2) and
 // row 0's chunk again out of order (position 9 after 7: not consecutive, its own user).
 TEST(FlashDecodeGrouping, AChunkOfOneRowIsOneUserAndEachTokenKeepsItsLogits) {
-  std::unique_ptr<FalconModel> model =
-      FalconModel::Load(test::FixtureDir("newarch_gqa_f32"), ModelOptions{});
+  std::unique_ptr<DecoderModel> model =
+      DecoderModel::Load(test::FixtureDir("newarch_gqa_f32"), ModelOptions{});
   const int layers = model->config().n_layers;
   auto prefill = [&](KVCache& cache) {
     std::vector<float> logits;

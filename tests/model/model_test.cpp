@@ -1,6 +1,7 @@
-// The Falcon decoder against the independent PyTorch reference (tests/fixtures, made by
-// tools/python/make_fixtures.py), and the decoder's own invariants: token-by-token == whole prompt,
-// fractured == unfractured LM head, any thread count gives the same bits.
+// The decoder against the independent references (tests/fixtures: Falcon's PyTorch reference,
+// tools/python/make_fixtures.py; Llama's numpy reference, tools/python/make_llama_fixtures.py), and
+// the decoder's own invariants: token-by-token == whole prompt, fractured == unfractured LM head,
+// any thread count gives the same bits.
 #include <omp.h>
 
 #include <cmath>
@@ -10,7 +11,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
 #include "util/error.h"
@@ -20,7 +21,7 @@ namespace wc {
 namespace {
 
 // Logits [n, vocab] of `ids` fed as one batch (or one token per call).
-std::vector<float> RunLogits(const FalconModel& model, const std::vector<int>& ids, KVDType kv,
+std::vector<float> RunLogits(const DecoderModel& model, const std::vector<int>& ids, KVDType kv,
                              bool one_at_a_time) {
   KVCache cache(model.CacheShape(1, model.config().max_position_embeddings), kv);
   std::vector<float> all, logits;
@@ -39,8 +40,19 @@ std::vector<float> RunLogits(const FalconModel& model, const std::vector<int>& i
   return all;
 }
 
-const char* kFixtures[] = {"newarch_gqa_f32", "newarch_gqa_bias_bf16", "newarch_1ln_f16", "mq_f32",
-                           "mq_bias_bf16",    "mha_bias_f32",          "mha_seq_bf16"};
+// Every layout of every architecture: Falcon's (tools/python/make_fixtures.py) and Llama's
+// (tools/python/make_llama_fixtures.py: GQA 4:1 with head_dim != hidden / heads, GQA 2:1 tied with
+// biases and llama3 rope scaling, one KV head with linear scaling).
+const char* kFixtures[] = {"newarch_gqa_f32",
+                           "newarch_gqa_bias_bf16",
+                           "newarch_1ln_f16",
+                           "mq_f32",
+                           "mq_bias_bf16",
+                           "mha_bias_f32",
+                           "mha_seq_bf16",
+                           "llama_gqa4_f32",
+                           "llama_gqa2_tied_bias_bf16",
+                           "llama_mqa_linear_f16"};
 
 class FixtureTest : public ::testing::TestWithParam<const char*> {
  protected:
@@ -48,14 +60,14 @@ class FixtureTest : public ::testing::TestWithParam<const char*> {
     dir_ = test::FixtureDir(GetParam());
     ModelOptions exact;  // f32 activations for BF16 weights: products exact, as the reference's
     exact.matmul_precision = ActivationPrecision::kF32;
-    model_ = FalconModel::Load(dir_, exact);
+    model_ = DecoderModel::Load(dir_, exact);
     ids_ = test::ReadFixtureIds(dir_);
     ref_ = ReadNpyF32(dir_ + "/logits.npy");
     ASSERT_EQ(ref_.shape, (std::vector<int64_t>{static_cast<int64_t>(ids_.size()),
                                                 model_->config().vocab_size}));
   }
   std::string dir_;
-  std::unique_ptr<FalconModel> model_;
+  std::unique_ptr<DecoderModel> model_;
   std::vector<int> ids_;
   NpyArray ref_;
 };
@@ -69,11 +81,11 @@ TEST_P(FixtureTest, MatchesPyTorchReferenceWithF32Cache) {
 TEST_P(FixtureTest, Bf16ActivationsStayWithinTheBf16Bound) {
   // The default for BF16 weights rounds each matmul's activations to bf16 (2^-9 relative) for the
   // CPU's bf16 dot products: the BF16 bound; F32 and F16 weights are unaffected (bit-identical).
-  auto fast = FalconModel::Load(dir_, ModelOptions{});
+  auto fast = DecoderModel::Load(dir_, ModelOptions{});
   const std::vector<float> logits = RunLogits(*fast, ids_, KVDType::kF32, false);
   const double err = test::RelMaxError(logits, ref_.data);
   EXPECT_LE(err, 2e-2) << GetParam();
-  if (fast->weights().layers[0].qkv.dtype == DType::kBF16) {
+  if (fast->weights().matrix_dtype() == DType::kBF16) {
     EXPECT_GT(err, 0.0) << "bf16 activations that change nothing are suspicious";
   } else {
     EXPECT_EQ(logits, RunLogits(*model_, ids_, KVDType::kF32, false)) << GetParam();
@@ -86,7 +98,7 @@ TEST_P(FixtureTest, InterruptibleSlicesGiveTheSameLogits) {
   ModelOptions sliced;
   sliced.matmul_precision = ActivationPrecision::kF32;
   sliced.interrupt_slice_macs = 1;
-  auto model = FalconModel::Load(dir_, sliced);
+  auto model = DecoderModel::Load(dir_, sliced);
   KVCache cache(model->CacheShape(1, model->config().max_position_embeddings), KVDType::kF32);
   TokenBatch b;
   for (size_t i = 0; i < ids_.size(); ++i) b.Add(ids_[i], 0, static_cast<int>(i), true);
@@ -126,7 +138,7 @@ TEST(LmHead, FracturedEqualsUnfracturedAndPaddingIsDropped) {
   for (int f : {1, 2, 4, 8, 16}) {
     ModelOptions o;
     o.lm_head_fractures = f;
-    auto model = FalconModel::Load(dir, o);
+    auto model = DecoderModel::Load(dir, o);
     EXPECT_EQ(model->lm_head().padded_vocab(), 512);
     const auto logits = RunLogits(*model, ids, KVDType::kBF16, false);
     ASSERT_EQ(logits.size(), ids.size() * 503);  // the real vocabulary only
@@ -138,42 +150,46 @@ TEST(LmHead, FracturedEqualsUnfracturedAndPaddingIsDropped) {
   }
   ModelOptions bad;
   bad.lm_head_fractures = 3;
-  EXPECT_THROW(FalconModel::Load(dir, bad), Error);
+  EXPECT_THROW(DecoderModel::Load(dir, bad), Error);
 }
 
 TEST(Determinism, SameBitsOnAnyThreadCount) {
-  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
-  auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = test::ReadFixtureIds(dir);
-  omp_set_num_threads(1);
-  const auto one = RunLogits(*model, ids, KVDType::kBF16, false);
-  for (int t : {2, 3, 8}) {
-    omp_set_num_threads(t);
-    const auto many = RunLogits(*model, ids, KVDType::kBF16, false);
-    EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << t;
+  for (const char* name : {"newarch_gqa_bias_bf16", "llama_gqa2_tied_bias_bf16"}) {
+    const std::string dir = test::FixtureDir(name);
+    auto model = DecoderModel::Load(dir, ModelOptions{});
+    const auto ids = test::ReadFixtureIds(dir);
+    omp_set_num_threads(1);
+    const auto one = RunLogits(*model, ids, KVDType::kBF16, false);
+    for (int t : {2, 3, 8}) {
+      omp_set_num_threads(t);
+      const auto many = RunLogits(*model, ids, KVDType::kBF16, false);
+      EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << t;
+    }
+    omp_set_num_threads(omp_get_num_procs());
   }
-  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(Batch, RowsAtDifferentPositionsMatchSeparateRuns) {
   // Two user rows in one batch at different positions give the same logits as each alone.
-  const std::string dir = test::FixtureDir("newarch_gqa_f32");
-  auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = test::ReadFixtureIds(dir);
-  const auto alone = RunLogits(*model, ids, KVDType::kBF16, true);
-  KVCache cache(model->CacheShape(2, 64), KVDType::kBF16);
-  std::vector<float> logits;
-  TokenBatch first;  // row 1 gets a 3-token head start
-  for (int i = 0; i < 3; ++i) first.Add(ids[i], 1, i, false);
-  model->Forward(first, cache, &logits);
-  const int64_t vocab = model->config().vocab_size;
-  for (size_t step = 0; step + 3 < ids.size(); ++step) {
-    TokenBatch b;
-    b.Add(ids[step], 0, static_cast<int>(step), true);
-    b.Add(ids[step + 3], 1, static_cast<int>(step + 3), true);
-    model->Forward(b, cache, &logits);
-    EXPECT_EQ(0, std::memcmp(&logits[0], &alone[step * vocab], vocab * sizeof(float))) << step;
-    EXPECT_EQ(0, std::memcmp(&logits[vocab], &alone[(step + 3) * vocab], vocab * sizeof(float)));
+  for (const char* name : {"newarch_gqa_f32", "llama_gqa4_f32"}) {
+    const std::string dir = test::FixtureDir(name);
+    auto model = DecoderModel::Load(dir, ModelOptions{});
+    const auto ids = test::ReadFixtureIds(dir);
+    const auto alone = RunLogits(*model, ids, KVDType::kBF16, true);
+    KVCache cache(model->CacheShape(2, 64), KVDType::kBF16);
+    std::vector<float> logits;
+    TokenBatch first;  // row 1 gets a 3-token head start
+    for (int i = 0; i < 3; ++i) first.Add(ids[i], 1, i, false);
+    model->Forward(first, cache, &logits);
+    const int64_t vocab = model->config().vocab_size;
+    for (size_t step = 0; step + 3 < ids.size(); ++step) {
+      TokenBatch b;
+      b.Add(ids[step], 0, static_cast<int>(step), true);
+      b.Add(ids[step + 3], 1, static_cast<int>(step + 3), true);
+      model->Forward(b, cache, &logits);
+      EXPECT_EQ(0, std::memcmp(&logits[0], &alone[step * vocab], vocab * sizeof(float))) << step;
+      EXPECT_EQ(0, std::memcmp(&logits[vocab], &alone[(step + 3) * vocab], vocab * sizeof(float)));
+    }
   }
 }
 
@@ -181,53 +197,56 @@ TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee) {
   // Interrupted at each of its poll points in turn (between layers, between matmul slices), the
   // forward pass returns false and leaves logits untouched; feeding the same positions again gives
   // the logits of a run that was never interrupted, bit for bit, contiguous and paged, bf16 and
-  // int8 (the K/V written before the interrupt is overwritten).
-  const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
-  auto model = FalconModel::Load(dir, ModelOptions{});
-  const auto ids = test::ReadFixtureIds(dir);
-  ASSERT_GE(ids.size(), 6u);
-  const size_t half = ids.size() / 2;
-  auto batch = [&](size_t from, size_t to) {
-    TokenBatch b;
-    for (size_t i = from; i < to; ++i) b.Add(ids[i], 1, static_cast<int>(i), true);
-    return b;
-  };
-  for (int block_size : {0, 4}) {
-    for (KVDType dtype : {KVDType::kBF16, KVDType::kInt8}) {
-      KVCacheOptions o;
-      o.dtype = dtype;
-      o.block_size = block_size;
-      const KVCacheShape shape = model->CacheShape(2, 64);
-      std::vector<float> want, logits;
-      int polls = 0;
-      {
-        KVCache cache(shape, o);
-        model->Forward(batch(0, half), cache, &logits);
-        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &want, [&] {
-          ++polls;
-          return false;
-        }));
-      }
-      ASSERT_GT(polls, model->config().n_layers);  // between layers and within them
-      for (int k = 0; k < polls; ++k) {
-        KVCache cache(shape, o);
-        model->Forward(batch(0, half), cache, &logits);
-        logits.assign(3, 7.0f);
-        int seen = 0;
-        EXPECT_FALSE(
-            model->Forward(batch(half, ids.size()), cache, &logits, [&] { return seen++ == k; }));
-        EXPECT_EQ(logits, std::vector<float>(3, 7.0f)) << "logits written by an interrupted pass";
-        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &logits));
-        ASSERT_EQ(logits.size(), want.size());
-        EXPECT_EQ(0, std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)))
-            << "block size " << block_size << ", " << KVDTypeName(dtype) << ", poll " << k;
+  // int8 (the K/V written before the interrupt is overwritten), for each architecture.
+  for (const char* name : {"newarch_gqa_bias_bf16", "llama_gqa2_tied_bias_bf16"}) {
+    const std::string dir = test::FixtureDir(name);
+    auto model = DecoderModel::Load(dir, ModelOptions{});
+    const auto ids = test::ReadFixtureIds(dir);
+    ASSERT_GE(ids.size(), 6u);
+    const size_t half = ids.size() / 2;
+    auto batch = [&](size_t from, size_t to) {
+      TokenBatch b;
+      for (size_t i = from; i < to; ++i) b.Add(ids[i], 1, static_cast<int>(i), true);
+      return b;
+    };
+    for (int block_size : {0, 4}) {
+      for (KVDType dtype : {KVDType::kBF16, KVDType::kInt8}) {
+        KVCacheOptions o;
+        o.dtype = dtype;
+        o.block_size = block_size;
+        const KVCacheShape shape = model->CacheShape(2, 64);
+        std::vector<float> want, logits;
+        int polls = 0;
+        {
+          KVCache cache(shape, o);
+          model->Forward(batch(0, half), cache, &logits);
+          ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &want, [&] {
+            ++polls;
+            return false;
+          }));
+        }
+        ASSERT_GT(polls, model->config().n_layers);  // between layers and within them
+        for (int k = 0; k < polls; ++k) {
+          KVCache cache(shape, o);
+          model->Forward(batch(0, half), cache, &logits);
+          logits.assign(3, 7.0f);
+          int seen = 0;
+          EXPECT_FALSE(
+              model->Forward(batch(half, ids.size()), cache, &logits, [&] { return seen++ == k; }));
+          EXPECT_EQ(logits, std::vector<float>(3, 7.0f)) << "logits written by an interrupted pass";
+          ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &logits));
+          ASSERT_EQ(logits.size(), want.size());
+          EXPECT_EQ(0, std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)))
+              << name << ", block size " << block_size << ", " << KVDTypeName(dtype) << ", poll "
+              << k;
+        }
       }
     }
   }
 }
 
 TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
-  auto model = FalconModel::Load(test::FixtureDir("mq_f32"), ModelOptions{});
+  auto model = DecoderModel::Load(test::FixtureDir("mq_f32"), ModelOptions{});
   KVCache cache(model->CacheShape(1, 8), KVDType::kBF16);
   std::vector<float> logits;
   TokenBatch bad_token;

@@ -11,13 +11,13 @@
 #include <gtest/gtest.h>
 
 #include "dist/thread_group.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "model/tensor_parallel.h"
 
 namespace wc::test {
 
 // Loads `dir` with `options` on every rank of a `ranks`-thread group and runs `body(model)` on
-// rank 0 while the others follow until it is done. `held`: each rank's FalconWeights::HeldBytes.
+// rank 0 while the others follow until it is done. `held`: each rank's ModelWeights::HeldBytes.
 // A rank that throws aborts the group; every rank's error is expected to be empty.
 template <typename Body>
 void OnRanks(const std::string& dir, int ranks, const ModelOptions& options, Body body,
@@ -31,7 +31,7 @@ void OnRanks(const std::string& dir, int ranks, const ModelOptions& options, Bod
       try {
         ModelOptions o = options;
         o.tensor_group = group[static_cast<size_t>(r)].get();
-        auto model = FalconModel::Load(dir, o);
+        auto model = DecoderModel::Load(dir, o);
         if (held) (*held)[static_cast<size_t>(r)] = model->weights().HeldBytes();
         if (r == 0) {
           body(*model);

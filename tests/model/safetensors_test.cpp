@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "model/safetensors.h"
 #include "tests/test_util.h"
 #include "util/error.h"
@@ -124,7 +124,7 @@ TEST(Checkpoint, ConfigThatDoesNotMatchTheWeightsIsRefusedByName) {
   cfg.replace(at, 17, "\"vocab_size\": 348");
   test::WriteFile(dir.File("config.json"), cfg);
   try {
-    FalconModel::Load(dir.path(), ModelOptions{});
+    DecoderModel::Load(dir.path(), ModelOptions{});
     FAIL();
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find(

@@ -17,7 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/gemm/bfp_weights.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"
 #include "tests/test_util.h"
@@ -131,7 +131,7 @@ ModelOptions Options(const std::string& spec, ActivationPrecision p) {
 // Logits [n, vocab] of `ids`: fed whole, one token at a time, or whole in row 1 beside a different
 // prompt in row 0 (batch). Each in a fresh f32 KV cache.
 enum class Feed { kWhole, kOneByOne, kBatched };
-std::vector<float> Logits(const FalconModel& model, const std::vector<int>& ids, Feed feed) {
+std::vector<float> Logits(const DecoderModel& model, const std::vector<int>& ids, Feed feed) {
   KVCache cache(model.CacheShape(2, model.config().max_position_embeddings), KVDType::kF32);
   std::vector<float> all, logits;
   const int n = static_cast<int>(ids.size());
@@ -164,9 +164,9 @@ TEST_P(WeightFormatsTest, LogitsAreThoseOfTheFormatsValues) {
     const WeightSpec spec = WeightSpec::Parse(text);
     test::TempDir ref_dir;
     WriteReference(dir, ref_dir.path(), spec, DType::kF32);
-    const auto ref = FalconModel::Load(ref_dir.path(), Options("auto", ActivationPrecision::kF32));
+    const auto ref = DecoderModel::Load(ref_dir.path(), Options("auto", ActivationPrecision::kF32));
     const std::vector<float> want = Logits(*ref, ids, Feed::kWhole);
-    const auto model = FalconModel::Load(dir, Options(text, ActivationPrecision::kF32));
+    const auto model = DecoderModel::Load(dir, Options(text, ActivationPrecision::kF32));
     const std::vector<float> got = Logits(*model, ids, Feed::kWhole);
     EXPECT_LE(test::RelMaxError(got, want), 1e-4) << GetParam() << " --weights " << text;
     if (spec.Of(WeightGroup::kAttn) && IsBfp(*spec.Of(WeightGroup::kAttn)) &&
@@ -184,7 +184,7 @@ TEST_P(WeightFormatsTest, TokenByTokenBatchAndThreadsGiveTheSameBits) {
   const int saved = omp_get_max_threads();
   for (const char* text : {"bf16", "bfp8", "bfp4"})
     for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16}) {
-      const auto model = FalconModel::Load(dir, Options(text, p));
+      const auto model = DecoderModel::Load(dir, Options(text, p));
       omp_set_num_threads(1);
       const std::vector<float> whole = Logits(*model, ids, Feed::kWhole);
       EXPECT_EQ(Logits(*model, ids, Feed::kOneByOne), whole) << text;
@@ -209,8 +209,8 @@ TEST(WeightFormats, BfpIsTheBf16CheckpointOfItsDecodedValues) {
       test::TempDir ref_dir;
       WriteReference(dir, ref_dir.path(), WeightSpec::Parse(text), DType::kBF16);
       const auto ref =
-          FalconModel::Load(ref_dir.path(), Options("auto", ActivationPrecision::kBF16));
-      const auto model = FalconModel::Load(dir, Options(text, ActivationPrecision::kBF16));
+          DecoderModel::Load(ref_dir.path(), Options("auto", ActivationPrecision::kBF16));
+      const auto model = DecoderModel::Load(dir, Options(text, ActivationPrecision::kBF16));
       EXPECT_EQ(Logits(*model, ids, Feed::kWhole), Logits(*ref, ids, Feed::kWhole))
           << fixture << " --weights " << text;
     }
@@ -219,8 +219,8 @@ TEST(WeightFormats, BfpIsTheBf16CheckpointOfItsDecodedValues) {
 
 TEST(WeightFormats, ATiedLmHeadConvertedKeepsTheEmbeddings) {
   const std::string dir = test::FixtureDir("newarch_gqa_f32");  // tied
-  const auto model = FalconModel::Load(dir, Options("lm_head=bfp4", ActivationPrecision::kF32));
-  const FalconWeights& w = model->weights();
+  const auto model = DecoderModel::Load(dir, Options("lm_head=bfp4", ActivationPrecision::kF32));
+  const ModelWeights& w = model->weights();
   ASSERT_TRUE(w.lm_head_tied);
   EXPECT_EQ(w.lm_head_p.format(), WeightFormat::kBfp4);
   std::vector<float> got(static_cast<size_t>(w.embeddings.cols)), want(got.size());
@@ -229,7 +229,7 @@ TEST(WeightFormats, ATiedLmHeadConvertedKeepsTheEmbeddings) {
     GatherRow(w.embeddings, token, want.data());
     EXPECT_EQ(got, want) << token;
   }
-  EXPECT_EQ(w.layers[0].qkv_p.format(), WeightFormat::kF32);  // attn not named: auto
+  EXPECT_EQ(w.layers[0].qkv.p.format(), WeightFormat::kF32);  // attn not named: auto
   EXPECT_EQ(static_cast<int64_t>(w.lm_head_p.bytes()),
             WeightFormatBytes(WeightFormat::kBfp4, w.lm_head_p.rows(), w.lm_head_p.cols()));
 }
@@ -293,12 +293,12 @@ TEST(WeightFormats, BfpModelsHoldTheirTiles) {
   std::map<std::string, int64_t> held;
   std::map<std::string, int64_t> matrices;  // the packed matrices' bytes
   for (const char* text : {"bf16", "bfp8", "bfp4"}) {
-    const auto model = FalconModel::Load(dir, Options(text, ActivationPrecision::kBF16));
-    const FalconWeights& w = model->weights();
+    const auto model = DecoderModel::Load(dir, Options(text, ActivationPrecision::kBF16));
+    const ModelWeights& w = model->weights();
     const std::optional<WeightFormat> f = WeightSpec::Parse(text).Of(WeightGroup::kMlp);
     std::vector<const PackedMatrix*> all = {&w.lm_head_p};
     for (const LayerWeights& l : w.layers)
-      for (const PackedMatrix* m : {&l.qkv_p, &l.dense_p, &l.fc1_p, &l.fc2_p}) all.push_back(m);
+      for (const Linear* m : l.Linears()) all.push_back(&m->p);
     for (const PackedMatrix* m : all) {
       if (IsBfp(*f)) {
         EXPECT_EQ(static_cast<int64_t>(m->bytes()),
@@ -324,12 +324,12 @@ TEST(WeightFormats, PackingReportsItsProgress) {
     std::vector<std::pair<int64_t, int64_t>> calls;  // (done, total)
     ModelOptions o = Options(text, ActivationPrecision::kBF16);
     o.pack_progress = [&calls](int64_t done, int64_t total) { calls.emplace_back(done, total); };
-    const auto model = FalconModel::Load(dir, o);
+    const auto model = DecoderModel::Load(dir, o);
     EXPECT_FALSE(model->options().pack_progress) << text;
-    const FalconWeights& w = model->weights();
+    const ModelWeights& w = model->weights();
     int64_t total = w.lm_head.rows * w.lm_head.cols * 2;  // BF16 sources
     for (const LayerWeights& l : w.layers)
-      for (const MatrixRef* m : {&l.qkv, &l.dense, &l.fc1, &l.fc2}) total += m->rows * m->cols * 2;
+      for (const Linear* m : l.Linears()) total += m->w.rows * m->w.cols * 2;
     ASSERT_GE(calls.size(), 4 * w.layers.size() + 1) << text;  // a call a matrix at least
     for (size_t i = 0; i < calls.size(); ++i) {
       EXPECT_EQ(calls[i].second, total) << text;

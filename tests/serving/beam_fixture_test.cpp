@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kvcache/kv_cache.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/request.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
@@ -89,7 +89,7 @@ const char* ReasonName(StopReason r) {
 }
 
 // Runs the case's beam request on `model` with F32 KV; block_size 0 = contiguous.
-RequestResult RunBeams(const FalconModel& model, const BeamCase& c, int block_size) {
+RequestResult RunBeams(const DecoderModel& model, const BeamCase& c, int block_size) {
   ServingOptions options;
   options.user_rows = 8;
   options.threads = 1;
@@ -124,7 +124,7 @@ TEST_P(BeamFixtureTest, MatchesTheReferenceOnPagedAndContiguousKV) {
   nlohmann::json config = nlohmann::json::parse(test::ReadFile(dir.File("config.json")));
   config["eos_token_id"] = c.eos_token_id;
   test::WriteFile(dir.File("config.json"), config.dump(2));
-  const std::unique_ptr<FalconModel> model = FalconModel::Load(dir.path(), ModelOptions{});
+  const std::unique_ptr<DecoderModel> model = DecoderModel::Load(dir.path(), ModelOptions{});
   ASSERT_EQ(model->config().eos_token_id, c.eos_token_id) << label;
 
   const RequestResult paged = RunBeams(*model, c, kServingBlockSize);

@@ -24,14 +24,14 @@ std::shared_ptr<DraftModelSource> SelfDraft(KVDType kv = KVDType::kBF16) {
 }
 
 // A one-layer random checkpoint with the default model's vocabulary: it rarely agrees.
-const FalconModel& RandomDraftModel() {
-  static const std::unique_ptr<FalconModel> model = [] {
-    FalconConfig c = LoadDefaultModel().config();
+const DecoderModel& RandomDraftModel() {
+  static const std::unique_ptr<DecoderModel> model = [] {
+    ModelConfig c = LoadDefaultModel().config();
     c.n_layers = 1;
     const std::string dir =
         (std::filesystem::temp_directory_path() / Cat("wc_draft_", getpid())).string();
     WriteRandomCheckpoint(c, DType::kBF16, 5, dir);
-    std::unique_ptr<FalconModel> loaded = FalconModel::Load(dir, ModelOptions());
+    std::unique_ptr<DecoderModel> loaded = DecoderModel::Load(dir, ModelOptions());
     std::filesystem::remove_all(dir);
     return loaded;
   }();

@@ -37,7 +37,7 @@ TEST(Perplexity, MatchesThePyTorchReferenceLogits) {
     nll -= LogProb(&ref.data[i * vocab], vocab, ids[i + 1]);
   ModelOptions exact;  // f32 activations: the reference's exact products
   exact.matmul_precision = ActivationPrecision::kF32;
-  auto model = FalconModel::Load(dir, exact);
+  auto model = DecoderModel::Load(dir, exact);
   KVCache cache(model->CacheShape(1, 64), KVDType::kF32);
   const PerplexityResult r = TeacherForcedPerplexity(*model, ids, cache);
   EXPECT_EQ(r.tokens, static_cast<int64_t>(ids.size()) - 1);
@@ -47,7 +47,7 @@ TEST(Perplexity, MatchesThePyTorchReferenceLogits) {
 TEST(Perplexity, LongTextIsScoredInContextWindows) {
   const std::string dir = test::FixtureDir("mq_f32");
   const auto ids = FixtureIds(dir);  // 12 tokens
-  auto model = FalconModel::Load(dir, ModelOptions{});
+  auto model = DecoderModel::Load(dir, ModelOptions{});
   KVCache cache(model->CacheShape(1, 5), KVDType::kBF16);
   const PerplexityResult r = TeacherForcedPerplexity(*model, ids, cache);
   EXPECT_EQ(r.tokens, 4 + 4 + 1);  // windows [0,5) [5,10) [10,12): n - 1 each
@@ -58,7 +58,7 @@ TEST(Perplexity, LongTextIsScoredInContextWindows) {
 TEST(Perplexity, AttentionErrorAgainstAnF32Cache) {
   const std::string dir = test::FixtureDir("newarch_gqa_bias_bf16");
   const auto ids = FixtureIds(dir);
-  auto model = FalconModel::Load(dir, ModelOptions{});
+  auto model = DecoderModel::Load(dir, ModelOptions{});
   KVCache ref(model->CacheShape(1, 8), KVDType::kF32);  // 12 tokens: two windows
   KVCache same(model->CacheShape(1, 8), KVDType::kF32);
   const AttentionError none = MeasureAttentionError(*model, ids, ref, same);

@@ -122,7 +122,7 @@ GroupRun RunOnTwoRanks(const std::vector<RequestSpec>& specs) {
       try {
         ModelOptions o;
         o.tensor_group = group[static_cast<size_t>(r)].get();
-        auto model = FalconModel::Load(dir, o);
+        auto model = DecoderModel::Load(dir, o);
         if (r != 0) {
           FollowSteps(*model, [&run](const KVCache& cache) {
             run.follower.push_back(TablesOf(cache));

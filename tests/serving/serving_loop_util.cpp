@@ -15,7 +15,7 @@ const DefaultModel& LoadDefaultModel() {
   static const DefaultModel* m = [] {
     const std::string dir = std::string(WORMCHAT_ASSETS_DIR) + "/default-model";
     auto* d = new DefaultModel;
-    d->model = FalconModel::Load(dir, ModelOptions{});
+    d->model = DecoderModel::Load(dir, ModelOptions{});
     d->tokenizer = Tokenizer::FromModelDir(dir);
     d->chat_format = ChatFormat::Load(dir);
     return d;

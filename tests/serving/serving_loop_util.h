@@ -15,7 +15,7 @@
 
 #include "kvcache/kv_cache.h"
 #include "model/chat_format.h"
-#include "model/falcon.h"
+#include "model/decoder_model.h"
 #include "serving/conversation.h"
 #include "serving/serving_loop.h"
 #include "serving/waiting_observer.h"
@@ -26,10 +26,10 @@ namespace wc::test {
 // assets/default-model with its tokenizer and chat format, loaded on first use (throws wc::Error
 // naming the directory if it is missing: the tests fail, never skip).
 struct DefaultModel {
-  std::unique_ptr<FalconModel> model;
+  std::unique_ptr<DecoderModel> model;
   std::unique_ptr<Tokenizer> tokenizer;
   std::optional<ChatFormat> chat_format;
-  const FalconConfig& config() const { return model->config(); }
+  const ModelConfig& config() const { return model->config(); }
 };
 const DefaultModel& LoadDefaultModel();
 // LoadDefaultModel(), as the serving tests spell it.

@@ -348,7 +348,7 @@ TEST_F(FalconVocabModel, GenerateChatBatchPerplexityAndTranscriptRun) {
 // special_tokens_map.json, in HF's order, config.json winning.
 TEST(GenerationDefaults, SpecialTokensComeFromConfigThenTheFilesBesideIt) {
   test::TempDir dir;
-  FalconConfig c = PresetConfig("tiny");
+  ModelConfig c = PresetConfig("tiny");
   c.vocab_size = 65024;
   nlohmann::json config = c.ToJson();
   config.erase("bos_token_id");

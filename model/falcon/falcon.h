@@ -1,0 +1,29 @@
+// Falcon (FalconForCausalLM; RW-era RWForCausalLM): the architecture's entries in the table
+// (model/architecture_ops.h). Config keys: falcon_config.cpp; tensor names: falcon_tensors.cpp;
+// the layer's graph: falcon_graph.cpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "model/tensor_table.h"
+
+namespace wc {
+struct LayerContext;
+namespace falcon {
+
+ModelConfig ParseConfig(const nlohmann::json& j, const std::string& src);
+nlohmann::json ToJson(const ModelConfig& c);
+void Validate(const ModelConfig& c, const std::string& src);
+std::string Layout(const ModelConfig& c);
+std::vector<TensorEntry> Tensors(const ModelConfig& c);
+void Layer(const LayerContext& ctx, std::vector<float>& x);
+std::vector<std::string> PresetNames();
+std::optional<ModelConfig> Preset(const std::string& name);
+
+}  // namespace falcon
+}  // namespace wc

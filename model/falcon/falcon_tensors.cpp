@@ -1,0 +1,38 @@
+// Falcon's tensor names (HF modeling_falcon.py), one row per tensor a config needs.
+#include "model/falcon/falcon.h"
+#include "util/error.h"
+
+namespace wc::falcon {
+
+std::vector<TensorEntry> Tensors(const ModelConfig& c) {
+  using R = TensorRole;
+  const int64_t h = c.hidden_size, ffn = c.ffn_hidden_size, qkv = c.qkv_rows();
+  const int64_t attn = int64_t{c.n_head} * c.head_dim();
+  std::vector<TensorEntry> t;
+  t.push_back({R::kTokenEmbd, -1, "transformer.word_embeddings.weight", {c.vocab_size, h}});
+  t.push_back({R::kOutputNorm, -1, "transformer.ln_f.weight", {h}});
+  t.push_back({R::kOutputNormBias, -1, "transformer.ln_f.bias", {h}});
+  if (!c.tie_word_embeddings) t.push_back({R::kOutput, -1, "lm_head.weight", {c.vocab_size, h}});
+  for (int l = 0; l < c.n_layers; ++l) {
+    const std::string p = Cat("transformer.h.", l, ".");
+    const std::string ln1 = c.two_layernorms() ? "ln_attn" : "input_layernorm";
+    t.push_back({R::kAttnNorm, l, p + ln1 + ".weight", {h}});
+    t.push_back({R::kAttnNormBias, l, p + ln1 + ".bias", {h}});
+    if (c.mlp_norm()) {
+      const std::string ln2 = c.two_layernorms() ? "ln_mlp" : "post_attention_layernorm";
+      t.push_back({R::kMlpNorm, l, p + ln2 + ".weight", {h}});
+      t.push_back({R::kMlpNormBias, l, p + ln2 + ".bias", {h}});
+    }
+    t.push_back({R::kQkv, l, p + "self_attention.query_key_value.weight", {qkv, h}});
+    if (c.bias) t.push_back({R::kQkvBias, l, p + "self_attention.query_key_value.bias", {qkv}});
+    t.push_back({R::kAttnOut, l, p + "self_attention.dense.weight", {h, attn}});
+    if (c.bias) t.push_back({R::kAttnOutBias, l, p + "self_attention.dense.bias", {h}});
+    t.push_back({R::kUp, l, p + "mlp.dense_h_to_4h.weight", {ffn, h}});
+    if (c.bias) t.push_back({R::kUpBias, l, p + "mlp.dense_h_to_4h.bias", {ffn}});
+    t.push_back({R::kDown, l, p + "mlp.dense_4h_to_h.weight", {h, ffn}});
+    if (c.bias) t.push_back({R::kDownBias, l, p + "mlp.dense_4h_to_h.bias", {h}});
+  }
+  return t;
+}
+
+}  // namespace wc::falcon
