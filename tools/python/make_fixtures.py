@@ -16,7 +16,6 @@ Usage:
     python3 tools/python/make_fixtures.py --only mq_f32 [--out DIR]
 """
 
-import argparse
 import json
 import os
 import shutil
@@ -25,9 +24,7 @@ import sys
 import numpy as np
 import torch
 
-from wormref import REPO_ROOT, falcon_ref
-
-DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures")
+from wormref import falcon_ref, fixture_io
 
 N_IDS = 12
 WEIGHT_STD = 0.08   # Linear / Embedding weights ~ N(0, 0.08)
@@ -113,11 +110,6 @@ def fixture_ids(vocab_size, seed):
     return ids
 
 
-def read_ids(path):
-    with open(path) as f:
-        return falcon_ref.parse_ids(f.read())
-
-
 def generate(name, out_root):
     cfg_dict, dtype, shards, seed, _ = FIXTURES[name]
     d = os.path.join(out_root, name)
@@ -130,10 +122,10 @@ def generate(name, out_root):
     falcon_ref.save_checkpoint(d, cfg_dict, model, dtype=dtype, shards=shards)
 
     ids = fixture_ids(cfg.vocab_size, seed)
-    with open(os.path.join(d, "ids.txt"), "w") as f:
-        f.write(" ".join(str(i) for i in ids) + "\n")
+    fixture_io.write_ids(os.path.join(d, fixture_io.IDS_NAME), ids)
     _, stored = falcon_ref.load_checkpoint(d)          # logits from the stored (rounded) weights
-    np.save(os.path.join(d, "logits.npy"), falcon_ref.compute_logits(stored, ids))
+    fixture_io.save_logits(os.path.join(d, fixture_io.LOGITS_NAME),
+                           falcon_ref.compute_logits(stored, ids))
 
 
 @torch.no_grad()
@@ -142,7 +134,7 @@ def check(name, out_root):
     Returns a one-line summary; raises AssertionError on failure."""
     d = os.path.join(out_root, name)
     cfg, model = falcon_ref.load_checkpoint(d)
-    ids = read_ids(os.path.join(d, "ids.txt"))
+    ids = fixture_io.read_ids(os.path.join(d, fixture_io.IDS_NAME))
     saved = np.load(os.path.join(d, "logits.npy"))
     assert saved.dtype == np.dtype("<f4") and saved.flags.c_contiguous, saved.dtype
     assert saved.shape == (len(ids), cfg.vocab_size), saved.shape
@@ -246,28 +238,9 @@ def write_readme(out_root):
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="generate / verify Falcon test fixtures")
-    p.add_argument("--out", default=DEFAULT_OUT, help="fixtures root (default tests/fixtures)")
-    p.add_argument("--only", action="append", choices=sorted(FIXTURES), help="restrict to NAME")
-    p.add_argument("--check", action="store_true", help="verify existing fixtures only")
-    args = p.parse_args(argv)
-    names = args.only or list(FIXTURES)
-    torch.set_num_threads(1)   # keep float32 reductions reproducible
-
-    if not args.check:
-        os.makedirs(args.out, exist_ok=True)
-        for name in names:
-            generate(name, args.out)
-        write_readme(args.out)
-    failed = 0
-    for name in names:
-        try:
-            print(check(name, args.out))
-        except AssertionError as e:
-            failed += 1
-            print(f"{name}: FAILED {e}")
-    print(f"{len(names) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return fixture_io.fixture_main(argv, "generate / verify Falcon test fixtures", FIXTURES,
+                                   generate, check, write_readme,
+                                   setup=lambda: torch.set_num_threads(1))  # reproducible f32 sums
 
 
 if __name__ == "__main__":

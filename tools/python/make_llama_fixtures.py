@@ -2,11 +2,8 @@
 """Write tiny seeded random Llama (LlamaForCausalLM, Falcon3's layout) checkpoints + reference
 logits to tests/fixtures/<name>/, numpy only (no torch).
 
-Each fixture directory holds (same layout as the Falcon fixtures, see tests/fixtures/README.md):
-    config.json                      HF LlamaConfig keys, model_type "llama"
-    model.safetensors                or model-0000i-of-0000N.safetensors + model.safetensors.index.json
-    ids.txt                          one line of space-separated token ids
-    logits.npy                       float32 '<f4', C order, shape [n_ids, vocab_size]
+Each fixture directory holds the files wormref.fixture_io writes (the Falcon fixtures' layout,
+see tests/fixtures/README.md), config.json with HF LlamaConfig keys and model_type "llama".
 
 logits.npy is wormref.llama_ref's float64 forward pass, rounded to float32, from the checkpoint
 *as stored* (it is reloaded after saving, so bf16/f16 rounding is included).
@@ -17,25 +14,20 @@ Usage:
     python3 tools/python/make_llama_fixtures.py --only llama_gqa4_f32 [--out DIR]
 """
 
-import argparse
 import dataclasses
 import json
 import os
-import shutil
 import sys
 
 import numpy as np
 
-from wormref import REPO_ROOT, llama_ref, safetensors_io
+from wormref import fixture_io, llama_ref
 from wormref.llama_config import LlamaConfig
-
-DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures")
 
 N_IDS = 12
 WEIGHT_STD = 0.08   # Linear / Embedding weights ~ N(0, 0.08)
 BIAS_STD = 0.05     # Linear biases ~ N(0, 0.05) when attention_bias / mlp_bias
 NORM_STD = 0.1      # RMSNorm weight ~ 1 + N(0, 0.1)
-TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 
 # Extra keys real HF Llama / Falcon3 configs carry; the engine must ignore them.
 HF_NOISE = {"attention_dropout": 0.0, "hidden_act": "silu", "initializer_range": 0.02,
@@ -82,94 +74,31 @@ FIXTURES = {
 
 
 def fixture_ids(vocab_size, seed):
-    """N_IDS seeded random ids in [0, vocab); positions 3 and 7 forced to vocab-1 and 0.
-    Drawn from default_rng([seed, 1]); weights come from default_rng([seed, 0])."""
-    rng = np.random.default_rng([seed, 1])
-    ids = [int(i) for i in rng.integers(0, vocab_size, size=N_IDS)]
-    ids[3], ids[7] = vocab_size - 1, 0
-    return ids
+    """fixture_io.fixture_ids with N_IDS ids (default_rng([seed, 1]))."""
+    return fixture_io.fixture_ids(vocab_size, seed, N_IDS)
 
 
 def init_weights(cfg, seed):
-    """{HF name: float32 ndarray}, drawn in HF state_dict order from default_rng([seed, 0])."""
-    rng = np.random.default_rng([seed, 0])
-    out = {}
-    for name, shape in llama_ref.expected_shapes(cfg).items():
+    """{HF name: float32 ndarray}, drawn in HF state_dict order from default_rng([seed, 0])
+    (fixture_io.seeded_weights)."""
+    def init(name):
         if name.endswith("norm.weight"):          # input/post_attention_layernorm, model.norm
-            a = 1.0 + rng.normal(0.0, NORM_STD, shape)
-        elif name.endswith(".bias"):
-            a = rng.normal(0.0, BIAS_STD, shape)
-        else:
-            a = rng.normal(0.0, WEIGHT_STD, shape)
-        out[name] = a.astype(np.float32)
-    return out
-
-
-def _shard_groups(names, sizes, shards):
-    """Split ordered `names` into `shards` contiguous non-empty groups of ~equal bytes
-    (same rule as falcon_ref.save_checkpoint)."""
-    if shards > len(names):
-        raise ValueError(f"cannot split {len(names)} tensors into {shards} shards")
-    total, groups, start, cum = sum(sizes), [], 0, 0
-    for i, s in enumerate(sizes):
-        cum += s
-        k = len(groups) + 1
-        if k < shards and (cum >= total * k / shards or len(names) - (i + 1) == shards - k):
-            groups.append(names[start:i + 1])
-            start = i + 1
-    groups.append(names[start:])
-    assert len(groups) == shards and all(groups)
-    return groups
-
-
-def save_checkpoint(model_dir, cfg_json, tensors, dtype, shards):
-    """config.json (cfg_json as given + model_type / architectures / torch_dtype) and the
-    safetensors file(s): one dtype, sorted names, header padded to 8, format "pt"; shards > 1
-    cut the HF state_dict order into ~equal-byte runs and write model.safetensors.index.json."""
-    st_dtype = safetensors_io.canonical_dtype(dtype)
-    cfg_json = dict(cfg_json, model_type="llama", architectures=["LlamaForCausalLM"],
-                    torch_dtype=TORCH_DTYPES[st_dtype])
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, llama_ref.CONFIG_NAME), "w") as f:
-        json.dump(cfg_json, f, indent=2)
-        f.write("\n")
-    meta = {"format": "pt"}
-    if shards <= 1:
-        safetensors_io.write_safetensors(os.path.join(model_dir, safetensors_io.SINGLE_NAME),
-                                         tensors, st_dtype, meta)
-        return
-    names = list(tensors)
-    sizes = [tensors[n].size * safetensors_io.DTYPE_SIZES[st_dtype] for n in names]
-    weight_map = {}
-    for i, group in enumerate(_shard_groups(names, sizes, shards)):
-        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        safetensors_io.write_safetensors(os.path.join(model_dir, fname),
-                                         {n: tensors[n] for n in group}, st_dtype, meta)
-        weight_map.update({n: fname for n in group})
-    index = {"metadata": {"total_size": sum(sizes)}, "weight_map": dict(sorted(weight_map.items()))}
-    with open(os.path.join(model_dir, safetensors_io.INDEX_NAME), "w") as f:
-        json.dump(index, f, indent=2)
-        f.write("\n")
-
-
-def read_ids(path):
-    with open(path) as f:
-        return llama_ref.parse_ids(f.read())
+            return 1.0, NORM_STD
+        return 0.0, BIAS_STD if name.endswith(".bias") else WEIGHT_STD
+    return fixture_io.seeded_weights(llama_ref.expected_shapes(cfg), seed, init)
 
 
 def generate(name, out_root):
+    """Write fixture `name` to out_root/name (replacing it): config.json (the FIXTURES entry +
+    model_type / architectures / torch_dtype), the weights in its dtype and shard count,
+    ids.txt, and logits.npy from the stored (rounded) weights."""
     cfg_json, dtype, shards, seed, _ = FIXTURES[name]
-    d = os.path.join(out_root, name)
-    if os.path.isdir(d):
-        shutil.rmtree(d)
     cfg = LlamaConfig.from_dict(cfg_json)
-    save_checkpoint(d, cfg_json, init_weights(cfg, seed), dtype, shards)
-    ids = fixture_ids(cfg.vocab_size, seed)
-    with open(os.path.join(d, "ids.txt"), "w") as f:
-        f.write(" ".join(str(i) for i in ids) + "\n")
-    cfg, stored = llama_ref.load_checkpoint(d)      # logits from the stored (rounded) weights
-    np.save(os.path.join(d, "logits.npy"),
-            np.ascontiguousarray(llama_ref.logits(cfg, stored, ids), dtype="<f4"))
+    fixture_io.write_fixture(
+        os.path.join(out_root, name),
+        dict(cfg_json, model_type="llama", architectures=["LlamaForCausalLM"]),
+        init_weights(cfg, seed), dtype, shards, fixture_ids(cfg.vocab_size, seed),
+        lambda d, ids: llama_ref.logits(*llama_ref.load_checkpoint(d), ids))
 
 
 def check(name, out_root):
@@ -178,24 +107,12 @@ def check(name, out_root):
     d = os.path.join(out_root, name)
     cfg, tensors = llama_ref.load_checkpoint(d)
     assert cfg == LlamaConfig.from_dict(FIXTURES[name][0]), f"{name}: config.json changed"
-    ids = read_ids(os.path.join(d, "ids.txt"))
+    ids = fixture_io.read_ids(os.path.join(d, fixture_io.IDS_NAME))
     assert ids == fixture_ids(cfg.vocab_size, FIXTURES[name][3]), f"{name}: ids.txt changed"
-    saved = np.load(os.path.join(d, "logits.npy"))
-    assert saved.dtype == np.dtype("<f4") and saved.flags.c_contiguous, saved.dtype
-    assert saved.shape == (len(ids), cfg.vocab_size), saved.shape
     assert len(ids) <= cfg.max_position_embeddings
     base = llama_ref.logits(cfg, tensors, ids)
-    diff = float(np.abs(base - saved).max())
-    assert diff <= 1e-5, f"{name}: recomputed logits differ by {diff}"
-    assert np.abs(base).max() > 0.5, f"{name}: degenerate logits"
-
-    # Every tensor must influence the logits: zeroing it must move them visibly.
-    least = np.inf
-    for tname in tensors:
-        moved = float(np.abs(llama_ref.logits(cfg, dict(tensors, **{tname: 0 * tensors[tname]}),
-                                              ids) - base).max())
-        assert moved > 1e-3, f"{name}: tensor {tname} barely matters (max change {moved:g})"
-        least = min(least, moved)
+    saved, exact = fixture_io.compare_logits(name, d, ids, cfg.vocab_size, base)
+    least = fixture_io.zeroing_moves(name, tensors, lambda t: llama_ref.logits(cfg, t, ids), base)
     # The rope scaling must matter too, and llama3 must use all three bands.
     rope_note = "rope default"
     if cfg.rope_type != "default":
@@ -208,16 +125,14 @@ def check(name, out_root):
         assert {"high", "medium", "low"} <= set(bands), f"{name}: llama3 bands {bands}"
         rope_note += " bands " + "".join(b[0] for b in bands)
 
-    with open(os.path.join(d, "config.json")) as f:
+    with open(os.path.join(d, fixture_io.CONFIG_NAME)) as f:
         torch_dtype = json.load(f)["torch_dtype"]
-    size = sum(os.path.getsize(os.path.join(d, fn)) for fn in os.listdir(d))
-    exact = np.array_equal(base.astype("<f4"), saved)
     return (f"{name}: ok (exact={exact}) {torch_dtype} L={cfg.num_hidden_layers} "
             f"C={cfg.hidden_size} H={cfg.num_attention_heads} K={cfg.num_key_value_heads} "
             f"D={cfg.head_dim} F={cfg.intermediate_size} V={cfg.vocab_size} "
             f"bias={cfg.attention_bias}/{cfg.mlp_bias} tied={cfg.tie_word_embeddings} {rope_note}, "
             f"zeroing a tensor moves >= {least:.3f}, "
-            f"logit range [{saved.min():.2f}, {saved.max():.2f}] {size / 1024:.0f} KiB")
+            f"logit range [{saved.min():.2f}, {saved.max():.2f}] {fixture_io.dir_kib(d):.0f} KiB")
 
 
 README_HEADING = "## `llama_*/`"
@@ -285,43 +200,12 @@ def write_readme(out_root):
         "tests/fixtures/NAME --ids \"1 2 3\" --out /tmp/x.npy`.",
         "",
     ]
-    path = os.path.join(out_root, "README.md")
-    old = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            old = f.read()
-    start = old.find("\n" + README_HEADING + "\n")
-    if start < 0:
-        new = (old.rstrip("\n") + "\n\n" if old else "") + "\n".join(lines)
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start + 1] + "\n".join(lines) + (old[end:] if end >= 0 else "")
-    with open(path, "w") as f:
-        f.write(new)
+    fixture_io.replace_readme_section(out_root, README_HEADING, lines)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="generate / verify Llama test fixtures")
-    p.add_argument("--out", default=DEFAULT_OUT, help="fixtures root (default tests/fixtures)")
-    p.add_argument("--only", action="append", choices=sorted(FIXTURES), help="restrict to NAME")
-    p.add_argument("--check", action="store_true", help="verify existing fixtures only")
-    args = p.parse_args(argv)
-    names = args.only or list(FIXTURES)
-
-    if not args.check:
-        os.makedirs(args.out, exist_ok=True)
-        for name in names:
-            generate(name, args.out)
-        write_readme(args.out)
-    failed = 0
-    for name in names:
-        try:
-            print(check(name, args.out))
-        except AssertionError as e:
-            failed += 1
-            print(f"{name}: FAILED {e}")
-    print(f"{len(names) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return fixture_io.fixture_main(argv, "generate / verify Llama test fixtures", FIXTURES,
+                                   generate, check, write_readme)
 
 
 if __name__ == "__main__":

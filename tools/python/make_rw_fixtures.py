@@ -5,14 +5,11 @@ tests/fixtures/<name>/, numpy only (no torch).
 Falcon-RW is HF FalconForCausalLM with `alibi: true` (no rotary), plain multi-head attention
 (multi_query false, fused QKV per head [q, k, v]), sequential residuals (parallel_attn false:
 x += dense(attn(input_layernorm(x))); x += mlp(post_attention_layernorm(x))), biases on every
-Linear, tied LM head. Each fixture directory holds (same layout as the Falcon fixtures, see
-tests/fixtures/README.md):
-    config.json         HF FalconConfig keys (rw_alibi_f32, rw_alibi12_long_f32) or RW-era keys
-                        (rw_alibi6_bf16)
-    model.safetensors   one dtype, sorted names, header padded to 8, format "pt"
-    ids.txt             one line of n_ids space-separated token ids (12; 300 for
-                        rw_alibi12_long_f32, whose key positions pass 256)
-    logits.npy          float32 '<f4', C order, shape [n_ids, vocab_size]
+Linear, tied LM head. Each fixture directory holds the files wormref.fixture_io writes (the
+Falcon fixtures' layout, see tests/fixtures/README.md): config.json with HF FalconConfig keys
+(rw_alibi_f32, rw_alibi12_long_f32) or RW-era keys (rw_alibi6_bf16), one model.safetensors,
+ids.txt with n_ids ids (12; 300 for rw_alibi12_long_f32, whose key positions pass 256),
+logits.npy [n_ids, vocab_size].
 
 logits.npy is wormref.slow_ref's float64 forward pass (with HF's bf16 ALiBi roundings, see
 wormref/alibi.py), rounded to float32, from the checkpoint *as stored* (it is reloaded after
@@ -29,26 +26,19 @@ Usage:
     python3 tools/python/make_rw_fixtures.py --only rw_alibi_f32 [--out DIR]
 """
 
-import argparse
-import json
 import os
-import shutil
 import sys
 
 import numpy as np
 
-from wormref import REPO_ROOT, alibi, safetensors_io, slow_ref
+from wormref import alibi, fixture_io, slow_ref
 from wormref.config import FalconConfig
-
-DEFAULT_OUT = os.path.join(REPO_ROOT, "tests", "fixtures")
-CONFIG_NAME = "config.json"
 
 N_IDS = 12          # ids of every fixture but rw_alibi12_long_f32 (FIXTURES' n_ids)
 LONG_IDS = 300      # rw_alibi12_long_f32: key positions 0..299 pass 256, where bf16(j) rounds
 WEIGHT_STD = 0.08   # Linear / Embedding weights ~ N(0, 0.08)
 BIAS_STD = 0.05     # Linear biases ~ N(0, 0.05)
 LN_STD = 0.1        # LayerNorm weight ~ 1 + N(0, 0.1), LayerNorm bias ~ N(0, 0.1)
-TORCH_DTYPES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
 
 # Keys real Falcon / RW configs carry that the engine ignores.
 HF_NOISE = {"apply_residual_connection_post_layernorm": False, "attention_dropout": 0.0,
@@ -102,6 +92,7 @@ ROUNDING_FIXTURES = ("rw_alibi12_long_f32",)
 
 
 def load_config(cfg_json):
+    """FalconConfig of a config.json dict, ALiBi allowed."""
     return FalconConfig.from_dict(cfg_json, allow_alibi=True)
 
 
@@ -136,71 +127,31 @@ def expected_shapes(cfg):
     return shapes
 
 
-def fixture_ids(vocab_size, seed, n_ids=N_IDS):
-    """n_ids seeded random ids in [0, vocab); positions 3 and 7 forced to vocab-1 and 0.
-    Drawn from default_rng([seed, 1]); weights come from default_rng([seed, 0])."""
-    rng = np.random.default_rng([seed, 1])
-    ids = [int(i) for i in rng.integers(0, vocab_size, size=n_ids)]
-    ids[3], ids[7] = vocab_size - 1, 0
-    return ids
-
-
 def init_weights(cfg, seed):
-    """{HF name: float32 ndarray}, drawn in HF state_dict order from default_rng([seed, 0])."""
-    rng = np.random.default_rng([seed, 0])
-    out = {}
-    for name, shape in expected_shapes(cfg).items():
-        is_ln = "layernorm" in name or name.startswith("transformer.ln_f")
-        if is_ln and name.endswith(".weight"):
-            a = 1.0 + rng.normal(0.0, LN_STD, shape)
-        elif is_ln:
-            a = rng.normal(0.0, LN_STD, shape)
-        elif name.endswith(".bias"):
-            a = rng.normal(0.0, BIAS_STD, shape)
-        else:
-            a = rng.normal(0.0, WEIGHT_STD, shape)
-        out[name] = a.astype(np.float32)
-    return out
-
-
-def save_checkpoint(model_dir, cfg_json, tensors, dtype):
-    """config.json (cfg_json as given + torch_dtype) and model.safetensors (one dtype, sorted
-    names, header padded to 8, format "pt")."""
-    st_dtype = safetensors_io.canonical_dtype(dtype)
-    os.makedirs(model_dir, exist_ok=True)
-    with open(os.path.join(model_dir, CONFIG_NAME), "w") as f:
-        json.dump(dict(cfg_json, torch_dtype=TORCH_DTYPES[st_dtype]), f, indent=2)
-        f.write("\n")
-    safetensors_io.write_safetensors(os.path.join(model_dir, safetensors_io.SINGLE_NAME),
-                                     tensors, st_dtype, {"format": "pt"})
+    """{HF name: float32 ndarray}, drawn in HF state_dict order from default_rng([seed, 0])
+    (fixture_io.seeded_weights)."""
+    def init(name):
+        if "layernorm" in name or name.startswith("transformer.ln_f"):
+            return (1.0 if name.endswith(".weight") else 0.0), LN_STD
+        return 0.0, BIAS_STD if name.endswith(".bias") else WEIGHT_STD
+    return fixture_io.seeded_weights(expected_shapes(cfg), seed, init)
 
 
 def load_checkpoint(model_dir):
     """(FalconConfig, {name: float64 ndarray}) of a fixture dir, weights as stored."""
-    with open(os.path.join(model_dir, CONFIG_NAME)) as f:
-        cfg = load_config(json.load(f))
-    tensors = safetensors_io.read_model_dir(model_dir)
-    return cfg, {k: v.astype(np.float64) for k, v in tensors.items()}
-
-
-def read_ids(path):
-    with open(path) as f:
-        return [int(t) for t in f.read().split()]
+    return fixture_io.load_checkpoint(model_dir, load_config)
 
 
 def generate(name, out_root):
+    """Write fixture `name` to out_root/name (replacing it): config.json (the FIXTURES entry +
+    torch_dtype), model.safetensors in its dtype, its n_ids ids, and logits.npy from the stored
+    (rounded) weights."""
     cfg_json, dtype, seed, n_ids, _ = FIXTURES[name]
-    d = os.path.join(out_root, name)
-    if os.path.isdir(d):
-        shutil.rmtree(d)
     cfg = load_config(cfg_json)
-    save_checkpoint(d, cfg_json, init_weights(cfg, seed), dtype)
-    ids = fixture_ids(cfg.vocab_size, seed, n_ids)
-    with open(os.path.join(d, "ids.txt"), "w") as f:
-        f.write(" ".join(str(i) for i in ids) + "\n")
-    cfg, stored = load_checkpoint(d)                 # logits from the stored (rounded) weights
-    np.save(os.path.join(d, "logits.npy"),
-            np.ascontiguousarray(slow_ref.slow_forward(cfg, stored, ids), dtype="<f4"))
+    fixture_io.write_fixture(
+        os.path.join(out_root, name), cfg_json, init_weights(cfg, seed), dtype, 1,
+        fixture_io.fixture_ids(cfg.vocab_size, seed, n_ids),
+        lambda d, ids: slow_ref.slow_forward(*load_checkpoint(d), ids))
 
 
 def check(name, out_root):
@@ -215,28 +166,19 @@ def check(name, out_root):
     shapes = expected_shapes(cfg)
     assert set(tensors) == set(shapes), f"{name}: {sorted(set(tensors) ^ set(shapes))[:5]}"
     assert all(tensors[n].shape == s for n, s in shapes.items()), f"{name}: tensor shapes"
-    ids = read_ids(os.path.join(d, "ids.txt"))
-    assert ids == fixture_ids(cfg.vocab_size, seed, n_ids), f"{name}: ids.txt changed"
-    saved = np.load(os.path.join(d, "logits.npy"))
-    assert saved.dtype == np.dtype("<f4") and saved.flags.c_contiguous, saved.dtype
-    assert saved.shape == (len(ids), cfg.vocab_size), saved.shape
+    ids = fixture_io.read_ids(os.path.join(d, fixture_io.IDS_NAME))
+    assert ids == fixture_io.fixture_ids(cfg.vocab_size, seed, n_ids), f"{name}: ids.txt changed"
     base = slow_ref.slow_forward(cfg, tensors, ids)
-    diff = float(np.abs(base - saved).max())
-    assert diff <= 1e-5, f"{name}: recomputed logits differ by {diff}"
-    assert np.abs(base).max() > 0.5, f"{name}: degenerate logits"
+    saved, exact = fixture_io.compare_logits(name, d, ids, cfg.vocab_size, base)
 
-    # Every tensor must influence the logits: zeroing it must move them visibly. Measured on the
-    # first N_IDS ids (all of them but for rw_alibi12_long_f32): attention is causal, so those
-    # rows of the full forward pass are exactly the forward pass of the prefix, and a change
-    # there is a lower bound of the change over all ids (and the loop stays seconds, not minutes).
+    # Zeroing any tensor must move the logits, measured on the first N_IDS ids (all of them but
+    # for rw_alibi12_long_f32): attention is causal, so those rows of the full forward pass are
+    # exactly the forward pass of the prefix, and a change there is a lower bound of the change
+    # over all ids (and the loop stays seconds, not minutes).
     probe = ids[:N_IDS]
-    probe_base = base[:len(probe)]
-    least = np.inf
-    for tname in tensors:
-        moved = float(np.abs(slow_ref.slow_forward(
-            cfg, dict(tensors, **{tname: 0 * tensors[tname]}), probe) - probe_base).max())
-        assert moved > 1e-3, f"{name}: tensor {tname} barely matters (max change {moved:g})"
-        least = min(least, moved)
+    least = fixture_io.zeroing_moves(name, tensors,
+                                     lambda t: slow_ref.slow_forward(cfg, t, probe),
+                                     base[:len(probe)])
     # The ALiBi bias must matter. HF's bf16 rounding of it is measured: invisible (0) on
     # rw_alibi_f32 / rw_alibi6_bf16, asserted to matter on ROUNDING_FIXTURES.
     no_bias = float(np.abs(slow_ref.slow_forward(cfg, tensors, ids, alibi_bias="zero")
@@ -257,8 +199,6 @@ def check(name, out_root):
 
     late = (f", rows 256..{len(ids) - 1}: {unrounded_rows[256:].max():.3g}"
             if len(ids) > 256 else "")
-    size = sum(os.path.getsize(os.path.join(d, fn)) for fn in os.listdir(d))
-    exact = np.array_equal(base.astype("<f4"), saved)
     slopes = " ".join(f"2^{np.log2(s):.4g}" for s in alibi.hf_slopes_bf16(cfg.num_attention_heads))
     return (f"{name}: ok (exact={exact}) {cfg_json.get('model_type')} L={cfg.num_hidden_layers} "
             f"C={cfg.hidden_size} H={cfg.num_attention_heads} D={cfg.head_dim} "
@@ -267,7 +207,7 @@ def check(name, out_root):
             f"skipping the bf16 bias rounding moves {unrounded:.3g} (rows 0..255: "
             f"{unrounded_rows[:256].max():.3g}{late}; bias differs by "
             f"{bias_diff:.3g} at positions 0..{len(ids) - 1}), "
-            f"logit range [{saved.min():.2f}, {saved.max():.2f}] {size / 1024:.0f} KiB")
+            f"logit range [{saved.min():.2f}, {saved.max():.2f}] {fixture_io.dir_kib(d):.0f} KiB")
 
 
 README_HEADING = "## `rw_*/`"
@@ -405,43 +345,12 @@ def write_readme(out_root):
         "hundred ids on these fixtures).",
         "",
     ]
-    path = os.path.join(out_root, "README.md")
-    old = ""
-    if os.path.exists(path):
-        with open(path) as f:
-            old = f.read()
-    start = old.find("\n" + README_HEADING + "\n")
-    if start < 0:
-        new = (old.rstrip("\n") + "\n\n" if old else "") + "\n".join(lines)
-    else:
-        end = old.find("\n## ", start + 1)
-        new = old[:start + 1] + "\n".join(lines) + (old[end:] if end >= 0 else "")
-    with open(path, "w") as f:
-        f.write(new)
+    fixture_io.replace_readme_section(out_root, README_HEADING, lines)
 
 
 def main(argv=None):
-    p = argparse.ArgumentParser(description="generate / verify Falcon-RW (ALiBi) test fixtures")
-    p.add_argument("--out", default=DEFAULT_OUT, help="fixtures root (default tests/fixtures)")
-    p.add_argument("--only", action="append", choices=sorted(FIXTURES), help="restrict to NAME")
-    p.add_argument("--check", action="store_true", help="verify existing fixtures only")
-    args = p.parse_args(argv)
-    names = args.only or list(FIXTURES)
-
-    if not args.check:
-        os.makedirs(args.out, exist_ok=True)
-        for name in names:
-            generate(name, args.out)
-        write_readme(args.out)
-    failed = 0
-    for name in names:
-        try:
-            print(check(name, args.out))
-        except AssertionError as e:
-            failed += 1
-            print(f"{name}: FAILED {e}")
-    print(f"{len(names) - failed} passed, {failed} failed")
-    return 1 if failed else 0
+    return fixture_io.fixture_main(argv, "generate / verify Falcon-RW (ALiBi) test fixtures",
+                                   FIXTURES, generate, check, write_readme)
 
 
 if __name__ == "__main__":

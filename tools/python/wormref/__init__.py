@@ -12,6 +12,9 @@ because Python puts a script's own directory on the import path):
     beam_ref        issue 13's beam search over falcon_ref, and the beam fixture cases (needs torch)
     llama_config    LlamaConfig: an HF Llama (Falcon3) config.json resolved as HF does (torch-free)
     llama_ref       float64 numpy LlamaForCausalLM forward pass and RoPE inv_freq (numpy only)
+    fixture_io      what the fixture generators and logits scripts share: checkpoint dirs in HF's
+                    layout, ids files, .npy logits, --check helpers, README sections, command
+                    lines (numpy only)
 
 Nothing here is imported at package import time, so the numpy-only modules work without torch.
 """

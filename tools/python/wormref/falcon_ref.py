@@ -30,7 +30,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import safetensors_io
+from . import fixture_io, safetensors_io
 from .config import FalconConfig  # noqa: F401  (re-exported: falcon_ref.FalconConfig)
 
 
@@ -229,7 +229,7 @@ class Falcon(nn.Module):
 CONFIG_NAME = "config.json"
 SINGLE_NAME = safetensors_io.SINGLE_NAME
 INDEX_NAME = safetensors_io.INDEX_NAME
-TORCH_DTYPE_NAMES = {"F32": "float32", "BF16": "bfloat16", "F16": "float16"}
+TORCH_DTYPE_NAMES = fixture_io.TORCH_DTYPES
 
 
 def load_checkpoint(model_dir):
@@ -261,24 +261,6 @@ def load_checkpoint(model_dir):
     return cfg, model.eval()
 
 
-def _shard_groups(names, sizes, shards):
-    """Split ordered `names` into `shards` contiguous non-empty groups of ~equal bytes."""
-    if shards > len(names):
-        raise ValueError(f"cannot split {len(names)} tensors into {shards} shards")
-    total = sum(sizes)
-    groups, start, cum = [], 0, 0
-    for i, s in enumerate(sizes):
-        cum += s
-        k = len(groups) + 1                      # index of the cut we are looking for
-        remaining_after = len(names) - (i + 1)
-        if k < shards and (cum >= total * k / shards or remaining_after == shards - k):
-            groups.append(names[start:i + 1])
-            start = i + 1
-    groups.append(names[start:])
-    assert len(groups) == shards and all(groups)
-    return groups
-
-
 def save_checkpoint(model_dir, cfg_dict, model, dtype="f32", shards=1):
     """Write config.json + safetensors for `model` into `model_dir`.
 
@@ -289,6 +271,7 @@ def save_checkpoint(model_dir, cfg_dict, model, dtype="f32", shards=1):
     dtype:    "f32" | "bf16" | "f16" storage type (bf16 = RNE-rounded upper 16 bits of fp32).
     shards:   1 -> model.safetensors; N > 1 -> model-0000i-of-0000N.safetensors +
               model.safetensors.index.json {"metadata": {"total_size"}, "weight_map"}.
+    Weight files of an earlier layout in model_dir are removed (fixture_io.write_checkpoint).
     """
     st_dtype = safetensors_io.canonical_dtype(dtype)
     cfg_json = cfg_dict.to_dict() if isinstance(cfg_dict, FalconConfig) else dict(cfg_dict)
@@ -296,40 +279,13 @@ def save_checkpoint(model_dir, cfg_dict, model, dtype="f32", shards=1):
         raise ValueError("cfg_dict does not describe the model's configuration")
     cfg_json["model_type"] = "falcon"
     cfg_json["architectures"] = ["FalconForCausalLM"]
-    cfg_json["torch_dtype"] = TORCH_DTYPE_NAMES[st_dtype]
-
-    os.makedirs(model_dir, exist_ok=True)
-    for name in os.listdir(model_dir):           # drop stale weights from a previous layout
-        if name == INDEX_NAME or (name.startswith("model") and name.endswith(".safetensors")):
-            os.remove(os.path.join(model_dir, name))
-    with open(os.path.join(model_dir, CONFIG_NAME), "w") as f:
-        json.dump(cfg_json, f, indent=2)
-        f.write("\n")
-
     state = {k: v.detach().cpu().float().numpy() for k, v in model.state_dict().items()}
-    meta = {"format": "pt"}
-    if shards <= 1:
-        safetensors_io.write_safetensors(os.path.join(model_dir, SINGLE_NAME), state, st_dtype, meta)
-        return
-    names = list(state)
-    sizes = [state[n].size * safetensors_io.DTYPE_SIZES[st_dtype] for n in names]
-    weight_map = {}
-    for i, group in enumerate(_shard_groups(names, sizes, shards)):
-        fname = f"model-{i + 1:05d}-of-{shards:05d}.safetensors"
-        safetensors_io.write_safetensors(os.path.join(model_dir, fname),
-                                         {n: state[n] for n in group}, st_dtype, meta)
-        weight_map.update({n: fname for n in group})
-    index = {"metadata": {"total_size": sum(sizes)}, "weight_map": dict(sorted(weight_map.items()))}
-    with open(os.path.join(model_dir, INDEX_NAME), "w") as f:
-        json.dump(index, f, indent=2)
-        f.write("\n")
+    fixture_io.write_checkpoint(model_dir, cfg_json, state, st_dtype, shards)
 
 
 # --------------------------------------------------------------------------- logits
 
-def parse_ids(text):
-    """'1 2 3' or '1,2,3' -> [1, 2, 3]."""
-    return [int(tok) for tok in text.replace(",", " ").split()]
+parse_ids = fixture_io.parse_ids     # '1 2 3' or '1,2,3' -> [1, 2, 3]
 
 
 @torch.no_grad()

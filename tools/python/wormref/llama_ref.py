@@ -172,11 +172,6 @@ def logits(cfg, tensors, ids):
 
 # --------------------------------------------------------------------------- checkpoints
 
-def parse_ids(text):
-    """'1 2 3' or '1,2,3' -> [1, 2, 3]."""
-    return [int(tok) for tok in text.replace(",", " ").split()]
-
-
 def load_checkpoint(model_dir):
     """(LlamaConfig, {name: float32 ndarray}) of an HF checkpoint dir (single or sharded)."""
     with open(os.path.join(model_dir, CONFIG_NAME)) as f:
