@@ -179,6 +179,7 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
   WC_CHECK(!op.causal || op.cur_pos != nullptr, "causal attention needs cur_pos");
   WC_CHECK(!compute || (op.q != nullptr && op.out != nullptr), "compute needs q and out");
   WC_CHECK(op.q_len == nullptr || op.causal, "several queries per user need causal attention");
+  WC_CHECK(!op.alibi.enabled() || op.causal, "ALiBi needs causal attention (key positions)");
   auto q_len = [&](int b) { return op.q_len == nullptr ? 1 : op.q_len[b]; };
   int max_q_len = 1;
   for (int b = 0; b < op.bsz; ++b) {
@@ -301,7 +302,9 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
     if (op.new_kv != nullptr) {
       PartialNode extra;
       const auto [k, v] = buffers.Read(*op.new_kv, w.t0 + i, w.g, 0, 1);
-      ChunkPartial(q_of(w, i), layout, k, v, op.scale, nullptr, 0, scores, &extra);
+      // The new token's own K/V sits at its own position: the rows its query attends in the cache.
+      ChunkPartial(q_of(w, i), layout, k, v, op.scale, nullptr, 0, scores, &extra, {},
+                   ChunkBias{op.alibi, w.g * geo.qpk, w.Limit(i)});
       layout.Merge(cache_part, extra);
     }
     layout.Normalize(cache_part, op.out + head_offset(w, i));
@@ -394,7 +397,8 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
                             (static_cast<int64_t>(w.b) * op.n_q_heads + w.g * geo.qpk) * op.kv_len +
                             start;
               ChunkPartial(q_of(w, q), layout, FirstRows(k, q_rows), FirstRows(v, q_rows), op.scale,
-                           mask, op.kv_len, scores.data(), &node, next_k);
+                           mask, op.kv_len, scores.data(), &node, next_k,
+                           ChunkBias{op.alibi, w.g * geo.qpk, start});
             }
             mergers[q].Push(std::move(node));
           }

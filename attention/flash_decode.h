@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "attention/alibi.h"
 #include "kvcache/kv_view.h"
 #include "mesh/wormhole_spec.h"
 
@@ -57,6 +58,10 @@ struct DecodeAttentionOp {
   // Optional [bsz] query positions per user, each >= 1 (null: one each). Needs causal.
   const int32_t* q_len = nullptr;
   float scale = 1.0f;
+  // ALiBi (attention/alibi.h): slopes [n_q_heads]; key position j (the cached rows' index, a new
+  // token's own position) adds its bias to the raw score of every chunk, before `scale`. Needs
+  // causal.
+  AlibiBias alibi;
   float* out = nullptr;  // [tokens, n_q_heads, head_dim]
 
   int tokens() const;  // query positions over all users

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "attention/alibi.h"
 #include "kernels/matmul.h"
 
 namespace wc {
@@ -15,9 +16,12 @@ namespace wc {
 //   values: [kv_len, head_dim] view
 //   scores: [n_qh, kv_len] f32 scratch
 //   out:    [n_qh, head_dim] f32
-// softmax(q k^T * scale) v, single-threaded (callers parallelize over tokens and KV heads).
+// softmax((q k^T + bias) * scale) v, single-threaded (callers parallelize over tokens and KV
+// heads). bias: ALiBi of the group's heads (`alibi` indexed from `head0`, key p at position p), or
+// none - HF's order, the bias added to the raw scores.
 void ReferenceAttentionGroup(const float* q, int n_qh, const MatrixRef& keys,
-                             const MatrixRef& values, float scale, float* scores, float* out);
+                             const MatrixRef& values, float scale, float* scores, float* out,
+                             const AlibiBias& alibi = {}, int head0 = 0);
 
 // out[0:n] += a * v[0:n] for a row of a K/V view.
 void AccumulateRow(float a, const MatrixRef& m, int64_t row, float* out);

@@ -53,7 +53,7 @@ void PartialLayout::Normalize(const PartialNode& n, float* out) const {
 
 void ChunkPartial(const float* q, const PartialLayout& layout, const RowsRef& k, const RowsRef& v,
                   float scale, const float* mask, int64_t mask_stride, float* scores,
-                  PartialNode* node, const RowsRef& next_k) {
+                  PartialNode* node, const RowsRef& next_k, const ChunkBias& bias) {
   const int n_heads = layout.n_heads();
   const int64_t rows = k.rows;
   node->data.assign(layout.floats(), 0.0f);
@@ -64,6 +64,9 @@ void ChunkPartial(const float* q, const PartialLayout& layout, const RowsRef& k,
   AttentionScores(q, n_heads, k, scale, scores, v);
   for (int h = 0; h < n_heads; ++h) {
     float* s = scores + h * rows;
+    if (bias.alibi.enabled())
+      for (int64_t p = 0; p < rows; ++p)
+        s[p] += scale * bias.alibi.At(bias.head0 + h, bias.first_pos + p);
     if (mask != nullptr)
       for (int64_t p = 0; p < rows; ++p) s[p] += mask[h * mask_stride + p];
     const float mx = MaxOf(s, rows);

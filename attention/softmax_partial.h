@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "attention/alibi.h"
 #include "kernels/attention/kv_rows.h"
 
 namespace wc {
@@ -50,15 +51,24 @@ class PartialLayout {
   int head_dim_;
 };
 
-// The partial of one chunk: scores s = scale * q k^T (+ mask), per head m = max s,
+// Where a chunk's rows sit, for a position bias: ALiBi's slopes of the chunk's query heads
+// (`alibi` indexed from `head0`) and the key position of its first row. No bias: alibi disabled.
+struct ChunkBias {
+  AlibiBias alibi;
+  int head0 = 0;
+  int64_t first_pos = 0;
+};
+
+// The partial of one chunk: scores s = scale * (q k^T + bias) (+ mask), per head m = max s,
 // l = sum exp(s - m), O = sum exp(s - m) v.
 //   q: [n_heads, head_dim]; k, v: [rows, head_dim] stored rows (any format); mask: [n_heads,
 //   mask_stride] additive or null; scores: [n_heads * rows] scratch; node->data is (re)filled.
 //   next_k (optional, no data = none): the K rows computed next, only prefetched (the result never
-//   depends on it).
+//   depends on it). The bias is added as scale * bias to the scaled dot products the kernels
+//   return (one rounding away from HF's (q.k + bias) * scale).
 void ChunkPartial(const float* q, const PartialLayout& layout, const RowsRef& k, const RowsRef& v,
                   float scale, const float* mask, int64_t mask_stride, float* scores,
-                  PartialNode* node, const RowsRef& next_k = {});
+                  PartialNode* node, const RowsRef& next_k = {}, const ChunkBias& bias = {});
 
 // Folds nodes arriving in ascending chunk order along the fixed tree. Push merges a node with the
 // stack top while they are siblings; Finish folds what remains right to left.

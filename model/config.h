@@ -67,13 +67,15 @@ struct ModelConfig {
   // Falcon's layout facts.
   bool new_decoder_architecture = false;
   bool multi_query = false;
-  bool parallel_attn = true;        // Llama: false (sequential residuals)
-  bool bias = false;                // every Falcon linear's bias
+  bool parallel_attn = true;  // Llama: false (sequential residuals)
+  bool bias = false;          // every Falcon linear's bias
+  bool alibi = false;         // Falcon-RW: ALiBi position bias instead of RoPE (attention/alibi.h)
   int num_ln_in_parallel_attn = 2;  // meaningful with new_decoder_architecture
 
   // Llama's layout facts.
   bool attention_bias = false;  // q/k/v/o_proj biases
   bool mlp_bias = false;        // gate/up/down_proj biases
+  bool gated_mlp = false;       // SwiGLU: down(silu(gate(x)) * up(x)) instead of Falcon's GELU MLP
 
   int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden_size / n_head; }
   // Falcon: the fused QKV's layout and rows ((n_head + 2 * n_kv_heads) * head_dim).

@@ -84,6 +84,7 @@ DecoderModel::DecoderModel(const ModelConfig& config, ModelWeights weights,
       lm_head_(weights_.lm_head_p, weights_.split.whole() ? options.lm_head_fractures : 1),
       rope_(config.head_dim(), RopeInvFreq(config)),
       engine_(MeshPreset(options.mesh), options.flash) {
+  if (config_.alibi) alibi_slopes_ = AlibiSlopes(config_.n_head);
   if (tensor_parallel() && options.tensor_group->rank() == 0)
     leader_ = std::make_unique<TensorParallelLeader>(*options.tensor_group);
   options_.pack_progress = nullptr;  // packing is done; what it captured may not outlive the load
@@ -202,6 +203,12 @@ void LayerContext::MatMulPartial(const float* in, int64_t m, const Linear& l, fl
                       model.options_.interrupt_slice_macs);
 }
 
+AlibiBias DecoderModel::alibi() const {
+  if (alibi_slopes_.empty()) return {};
+  // This rank's query heads' slopes; HF's Falcon rounds the bias to bf16 whatever its dtype.
+  return AlibiBias{alibi_slopes_.data() + split().q_head_begin, /*bf16=*/true};
+}
+
 void LayerContext::Rope(float* x, int pos) const {
   model.rope_.Apply(x, pos);
 }
@@ -253,6 +260,7 @@ void DecoderModel::Attention(int l, const TokenBatch& batch, const KVCache& cach
     op.q_len = q_len.data();
     op.new_kv = &own;
     op.scale = scale;
+    op.alibi = alibi();
     op.out = attn;
     const OpTrace trace = engine_.Run(op);
     if (flash_observer_)
@@ -277,7 +285,8 @@ void DecoderModel::Attention(int l, const TokenBatch& batch, const KVCache& cach
       ReferenceAttentionGroup(&q[(t * n_head + g * q_per_kv) * hd], q_per_kv,
                               MatrixRef{DType::kF32, len, hd, hd, keys.data()},
                               MatrixRef{DType::kF32, len, hd, hd, values.data()}, scale,
-                              scores.data(), &attn[(t * n_head + g * q_per_kv) * hd]);
+                              scores.data(), &attn[(t * n_head + g * q_per_kv) * hd], alibi(),
+                              g * q_per_kv);
     }
   }
 }

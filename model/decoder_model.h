@@ -124,7 +124,11 @@ class DecoderModel {
   ModelConfig config_;
   ModelWeights weights_;
   FracturedLMHead lm_head_;
+  // ALiBi's bias for this rank's heads (none unless the config says alibi).
+  AlibiBias alibi() const;
+
   Rope rope_;
+  std::vector<float> alibi_slopes_;  // [n_head] of the whole model, or empty
   FlashDecodeEngine engine_;
   AttentionObserver observer_;
   FlashDecodeObserver* flash_observer_ = nullptr;

@@ -1,4 +1,4 @@
-// Falcon's config.json (HF ModelConfig key names and defaults, or the RW-era names of seed 001:
+// Falcon's config.json (HF FalconConfig key names and defaults, or the RW-era names of seed 001:
 // n_head, n_head_kv, n_layer, n_embed) and its presets.
 #include "model/falcon/falcon.h"
 #include "util/error.h"
@@ -10,12 +10,16 @@ namespace K = config_keys;
 namespace L = config_limits;
 
 ModelConfig ParseConfig(const json& j, const std::string& src) {
-  if (K::Bool(j, {"alibi"}, src, false))
+  const bool alibi = K::Bool(j, {"alibi"}, src, false);
+  // HF FalconConfig: rotary is `not alibi`; a config that says both contradicts itself.
+  if (alibi && K::Bool(j, {"rotary"}, src, false))
     throw Error(Cat(src,
-                    ": 'alibi': true (ALiBi position bias) is not supported; wormchat runs "
-                    "RoPE Falcon models (7B/40B/180B layouts)"));
+                    ": 'alibi': true and 'rotary': true contradict each other (ALiBi "
+                    "replaces the rotary embedding)"));
   if (j.contains("rope_scaling") && !j["rope_scaling"].is_null())
-    throw Error(Cat(src, ": 'rope_scaling' is not supported; remove it or set it to null"));
+    throw Error(Cat(src, alibi ? ": 'rope_scaling' with 'alibi': true contradicts it (an ALiBi "
+                                 "model has no rotary embedding to scale)"
+                               : ": 'rope_scaling' is not supported; remove it or set it to null"));
   if (K::Bool(j, {"apply_residual_connection_post_layernorm"}, src, false))
     throw Error(Cat(src, ": 'apply_residual_connection_post_layernorm': true is not supported"));
   if (j.contains("activation") && j["activation"] != "gelu")
@@ -33,9 +37,10 @@ ModelConfig ParseConfig(const json& j, const std::string& src) {
   c.n_layers = K::Int(j, {"num_hidden_layers", "n_layer"}, src, nullptr, 1, L::kMaxLayers);
   c.vocab_size = K::Int(j, {"vocab_size"}, src, nullptr, 1, L::kMaxVocab);
   c.new_decoder_architecture = K::Bool(j, {"new_decoder_architecture"}, src, false);
-  c.multi_query = K::Bool(j, {"multi_query"}, src, true);  // HF ModelConfig default
+  c.multi_query = K::Bool(j, {"multi_query"}, src, true);  // HF FalconConfig default
   c.parallel_attn = K::Bool(j, {"parallel_attn"}, src, true);
   c.bias = K::Bool(j, {"bias"}, src, false);
+  c.alibi = alibi;
   c.tie_word_embeddings = K::Bool(j, {"tie_word_embeddings"}, src, true);
   const int kv_default = c.n_head;
   const int kv = K::Int(j, {"num_kv_heads", "n_head_kv"}, src, &kv_default, 1, L::kMaxHeads);
@@ -62,6 +67,8 @@ void Validate(const ModelConfig& c, const std::string& src) {
                     "; head_dim must be a whole number"));
   if (c.head_dim_override != 0)
     throw Error(Cat(src, ": Falcon's head_dim is hidden_size / num_attention_heads"));
+  if (c.gated_mlp || c.norm != NormKind::kLayerNorm)
+    throw Error(Cat(src, ": Falcon has LayerNorms and a GELU MLP"));
   if (c.new_decoder_architecture && c.num_ln_in_parallel_attn != 1 &&
       c.num_ln_in_parallel_attn != 2)
     throw Error(
@@ -75,7 +82,8 @@ void Validate(const ModelConfig& c, const std::string& src) {
 }
 
 std::string Layout(const ModelConfig& c) {
-  const char* residual = c.parallel_attn ? "parallel" : "sequential";
+  const std::string residual =
+      Cat(c.parallel_attn ? "parallel" : "sequential", c.alibi ? ", ALiBi" : ", RoPE");
   switch (c.qkv_layout()) {
     case QkvLayout::kGrouped:
       return Cat("new_decoder_architecture (", KvHeadsSummary(c), "), ", residual,
@@ -103,7 +111,7 @@ json ToJson(const ModelConfig& c) {
   j["multi_query"] = c.multi_query;
   j["parallel_attn"] = c.parallel_attn;
   j["bias"] = c.bias;
-  j["alibi"] = false;
+  j["alibi"] = c.alibi;
   if (c.new_decoder_architecture) j["num_ln_in_parallel_attn"] = c.num_ln_in_parallel_attn;
   j["layer_norm_epsilon"] = c.norm_eps;
   j["rope_theta"] = c.rope_theta;
@@ -114,7 +122,7 @@ json ToJson(const ModelConfig& c) {
 }
 
 std::vector<std::string> PresetNames() {
-  return {"falcon-40b", "falcon-7b", "tiny"};
+  return {"falcon-40b", "falcon-7b", "falcon-rw-1b", "falcon-rw-7b", "tiny"};
 }
 
 std::optional<ModelConfig> Preset(const std::string& name) {
@@ -134,6 +142,18 @@ std::optional<ModelConfig> Preset(const std::string& name) {
     c.n_layers = 32;
     c.vocab_size = 65024;
     c.multi_query = true;
+  } else if (name == "falcon-rw-1b" || name == "falcon-rw-7b") {  // tiiuae/falcon-rw-*
+    const bool big = name == "falcon-rw-7b";
+    c.hidden_size = big ? 4096 : 2048;
+    c.n_head = big ? 64 : 32;
+    c.n_kv_heads = c.n_head;
+    c.n_layers = big ? 36 : 24;
+    c.vocab_size = big ? 65024 : 50304;
+    c.parallel_attn = false;
+    c.bias = true;
+    c.alibi = true;
+    c.bos_token_id = big ? 11 : 1;
+    c.eos_token_id = big ? 11 : 2;
   } else if (name == "tiny") {  // the default model's shape (assets/default-model)
     c.hidden_size = 512;
     c.n_head = 8;

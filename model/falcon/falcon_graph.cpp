@@ -2,7 +2,8 @@
 //   parallel (7B/40B/180B):  x += dense(attn(ln_attn(x))) + mlp(ln_mlp(x) or ln_attn(x))
 //   sequential:              x += dense(attn(input_layernorm(x)));
 //                            x += mlp(post_attention_layernorm(x))
-// with the fused QKV split into heads, RoPE on q and k, and the exact-GELU MLP.
+// with the fused QKV split into heads, RoPE on q and k (none for ALiBi, Falcon-RW: its bias is
+// added inside attention, attention/alibi.h), and the exact-GELU MLP.
 #include <cstring>
 
 #include "kernels/ops.h"
@@ -62,7 +63,7 @@ void Mlp(const LayerContext& ctx, const std::vector<float>& in, std::vector<floa
 void Layer(const LayerContext& ctx, std::vector<float>& x) {
   const ModelConfig& c = ctx.config;
   const LayerWeights& w = ctx.w;
-  const int64_t n = ctx.n(), hidden = ctx.hidden(), hd = ctx.head_dim();
+  const int64_t n = ctx.n(), hd = ctx.head_dim();
   const int n_head = ctx.split.n_head(), n_kv = ctx.split.n_kv_heads();
   const int64_t qkv_rows = w.qkv.w.rows, attn_dim = static_cast<int64_t>(n_head) * hd;
   const QkvIndex idx{c.qkv_layout(), n_head, n_kv, static_cast<int>(hd), n_head / n_kv};
@@ -86,12 +87,12 @@ void Layer(const LayerContext& ctx, std::vector<float>& x) {
     for (int h = 0; h < n_head; ++h) {
       float* qh = &q[(t * n_head + h) * hd];
       std::memcpy(qh, row + idx.Q(h), static_cast<size_t>(hd) * sizeof(float));
-      ctx.Rope(qh, pos);
+      if (!c.alibi) ctx.Rope(qh, pos);
     }
     for (int g = 0; g < n_kv; ++g) {
       std::memcpy(&k[g * hd], row + idx.K(g), static_cast<size_t>(hd) * sizeof(float));
       std::memcpy(&v[g * hd], row + idx.V(g), static_cast<size_t>(hd) * sizeof(float));
-      ctx.Rope(&k[g * hd], pos);
+      if (!c.alibi) ctx.Rope(&k[g * hd], pos);
     }
     if (!ctx.WriteKV(t, k.data(), v.data())) break;
   }

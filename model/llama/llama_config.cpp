@@ -60,6 +60,7 @@ ModelConfig ParseConfig(const json& j, const std::string& src) {
   c.arch = Architecture::kLlama;
   c.norm = NormKind::kRmsNorm;
   c.parallel_attn = false;
+  c.gated_mlp = true;
   // HF LlamaConfig's defaults (the 7B of 2023) for every key a config omits.
   const int d_hidden = 4096, d_ffn = 11008, d_layers = 32, d_heads = 32, d_vocab = 32000;
   c.hidden_size = K::Int(j, {"hidden_size"}, src, &d_hidden, 1, L::kMaxHidden);
@@ -107,7 +108,7 @@ void Validate(const ModelConfig& c, const std::string& src) {
     throw Error(Cat(src,
                     ": the Llama layout needs head_dim (hidden_size / num_attention_heads "
                     "when config.json has no head_dim)"));
-  if (c.new_decoder_architecture || c.multi_query || c.parallel_attn ||
+  if (!c.gated_mlp || c.new_decoder_architecture || c.multi_query || c.parallel_attn ||
       c.norm != NormKind::kRmsNorm || c.bias)
     throw Error(Cat(src,
                     ": the Llama layout has sequential residuals, RMSNorm and no Falcon "

@@ -22,6 +22,7 @@ namespace {
 struct Case {
   int bsz = 1, n_q = 8, n_kv = 1, head_dim = 64, kv_len = 128;
   bool causal = true, masked = false, new_token = false, bf16 = false;
+  bool alibi = false;  // ALiBi over the query heads' slopes, rounded to bf16 as HF's Falcon
   std::string mesh = "n150";
   int max_cores = 16, chunk = 0;
   Reduction reduction = Reduction::kTree;
@@ -75,6 +76,8 @@ Inputs MakeInputs(const Case& c) {
 // token, appended); masked mode in double precision directly.
 std::vector<float> Reference(const Case& c, const Inputs& in) {
   const int qpk = c.n_q / c.n_kv, hd = c.head_dim;
+  const std::vector<float> slopes = AlibiSlopes(c.n_q);
+  const AlibiBias alibi = c.alibi ? AlibiBias{slopes.data(), true} : AlibiBias{};
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   std::vector<float> out(in.q.size(), 0.0f);
   for (int b = 0; b < c.bsz; ++b) {
@@ -118,7 +121,7 @@ std::vector<float> Reference(const Case& c, const Inputs& in) {
       std::vector<float> scores(size_t(qpk) * rows);
       ReferenceAttentionGroup(q, qpk, MatrixRef{DType::kF32, rows, hd, hd, kk.data()},
                               MatrixRef{DType::kF32, rows, hd, hd, vv.data()}, scale, scores.data(),
-                              o);
+                              o, alibi, g * qpk);
     }
   }
   return out;
@@ -150,6 +153,8 @@ std::vector<float> RunEngine(const Case& c, const Inputs& in, OpTrace* trace = n
   op.mask = c.masked ? in.mask.data() : nullptr;
   op.new_kv = c.new_token ? &new_kv : nullptr;
   op.scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim));
+  const std::vector<float> slopes = AlibiSlopes(c.n_q);
+  if (c.alibi) op.alibi = AlibiBias{slopes.data(), true};
   op.out = out.data();
   OpTrace t = engine.Run(op, compute);
   if (trace != nullptr) *trace = std::move(t);
@@ -178,6 +183,41 @@ TEST(FlashDecode, MhaMqaGqaAcrossBatchSizes) {
       ExpectMatches(c, "layouts");
     }
   }
+}
+
+// ALiBi's bias inside every chunk's scores (and the new token's, at its own position) gives the
+// reference's (q k^T + bias) * scale: GQA and MHA, 6 heads (extra slopes), positions past 256
+// (where bf16 rounds the position), several chunk sizes and core splits; and a bias that moved
+// one position would show (the check can fail).
+TEST(FlashDecode, AlibiBiasInEveryChunkMatchesTheReference) {
+  for (auto [nq, nkv] : std::vector<std::pair<int, int>>{{4, 4}, {6, 6}, {8, 2}, {12, 1}}) {
+    for (int chunk : {0, 32, 128}) {
+      for (bool new_token : {false, true}) {
+        Case c;
+        c.n_q = nq;
+        c.n_kv = nkv;
+        c.bsz = 3;
+        c.kv_len = 700;
+        c.head_dim = 32;
+        c.chunk = chunk;
+        c.new_token = new_token;
+        c.alibi = true;
+        c.seed = nq * 10 + chunk + new_token;
+        ExpectMatches(c, "alibi");
+      }
+    }
+  }
+  Case c;
+  c.n_q = 4;
+  c.n_kv = 4;
+  c.kv_len = 300;
+  c.head_dim = 32;
+  c.alibi = true;
+  const Inputs in = MakeInputs(c);
+  Case without = c;
+  without.alibi = false;
+  EXPECT_GT(test::RelMaxError(RunEngine(c, in), Reference(without, in)), 1e-3)
+      << "the bias changes nothing";
 }
 
 TEST(FlashDecode, KvLengthsAtChunkBoundaries) {

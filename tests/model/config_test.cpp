@@ -3,6 +3,7 @@
 
 #include "kvcache/kv_cache.h"
 #include "model/config.h"
+#include "tests/model/config_errors.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -11,16 +12,7 @@ namespace {
 
 using nlohmann::json;
 
-void ExpectConfigError(const json& j, const std::string& needle) {
-  try {
-    ModelConfig::FromJson(j, "cfg.json");
-    FAIL() << "accepted: " << j.dump();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("cfg.json: ", 0), 0u) << msg;
-    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
-  }
-}
+using test::ExpectConfigError;
 
 json Falcon40bHF() {
   return {{"hidden_size", 8192},   {"num_attention_heads", 128},
@@ -87,7 +79,11 @@ TEST(Config, RefusesInconsistentShapes) {
   ExpectConfigError(j, "key 'num_hidden_layers' must be an integer in [1, 1024], got 0");
   j = Falcon40bHF();
   j["alibi"] = true;
-  ExpectConfigError(j, "alibi");
+  j["rotary"] = true;
+  ExpectConfigError(j, "'alibi': true and 'rotary': true contradict each other");
+  j["rotary"] = false;
+  j["rope_scaling"] = {{"type", "linear"}, {"factor", 2.0}};
+  ExpectConfigError(j, "'rope_scaling' with 'alibi': true contradicts it");
   j = Falcon40bHF();
   j["rope_scaling"] = {{"type", "linear"}};
   ExpectConfigError(j, "rope_scaling");
@@ -95,6 +91,41 @@ TEST(Config, RefusesInconsistentShapes) {
   j["bos_token_id"] = 70000;
   ExpectConfigError(j, "must be below vocab_size");
   ExpectConfigError(json::array(), "expected a JSON object");
+}
+
+TEST(Config, FalconRwIsAlibiWithSequentialResiduals) {
+  // tiiuae/falcon-rw-1b's config.json as published (no max_position_embeddings: HF's 2048).
+  const json rw1b = {{"alibi", true},
+                     {"apply_residual_connection_post_layernorm", false},
+                     {"architectures", {"FalconForCausalLM"}},
+                     {"attention_dropout", 0.0},
+                     {"bias", true},
+                     {"bos_token_id", 1},
+                     {"eos_token_id", 2},
+                     {"hidden_dropout", 0.0},
+                     {"hidden_size", 2048},
+                     {"initializer_range", 0.02},
+                     {"layer_norm_epsilon", 1e-05},
+                     {"model_type", "falcon"},
+                     {"multi_query", false},
+                     {"new_decoder_architecture", false},
+                     {"num_attention_heads", 32},
+                     {"num_hidden_layers", 24},
+                     {"parallel_attn", false},
+                     {"torch_dtype", "bfloat16"},
+                     {"vocab_size", 50304}};
+  const ModelConfig c = ModelConfig::FromJson(rw1b, "cfg.json");
+  EXPECT_TRUE(c.alibi);
+  EXPECT_FALSE(c.parallel_attn);
+  EXPECT_TRUE(c.bias);
+  EXPECT_EQ(c.qkv_layout(), QkvLayout::kMultiHead);
+  EXPECT_EQ(c.n_kv_heads, 32);
+  EXPECT_EQ(c.max_position_embeddings, 2048);
+  EXPECT_TRUE(c.mlp_norm());                     // post_attention_layernorm
+  EXPECT_EQ(c.n_params(), int64_t{1311625216});  // Falcon-RW-1B's published count
+  EXPECT_EQ(PresetConfig("falcon-rw-1b").n_params(), c.n_params());
+  EXPECT_EQ(ModelConfig::FromJson(c.ToJson(), "again").ToJson(), c.ToJson());
+  EXPECT_NE(c.LayoutSummary().find("ALiBi"), std::string::npos) << c.LayoutSummary();
 }
 
 TEST(Config, EveryFieldHasARangeSoDerivedSizesCannotOverflow) {

@@ -8,6 +8,7 @@
 #include "model/config.h"
 #include "model/rope_scaling.h"
 #include "model/tensor_table.h"
+#include "tests/model/config_errors.h"
 #include "util/error.h"
 
 namespace wc {
@@ -15,16 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-void ExpectConfigError(const json& j, const std::string& needle) {
-  try {
-    ModelConfig::FromJson(j, "cfg.json");
-    FAIL() << "accepted: " << j.dump();
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(msg.rfind("cfg.json: ", 0), 0u) << msg;
-    EXPECT_NE(msg.find(needle), std::string::npos) << msg;
-  }
-}
+using test::ExpectConfigError;
 
 // tiiuae/Falcon3-7B-Instruct's config.json as published.
 json Falcon3_7b() {

@@ -42,7 +42,9 @@ std::vector<float> RunLogits(const DecoderModel& model, const std::vector<int>& 
 
 // Every layout of every architecture: Falcon's (tools/python/make_fixtures.py) and Llama's
 // (tools/python/make_llama_fixtures.py: GQA 4:1 with head_dim != hidden / heads, GQA 2:1 tied with
-// biases and llama3 rope scaling, one KV head with linear scaling).
+// biases and llama3 rope scaling, one KV head with linear scaling) and Falcon-RW's
+// (tools/python/make_rw_fixtures.py: ALiBi over 4 and 6 heads, and 12 heads over 300 positions,
+// where HF's bf16 rounding of the bias moves the logits by 0.4).
 const char* kFixtures[] = {"newarch_gqa_f32",
                            "newarch_gqa_bias_bf16",
                            "newarch_1ln_f16",

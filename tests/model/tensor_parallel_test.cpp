@@ -141,7 +141,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TensorParallelTest,
                          ::testing::Values("newarch_gqa_f32", "newarch_gqa_bias_bf16",
                                            "newarch_1ln_f16", "mq_f32", "mha_bias_f32",
                                            "mha_seq_bf16",  // (mq_bias_bf16: 5 heads)
-                                           "llama_gqa4_f32"));
+                                           "llama_gqa4_f32", "rw_alibi_f32"));
 
 // Llama layouts whose 16-wide heads split into slices no block-float tile can hold: plain weights.
 // (llama_gqa2_tied_bias_bf16's rank holds one 16-row KV head of k_proj and v_proj, each packed
@@ -149,6 +149,7 @@ INSTANTIATE_TEST_SUITE_P(Layouts, TensorParallelTest,
 TEST(TensorParallel, TwoRanksOfLlamaLayoutsGiveTheWholeModelsLogits) {
   CheckTwoRanks("llama_gqa2_tied_bias_bf16", /*check_held=*/false);
   CheckTwoRanks("llama_mqa_linear_f16");
+  CheckTwoRanks("rw_alibi6_bf16");  // each rank's 3 heads keep their own ALiBi slopes
 }
 
 TEST(TensorParallel, AnInterruptOnRankZeroStopsEveryRankAndTheGroupGoesOn) {

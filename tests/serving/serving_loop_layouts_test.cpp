@@ -1,5 +1,6 @@
 // The determinism contract on every architecture's layouts (the Falcon default model's tests are
-// the serving loop's own files): on a Falcon fixture and the Llama (Falcon3) fixtures, each
+// the serving loop's own files): on a Falcon fixture, the Llama (Falcon3) fixtures and a
+// Falcon-RW (ALiBi) one, each
 // request's tokens and logits are the same bits alone in a loop of one row as batched with others
 // (chunked prefill, several rows, two threads), with and without the prefix cache, contiguous and
 // paged, and (greedy) with and without prompt-lookup speculation.
@@ -115,7 +116,8 @@ TEST_P(LayoutsTest, GreedySpeculationChangesNoToken) {
 
 INSTANTIATE_TEST_SUITE_P(Architectures, LayoutsTest,
                          ::testing::Values("newarch_gqa_f32", "llama_gqa4_f32",
-                                           "llama_gqa2_tied_bias_bf16", "llama_mqa_linear_f16"));
+                                           "llama_gqa2_tied_bias_bf16", "llama_mqa_linear_f16",
+                                           "rw_alibi6_bf16"));
 
 }  // namespace
 }  // namespace wc::test
