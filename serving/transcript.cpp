@@ -166,6 +166,9 @@ class Parser {
       t_.version = value;
     } else if (key == "model") {
       t_.model = value;
+    } else if (key == "architecture") {
+      t_.architecture = value;
+      t_.architecture_line = line_no_;
     } else if (key == "fingerprint") {
       t_.fingerprint = value;
       t_.fingerprint_line = line_no_;
@@ -400,6 +403,7 @@ std::string FormatTranscript(const Transcript& t) {
   };
   header("wormchat", t.version);
   header("model", t.model);
+  if (!t.architecture.empty()) header("architecture", t.architecture);
   header("fingerprint", t.fingerprint);
   for (const TranscriptOption& o : t.run) header(o.key, o.value);
   for (const auto& [key, value] : SettingLines(t.settings)) header(key, value);

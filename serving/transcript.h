@@ -8,6 +8,8 @@
 //   # wormchat transcript: replay with `wormchat transcript replay FILE`
 //   wormchat: 0.1.0                 the version that wrote it (informative)
 //   model: default                  `default` (the model in assets/) or the --model directory
+//   architecture: falcon            its architecture (model/architecture.h; absent in transcripts
+//                                   written before there were two: not checked then)
 //   fingerprint: 9c1e...            ModelFingerprint (model/fingerprint.h) of that model
 //   kv-dtype: bf16                  run options: one `key: value` line per flag, every one that
 //   ...                             can change tokens (app/transcript/run_header.h lists them)
@@ -41,9 +43,11 @@ struct TranscriptOption {
 };
 
 struct Transcript {
-  std::string path;         // the file it was read from ("" if built), for messages
-  std::string version;      // wormchat:
-  std::string model;        // model:
+  std::string path;          // the file it was read from ("" if built), for messages
+  std::string version;       // wormchat:
+  std::string model;         // model:
+  std::string architecture;  // architecture: ("" if absent)
+  int architecture_line = 0;
   std::string fingerprint;  // fingerprint:
   int fingerprint_line = 0;
   std::vector<TranscriptOption> run;  // the run options, in file order

@@ -16,6 +16,7 @@
 #include "app/transcript/conversation_runner.h"
 #include "app/transcript/run_header.h"
 #include "app/transcript/turn_diff.h"
+#include "model/config.h"
 #include "model/fingerprint.h"
 #include "model/weight_spec.h"
 #include "serving/transcript.h"
@@ -136,6 +137,13 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
   const Transcript t = ReadTranscriptFile(path);
   const ModelRunOptions run = RunOptionsFor(t, o);
   const std::string dir = run.model_dir.empty() ? DefaultModelDir() : run.model_dir;
+  if (!t.architecture.empty()) {  // before the fingerprint: the plainer of the two mismatches
+    const ArchitectureInfo& arch = ArchitectureOf(LoadConfig(dir).arch);
+    if (t.architecture != arch.name)
+      throw Error(Cat(path, ":", t.architecture_line, ": recorded on a ", t.architecture,
+                      " model, but ", dir, " is ", arch.name, " (", arch.hf_class,
+                      "); pass --model with the model it was recorded on"));
+  }
   const std::string fingerprint = ModelFingerprint(dir, run.kv_scale == "tensor");
   if (fingerprint != t.fingerprint)
     throw Error(Cat(path, ":", t.fingerprint_line, ": recorded on another model: fingerprint ",

@@ -193,6 +193,7 @@ Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
   Transcript t;
   t.version = WORMCHAT_VERSION;
   t.model = run.model_dir.empty() ? kDefaultModel : run.model_dir;
+  t.architecture = m.model->architecture().name;
   t.fingerprint = fingerprint.empty() ? RunFingerprint(run, m) : fingerprint;
   t.run = RunOptionEntries(run, m);
   for (const ConversationTurn& turn : turns)

@@ -74,6 +74,7 @@ TEST(TranscriptFormat, WhatIsWrittenReadsBackTheSame) {
   EXPECT_EQ(back.model, t.model);
   EXPECT_EQ(back.fingerprint, t.fingerprint);
   EXPECT_EQ(back.fingerprint_line, 4);
+  EXPECT_EQ(back.architecture, "");  // absent: written before there were two
   ASSERT_EQ(back.run.size(), 2u);
   EXPECT_EQ(back.run[1].key, "ctx");
   EXPECT_EQ(back.run[1].value, "96");
@@ -92,6 +93,21 @@ TEST(TranscriptFormat, WhatIsWrittenReadsBackTheSame) {
             std::string::npos)
       << text;
   EXPECT_NE(text.find("end: cancelled\ndropped: 1\n"), std::string::npos) << text;
+}
+
+TEST(TranscriptFormat, TheArchitectureLineReadsBackAndIsOptional) {
+  Transcript t = Sample();
+  t.architecture = "llama";
+  const std::string text = FormatTranscript(t);
+  EXPECT_NE(text.find("\nmodel: " + t.model + "\narchitecture: llama\nfingerprint: "),
+            std::string::npos)
+      << text;
+  const Transcript back = ParseTranscript(text, "t.txt");
+  EXPECT_EQ(back.architecture, "llama");
+  EXPECT_EQ(back.architecture_line, 4);
+  EXPECT_EQ(back.fingerprint_line, 5);
+  EXPECT_EQ(FormatTranscript(back), text);
+  EXPECT_TRUE(back.run.size() == t.run.size()) << "architecture is not a run option";
 }
 
 // A reply with no tokens (cancelled before its first, or max-new-tokens 0) is written "ids:" and

@@ -71,7 +71,8 @@ TEST(TranscriptCli, RecordThenReplayPasses) {
   test::TempDir dir;
   const std::string t = Record(dir);
   const std::string text = test::ReadFile(t);
-  EXPECT_NE(text.find("\nmodel: default\nfingerprint: "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmodel: default\narchitecture: falcon\nfingerprint: "), std::string::npos)
+      << text;
   EXPECT_NE(text.find("> Define harbor.\n> And sail?\n"), std::string::npos) << text;
   EXPECT_NE(text.find("--- turn 3\nreset\nset: temperature 0.7\n> Tell me a saying.\n"),
             std::string::npos)
@@ -102,7 +103,7 @@ TEST(TranscriptCli, AnotherModelExitsTwoNamingTheFile) {
   const std::string t = Record(dir);
   const auto r = Replay({t}, "1", {"--model", test::FixtureDir("mq_f32")});
   EXPECT_EQ(r.exit_code, 2) << Describe(r);
-  EXPECT_NE(r.err.find(t + ":4: recorded on another model: fingerprint "), std::string::npos)
+  EXPECT_NE(r.err.find(t + ":5: recorded on another model: fingerprint "), std::string::npos)
       << r.err;
   EXPECT_NE(r.out.find("0 passed, 1 failed"), std::string::npos) << r.out;
   // An edited fingerprint is the same mistake.
@@ -112,7 +113,14 @@ TEST(TranscriptCli, AnotherModelExitsTwoNamingTheFile) {
   test::WriteFile(t, text);
   const auto edited = Replay({t});
   EXPECT_EQ(edited.exit_code, 2) << Describe(edited);
-  EXPECT_NE(edited.err.find(t + ":4: recorded on another model"), std::string::npos) << edited.err;
+  EXPECT_NE(edited.err.find(t + ":5: recorded on another model"), std::string::npos) << edited.err;
+  // Another architecture is named as such, in one line, before any fingerprint is computed.
+  const auto llama = Replay({t}, "1", {"--model", test::FixtureDir("llama_gqa4_f32")});
+  EXPECT_EQ(llama.exit_code, 2) << Describe(llama);
+  EXPECT_NE(llama.err.find(t + ":4: recorded on a falcon model, but " +
+                           test::FixtureDir("llama_gqa4_f32") + " is llama (LlamaForCausalLM)"),
+            std::string::npos)
+      << llama.err;
 }
 
 TEST(TranscriptCli, MalformedFilesExitTwoNamingFileAndLine) {
@@ -127,13 +135,13 @@ TEST(TranscriptCli, MalformedFilesExitTwoNamingFileAndLine) {
     std::string text, line, message;  // line: "" for a line that is missing
   };
   const std::vector<Case> cases = {
-      {replace("kv-dtype: f32", "kv-dtype: bf17"), "5", "bf17"},
-      {replace("ctx: ", "ctx: -"), "9", "ctx: '-"},
-      {replace("mesh: n150", "mesh: n151"), "12", "n151"},
+      {replace("kv-dtype: f32", "kv-dtype: bf17"), "6", "bf17"},
+      {replace("ctx: ", "ctx: -"), "10", "ctx: '-"},
+      {replace("mesh: n150", "mesh: n151"), "13", "n151"},
       {replace("--- turn 2", "--- turn 4"), "", "expected '--- turn 2', got '--- turn 4'"},
       {replace("\nend: ", "\nend: never"), "", "end: 'never"},
       {replace("kv-dtype: f32\n", ""), "", "the header has no 'kv-dtype:' line"},
-      {replace("kv-dtype: f32\n", "kv-dtype: f32\ncolour: blue\n"), "6", "'colour:' is not"},
+      {replace("kv-dtype: f32\n", "kv-dtype: f32\ncolour: blue\n"), "7", "'colour:' is not"},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
