@@ -17,6 +17,17 @@ TileFormat ModelTileFormat(WeightFormat f) {
   }
 }
 
+bool WholeModelIsEstimate(const ModelConfig& c) {
+  return c.alibi || c.gated_mlp || !c.parallel_attn || c.norm != NormKind::kLayerNorm;
+}
+
+const char* WholeModelGraph(const ModelConfig& c) {
+  return WholeModelIsEstimate(c)
+             ? "an estimate from tt-metal's Falcon op costs; tt-metal publishes no figure for "
+               "this model"
+             : "tt-metal's measured program";
+}
+
 double WholeModelUsPerToken(const DecoderModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx) {
   DecodeStepOptions o;

@@ -19,8 +19,13 @@ namespace wc {
 // and bf16 run as bf16 tiles (Wormhole has no f32 matmul weights).
 TileFormat ModelTileFormat(WeightFormat f);
 
-// The graph the estimate assumes, for the figures' labels.
-constexpr const char* kWholeModelGraph = "tt-metal's measured program";
+// The graph the estimate assumes, for the figures' labels: tt-metal's measured program for the
+// layouts it published (Falcon-7B/40B: RoPE, LayerNorm, GELU, parallel attention + MLP), else an
+// estimate built from the same op costs (a gated MLP's extra matmul, a sequential layout's second
+// norm; tt_graph_builder.h) for a model tt-metal publishes no figure of.
+const char* WholeModelGraph(const ModelConfig& c);
+// Whether WholeModelGraph is an estimate rather than tt-metal's measured program.
+bool WholeModelIsEstimate(const ModelConfig& c);
 
 double WholeModelUsPerToken(const DecoderModel& model, KVDType kv_dtype, const std::string& mesh,
                             int users, int ctx);

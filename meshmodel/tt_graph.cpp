@@ -98,6 +98,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   };
   // The layer's ops, each run once a layer.
   layer_norm(true);
+  if (c.mlp_norm()) layer_norm(true);  // a sequential layout's second norm (Falcon-7B: none)
   b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
                  TileFormat::kBF16, D, D));
   // Heads on one core (num_blocks = 1); rotary a tile row of heads a core, into L1.
@@ -150,6 +151,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
   ff1.passes = kGeluPasses;
   b.Layer(ff1);
+  GatedMlpOps(c, ff1, bf16, b);
   b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
                  TileFormat::kBF16, D, D));
   for (int a = 0; a < 2; ++a) {  // mlp + attention, then + residual: eltwise binary in DRAM
@@ -197,7 +199,7 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   };
   gather(true);
   layer_norm(true);
-  if (c.two_layernorms()) layer_norm(true);
+  if (c.mlp_norm()) layer_norm(true);  // ln_mlp, or a sequential layout's second norm
   b.Layer(Move("sharded_to_interleaved", grid, full, L, full, L));
   b.Layer(Move("interleaved_to_sharded", 8, full, L, full, L));
   // QKV on 8 cores of a row (QKV_MM_PROGCFG: grid (8, 1), in0_block_w 32, per_core_N 5).
@@ -245,6 +247,7 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   ff1.tiles = s.ut * s.ffn_t;
   ff1.passes = kGeluPasses;
   b.Layer(ff1);
+  GatedMlpOps(c, ff1, ab, b);
   // The down projection's weights are split by rows: every chip has partial sums of all columns.
   b.Layer(
       Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, L, L));

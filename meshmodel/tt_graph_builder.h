@@ -78,6 +78,22 @@ inline TtOp Compute(const std::string& name, int cores, int64_t tiles, double pa
   return op;
 }
 
+// A gated MLP (SwiGLU, the Llama layout): tt-metal publishes no such Falcon program, so its
+// estimate runs the up projection's matmul a second time as the gate (its SiLU fused into the
+// packer as ff1's GELU is) and multiplies the two elementwise - the ops a gated layout adds after
+// `ff1`, on ff1's cores and tiles. Nothing for an ungated MLP.
+template <typename Builder>
+void GatedMlpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes, Builder& b) {
+  if (!c.gated_mlp) return;
+  TtOp gate = ff1;
+  gate.name = "ff_gate";
+  b.Layer(gate);
+  TtOp mul =
+      Compute("gate_mul", ff1.cores, ff1.tiles, kAddPasses, tile_bytes, ff1.write_to, ff1.write_to);
+  mul.read_bytes *= 2;
+  b.Layer(mul);
+}
+
 // A weight matmul: [m, k] x [k, n] tiles on `cores` (1D: whole output columns a core, all rows),
 // in0 (`act` tiles) read from `from`, the output written to `to`. Math at LoFi (decode's); a
 // prefill sets its fidelity and, for a 2D grid, m_split.

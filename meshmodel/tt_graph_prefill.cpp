@@ -65,6 +65,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
     for (TtOp* op : {&i2s, &ln, &s2i}) in_layer ? b.Layer(*op) : b.Once(*op);
   };
   layer_norm(true);
+  if (c.mlp_norm()) layer_norm(true);  // a sequential layout's second norm (Falcon-7B: none)
   b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, B, 56, 8,
                         mt >= 64 ? 8 : 7, 16));
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
@@ -106,6 +107,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
     ff1.tiles = mt * s.ffn_t;
     ff1.passes = kGeluPasses;
     b.Layer(ff1);
+    GatedMlpOps(c, ff1, bf16, b);
     b.Layer(PrefillMatmul("ff2", mt, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, B, 56, 8, 7, 16));
   } else {
     // Hidden padded to 8-tile blocks, the MLP's width to 64 tiles; slices of 1024 rows.
@@ -119,6 +121,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
       ff1.tiles = m * f_pad;
       ff1.passes = kGeluPasses;
       b.Layer(ff1);
+      GatedMlpOps(c, ff1, bf16, b);
       TtOp ff2 = Matmul("ff2", 64, m, f_pad, h_pad, s.w_mlp, o.dram_sharded, B, L, L);
       ff2.m_split = 8;
       ff2.fidelity = MathFidelity::kHiFi2;
@@ -195,7 +198,7 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
   b.Layer(Move("clone", 64, shard, D, shard, D));
   b.Layer(typecast(mt * s.hct));
   b.Layer(Collective(TtOpKind::kAllGather, full));
-  norms(true, c.two_layernorms() ? 2 : 1, false);
+  norms(true, c.mlp_norm() ? 2 : 1, false);
   b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, 32, 8, 8, 16));
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
   HeadsAndRotary(b, s, mt, A, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
@@ -228,6 +231,7 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
     ff1.tiles = m * s.ffn_t;
     ff1.passes = kGeluPasses;
     b.Layer(ff1);
+    GatedMlpOps(c, ff1, ab, b);
     TtOp ff2 = PrefillMatmul("ff2", m, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, 64, 8, 8, 16);
     ff2.read_from = ff2.write_to = L;
     b.Layer(ff2);

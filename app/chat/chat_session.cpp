@@ -70,6 +70,7 @@ class ChatSession::ReplyObserver : public RequestObserver {
       std::lock_guard<std::mutex> lock(s_.mu_);
       ChatFigures& f = s_.figures_;
       f.state = ChatFigures::State::kIdle;
+      f.model_us_estimated = WholeModelIsEstimate(s_.m_.model->config());
       f.reply_tokens = static_cast<int>(r.tokens.size());
       if (r.t_first_token > 0) {
         f.ttft_s = r.t_first_token - r.t_admit + (r.t_admit - r.t_submit);
@@ -327,10 +328,10 @@ std::string ChatSession::StatsText() const {
       f.kv_bytes_used >> 10, " of ", f.kv_bytes_total >> 10, " KiB)\n", "mesh: ", run_.mesh, ", ",
       static_cast<int>(f.mesh_us_per_token * 10) / 10.0,
       " us emulated attention per token; whole model ",
-      static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token (", kWholeModelGraph,
-      ")\n", "sampling: temperature ", s.sampling.temperature, ", top-k ", s.sampling.top_k,
-      ", top-p ", s.sampling.top_p, ", max-tokens ", s.max_new_tokens, ", seed ", s.seed,
-      s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n",
+      static_cast<int>(f.model_us_per_token * 10) / 10.0, " us per token (",
+      WholeModelGraph(m_.model->config()), ")\n", "sampling: temperature ", s.sampling.temperature,
+      ", top-k ", s.sampling.top_k, ", top-p ", s.sampling.top_p, ", max-tokens ", s.max_new_tokens,
+      ", seed ", s.seed, s.beams ? Cat(", beams ", s.beams->num_beams) : std::string(), "\n",
       "speculation: ", DescribeSpeculation(run_.speculation),
       run_.speculation.RequestK() > 0 && s.beams ? " (not with beam search)" : "",
       f.spec_proposed > 0 || f.tokens_per_step > 0

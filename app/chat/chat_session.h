@@ -58,10 +58,11 @@ struct ChatFigures {
   double mesh_us_per_token = 0;  // emulated attention time per token of the last reply
   double model_us_per_token =
       0;  // emulated whole-model decode step at its context (meshmodel/model_estimate.h)
-  uint64_t seed = 0;         // the conversation's settings, as figures() reads them
-  int beams = 0;             // 0: sampling
-  std::string notice;        // e.g. "dropped 2 oldest turns to fit the context"
-  std::string save_warning;  // "" or "not saved: why" (the chat file could not be written)
+  bool model_us_estimated = false;  // ... an estimate: tt-metal publishes no program of the model
+  uint64_t seed = 0;                // the conversation's settings, as figures() reads them
+  int beams = 0;                    // 0: sampling
+  std::string notice;               // e.g. "dropped 2 oldest turns to fit the context"
+  std::string save_warning;         // "" or "not saved: why" (the chat file could not be written)
 };
 
 // Where the chat is kept (app/chat/chat_store.h).

@@ -721,6 +721,7 @@ class ChatTui {
       t.kv_fill = static_cast<double>(f.ctx_tokens) / f.ctx_size;
     t.kv_bytes = f.kv_bytes_used;
     if (f.model_us_per_token > 0) t.mesh_us_per_tok = f.model_us_per_token;
+    t.mesh_estimated = f.model_us_estimated;
     t.seed = f.seed;
     t.unsaved = f.save_warning;
     t.note = note_;

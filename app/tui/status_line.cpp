@@ -106,7 +106,7 @@ std::string StatusLine(const StatusFigures& f, int width) {
   if (f.mesh_us_per_tok >= 0) {
     // The whole model's step as tt-metal's measured program runs it (meshmodel/model_estimate.h).
     const std::string mesh = "mesh " + Figure(f.mesh_us_per_tok) + " us/tok";
-    fields.push_back({mesh + " (tt-metal's graph)", mesh, 1});
+    fields.push_back({mesh + (f.mesh_estimated ? " (estimate)" : " (tt-metal's graph)"), mesh, 1});
   }
   // The chat file could not be written: kept whatever the width ("not saved" when narrow).
   size_t unsaved = fields.size();

@@ -44,6 +44,7 @@ struct StatusFigures {
   double kv_fill = -1;          // KV cache fill, 0-1; < 0: unknown
   int64_t kv_bytes = -1;        // bytes the KV cache holds for this chat; < 0: unknown
   double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown
+  bool mesh_estimated = false;  // that figure is an estimate (no tt-metal program of the model)
   uint64_t seed = 0;
   std::string unsaved;  // "not saved: why" when the chat file could not be written; "" otherwise
   // A passing message after the state (e.g. "copied code block 1 (52 bytes) by OSC 52"); dropped

@@ -533,3 +533,40 @@ TEST(DeviceFigures, CommandWritesTheTable) {
 
 }  // namespace
 }  // namespace wc
+
+namespace wc {
+namespace {
+
+// A gated MLP (Falcon3's SwiGLU) and a sequential layout's second norm add their ops to the
+// estimate, and the figure says it is one; Falcon-7B's measured program is unchanged.
+TEST(DecodeStep, AGatedMlpAndASecondNormAreEstimatedFromTheSameOpCosts) {
+  auto count = [](const TtGraph& g, const std::string& name) {
+    int runs = 0;
+    for (const TtOp& op : g.ops)
+      if (op.name == name) runs += op.runs;
+    return runs;
+  };
+  ModelConfig f3 = PresetConfig("falcon3-7b");
+  const ModelConfig f7 = PresetConfig("falcon-7b");
+  for (TtPhase phase : {TtPhase::kDecode, TtPhase::kPrefill}) {
+    TtGraphOptions o;
+    o.phase = phase;
+    if (phase == TtPhase::kPrefill) o.users = 1;
+    const TtGraph gated = BuildTtGraph(f3, o);
+    EXPECT_EQ(count(gated, "ff_gate"), f3.n_layers);
+    EXPECT_EQ(count(gated, "gate_mul"), f3.n_layers);
+    EXPECT_EQ(count(gated, "layer_norm"), 2 * f3.n_layers + 1);
+    EXPECT_EQ(count(BuildTtGraph(f7, o), "ff_gate"), 0);
+    EXPECT_EQ(count(BuildTtGraph(f7, o), "layer_norm"), f7.n_layers + 1);
+  }
+  const double with_gate = EstimateDecodeStep(f3, DecodeStepOptions{}).step_us;
+  f3.gated_mlp = false;
+  EXPECT_GT(with_gate, EstimateDecodeStep(f3, DecodeStepOptions{}).step_us);
+  EXPECT_TRUE(WholeModelIsEstimate(PresetConfig("falcon3-7b")));
+  EXPECT_TRUE(WholeModelIsEstimate(PresetConfig("falcon-rw-1b")));
+  EXPECT_FALSE(WholeModelIsEstimate(f7));
+  EXPECT_FALSE(WholeModelIsEstimate(PresetConfig("falcon-40b")));
+}
+
+}  // namespace
+}  // namespace wc
