@@ -82,8 +82,7 @@ inline TtOp Compute(const std::string& name, int cores, int64_t tiles, double pa
 // estimate runs the up projection's matmul a second time as the gate (its SiLU fused into the
 // packer as ff1's GELU is) and multiplies the two elementwise - the ops a gated layout adds after
 // `ff1`, on ff1's cores and tiles. Nothing for an ungated MLP.
-template <typename Builder>
-void GatedMlpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes, Builder& b) {
+inline void GatedMlpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes, GraphBuilder& b) {
   if (!c.gated_mlp) return;
   TtOp gate = ff1;
   gate.name = "ff_gate";

@@ -97,9 +97,10 @@ ModelConfig ParseConfig(const json& j, const std::string& src) {
     c.rope_theta =
         K::Number(p, {"rope_theta"}, Cat(src, ": rope_parameters"), c.rope_theta, L::kMaxRopeTheta);
   }
-  const int d_bos = 1, d_eos = 2;  // LlamaConfig's
-  c.bos_token_id = K::Int(j, {"bos_token_id"}, src, &d_bos, 0, L::kMaxVocab);
-  c.eos_token_id = K::Int(j, {"eos_token_id"}, src, &d_eos, 0, L::kMaxVocab);
+  // LlamaConfig's defaults; ModelConfig::FromJson reads the keys themselves, as for every
+  // architecture.
+  c.bos_token_id = 1;
+  c.eos_token_id = 2;
   return c;
 }
 
@@ -190,7 +191,7 @@ std::optional<ModelConfig> Preset(const std::string& name) {
   } else {
     return std::nullopt;
   }
-  return ParseConfig(j, Cat("preset ", name));
+  return ModelConfig::FromJson(j, Cat("preset ", name));
 }
 
 }  // namespace wc::llama
