@@ -1,6 +1,7 @@
 // The Hugging Face tokenizer.json tokenizer (tokenizer/hf_tokenizer.h) against ids from HF's own
 // library: llama.cpp's Falcon vectors and the HF reference corpus over Falcon's real vocabulary
-// and four toy tokenizers that exercise the other components (tests/fixtures/tokenizer/README.md).
+// and six toy tokenizers that exercise the other components, two of them shaped like Falcon3's
+// (tests/fixtures/tokenizer/README.md).
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -165,6 +166,55 @@ TEST(HfTokenizer, ToyByteLevelMatchesHf) {
   CheckReference(HfTokenizer(dir + "/tokenizer.json"), dir, true);
 }
 
+// Falcon3's structure: Llama-3 regex Split + ByteLevel, BPE with ignore_merges, added tokens at ids
+// 0-30, newline and tab as non-special added tokens in byte-level form ("Ċ", "ĉ"); the corpus is
+// corpus.json plus corpus_falcon3.json (chat framing, tabs, blank lines, CRLF, contractions).
+TEST(HfTokenizer, ToyFalcon3MatchesHf) {
+  const std::string dir = FixtureDir("tokenizer/toy_falcon3");
+  CheckReference(HfTokenizer(dir + "/tokenizer.json"), dir, true);
+}
+
+// The same with ids 12 and 13 a raw "\n" and "\t", the other shape Falcon3's file could have.
+TEST(HfTokenizer, ToyFalcon3RawNewlineMatchesHf) {
+  const std::string dir = FixtureDir("tokenizer/toy_falcon3_rawnl");
+  CheckReference(HfTokenizer(dir + "/tokenizer.json"), dir, true);
+}
+
+// Newline and tab are added tokens that are not special: they decode to their text (special added
+// tokens decode to nothing), as HF's decode gives them back, in a stream too.
+TEST(HfTokenizer, ToyFalcon3NewlineAndTabSurviveDecode) {
+  for (const char* name : {"toy_falcon3", "toy_falcon3_rawnl"}) {
+    const std::string dir = FixtureDir(std::string("tokenizer/") + name);
+    const HfTokenizer tok(dir + "/tokenizer.json");
+    const auto cases = nlohmann::json::parse(ReadFile(dir + "/hf_expected.json"));
+    std::vector<int> expected;
+    for (const auto& c : cases) {
+      if (c.value("text", std::string()) != "a\nb\tc") continue;
+      expected = c["ids"].get<std::vector<int>>();
+      EXPECT_EQ(c["decoded_skip_special"].get<std::string>(), "a\nb\tc") << name;
+    }
+    ASSERT_EQ(expected.size(), 5u) << name;
+    const std::vector<int> ids = tok.Encode("a\nb\tc");
+    EXPECT_EQ(Join(ids), Join(expected)) << name;
+    ASSERT_EQ(ids.size(), 5u) << name;
+    EXPECT_EQ(ids[1], 12) << name;
+    EXPECT_EQ(ids[3], 13) << name;
+    EXPECT_EQ(tok.Decode(ids), "a\nb\tc") << name;
+    EXPECT_EQ(tok.TokenBytes(12), "\n") << name;
+    EXPECT_EQ(tok.TokenBytes(13), "\t") << name;
+    EXPECT_EQ(tok.TokenBytes(11), "") << name;  // <|endoftext|>, special
+    EXPECT_EQ(tok.TokenId("<|endoftext|>"), 11) << name;
+    EXPECT_EQ(tok.TokenId("<|pad|>"), 30) << name;
+    EXPECT_EQ(tok.bos_id(), -1) << name;  // a ByteLevel post-processor adds nothing
+    EXPECT_EQ(tok.eos_id(), -1) << name;
+    StringSink sink;
+    TextStream stream({}, sink, /*trim_leading_space=*/false);
+    for (int id : ids) stream.Add(tok.TokenBytes(id));
+    stream.Finish();
+    EXPECT_EQ(sink.text(), "a\nb\tc") << name;
+  }
+}
+
 void CopyFile(const std::string& from, const std::string& to) {
   std::ofstream(to, std::ios::binary) << ReadFile(from);
 }
@@ -189,7 +239,8 @@ TEST(Tokenizer, ModelDirPrefersSentencepieceThenTokenizerJson) {
 
 // The post-processor's BOS/EOS: HF's encode(add_special_tokens=True) is [bos] + ids + [eos].
 TEST(HfTokenizer, PostProcessorBosEosAreHfs) {
-  for (const char* name : {"toy_bytefallback", "toy_unk", "toy_bytelevel"}) {
+  for (const char* name :
+       {"toy_bytefallback", "toy_unk", "toy_bytelevel", "toy_falcon3", "toy_falcon3_rawnl"}) {
     const std::string dir = FixtureDir(std::string("tokenizer/") + name);
     const HfTokenizer tok(dir + "/tokenizer.json");
     const auto cases = nlohmann::json::parse(ReadFile(dir + "/hf_expected.json"));

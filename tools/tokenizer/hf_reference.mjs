@@ -7,12 +7,15 @@
 // (never inside the repo: no node_modules in the work tree):
 //
 //   mkdir -p /tmp/hftok && cd /tmp/hftok && npm install tokenizers@0.23.2
-//   node /work/main/tools/tokenizer/hf_reference.mjs TOKENIZER_JSON CORPUS.json OUT.json
+//   node /work/main/tools/tokenizer/hf_reference.mjs TOKENIZER_JSON CORPUS.json [MORE.json ...] OUT.json
 //   node /work/main/tools/tokenizer/hf_reference.mjs --check-llama TOKENIZER_JSON VOCAB.inp VOCAB.out
 //
 // TOKENIZER_JSON may be xz-compressed (name ending in .xz; needs the xz tool).
 // The package is resolved from the current directory's node_modules, or from
 // the directory named by $TOKENIZERS_DIR.
+//
+// Several corpus files are read as one corpus, in the order given (toy_falcon3
+// uses corpus.json then corpus_falcon3.json).
 //
 // Corpus: JSON array of {"text": "..."} or {"hex": "..."} (raw bytes, usually
 // invalid UTF-8), each optionally with "note". A hex entry is turned into text
@@ -136,7 +139,7 @@ function dumpEntry(e) {
   return '{' + parts.join(', ') + '}'
 }
 
-async function generate(Tokenizer, version, tokFile, corpusFile, outFile) {
+async function generate(Tokenizer, version, tokFile, corpusFiles, outFile) {
   const json = readTokenizerJson(tokFile)
   const parsed = JSON.parse(json)
   const hasPost = parsed.post_processor != null
@@ -148,7 +151,7 @@ async function generate(Tokenizer, version, tokFile, corpusFile, outFile) {
     const id = tok.tokenToId(a.content)
     if (id !== a.id) throw new Error(`${tokFile}: added token ${JSON.stringify(a.content)} has id ${id} in tokenizers, ${a.id} in the file`)
   }
-  const corpus = JSON.parse(fs.readFileSync(corpusFile, 'utf8'))
+  const corpus = corpusFiles.flatMap((f) => JSON.parse(fs.readFileSync(f, 'utf8')))
   const lines = []
   for (const c of corpus) {
     const e = {}
@@ -169,7 +172,7 @@ async function generate(Tokenizer, version, tokFile, corpusFile, outFile) {
     lines.push(line)
   }
   fs.writeFileSync(outFile, '[\n' + lines.join(',\n') + '\n]\n')
-  console.log(`tokenizers ${version}: wrote ${outFile}: ${lines.length} entries from ${corpusFile} with ${tokFile}`)
+  console.log(`tokenizers ${version}: wrote ${outFile}: ${lines.length} entries from ${corpusFiles.join(' + ')} with ${tokFile}`)
 }
 
 async function checkLlama(Tokenizer, version, tokFile, inpFile, outFile) {
@@ -201,9 +204,9 @@ async function checkLlama(Tokenizer, version, tokFile, inpFile, outFile) {
 const args = process.argv.slice(2)
 const { mod, version } = loadTokenizers()
 if (args[0] === '--check-llama' && args.length === 4) await checkLlama(mod.Tokenizer, version, args[1], args[2], args[3])
-else if (args.length === 3) await generate(mod.Tokenizer, version, args[0], args[1], args[2])
+else if (args.length >= 3 && args[0] !== '--check-llama') await generate(mod.Tokenizer, version, args[0], args.slice(1, -1), args[args.length - 1])
 else {
-  console.error('usage: node hf_reference.mjs TOKENIZER_JSON CORPUS.json OUT.json\n' +
+  console.error('usage: node hf_reference.mjs TOKENIZER_JSON CORPUS.json [MORE.json ...] OUT.json\n' +
     '       node hf_reference.mjs --check-llama TOKENIZER_JSON VOCAB.inp VOCAB.out')
   process.exit(2)
 }

@@ -8,6 +8,14 @@ below, not the JSON, then regenerate the corpus and every hf_expected.json
 (commands in tests/fixtures/tokenizer/README.md):
 
     python3 tools/tokenizer/make_corpus.py [--out tests/fixtures/tokenizer/corpus.json]
+        [--out-falcon3 tests/fixtures/tokenizer/corpus_falcon3.json]
+
+It also writes corpus_falcon3.json: the FALCON3_CASES below, extra inputs for
+toy_falcon3 only (Falcon3-Instruct chat framing, newlines, tabs, CRLF, the
+Llama-3 regex's contractions and digit triples, and the whole words toy_falcon3
+holds for ignore_merges). toy_falcon3's hf_expected.json is corpus.json
+followed by corpus_falcon3.json; the other fixtures use corpus.json alone, so
+adding a case here changes no other expected file.
 
 Format: a JSON array, one object per line, each either
     {"text": "...", "note": "..."}   a valid Unicode string, or
@@ -359,6 +367,99 @@ h("3c7c656e646f66746578747cff3e", "<|endoftext|<FF>> broken special")
 h("3c7c656e646f66746578747c3e80", "special token then lone continuation")
 
 
+# --- toy_falcon3 only (corpus_falcon3.json) --------------------------------------
+FALCON3_CASES = []
+
+
+def f3(text, note):
+    FALCON3_CASES.append({"text": text, "note": note})
+
+
+EOS3 = "<|endoftext|>"
+# Falcon3-Instruct's chat template as rendered by HF (docs/falcon3/README.md section 2.1).
+f3("<|system|>\nYou are helpful.\n<|user|>\nHi there!\n<|assistant|>\nHello" + EOS3 + "\n<|user|>\nWhat is 12345 + 678?\n<|assistant|>\n",
+   "Falcon3 chat: system, two user turns, generation prompt")
+f3("<|user|>\nHow many hours in one day?\n<|assistant|>\n", "Falcon3 chat: one user turn, generation prompt")
+f3("<|system|>\nYou are a helpful friendly assistant Falcon3 from TII, try to follow instructions as much as possible.\n"
+   "<|user|>\nWrite a function.\n<|assistant|>\ndef f(x):\n\tif x:\n\t\treturn 1\n\treturn 0" + EOS3,
+   "Falcon3 chat: last assistant turn with tabs, ends in EOS")
+f3("<|assistant|>\n\nHello there!\n\n" + EOS3 + "\n", "assistant turn with blank lines")
+f3("<|user|>\n  indented question?  \n<|assistant|>\n", "user content with leading and trailing spaces")
+f3("<|user|>\r\nHi\r\n<|assistant|>\r\n", "chat framing with CRLF")
+f3("<|system|><|user|><|assistant|>", "role markers adjacent (plain text in Falcon3)")
+f3("<|user|>", "role marker alone")
+f3("< |user| >", "role marker with spaces")
+f3(EOS3 + "\n<|user|>\n", "EOS then the next turn")
+f3("Hello" + EOS3 + EOS3, "EOS twice")
+f3(">>IP_ADDRESS<<>>IP_ADDRESS_3<<>>PASSWORD<<>>KEY<<", "Falcon3 specials adjacent")
+f3("<|startoftext|>Hello" + EOS3, "startoftext and EOS")
+f3("<|pad|><|pad|>x", "pad token")
+f3(">>UNUSED_27<< >>UNUSED_99<<", "an unused placeholder and one that does not exist")
+f3(">>IP_ADDRESS_1<", "truncated special")
+# newline and tab: added tokens in byte-level form, also typed literally
+f3("a\nb\tc", "newline and tab between letters")
+f3("\n\t\n\t", "newline tab pairs")
+f3("a\n\nb", "blank line")
+f3("a\n\n\nb", "two blank lines (a whole-word token)")
+f3("a\n\n\n\nb", "three blank lines")
+f3("\n\n\n\n\n\n\n", "seven newlines")
+f3("x\t\ty", "two tabs then a letter")
+f3("\t\t x", "two tabs then a space (a whole-word token)")
+f3("\t\t", "two tabs alone")
+f3("\t \t\n", "tab space tab newline")
+f3("line1\r\nline2\r\n\r\n", "CRLF and a blank CRLF line")
+f3(" \r\n ", "space CRLF space")
+f3("x\r\r\ny\n\rz", "CR runs")
+f3("end.\r\n", "punctuation then CRLF")
+f3("Hi!\n\n", "punctuation then blank line")
+f3("?\n \n", "punctuation, newline, space, newline")
+f3("a \n\n b", "spaces around blank line")
+f3("  \n  x", "indent after newline")
+f3("x\u00a0\ny", "NBSP before newline")
+f3("x\u2028\u2029y", "line and paragraph separators")
+f3("a\u0085b\n", "NEL and newline")
+f3("a\u000bb\u000cc\n", "VT and FF before newline")
+f3("\u010a\u0109", "the byte-level newline and tab characters typed literally")
+f3("a\u010ab \u0109c", "literal byte-level newline and tab between letters")
+f3("\u0120\u010a", "literal byte-level space and newline")
+f3("\u010a\n\u0109\t", "literal byte-level forms next to the real characters")
+# the Llama-3 regex
+f3("12345 123456", "digit runs: triples")
+f3("1234567890", "ten digits")
+f3("a1b22c333d4444", "digits between letters")
+f3(" 42 3.14159 2024-12-17", "numbers after spaces")
+f3("\u0661\u0662\u0663\u0664", "Arabic-Indic digits")
+f3("\u00bd\u2153 \u2460\u2461\u2462\u2463", "fractions and circled numbers (\\p{N})")
+f3("I'M", "uppercase contraction")
+f3("we'LL", "mixed-case contraction (a whole-word token)")
+f3("you'Re they'VE she'D IT'S don'T", "mixed-case contractions")
+f3("'S'T'RE'VE'M'LL'D", "bare uppercase contractions")
+f3("'ll'll 'LLama", "contraction followed by letters")
+f3("it'\u017f x'\u017fa", "long s after an apostrophe: (?i) and U+017F")
+f3("'\u212a '\u0130 '\u0131", "Kelvin sign and Turkish i after an apostrophe")
+f3("don\u2019t", "curly apostrophe")
+f3("$hello @world #tag", "symbol glued to a word")
+f3("\"quoted\" (paren) [bracket]", "punctuation around words")
+f3("a+b=c", "operators between letters")
+f3("...\n\n", "punctuation run then newlines")
+f3("|>\n\n", "role-marker tail then newlines")
+# whole words toy_falcon3's merges do not build (ignore_merges)
+f3("Hello, I am a helpful assistant.", "whole-word tokens in a sentence")
+f3(" Falcon  Falcon\tFalcon\nFalcon", "a whole-word token after different whitespace")
+f3("HelloHello Hello", "a whole-word token repeated and glued")
+f3(" helpfully unhelpful", "words containing a whole-word token")
+f3(" instructions instruction", "a whole-word token and its prefix")
+# unicode and trailing space
+f3("Caf\u00e9 na\u00efve \u041f\u0440\u0438\u0432\u0435\u0442 \u65e5\u672c\u8a9e \U0001f985", "mixed scripts and an emoji")
+f3("\u00c0\u00c9\u00ce\u00d5\u00dc", "uppercase accents")
+f3("Hello   ", "trailing spaces")
+f3("Hello \n", "space before newline")
+f3("x \t\n", "space tab newline")
+f3("   \n", "spaces then newline")
+f3("a  ", "two trailing spaces")
+f3("a \u3000", "space and ideographic space at the end")
+
+
 def needs_escape(ch):
     if ch == " ":
         return False
@@ -412,19 +513,22 @@ def main():
     default_out = os.path.join(here, "..", "..", "tests", "fixtures", "tokenizer", "corpus.json")
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.path.normpath(default_out))
+    default_falcon3 = os.path.join(os.path.dirname(default_out), "corpus_falcon3.json")
+    ap.add_argument("--out-falcon3", default=os.path.normpath(default_falcon3))
     args = ap.parse_args()
 
-    keys = [c.get("text", "hex:" + c.get("hex", "")) for c in CASES]
+    keys = [c.get("text", "hex:" + c.get("hex", "")) for c in CASES + FALCON3_CASES]
     dups = {k for k in keys if keys.count(k) > 1}
     if dups:
         raise SystemExit(f"duplicate cases: {sorted(dups)!r}")
-    text = dump(CASES)
-    if json.loads(text) != CASES:
-        raise SystemExit("corpus does not round-trip through JSON")
-    with open(args.out, "w", encoding="utf-8", newline="\n") as f:
-        f.write(text)
-    n_hex = sum(1 for c in CASES if "hex" in c)
-    print(f"wrote {args.out}: {len(CASES)} cases ({len(CASES) - n_hex} text, {n_hex} hex)")
+    for out, cases in ((args.out, CASES), (args.out_falcon3, FALCON3_CASES)):
+        text = dump(cases)
+        if json.loads(text) != cases:
+            raise SystemExit("corpus does not round-trip through JSON")
+        with open(out, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        n_hex = sum(1 for c in cases if "hex" in c)
+        print(f"wrote {out}: {len(cases)} cases ({len(cases) - n_hex} text, {n_hex} hex)")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Write small Hugging Face tokenizer.json files that exercise tokenizer components
-Falcon's tokenizer does not use.
+Falcon's tokenizer does not use, and two of Falcon3's structure.
 
 Each toy is a BPE model (a few hundred tokens) trained by a tiny deterministic
 BPE trainer on the fixed TRAINING_TEXT below (not on the test corpus, so the
@@ -30,6 +30,20 @@ toys do not change when the corpus grows), wrapped in a different pipeline:
                     add_prefix_space=true use_regex=false]; byte-level BPE;
                     decoder ByteLevel; post_processor Sequence[ByteLevel,
                     TemplateProcessing "<|endoftext|> $A <|endoftext|>"].
+  toy_falcon3       Falcon3 (tiiuae/Falcon3-*-Instruct) as far as it is known
+                    (docs/falcon3/README.md section 1): normalizer null;
+                    pre_tokenizer Sequence[Split(Llama-3 regex, Isolated),
+                    ByteLevel add_prefix_space=false use_regex=false]; byte-level
+                    BPE with ignore_merges and whole-word tokens the merges do not
+                    build; decoder ByteLevel; post_processor ByteLevel (adds no
+                    BOS/EOS). Added tokens ids 0..30 at the front of the model
+                    vocabulary: >>TITLE<< ... <|endoftext|> (11) ... >>UNUSED_n<<,
+                    <|pad|> (30), special; 12 and 13 newline and tab in byte-level
+                    form ("Ċ", "ĉ"), not special, normalized false and true.
+                    Trained on TRAINING_TEXT plus FALCON3_TRAINING_TEXT.
+  toy_falcon3_rawnl the same with ids 12 and 13 a raw "\n" and "\t" (in the model
+                    vocabulary and as added-token content): the other shape the
+                    real file could have.
 
 Every toy has added tokens with different lstrip/rstrip/single_word/normalized
 flags, special and non-special, some already in the model vocabulary (their id is
@@ -163,7 +177,7 @@ def bpe_model(vocab, merges, pair_format=False, **opts):
         "end_of_word_suffix": opts.get("end_of_word_suffix"),
         "fuse_unk": opts.get("fuse_unk", False),
         "byte_fallback": opts.get("byte_fallback", False),
-        "ignore_merges": False,
+        "ignore_merges": opts.get("ignore_merges", False),
         "vocab": dict(vocab.ids),
         "merges": [[a, b] for a, b in merges] if pair_format else [f"{a} {b}" for a, b in merges],
     }
@@ -412,11 +426,168 @@ def toy_bytelevel():
     )
 
 
+# Falcon3-flavoured extra training text (toy_falcon3 only): the chat framing of
+# Falcon3-*-Instruct's template, tabs, blank lines and CRLF.
+FALCON3_TRAINING_TEXT = """\
+<|system|>
+You are a helpful friendly assistant Falcon3 from TII, try to follow instructions as much as possible.
+<|user|>
+How many hours in one day?
+<|assistant|>
+There are 24 hours in one day.<|endoftext|>
+<|user|>
+Write a function.
+<|assistant|>
+def f(x):
+\tif x:
+\t\treturn 1
+\treturn 0
+
+Done.\r\nThanks!\r\n
+"""
+
+LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}|"
+                  r" ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
+
+# Oniguruma's \s (the White_Space property), which HF's regexes use.
+WHITE_SPACE = set("\t\n\x0b\x0c\r \x85\xa0\u1680\u2028\u2029\u202f\u205f\u3000") | \
+    {chr(c) for c in range(0x2000, 0x200B)}
+
+
+def llama3_pretokenize(text):
+    """The pieces LLAMA3_PATTERN cuts `text` into (find_iter, Isolated), for training
+    only: standard library, \\p{L} / \\p{N} by unicodedata category."""
+    def is_l(ch):
+        return unicodedata.category(ch).startswith("L")
+
+    def is_n(ch):
+        return unicodedata.category(ch).startswith("N")
+
+    def is_s(ch):
+        return ch in WHITE_SPACE
+
+    out, i, n = [], 0, len(text)
+    while i < n:
+        ch = text[i]
+        j = None
+        if ch == "'":  # (?i:'s|'t|'re|'ve|'m|'ll|'d); char by char, so "ſ" is an "s", "ß" no "ss"
+            for suf in ("s", "t", "re", "ve", "m", "ll", "d"):
+                if all(i + 1 + k < n and text[i + 1 + k].casefold() == c for k, c in enumerate(suf)):
+                    j = i + 1 + len(suf)
+                    break
+        if j is None:  # [^\r\n\p{L}\p{N}]?\p{L}+
+            prefix = ch not in "\r\n" and not is_n(ch) and i + 1 < n and is_l(text[i + 1])
+            k = i if is_l(ch) else i + 1 if prefix else None
+            if k is not None:
+                j = k
+                while j < n and is_l(text[j]):
+                    j += 1
+        if j is None and is_n(ch):  # \p{N}{1,3}
+            j = i
+            while j < n and j - i < 3 and is_n(text[j]):
+                j += 1
+        if j is None:  # ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+            k = i + 1 if ch == " " else i
+            m = k
+            while m < n and not (is_s(text[m]) or is_l(text[m]) or is_n(text[m])):
+                m += 1
+            if m > k:
+                while m < n and text[m] in "\r\n":
+                    m += 1
+                j = m
+        if j is None and is_s(ch):
+            run = i
+            while run < n and is_s(text[run]):
+                run += 1
+            last_nl = max((q for q in range(i, run) if text[q] in "\r\n"), default=None)
+            if last_nl is not None:      # \s*[\r\n]+
+                j = last_nl + 1
+            elif run == n or run - i == 1:  # \s+(?!\S) at the end, else \s+
+                j = run
+            else:                         # \s+(?!\S): all but the last space
+                j = run - 1
+        assert j is not None and j > i, (text, i)
+        out.append(text[i:j])
+        i = j
+    return out
+
+
+def bpe_apply(word, merges):
+    """HF BPE without ignore_merges: symbols of `word` merged by rank."""
+    rank = {m: r for r, m in enumerate(merges)}
+    syms = list(word)
+    while len(syms) > 1:
+        best = min(((rank.get((a, b), 1 << 30), k) for k, (a, b) in enumerate(zip(syms, syms[1:]))))
+        if best[0] == 1 << 30:
+            break
+        k = best[1]
+        syms[k:k + 2] = [syms[k] + syms[k + 1]]
+    return syms
+
+
+def toy_falcon3(raw_controls=False):
+    """raw_controls: ids 12 and 13 are a raw "\n" and "\t" (vocabulary entry and added
+    token content) instead of their byte-level forms: the other shape Falcon3's file
+    could have (toy_falcon3_rawnl). They are then matched before pre-tokenization, so a
+    newline never reaches BPE, and "Ċ"/"ĉ" are ordinary alphabet tokens."""
+    b2u = bytes_to_unicode()
+    nl, tab = ("\n", "\t") if raw_controls else (b2u[ord("\n")], b2u[ord("\t")])
+    words = collections.Counter()
+    for p in llama3_pretokenize(TRAINING_TEXT + FALCON3_TRAINING_TEXT):
+        words[tuple(b2u[b] for b in p.encode("utf-8"))] += 1
+    merges, new = train_bpe(words, 300)
+
+    # Ids 0.. are Falcon3's added tokens (third-party list in docs/falcon3/README.md
+    # section 1.3): in the model vocabulary too, so they keep their ids. 12 and 13 are
+    # newline and tab in byte-level form ("Ċ", "ĉ"), which the byte-level alphabet
+    # below then does not repeat: "\n" pre-tokenized and byte-level mapped is "Ċ" = 12.
+    # (That 12 and 13 are these two is a guess: the list skips them.)
+    front = [">>TITLE<<", ">>ABSTRACT<<", ">>INTRODUCTION<<", ">>SUMMARY<<", ">>COMMENT<<",
+             ">>ANSWER<<", ">>QUESTION<<", ">>DOMAIN<<", ">>EMAIL_ADDRESS<<", ">>IP_ADDRESS<<",
+             "<|startoftext|>", "<|endoftext|>", nl, tab]
+    front += [">>IP_ADDRESS_%d<<" % d for d in range(10)] + [">>PASSWORD<<", ">>KEY<<"]
+    front += [">>UNUSED_%d<<" % i for i in range(len(front), 30)] + ["<|pad|>"]
+    v = Vocab()
+    for t in front:
+        v.add(t)
+    for b in sorted(b2u, key=lambda b: ord(b2u[b])):
+        v.add(b2u[b])
+    for t in new:
+        v.add(t)
+    # Whole pre-tokens the merges do not build (ignore_merges: BPE returns the vocab
+    # token for a pre-token that is one, before any merge). The texts that hit them are
+    # in corpus_falcon3.json.
+    whole = ["Hello", "\u0120helpful", "\u0120assistant", "\u0120Falcon", "\u0120instructions",
+             "'LL", "'\u00c5\u00bf", "\u010a\u010a\u010a", "\u0109\u0109"]  # ... "'ſ", "\n\n\n", "\t\t"
+    for w in whole:
+        assert all(ch in v.ids for ch in w), w
+        assert bpe_apply(w, merges) != [w], f"the merges already build {w!r}"
+        v.add(w)
+    specs = [(t, t not in (nl, tab), {}) for t in front]
+    specs[12] = (nl, False, {"normalized": False})  # "Ċ" (or "\n")
+    specs[13] = (tab, False, {"normalized": True})  # "ĉ" (or "\t")
+    at = finish_added(v, specs)
+    assert [a["id"] for a in at] == list(range(len(front)))
+    return tokenizer_json(
+        at,
+        None,
+        {"type": "Sequence", "pretokenizers": [
+            {"type": "Split", "pattern": {"Regex": LLAMA3_PATTERN}, "behavior": "Isolated", "invert": False},
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        ]},
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False, "use_regex": True},
+        {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        bpe_model(v, merges, ignore_merges=True),
+    )
+
+
 TOYS = {
     "toy_bytefallback": toy_bytefallback,
     "toy_unk": toy_unk,
     "toy_suffix": toy_suffix,
     "toy_bytelevel": toy_bytelevel,
+    "toy_falcon3": toy_falcon3,
+    "toy_falcon3_rawnl": lambda: toy_falcon3(raw_controls=True),
 }
 
 
