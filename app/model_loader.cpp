@@ -170,10 +170,12 @@ std::string ExecutableDigest() {
 
 std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m) {
   // Everything that decides the K/V bytes a prompt's tokens give, beside the KV layout (the loop
-  // adds it): the weights and their in-memory form, the numerics of the layers below the cache
-  // (attention's mesh and chunking feed later layers' K/V), the kernels this CPU runs, and the
-  // build itself (a new build may change any kernel's rounding).
+  // adds it): the architecture that runs them (named, not only implied by the config's hash, so a
+  // cache file says which graph wrote it), the weights and their in-memory form, the numerics of
+  // the layers below the cache (attention's mesh and chunking feed later layers' K/V), the kernels
+  // this CPU runs, and the build itself (a new build may change any kernel's rounding).
   std::string key = Cat("wormchat ", WORMCHAT_VERSION, " build ", ExecutableDigest());
+  key += Cat("\narchitecture ", m.model->architecture().name);
   key += Cat("\nmodel ", ModelFingerprint(m.dir, /*with_kv_scales=*/false));
   key += Cat("\nweights ", o.weights, " matmul ", o.matmul_precision, " attention ", o.attention,
              " mesh ", o.mesh, " reduction ", o.reduction, " cores_per_head ", o.max_cores_per_head,

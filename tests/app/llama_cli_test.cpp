@@ -4,6 +4,8 @@
 // path that the Falcon layouts take.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
@@ -78,6 +80,28 @@ TEST_F(LlamaCliTest, GenerationIsTheSameBitsOnAnyThreadCountAndKvPath) {
   EXPECT_EQ(a, gen({"--threads", "2", "--kv-block-size", "0"}));  // contiguous
   EXPECT_EQ(a, gen({"--threads", "2", "--kv-block-size", "16", "--prefix-cache", "off"}));
   EXPECT_FALSE(gen({"--weights", "bfp8", "--kv-dtype", "int8"}).empty());
+}
+
+// The prefix cache on disk names the architecture in every block's key, and a second run reads
+// the blocks back to the same tokens.
+TEST_F(LlamaCliTest, PrefixCacheFilesNameTheArchitecture) {
+  test::TempDir cache;
+  auto gen = [&] {
+    const auto r = RunWormchat({"generate", "--model", Model(), "--prompt", std::string(100, 'a'),
+                                "-n", "8", "--temperature", "0", "--raw", "--kv-block-size", "16",
+                                "--prefix-cache-dir", cache.path()});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  };
+  const std::string first = gen();
+  int files = 0;
+  for (const auto& e : std::filesystem::directory_iterator(cache.path())) {
+    ++files;
+    const std::string bytes = test::ReadFile(e.path().string());
+    EXPECT_NE(bytes.find("\narchitecture llama\n"), std::string::npos) << e.path();
+  }
+  EXPECT_GT(files, 0);
+  EXPECT_EQ(gen(), first);
 }
 
 TEST(LlamaCli, LogitsMatchTheNumpyReference) {
