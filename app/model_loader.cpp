@@ -110,7 +110,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
                       " pieces but config.json's vocab_size is ", m.model->config().vocab_size,
                       "; the tokenizer does not belong to this model"));
   }
-  m.chat_format = ChatFormat::Load(m.dir);
+  m.chat_format = ChatFormat::ForModel(m.dir, o.chat_format);
   return m;
 }
 

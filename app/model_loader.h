@@ -11,7 +11,7 @@
 
 #include "app/model_options.h"
 #include "kvcache/kv_cache.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/decoder_model.h"
 #include "serving/serving_loop.h"
 #include "tokenizer/tokenizer.h"
@@ -31,7 +31,8 @@ struct LoadedModel {
   std::unique_ptr<DecoderModel> model;
   // The model's tokenizer; an IdsTokenizer with --ids; null if `need_tokenizer` was false.
   std::unique_ptr<Tokenizer> tokenizer;
-  // chat_format.json's, if any; with --ids one that frames nothing (ids are fed as given).
+  // --chat-format's, chat_format.json's or the chat template's (ChatFormat::ForModel); with --ids
+  // one that frames nothing (ids are fed as given).
   std::optional<ChatFormat> chat_format;
   KVCacheOptions kv;  // format, scales, layout
   int ctx = 0;        // positions per user row

@@ -54,6 +54,9 @@ struct ModelRunOptions {
   int k_chunk_size = 0;             // --k-chunk-size (0 = auto)
   std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 (BF16 weights only)
   std::string weights = "auto";           // --weights SPEC (model/weight_spec.h)
+  // --chat-format FILE: a chat_format.json that frames turns instead of the model directory's
+  // chat_format.json or its tokenizer_config.json chat template (model/chat/chat_format.h).
+  std::string chat_format;
   // --ids (chat, batch, transcript record): text in and out is token ids written out ("5 17 9"),
   // fed without chat framing (tokenizer/ids_tokenizer.h); no tokenizer.model needed.
   bool ids = false;

@@ -54,6 +54,7 @@ class Conversation::TurnObserver : public RequestObserver {
 Conversation::Conversation(ServingLoop& loop, const DecoderModel& model, const Tokenizer& tokenizer,
                            ChatFormat format, const ConversationSettings& settings)
     : loop_(loop), model_(model), tokenizer_(tokenizer), format_(std::move(format)) {
+  format_.CheckUsable();  // a checkpoint chat template wormchat does not know: one line
   state_.settings = settings;
   Validate(state_.settings);
   stream_seed_ = state_.settings.seed;
@@ -75,7 +76,7 @@ Conversation::~Conversation() {
 
 std::vector<int> Conversation::SystemIds() const {
   if (state_.settings.system.empty()) return {};
-  return tokenizer_.Encode(format_.system_prefix + state_.settings.system + format_.system_suffix);
+  return format_.EncodeSystem(tokenizer_, state_.settings.system);
 }
 
 std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_user) const {
@@ -86,14 +87,15 @@ std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_u
   ids.insert(ids.end(), system.begin(), system.end());
   for (size_t i = first; i < state_.turns.size(); ++i) {
     const ConversationTurn& t = state_.turns[i];
-    const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, t.user);
+    const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, t.user, i > first);
     ids.insert(ids.end(), user.begin(), user.end());
     size_t kept = t.reply_ids.size();
     if (kept > 0 && (t.reason == StopReason::kEos || t.reason == StopReason::kStopString)) --kept;
     ids.insert(ids.end(), t.reply_ids.begin(), t.reply_ids.begin() + static_cast<int64_t>(kept));
     if (format_.eos_ends_turn) ids.push_back(c.eos_token_id);
   }
-  const std::vector<int> user = format_.EncodeUserTurn(tokenizer_, next_user);
+  const std::vector<int> user =
+      format_.EncodeUserTurn(tokenizer_, next_user, first < state_.turns.size());
   ids.insert(ids.end(), user.begin(), user.end());
   return ids;
 }
@@ -129,7 +131,7 @@ RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObs
     ids = FrameFrom(state_.first_kept, user);
   } else {
     if (format_.eos_ends_turn) ids.push_back(c.eos_token_id);
-    const std::vector<int> t = format_.EncodeUserTurn(tokenizer_, user);
+    const std::vector<int> t = format_.EncodeUserTurn(tokenizer_, user, /*after_reply=*/true);
     ids.insert(ids.end(), t.begin(), t.end());
   }
   bool restart = fresh && session_pos_ > 0;  // the session holds tokens to forget
@@ -321,7 +323,8 @@ RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
   // What a session holds after the last turn: the kept turns framed, each reply in full (its last
   // token too, which the live session would feed with the next turn - the same K/V either way).
   std::vector<int> ids = FrameFrom(state_.first_kept, "");
-  const std::vector<int> empty_turn = format_.EncodeUserTurn(tokenizer_, "");
+  const std::vector<int> empty_turn =
+      format_.EncodeUserTurn(tokenizer_, "", state_.first_kept < state_.turns.size());
   ids.resize(ids.size() - empty_turn.size());
   if (format_.eos_ends_turn && state_.first_kept < state_.turns.size())
     ids.pop_back();  // the next Send's

@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/decoder_model.h"
 #include "serving/beam_search.h"
 #include "serving/request.h"

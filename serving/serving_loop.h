@@ -38,7 +38,7 @@
 #include "kvcache/kv_cache.h"
 #include "kvcache/prefix_cache.h"
 #include "kvcache/prefix_store.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/decoder_model.h"
 #include "serving/request.h"
 #include "tokenizer/tokenizer.h"

@@ -17,7 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "serving/sampler.h"
 
 namespace wc {

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "app/batch/batch_input.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "serving/request.h"
 #include "tokenizer/tokenizer.h"
 

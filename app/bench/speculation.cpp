@@ -7,7 +7,7 @@
 
 #include "app/bench/requests.h"
 #include "app/speculation.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "serving/scripted_proposer.h"
 #include "util/error.h"
 

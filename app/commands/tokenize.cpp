@@ -1,9 +1,13 @@
-// `wormchat tokenize`: the token ids of a text, on one line.
+// `wormchat tokenize`: the token ids of a text, on one line; with --chat, the ids `generate` feeds
+// for it as a prompt (framed by the model's chat format or chat template), so a user sees what a
+// checkpoint's template makes of a turn.
 #include <cstdio>
 #include <memory>
 
 #include "app/commands/commands.h"
 #include "app/model_options.h"
+#include "model/chat/chat_format.h"
+#include "model/config.h"
 #include "util/error.h"
 
 namespace wc {
@@ -12,12 +16,25 @@ namespace {
 struct TokenizeCmdOptions {
   std::string model_dir;
   std::string text;
+  bool chat = false;
+  std::string chat_format;  // --chat-format FILE
 };
 
 void RunTokenize(const TokenizeCmdOptions& o) {
   const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
   const auto tok = Tokenizer::FromModelDir(dir);
-  const std::vector<int> ids = tok->Encode(o.text);
+  std::vector<int> ids;
+  if (o.chat) {
+    const std::optional<ChatFormat> format = ChatFormat::ForModel(dir, o.chat_format);
+    if (!format)
+      throw Error(Cat(dir,
+                      " has no chat_format.json and no chat template: --chat has nothing to "
+                      "frame with (give --chat-format FILE)"));
+    ids = EncodePrompt(*tok, format, o.text, /*raw=*/false, LoadConfig(dir).bos_token_id);
+  } else {
+    if (!o.chat_format.empty()) throw Error("--chat-format needs --chat");
+    ids = tok->Encode(o.text);
+  }
   std::string line;
   for (size_t i = 0; i < ids.size(); ++i) line += (i ? " " : "") + std::to_string(ids[i]);
   std::printf("%s\n", line.c_str());
@@ -35,6 +52,11 @@ void RegisterTokenize(CLI::App& app) {
       "--model", o->model_dir,
       "Model directory holding tokenizer.model (sentencepiece) or tokenizer.json (Hugging Face)");
   cmd->add_option("--text", o->text, "Text to tokenize")->required();
+  cmd->add_flag("--chat", o->chat,
+                "Frame the text as one user turn with the model's chat format or chat template, "
+                "as generate feeds a prompt without --raw (BOS included when the format has one)");
+  cmd->add_option("--chat-format", o->chat_format,
+                  "With --chat: a chat_format.json to frame with instead of the model's");
   int threads = 0;  // accepted for uniformity; tokenizing is single-threaded
   cmd->add_option("--threads", threads, "Host threads (unused here)")
       ->check(CLI::Range(0, kMaxThreads));

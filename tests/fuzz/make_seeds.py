@@ -72,7 +72,19 @@ put("kv_scales", "two.json", json.dumps({"format": "wormchat-kv-scales-1", "fing
 put("chat_format", "default.json", open("assets/default-model/chat_format.json").read())
 put("chat_format", "full.json", json.dumps({
     "add_bos": True, "user_prefix": "<|user|>", "user_suffix": "\n", "assistant_prefix": "<|a|>",
-    "system_prefix": "S: ", "system_suffix": "\n", "end_of_turn": "none", "stop": ["\nUser:", "</s>"]}))
+    "system_prefix": "S: ", "system_suffix": "\n", "end_of_turn": "none", "stop": ["\nUser:", "</s>"],
+    "turn_separator": "\n", "trim_messages": True, "collapse_blank_lines": True}))
+# The chat_format fuzzer reads the same bytes as tokenizer_config.json (its chat_template).
+templates = "tests/fixtures/chat_templates"
+put("chat_format", "tokenizer_config_falcon3.json", json.dumps({
+    "chat_template": open(f"{templates}/falcon3.jinja").read(), "eos_token": "<|endoftext|>"}))
+put("chat_format", "tokenizer_config_llama3_list.json", json.dumps({
+    "chat_template": [{"name": "tool_use", "template": "x"},
+                      {"name": "default", "template": open(f"{templates}/llama3.jinja").read()}],
+    "bos_token": {"content": "<|begin_of_text|>"}, "eos_token": "<|eot_id|>"}))
+put("chat_format", "tokenizer_config_falcon_instruct.json", json.dumps({
+    "chat_template": open(f"{templates}/falcon_instruct.jinja", newline="").read(),
+    "eos_token": "<|endoftext|>"}))
 
 
 def npy(shape, version=1, descr="<f4", values=None):

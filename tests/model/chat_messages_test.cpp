@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "tests/test_util.h"
 #include "tokenizer/tokenizer.h"
 #include "util/error.h"

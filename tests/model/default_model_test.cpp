@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "tokenizer/sentencepiece_tokenizer.h"

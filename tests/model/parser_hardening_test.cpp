@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "kvcache/kv_scales.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/safetensors.h"
 #include "serving/text_stream.h"
 #include "tests/test_util.h"

@@ -14,7 +14,7 @@
 #include <gtest/gtest.h>
 
 #include "kvcache/kv_cache.h"
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/decoder_model.h"
 #include "serving/conversation.h"
 #include "serving/serving_loop.h"

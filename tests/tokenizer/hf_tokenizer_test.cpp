@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 #include "model/config.h"
 #include "serving/text_stream.h"
 #include "tests/test_util.h"

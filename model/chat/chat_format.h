@@ -1,9 +1,13 @@
-// How a conversation is framed into tokens, read from DIR/chat_format.json beside the model, so the
-// training recipe (tools/python/train) and the runtime cannot drift apart:
+// How a conversation is framed into tokens: from --chat-format FILE or DIR/chat_format.json beside
+// the model (so the training recipe, tools/python/train, and the runtime cannot drift apart), else
+// from the checkpoint's own chat template (model/chat/chat_template.h) when wormchat knows it:
 //   [bos if add_bos] then per turn:
-//   Encode(user_prefix + message + user_suffix + assistant_prefix) + Encode(reply) + [eos]
-// (each Encode one sentencepiece call), and a system message (batch requests) as
+//   Encode([turn_separator after a reply] + user_prefix + message + user_suffix + assistant_prefix)
+//   + Encode(reply) + [eos if end_of_turn is eos]
+// (each Encode one tokenizer call, special tokens matched), and a system message as
 //   Encode(system_prefix + message + system_suffix).
+// With a chat template, a prompt or a whole conversation handed at once (generate, batch) is the
+// tokenizer's encoding of the template's rendering; a chat fed turn by turn spells the same text.
 // Generation stops at EOS or any `stop` string.
 #pragma once
 
@@ -11,6 +15,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "model/chat/chat_template.h"
 
 namespace wc {
 
@@ -25,18 +31,43 @@ struct ChatFormat {
   std::string system_suffix = "\n";
   bool eos_ends_turn = true;  // "end_of_turn": "eos"
   std::vector<std::string> stop = {"\nUser:"};
+  // Text between a reply's end (its EOS when eos_ends_turn) and the next user turn: "\n" for
+  // Falcon3, ChatML and Zephyr, whose templates write one after each assistant turn.
+  std::string turn_separator;
+  // Messages' surrounding whitespace is trimmed as Python's str.strip() does (Llama-3's template:
+  // `message['content'] | trim`; Falcon-instruct's `.strip()`).
+  bool trim_messages = false;
+  // User messages have each "\n\n" made "\n" (Falcon-instruct's template).
+  bool collapse_blank_lines = false;
+  // The checkpoint's template this format was made from: prompts and whole conversations are its
+  // rendering, encoded once.
+  std::optional<ChatTemplate> chat_template;
+  // Set when the checkpoint's chat template is not one wormchat knows: every framing throws
+  // wc::Error with this line (it names --chat-format). Unframed uses (--raw) are unaffected.
+  std::string refusal;
 
   // A format that frames nothing: no BOS, no prefixes or suffixes, no EOS between turns, no stop
   // strings - a conversation is its messages' and replies' tokens back to back (--ids).
   static ChatFormat Unframed();
   // Reads DIR/chat_format.json; nullopt if absent. Throws wc::Error naming the file and key if bad.
   static std::optional<ChatFormat> Load(const std::string& model_dir);
+  // The format a model frames with: `chat_format_file` (--chat-format) if given, else
+  // DIR/chat_format.json, else the checkpoint's chat template when wormchat knows it (one it does
+  // not know gives a format whose every framing throws the one-line refusal), else nullopt.
+  static std::optional<ChatFormat> ForModel(const std::string& model_dir,
+                                            const std::string& chat_format_file);
   // The file's text, read from `path` (named in messages). Keys left out keep the defaults above.
   // Throws wc::Error "PATH: key 'KEY' ..." for invalid JSON or a key of the wrong type or value.
   static ChatFormat Parse(std::string_view text, const std::string& path);
 
-  // Tokens that open a user turn and cue the assistant's reply.
-  std::vector<int> EncodeUserTurn(const Tokenizer& tok, const std::string& message) const;
+  // Tokens that open a user turn and cue the assistant's reply; `after_reply`: the turn follows a
+  // reply (turn_separator goes first). Throws the refusal, if any.
+  std::vector<int> EncodeUserTurn(const Tokenizer& tok, const std::string& message,
+                                  bool after_reply = false) const;
+  // The tokens of a system message. Throws the refusal, if any.
+  std::vector<int> EncodeSystem(const Tokenizer& tok, const std::string& message) const;
+  // Throws wc::Error(refusal) when the format cannot frame.
+  void CheckUsable() const;
 };
 
 }  // namespace wc
@@ -71,9 +102,10 @@ struct ChatMessage {
   std::string content;
 };
 
-// The ids of a whole conversation, framed with `format`: [bos if add_bos], then per message
-//   system     Encode(system_prefix + content + system_suffix)
-//   user       EncodeUserTurn(content), which cues the assistant's reply
+// The ids of a whole conversation, framed with `format`. With a chat template: the encoding of
+// its rendering with the generation prompt. Else [bos if add_bos], then per message
+//   system     EncodeSystem(content)
+//   user       EncodeUserTurn(content, after an assistant message), which cues the reply
 //   assistant  Encode(content) + [eos if eos_ends_turn]
 // A single user message gives exactly EncodePrompt(tok, format, content, /*raw=*/false, bos).
 // Without a chat format only a single user message can be framed (as EncodePrompt does: as it is);

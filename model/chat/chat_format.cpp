@@ -1,4 +1,4 @@
-#include "model/chat_format.h"
+#include "model/chat/chat_format.h"
 
 #include <nlohmann/json.hpp>
 
@@ -25,6 +25,23 @@ std::optional<ChatFormat> ChatFormat::Load(const std::string& dir) {
   return Parse(ReadTextFile(path, static_cast<int64_t>(kJsonFileMaxBytes)), path);
 }
 
+std::optional<ChatFormat> ChatFormat::ForModel(const std::string& dir,
+                                               const std::string& chat_format_file) {
+  if (!chat_format_file.empty()) {
+    const std::string problem = FileProblem(chat_format_file);
+    if (!problem.empty()) throw Error(Cat("--chat-format ", chat_format_file, ": ", problem));
+    return Parse(ReadTextFile(chat_format_file, static_cast<int64_t>(kJsonFileMaxBytes)),
+                 chat_format_file);
+  }
+  if (std::optional<ChatFormat> f = Load(dir)) return f;
+  std::string unknown;
+  if (const std::optional<ChatTemplate> t = LoadChatTemplate(dir, &unknown)) return t->Format();
+  if (unknown.empty()) return std::nullopt;
+  ChatFormat refused = Unframed();
+  refused.refusal = unknown;
+  return refused;
+}
+
 ChatFormat ChatFormat::Parse(std::string_view text, const std::string& path) {
   const nlohmann::json j = ParseJson(text, path);
   if (!j.is_object()) throw Error(Cat(path, ": expected a JSON object"));
@@ -44,6 +61,10 @@ ChatFormat ChatFormat::Parse(std::string_view text, const std::string& path) {
                       Printable(*end, 40), "\""));
     f.eos_ends_turn = *end == "eos";
   }
+  str("turn_separator", &f.turn_separator);
+  f.trim_messages = JsonFind<bool>(j, "trim_messages", path).value_or(f.trim_messages);
+  f.collapse_blank_lines =
+      JsonFind<bool>(j, "collapse_blank_lines", path).value_or(f.collapse_blank_lines);
   if (auto stop = JsonFind<std::vector<std::string>>(j, "stop", path)) {
     for (size_t i = 0; i < stop->size(); ++i)
       if ((*stop)[i].empty()) throw Error(Cat(path, ": key 'stop'[", i, "] is empty"));
@@ -52,9 +73,23 @@ ChatFormat ChatFormat::Parse(std::string_view text, const std::string& path) {
   return f;
 }
 
-std::vector<int> ChatFormat::EncodeUserTurn(const Tokenizer& tok,
-                                            const std::string& message) const {
-  return tok.Encode(user_prefix + message + user_suffix + assistant_prefix);
+void ChatFormat::CheckUsable() const {
+  if (!refusal.empty()) throw Error(refusal);
+}
+
+std::vector<int> ChatFormat::EncodeUserTurn(const Tokenizer& tok, const std::string& message,
+                                            bool after_reply) const {
+  CheckUsable();
+  std::string body = trim_messages ? PythonStrip(message) : message;
+  if (collapse_blank_lines) body = CollapseBlankLines(body);
+  return tok.Encode((after_reply ? turn_separator : std::string()) + user_prefix + body +
+                    user_suffix + assistant_prefix);
+}
+
+std::vector<int> ChatFormat::EncodeSystem(const Tokenizer& tok, const std::string& message) const {
+  CheckUsable();
+  return tok.Encode(system_prefix + (trim_messages ? PythonStrip(message) : message) +
+                    system_suffix);
 }
 
 }  // namespace wc
@@ -63,6 +98,10 @@ namespace wc {
 
 std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatFormat>& format,
                               const std::string& text, bool raw, int bos_token_id) {
+  if (format && !raw && format->chat_template) {
+    format->CheckUsable();
+    return tok.Encode(format->chat_template->Render({{ChatMessage::Role::kUser, text}}, true));
+  }
   std::vector<int> ids;
   if (format && format->add_bos) ids.push_back(bos_token_id);
   const std::vector<int> body =
@@ -82,7 +121,8 @@ std::vector<int> EncodeTurn(const Tokenizer& tok, const std::optional<ChatFormat
   std::vector<int> ids;
   const bool framed = format && chat;
   if (framed && format->eos_ends_turn) ids.push_back(eos_token_id);
-  const std::vector<int> body = framed ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
+  const std::vector<int> body =
+      framed ? format->EncodeUserTurn(tok, text, /*after_reply=*/true) : tok.Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
   return ids;
 }
@@ -99,16 +139,19 @@ std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFo
       throw Error("the model has no chat_format.json, so only a single user message can be framed");
     return tok.Encode(messages[0].content);
   }
+  format->CheckUsable();
+  if (format->chat_template) return tok.Encode(format->chat_template->Render(messages, true));
   std::vector<int> ids;
   if (format->add_bos) ids.push_back(bos_token_id);
+  bool after_reply = false;
   for (const ChatMessage& msg : messages) {
     std::vector<int> part;
     switch (msg.role) {
       case ChatMessage::Role::kSystem:
-        part = tok.Encode(format->system_prefix + msg.content + format->system_suffix);
+        part = format->EncodeSystem(tok, msg.content);
         break;
       case ChatMessage::Role::kUser:
-        part = format->EncodeUserTurn(tok, msg.content);
+        part = format->EncodeUserTurn(tok, msg.content, after_reply);
         break;
       case ChatMessage::Role::kAssistant:
         part = tok.Encode(msg.content);
@@ -116,6 +159,7 @@ std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFo
         break;
     }
     ids.insert(ids.end(), part.begin(), part.end());
+    after_reply = msg.role == ChatMessage::Role::kAssistant;
   }
   return ids;
 }
