@@ -387,7 +387,11 @@ OpTrace FlashDecodeEngine::Run(const DecodeAttentionOp& op, bool compute) const 
             const int q_rows = std::min(chunk, w.Limit(q) - start);  // rows query q attends
             if (q_rows <= 0) continue;  // the chunk lies past this query's position
             ct.matmul_tiles += 2LL * geo.q_tile_rows * kt * geo.hd_tiles;  // Q K^T and P V
-            ct.sfpu_tiles += static_cast<int64_t>(geo.q_tile_rows) * (4 * kt + geo.hd_tiles + 2);
+            // Per score tile: scale, running max, exp, row sum - and with ALiBi the bias add (the
+            // slopes times the key positions, made on the core: no mask read from DRAM).
+            const int64_t per_score_tile = op.alibi.enabled() ? 5 : 4;
+            ct.sfpu_tiles +=
+                static_cast<int64_t>(geo.q_tile_rows) * (per_score_tile * kt + geo.hd_tiles + 2);
             PartialNode node{0, c, {}};
             if (compute) {
               const float* mask =

@@ -28,7 +28,8 @@ namespace {
 PerfEstimate FlashDecodeTime(const std::string& mesh_name, int bsz, int n_q, int n_kv, int head_dim,
                              int kv_len, double row_bytes, int max_cores,
                              Reduction reduction = Reduction::kFlat,
-                             MathFidelity fidelity = MathFidelity::kHiFi2) {
+                             MathFidelity fidelity = MathFidelity::kHiFi2,
+                             const float* alibi_slopes = nullptr, bool causal = false) {
   const MeshSpec mesh = MeshPreset(mesh_name);
   const ShapeOnlyKV kv(row_bytes, head_dim);
   DecodeAttentionOp op;
@@ -39,6 +40,12 @@ PerfEstimate FlashDecodeTime(const std::string& mesh_name, int bsz, int n_q, int
   op.kv_len = kv_len;
   op.kv = &kv;
   op.causal = false;
+  const std::vector<int32_t> last(static_cast<size_t>(bsz), kv_len - 1);
+  if (causal) {  // every user at the cache's last position: the whole cache seen
+    op.causal = true;
+    op.cur_pos = last.data();
+  }
+  op.alibi = AlibiBias{alibi_slopes, true};  // needs causal
   const FlashDecodeConfig cfg{0, max_cores, reduction, fidelity};
   const OpTrace trace = FlashDecodeEngine(mesh, cfg).Run(op, /*compute=*/false);
   return EstimateFlashDecode(trace, mesh, ShapeOf(op), fidelity);
@@ -227,6 +234,20 @@ TEST(PerfModel, MoreDramBytesTakeLonger) {
   const WormholeChipSpec chip;
   EXPECT_GT(DramReadNs(chip, 200, 1088, 64, 64), DramReadNs(chip, 100, 1088, 64, 64));
   EXPECT_GT(DramReadNs(chip, 100, 1088, 64, 64), DramReadNs(chip, 100, 1088, 8, 64));
+}
+
+// Falcon-RW's ALiBi adds one bias tile op per score tile, made on the core (no mask read): the
+// same bytes, a longer compute where compute bounds the op (8 cores per head on t3k at 128k).
+TEST(PerfModel, AlibiCostsComputeNotBytes) {
+  const std::vector<float> slopes = AlibiSlopes(32);
+  const PerfEstimate plain = FlashDecodeTime("t3k", 1, 32, 32, 64, 131072, 2.0 * 64, 8,
+                                             Reduction::kFlat, MathFidelity::kHiFi2, nullptr, true);
+  const PerfEstimate alibi =
+      FlashDecodeTime("t3k", 1, 32, 32, 64, 131072, 2.0 * 64, 8, Reduction::kFlat,
+                      MathFidelity::kHiFi2, slopes.data(), true);
+  EXPECT_EQ(alibi.dram_bytes, plain.dram_bytes);
+  EXPECT_GT(alibi.emulated_us, plain.emulated_us);
+  EXPECT_LT(alibi.emulated_us, 1.5 * plain.emulated_us);
 }
 
 TEST(PerfModel, FidelityAndLaunchBound) {
