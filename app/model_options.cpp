@@ -65,7 +65,7 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option("--weights", o.weights, kWeightsHelp)->capture_default_str();
   cmd->add_option("--chat-format", o.chat_format,
                   "A chat_format.json framing chat turns, instead of the model's chat_format.json "
-                  "or its tokenizer_config.json chat template (docs/chat.md)");
+                  "or its tokenizer_config.json chat template (docs/models.md)");
 }
 
 const char kWeightsHelp[] =

@@ -309,7 +309,7 @@ std::optional<ChatTemplate> ParseChatTemplate(std::string_view file_text, const 
     *unknown = Cat(path,
                    ": its chat_template is not one wormchat knows (Falcon3, Falcon-instruct, "
                    "ChatML, Llama-3, Zephyr); frame turns with --chat-format FILE (a "
-                   "chat_format.json: docs/chat.md), or give prompts unframed with --raw");
+                   "chat_format.json: docs/models.md), or give prompts unframed with --raw");
     return std::nullopt;
   }
   ChatTemplate t;

@@ -255,6 +255,12 @@ TEST(MpiTest, TensorParallelGreedyTokensEqualTheSingleProcessRun) {
       // multi-query: the one KV head on both ranks, the query heads split
       {"generate", "--model", test::FixtureDir("mq_f32"), "--ids", "5 9 17 3 44", "-n", "24",
        "--temperature", "0"},
+      // the Llama layout (Falcon3): grouped KV heads 4:1, a group a rank, SwiGLU split by rows
+      {"generate", "--model", test::FixtureDir("llama_gqa4_f32"), "--ids", "5 9 17 3 44", "-n",
+       "24", "--temperature", "0"},
+      // Falcon-RW: 6 heads, 3 a rank, each with its own ALiBi slope (the 2 extra slopes on rank 1)
+      {"generate", "--model", test::FixtureDir("rw_alibi6_bf16"), "--ids", "5 9 17 3 44", "-n",
+       "24", "--temperature", "0"},
   };
   for (const auto& args : runs) {
     const RunResult one = Single(args);
@@ -263,7 +269,7 @@ TEST(MpiTest, TensorParallelGreedyTokensEqualTheSingleProcessRun) {
     tp.insert(tp.end(), {"--tensor-parallel", "2"});
     const RunResult two = Mpirun(MpirunArgv(2, tp));
     ASSERT_EQ(two.exit_code, 0) << two.err;
-    EXPECT_EQ(two.out, one.out) << args[2];
+    EXPECT_EQ(two.out, one.out) << args[2] << " " << args[3];
     EXPECT_FALSE(one.out.empty());
   }
 }
