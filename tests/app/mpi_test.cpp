@@ -126,6 +126,41 @@ TEST(MpiTest, DataParallelBatchEqualsTheSingleProcessRecords) {
   EXPECT_NE(r.err.find("150/150 done"), std::string::npos) << r.err;
 }
 
+// Data parallel on the other layouts (issue 51): each rank runs a whole Llama-layout or Falcon-RW
+// model; the records are a single process's.
+TEST(MpiTest, DataParallelBatchOnEveryLayoutEqualsTheSingleProcessRecords) {
+  std::string input;
+  for (int i = 1; i <= 24; ++i)
+    input += std::to_string(i) + " 9 17 " + std::to_string(40 + i) + "\n";
+  for (const char* fixture : {"llama_gqa4_f32", "rw_alibi6_bf16"}) {
+    TempDir dir;
+    WriteFile(dir.File("in.txt"), input);
+    const std::vector<std::string> args = {"batch",
+                                           "--model",
+                                           test::FixtureDir(fixture),
+                                           "--ids",
+                                           "-i",
+                                           dir.File("in.txt"),
+                                           "-o",
+                                           dir.File("dp.jsonl"),
+                                           "-n",
+                                           "8",
+                                           "--user-rows",
+                                           "2",
+                                           "--threads",
+                                           "1"};
+    const RunResult dp = Mpirun(MpirunArgv(2, args));
+    ASSERT_EQ(dp.exit_code, 0) << dp.err;
+    std::vector<std::string> single = args;
+    single[7] = dir.File("one.jsonl");
+    const RunResult one = RunWormchat(single);
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    const std::string out = ReadFile(dir.File("dp.jsonl"));
+    EXPECT_EQ(Records(out).size(), 24u) << fixture;
+    EXPECT_EQ(SortedLines(out), SortedLines(ReadFile(dir.File("one.jsonl")))) << fixture;
+  }
+}
+
 // --speculate lookup across ranks: the records equal the single-process run's (and those without
 // speculation), and the summary's proposed and accepted tokens are summed over the ranks: the
 // same figures as the single-process run's, whichever rank ran which request.
