@@ -28,6 +28,13 @@ tools/test.sh, so CI needs python3-numpy but not python3-torch.
   matches a vectorized forward pass with an independently built bias written here;
   rw_alibi12_long_f32 (12 heads, 300 ids) must see HF's bf16 rounding of the bias: skipping
   any one of its three roundings (slope, position, product) moves the logits by > 1e-3.
+- greedy continuations (tools/python/greedy_ref.py): every fixture dir with config.json and
+  ids.txt has a greedy.txt of the right length (64 new ids, or as many as
+  max_position_embeddings allows) with ids in range; for the Llama fixtures and the two
+  12-id Falcon-RW fixtures (rw_alibi_f32, rw_alibi6_bf16) greedy.txt is regenerated step by
+  step from the reference and must come out identical (~15 s). The Falcon rotary fixtures
+  (~30 s together) and rw_alibi12_long_f32 (~8 min: 64 slow_ref passes over 300+ ids) are
+  regenerated only by `greedy_ref.py --check`.
 
 The torch-only properties of falcon_ref (batch and causal consistency of the nn.Module,
 gradients) matter only to the training recipe and are not checked here; make_fixtures.py
@@ -43,7 +50,8 @@ import traceback
 
 import numpy as np
 
-from wormref import REPO_ROOT, alibi, llama_ref, safetensors_io, slow_ref
+import greedy_ref
+from wormref import REPO_ROOT, alibi, fixture_io, llama_ref, safetensors_io, slow_ref
 from wormref.config import FalconConfig
 from wormref.llama_config import LlamaConfig
 
@@ -657,6 +665,37 @@ def test_rw_fixture_logits():
         # Without the bias (or with rotary instead) the logits must differ visibly.
         err = float(np.abs(fwd(0 * bias) - want).max())
         assert err > 1e-3, f"{name}: the ALiBi bias barely matters ({err})"
+
+
+# --------------------------------------------------------------------------- greedy.txt
+
+# Fixtures whose greedy.txt is regenerated here (~15 s together); the others only by
+# `greedy_ref.py --check` (the Falcon rotary fixtures ~30 s, rw_alibi12_long_f32 ~8 min).
+GREEDY_REGENERATED = LLAMA_FIXTURES + ("rw_alibi_f32", "rw_alibi6_bf16")
+
+
+def test_greedy_files():
+    names = greedy_ref.fixture_names(FIXTURES)
+    assert set(GREEDY_REGENERATED) <= set(names), names
+    assert len(names) == len(CHECKPOINTS) - 1 + len(LLAMA_FIXTURES) + len(RW_FIXTURES), names
+    for name in names:
+        d = os.path.join(FIXTURES, name)
+        _, max_pos, vocab, _ = greedy_ref.load_reference(d)
+        n_prompt = len(fixture_io.read_ids(os.path.join(d, fixture_io.IDS_NAME)))
+        with open(os.path.join(d, greedy_ref.GREEDY_NAME)) as f:
+            text = f.read()
+        ids = fixture_io.parse_ids(text)
+        assert text == " ".join(map(str, ids)) + "\n", f"{name}: greedy.txt is not one line"
+        want = greedy_ref.new_count(greedy_ref.N_NEW, n_prompt, max_pos)
+        assert len(ids) == want, f"{name}: {len(ids)} greedy ids, want {want}"
+        assert all(0 <= i < vocab for i in ids), f"{name}: greedy id out of range"
+
+
+def test_greedy_regenerates():
+    for name in GREEDY_REGENERATED:
+        res = greedy_ref.run_fixture(name, FIXTURES)
+        diff = greedy_ref.compare(res, os.path.join(FIXTURES, name))
+        assert diff is None, f"{name}: {diff}"
 
 
 TESTS = [v for k, v in sorted(globals().items()) if k.startswith("test_")]
