@@ -55,6 +55,7 @@ import { createRequire } from 'node:module'
 import fs from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
+import { dumpEntry } from '../lib/stable_json.mjs'
 
 const PINNED = '0.5.11'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..')
@@ -81,39 +82,6 @@ function loadJinja() {
 }
 
 // Same escaping as tools/tokenizer/hf_reference.mjs.
-function needsEscape(ch) {
-  if (ch === ' ') return false
-  const cp = ch.codePointAt(0)
-  if (cp > 0x20 && cp < 0x7f) return false
-  if (ch.length === 1 && cp >= 0xd800 && cp <= 0xdfff) return true // lone surrogate
-  if (ch.normalize('NFC') !== ch || (cp >= 0x1100 && cp <= 0x11ff)) return true
-  return /^[\p{C}\p{Z}\p{M}]$/u.test(ch)
-}
-
-function dumpStr(s) {
-  let out = '"'
-  for (const ch of s) {
-    if (ch === '"') out += '\\"'
-    else if (ch === '\\') out += '\\\\'
-    else if (ch === '\n') out += '\\n'
-    else if (ch === '\t') out += '\\t'
-    else if (ch === '\r') out += '\\r'
-    else if (needsEscape(ch)) {
-      for (let k = 0; k < ch.length; k++) out += '\\u' + ch.charCodeAt(k).toString(16).padStart(4, '0')
-    } else out += ch
-  }
-  return out + '"'
-}
-
-function dumpEntry(e) {
-  const parts = []
-  for (const [k, v] of Object.entries(e)) {
-    if (typeof v === 'string') parts.push(`"${k}": ${dumpStr(v)}`)
-    else parts.push(`"${k}": ${JSON.stringify(v)}`)
-  }
-  return '{' + parts.join(', ') + '}'
-}
-
 function loadInputs() {
   const conv = JSON.parse(fs.readFileSync(path.join(FIXTURES, 'conversations.json'), 'utf8'))
   const names = fs.readdirSync(FIXTURES).filter((f) => f.endsWith('.jinja')).map((f) => f.slice(0, -'.jinja'.length)).sort()

@@ -42,6 +42,7 @@ import { createRequire } from 'node:module'
 import { execFileSync } from 'node:child_process'
 import fs from 'node:fs'
 import path from 'node:path'
+import { dumpEntry } from '../lib/stable_json.mjs'
 
 function loadTokenizers() {
   const dirs = [process.env.TOKENIZERS_DIR, process.cwd()].filter(Boolean)
@@ -104,39 +105,6 @@ function hexToText(hex) {
   const b = utf8Lossy(bytes)
   if (a !== b) throw new Error(`lossy UTF-8 mismatch for ${hex}: TextDecoder ${JSON.stringify(a)} vs ${JSON.stringify(b)}`)
   return a
-}
-
-function needsEscape(ch) {
-  if (ch === ' ') return false
-  const cp = ch.codePointAt(0)
-  if (cp > 0x20 && cp < 0x7f) return false
-  if (ch.length === 1 && cp >= 0xd800 && cp <= 0xdfff) return true // lone surrogate
-  if (ch.normalize('NFC') !== ch || (cp >= 0x1100 && cp <= 0x11ff)) return true
-  return /^[\p{C}\p{Z}\p{M}]$/u.test(ch)
-}
-
-function dumpStr(s) {
-  let out = '"'
-  for (const ch of s) {
-    if (ch === '"') out += '\\"'
-    else if (ch === '\\') out += '\\\\'
-    else if (ch === '\n') out += '\\n'
-    else if (ch === '\t') out += '\\t'
-    else if (ch === '\r') out += '\\r'
-    else if (needsEscape(ch)) {
-      for (let k = 0; k < ch.length; k++) out += '\\u' + ch.charCodeAt(k).toString(16).padStart(4, '0')
-    } else out += ch
-  }
-  return out + '"'
-}
-
-function dumpEntry(e) {
-  const parts = []
-  for (const [k, v] of Object.entries(e)) {
-    if (typeof v === 'string') parts.push(`"${k}": ${dumpStr(v)}`)
-    else parts.push(`"${k}": ${JSON.stringify(v)}`)
-  }
-  return '{' + parts.join(', ') + '}'
 }
 
 async function generate(Tokenizer, version, tokFile, corpusFiles, outFile) {
