@@ -2,7 +2,7 @@
 # wormchat against llama.cpp (b6673) on the same checkpoints, dtype and threads (issue 16).
 #
 #   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2]
-#                          [--formats OURS:THEIRS,...] MODEL_DIR...
+#                          [--formats OURS:THEIRS,...] [--wormchat BIN] MODEL_DIR...
 #
 # For each model: converts it to GGUF (tools/python/to_gguf.py, same dtype), checks that both
 # programs pick the same greedy tokens for a prompt, then, for each format pair (default
@@ -16,7 +16,9 @@
 # test wormchat. Prints the CPU and its SIMD flags first: figures are only comparable on one
 # machine. --simd avx2 measures the AVX2 machine kind on an AVX-512 host: wormchat runs with
 # WORMCHAT_SIMD=avx2 and llama-bench comes from a second build of the same tree without AVX-512
-# (DIR/build-avx2, built the first time).
+# (DIR/build-avx2, built the first time). --wormchat runs that binary instead of ./build/wormchat
+# (built by tools/build.sh when missing; a given BIN is never built). MODEL_DIR is a Falcon or a
+# Llama-layout (Falcon3) checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -25,6 +27,8 @@ threads=$(nproc)
 llama_dir=build-llama/llama.cpp-b6673
 simd=native
 formats=auto:auto
+wormchat=./build/wormchat
+wormchat_given=0
 models=()
 while (($#)); do
   case "$1" in
@@ -33,7 +37,8 @@ while (($#)); do
     --llama) llama_dir="$2"; shift 2 ;;
     --simd) simd="$2"; shift 2 ;;
     --formats) formats="$2"; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --wormchat) wormchat="$2"; wormchat_given=1; shift 2 ;;
+    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -62,8 +67,10 @@ case "$simd" in
     ;;
   *) echo "compare.sh: --simd takes native or avx2" >&2; exit 2 ;;
 esac
-wormchat=./build/wormchat
-[ -x "$wormchat" ] || bash tools/build.sh
+if [ ! -x "$wormchat" ]; then
+  ((wormchat_given == 0)) || { echo "compare.sh: --wormchat $wormchat is not executable" >&2; exit 2; }
+  bash tools/build.sh
+fi
 out=build-bench
 mkdir -p "$out"
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Converts a wormchat / Hugging Face Falcon checkpoint to GGUF for llama.cpp, keeping its dtype.
+"""Converts a wormchat / Hugging Face Falcon or Llama checkpoint to GGUF for llama.cpp, keeping
+its dtype.
 
     PYTHONPATH=LLAMA_CPP/gguf-py /usr/bin/python3 tools/python/to_gguf.py MODEL_DIR OUT.gguf
 
@@ -17,11 +18,27 @@ llama.cpp prints them and a random checkpoint's greedy tokens can be compared as
 tokenizes into them).
 
 llama.cpp's Falcon graph has no linear biases and always runs attention and MLP in parallel, so
-checkpoints with bias=true or parallel_attn=false are refused. Run by tools/bench/compare.sh; its
-check is that greedy tokens agree.
+checkpoints with bias=true or parallel_attn=false are refused.
+
+The Llama layout (config.json model_type "llama" / LlamaForCausalLM, which TII's Falcon3 uses)
+becomes GGUF arch "llama" as llama.cpp's convert_hf_to_gguf.py (LlamaModel) writes it: tensors
+token_embd, blk.N.{attn_norm, attn_q, attn_k, attn_v, attn_output, ffn_norm, ffn_gate, ffn_up,
+ffn_down}, output_norm and output (absent when tie_word_embeddings; llama.cpp then reuses
+token_embd), q/k/v/o and gate/up/down biases (F32) when attention_bias / mlp_bias; keys
+llama.{context_length, embedding_length, block_count, feed_forward_length,
+attention.head_count, attention.head_count_kv, attention.layer_norm_rms_epsilon, rope.freq_base,
+rope.dimension_count (= head_dim), attention.key_length / value_length (when config.json gives
+head_dim, as the converter does), vocab_size}; rope_scaling "linear" as rope.scaling.type/factor,
+"llama3" as the rope_freqs tensor of per-frequency divisors. The q_proj and k_proj rows (and
+biases) are permuted per head from HF's rotate_half RoPE order (first half, second half) to the
+interleaved pairs of llama.cpp's NORM RoPE, as the converter's LlamaModel.permute does; without
+it the greedy check fails. RMS norm weights are written as F32.
+
+Run by tools/bench/compare.sh; its check is that greedy tokens agree.
 """
 
 import json
+import math
 import os
 import struct
 import sys
@@ -29,6 +46,7 @@ import sys
 import numpy as np
 
 from wormref import safetensors_io
+from wormref.llama_config import LlamaConfig
 
 try:
     import gguf
@@ -43,10 +61,18 @@ def fail(msg):
 # ---------------------------------------------------------------- config
 
 
-def read_config(model_dir):
+def load_config_json(model_dir):
     path = os.path.join(model_dir, "config.json")
     with open(path) as f:
-        d = json.load(f)
+        return path, json.load(f)
+
+
+def is_llama(d):
+    return d.get("model_type") == "llama" or "LlamaForCausalLM" in (d.get("architectures") or [])
+
+
+def read_config(model_dir):
+    path, d = load_config_json(model_dir)
 
     def pick(hf, rw, default):
         return d.get(hf, d.get(rw, default))
@@ -164,20 +190,201 @@ def regroup_qkv(w, c):
     return np.concatenate([q, k, v])
 
 
-def main():
-    if len(sys.argv) != 3:
-        fail("usage: to_gguf.py MODEL_DIR OUT.gguf")
-    model_dir, out = sys.argv[1], sys.argv[2]
-    c = read_config(model_dir)
-    tensors = read_tensors(model_dir)
-    weight_dtypes = {t[0] for n, t in tensors.items() if n.endswith("query_key_value.weight")}
-    if len(weight_dtypes) != 1:
-        fail(f"expected one weight dtype, got {sorted(weight_dtypes)}")
-    wdtype = weight_dtypes.pop()
+def weight_dtype(tensors, suffix):
+    """The one dtype of the checkpoint's weights (those whose name ends with suffix) and its GGML
+    tensor type and GGUF file type."""
+    dtypes = {t[0] for n, t in tensors.items() if n.endswith(suffix)}
+    if len(dtypes) != 1:
+        fail(f"expected one weight dtype, got {sorted(dtypes)}")
+    wdtype = dtypes.pop()
+    if wdtype not in ("F32", "F16", "BF16"):
+        fail(f"weight dtype {wdtype} is not supported (F32, F16 or BF16)")
     qtype = {"F32": gguf.GGMLQuantizationType.F32, "F16": gguf.GGMLQuantizationType.F16,
              "BF16": gguf.GGMLQuantizationType.BF16}[wdtype]
     ftype = {"F32": gguf.LlamaFileType.ALL_F32, "F16": gguf.LlamaFileType.MOSTLY_F16,
              "BF16": gguf.LlamaFileType.MOSTLY_BF16}[wdtype]
+    return wdtype, qtype, ftype
+
+
+def add_vocab(w, model_dir, vocab, bos, eos):
+    """The sentencepiece pieces as llama.cpp's "llama" (SPM) vocabulary, padded to vocab."""
+    tok_path = os.path.join(model_dir, "tokenizer.model")
+    pieces = sentencepiece_pieces(tok_path) if os.path.exists(tok_path) else []
+    if len(pieces) > vocab:
+        fail(f"{tok_path}: {len(pieces)} pieces, more than vocab_size {vocab}")
+    if not pieces:
+        pieces = [("<unk>", 0.0, 2)]
+    pieces += [(f"[PAD{i}]", 0.0, 1) for i in range(len(pieces), vocab)]
+    w.add_tokenizer_model("llama")
+    w.add_tokenizer_pre("default")
+    w.add_token_list([p[0] for p in pieces])
+    w.add_token_scores([p[1] for p in pieces])
+    w.add_token_types([p[2] for p in pieces])
+    unk = next((i for i, p in enumerate(pieces) if p[2] == 2), 0)
+    w.add_unk_token_id(unk)
+    if isinstance(eos, (list, tuple)):  # Llama 3 configs list several; GGUF holds one
+        eos = eos[0] if eos else None
+    if bos is not None:
+        w.add_bos_token_id(int(bos))
+    if eos is not None:
+        w.add_eos_token_id(int(eos))
+    add_bos = False
+    fmt = os.path.join(model_dir, "chat_format.json")
+    if os.path.exists(fmt):
+        with open(fmt) as f:
+            add_bos = bool(json.load(f).get("add_bos", False))
+    w.add_add_bos_token(add_bos)
+    w.add_add_eos_token(False)
+
+
+class TensorSink:
+    """Writes checkpoint tensors into a GGUFWriter: weights in the checkpoint's dtype (bits
+    copied), norms and biases as F32."""
+
+    def __init__(self, w, tensors, wdtype, qtype):
+        self.w, self.tensors, self.wdtype, self.qtype = w, tensors, wdtype, qtype
+
+    def f32(self, name, transform=None):
+        dtype, _, stored = self.tensors[name]
+        arr = safetensors_io.to_f32(dtype, stored)
+        return arr if transform is None else transform(arr)
+
+    def weight(self, name, transform=None):
+        dtype, _, arr = self.tensors[name]
+        if dtype != self.wdtype:
+            fail(f"{name}: {dtype}, expected {self.wdtype} like the other weights")
+        return arr if transform is None else transform(arr)
+
+    def add(self, gguf_name, arr, is_weight):
+        self.w.add_tensor(gguf_name, np.ascontiguousarray(arr),
+                          raw_dtype=self.qtype if is_weight and self.wdtype == "BF16" else None)
+
+
+def finish(w, out, wdtype, n_layer, vocab, arch):
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    print(f"to_gguf.py: wrote {out} ({arch}, {wdtype}, {n_layer} layers, vocab {vocab})")
+
+
+# ---------------------------------------------------------------- Llama layout
+
+
+def permute_rope_rows(a, n_head):
+    """HF rotate_half order -> GGML NORM RoPE order, per head (convert_hf_to_gguf's
+    LlamaModel.permute): the rows of each head, [2, head_dim / 2] (first half, second half),
+    become [head_dim / 2, 2] (interleaved pairs). Works for weights [rows, cols] and biases
+    [rows]."""
+    rows = a.shape[0]
+    if rows % (2 * n_head):
+        fail(f"{rows} q/k rows do not split into {n_head} heads of an even head_dim")
+    return (a.reshape(n_head, 2, rows // n_head // 2, *a.shape[1:])
+            .swapaxes(1, 2)
+            .reshape(a.shape))
+
+
+def llama3_rope_factors(c):
+    """rope_freqs for rope_scaling llama3: the divisor of each of the head_dim / 2 frequencies,
+    as convert_hf_to_gguf's LlamaModel.generate_extra_tensors computes it (and HF's
+    _compute_llama3_parameters: inv_freq / divisor). original_max_position_embeddings is
+    rope_scaling's, as HF reads it (the converter reads the top-level key, default 8192)."""
+    dim, base = c.head_dim, c.rope_theta
+    freqs = 1.0 / (base ** (np.arange(0, dim, 2, dtype=np.float32) / np.float32(dim)))
+    factor, lo, hi = c.rope_factor, c.low_freq_factor, c.high_freq_factor
+    old_ctx = c.original_max_position_embeddings
+    low_freq_wavelen, high_freq_wavelen = old_ctx / lo, old_ctx / hi
+    out = []
+    for freq in freqs.astype(np.float64):
+        wavelen = 2 * math.pi / freq
+        if wavelen < high_freq_wavelen:
+            out.append(1.0)
+        elif wavelen > low_freq_wavelen:
+            out.append(factor)
+        else:
+            smooth = (old_ctx / wavelen - lo) / (hi - lo)
+            out.append(1 / ((1 - smooth) / factor + smooth))
+    return np.array(out, dtype=np.float32)
+
+
+def convert_llama(model_dir, out):
+    path, d = load_config_json(model_dir)
+    try:
+        c = LlamaConfig.from_dict(d)
+    except ValueError as e:
+        fail(f"{path}: {e}")
+    n_head, n_kv, head_dim = c.num_attention_heads, c.num_key_value_heads, c.head_dim
+    if c.attention_bias and n_head * head_dim != c.hidden_size:
+        # llama.cpp b6673 declares attn_q.bias as [n_embd] (llama-model.cpp, LLM_ARCH_LLAMA).
+        fail(f"{path}: attention_bias with heads x head_dim ({n_head} x {head_dim}) != "
+             f"hidden_size ({c.hidden_size}); llama.cpp's llama loader expects a q bias of "
+             "hidden_size")
+    tensors = read_tensors(model_dir)
+    wdtype, qtype, ftype = weight_dtype(tensors, "self_attn.q_proj.weight")
+
+    w = gguf.GGUFWriter(out, "llama")
+    w.add_name(os.path.basename(os.path.normpath(model_dir)))
+    w.add_block_count(c.num_hidden_layers)
+    w.add_context_length(c.max_position_embeddings)
+    w.add_embedding_length(c.hidden_size)
+    w.add_feed_forward_length(c.intermediate_size)
+    w.add_head_count(n_head)
+    w.add_head_count_kv(n_kv)
+    w.add_rope_freq_base(c.rope_theta)
+    w.add_layer_norm_rms_eps(c.rms_norm_eps)
+    if d.get("head_dim") is not None or head_dim * n_head != c.hidden_size:
+        w.add_key_length(head_dim)
+        w.add_value_length(head_dim)
+    w.add_file_type(ftype)
+    w.add_vocab_size(c.vocab_size)
+    w.add_rope_dimension_count(head_dim)
+    if c.rope_type == "linear":
+        w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
+        w.add_rope_scaling_factor(c.rope_factor)
+    add_vocab(w, model_dir, c.vocab_size, c.bos_token_id, c.eos_token_id)
+
+    t = TensorSink(w, tensors, wdtype, qtype)
+
+    def has_bias(name, flag, key):
+        if name in tensors:
+            return True
+        if flag:
+            fail(f"{name} missing and {key} is true")
+        return False
+
+    t.add("token_embd.weight", t.weight("model.embed_tokens.weight"), True)
+    if c.rope_type == "llama3":
+        t.add("rope_freqs.weight", llama3_rope_factors(c), False)
+    for i in range(c.num_hidden_layers):
+        p = f"model.layers.{i}."
+        t.add(f"blk.{i}.attn_norm.weight", t.f32(f"{p}input_layernorm.weight"), False)
+        for src, dst, heads in (("q_proj", "attn_q", n_head), ("k_proj", "attn_k", n_kv),
+                                ("v_proj", "attn_v", None), ("o_proj", "attn_output", None)):
+            perm = None if heads is None else (lambda a, h=heads: permute_rope_rows(a, h))
+            t.add(f"blk.{i}.{dst}.weight", t.weight(f"{p}self_attn.{src}.weight", perm), True)
+            if has_bias(f"{p}self_attn.{src}.bias", c.attention_bias, "attention_bias"):
+                t.add(f"blk.{i}.{dst}.bias", t.f32(f"{p}self_attn.{src}.bias", perm), False)
+        t.add(f"blk.{i}.ffn_norm.weight", t.f32(f"{p}post_attention_layernorm.weight"), False)
+        for src, dst in (("gate_proj", "ffn_gate"), ("up_proj", "ffn_up"),
+                         ("down_proj", "ffn_down")):
+            t.add(f"blk.{i}.{dst}.weight", t.weight(f"{p}mlp.{src}.weight"), True)
+            if has_bias(f"{p}mlp.{src}.bias", c.mlp_bias, "mlp_bias"):
+                t.add(f"blk.{i}.{dst}.bias", t.f32(f"{p}mlp.{src}.bias"), False)
+    t.add("output_norm.weight", t.f32("model.norm.weight"), False)
+    if not c.tie_word_embeddings:
+        if "lm_head.weight" not in tensors:
+            fail("lm_head.weight missing and tie_word_embeddings is false")
+        t.add("output.weight", t.weight("lm_head.weight"), True)
+    finish(w, out, wdtype, c.num_hidden_layers, c.vocab_size, "llama")
+
+
+# ---------------------------------------------------------------- Falcon layout
+
+
+def convert_falcon(model_dir, out):
+    c = read_config(model_dir)
+    tensors = read_tensors(model_dir)
+    wdtype, qtype, ftype = weight_dtype(tensors, "query_key_value.weight")
 
     w = gguf.GGUFWriter(out, "falcon")
     w.add_name(os.path.basename(os.path.normpath(model_dir)))
@@ -191,70 +398,39 @@ def main():
     w.add_rope_freq_base(c["theta"])
     w.add_file_type(ftype)
 
-    # Vocabulary: the sentencepiece pieces, padded to the model's vocab_size.
-    tok_path = os.path.join(model_dir, "tokenizer.model")
-    pieces = sentencepiece_pieces(tok_path) if os.path.exists(tok_path) else []
-    if len(pieces) > c["vocab"]:
-        fail(f"{tok_path}: {len(pieces)} pieces, more than vocab_size {c['vocab']}")
-    if not pieces:
-        pieces = [("<unk>", 0.0, 2)]
-    pieces += [(f"[PAD{i}]", 0.0, 1) for i in range(len(pieces), c["vocab"])]
-    w.add_tokenizer_model("llama")
-    w.add_tokenizer_pre("default")
-    w.add_token_list([p[0] for p in pieces])
-    w.add_token_scores([p[1] for p in pieces])
-    w.add_token_types([p[2] for p in pieces])
-    unk = next((i for i, p in enumerate(pieces) if p[2] == 2), 0)
-    w.add_unk_token_id(unk)
-    if c["bos"] is not None:
-        w.add_bos_token_id(int(c["bos"]))
-    if c["eos"] is not None:
-        w.add_eos_token_id(int(c["eos"]))
-    add_bos = False
-    fmt = os.path.join(model_dir, "chat_format.json")
-    if os.path.exists(fmt):
-        with open(fmt) as f:
-            add_bos = bool(json.load(f).get("add_bos", False))
-    w.add_add_bos_token(add_bos)
-    w.add_add_eos_token(False)
+    add_vocab(w, model_dir, c["vocab"], c["bos"], c["eos"])
 
-    def norm(name):  # layer norms in F32
-        dtype, _, stored = tensors[name]
-        return safetensors_io.to_f32(dtype, stored)
-
-    def weight(name, transform=None):
-        dtype, _, arr = tensors[name]
-        if dtype != wdtype:
-            fail(f"{name}: {dtype}, expected {wdtype} like the other weights")
-        return arr if transform is None else transform(arr)
-
-    def add(gguf_name, arr, is_weight):
-        w.add_tensor(gguf_name, np.ascontiguousarray(arr),
-                     raw_dtype=qtype if is_weight and wdtype == "BF16" else None)
-
-    add("token_embd.weight", weight("transformer.word_embeddings.weight"), True)
+    t = TensorSink(w, tensors, wdtype, qtype)
+    t.add("token_embd.weight", t.weight("transformer.word_embeddings.weight"), True)
     for i in range(c["n_layer"]):
         p = f"transformer.h.{i}."
         norms = [("ln_attn", "attn_norm"), ("ln_mlp", "attn_norm_2")] if c["new_arch"] and \
             f"{p}ln_attn.weight" in tensors else [("input_layernorm", "attn_norm")]
         for src, dst in norms:
-            add(f"blk.{i}.{dst}.weight", norm(f"{p}{src}.weight"), False)
-            add(f"blk.{i}.{dst}.bias", norm(f"{p}{src}.bias"), False)
-        add(f"blk.{i}.attn_qkv.weight",
-            weight(f"{p}self_attention.query_key_value.weight", lambda a: regroup_qkv(a, c)), True)
-        add(f"blk.{i}.attn_output.weight", weight(f"{p}self_attention.dense.weight"), True)
-        add(f"blk.{i}.ffn_up.weight", weight(f"{p}mlp.dense_h_to_4h.weight"), True)
-        add(f"blk.{i}.ffn_down.weight", weight(f"{p}mlp.dense_4h_to_h.weight"), True)
-    add("output_norm.weight", norm("transformer.ln_f.weight"), False)
-    add("output_norm.bias", norm("transformer.ln_f.bias"), False)
+            t.add(f"blk.{i}.{dst}.weight", t.f32(f"{p}{src}.weight"), False)
+            t.add(f"blk.{i}.{dst}.bias", t.f32(f"{p}{src}.bias"), False)
+        t.add(f"blk.{i}.attn_qkv.weight",
+              t.weight(f"{p}self_attention.query_key_value.weight", lambda a: regroup_qkv(a, c)),
+              True)
+        t.add(f"blk.{i}.attn_output.weight", t.weight(f"{p}self_attention.dense.weight"), True)
+        t.add(f"blk.{i}.ffn_up.weight", t.weight(f"{p}mlp.dense_h_to_4h.weight"), True)
+        t.add(f"blk.{i}.ffn_down.weight", t.weight(f"{p}mlp.dense_4h_to_h.weight"), True)
+    t.add("output_norm.weight", t.f32("transformer.ln_f.weight"), False)
+    t.add("output_norm.bias", t.f32("transformer.ln_f.bias"), False)
     if "lm_head.weight" in tensors:
-        add("output.weight", weight("lm_head.weight"), True)
+        t.add("output.weight", t.weight("lm_head.weight"), True)
+    finish(w, out, wdtype, c["n_layer"], c["vocab"], "falcon")
 
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    print(f"to_gguf.py: wrote {out} ({wdtype}, {c['n_layer']} layers, vocab {c['vocab']})")
+
+def main():
+    if len(sys.argv) != 3:
+        fail("usage: to_gguf.py MODEL_DIR OUT.gguf")
+    model_dir, out = sys.argv[1], sys.argv[2]
+    _, d = load_config_json(model_dir)
+    if is_llama(d):
+        convert_llama(model_dir, out)
+    else:
+        convert_falcon(model_dir, out)
 
 
 if __name__ == "__main__":
