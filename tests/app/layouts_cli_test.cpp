@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ const Layout kLayouts[] = {
      {"--preset", "falcon-rw-1b", "--layers", "2", "--hidden", "192", "--heads", "6", "--vocab",
       "700", "--ctx", "256", "--seed", "22"}},
 };
+
+// gtest names a case by its layout, not its bytes.
+void PrintTo(const Layout& layout, std::ostream* os) {
+  *os << layout.name;
+}
 
 std::string Init(const test::TempDir& dir, const std::vector<std::string>& flags) {
   std::vector<std::string> args = {"init", "--tokenizer", kSpTokenizer, "--out", dir.path()};
