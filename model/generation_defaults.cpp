@@ -33,7 +33,8 @@ std::optional<int> IdKey(const nlohmann::json& j, const char* key, const std::st
   return JsonAs<int>(*it, what);
 }
 
-// A token key of tokenizer_config.json / special_tokens_map.json: "<s>" or {"content": "<s>"}.
+}  // namespace
+
 std::optional<std::string> TokenKey(const nlohmann::json& j, const char* key,
                                     const std::string& path) {
   const auto it = j.find(key);
@@ -42,8 +43,6 @@ std::optional<std::string> TokenKey(const nlohmann::json& j, const char* key,
   if (it->is_object()) return JsonGet<std::string>(*it, "content", what);
   return JsonAs<std::string>(*it, what);
 }
-
-}  // namespace
 
 GenerationDefaults ReadGenerationDefaults(const std::string& dir, bool need_bos, bool need_eos) {
   GenerationDefaults d;

@@ -16,6 +16,8 @@
 #include <optional>
 #include <string>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace wc {
 
 struct GenerationDefaults {
@@ -32,5 +34,11 @@ struct GenerationDefaults {
 // the file and key for a malformed file, or a token name the tokenizer does not know.
 GenerationDefaults ReadGenerationDefaults(const std::string& model_dir, bool need_bos,
                                           bool need_eos);
+
+// A token key of tokenizer_config.json / special_tokens_map.json (`bos_token`, `eos_token`):
+// "<s>" or an AddedToken object {"content": "<s>", ...}; nullopt when absent or null. Throws
+// wc::Error "PATH: key 'KEY' ..." for another type.
+std::optional<std::string> TokenKey(const nlohmann::json& j, const char* key,
+                                    const std::string& path);
 
 }  // namespace wc

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/chat/chat_format.h"
+#include "model/generation_defaults.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -33,7 +34,7 @@ bool PythonSpace(char32_t c) {
 }
 
 // The code point starting at s[i] and its length in bytes; invalid UTF-8 is one byte that is not a
-// space.
+// space. Not unicode::Next: that one needs valid UTF-8, and a typed chat message need not be.
 char32_t CodePointAt(const std::string& s, size_t i, size_t* len) {
   const auto b = static_cast<unsigned char>(s[i]);
   size_t n = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 0;
@@ -166,15 +167,6 @@ std::string RenderZephyr(const ChatTemplate& t, const std::vector<ChatMessage>& 
     if (i + 1 == messages.size() && gen) out += "<|assistant|>\n";
   }
   return out;
-}
-
-// A tokenizer_config.json token key: "<s>" or {"content": "<s>"}; "" when absent or null.
-std::string TokenText(const nlohmann::json& j, const char* key, const std::string& path) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::string();
-  const std::string what = Cat(path, ": key '", key, "'");
-  if (it->is_object()) return JsonGet<std::string>(*it, "content", what);
-  return JsonAs<std::string>(*it, what);
 }
 
 }  // namespace
@@ -314,8 +306,8 @@ std::optional<ChatTemplate> ParseChatTemplate(std::string_view file_text, const 
   }
   ChatTemplate t;
   t.kind = *kind;
-  t.bos_token = TokenText(j, "bos_token", path);
-  t.eos_token = TokenText(j, "eos_token", path);
+  t.bos_token = TokenKey(j, "bos_token", path).value_or("");
+  t.eos_token = TokenKey(j, "eos_token", path).value_or("");
   if (t.kind != ChatTemplateKind::kFalconInstruct && t.kind != ChatTemplateKind::kChatMl &&
       t.eos_token.empty())
     throw Error(
