@@ -429,6 +429,8 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
   in.path_ = PathOf(w, n_tokens);
   in.n_tokens_ = n_tokens;
   in.cols_ = w.padded_cols();
+  in.x_cols_ = w.cols();
+  in.precision_ = w.precision();
   if (in.path_ == kPathBfp) {
     in.bfp_ = PackBfpGemmInput(x, n_tokens, x_stride, w.bfp());
     return in;
@@ -453,6 +455,11 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
              in.data_.data() + t0 * in.floats_per_token_);
   }
   return in;
+}
+
+bool GemmInput::Serves(const PackedMatrix& w) const {
+  return path_ != kPathBfp && path_ == PathOf(w, n_tokens_) && cols_ == w.padded_cols() &&
+         x_cols_ == w.cols() && precision_ == w.precision();
 }
 
 void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y, int64_t y_stride,

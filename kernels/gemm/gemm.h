@@ -44,6 +44,10 @@ namespace wc {
 class GemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }
+  // Whether this input is also the one `w`'s kernel reads (same kernel path, columns and
+  // activation rounding; never a bfp matrix's, whose input is bound to its panels), so one packing
+  // of the activations serves several matrices (gemm_group.h).
+  bool Serves(const PackedMatrix& w) const;
 
  private:
   friend GemmInput PackGemmInput(const float*, int64_t, int64_t, const PackedMatrix&);
@@ -51,9 +55,11 @@ class GemmInput {
                    int64_t);
   int path_ = 0;         // which kernel the layout is for (gemm.cpp's GemmPath)
   int tile_tokens_ = 1;  // MR
+  ActivationPrecision precision_ = ActivationPrecision::kF32;  // how x entered: bf16-rounded or not
   int64_t n_tokens_ = 0;
   int64_t floats_per_token_ = 0;
-  int64_t cols_ = 0;  // the matrix's padded_cols the input was packed for
+  int64_t cols_ = 0;    // the matrix's padded_cols the input was packed for
+  int64_t x_cols_ = 0;  // the matrix's cols: the values of x read (the rest zero)
   std::vector<float> data_;
   BfpGemmInput bfp_;  // path_ == the block-float path: the input (data_ empty)
   std::shared_ptr<const AmxGemmInput> amx_;  // path_ == AMX (gemm_amx.h): the input
