@@ -5,8 +5,11 @@
 #include <cstdio>
 #include <cstring>
 
+#include <omp.h>
+
 #include "attention/reference_attention.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_group.h"
 #include "model/layer_context.h"
 #include "model/partial_sums.h"
 #include "model/rope_scaling.h"
@@ -23,20 +26,27 @@ void PollInterrupt(const DecoderModel::Interrupt& interrupted) {
   if (interrupted && interrupted()) throw PartialSums::Interrupted{};
 }
 
-// Gemm(x, n_tokens, w, bias, y) in slices of output rows of about slice_macs multiply-adds each,
+// The group's GEMMs (kernels/gemm/gemm_group.h) in slices of about slice_macs multiply-adds,
 // polling `interrupted` between slices: a few milliseconds of work at most between polls. Results
-// are those of one Gemm call (a row's output never depends on the row range).
-//   x: [n_tokens, w.cols()]   y: [n_tokens, w.rows()]
-void InterruptibleMatMul(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias,
-                         float* y, const DecoderModel::Interrupt& interrupted, int64_t slice_macs) {
-  const int64_t rows = w.rows(), panel = PackedMatrix::kPanelRows;
-  const int64_t macs_per_row = std::max<int64_t>(1, n_tokens * w.cols());
-  int64_t slice = interrupted ? std::max<int64_t>(panel, slice_macs / macs_per_row) : rows;
-  slice = (slice + panel - 1) / panel * panel;  // whole panels
-  const GemmInput in = PackGemmInput(x, n_tokens, w.cols(), w);
-  for (int64_t r0 = 0; r0 < rows; r0 += slice) {
+// are those of one Gemm call a part (a row's output never depends on the row range). Each slice is
+// whole panels, as many for every OpenMP thread (a slice's panels are split into one contiguous
+// range a thread): a slice of 3 panels on 2 threads left one thread idle a third of the time, which
+// made Falcon3-7B's down projection (128 tokens x 23040 columns a row) run at 72% of the GEMM's
+// speed (docs/performance.md, "The Llama layout").
+void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& interrupted,
+                       int64_t slice_macs) {
+  const int64_t panels = group.panels();
+  const int64_t macs_per_panel =
+      std::max<int64_t>(1, group.n_tokens() * group.cols() * PackedMatrix::kPanelRows);
+  const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
+  int64_t per_slice = interrupted ? std::max<int64_t>(1, slice_macs / macs_per_panel) : panels;
+  per_slice = std::max<int64_t>(1, per_slice);
+  const int64_t n_slices = (panels + per_slice - 1) / per_slice;
+  if (n_slices > 0) per_slice = (panels + n_slices - 1) / n_slices;  // even slices
+  per_slice = (per_slice + threads - 1) / threads * threads;         // as many panels a thread
+  for (int64_t p0 = 0; p0 < panels; p0 += per_slice) {
     PollInterrupt(interrupted);
-    Gemm(in, w, bias, y + r0, rows, r0, std::min(rows, r0 + slice));  // y[t, r0:]
+    group.Run(p0, std::min(panels, p0 + per_slice));
   }
 }
 
@@ -194,13 +204,23 @@ void LayerContext::Norm(const NormWeights& norm, const float* x, int64_t n, floa
 }
 
 void LayerContext::MatMul(const float* in, int64_t m, const Linear& l, float* out) const {
-  InterruptibleMatMul(in, m, l.p, OrNull(l.b), out, sums.matmul_interrupt(),
-                      model.options_.interrupt_slice_macs);
+  InterruptibleGemm(GemmGroup(in, m, l.p.cols(), {{&l.p, OrNull(l.b), out}}),
+                    sums.matmul_interrupt(), model.options_.interrupt_slice_macs);
+}
+
+void LayerContext::MatMuls(
+    const float* in, int64_t m,
+    std::initializer_list<std::pair<const Linear*, float*>> projections) const {
+  std::vector<GemmPart> parts;
+  for (const auto& [l, out] : projections) parts.push_back({&l->p, OrNull(l->b), out});
+  const int64_t cols = parts.front().w->cols();
+  InterruptibleGemm(GemmGroup(in, m, cols, std::move(parts)), sums.matmul_interrupt(),
+                    model.options_.interrupt_slice_macs);
 }
 
 void LayerContext::MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const {
-  InterruptibleMatMul(in, m, l.p, sums.OwnBias(l.b), out, sums.matmul_interrupt(),
-                      model.options_.interrupt_slice_macs);
+  InterruptibleGemm(GemmGroup(in, m, l.p.cols(), {{&l.p, sums.OwnBias(l.b), out}}),
+                    sums.matmul_interrupt(), model.options_.interrupt_slice_macs);
 }
 
 AlibiBias DecoderModel::alibi() const {

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <utility>
 #include <vector>
 
 #include "kvcache/kv_cache.h"
@@ -42,6 +43,11 @@ struct LayerContext {
   // out [m, rows] = in [m, cols] W^T + b, polling the interrupt between slices of rows. For a
   // projection whose output is whole on every rank (QKV, gate, up).
   void MatMul(const float* in, int64_t m, const Linear& l, float* out) const;
+  // MatMul of each projection of the same input (Llama's q, k, v; gate, up), as one GEMM group
+  // (kernels/gemm/gemm_group.h: the input packed once, one dispatch): the same bits as one MatMul
+  // each.  out of each: [m, its rows]
+  void MatMuls(const float* in, int64_t m,
+               std::initializer_list<std::pair<const Linear*, float*>> projections) const;
   // The same for a projection whose output is a rank's partial sum (attention output, down): its
   // bias is left to Sum on a rank.
   void MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const;

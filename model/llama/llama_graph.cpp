@@ -25,9 +25,7 @@ void Layer(const LayerContext& ctx, std::vector<float>& x) {
   std::vector<float> q(static_cast<size_t>(n * q_dim));   // [n, n_head, head_dim]
   std::vector<float> k(static_cast<size_t>(n * kv_dim));  // [n, n_kv, head_dim]
   std::vector<float> v(k.size());                         // [n, n_kv, head_dim]
-  ctx.MatMul(h.data(), n, w.q, q.data());
-  ctx.MatMul(h.data(), n, w.k, k.data());
-  ctx.MatMul(h.data(), n, w.v, v.data());
+  ctx.MatMuls(h.data(), n, {{&w.q, q.data()}, {&w.k, k.data()}, {&w.v, v.data()}});
   for (int64_t t = 0; t < n; ++t) {
     const int pos = ctx.batch.positions[t];
     for (int i = 0; i < n_head; ++i) ctx.Rope(&q[(t * n_head + i) * hd], pos);
@@ -54,8 +52,7 @@ void Layer(const LayerContext& ctx, std::vector<float>& x) {
   std::vector<float> up(gate.size());                                       // [chunk, ffn]
   for (int64_t t0 = 0; t0 < n; t0 += kChunk) {
     const int64_t m = std::min(kChunk, n - t0);
-    ctx.MatMul(&h[t0 * hidden], m, w.gate, gate.data());
-    ctx.MatMul(&h[t0 * hidden], m, w.up, up.data());
+    ctx.MatMuls(&h[t0 * hidden], m, {{&w.gate, gate.data()}, {&w.up, up.data()}});
     SiluMul(gate.data(), up.data(), m * ffn);
     ctx.MatMulPartial(gate.data(), m, w.down, &out[t0 * hidden]);
   }
