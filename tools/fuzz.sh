@@ -27,7 +27,7 @@ while (($#)); do
 done
 if ((${#names[@]} == 0)); then
   names=(safetensors safetensors_index config kv_scales chat_format npy tokenizer tokenizer_json
-         text_stream batch_input transcript turns_file)
+         text_stream batch_input transcript turns_file gguf)
 fi
 
 build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"
@@ -46,7 +46,7 @@ run_one() {
   mkdir -p "$corpus" "$crashes"
   local extra=()
   if [[ "$name" != npy && "$name" != tokenizer && "$name" != text_stream && "$name" != turns_file &&
-        "$name" != transcript ]]; then
+        "$name" != transcript && "$name" != gguf ]]; then
     extra+=(-dict=tests/fuzz/json.dict)
   fi
   local start status=0

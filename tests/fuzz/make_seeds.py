@@ -129,3 +129,67 @@ for f in ["kv_int8.txt", "beams.txt", "context_trim.txt"]:
 put("turns_file", "turns.txt", 'What is a falcon?\n\n"""\nTwo lines,\n\nkept.\n"""\n/reset\n'
     '/set temperature 0.5\n/set system "Be brief."\nLast one\n')
 put("turns_file", "bad.txt", '/set temperature\n/bogus\n"""\n')
+
+
+# GGUF (model/gguf/gguf_file.h): the layout ggml/src/gguf.cpp writes, little-endian.
+def gguf_str(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_value(t, v):
+    fmt = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<B", 10: "<Q", 11: "<q",
+           12: "<d"}
+    if t == 8:
+        return gguf_str(v)
+    if t == 9:
+        et, items = v
+        return struct.pack("<IQ", et, len(items)) + b"".join(gguf_value(et, x) for x in items)
+    return struct.pack(fmt[t], v)
+
+
+def gguf(keys, tensors, version=3, alignment=32):
+    """keys: [(name, type, value)]; tensors: [(name, ggml type, ne, data bytes)]."""
+    out = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(keys))
+    for name, t, v in keys:
+        out += gguf_str(name) + struct.pack("<I", t) + gguf_value(t, v)
+    at, offsets = 0, []
+    for _, _, _, data in tensors:
+        offsets.append(at)
+        at = (at + len(data) + alignment - 1) // alignment * alignment
+    for (name, t, ne, _), off in zip(tensors, offsets):
+        out += gguf_str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", d) for d in ne)
+        out += struct.pack("<IQ", t, off)
+    if tensors:
+        out += b"\0" * ((alignment - len(out) % alignment) % alignment)
+        body = bytearray(at)
+        for (_, _, _, data), off in zip(tensors, offsets):
+            body[off:off + len(data)] = data
+        out += bytes(body)
+    return out
+
+
+LLAMA_KEYS = [("general.architecture", 8, "llama"), ("llama.block_count", 4, 1),
+              ("llama.context_length", 4, 64), ("llama.embedding_length", 4, 32),
+              ("llama.feed_forward_length", 4, 64), ("llama.attention.head_count", 4, 4),
+              ("llama.attention.head_count_kv", 4, 2), ("llama.rope.freq_base", 6, 10000.0),
+              ("llama.attention.layer_norm_rms_epsilon", 6, 1e-5),
+              ("tokenizer.ggml.model", 8, "gpt2"), ("tokenizer.ggml.pre", 8, "falcon3"),
+              ("tokenizer.ggml.tokens", 9, (8, ["<s>", "a", "b", "ab", "\u0120"])),
+              ("tokenizer.ggml.token_type", 9, (5, [3, 1, 1, 1, 1])),
+              ("tokenizer.ggml.merges", 9, (8, ["a b"])),
+              ("tokenizer.ggml.bos_token_id", 4, 0), ("tokenizer.ggml.add_bos_token", 7, 0),
+              ("general.flags", 9, (10, [1, 2])), ("general.scale", 12, 0.5), ("general.i64", 11, -3)]
+put("gguf", "llama_f32_q8.gguf", gguf(LLAMA_KEYS, [
+    ("token_embd.weight", 0, [8, 2], bytes(range(64))),
+    ("output_norm.weight", 1, [32], bytes(64)),
+    ("blk.0.attn_q.weight", 8, [32, 2], bytes(range(68))),
+    ("blk.0.ffn_down.weight", 2, [32, 1], bytes(18)),
+    ("blk.0.ffn_up.weight", 12, [256, 1], bytes(144)),
+    ("blk.0.ffn_gate.weight", 30, [4, 1], bytes(8))]))
+put("gguf", "v2_align64.gguf", gguf([("general.alignment", 4, 64)] + LLAMA_KEYS[:3],
+                                    [("a", 0, [4], bytes(16)), ("b", 14, [256], bytes(210))],
+                                    version=2, alignment=64))
+put("gguf", "empty.gguf", gguf([], []))
+put("gguf", "keys_only.gguf", gguf([("general.architecture", 8, "falcon"),
+                                    ("falcon.block_count", 5, 2)], []))
