@@ -218,6 +218,16 @@ void LayerContext::MatMuls(
                     model.options_.interrupt_slice_macs);
 }
 
+int64_t LayerContext::MlpChunk(const Linear& first) const {
+  constexpr int64_t kTarget = 128;
+  const int64_t total = n();
+  if (total <= kTarget) return std::max<int64_t>(1, total);
+  const int64_t chunks = (total + kTarget - 1) / kTarget;
+  const int64_t even = (total + chunks - 1) / chunks;
+  const int64_t mr = GemmTileTokens(first.p, even);
+  return std::min(total, (even + mr - 1) / mr * mr);
+}
+
 void LayerContext::MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const {
   InterruptibleGemm(GemmGroup(in, m, l.p.cols(), {{&l.p, sums.OwnBias(l.b), out}}),
                     sums.matmul_interrupt(), model.options_.interrupt_slice_macs);

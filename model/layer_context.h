@@ -51,6 +51,11 @@ struct LayerContext {
   // The same for a projection whose output is a rank's partial sum (attention output, down): its
   // bias is left to Sum on a rank.
   void MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const;
+  // Tokens a call of an MLP that runs the batch in chunks (bounding its [chunk, ffn] activations,
+  // a layer's largest buffers; the GEMM is batch-invariant, so no token's result changes): about
+  // 128, the chunks balanced and each a whole number of `first`'s GEMM tiles (a tile is 6 tokens
+  // on AVX2, 16 on AMX), so the batch takes as few tiles in chunks as in one call.
+  int64_t MlpChunk(const Linear& first) const;
   // Rotary embedding of one head vector at `pos` (the model's theta and scaling).  x: [head_dim]
   void Rope(float* x, int pos) const;
   // Writes token t's K and V ([n_kv, head_dim] each, this rank's KV heads) to the cache; false

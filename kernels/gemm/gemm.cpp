@@ -457,6 +457,13 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
   return in;
 }
 
+int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens) {
+  const int path = PathOf(w, n_tokens);
+  if (path == kPathBfp) return GemmBfpTileTokens(w.bfp(), n_tokens);
+  if (path == kPathAmx) return AmxGemmInput::kTileTokens;
+  return HWY_DYNAMIC_DISPATCH(MaxTileTokens)(path);
+}
+
 bool GemmInput::Serves(const PackedMatrix& w) const {
   return path_ != kPathBfp && path_ == PathOf(w, n_tokens_) && cols_ == w.padded_cols() &&
          x_cols_ == w.cols() && precision_ == w.precision();

@@ -77,6 +77,11 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
 // Both steps: packs x, then the whole row range. y: [n_tokens, w.rows()].
 void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* bias, float* y);
 
+// MR: the most tokens one tile of w's kernel holds in a call of n_tokens (GemmInput's tile
+// height). A caller that splits many tokens into calls (an MLP in chunks) loses nothing to
+// part-filled tiles with calls of a multiple of it.
+int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens);
+
 // The kernel a matrix's products run on, e.g. "bf16 pairs (AVX3)", "f32 FMA", or a bfp matrix's
 // GemmBfpKernelName ("bfp8 bf16 pairs (AVX3, one token AVX-512F)"); valid for the process.
 const char* GemmKernelName(const PackedMatrix& w);

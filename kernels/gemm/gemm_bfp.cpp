@@ -527,6 +527,14 @@ void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t 
 
 }  // namespace
 
+int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens) {
+  if (GemmBfpUsesAmx(w, n_tokens)) return AmxGemmInput::kTileTokens;
+  const int path = PathOf(w);
+  if (n_tokens >= BfpWidenOnceTokens(w)) return gemm::PortableTileTokens(path == kBfpPathPairs);
+  if (path == kBfpPathPairs && BfpRowGroupsOn()) return kBfpRowGroupMaxTokens;
+  return HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(path);
+}
+
 BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride,
                               const BfpPanels& w) {
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
@@ -543,9 +551,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
     return in;
   }
   in.row_groups_ = !in.widen_once_ && in.path_ == kBfpPathPairs && BfpRowGroupsOn();
-  in.tile_tokens_ = in.widen_once_   ? gemm::PortableTileTokens(in.path_ == kBfpPathPairs)
-                    : in.row_groups_ ? kBfpRowGroupMaxTokens
-                                     : HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(in.path_);
+  in.tile_tokens_ = GemmBfpTileTokens(w, n_tokens);
   in.floats_per_token_ = k32;
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);

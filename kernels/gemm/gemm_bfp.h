@@ -187,6 +187,10 @@ class BfpGemmInput {
   std::shared_ptr<const AmxGemmInput> amx_;  // on AMX (gemm_amx.h, gemm_bfp_amx.h): the input
 };
 
+// MR: the most tokens one tile of w's kernel holds in a call of n_tokens (the input's tile height;
+// 16 on AMX).
+int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens);
+
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.
 BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride,
                               const BfpPanels& w);

@@ -46,12 +46,12 @@ struct QkvIndex {
 // The MLP in chunks of tokens: bounds the [tokens, ffn] activation (the largest buffer) without
 // changing any token's result (the GEMM is batch-invariant).  in, out: [n, hidden]
 void Mlp(const LayerContext& ctx, const std::vector<float>& in, std::vector<float>& out) {
-  constexpr int64_t kChunk = 128;
+  const int64_t chunk = ctx.MlpChunk(ctx.w.up);
   const int64_t n = ctx.n(), hidden = ctx.hidden(), ffn = ctx.split.ffn();
   out.resize(static_cast<size_t>(n * hidden));
-  std::vector<float> h4(static_cast<size_t>(std::min(n, kChunk) * ffn));  // [chunk, ffn]
-  for (int64_t t0 = 0; t0 < n; t0 += kChunk) {
-    const int64_t m = std::min(kChunk, n - t0);
+  std::vector<float> h4(static_cast<size_t>(std::min(n, chunk) * ffn));  // [chunk, ffn]
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t m = std::min(chunk, n - t0);
     ctx.MatMul(&in[t0 * hidden], m, ctx.w.up, h4.data());
     GeluErf(h4.data(), m * ffn);
     ctx.MatMulPartial(h4.data(), m, ctx.w.down, &out[t0 * hidden]);

@@ -46,12 +46,12 @@ void Layer(const LayerContext& ctx, std::vector<float>& x) {
   // MLP block, in chunks of tokens: bounds the [tokens, ffn] activations (the largest buffers)
   // without changing any token's result (the GEMM is batch-invariant).
   ctx.Norm(w.mlp_norm, x.data(), n, h.data());
-  constexpr int64_t kChunk = 128;
+  const int64_t chunk = ctx.MlpChunk(w.gate);
   const int64_t ffn = ctx.split.ffn();
-  std::vector<float> gate(static_cast<size_t>(std::min(n, kChunk) * ffn));  // [chunk, ffn]
-  std::vector<float> up(gate.size());                                       // [chunk, ffn]
-  for (int64_t t0 = 0; t0 < n; t0 += kChunk) {
-    const int64_t m = std::min(kChunk, n - t0);
+  std::vector<float> gate(static_cast<size_t>(std::min(n, chunk) * ffn));  // [chunk, ffn]
+  std::vector<float> up(gate.size());                                      // [chunk, ffn]
+  for (int64_t t0 = 0; t0 < n; t0 += chunk) {
+    const int64_t m = std::min(chunk, n - t0);
     ctx.MatMuls(&h[t0 * hidden], m, {{&w.gate, gate.data()}, {&w.up, up.data()}});
     SiluMul(gate.data(), up.data(), m * ffn);
     ctx.MatMulPartial(gate.data(), m, w.down, &out[t0 * hidden]);
