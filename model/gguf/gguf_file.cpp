@@ -8,6 +8,7 @@
 
 #include "tokenizer/unicode.h"
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace wc {
 namespace {
@@ -153,7 +154,7 @@ void ReadScalar(Reader& r, GgufType t, const std::string& what, int64_t* i, bool
 }
 
 GgufValue ReadValue(Reader& r, const std::string& key) {
-  const std::string what = Cat("key '", key, "'");
+  const std::string what = Cat("key '", Printable(key), "'");
   GgufValue v;
   const uint32_t type = r.Scalar<uint32_t>(what + "'s type");
   if (!KnownType(type)) r.Fail(what, ": unknown value type ", type);
@@ -239,7 +240,7 @@ GgufContents ParseGguf(const uint8_t* bytes, size_t size, const std::string& pat
   for (uint64_t k = 0; k < n_keys; ++k) {
     std::string key = r.String(Cat("key ", k, "'s name"), true);
     if (key.empty()) r.Fail("key ", k, " has an empty name");
-    if (c.metadata.count(key)) r.Fail("key '", key, "' is listed twice");
+    if (c.metadata.count(key)) r.Fail("key '", Printable(key), "' is listed twice");
     GgufValue v = ReadValue(r, key);
     c.key_order.push_back(key);
     c.metadata.emplace(std::move(key), std::move(v));
@@ -261,7 +262,7 @@ GgufContents ParseGguf(const uint8_t* bytes, size_t size, const std::string& pat
   for (uint64_t k = 0; k < n_tensors; ++k) {
     GgufTensor t;
     t.name = r.String(Cat("tensor ", k, "'s name"), true);
-    const std::string what = Cat("tensor '", t.name, "'");
+    const std::string what = Cat("tensor '", Printable(t.name), "'");
     if (c.tensor_index.count(t.name)) r.Fail(what, " is listed twice");
     const uint32_t n_dims = r.Scalar<uint32_t>(what + "'s dimension count");
     if (n_dims > kGgufMaxDims) r.Fail(what, ": ", n_dims, " dimensions, at most 4");
@@ -300,7 +301,7 @@ GgufContents ParseGguf(const uint8_t* bytes, size_t size, const std::string& pat
   for (size_t k = 0; k < c.tensors.size(); ++k) {
     GgufTensor& t = c.tensors[k];
     if (t.offset > data_size || t.n_bytes > data_size - t.offset)
-      r.Fail("tensor '", t.name, "' (", t.type->name, " ", t.shape(), ", ", t.n_bytes,
+      r.Fail("tensor '", Printable(t.name), "' (", t.type->name, " ", t.shape(), ", ", t.n_bytes,
              " bytes at data offset ", t.offset, ") runs past the end of the file");
     t.data = bytes + c.data_offset + t.offset;
     spans.emplace_back(t.offset, k);
@@ -310,7 +311,7 @@ GgufContents ParseGguf(const uint8_t* bytes, size_t size, const std::string& pat
     const GgufTensor& a = c.tensors[spans[k - 1].second];
     const GgufTensor& b = c.tensors[spans[k].second];
     if (a.offset + a.n_bytes > b.offset && a.n_bytes > 0 && b.n_bytes > 0)
-      r.Fail("tensors '", a.name, "' and '", b.name, "' overlap in the file");
+      r.Fail("tensors '", Printable(a.name), "' and '", Printable(b.name), "' overlap in the file");
   }
   return c;
 }
@@ -339,7 +340,7 @@ const GgufTensor* GgufFile::FindTensor(const std::string& name) const {
 
 const GgufValue& GgufFile::Get(const std::string& key) const {
   const GgufValue* v = Find(key);
-  if (v == nullptr) throw Error(Cat(path(), ": key '", key, "' is missing"));
+  if (v == nullptr) throw Error(Cat(path(), ": key '", Printable(key), "' is missing"));
   return *v;
 }
 
@@ -349,7 +350,7 @@ namespace {
                             const char* expected) {
   std::string got = GgufTypeName(static_cast<uint32_t>(v.type));
   if (v.is_array()) got = Cat("an array of ", GgufTypeName(static_cast<uint32_t>(v.elem_type)));
-  throw Error(Cat(path, ": key '", key, "' is ", got, ", expected ", expected));
+  throw Error(Cat(path, ": key '", Printable(key), "' is ", got, ", expected ", expected));
 }
 
 bool IsInteger(GgufType t) {
@@ -367,7 +368,8 @@ std::string GgufFile::String(const std::string& key) const {
 int64_t GgufFile::Int(const std::string& key) const {
   const GgufValue& v = Get(key);
   if (!IsInteger(v.type)) WrongType(path(), key, v, "an integer");
-  if (v.u64_above_int64) throw Error(Cat(path(), ": key '", key, "' is a u64 above 2^63 - 1"));
+  if (v.u64_above_int64)
+    throw Error(Cat(path(), ": key '", Printable(key), "' is a u64 above 2^63 - 1"));
   return v.i;
 }
 

@@ -170,6 +170,12 @@ TEST(GgufFile, KeyProblemsNameTheKey) {
     w.Str("bad\xff", "x");
     EXPECT_NE(ErrorOf(w.Bytes()).find("name is not UTF-8"), std::string::npos);
   }
+  {
+    GgufWriter w = Valid();
+    w.Key("two\nlines", 13, GgufWriter::Value());
+    EXPECT_NE(ErrorOf(w.Bytes()).find("key 'two\\x0alines': unknown value type 13"),
+              std::string::npos);
+  }
   for (uint32_t a : {0u, 48u}) {
     GgufWriter w = Valid();
     w.U32("general.alignment", a);
