@@ -3,6 +3,8 @@
 // report, a message on two lines or without the file) stops the fuzzer.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,6 +31,14 @@ inline void Require(bool ok, const char* what) {
     std::fprintf(stderr, "property violated: %s\n", what);
     std::abort();
   }
+}
+
+// Aborts unless [p, p + n) lies inside the input [data, data + size); touches its first and last
+// byte, so ASan reports any byte of it outside the input (a tensor's data a parser points at).
+inline void RequireInside(const uint8_t* data, size_t size, const uint8_t* p, size_t n) {
+  Require(p >= data && n <= size && p - data <= static_cast<std::ptrdiff_t>(size - n),
+          "data inside the input");
+  if (n > 0) Require((p[0] | p[n - 1]) >= 0, "readable");
 }
 
 }  // namespace wc::fuzz
