@@ -97,7 +97,7 @@ class GgufWriter {
       out.bytes.resize(base + at, 0);
       for (size_t i = 0; i < tensors_.size(); ++i) {
         const auto& t = tensors_[i];
-        if (offsets[i] + t.data.size() <= at)
+        if (!t.data.empty() && offsets[i] + t.data.size() <= at)
           std::memcpy(&out.bytes[base + offsets[i]], t.data.data(), t.data.size());
       }
     }
