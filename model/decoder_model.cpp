@@ -39,8 +39,7 @@ void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& in
   const int64_t macs_per_panel =
       std::max<int64_t>(1, group.n_tokens() * group.cols() * PackedMatrix::kPanelRows);
   const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
-  int64_t per_slice = interrupted ? std::max<int64_t>(1, slice_macs / macs_per_panel) : panels;
-  per_slice = std::max<int64_t>(1, per_slice);
+  int64_t per_slice = std::max<int64_t>(1, interrupted ? slice_macs / macs_per_panel : panels);
   const int64_t n_slices = (panels + per_slice - 1) / per_slice;
   if (n_slices > 0) per_slice = (panels + n_slices - 1) / n_slices;  // even slices
   per_slice = (per_slice + threads - 1) / threads * threads;         // as many panels a thread
