@@ -192,21 +192,37 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
             for (int j = 0; j < G; ++j) chain[t][j] = hn::Zero(df);
           for (int64_t k = b; k < b + 16; ++k) {
             if (!kHalves && pass == 0 && g == 0) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
-            for (int j = 0; j < G; ++j) {
-              VF wv;
+            // Registers (16): MR * G chains, and either the group's G weights with one broadcast
+            // at a time (G <= MR: 12 + 2 + 1 at six tokens) or the MR broadcasts with one weight
+            // at a time (3 tokens x 4 vectors: 12 + 3 + 1). Holding both spills chains to the
+            // stack, and a chain through memory runs at a fraction of the FMA rate.
+            const auto weights = [&](int j) {
               if constexpr (kHalves) {
-                wv = load_half(pass, b, k, g + j);
+                return load_half(pass, b, k, g + j);
               } else {
                 const uint8_t* src = wp[(g + j) / kPanelVecs] + k * KindPairs::kStepBytes;
                 const auto pair = hn::Load(
                     du, reinterpret_cast<const uint32_t*>(src) + ((g + j) % kPanelVecs) * kLanes);
-                // The odd half by two shifts, not a mask: no register held for the mask's
-                // constant (a 12-chain pass has 4 registers besides its chains).
-                wv = pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
-                               : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
+                // The odd half by two shifts, not a mask: no register held for its constant.
+                return pass == 0 ? hn::BitCast(df, hn::ShiftLeft<16>(pair))
+                                 : hn::BitCast(df, hn::ShiftLeft<16>(hn::ShiftRight<16>(pair)));
               }
-              for (int t = 0; t < MR; ++t)
-                chain[t][j] = Fma(hn::Set(df, xp[(k * MR + t) * 2 + pass]), wv, chain[t][j]);
+            };
+            const auto x_at = [&](int t) { return hn::Set(df, xp[(k * MR + t) * 2 + pass]); };
+            if constexpr (G <= MR) {
+              VF wv[G];
+              for (int j = 0; j < G; ++j) wv[j] = weights(j);
+              for (int t = 0; t < MR; ++t) {
+                const VF xv = x_at(t);
+                for (int j = 0; j < G; ++j) chain[t][j] = Fma(xv, wv[j], chain[t][j]);
+              }
+            } else {
+              VF xv[MR];
+              for (int t = 0; t < MR; ++t) xv[t] = x_at(t);
+              for (int j = 0; j < G; ++j) {
+                const VF wv = weights(j);
+                for (int t = 0; t < MR; ++t) chain[t][j] = Fma(xv[t], wv, chain[t][j]);
+              }
             }
           }
           for (int t = 0; t < MR; ++t)
@@ -229,8 +245,10 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
       for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = hn::Zero(df);
     for (int64_t k = b; k < b + 16; ++k) {
       if (!kHalves) PrefetchAhead<MR, NP, KindPairs>(wp, k, k_steps);
-      for (int j = 0; j < NV; ++j) {
-        VF w_even, w_odd;
+      // Registers (32) as in the split passes: the weights first and one token's two broadcasts
+      // at a time (NV <= MR: 24 chains + 4 + 2 at six tokens), or the tokens' broadcasts first
+      // and one vector's weights at a time.
+      const auto weights = [&](int j, VF& w_even, VF& w_odd) {
         if constexpr (kHalves) {
           w_even = load_half(0, b, k, j);
           w_odd = load_half(1, b, k, j);
@@ -241,10 +259,31 @@ HWY_NOINLINE void TilePairs(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
           w_odd = hn::BitCast(df, hn::And(pair, hn::Set(du, 0xffff0000u)));
           w_even = hn::BitCast(df, hn::ShiftLeft<16>(pair));
         }
+      };
+      const float* xk = xp + k * MR * 2;  // [MR][2]: each token's even and odd x
+      if constexpr (NV <= MR) {
+        VF w_even[NV], w_odd[NV];
+        for (int j = 0; j < NV; ++j) weights(j, w_even[j], w_odd[j]);
         for (int t = 0; t < MR; ++t) {
-          const float* xt = xp + (k * MR + t) * 2;
-          even[t][j] = Fma(hn::Set(df, xt[0]), w_even, even[t][j]);
-          odd[t][j] = Fma(hn::Set(df, xt[1]), w_odd, odd[t][j]);
+          const VF x_even = hn::Set(df, xk[2 * t]), x_odd = hn::Set(df, xk[2 * t + 1]);
+          for (int j = 0; j < NV; ++j) {
+            even[t][j] = Fma(x_even, w_even[j], even[t][j]);
+            odd[t][j] = Fma(x_odd, w_odd[j], odd[t][j]);
+          }
+        }
+      } else {
+        VF x_even[MR], x_odd[MR];
+        for (int t = 0; t < MR; ++t) {
+          x_even[t] = hn::Set(df, xk[2 * t]);
+          x_odd[t] = hn::Set(df, xk[2 * t + 1]);
+        }
+        for (int j = 0; j < NV; ++j) {
+          VF w_even, w_odd;
+          weights(j, w_even, w_odd);
+          for (int t = 0; t < MR; ++t) {
+            even[t][j] = Fma(x_even[t], w_even, even[t][j]);
+            odd[t][j] = Fma(x_odd[t], w_odd, odd[t][j]);
+          }
         }
       }
     }
