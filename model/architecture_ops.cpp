@@ -8,13 +8,14 @@
 namespace wc {
 
 const ArchitectureOps& OpsOf(Architecture arch) {
-  // In ArchitectureOps' order: parse, to_json, validate, layout, tensors, preset_names, preset.
+  // In ArchitectureOps' order: parse, gguf_to_json, to_json, validate, layout, tensors,
+  // preset_names, preset.
   static const ArchitectureOps falcon_ops = {
-      falcon::ParseConfig, falcon::ToJson,      falcon::Validate, falcon::Layout,
-      falcon::Tensors,     falcon::PresetNames, falcon::Preset};
-  static const ArchitectureOps llama_ops = {llama::ParseConfig, llama::ToJson,  llama::Validate,
-                                            llama::Layout,      llama::Tensors, llama::PresetNames,
-                                            llama::Preset};
+      falcon::ParseConfig, falcon::GgufToJson, falcon::ToJson,      falcon::Validate,
+      falcon::Layout,      falcon::Tensors,    falcon::PresetNames, falcon::Preset};
+  static const ArchitectureOps llama_ops = {llama::ParseConfig, llama::GgufToJson, llama::ToJson,
+                                            llama::Validate,    llama::Layout,     llama::Tensors,
+                                            llama::PresetNames, llama::Preset};
   switch (arch) {
     case Architecture::kFalcon:
       return falcon_ops;

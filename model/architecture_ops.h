@@ -16,10 +16,15 @@
 
 namespace wc {
 
+class GgufFile;
+
 struct ArchitectureOps {
   // config.json's keys (the architecture's own names and HF's defaults) to a ModelConfig with
   // `arch` set; throws wc::Error naming `src` and the key.
   ModelConfig (*parse)(const nlohmann::json& j, const std::string& src);
+  // A GGUF file's keys and tensors (`a`: its general.architecture) as the config.json `parse`
+  // reads (model/gguf/gguf_config.h); throws wc::Error naming the file and the GGUF key.
+  nlohmann::json (*gguf_to_json)(const GgufFile& g, const std::string& a);
   // The HF config keys of `c` (model_type and architectures included).
   nlohmann::json (*to_json)(const ModelConfig& c);
   // The architecture's own consistency checks beyond the shared ones (ModelConfig::Validate).

@@ -48,6 +48,10 @@ struct TensorEntry {
   int layer;                   // -1: not a layer's
   std::string name;            // the checkpoint's (Hugging Face) name
   std::vector<int64_t> shape;  // [rows, cols] or [n]
+  // llama.cpp's name in a GGUF file (src/llama-arch.cpp's LLM_TENSOR_NAMES, docs/gguf.md), whose
+  // shape is `shape` reversed (GGML order); empty when no GGUF file of the architecture holds it
+  // (llama.cpp's falcon graph has no biases and no sequential MLP norm).
+  std::string gguf_name;
 };
 
 // Every tensor `c` needs, in the order the graph uses them (global ones first); kOutput only when

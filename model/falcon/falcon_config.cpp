@@ -1,7 +1,9 @@
 // Falcon's config.json (HF FalconConfig key names and defaults, or the RW-era names of seed 001:
 // n_head, n_head_kv, n_layer, n_embed) and its presets.
 #include "model/falcon/falcon.h"
+#include "model/gguf/gguf_config.h"
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace wc::falcon {
 
@@ -169,6 +171,60 @@ std::optional<ModelConfig> Preset(const std::string& name) {
   }
   c.ffn_hidden_size = name == "tiny" ? 2048 : 4 * c.hidden_size;
   return c;
+}
+
+}  // namespace wc::falcon
+
+namespace wc::falcon {
+
+// llama.cpp's LLM_ARCH_FALCON keys (convert_hf_to_gguf.py's FalconModel writes block_count,
+// context_length, embedding_length, feed_forward_length, head_count, head_count_kv and
+// layer_norm_epsilon). Its graph is the parallel RoPE layout without biases: one KV head and one
+// norm is Falcon-7B (multi_query), more KV heads the new decoder architecture with attn_norm_2
+// as Falcon-40B's second norm (ln_attn) where the file has it.
+json GgufToJson(const GgufFile& g, const std::string& a) {
+  namespace G = gguf_keys;
+  const std::string src = g.path();
+  json j = {{"model_type", "falcon"}, {"architectures", {"FalconForCausalLM"}}};
+  const int64_t layers = G::Int(g, a + ".block_count", std::nullopt, 1, L::kMaxLayers);
+  const int64_t hidden = G::Int(g, a + ".embedding_length", std::nullopt, 1, L::kMaxHidden);
+  const int64_t heads =
+      G::LayerInt(g, a + ".attention.head_count", std::nullopt, layers, 1, L::kMaxHeads);
+  const int64_t kv = G::LayerInt(g, a + ".attention.head_count_kv", 1, layers, 1, L::kMaxHeads);
+  if (hidden % heads != 0)
+    throw Error(Cat(src, ": key '", a, ".embedding_length' ", hidden,
+                    " is not divisible by the head count ", heads));
+  for (const char* k :
+       {".attention.key_length", ".attention.value_length", ".rope.dimension_count"})
+    if (G::Int(g, a + k, hidden / heads, 1, L::kMaxHeadDim) != hidden / heads)
+      throw Error(Cat(src, ": key '", a, k, "' differs from the head width ", hidden / heads,
+                      "; Falcon's heads are embedding_length / head_count wide"));
+  const bool two_norms = g.FindTensor("blk.0.attn_norm_2.weight") != nullptr;
+  j["num_hidden_layers"] = layers;
+  j["hidden_size"] = hidden;
+  j["num_attention_heads"] = heads;
+  if (kv == 1 && !two_norms) {
+    j["multi_query"] = true;
+    j["new_decoder_architecture"] = false;
+  } else {
+    j["new_decoder_architecture"] = true;
+    j["num_kv_heads"] = kv;
+    j["num_ln_in_parallel_attn"] = two_norms ? 2 : 1;
+  }
+  j["parallel_attn"] = true;
+  j["bias"] = false;
+  j["alibi"] = false;
+  j["ffn_hidden_size"] =
+      G::LayerInt(g, a + ".feed_forward_length", 4 * hidden, layers, 1, L::kMaxFfn);
+  j["max_position_embeddings"] =
+      G::Int(g, a + ".context_length", std::nullopt, 1, L::kMaxPositions);
+  j["layer_norm_epsilon"] = static_cast<double>(static_cast<float>(
+      G::Float(g, a + ".attention.layer_norm_epsilon", std::nullopt, L::kMaxEpsilon)));
+  j["rope_theta"] = G::Float(g, a + ".rope.freq_base", 10000.0, L::kMaxRopeTheta);
+  j["vocab_size"] = G::VocabSize(g, hidden);
+  j["tie_word_embeddings"] = g.FindTensor("output.weight") == nullptr;
+  G::TokenIds(g, j);
+  return j;
 }
 
 }  // namespace wc::falcon

@@ -13,10 +13,12 @@
 #include "model/tensor_table.h"
 
 namespace wc {
+class GgufFile;
 struct LayerContext;
 namespace llama {
 
 ModelConfig ParseConfig(const nlohmann::json& j, const std::string& src);
+nlohmann::json GgufToJson(const GgufFile& g, const std::string& a);
 nlohmann::json ToJson(const ModelConfig& c);
 void Validate(const ModelConfig& c, const std::string& src);
 std::string Layout(const ModelConfig& c);

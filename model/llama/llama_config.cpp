@@ -2,8 +2,10 @@
 // Falcon3 presets (tiiuae/Falcon3-*'s published configs).
 #include <cmath>
 
+#include "model/gguf/gguf_config.h"
 #include "model/llama/llama.h"
 #include "util/error.h"
+#include "util/json_file.h"
 
 namespace wc::llama {
 
@@ -192,6 +194,79 @@ std::optional<ModelConfig> Preset(const std::string& name) {
     return std::nullopt;
   }
   return ModelConfig::FromJson(j, Cat("preset ", name));
+}
+
+}  // namespace wc::llama
+
+namespace wc::llama {
+
+// llama.cpp's LLM_ARCH_LLAMA keys (llama-model.cpp load_hparams; convert_hf_to_gguf.py's
+// LlamaModel writes them from the HF keys named here).
+json GgufToJson(const GgufFile& g, const std::string& a) {
+  namespace G = gguf_keys;
+  const std::string src = g.path();
+  if (G::Int(g, a + ".expert_count", 0, 0, int64_t{1} << 20) > 0)
+    throw Error(
+        Cat(src, ": key '", a, ".expert_count' is above 0: wormchat runs no mixture of experts"));
+  if (g.FindTensor("rope_freqs.weight") != nullptr)
+    throw Error(Cat(src,
+                    ": tensor 'rope_freqs.weight' (llama3 rope scaling as per-frequency "
+                    "factors) is not supported from GGUF; use the Hugging Face checkpoint"));
+  json j = {{"model_type", "llama"}, {"architectures", {"LlamaForCausalLM"}}};
+  const int64_t layers = G::Int(g, a + ".block_count", std::nullopt, 1, L::kMaxLayers);
+  const int64_t hidden = G::Int(g, a + ".embedding_length", std::nullopt, 1, L::kMaxHidden);
+  const int64_t heads =
+      G::LayerInt(g, a + ".attention.head_count", std::nullopt, layers, 1, L::kMaxHeads);
+  const std::optional<int64_t> even_width =
+      hidden % heads == 0 ? std::optional<int64_t>(hidden / heads) : std::nullopt;
+  const int64_t key_len = G::Int(g, a + ".attention.key_length", even_width, 1, L::kMaxHeadDim);
+  const std::string value_key = a + ".attention.value_length";
+  if (G::Int(g, value_key, key_len, 1, L::kMaxHeadDim) != key_len)
+    throw Error(Cat(src, ": key '", value_key, "' differs from ", a, ".attention.key_length ",
+                    key_len,
+                    "; the Llama layout's K and V heads are "
+                    "one width"));
+  const std::string rot_key = a + ".rope.dimension_count";
+  if (G::Int(g, rot_key, key_len, 1, L::kMaxHeadDim) != key_len)
+    throw Error(Cat(src, ": key '", rot_key, "' differs from the head width ", key_len,
+                    "; wormchat rotates the whole head"));
+  j["num_hidden_layers"] = layers;
+  j["hidden_size"] = hidden;
+  j["num_attention_heads"] = heads;
+  j["num_key_value_heads"] =
+      G::LayerInt(g, a + ".attention.head_count_kv", heads, layers, 1, L::kMaxHeads);
+  j["head_dim"] = key_len;
+  j["intermediate_size"] =
+      G::LayerInt(g, a + ".feed_forward_length", std::nullopt, layers, 1, L::kMaxFfn);
+  j["max_position_embeddings"] =
+      G::Int(g, a + ".context_length", std::nullopt, 1, L::kMaxPositions);
+  j["rms_norm_eps"] = static_cast<double>(static_cast<float>(
+      G::Float(g, a + ".attention.layer_norm_rms_epsilon", std::nullopt, L::kMaxEpsilon)));
+  j["rope_theta"] = G::Float(g, a + ".rope.freq_base", 10000.0, L::kMaxRopeTheta);
+  // rope.scaling.type (llama.cpp's default "linear") with factor (or the older scale_linear);
+  // a factor of 0 or 1 scales nothing.
+  const std::string type_key = a + ".rope.scaling.type";
+  const std::string type = g.Find(type_key) != nullptr ? g.String(type_key) : "linear";
+  double factor = 1.0;
+  for (const std::string& k : {a + ".rope.scaling.factor", a + ".rope.scale_linear"})
+    if (g.Find(k) != nullptr) {
+      factor = g.Float(k);
+      if (!(factor >= 0 && factor <= L::kMaxRopeFactor))
+        throw Error(Cat(src, ": key '", k, "' is ", factor, ", expected 0..", L::kMaxRopeFactor));
+      break;
+    }
+  if (type != "none" && factor != 0.0 && factor != 1.0) {
+    if (type != "linear")
+      throw Error(Cat(src, ": key '", type_key, "' is \"", Printable(type),
+                      "\"; wormchat runs none and linear rope scaling from GGUF"));
+    j["rope_scaling"] = {{"rope_type", "linear"}, {"factor", factor}};
+  }
+  j["vocab_size"] = G::VocabSize(g, hidden);
+  j["tie_word_embeddings"] = g.FindTensor("output.weight") == nullptr;
+  j["attention_bias"] = g.FindTensor("blk.0.attn_q.bias") != nullptr;
+  j["mlp_bias"] = g.FindTensor("blk.0.ffn_gate.bias") != nullptr;
+  G::TokenIds(g, j);
+  return j;
 }
 
 }  // namespace wc::llama

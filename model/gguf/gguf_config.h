@@ -1,0 +1,46 @@
+// The decoder config a GGUF file describes: llama.cpp's hparam keys ({arch}.embedding_length, ...;
+// docs/gguf.md section 4) and the tensors present (an output.weight or not: tied) read by the
+// file's architecture (general.architecture: "falcon" or "llama", the table's names) into the
+// Hugging Face config.json that architecture's parser reads (model/architecture_ops.h), so a GGUF
+// file and a checkpoint directory of the same model give the same ModelConfig.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/config.h"
+#include "model/gguf/gguf_file.h"
+
+namespace wc {
+
+// The config of `g`'s model. Throws wc::Error naming the file and the key (or tensor) on: no
+// general.architecture or one wormchat does not run (named, with the ones it does), a required
+// key missing, a key of the wrong type or out of range, keys that contradict each other
+// (rope.dimension_count other than the head width, key_length other than value_length) or a
+// layout wormchat does not run (experts, per-layer head counts that differ).
+ModelConfig ConfigFromGguf(const GgufFile& g);
+
+// What the architectures' GGUF readers share: a key read with its range checked, each error one
+// line naming the file and the key.
+namespace gguf_keys {
+// An integer key in [min, max]; absent: `fallback`, or an error when there is none.
+int64_t Int(const GgufFile& g, const std::string& key, std::optional<int64_t> fallback, int64_t min,
+            int64_t max);
+// A count that llama.cpp allows per layer (head_count, head_count_kv, feed_forward_length): a
+// scalar, or an array of n_layers equal values; different values are refused (wormchat's layers
+// share one shape).
+int64_t LayerInt(const GgufFile& g, const std::string& key, std::optional<int64_t> fallback,
+                 int64_t n_layers, int64_t min, int64_t max);
+// A float key in (0, max]; absent: `fallback`, or an error when there is none.
+double Float(const GgufFile& g, const std::string& key, std::optional<double> fallback, double max);
+// The vocabulary size: token_embd.weight's rows (ne[1]), which must be a 2-D tensor of `hidden`
+// columns.
+int64_t VocabSize(const GgufFile& g, int64_t hidden);
+// bos/eos from tokenizer.ggml.{bos,eos}_token_id into `j` where the file has them.
+void TokenIds(const GgufFile& g, nlohmann::json& j);
+}  // namespace gguf_keys
+
+}  // namespace wc
