@@ -404,7 +404,9 @@ def convert_falcon(model_dir, out):
     t.add("token_embd.weight", t.weight("transformer.word_embeddings.weight"), True)
     for i in range(c["n_layer"]):
         p = f"transformer.h.{i}."
-        norms = [("ln_attn", "attn_norm"), ("ln_mlp", "attn_norm_2")] if c["new_arch"] and \
+        # llama.cpp's falcon graph feeds attn_norm to the MLP and attn_norm_2 (when present) to
+        # the attention, as gguf-py's tensor_mapping names Falcon-40B's ln_mlp and ln_attn.
+        norms = [("ln_mlp", "attn_norm"), ("ln_attn", "attn_norm_2")] if c["new_arch"] and \
             f"{p}ln_attn.weight" in tensors else [("input_layernorm", "attn_norm")]
         for src, dst in norms:
             t.add(f"blk.{i}.{dst}.weight", t.f32(f"{p}{src}.weight"), False)
