@@ -4,6 +4,7 @@
 
 #include "model/architecture_ops.h"
 #include "model/generation_defaults.h"
+#include "model/gguf/gguf_config.h"
 #include "model/tensor_table.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -112,6 +113,8 @@ nlohmann::json ModelConfig::ToJson() const {
 }
 
 ModelConfig LoadConfig(const std::string& model_dir) {
+  if (IsGgufModel(model_dir)) return ConfigFromGguf(GgufFile(model_dir));
+  if (FileExists(model_dir)) throw Error(Cat(model_dir, ": not a model directory or a GGUF file"));
   if (!DirExists(model_dir)) throw Error(Cat(model_dir, ": model directory not found"));
   const std::string path = JoinPath(model_dir, "config.json");
   const std::string problem = FileProblem(path);

@@ -110,7 +110,8 @@ struct ModelConfig {
 // "one KV head", "multi-head" or "grouped KV heads, N query heads each".
 std::string KvHeadsSummary(const ModelConfig& c);
 
-// Reads DIR/config.json. Throws wc::Error naming the file on failure.
+// Reads DIR/config.json, or a GGUF file's keys when model_dir is one (model/gguf/gguf_config.h).
+// Throws wc::Error naming the file on failure.
 ModelConfig LoadConfig(const std::string& model_dir);
 
 // Presets of every architecture: "falcon-40b" (the seed's RWConfig), "falcon-7b", "tiny" (the

@@ -13,9 +13,10 @@
 #include <vector>
 
 #include "kernels/gemm/bfp_weights.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"
-#include "model/safetensors.h"
+#include "model/gguf/gguf_config.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -123,6 +124,10 @@ void CheckOut(const std::string& model_dir, const std::string& out_dir) {
 
 ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string& out_dir,
                                  const WeightSpec& spec, const ConvertProgress& progress) {
+  if (IsGgufModel(model_dir))
+    throw Error(Cat(model_dir,
+                    ": convert reads a checkpoint directory; converting a GGUF file is not built "
+                    "yet (issue 52: it runs as it is with --model)"));
   CheckOut(model_dir, out_dir);
   const ModelConfig c = LoadConfig(model_dir);
   const std::string config_path = JoinPath(model_dir, "config.json");

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "model/gguf/gguf_config.h"
 #include "model/tensor_table.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -55,6 +56,7 @@ std::optional<WeightSpec> StoredWeightFormats(const nlohmann::json& config,
 }
 
 std::optional<WeightSpec> ReadStoredWeightFormats(const std::string& model_dir) {
+  if (IsGgufModel(model_dir)) return std::nullopt;  // GGUF holds GGML types, never tt-metal tiles
   const std::string path = JoinPath(model_dir, "config.json");
   return StoredWeightFormats(ReadJsonFile(path), path);
 }

@@ -32,8 +32,8 @@
 
 #include "kernels/gemm/bfp_weights.h"
 #include "kernels/gemm/packed_matrix.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
-#include "model/safetensors.h"
 #include "model/weight_spec.h"
 
 namespace wc {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/gguf/gguf_config.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -49,8 +50,16 @@ std::string ModelFingerprint(const std::string& dir, bool with_kv_scales) {
   std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
                                                                         XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw Error("xxHash: out of memory");
-  for (const std::string& name : FingerprintFiles(dir, with_kv_scales)) {
-    const MappedFile file(JoinPath(dir, name));
+  // A GGUF model is its one file (under a fixed name: a renamed copy is the same model).
+  const bool gguf = IsGgufModel(dir);
+  if (gguf && with_kv_scales)
+    throw Error(Cat(dir,
+                    ": --kv-scale tensor reads kv_scales.json from a model directory; a GGUF "
+                    "file has none"));
+  const std::vector<std::string> files =
+      gguf ? std::vector<std::string>{"model.gguf"} : FingerprintFiles(dir, with_kv_scales);
+  for (const std::string& name : files) {
+    const MappedFile file(gguf ? dir : JoinPath(dir, name));
     const unsigned long long size = file.size();
     XXH3_128bits_update(state.get(), name.c_str(), name.size() + 1);  // the name and its NUL
     XXH3_128bits_update(state.get(), &size, sizeof size);

@@ -15,7 +15,8 @@ namespace wc {
 // index is not valid JSON.
 std::vector<std::string> FingerprintFiles(const std::string& model_dir, bool with_kv_scales);
 
-// XXH3-128 (libxxhash) over those files' names, sizes and bytes, as 32 lowercase hex digits. Reads
+// XXH3-128 (libxxhash) over those files' names, sizes and bytes (a GGUF file: its size and bytes
+// under the name "model.gguf"), as 32 lowercase hex digits. Reads
 // the files through read-only mappings (~10 GB/s: a second or so for a multi-GB checkpoint).
 // Throws wc::Error naming a file that cannot be read.
 std::string ModelFingerprint(const std::string& model_dir, bool with_kv_scales);

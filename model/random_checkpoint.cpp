@@ -8,7 +8,7 @@
 #include <cstring>
 #include <fstream>
 
-#include "model/safetensors.h"
+#include "model/checkpoint.h"
 #include "model/tensor_table.h"
 #include "util/bf16.h"
 #include "util/error.h"

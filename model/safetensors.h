@@ -1,5 +1,5 @@
-// safetensors checkpoints: one file or shards listed in model.safetensors.index.json,
-// memory-mapped. Every header is validated when opened; tensors are used in place from the mapping.
+// safetensors files (a checkpoint directory's: model/checkpoint.h), memory-mapped. Every header is
+// validated when opened; tensors are used in place from the mapping.
 #pragma once
 
 #include <cstdint>
@@ -69,35 +69,6 @@ class SafetensorsFile {
   MappedFile file_;
   std::map<std::string, std::string> metadata_;  // filled while tensors_ is parsed
   std::map<std::string, TensorInfo> tensors_;
-};
-
-// All tensors of a model directory: DIR/model.safetensors or the shards named by
-// DIR/model.safetensors.index.json.
-class Checkpoint {
- public:
-  // Throws wc::Error naming the file if neither exists or any shard is invalid.
-  static std::unique_ptr<Checkpoint> Open(const std::string& model_dir);
-
-  bool Has(const std::string& name) const { return index_.count(name) != 0; }
-  // The tensor `name` with exactly `shape` and a readable dtype. Throws wc::Error naming the file,
-  // tensor, expected and actual shape otherwise.
-  const TensorInfo& Get(const std::string& name, const std::vector<int64_t>& shape) const;
-  // The tensor `name` whatever its dtype and shape (a converted checkpoint's U8 tiles). Throws
-  // wc::Error naming the file and tensor when it is missing.
-  const TensorInfo& Raw(const std::string& name) const;
-  std::vector<std::string> names() const;  // every tensor, sorted
-  // The __metadata__ string entries of every file (shards merged; the first file's value wins).
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
-  // Sum of tensor bytes and a description such as "BF16" or "F32+BF16".
-  size_t total_bytes() const;
-  std::string dtype_summary() const;
-  const std::string& source() const { return source_; }
-
- private:
-  std::string source_;  // file name used in messages
-  std::vector<std::unique_ptr<SafetensorsFile>> files_;
-  std::map<std::string, const TensorInfo*> index_;
-  std::map<std::string, std::string> metadata_;
 };
 
 // A tensor to write: `data` holds numel * DTypeSize(dtype) little-endian bytes, or, when `data` is

@@ -277,7 +277,7 @@ ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
                                 const TensorSplit& split) {
   ModelWeights w;
   w.split = split;
-  w.checkpoint = Checkpoint::Open(dir);
+  w.checkpoint = Checkpoint::Open(dir, c);
   const Checkpoint& ck = *w.checkpoint;
   const int64_t h = c.hidden_size;
   const std::vector<TensorEntry> entries = ModelTensors(c);

@@ -14,9 +14,9 @@
 
 #include "kernels/gemm/packed_matrix.h"
 #include "kernels/matmul.h"
+#include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"
-#include "model/safetensors.h"
 #include "model/tensor_split.h"
 #include "model/tensor_table.h"
 #include "model/weight_spec.h"

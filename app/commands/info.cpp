@@ -7,10 +7,10 @@
 
 #include "app/commands/commands.h"
 #include "app/model_options.h"
+#include "model/checkpoint.h"
 #include "model/converted_checkpoint.h"
 #include "model/fingerprint.h"
 #include "model/lm_head.h"
-#include "model/safetensors.h"
 #include "model/tensor_split.h"
 #include "model/tensor_table.h"
 #include "model/weight_spec.h"
@@ -61,7 +61,7 @@ void RunInfo(const InfoCmdOptions& o) {
   } else {
     const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
     c = LoadConfig(dir);
-    const auto ck = Checkpoint::Open(dir);
+    const auto ck = Checkpoint::Open(dir, c);
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());

@@ -4,6 +4,7 @@
 
 #include "model/chat/chat_format.h"
 #include "model/generation_defaults.h"
+#include "model/gguf/gguf_config.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -317,7 +318,31 @@ std::optional<ChatTemplate> ParseChatTemplate(std::string_view file_text, const 
   return t;
 }
 
+namespace {
+
+// A GGUF file's tokenizer.chat_template, with its bos and eos tokens' text (the vocabulary's
+// entries at tokenizer.ggml.{bos,eos}_token_id), read as tokenizer_config.json's keys are.
+std::optional<ChatTemplate> GgufChatTemplate(const std::string& path, std::string* unknown) {
+  const GgufFile g(path);
+  if (g.Find("tokenizer.chat_template") == nullptr) return std::nullopt;
+  nlohmann::json j = {{"chat_template", g.String("tokenizer.chat_template")}};
+  for (const char* id : {"bos", "eos"}) {
+    const std::string key = Cat("tokenizer.ggml.", id, "_token_id");
+    if (g.Find(key) == nullptr || g.Find("tokenizer.ggml.tokens") == nullptr) continue;
+    const std::vector<std::string>& tokens = g.Strings("tokenizer.ggml.tokens");
+    const int64_t i = g.Int(key);
+    if (i < 0 || i >= static_cast<int64_t>(tokens.size()))
+      throw Error(Cat(path, ": key '", key, "' is ", i, ", outside the ", tokens.size(),
+                      " tokens of tokenizer.ggml.tokens"));
+    j[Cat(id, "_token")] = tokens[static_cast<size_t>(i)];
+  }
+  return ParseChatTemplate(j.dump(), Cat(path, ": tokenizer.chat_template"), unknown);
+}
+
+}  // namespace
+
 std::optional<ChatTemplate> LoadChatTemplate(const std::string& dir, std::string* unknown) {
+  if (IsGgufModel(dir)) return GgufChatTemplate(dir, unknown);
   const std::string path = JoinPath(dir, "tokenizer_config.json");
   const std::string problem = FileProblem(path);
   if (problem == "missing") return std::nullopt;

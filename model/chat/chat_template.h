@@ -46,7 +46,8 @@ struct ChatTemplate {
 std::optional<ChatTemplateKind> RecognizeChatTemplate(std::string_view text);
 
 // Reads DIR/tokenizer_config.json's `chat_template` (a string, or a list of {name, template}: the
-// one named "default"). nullopt if the file or the key is absent. A template that is not one
+// one named "default"), or a GGUF model's tokenizer.chat_template with the text of its bos and eos
+// token ids. nullopt if the file or the key is absent. A template that is not one
 // wormchat knows gives a ChatTemplate-less result through `unknown` (set to the one-line reason,
 // naming the file and --chat-format); a malformed file or key throws wc::Error naming it.
 std::optional<ChatTemplate> LoadChatTemplate(const std::string& model_dir, std::string* unknown);

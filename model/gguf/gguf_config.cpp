@@ -3,6 +3,7 @@
 #include "model/architecture_ops.h"
 #include "util/error.h"
 #include "util/json_file.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 
@@ -77,6 +78,10 @@ void TokenIds(const GgufFile& g, nlohmann::json& j) {
 }
 
 }  // namespace gguf_keys
+
+bool IsGgufModel(const std::string& path) {
+  return !DirExists(path) && FileExists(path) && LooksLikeGguf(path);
+}
 
 ModelConfig ConfigFromGguf(const GgufFile& g) {
   const std::string name = g.String("general.architecture");

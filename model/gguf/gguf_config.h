@@ -16,6 +16,10 @@
 
 namespace wc {
 
+// Whether `path` names a GGUF model: a file (not a directory) that starts with GGUF's magic. Every
+// command's --model takes one wherever it takes a checkpoint directory.
+bool IsGgufModel(const std::string& path);
+
 // The config of `g`'s model. Throws wc::Error naming the file and the key (or tensor) on: no
 // general.architecture or one wormchat does not run (named, with the ones it does), a required
 // key missing, a key of the wrong type or out of range, keys that contradict each other

@@ -326,7 +326,14 @@ bool LooksLikeGguf(const std::string& path) {
 }
 
 GgufFile::GgufFile(const std::string& path)
-    : file_(path), contents_(ParseGguf(file_.data(), file_.size(), path)) {}
+    : file_(std::make_unique<MappedFile>(path)),
+      path_(path),
+      bytes_(file_->data()),
+      size_(file_->size()),
+      contents_(ParseGguf(bytes_, size_, path)) {}
+
+GgufFile::GgufFile(const uint8_t* bytes, size_t size, const std::string& path)
+    : path_(path), bytes_(bytes), size_(size), contents_(ParseGguf(bytes, size, path)) {}
 
 const GgufValue* GgufFile::Find(const std::string& key) const {
   auto it = contents_.metadata.find(key);

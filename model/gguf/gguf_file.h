@@ -110,10 +110,13 @@ bool LooksLikeGguf(const std::string& path);
 class GgufFile {
  public:
   explicit GgufFile(const std::string& path);  // throws wc::Error naming the path
+  // The file's bytes held by the caller (which keeps them while this lives), `path` naming them in
+  // messages: for the fuzzers.
+  GgufFile(const uint8_t* bytes, size_t size, const std::string& path);
   const GgufContents& contents() const { return contents_; }
-  const std::string& path() const { return file_.path(); }
-  size_t size() const { return file_.size(); }
-  const uint8_t* bytes() const { return file_.data(); }
+  const std::string& path() const { return path_; }
+  size_t size() const { return size_; }
+  const uint8_t* bytes() const { return bytes_; }
 
   const GgufValue* Find(const std::string& key) const;
   const GgufTensor* FindTensor(const std::string& name) const;
@@ -128,7 +131,10 @@ class GgufFile {
 
  private:
   const GgufValue& Get(const std::string& key) const;
-  MappedFile file_;
+  std::unique_ptr<MappedFile> file_;  // null when the caller holds the bytes
+  std::string path_;
+  const uint8_t* bytes_ = nullptr;
+  size_t size_ = 0;
   GgufContents contents_;
 };
 

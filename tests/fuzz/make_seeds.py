@@ -191,5 +191,39 @@ put("gguf", "v2_align64.gguf", gguf([("general.alignment", 4, 64)] + LLAMA_KEYS[
                                     [("a", 0, [4], bytes(16)), ("b", 14, [256], bytes(210))],
                                     version=2, alignment=64))
 put("gguf", "empty.gguf", gguf([], []))
+
+def f32s(n, seed):
+    return b"".join(struct.pack("<f", ((i * 7 + seed) % 13 - 6) / 8.0) for i in range(n))
+
+
+# Whole models (gguf_config.h, gguf_tensors.h): every tensor their keys need, F32.
+TINY_LLAMA = [("general.architecture", 8, "llama"), ("llama.block_count", 4, 1),
+              ("llama.context_length", 4, 16), ("llama.embedding_length", 4, 8),
+              ("llama.feed_forward_length", 4, 16), ("llama.attention.head_count", 4, 2),
+              ("llama.attention.head_count_kv", 4, 1),
+              ("llama.attention.layer_norm_rms_epsilon", 6, 1e-5)]
+put("gguf", "model_llama.gguf", gguf(TINY_LLAMA, [
+    (name, 0, ne, f32s(ne[0] * (ne[1] if len(ne) > 1 else 1), i))
+    for i, (name, ne) in enumerate([
+        ("token_embd.weight", [8, 4]), ("output_norm.weight", [8]), ("output.weight", [8, 4]),
+        ("blk.0.attn_norm.weight", [8]), ("blk.0.ffn_norm.weight", [8]),
+        ("blk.0.attn_q.weight", [8, 8]), ("blk.0.attn_k.weight", [8, 4]),
+        ("blk.0.attn_v.weight", [8, 4]), ("blk.0.attn_output.weight", [8, 8]),
+        ("blk.0.ffn_gate.weight", [8, 16]), ("blk.0.ffn_up.weight", [8, 16]),
+        ("blk.0.ffn_down.weight", [16, 8])])]))
+TINY_FALCON = [("general.architecture", 8, "falcon"), ("falcon.block_count", 4, 1),
+               ("falcon.context_length", 4, 16), ("falcon.embedding_length", 4, 8),
+               ("falcon.feed_forward_length", 4, 16), ("falcon.attention.head_count", 4, 4),
+               ("falcon.attention.head_count_kv", 4, 2),
+               ("falcon.attention.layer_norm_epsilon", 6, 1e-5),
+               ("tokenizer.ggml.bos_token_id", 4, 0), ("tokenizer.ggml.eos_token_id", 4, 3)]
+put("gguf", "model_falcon_grouped.gguf", gguf(TINY_FALCON, [
+    (name, 0, ne, f32s(ne[0] * (ne[1] if len(ne) > 1 else 1), i))
+    for i, (name, ne) in enumerate([
+        ("token_embd.weight", [8, 4]), ("output_norm.weight", [8]), ("output_norm.bias", [8]),
+        ("blk.0.attn_norm.weight", [8]), ("blk.0.attn_norm.bias", [8]),
+        ("blk.0.attn_norm_2.weight", [8]), ("blk.0.attn_norm_2.bias", [8]),
+        ("blk.0.attn_qkv.weight", [8, 16]), ("blk.0.attn_output.weight", [8, 8]),
+        ("blk.0.ffn_up.weight", [8, 16]), ("blk.0.ffn_down.weight", [16, 8])])]))
 put("gguf", "keys_only.gguf", gguf([("general.architecture", 8, "falcon"),
                                     ("falcon.block_count", 5, 2)], []))

@@ -16,10 +16,10 @@
 
 #include "dist/thread_group.h"
 #include "kernels/gemm/bfp_weights.h"
+#include "model/checkpoint.h"
 #include "model/convert.h"
 #include "model/converted_checkpoint.h"
 #include "model/decoder_model.h"
-#include "model/safetensors.h"
 #include "model/tensor_parallel.h"
 #include "tests/model/on_ranks.h"
 #include "tests/test_util.h"

@@ -9,7 +9,7 @@
 
 #include "kvcache/kv_scales.h"
 #include "model/chat/chat_format.h"
-#include "model/safetensors.h"
+#include "model/checkpoint.h"
 #include "serving/text_stream.h"
 #include "tests/test_util.h"
 #include "util/error.h"

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "model/checkpoint.h"
 #include "model/decoder_model.h"
-#include "model/safetensors.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
