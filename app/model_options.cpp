@@ -16,6 +16,7 @@
 
 #include "dist/communicator.h"
 #include "model/generation_defaults.h"
+#include "model/gguf/gguf_config.h"
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -25,10 +26,11 @@ namespace wc {
 
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option(
-      "--model", o.model_dir,
-      "Model directory: config.json, model.safetensors (or sharded), tokenizer.model or "
-      "tokenizer.json "
-      "[default: the model in assets/]");
+         "--model", o.model_dir,
+         "Model directory (config.json, model.safetensors or shards, tokenizer.model or "
+         "tokenizer.json), or a GGUF file (or a directory holding one) [default: the model in "
+         "assets/]")
+      ->transform(ModelPathTransform());
   AddThreadsOption(cmd, o.threads);
   cmd->add_option("--kv-dtype", o.kv_dtype,
                   "KV cache format: auto (the checkpoint's precision: bf16 for bf16 weights, f32 "
@@ -95,7 +97,8 @@ void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
       ->capture_default_str();
   cmd->add_option("--draft-model", s.draft_model,
                   "Speculative decoding: a smaller checkpoint with the model's tokenizer that "
-                  "proposes tokens (--speculate draft; given alone, it implies it)");
+                  "proposes tokens (--speculate draft; given alone, it implies it)")
+      ->transform(ModelPathTransform());
 }
 
 void ApplySpeculation(const SpeculationOptions& s, Request* r) {
@@ -161,6 +164,19 @@ uint64_t EntropySeed() {
   if (getrandom(&seed, sizeof(seed), 0) != static_cast<ssize_t>(sizeof(seed)))
     seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   return seed;
+}
+
+CLI::Validator ModelPathTransform() {
+  return CLI::Validator(
+      [](std::string& path) {
+        try {
+          path = ModelPath(path);
+        } catch (const Error& e) {
+          return std::string(e.what());
+        }
+        return std::string();
+      },
+      "", "model path");
 }
 
 std::string DefaultModelDir() {

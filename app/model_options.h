@@ -107,6 +107,11 @@ uint64_t EntropySeed();
 
 // The default model directory (assets/default-model). Throws wc::Error if it is missing.
 std::string DefaultModelDir();
+
+// The transform every --model (and --draft-model, convert's MODEL_DIR) runs: a directory holding
+// one *.gguf and no config.json becomes that file (model/gguf/gguf_config.h's ModelPath); a
+// directory holding several is an error naming them.
+CLI::Validator ModelPathTransform();
 // More threads than this is a typo, not a machine (each OpenMP thread has its own stack; 100,000
 // of them crash the runtime).
 inline constexpr int kMaxThreads = 1024;

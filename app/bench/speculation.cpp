@@ -1,4 +1,5 @@
 #include "app/bench/speculation.h"
+#include "app/model_options.h"
 
 #include <algorithm>
 #include <cmath>
@@ -87,7 +88,8 @@ void AddBenchSpeculationOptions(CLI::App* cmd, BenchSpeculationOptions& s) {
       ->check(CLI::Range(1, 16))
       ->capture_default_str();
   cmd->add_option("--draft-model", s.draft_model,
-                  "The draft checkpoint of --speculate draft (given alone, it implies it)");
+                  "The draft checkpoint of --speculate draft (given alone, it implies it)")
+      ->transform(ModelPathTransform());
   cmd->add_option("--oracle-accept", s.oracle_accept,
                   "--speculate oracle: the share of proposals left right (0-1); the rest are made "
                   "wrong on purpose")

@@ -81,7 +81,8 @@ void RegisterBenchTokenizer(CLI::App* bench) {
       "tokenizer", "Single-thread encoding speed of a model's tokenizer on a text file");
   cmd->add_option("--model", o->model_dir,
                   "Model directory holding tokenizer.model or tokenizer.json [default: the model "
-                  "in assets/]");
+                  "in assets/]")
+      ->transform(ModelPathTransform());
   cmd->add_option("--text", o->text_path, "Text file to encode, line by line")->required();
   cmd->add_option("--repeats", o->repeats, "Timed runs (best is reported; 1-1000)")
       ->check(CLI::Range(1, 1000))

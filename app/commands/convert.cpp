@@ -47,7 +47,9 @@ void RegisterConvert(CLI::App& app) {
       "Write a checkpoint with its matrices in --weights formats (bfp8/bfp4 as tt-metal tiles)");
   cmd->add_option("--weights", o->weights, kWeightsHelp)->required();
   cmd->add_option("--out", o->out, "Output directory (new, or empty)")->required();
-  cmd->add_option("MODEL_DIR", o->model_dir, "The checkpoint to convert")->required();
+  cmd->add_option("MODEL_DIR", o->model_dir, "The checkpoint to convert")
+      ->required()
+      ->transform(ModelPathTransform());
   cmd->add_option("--threads", o->threads, "Host threads (0 = all cores)")
       ->check(CLI::Range(0, kMaxThreads));
   cmd->callback([o] { RunConvert(*o); });

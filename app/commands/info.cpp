@@ -231,7 +231,9 @@ void RunInfo(const InfoCmdOptions& o) {
 void RegisterInfo(CLI::App& app) {
   auto o = std::make_shared<InfoCmdOptions>();
   CLI::App* cmd = app.add_subcommand("info", "Parameters, weight bytes and KV-cache bytes");
-  auto* model = cmd->add_option("--model", o->model_dir, "Model directory [default: assets model]");
+  auto* model = cmd->add_option("--model", o->model_dir,
+                                "Model directory or GGUF file [default: assets model]")
+                    ->transform(ModelPathTransform());
   auto* preset = cmd->add_option("--preset", o->preset, PresetHelp());
   model->excludes(preset);
   cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();

@@ -49,8 +49,9 @@ void RegisterTokenize(CLI::App& app) {
       "Print the token ids of a text (no BOS/EOS added; special tokens written in it are matched, "
       "as Hugging Face's encode(text, add_special_tokens=False))");
   cmd->add_option(
-      "--model", o->model_dir,
-      "Model directory holding tokenizer.model (sentencepiece) or tokenizer.json (Hugging Face)");
+         "--model", o->model_dir,
+         "Model directory holding tokenizer.model (sentencepiece) or tokenizer.json (Hugging Face)")
+      ->transform(ModelPathTransform());
   cmd->add_option("--text", o->text, "Text to tokenize")->required();
   cmd->add_flag("--chat", o->chat,
                 "Frame the text as one user turn with the model's chat format or chat template, "

@@ -242,7 +242,8 @@ void AddReplayOptions(CLI::App* cmd, ReplayCmdOptions& o) {
   cmd->add_option("files", o.files, "Transcript files")->required();
   AddThreadsOption(cmd, o.threads);
   cmd->add_option("--model", o.model,
-                  "Model directory instead of the one each transcript's header names");
+                  "Model directory instead of the one each transcript's header names")
+      ->transform(ModelPathTransform());
   cmd->add_option("--prefix-cache", o.prefix_cache,
                   "on: reuse the KV blocks of prompts already computed (as the serving commands); "
                   "off: prefill every turn whole")

@@ -1,5 +1,9 @@
 #include "model/gguf/gguf_config.h"
 
+#include <algorithm>
+#include <filesystem>
+#include <vector>
+
 #include "model/architecture_ops.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -81,6 +85,27 @@ void TokenIds(const GgufFile& g, nlohmann::json& j) {
 
 bool IsGgufModel(const std::string& path) {
   return !DirExists(path) && FileExists(path) && LooksLikeGguf(path);
+}
+
+std::string ModelPath(const std::string& path) {
+  if (!DirExists(path) || FileExists(JoinPath(path, "config.json"))) return path;
+  std::vector<std::string> ggufs;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(path, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 5 && name.compare(name.size() - 5, 5, ".gguf") == 0 &&
+        entry.is_regular_file(ec))
+      ggufs.push_back(name);
+  }
+  if (ggufs.size() == 1) return JoinPath(path, ggufs[0]);
+  if (ggufs.size() > 1) {
+    std::sort(ggufs.begin(), ggufs.end());
+    std::string list;
+    for (const std::string& n : ggufs) list += Cat(list.empty() ? "" : ", ", Printable(n));
+    throw Error(Cat(path, ": holds ", ggufs.size(), " GGUF files (", list,
+                    ") and no config.json; give --model the one to run"));
+  }
+  return path;
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& g) {

@@ -20,6 +20,11 @@ namespace wc {
 // command's --model takes one wherever it takes a checkpoint directory.
 bool IsGgufModel(const std::string& path);
 
+// What a --model argument names: a directory without config.json that holds exactly one *.gguf
+// file is that file (as ollama and LM Studio keep models); anything else is itself. Throws
+// wc::Error naming the directory and its files when it holds several *.gguf and no config.json.
+std::string ModelPath(const std::string& path);
+
 // The config of `g`'s model. Throws wc::Error naming the file and the key (or tensor) on: no
 // general.architecture or one wormchat does not run (named, with the ones it does), a required
 // key missing, a key of the wrong type or out of range, keys that contradict each other

@@ -34,6 +34,23 @@ TEST(GgufCli, GenerateGivesTheTokensOfTheCheckpointItCameFrom) {
     }
 }
 
+TEST(GgufCli, ADirectoryHoldingOneGgufFileIsThatFile) {
+  test::TempDir dir;
+  test::WriteFile(dir.File("falcon.gguf"), test::ReadFile(Gguf("mq_f32")));
+  const auto from_dir = RunWormchat({"generate", "--model", dir.path(), "--ids", "3 4", "-n", "6"});
+  const auto from_file =
+      RunWormchat({"generate", "--model", Gguf("mq_f32"), "--ids", "3 4", "-n", "6"});
+  ASSERT_EQ(from_dir.exit_code, 0) << test::Describe(from_dir);
+  EXPECT_EQ(from_dir.out, from_file.out);
+  test::WriteFile(dir.File("another.gguf"), test::ReadFile(Gguf("mq_f32")));
+  const auto two = RunWormchat({"info", "--model", dir.path()});
+  EXPECT_NE(two.exit_code, 0);
+  EXPECT_EQ(two.err,
+            "wormchat: error: --model: " + dir.path() +
+                ": holds 2 GGUF files (another.gguf, falcon.gguf) and no config.json; give "
+                "--model the one to run (see wormchat info --help)\n");
+}
+
 TEST(GgufCli, InfoNamesTheArchitectureAndLayout) {
   const auto r = RunWormchat({"info", "--model", Gguf("newarch_gqa_f32")});
   ASSERT_EQ(r.exit_code, 0) << test::Describe(r);
