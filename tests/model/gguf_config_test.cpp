@@ -114,17 +114,23 @@ TEST(GgufConfig, LlamaTiedHeadBiasesAndLinearScalingComeFromTheFile) {
   EXPECT_EQ(c.rope_scaling.factor, 4.0);
 }
 
-TEST(GgufConfig, FalconSevenBAndFortyBLayouts) {
+// A Falcon file's keys: 2 layers, hidden 64, 4 heads, `kv` KV heads, feed_forward_length 256
+// unless `ffn` is false (then 4 x hidden by default).
+GgufWriter Falcon(uint32_t kv, bool ffn) {
   GgufWriter w;
   w.Str("general.architecture", "falcon");
   w.U32("falcon.block_count", 2);
   w.U32("falcon.context_length", 2048);
   w.U32("falcon.embedding_length", 64);
-  w.U32("falcon.feed_forward_length", 256);
+  if (ffn) w.U32("falcon.feed_forward_length", 256);
   w.U32("falcon.attention.head_count", 4);
-  w.U32("falcon.attention.head_count_kv", 1);
+  w.U32("falcon.attention.head_count_kv", kv);
   w.F32("falcon.attention.layer_norm_epsilon", 1e-5f);
-  GgufWriter seven = w;
+  return w;
+}
+
+TEST(GgufConfig, FalconSevenBAndFortyBLayouts) {
+  GgufWriter seven = Falcon(1, true);
   Tensors(seven, 64, 50, {"output_norm.weight"});
   const ModelConfig c7 = Read(seven);
   EXPECT_EQ(c7.arch, Architecture::kFalcon);
@@ -135,14 +141,7 @@ TEST(GgufConfig, FalconSevenBAndFortyBLayouts) {
   EXPECT_EQ(c7.vocab_size, 50);
   EXPECT_EQ(c7.ffn_hidden_size, 256);
 
-  GgufWriter f40;
-  f40.Str("general.architecture", "falcon");
-  f40.U32("falcon.block_count", 2);
-  f40.U32("falcon.context_length", 2048);
-  f40.U32("falcon.embedding_length", 64);
-  f40.U32("falcon.attention.head_count", 4);
-  f40.U32("falcon.attention.head_count_kv", 2);
-  f40.F32("falcon.attention.layer_norm_epsilon", 1e-5f);
+  GgufWriter f40 = Falcon(2, false);
   Tensors(f40, 64, 50, {"blk.0.attn_norm_2.weight", "output.weight"});
   const ModelConfig c40 = Read(f40);
   EXPECT_TRUE(c40.new_decoder_architecture);
