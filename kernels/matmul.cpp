@@ -187,6 +187,12 @@ const char* DTypeName(DType dtype) {
   return "?";
 }
 
+std::optional<DType> DTypeNamed(std::string_view name) {
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16})
+    if (name == DTypeName(d)) return d;
+  return std::nullopt;
+}
+
 int DTypeSize(DType dtype) {
   return dtype == DType::kF32 ? 4 : 2;
 }

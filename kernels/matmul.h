@@ -8,12 +8,17 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string_view>
 
 namespace wc {
 
 enum class DType : uint8_t { kF32, kBF16, kF16 };
 
 const char* DTypeName(DType dtype);
+// The dtype DTypeName calls `name` ("F32", "BF16", "F16": safetensors' and GGML's names alike);
+// nullopt for any other.
+std::optional<DType> DTypeNamed(std::string_view name);
 int DTypeSize(DType dtype);
 
 // A read-only row-major matrix [rows, cols] (weights, or a view of cached K/V rows), `data` not

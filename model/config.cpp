@@ -113,7 +113,7 @@ nlohmann::json ModelConfig::ToJson() const {
 }
 
 ModelConfig LoadConfig(const std::string& model_dir) {
-  if (IsGgufModel(model_dir)) return ConfigFromGguf(GgufFile(model_dir));
+  if (IsGgufModel(model_dir)) return ConfigFromGguf(*OpenGgufFile(model_dir));
   if (FileExists(model_dir)) throw Error(Cat(model_dir, ": not a model directory or a GGUF file"));
   if (!DirExists(model_dir)) throw Error(Cat(model_dir, ": model directory not found"));
   const std::string path = JoinPath(model_dir, "config.json");

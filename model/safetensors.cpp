@@ -271,10 +271,9 @@ class HeaderReader {
     t.file = path_;
     const int elem = ElementSize(t.dtype_name);
     if (elem == 0) throw Error(Cat(Where(), ": unknown dtype '", Printable(t.dtype_name), "'"));
-    t.readable = t.dtype_name == "F32" || t.dtype_name == "BF16" || t.dtype_name == "F16";
-    t.dtype = t.dtype_name == "BF16"  ? DType::kBF16
-              : t.dtype_name == "F16" ? DType::kF16
-                                      : DType::kF32;
+    const std::optional<DType> dtype = DTypeNamed(t.dtype_name);
+    t.readable = dtype.has_value();
+    t.dtype = dtype.value_or(DType::kF32);
     if (offsets_.size() != 2)
       throw Error(Cat(Where(), ": data_offsets must be two non-negative integers"));
     const uint64_t begin = offsets_[0], end = offsets_[1];

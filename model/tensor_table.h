@@ -43,6 +43,14 @@ enum class TensorRole {
   kDownBias,        // [hidden]
 };
 
+// How a GGUF file orders a tensor's rows where llama.cpp's converter changed HF's order
+// (docs/gguf.md section 4), undone at load (model/gguf/gguf_tensors.h).
+enum class GgufRows {
+  kAsHf,       // the same rows
+  kRopePairs,  // Llama's q/k (weights and biases): each head's rotate_half halves interleaved
+  kQkvBlocks,  // Falcon's grouped fused QKV: all query heads, then all K, then all V
+};
+
 struct TensorEntry {
   TensorRole role;
   int layer;                   // -1: not a layer's
@@ -52,6 +60,7 @@ struct TensorEntry {
   // shape is `shape` reversed (GGML order); empty when no GGUF file of the architecture holds it
   // (llama.cpp's falcon graph has no biases and no sequential MLP norm).
   std::string gguf_name;
+  GgufRows gguf_rows = GgufRows::kAsHf;
 };
 
 // Every tensor `c` needs, in the order the graph uses them (global ones first); kOutput only when

@@ -323,7 +323,8 @@ namespace {
 // A GGUF file's tokenizer.chat_template, with its bos and eos tokens' text (the vocabulary's
 // entries at tokenizer.ggml.{bos,eos}_token_id), read as tokenizer_config.json's keys are.
 std::optional<ChatTemplate> GgufChatTemplate(const std::string& path, std::string* unknown) {
-  const GgufFile g(path);
+  const std::shared_ptr<const GgufFile> file = OpenGgufFile(path);
+  const GgufFile& g = *file;
   if (g.Find("tokenizer.chat_template") == nullptr) return std::nullopt;
   nlohmann::json j = {{"chat_template", g.String("tokenizer.chat_template")}};
   for (const char* id : {"bos", "eos"}) {

@@ -21,6 +21,10 @@ std::vector<TensorEntry> Tensors(const ModelConfig& c) {
   t.push_back({R::kOutputNormBias, -1, "transformer.ln_f.bias", {h}, "output_norm.bias"});
   if (!c.tie_word_embeddings)
     t.push_back({R::kOutput, -1, "lm_head.weight", {c.vocab_size, h}, "output.weight"});
+  // llama.cpp's converter writes the grouped QKV as all Q, all K, all V (one group: the same).
+  const GgufRows qkv_rows = c.qkv_layout() == QkvLayout::kGrouped && c.n_kv_heads > 1
+                                ? GgufRows::kQkvBlocks
+                                : GgufRows::kAsHf;
   for (int l = 0; l < c.n_layers; ++l) {
     const std::string p = Cat("transformer.h.", l, "."), g = Cat("blk.", l, ".");
     const std::string ln1 = c.two_layernorms() ? "ln_attn" : "input_layernorm";
@@ -33,8 +37,12 @@ std::vector<TensorEntry> Tensors(const ModelConfig& c) {
       t.push_back({R::kMlpNorm, l, p + ln2 + ".weight", {h}, gn2.empty() ? "" : gn2 + ".weight"});
       t.push_back({R::kMlpNormBias, l, p + ln2 + ".bias", {h}, gn2.empty() ? "" : gn2 + ".bias"});
     }
-    t.push_back(
-        {R::kQkv, l, p + "self_attention.query_key_value.weight", {qkv, h}, g + "attn_qkv.weight"});
+    t.push_back({R::kQkv,
+                 l,
+                 p + "self_attention.query_key_value.weight",
+                 {qkv, h},
+                 g + "attn_qkv.weight",
+                 qkv_rows});
     if (c.bias) t.push_back({R::kQkvBias, l, p + "self_attention.query_key_value.bias", {qkv}});
     t.push_back(
         {R::kAttnOut, l, p + "self_attention.dense.weight", {h, attn}, g + "attn_output.weight"});

@@ -1,9 +1,12 @@
 #include "model/gguf/gguf_file.h"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <mutex>
 #include <utility>
 
 #include "tokenizer/unicode.h"
@@ -397,6 +400,32 @@ const std::vector<std::string>& GgufFile::Strings(const std::string& key) const 
   if (!v.is_array() || v.elem_type != GgufType::kString)
     WrongType(path(), key, v, "an array of strings");
   return v.strings;
+}
+
+std::shared_ptr<const GgufFile> OpenGgufFile(const std::string& path) {
+  struct Identity {
+    dev_t dev;
+    ino_t ino;
+    off_t size;
+    int64_t mtime_ns;
+    bool operator==(const Identity& o) const {
+      return dev == o.dev && ino == o.ino && size == o.size && mtime_ns == o.mtime_ns;
+    }
+  };
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::make_shared<const GgufFile>(path);  // names why
+  const Identity id{st.st_dev, st.st_ino, st.st_size,
+                    int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec};
+  static std::mutex mu;
+  static std::string last_path;
+  static Identity last_id{};
+  static std::shared_ptr<const GgufFile> last;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (last != nullptr && last_path == path && last_id == id) return last;
+  last = std::make_shared<const GgufFile>(path);
+  last_path = path;
+  last_id = id;
+  return last;
 }
 
 }  // namespace wc

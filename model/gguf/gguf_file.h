@@ -138,4 +138,11 @@ class GgufFile {
   GgufContents contents_;
 };
 
+// `path` as a GgufFile, mapped and parsed once for the load that reads it several times (its
+// config, its tensors, its chat template): the same object again while the file at `path` is the
+// same one (device, inode, size and modification time), else a fresh one. The last file opened
+// stays mapped until another replaces it (its pages are the model's, held by its Checkpoint
+// anyway). Throws as GgufFile's constructor. Thread-safe.
+std::shared_ptr<const GgufFile> OpenGgufFile(const std::string& path);
+
 }  // namespace wc

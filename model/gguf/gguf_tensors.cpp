@@ -1,6 +1,7 @@
 #include "model/gguf/gguf_tensors.h"
 
 #include <cstring>
+#include <optional>
 #include <set>
 
 #include "model/tensor_table.h"
@@ -40,35 +41,8 @@ std::vector<uint8_t> QkvBlocksToGroups(const uint8_t* data, int64_t row_bytes, i
   return out;
 }
 
-namespace {
-
-// The engine's dtype of a GGML type it reads as stored.
-bool Readable(uint32_t type_id, DType* dtype) {
-  switch (static_cast<GgmlType>(type_id)) {
-    case GgmlType::kF32:
-      *dtype = DType::kF32;
-      return true;
-    case GgmlType::kF16:
-      *dtype = DType::kF16;
-      return true;
-    case GgmlType::kBF16:
-      *dtype = DType::kBF16;
-      return true;
-    default:
-      return false;
-  }
-}
-
-std::string GgmlShape(const std::vector<int64_t>& hf_shape) {
-  std::string s = "[";
-  for (size_t i = hf_shape.size(); i-- > 0;) s += Cat(hf_shape[i], i > 0 ? ", " : "");
-  return s + "]";
-}
-
-}  // namespace
-
 GgufTensors BindGgufTensors(const std::string& path, const ModelConfig& c) {
-  auto file = std::make_unique<GgufFile>(path);
+  std::shared_ptr<const GgufFile> file = OpenGgufFile(path);
   GgufTensors out = BindGgufTensors(*file, c);
   out.file = std::move(file);
   return out;
@@ -86,35 +60,35 @@ GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c) {
     std::vector<int64_t> hf_shape(t->ne.rbegin(), t->ne.rend());
     if (hf_shape != e.shape)
       throw Error(Cat(path, ": tensor '", e.gguf_name, "' is ", t->shape(), ", expected ",
-                      GgmlShape(e.shape)));
+                      ShapeString({e.shape.rbegin(), e.shape.rend()})));
     TensorInfo info;
     info.name = e.name;
     info.dtype_name = GgmlTypeName(t->type_id);
-    info.readable = Readable(t->type_id, &info.dtype);
-    if (!info.readable)
+    const std::optional<DType> dtype = DTypeNamed(info.dtype_name);
+    if (!dtype)
       throw Error(Cat(path, ": tensor '", e.gguf_name, "' is ", info.dtype_name,
                       "; wormchat reads F32, F16 and BF16 GGUF tensors"));
+    info.readable = true;
+    info.dtype = *dtype;
     info.shape = e.shape;
     info.data = t->data;
     info.n_bytes = t->n_bytes;
     info.file = path;
-    // Back into HF's row order where llama.cpp's converter changed it.
-    const int64_t row_bytes =
-        e.shape.size() == 2 ? e.shape[1] * DTypeSize(info.dtype) : DTypeSize(info.dtype);
+    // Back into HF's row order where llama.cpp's converter changed it (the table says where).
     const int64_t rows = e.shape[0];
-    const bool rope_rows = c.arch == Architecture::kLlama &&
-                           (e.role == TensorRole::kQ || e.role == TensorRole::kK ||
-                            e.role == TensorRole::kQBias || e.role == TensorRole::kKBias);
-    const bool qkv_blocks = c.arch == Architecture::kFalcon && e.role == TensorRole::kQkv &&
-                            c.qkv_layout() == QkvLayout::kGrouped && c.n_kv_heads > 1;
-    if (rope_rows) {
-      out.reordered.push_back(RopePairsToHalves(t->data, rows, row_bytes, c.head_dim()));
-      info.data = out.reordered.back().data();
-    } else if (qkv_blocks) {
-      out.reordered.push_back(
-          QkvBlocksToGroups(t->data, row_bytes, c.n_head, c.n_kv_heads, c.head_dim()));
-      info.data = out.reordered.back().data();
+    const int64_t row_bytes = static_cast<int64_t>(t->n_bytes) / rows;
+    switch (e.gguf_rows) {
+      case GgufRows::kAsHf:
+        break;
+      case GgufRows::kRopePairs:
+        out.reordered.push_back(RopePairsToHalves(t->data, rows, row_bytes, c.head_dim()));
+        break;
+      case GgufRows::kQkvBlocks:
+        out.reordered.push_back(
+            QkvBlocksToGroups(t->data, row_bytes, c.n_head, c.n_kv_heads, c.head_dim()));
+        break;
     }
+    if (e.gguf_rows != GgufRows::kAsHf) info.data = out.reordered.back().data();
     bound.insert(e.gguf_name);
     out.tensors.emplace(e.name, std::move(info));
   }

@@ -5,9 +5,9 @@
 // Row order: llama.cpp's converter permutes the Llama layout's q and k rows (weights and biases)
 // within each head from HF's rotate_half halves to the adjacent pairs its RoPE rotates (GGUF row
 // 2 i + j of a head is HF row j hd / 2 + i), and writes Falcon's fused QKV as all query heads,
-// then all K, then all V where HF groups them per KV head (docs/gguf.md section 4). Those tensors
-// are put back into HF's order in memory owned here; every other tensor is used in place from the
-// file's mapping.
+// then all K, then all V where HF groups them per KV head (docs/gguf.md section 4). The
+// architecture's table marks those tensors (TensorEntry::gguf_rows); they are put back into HF's
+// order in memory owned here, and every other tensor is used in place from the file's mapping.
 #pragma once
 
 #include <cstdint>
@@ -23,7 +23,7 @@
 namespace wc {
 
 struct GgufTensors {
-  std::unique_ptr<GgufFile> file;
+  std::shared_ptr<const GgufFile> file;       // OpenGgufFile's, or null (the caller holds it)
   std::map<std::string, TensorInfo> tensors;  // by HF name; data in `file` or `reordered`
   std::vector<std::vector<uint8_t>> reordered;
 };

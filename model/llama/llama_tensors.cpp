@@ -7,6 +7,8 @@ namespace wc::llama {
 
 std::vector<TensorEntry> Tensors(const ModelConfig& c) {
   using R = TensorRole;
+  // llama.cpp's converter interleaves q and k rows for its RoPE (docs/gguf.md section 4).
+  constexpr GgufRows kPairs = GgufRows::kRopePairs;
   const int64_t h = c.hidden_size, ffn = c.ffn_hidden_size, hd = c.head_dim();
   const int64_t q = c.n_head * hd, kv = c.n_kv_heads * hd;
   std::vector<TensorEntry> t;
@@ -21,13 +23,13 @@ std::vector<TensorEntry> Tensors(const ModelConfig& c) {
     t.push_back(
         {R::kMlpNorm, l, p + "post_attention_layernorm.weight", {h}, g + "ffn_norm.weight"});
     const std::string a = p + "self_attn.";
-    t.push_back({R::kQ, l, a + "q_proj.weight", {q, h}, g + "attn_q.weight"});
-    t.push_back({R::kK, l, a + "k_proj.weight", {kv, h}, g + "attn_k.weight"});
+    t.push_back({R::kQ, l, a + "q_proj.weight", {q, h}, g + "attn_q.weight", kPairs});
+    t.push_back({R::kK, l, a + "k_proj.weight", {kv, h}, g + "attn_k.weight", kPairs});
     t.push_back({R::kV, l, a + "v_proj.weight", {kv, h}, g + "attn_v.weight"});
     t.push_back({R::kAttnOut, l, a + "o_proj.weight", {h, q}, g + "attn_output.weight"});
     if (c.attention_bias) {
-      t.push_back({R::kQBias, l, a + "q_proj.bias", {q}, g + "attn_q.bias"});
-      t.push_back({R::kKBias, l, a + "k_proj.bias", {kv}, g + "attn_k.bias"});
+      t.push_back({R::kQBias, l, a + "q_proj.bias", {q}, g + "attn_q.bias", kPairs});
+      t.push_back({R::kKBias, l, a + "k_proj.bias", {kv}, g + "attn_k.bias", kPairs});
       t.push_back({R::kVBias, l, a + "v_proj.bias", {kv}, g + "attn_v.bias"});
       t.push_back({R::kAttnOutBias, l, a + "o_proj.bias", {h}, g + "attn_output.bias"});
     }
