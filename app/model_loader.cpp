@@ -15,6 +15,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kvcache/kv_scales.h"
 #include "model/fingerprint.h"
+#include "model/model_tokenizer.h"
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -104,7 +105,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
     return m;
   }
   if (need_tokenizer) {
-    m.tokenizer = Tokenizer::FromModelDir(m.dir);
+    m.tokenizer = LoadModelTokenizer(m.dir);
     if (m.tokenizer->piece_count() > m.model->config().vocab_size)
       throw Error(Cat(m.tokenizer->path(), " has ", m.tokenizer->piece_count(),
                       " pieces but config.json's vocab_size is ", m.model->config().vocab_size,

@@ -1,6 +1,7 @@
 #include "app/speculation.h"
 
 #include "kvcache/kv_cache.h"
+#include "model/model_tokenizer.h"
 #include "serving/draft_proposer.h"
 #include "tokenizer/tokenizer_match.h"
 #include "util/error.h"
@@ -48,7 +49,7 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
     ModelOptions mo;
     mo.matmul_precision = ParseMatmulPrecision(target_options.matmul_precision);
     draft = DecoderModel::Load(s.draft_model, mo);
-    draft_tokenizer = Tokenizer::FromModelDir(s.draft_model);
+    draft_tokenizer = LoadModelTokenizer(s.draft_model);
   } catch (const Error& e) {
     throw Error(Cat(flag, ": ", e.what()));
   }
@@ -56,7 +57,7 @@ void LoadDraftModel(SpeculationOptions& s, const ModelRunOptions& target_options
   const Tokenizer* target_tok = target_options.ids ? nullptr : target.tokenizer.get();
   if (target_tok == nullptr) {
     try {
-      target_tokenizer = Tokenizer::FromModelDir(target.dir);
+      target_tokenizer = LoadModelTokenizer(target.dir);
     } catch (const Error& e) {
       throw Error(Cat(flag, ": the model's tokenizer, to compare with: ", e.what()));
     }

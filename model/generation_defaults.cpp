@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "tokenizer/tokenizer.h"
+#include "model/model_tokenizer.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -78,7 +78,7 @@ GenerationDefaults ReadGenerationDefaults(const std::string& dir, bool need_bos,
     auto resolve = [&](const char* key, std::optional<int>* id, std::string* source) {
       const auto token = TokenKey(*j, key, path);
       if (!token) return;
-      if (!tok) tok = Tokenizer::FromModelDir(dir);
+      if (!tok) tok = LoadModelTokenizer(dir);
       const int found = tok->TokenId(*token);
       if (found < 0)
         throw Error(Cat(path, ": key '", key, "' names \"", Printable(*token, 40), "\", which ",

@@ -30,8 +30,9 @@ struct GenerationDefaults {
 };
 
 // Reads the files in `model_dir`. Token names are resolved only when needed (`need_bos` /
-// `need_eos`: config.json has no id), through Tokenizer::FromModelDir. Throws wc::Error naming
-// the file and key for a malformed file, or a token name the tokenizer does not know.
+// `need_eos`: config.json has no id), through LoadModelTokenizer (model/model_tokenizer.h). Throws
+// wc::Error naming the file and key for a malformed file, or a token name the tokenizer does not
+// know.
 GenerationDefaults ReadGenerationDefaults(const std::string& model_dir, bool need_bos,
                                           bool need_eos);
 

@@ -97,7 +97,7 @@ std::vector<int> Conversation::FrameFrom(size_t first, const std::string& next_u
   const std::vector<int> user =
       format_.EncodeUserTurn(tokenizer_, next_user, first < state_.turns.size());
   ids.insert(ids.end(), user.begin(), user.end());
-  return ids;
+  return OpenWithModelBos(tokenizer_, std::move(ids));
 }
 
 RequestId Conversation::Send(const std::string& user, std::shared_ptr<RequestObserver> observer) {

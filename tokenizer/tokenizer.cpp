@@ -8,10 +8,9 @@
 namespace wc {
 
 std::unique_ptr<Tokenizer> Tokenizer::FromModelDir(const std::string& dir) {
-  if (!DirExists(dir) && FileExists(dir))  // a GGUF model (model/gguf/): its vocabulary's keys
-    throw Error(Cat(dir,
-                    ": the tokenizer inside a GGUF file is not read yet (issue 52); run on token "
-                    "ids: --ids of generate, logits, chat, batch and transcript record"));
+  if (!DirExists(dir) && FileExists(dir))  // a GGUF file's vocabulary: model/model_tokenizer.h
+    throw Error(
+        Cat(dir, ": a file, not a model directory holding tokenizer.model or tokenizer.json"));
   const std::string sp_path = JoinPath(dir, "tokenizer.model");
   const std::string sp_problem = FileProblem(sp_path);
   if (sp_problem.empty()) return std::make_unique<SentencePieceTokenizer>(sp_path);

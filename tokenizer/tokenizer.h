@@ -1,7 +1,8 @@
 // What text input and output need of a tokenizer: text to ids, and the bytes each id adds to a
-// stream. Two kinds: SentencePieceTokenizer (DIR/tokenizer.model,
-// tokenizer/sentencepiece_tokenizer.h) and IdsTokenizer (tokenizer/ids_tokenizer.h: "text" that is
-// token ids written out, for `--ids`).
+// stream. The kinds: SentencePieceTokenizer (DIR/tokenizer.model,
+// tokenizer/sentencepiece_tokenizer.h), HfTokenizer (DIR/tokenizer.json), GgufTokenizer (a GGUF
+// file's vocabulary, tokenizer/gguf_tokenizer.h) and IdsTokenizer (tokenizer/ids_tokenizer.h:
+// "text" that is token ids written out, for `--ids`).
 #pragma once
 
 #include <memory>
@@ -34,6 +35,10 @@ class Tokenizer {
   // The tokenizer's own BOS and EOS ids, or -1 when it defines none.
   virtual int bos_id() const = 0;
   virtual int eos_id() const = 0;
+  // Whether the model's own runtime opens every prompt with bos_id(): a GGUF vocabulary's
+  // add_bos_token as llama.cpp reads it (tokenizer/gguf_tokenizer.h). False for the others, whose
+  // BOS the chat format decides.
+  virtual bool adds_bos() const { return false; }
   // The id of the token spelled `piece` (as the tokenizer's own files write it, e.g. "<s>",
   // "<|endoftext|>"), or -1.
   virtual int TokenId(const std::string& piece) const = 0;

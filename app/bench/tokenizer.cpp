@@ -11,7 +11,7 @@
 
 #include "app/bench/bounds.h"
 #include "app/model_options.h"
-#include "tokenizer/tokenizer.h"
+#include "model/model_tokenizer.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -28,7 +28,7 @@ struct BenchTokenizerOptions {
 
 void RunBenchTokenizer(const BenchTokenizerOptions& o) {
   const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
-  const auto tok = Tokenizer::FromModelDir(dir);
+  const auto tok = LoadModelTokenizer(dir);
   const std::string text = ReadTextFile(o.text_path);
   if (text.empty()) throw Error(Cat(o.text_path, ": empty; nothing to encode"));
   // The text is encoded line by line, as a corpus is (and as HF's reference script does): one

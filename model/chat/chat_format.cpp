@@ -96,18 +96,25 @@ std::vector<int> ChatFormat::EncodeSystem(const Tokenizer& tok, const std::strin
 
 namespace wc {
 
+std::vector<int> OpenWithModelBos(const Tokenizer& tok, std::vector<int> ids) {
+  if (tok.adds_bos() && tok.bos_id() >= 0 && (ids.empty() || ids.front() != tok.bos_id()))
+    ids.insert(ids.begin(), tok.bos_id());
+  return ids;
+}
+
 std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatFormat>& format,
                               const std::string& text, bool raw, int bos_token_id) {
   if (format && !raw && format->chat_template) {
     format->CheckUsable();
-    return tok.Encode(format->chat_template->Render({{ChatMessage::Role::kUser, text}}, true));
+    return OpenWithModelBos(
+        tok, tok.Encode(format->chat_template->Render({{ChatMessage::Role::kUser, text}}, true)));
   }
   std::vector<int> ids;
   if (format && format->add_bos) ids.push_back(bos_token_id);
   const std::vector<int> body =
       format && !raw ? format->EncodeUserTurn(tok, text) : tok.Encode(text);
   ids.insert(ids.end(), body.begin(), body.end());
-  return ids;
+  return OpenWithModelBos(tok, std::move(ids));
 }
 
 }  // namespace wc
@@ -137,10 +144,11 @@ std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFo
   if (!format) {
     if (messages.size() != 1 || messages[0].role != ChatMessage::Role::kUser)
       throw Error("the model has no chat_format.json, so only a single user message can be framed");
-    return tok.Encode(messages[0].content);
+    return OpenWithModelBos(tok, tok.Encode(messages[0].content));
   }
   format->CheckUsable();
-  if (format->chat_template) return tok.Encode(format->chat_template->Render(messages, true));
+  if (format->chat_template)
+    return OpenWithModelBos(tok, tok.Encode(format->chat_template->Render(messages, true)));
   std::vector<int> ids;
   if (format->add_bos) ids.push_back(bos_token_id);
   bool after_reply = false;
@@ -161,7 +169,7 @@ std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFo
     ids.insert(ids.end(), part.begin(), part.end());
     after_reply = msg.role == ChatMessage::Role::kAssistant;
   }
-  return ids;
+  return OpenWithModelBos(tok, std::move(ids));
 }
 
 }  // namespace wc

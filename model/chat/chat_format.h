@@ -74,8 +74,14 @@ struct ChatFormat {
 
 namespace wc {
 
+// `ids` opened with the tokenizer's BOS when the model's runtime adds one to every prompt
+// (Tokenizer::adds_bos: a GGUF vocabulary's add_bos_token, as llama.cpp honours it) and they do
+// not start with it already; else `ids`.
+std::vector<int> OpenWithModelBos(const Tokenizer& tok, std::vector<int> ids);
+
 // The token ids `generate` and `logits --prompt` feed for a prompt: [bos if the chat format adds
-// one] + the prompt framed as one user turn (or, with `raw` or no chat_format.json, as it is).
+// one] + the prompt framed as one user turn (or, with `raw` or no chat_format.json, as it is);
+// then OpenWithModelBos.
 std::vector<int> EncodePrompt(const Tokenizer& tok, const std::optional<ChatFormat>& format,
                               const std::string& text, bool raw, int bos_token_id);
 
@@ -108,6 +114,7 @@ struct ChatMessage {
 //   user       EncodeUserTurn(content, after an assistant message), which cues the reply
 //   assistant  Encode(content) + [eos if eos_ends_turn]
 // A single user message gives exactly EncodePrompt(tok, format, content, /*raw=*/false, bos).
+// The ids are then OpenWithModelBos's.
 // Without a chat format only a single user message can be framed (as EncodePrompt does: as it is);
 // anything else throws wc::Error.
 std::vector<int> EncodeMessages(const Tokenizer& tok, const std::optional<ChatFormat>& format,
