@@ -191,6 +191,16 @@ put("gguf", "v2_align64.gguf", gguf([("general.alignment", 4, 64)] + LLAMA_KEYS[
                                     [("a", 0, [4], bytes(16)), ("b", 14, [256], bytes(210))],
                                     version=2, alignment=64))
 put("gguf", "empty.gguf", gguf([], []))
+# A vocabulary alone (model/gguf/gguf_vocab.h, tokenizer/gguf_tokenizer.h): SPM with scores, a
+# control and a user-defined token and byte pieces.
+put("gguf", "vocab_spm.gguf", gguf([
+    ("general.architecture", 8, "falcon"), ("tokenizer.ggml.model", 8, "llama"),
+    ("tokenizer.ggml.tokens", 9, (8, ["<unk>", "<s>", "</s>", "<|endoftext|>", "<ud>",
+                                      "\u2581", "a", "b", "ab", "\u2581a"] +
+                                     [f"<0x{b:02X}>" for b in range(256)])),
+    ("tokenizer.ggml.scores", 9, (6, [0.0] * 5 + [-1.0, -2.0, -2.0, -0.5, -0.25] + [0.0] * 256)),
+    ("tokenizer.ggml.token_type", 9, (5, [2, 3, 3, 3, 4] + [1] * 5 + [6] * 256)),
+    ("tokenizer.ggml.bos_token_id", 4, 1), ("tokenizer.ggml.eos_token_id", 4, 2)], []))
 
 def f32s(n, seed):
     return b"".join(struct.pack("<f", ((i * 7 + seed) % 13 - 6) / 8.0) for i in range(n))

@@ -2,7 +2,8 @@
 """Converts a wormchat / Hugging Face Falcon or Llama checkpoint to GGUF for llama.cpp, keeping
 its dtype.
 
-    PYTHONPATH=LLAMA_CPP/gguf-py /usr/bin/python3 tools/python/to_gguf.py MODEL_DIR OUT.gguf
+    PYTHONPATH=LLAMA_CPP/gguf-py /usr/bin/python3 tools/python/to_gguf.py MODEL_DIR OUT.gguf \
+        [--tokenizer tokenizer.model|tokenizer.json] [--pre NAME]
 
 MODEL_DIR holds config.json, model.safetensors (one file; HF or RW-era key names) and, if present,
 tokenizer.model (sentencepiece) and chat_format.json. Weights are written in the checkpoint's own
@@ -12,7 +13,9 @@ per-KV-group order (G query heads, then K, then V, per group) to llama.cpp's (al
 V), as llama.cpp's own converter does.
 
 The vocabulary is the sentencepiece model's pieces (llama.cpp's "llama" SPM tokenizer, so text
-tokenizes as wormchat's does); ids past the tokenizer (a model vocabulary larger than it), or all
+tokenizes as wormchat's does); --tokenizer takes that file from elsewhere, or a Hugging Face
+byte-level BPE tokenizer.json, written as llama.cpp's "gpt2" vocabulary with pre-tokenizer --pre
+(default "falcon") as convert_hf_to_gguf.py writes one (add_bpe_vocab); ids past the tokenizer (a model vocabulary larger than it), or all
 of them for a model without tokenizer.model, get padding pieces "[PADn]" of type NORMAL, so
 llama.cpp prints them and a random checkpoint's greedy tokens can be compared as text (no text
 tokenizes into them).
@@ -206,9 +209,68 @@ def weight_dtype(tensors, suffix):
     return wdtype, qtype, ftype
 
 
-def add_vocab(w, model_dir, vocab, bos, eos):
-    """The sentencepiece pieces as llama.cpp's "llama" (SPM) vocabulary, padded to vocab."""
-    tok_path = os.path.join(model_dir, "tokenizer.model")
+def looks_special(text):
+    """convert_hf_to_gguf.py's does_token_look_special: control-looking added tokens."""
+    return (text.startswith("<|") and text.endswith("|>")) or \
+        (text.startswith("<\uff5c") and text.endswith("\uff5c>")) or \
+        text in ("<pad>", "<mask>", "<2mass>", "[@BOS@]") or \
+        (text.startswith("<unused") and text.endswith(">"))
+
+
+def add_bpe_vocab(w, tokenizer_json, vocab, pre, add_bos, bos=None, eos=None):
+    """A Hugging Face byte-level BPE tokenizer.json as llama.cpp's "gpt2" vocabulary, written as
+    convert_hf_to_gguf.py writes one (get_vocab_base + _set_vocab_gpt2): tokens by id, added
+    tokens CONTROL when special or control-looking else USER_DEFINED, ids the tokenizer lacks (up
+    to vocab, None: its size) "[PADi]" UNUSED, merges as "a b" strings, pre-tokenizer `pre`. The
+    BOS/EOS ids default to <|endoftext|> when the tokenizer has it."""
+    with open(tokenizer_json, encoding="utf-8") as f:
+        tj = json.load(f)
+    ids = dict(tj["model"]["vocab"])
+    added = {t["id"]: t for t in tj.get("added_tokens", [])}
+    for t in added.values():
+        ids[t["content"]] = t["id"]
+    n = max(ids.values()) + 1 if vocab is None else vocab
+    if max(ids.values()) >= n:
+        fail(f"{tokenizer_json}: ids up to {max(ids.values())}, more than vocab_size {n}")
+    by_id = {i: t for t, i in ids.items()}
+    tokens, types = [], []
+    for i in range(n):
+        if i not in by_id:
+            tokens.append(f"[PAD{i}]")
+            types.append(5)
+        elif i in added:
+            t = added[i]
+            tokens.append(by_id[i])
+            types.append(3 if t.get("special") or looks_special(t["content"]) else 4)
+        else:
+            tokens.append(by_id[i])
+            types.append(1)
+    merges = [m if isinstance(m, str) else " ".join(p.replace(" ", "\u0120") for p in m)
+              for m in tj["model"]["merges"]]
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre(pre)
+    w.add_token_list(tokens)
+    w.add_token_types(types)
+    w.add_token_merges(merges)
+    eot = ids.get("<|endoftext|>")
+    bos = eot if bos is None else bos
+    eos = eot if eos is None else eos
+    if bos is not None:
+        w.add_bos_token_id(int(bos))
+    if eos is not None:
+        w.add_eos_token_id(int(eos))
+    if add_bos is not None:
+        w.add_add_bos_token(bool(add_bos))
+    return len(tokens)
+
+
+def add_vocab(w, model_dir, vocab, bos, eos, tokenizer=None, pre="falcon"):
+    """The sentencepiece pieces as llama.cpp's "llama" (SPM) vocabulary, padded to vocab; or, with
+    `tokenizer` a tokenizer.json, that as a "gpt2" vocabulary (add_bpe_vocab)."""
+    if tokenizer is not None and tokenizer.endswith(".json"):
+        add_bpe_vocab(w, tokenizer, vocab, pre, add_bos=False)
+        return
+    tok_path = tokenizer or os.path.join(model_dir, "tokenizer.model")
     pieces = sentencepiece_pieces(tok_path) if os.path.exists(tok_path) else []
     if len(pieces) > vocab:
         fail(f"{tok_path}: {len(pieces)} pieces, more than vocab_size {vocab}")
@@ -341,7 +403,8 @@ def convert_llama(model_dir, out):
     if c.rope_type == "linear":
         w.add_rope_scaling_type(gguf.RopeScalingType.LINEAR)
         w.add_rope_scaling_factor(c.rope_factor)
-    add_vocab(w, model_dir, c.vocab_size, c.bos_token_id, c.eos_token_id)
+    add_vocab(w, model_dir, c.vocab_size, c.bos_token_id, c.eos_token_id, TOKENIZER["path"],
+              TOKENIZER["pre"])
 
     t = TensorSink(w, tensors, wdtype, qtype)
 
@@ -398,7 +461,7 @@ def convert_falcon(model_dir, out):
     w.add_rope_freq_base(c["theta"])
     w.add_file_type(ftype)
 
-    add_vocab(w, model_dir, c["vocab"], c["bos"], c["eos"])
+    add_vocab(w, model_dir, c["vocab"], c["bos"], c["eos"], TOKENIZER["path"], TOKENIZER["pre"])
 
     t = TensorSink(w, tensors, wdtype, qtype)
     t.add("token_embd.weight", t.weight("transformer.word_embeddings.weight"), True)
@@ -424,10 +487,18 @@ def convert_falcon(model_dir, out):
     finish(w, out, wdtype, c["n_layer"], c["vocab"], "falcon")
 
 
+TOKENIZER = {"path": None, "pre": "falcon"}
+
+
 def main():
-    if len(sys.argv) != 3:
-        fail("usage: to_gguf.py MODEL_DIR OUT.gguf")
-    model_dir, out = sys.argv[1], sys.argv[2]
+    args = sys.argv[1:]
+    while len(args) > 2 and args[-2] in ("--tokenizer", "--pre"):
+        TOKENIZER["path" if args[-2] == "--tokenizer" else "pre"] = args[-1]
+        args = args[:-2]
+    if len(args) != 2:
+        fail("usage: to_gguf.py MODEL_DIR OUT.gguf [--tokenizer tokenizer.model|tokenizer.json] "
+             "[--pre NAME]")
+    model_dir, out = args
     _, d = load_config_json(model_dir)
     if is_llama(d):
         convert_llama(model_dir, out)
