@@ -15,9 +15,20 @@ Checkpoint::~Checkpoint() = default;
 
 std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& path, const ModelConfig& c) {
   if (!IsGgufModel(path)) return Open(path);
+  return OpenGgufAs(path, c, /*keep_quantized=*/false);
+}
+
+std::unique_ptr<Checkpoint> Checkpoint::OpenStored(const std::string& path, const ModelConfig& c) {
+  if (!IsGgufModel(path)) return Open(path);
+  return OpenGgufAs(path, c, /*keep_quantized=*/true);
+}
+
+std::unique_ptr<Checkpoint> Checkpoint::OpenGgufAs(const std::string& path, const ModelConfig& c,
+                                                   bool keep_quantized) {
   auto ck = std::make_unique<Checkpoint>();
   ck->source_ = path;
-  ck->gguf_ = std::make_unique<GgufTensors>(BindGgufTensors(path, c));
+  ck->gguf_ = std::make_unique<GgufTensors>(
+      BindGgufTensors(path, c, keep_quantized ? GgufQuantized::kKeep : GgufQuantized::kRefuse));
   for (const auto& [name, info] : ck->gguf_->tensors) ck->index_[name] = &info;
   return ck;
 }

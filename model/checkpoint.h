@@ -24,7 +24,13 @@ class Checkpoint {
   static std::unique_ptr<Checkpoint> Open(const std::string& model_dir);
   // `path` a model directory (as above) or a GGUF file (IsGgufModel): its tensors bound to `c`'s
   // table (model/gguf/gguf_tensors.h; c is ConfigFromGguf's of the same file).
+  // Throws wc::Error naming the first quantized GGUF tensor (their GEMM is a later slice of issue
+  // 52) and how to convert the file.
   static std::unique_ptr<Checkpoint> Open(const std::string& path, const ModelConfig& c);
+  // As Open, to read what is stored rather than run it (info, convert): a GGUF file's quantized
+  // tensors of a type wormchat dequantizes are bound with readable = false and dtype_name "Q4_K"
+  // (their blocks, in HF row order: model/gguf/gguf_tensors.h's GgufQuantized::kKeep).
+  static std::unique_ptr<Checkpoint> OpenStored(const std::string& path, const ModelConfig& c);
   Checkpoint();
   ~Checkpoint();
 
@@ -44,6 +50,8 @@ class Checkpoint {
   const std::string& source() const { return source_; }
 
  private:
+  static std::unique_ptr<Checkpoint> OpenGgufAs(const std::string& path, const ModelConfig& c,
+                                                bool keep_quantized);
   std::string source_;  // file name used in messages
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*> index_;

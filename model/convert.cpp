@@ -16,7 +16,9 @@
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"
+#include "model/gguf/ggml_types.h"
 #include "model/gguf/gguf_config.h"
+#include "model/gguf/gguf_file.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/json_file.h"
@@ -120,37 +122,82 @@ void CheckOut(const std::string& model_dir, const std::string& out_dir) {
     throw Error(Cat("--out ", out_dir, " exists and is not empty; choose a new directory"));
 }
 
+// A GGUF file's tokenizer.chat_template (and its bos / eos tokens' text) as the
+// tokenizer_config.json a checkpoint directory keeps it in; nothing without one. The vocabulary
+// (tokenizer.ggml.*) is not written: no tokenizer file format of a directory holds it as it is.
+void WriteGgufChatTemplate(const std::string& path, const std::string& dir) {
+  const std::shared_ptr<const GgufFile> file = OpenGgufFile(path);
+  const GgufFile& g = *file;
+  if (g.Find("tokenizer.chat_template") == nullptr) return;
+  nlohmann::json j = {{"chat_template", g.String("tokenizer.chat_template")}};
+  if (g.Find("tokenizer.ggml.tokens") != nullptr)
+    for (const char* id : {"bos", "eos"}) {
+      const std::string key = Cat("tokenizer.ggml.", id, "_token_id");
+      const std::vector<std::string>& tokens = g.Strings("tokenizer.ggml.tokens");
+      if (g.Find(key) == nullptr) continue;
+      const int64_t i = g.Int(key);
+      if (i >= 0 && i < static_cast<int64_t>(tokens.size()))
+        j[Cat(id, "_token")] = tokens[static_cast<size_t>(i)];
+    }
+  const std::string out = JoinPath(dir, "tokenizer_config.json");
+  std::ofstream f(out, std::ios::binary);
+  f << j.dump(2) << "\n";
+  if (!f) throw Error(Cat(out, ": cannot write"));
+}
+
 }  // namespace
 
 ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string& out_dir,
-                                 const WeightSpec& spec, const ConvertProgress& progress) {
-  if (IsGgufModel(model_dir))
-    throw Error(Cat(model_dir,
-                    ": convert reads a checkpoint directory; converting a GGUF file is not built "
-                    "yet (issue 52: it runs as it is with --model)"));
+                                 const WeightSpec& spec, const ConvertProgress& progress,
+                                 bool allow_requantize) {
+  const bool gguf = IsGgufModel(model_dir);
   CheckOut(model_dir, out_dir);
   const ModelConfig c = LoadConfig(model_dir);
   const std::string config_path = JoinPath(model_dir, "config.json");
-  nlohmann::json config = ReadJsonFile(config_path);
-  const std::optional<WeightSpec> stored = StoredWeightFormats(config, config_path);
+  nlohmann::json config =
+      gguf ? ConfigJsonFromGguf(*OpenGgufFile(model_dir)) : ReadJsonFile(config_path);
+  const std::optional<WeightSpec> stored =
+      gguf ? std::nullopt : StoredWeightFormats(config, config_path);
   if (stored && stored->any_bfp())
     throw Error(Cat(model_dir, " is already in block float (", kStoredWeightsKey, " ",
                     stored->ToString(),
                     "); converting it again would round twice: convert the "
                     "original checkpoint"));
-  const auto ck = Checkpoint::Open(model_dir);
+  // A GGUF file's quantized tensors are read as stored and dequantized one at a time as written.
+  const auto ck = Checkpoint::OpenStored(model_dir, c);
   for (const auto& [key, value] : ck->metadata())
     if (key.size() > 7 && key.compare(key.size() - 7, 7, ".format") == 0 &&
         ck->Has(key.substr(0, key.size() - 7)))
       throw Error(Cat(ck->source(), ": tensor '", key.substr(0, key.size() - 7),
                       "' is already in block float (", Printable(value),
                       "); converting it again would round twice: convert the original checkpoint"));
+  // Each quantized tensor's stand-in: an F32 tensor whose data is set while it is written.
+  std::map<std::string, std::unique_ptr<TensorInfo>> f32_of;
+  for (const std::string& name : ck->names()) {
+    const TensorInfo& t = ck->Raw(name);
+    if (t.readable || FindGgmlTypeNamed(t.dtype_name) == nullptr) continue;
+    auto f = std::make_unique<TensorInfo>(t);
+    f->dtype_name = "F32";
+    f->dtype = DType::kF32;
+    f->readable = true;
+    f->data = nullptr;
+    f->n_bytes = static_cast<size_t>(t.numel()) * 4;
+    f32_of.emplace(name, std::move(f));
+  }
+  // The tensor as written: a quantized one's F32 stand-in, any other as stored.
+  auto source = [&](const std::string& name) -> const TensorInfo& {
+    const auto it = f32_of.find(name);
+    return it != f32_of.end() ? *it->second : ck->Raw(name);
+  };
+  auto get = [&](const std::string& name, const std::vector<int64_t>& shape) -> const TensorInfo& {
+    return f32_of.count(name) ? source(name) : ck->Get(name, shape);
+  };
 
   // Each group's format, from its first matrix's dtype (shapes checked against config.json).
   const int64_t h = c.hidden_size;
   const std::vector<TensorEntry> table = ModelTensors(c);
   const TensorEntry& embd = table.front();  // the table starts with the embeddings
-  const TensorInfo& emb = ck->Get(embd.name, embd.shape);
+  const TensorInfo& emb = get(embd.name, embd.shape);
   const std::map<std::string, WeightGroup> groups = MatrixGroups(c);
   std::string lm_head_name;  // the untied LM head's name
   for (const auto& [name, g] : groups)
@@ -164,10 +211,11 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
   };
   const TensorEntry& attn0 = first(WeightGroup::kAttn);
   const TensorEntry& mlp0 = first(WeightGroup::kMlp);
-  const DType group_dtype[3] = {ck->Get(attn0.name, attn0.shape).dtype,
-                                ck->Get(mlp0.name, mlp0.shape).dtype,
-                                tied ? emb.dtype : ck->Get(lm_head_name, {c.vocab_size, h}).dtype};
+  const DType group_dtype[3] = {get(attn0.name, attn0.shape).dtype,
+                                get(mlp0.name, mlp0.shape).dtype,
+                                tied ? emb.dtype : get(lm_head_name, {c.vocab_size, h}).dtype};
   ConvertSummary summary;
+  summary.from_gguf = gguf;
   for (WeightGroup g : kWeightGroups) {
     const WeightFormat f = spec.Resolve(g, group_dtype[static_cast<int>(g)]);
     (g == WeightGroup::kAttn  ? summary.stored.attn
@@ -176,27 +224,60 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
   }
   summary.lm_head_split = tied && *summary.stored.lm_head != FormatOfDType(emb.dtype);
 
+  // A quantized matrix written in anything but f32 is rounded a second time.
+  auto check_requantize = [&](const std::string& name, WeightFormat f) {
+    if (!f32_of.count(name) || f == WeightFormat::kF32) return;
+    summary.requantized = true;
+    if (!allow_requantize)
+      throw Error(Cat(model_dir, ": tensor '", name, "' is ", ck->Raw(name).dtype_name,
+                      "; writing it as ", WeightFormatName(f),
+                      " rounds it twice (dequantized, then rounded again): --weights f32 is "
+                      "exact, or pass --allow-requantize"));
+  };
   std::map<std::string, std::string> metadata;
   std::vector<TensorToWrite> tensors;
+  std::vector<std::string> from;  // the source tensor of each of `tensors`
   for (const std::string& name : ck->names()) {
-    const TensorInfo& t = ck->Raw(name);
+    const TensorInfo& t = source(name);
     const auto g = groups.find(name);
-    if (g != groups.end() && t.readable && t.shape.size() == 2)
-      tensors.push_back(MatrixIn(name, t, spec.Resolve(g->second, t.dtype), metadata));
-    else
+    if (g != groups.end() && t.readable && t.shape.size() == 2) {
+      const WeightFormat f = spec.Resolve(g->second, t.dtype);
+      check_requantize(name, f);
+      tensors.push_back(MatrixIn(name, t, f, metadata));
+    } else {
       tensors.push_back(Unchanged(t));
+    }
+    from.push_back(name);
   }
-  if (summary.lm_head_split)
+  if (summary.lm_head_split) {
+    check_requantize(embd.name, *summary.stored.lm_head);
     tensors.push_back(MatrixIn(lm_head_name, emb, *summary.stored.lm_head, metadata));
+    from.push_back(embd.name);
+  }
+  // A quantized source's values exist only while its tensor is written.
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto it = f32_of.find(from[i]);
+    if (it == f32_of.end()) continue;
+    TensorInfo* f32 = it->second.get();
+    const TensorInfo* q = &ck->Raw(from[i]);
+    tensors[i].fill = [fill = std::move(tensors[i].fill), f32, q](uint8_t* out) {
+      const int64_t row_len = q->shape.back();
+      const std::vector<float> values =
+          DequantizeRows(*FindGgmlTypeNamed(q->dtype_name), q->data, q->numel() / row_len, row_len);
+      f32->data = reinterpret_cast<const uint8_t*>(values.data());
+      fill(out);
+      f32->data = nullptr;
+    };
+  }
   int64_t total = 0;
   for (const std::string& name : ck->names()) total += static_cast<int64_t>(ck->Raw(name).n_bytes);
-  if (summary.lm_head_split) total += static_cast<int64_t>(emb.n_bytes);
+  if (summary.lm_head_split) total += static_cast<int64_t>(ck->Raw(embd.name).n_bytes);
   summary.bytes_in = total;
   int64_t done = 0;
   for (TensorToWrite& w : tensors) {
     summary.bytes_out += w.bytes();
     const int64_t in_bytes = w.name == lm_head_name && summary.lm_head_split
-                                 ? static_cast<int64_t>(emb.n_bytes)
+                                 ? static_cast<int64_t>(ck->Raw(embd.name).n_bytes)
                                  : static_cast<int64_t>(ck->Raw(w.name).n_bytes);
     w.fill = [fill = std::move(w.fill), in_bytes, total, &done, &progress](uint8_t* out) {
       fill(out);
@@ -220,11 +301,13 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
     throw Error(Cat("--out ", out_dir, ": cannot create ", partial, ": ", ec.message()));
   try {
     if (progress) progress(0, total);
-    for (const auto& entry : fs::directory_iterator(model_dir)) {
+    if (gguf) WriteGgufChatTemplate(model_dir, partial);
+    // A directory's other files (tokenizer, chat format, generation config, ...) copied.
+    for (const auto& entry : fs::directory_iterator(gguf ? partial : model_dir)) {
       const std::string file = entry.path().filename().string();
       const bool weights = file == "config.json" || file == "model.safetensors.index.json" ||
                            (file.size() > 12 && file.substr(file.size() - 12) == ".safetensors");
-      if (weights || !entry.is_regular_file()) continue;
+      if (gguf || weights || !entry.is_regular_file()) continue;
       fs::copy_file(entry.path(), JoinPath(partial, file));
     }
     {

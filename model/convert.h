@@ -32,6 +32,8 @@ using ConvertProgress = std::function<void(int64_t done, int64_t total)>;
 struct ConvertSummary {
   WeightSpec stored;                    // every group's format in the output
   bool lm_head_split = false;           // a tied head written as its own lm_head.weight
+  bool from_gguf = false;               // the source was a GGUF file (its tokenizer not written)
+  bool requantized = false;             // a quantized GGUF matrix written rounded again
   int64_t bytes_in = 0, bytes_out = 0;  // the safetensors tensors' bytes
 };
 
@@ -39,7 +41,17 @@ struct ConvertSummary {
 // --out for an out_dir that exists and is not an empty directory or is model_dir itself, MODEL_DIR
 // for a checkpoint already in block float (any group: no double rounding), and the tensor for a
 // weight the packer refuses (not finite).
+//
+// A GGUF source (IsGgufModel): its tensors under their HF names in HF row order
+// (model/gguf/gguf_tensors.h), config.json from its keys (ConfigJsonFromGguf), its
+// tokenizer.chat_template as tokenizer_config.json; its vocabulary is not written (the directory
+// needs a tokenizer beside it, or --ids). A quantized tensor (Q8_0, Q4_K, ...) is dequantized
+// exactly to f32 (model/gguf/ggml_types.h's DequantizeRows), one tensor at a time: a matrix is
+// written as --weights gives its group, `auto` being f32, and any other tensor (a quantized
+// token_embd) as f32. Writing a quantized matrix in anything but f32 rounds it twice: refused,
+// naming the tensor, unless `allow_requantize` (summary.requantized says it happened).
 ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string& out_dir,
-                                 const WeightSpec& spec, const ConvertProgress& progress = nullptr);
+                                 const WeightSpec& spec, const ConvertProgress& progress = nullptr,
+                                 bool allow_requantize = false);
 
 }  // namespace wc

@@ -1,7 +1,10 @@
 // `wormchat info`: parameters, weight bytes and KV-cache bytes of a model or a preset shape.
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +13,8 @@
 #include "model/checkpoint.h"
 #include "model/converted_checkpoint.h"
 #include "model/fingerprint.h"
+#include "model/gguf/gguf_config.h"
+#include "model/gguf/gguf_file.h"
 #include "model/lm_head.h"
 #include "model/tensor_split.h"
 #include "model/tensor_table.h"
@@ -22,6 +27,7 @@ namespace {
 
 struct InfoCmdOptions {
   std::string model_dir;
+  std::string model_arg;  // the positional MODEL (the same as --model)
   std::string preset;
   int users = 1;
   int ctx = 0;
@@ -41,7 +47,46 @@ std::string MiB(int64_t bytes) {
   return s;
 }
 
-void RunInfo(const InfoCmdOptions& o) {
+// A GGUF file's facts beside the config: its version, architecture and context length keys, and
+// each tensor type's count and bytes (in the type table's numbering order).
+struct GgufFacts {
+  uint32_t version = 0;
+  std::string architecture;
+  int64_t context_length = 0;  // {arch}.context_length, or 0 when absent
+  struct TypeCount {
+    std::string name;
+    int64_t tensors = 0, bytes = 0;
+  };
+  std::vector<TypeCount> types;
+  std::string first_quantized;  // the first quantized tensor (file order), "" when none
+};
+
+GgufFacts ReadGgufFacts(const std::string& path) {
+  const std::shared_ptr<const GgufFile> g = OpenGgufFile(path);
+  GgufFacts f;
+  f.version = g->contents().version;
+  f.architecture = g->String("general.architecture");
+  const std::string ctx_key = f.architecture + ".context_length";
+  if (g->Find(ctx_key) != nullptr) f.context_length = g->Int(ctx_key);
+  std::map<uint32_t, GgufFacts::TypeCount> by_type;
+  for (const GgufTensor& t : g->contents().tensors) {
+    GgufFacts::TypeCount& n = by_type[t.type_id];
+    n.name = GgmlTypeName(t.type_id);
+    ++n.tensors;
+    n.bytes += static_cast<int64_t>(t.n_bytes);
+    if (f.first_quantized.empty() && t.type != nullptr && t.type->use == GgmlUse::kDequantizes)
+      f.first_quantized = t.name;
+  }
+  for (const auto& [id, n] : by_type) f.types.push_back(n);
+  return f;
+}
+
+void RunInfo(InfoCmdOptions o) {
+  if (!o.model_arg.empty()) {
+    if (!o.model_dir.empty() || !o.preset.empty())
+      throw Error("info: give the model once (MODEL or --model), without --preset");
+    o.model_dir = o.model_arg;
+  }
   if (o.users < 1) throw Error(Cat("--users must be >= 1, got ", o.users));
   if (o.ctx < 0) throw Error(Cat("--ctx must be >= 0, got ", o.ctx));
   const KVDType kv_dtype = ParseKVDType(o.kv_dtype);
@@ -52,6 +97,7 @@ void RunInfo(const InfoCmdOptions& o) {
   // attn, mlp, lm_head as stored
   WeightFormat stored[3] = {WeightFormat::kBF16, WeightFormat::kBF16, WeightFormat::kBF16};
   std::optional<WeightSpec> converted;  // a converted checkpoint's wormchat_weights
+  std::optional<GgufFacts> gguf;        // a GGUF file's
   WeightSpec effective = spec;          // --weights with the converted bfp groups as stored
   if (!o.preset.empty()) {
     c = PresetConfig(o.preset);
@@ -61,7 +107,9 @@ void RunInfo(const InfoCmdOptions& o) {
   } else {
     const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
     c = LoadConfig(dir);
-    const auto ck = Checkpoint::Open(dir, c);
+    // As stored: a GGUF file's quantized tensors are read, not run (info needs no kernels).
+    const auto ck = Checkpoint::OpenStored(dir, c);
+    if (IsGgufModel(dir)) gguf = ReadGgufFacts(dir);
     source = dir;
     weight_dtype = ck->dtype_summary();
     weight_bytes = static_cast<int64_t>(ck->total_bytes());
@@ -86,8 +134,11 @@ void RunInfo(const InfoCmdOptions& o) {
             break;
           }
       }
+      // A quantized GGUF group: f32, what `convert` writes of it exactly.
+      const TensorInfo& t = ck->Raw(name);
       stored[i] = converted && IsBfp(*converted->Of(g)) ? *converted->Of(g)
-                                                        : FormatOfDType(ck->Get(name, shape).dtype);
+                  : t.readable                          ? FormatOfDType(ck->Get(name, shape).dtype)
+                                                        : WeightFormat::kF32;
     }
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
@@ -154,6 +205,17 @@ void RunInfo(const InfoCmdOptions& o) {
                         {"kv_bytes_per_layer", 2 * layer_k},
                         {"kv_bytes_total", total}};
     if (!fingerprint.empty()) j["fingerprint"] = fingerprint;
+    if (gguf) {
+      nlohmann::json types = nlohmann::json::object();
+      for (const GgufFacts::TypeCount& t : gguf->types)
+        types[t.name] = {{"tensors", t.tensors}, {"bytes", t.bytes}};
+      j["gguf"] = {{"version", gguf->version},
+                   {"architecture", gguf->architecture},
+                   {"context_length", gguf->context_length},
+                   {"tensor_types", types},
+                   {"runs", gguf->first_quantized.empty()}};
+      if (!gguf->first_quantized.empty()) j["gguf"]["first_quantized"] = gguf->first_quantized;
+    }
     j["weight_bytes_held"] = whole_held;
     j["weights"] = spec.ToString();
     if (converted)
@@ -189,6 +251,19 @@ void RunInfo(const InfoCmdOptions& o) {
   std::printf("parameters   %.3f B (%lld)\n", static_cast<double>(c.n_params()) / 1e9,
               static_cast<long long>(c.n_params()));
   std::printf("weights      %s, %s\n", MiB(weight_bytes).c_str(), weight_dtype.c_str());
+  if (gguf) {
+    std::printf("gguf         v%u, %s, context length %lld\n", gguf->version,
+                gguf->architecture.c_str(), static_cast<long long>(gguf->context_length));
+    std::printf("  %-9s %7s %12s\n", "type", "tensors", "bytes");
+    for (const GgufFacts::TypeCount& t : gguf->types)
+      std::printf("  %-9s %7lld %12lld (%s)\n", t.name.c_str(), static_cast<long long>(t.tensors),
+                  static_cast<long long>(t.bytes), MiB(t.bytes).c_str());
+    if (!gguf->first_quantized.empty())
+      std::printf(
+          "  runs     not yet: quantized types run in a later slice of issue 52 (%s is the first); "
+          "wormchat convert writes it as f32 exactly, the held bytes below\n",
+          gguf->first_quantized.c_str());
+  }
   if (converted)
     std::printf("stored       attn %s, mlp %s, lm_head %s (converted: wormchat convert)\n",
                 WeightFormatName(*converted->attn), WeightFormatName(*converted->mlp),
@@ -236,6 +311,8 @@ void RegisterInfo(CLI::App& app) {
                     ->transform(ModelPathTransform());
   auto* preset = cmd->add_option("--preset", o->preset, PresetHelp());
   model->excludes(preset);
+  cmd->add_option("MODEL", o->model_arg, "The model, as --model gives it")
+      ->transform(ModelPathTransform());
   cmd->add_option("--users", o->users, "Concurrent user rows")->capture_default_str();
   cmd->add_option("--ctx", o->ctx, "Positions per user (0 = max_position_embeddings)");
   cmd->add_option("--kv-dtype", o->kv_dtype,

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "model/architecture_ops.h"
+#include "model/gguf/ollama_store.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -88,6 +89,7 @@ bool IsGgufModel(const std::string& path) {
 }
 
 std::string ModelPath(const std::string& path) {
+  if (IsOllamaRef(path)) return OllamaModelPath(path, OllamaStoreRoot());
   if (!DirExists(path) || FileExists(JoinPath(path, "config.json"))) return path;
   std::vector<std::string> ggufs;
   std::error_code ec;
@@ -109,6 +111,10 @@ std::string ModelPath(const std::string& path) {
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& g) {
+  return ModelConfig::FromJson(ConfigJsonFromGguf(g), g.path());
+}
+
+nlohmann::json ConfigJsonFromGguf(const GgufFile& g) {
   const std::string name = g.String("general.architecture");
   const std::optional<Architecture> arch = ArchitectureNamed(name);
   if (!arch) {
@@ -118,8 +124,7 @@ ModelConfig ConfigFromGguf(const GgufFile& g) {
     throw Error(Cat(g.path(), ": general.architecture '", Printable(name),
                     "' is not one wormchat runs (", known, ")"));
   }
-  const nlohmann::json j = OpsOf(*arch).gguf_to_json(g, name);
-  return ModelConfig::FromJson(j, g.path());
+  return OpsOf(*arch).gguf_to_json(g, name);
 }
 
 }  // namespace wc

@@ -20,9 +20,11 @@ namespace wc {
 // command's --model takes one wherever it takes a checkpoint directory.
 bool IsGgufModel(const std::string& path);
 
-// What a --model argument names: a directory without config.json that holds exactly one *.gguf
-// file is that file (as ollama and LM Studio keep models); anything else is itself. Throws
-// wc::Error naming the directory and its files when it holds several *.gguf and no config.json.
+// What a --model argument names: "ollama:NAME[:TAG]" is that model's GGUF blob in ollama's store
+// (model/gguf/ollama_store.h; throws as OllamaModelPath); a directory without config.json that
+// holds exactly one *.gguf file is that file (as LM Studio keeps models); anything else is itself.
+// Throws wc::Error naming the directory and its files when it holds several *.gguf and no
+// config.json.
 std::string ModelPath(const std::string& path);
 
 // The config of `g`'s model. Throws wc::Error naming the file and the key (or tensor) on: no
@@ -31,6 +33,9 @@ std::string ModelPath(const std::string& path);
 // (rope.dimension_count other than the head width, key_length other than value_length) or a
 // layout wormchat does not run (experts, per-layer head counts that differ).
 ModelConfig ConfigFromGguf(const GgufFile& g);
+// The Hugging Face config.json ConfigFromGguf parses (what `wormchat convert` writes for a GGUF
+// source). Throws as ConfigFromGguf does for the architecture and its keys.
+nlohmann::json ConfigJsonFromGguf(const GgufFile& g);
 
 // What the architectures' GGUF readers share: a key read with its range checked, each error one
 // line naming the file and the key.

@@ -3,8 +3,12 @@
 // --weights format, and one line for what a GGUF model cannot do yet (its own tokenizer).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/test_util.h"
 
@@ -73,6 +77,117 @@ TEST(GgufCli, WhatIsNotReadYetIsOneLine) {
   EXPECT_NE(other.exit_code, 0);
   EXPECT_NE(other.err.find("config.json: not a model directory or a GGUF file"), std::string::npos)
       << other.err;
+}
+
+}  // namespace
+}  // namespace wc
+
+namespace wc {
+namespace {
+
+// Quantized GGUF files (issue 52) and ollama's store through the binary.
+TEST(GgufCli, AQuantizedFileIsRefusedToRunWithOneLineSayingHowToConvertIt) {
+  const std::string q = Gguf("tiny_llama_q4_k_m");
+  const auto r = RunWormchat({"generate", "--model", q, "--ids", "1 2", "-n", "2"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err, "wormchat: error: " + q +
+                       ": tensor 'token_embd.weight' is Q4_K; quantized GGUF types run in a later "
+                       "slice of issue 52 - convert it: wormchat convert " +
+                       q +
+                       " --weights f32 --out DIR (exact; or bf16/bfp8/bfp4 with "
+                       "--allow-requantize)\n");
+}
+
+TEST(GgufCli, InfoOfAQuantizedFileCountsEachType) {
+  const std::string q = Gguf("tiny_llama_q4_k_m");
+  const auto r = RunWormchat({"info", q});
+  ASSERT_EQ(r.exit_code, 0) << test::Describe(r);
+  EXPECT_NE(r.out.find("architecture llama"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gguf         v3, llama, context length 64"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  Q4_K            5        "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  F32             3         3072 "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("runs     not yet"), std::string::npos) << r.out;
+  const auto same = RunWormchat({"info", "--model", q});
+  EXPECT_EQ(same.out, r.out);
+  const auto j = RunWormchat({"info", q, "--json"});
+  ASSERT_EQ(j.exit_code, 0) << test::Describe(j);
+  const auto json = nlohmann::json::parse(j.out);
+  EXPECT_EQ(json["gguf"]["tensor_types"]["Q4_K"]["tensors"], 5);
+  EXPECT_EQ(json["gguf"]["tensor_types"]["Q6_K"]["tensors"], 2);
+  EXPECT_EQ(json["gguf"]["tensor_types"]["Q5_0"]["tensors"], 1);
+  EXPECT_EQ(json["gguf"]["tensor_types"]["Q8_0"]["bytes"], 256 / 32 * 34 * 32);
+  EXPECT_EQ(json["gguf"]["context_length"], 64);
+  EXPECT_EQ(json["gguf"]["runs"], false);
+  EXPECT_EQ(json["gguf"]["first_quantized"], "output.weight");  // the file's order
+  const auto f32 = RunWormchat({"info", Gguf("mq_f32"), "--json"});
+  EXPECT_EQ(nlohmann::json::parse(f32.out)["gguf"]["runs"], true);
+}
+
+TEST(GgufCli, ConvertRoundsAQuantizedFileTwiceOnlyWithAllowRequantize) {
+  const std::string q = Gguf("tiny_llama_q4_k_m");
+  test::TempDir dir;
+  const auto refused = RunWormchat({"convert", q, "--weights", "bf16", "--out", dir.File("a")});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_EQ(test::CountLines(refused.err), 1) << refused.err;
+  EXPECT_NE(refused.err.find("rounds it twice"), std::string::npos) << refused.err;
+  const auto asked = RunWormchat(
+      {"convert", q, "--weights", "bf16", "--out", dir.File("b"), "--allow-requantize"});
+  ASSERT_EQ(asked.exit_code, 0) << test::Describe(asked);
+  EXPECT_EQ(asked.err,
+            "warning: quantized GGUF weights were rounded twice (dequantized exactly, then rounded "
+            "to --weights bf16); --weights f32 keeps them exact\n");
+  const auto exact = RunWormchat({"convert", q, "--weights", "f32", "--out", dir.File("c")});
+  ASSERT_EQ(exact.exit_code, 0) << test::Describe(exact);
+  EXPECT_NE(exact.out.find("note: the GGUF file's tokenizer"), std::string::npos) << exact.out;
+  const auto run = RunWormchat({"generate", "--model", dir.File("c"), "--ids", "1 2 3", "-n", "4"});
+  ASSERT_EQ(run.exit_code, 0) << test::Describe(run);
+}
+
+// A fake ollama store holding an F32 fixture as its model blob.
+class OllamaStoreCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string hex(64, 'c');
+    const std::string m = root_.File("manifests/registry.ollama.ai/library/falcon/");
+    std::filesystem::create_directories(m);
+    std::filesystem::create_directories(root_.File("blobs"));
+    test::WriteFile(m + "7b", R"({"layers":[{"mediaType":"application/vnd.ollama.image.model",)"
+                              R"("digest":"sha256:)" +
+                                  hex + R"(","size":1}]})");
+    blob_ = root_.File("blobs/sha256-" + hex);
+    test::WriteFile(blob_, test::ReadFile(Gguf("mq_f32")));
+    setenv("OLLAMA_MODELS", root_.path().c_str(), 1);
+  }
+  void TearDown() override { unsetenv("OLLAMA_MODELS"); }
+  test::TempDir root_;
+  std::string blob_;
+};
+
+TEST_F(OllamaStoreCli, RunsWhatOllamaPulledInPlace) {
+  const auto info = RunWormchat({"info", "ollama:falcon:7b"});
+  ASSERT_EQ(info.exit_code, 0) << test::Describe(info);
+  EXPECT_NE(info.out.find("model        " + blob_), std::string::npos) << info.out;
+  EXPECT_NE(info.out.find("architecture falcon"), std::string::npos) << info.out;
+  const auto a =
+      RunWormchat({"generate", "--model", "ollama:falcon:7b", "--ids", "5 17 42", "-n", "6"});
+  const auto b = RunWormchat(
+      {"generate", "--model", test::FixtureDir("mq_f32"), "--ids", "5 17 42", "-n", "6"});
+  ASSERT_EQ(a.exit_code, 0) << test::Describe(a);
+  EXPECT_EQ(a.out, b.out);
+}
+
+TEST_F(OllamaStoreCli, AMissingNameListsTheStoreAndAMissingBlobIsNamed) {
+  const auto r = RunWormchat({"info", "--model", "ollama:falcon3"});
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_EQ(r.err,
+            "wormchat: error: --model: ollama:falcon3: falcon3:latest is not in the ollama "
+            "store " +
+                root_.path() + "; it holds falcon:7b (see wormchat info --help)\n");
+  std::filesystem::remove(blob_);
+  const auto gone = RunWormchat({"generate", "--model", "ollama:falcon:7b", "--ids", "1"});
+  EXPECT_NE(gone.exit_code, 0);
+  EXPECT_EQ(test::CountLines(gone.err), 1) << gone.err;
+  EXPECT_NE(gone.err.find(blob_ + ": missing"), std::string::npos) << gone.err;
 }
 
 }  // namespace
