@@ -15,9 +15,9 @@
 namespace wc {
 namespace {
 
-constexpr int kFamilies = 5;
+constexpr int kFamilies = 6;
 
-std::atomic<bool> g_enabled[kFamilies] = {true, true, true, true, true};
+std::atomic<bool> g_enabled[kFamilies] = {true, true, true, true, true, true};
 
 // AVX-512 F, BW, DQ and VL (what every hand-written kernel is compiled for) within WORMCHAT_SIMD.
 // __builtin_cpu_supports takes only a literal, so each family names its own extensions below.
@@ -74,6 +74,11 @@ bool CpuHas(CpuKernels family) {
       static const bool has = CpuHasAvx512() && AmxTileDataGranted();
       return has;
     }
+    case CpuKernels::kAvx2Int8: {
+      static const bool has = Avx2KernelsAllowed() && __builtin_cpu_supports("avx2") &&
+                              __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
+      return has;
+    }
   }
   return false;
 }
@@ -96,6 +101,8 @@ std::string CpuKernelsName(CpuKernels family) {
       return "AVX-512F";
     case CpuKernels::kAmxBf16Gemm:
       return "AMX BF16";
+    case CpuKernels::kAvx2Int8:
+      return "AVX2 int8";
     case CpuKernels::kPortable:
       break;
   }

@@ -15,6 +15,7 @@ enum class CpuKernels : uint8_t {
   kAvx512Gemm,      // AVX-512F: the block-float GEMM's one-token tile (gemm_bfp_one_token.h)
   kAmxBf16Gemm,     // tdpbf16ps: the BF16 GEMM on AMX tiles (gemm_amx.h) and bfp4's one-token
                     // tile; AVX-512 allowed, and the OS's tile state enabled and granted to us
+  kAvx2Int8,        // vpmaddubsw / vpmaddwd (AVX2, FMA, F16C): the quantized GEMM (quant_gemm.h)
 };
 
 // True when this CPU has the family's instructions and WORMCHAT_SIMD (simd_limit.h) allows them;

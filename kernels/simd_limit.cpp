@@ -57,6 +57,10 @@ bool Avx512KernelsAllowed() {
   return l == Limit::kNative || l == Limit::kInvalid;
 }
 
+bool Avx2KernelsAllowed() {
+  return CurrentLimit() != Limit::kSSE4;
+}
+
 std::string SimdLimitName() {
   switch (CurrentLimit()) {
     case Limit::kAVX2:

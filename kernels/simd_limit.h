@@ -18,6 +18,8 @@ void ApplySimdLimit();
 
 // False when the limit excludes AVX-512 (the hand-written kernels check it with the CPU's flags).
 bool Avx512KernelsAllowed();
+// False when the limit excludes AVX2 (sse4): the hand-written AVX2 kernels check it.
+bool Avx2KernelsAllowed();
 
 // "native", "avx2" or "sse4": the limit in force (an unknown value counts as native until
 // ApplySimdLimit reports it).

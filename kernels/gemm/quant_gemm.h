@@ -1,0 +1,77 @@
+// y = x W^T (+ bias) for GGML-quantized weights (QuantPanels, quant_panels.h) by integer dot
+// products: each token's activations are quantized to 8-bit blocks, as llama.cpp's `vec_dot_type`
+// does for these types, and every block product is an exact 32-bit integer sum.
+//
+// Activations (QuantInput), per token, along k:
+//   Q8_0, Q4_0, Q4_1, Q5_0, Q5_1 weights: blocks of 32 values ("A32");
+//   Q4_K, Q5_K, Q6_K weights: blocks of 256 values ("A256") with the sums of each 16 codes.
+// A block x[0:n] becomes amax = max |x[i]|; if amax is 0, dx = 0 and every code 0; else
+// dx = amax / 127 and q[i] = round-half-even(x[i] * (127 / amax)) (each a single f32 operation,
+// so |q| <= 127), sum = the codes' sum. A non-finite amax makes dx that value and every code 0 (the
+// products come out NaN, as the float GEMM's would).
+//
+// The contract: y[t, r] is computed by exactly one thread with a fixed sequence of operations
+// that depends only on the row's blocks and token t's quantized blocks: from acc = +0, for each
+// weight block b in increasing k order, with q the weight codes (UnpackedGroupBlock's integers),
+// d / m the block's f16 fields as f32, dx / x codes / sums token t's block, and fma one rounding
+// (every SIMD target: the hardware FMA or std::fma):
+//   Q8_0          acc = fma(d * dx, float(sum_i q_i x_i), acc)
+//   Q4_0 / Q5_0   the same with sum_i (q_i - 8) x_i / sum_i (q_i - 16) x_i
+//   Q4_1 / Q5_1   acc = fma(d * dx, float(sum_i q_i x_i), acc); acc = fma(m, dx * float(sum), acc)
+//   Q4_K / Q5_K   I = sum_j sc_j sum_{i in sub j} q_i x_i, M = sum_j min_j (bsum_2j + bsum_2j+1);
+//                 acc = fma(d * dx, float(I), acc); acc = fma(-(dmin * dx), float(M), acc)
+//   Q6_K          I = sum_j sc_j (sum_{i in sub j} q_i x_i - 32 bsum_j);
+//                 acc = fma(d * dx, float(I), acc)
+// then y = acc + bias[r] (one addition) when there is a bias. The integer sums are exact (int32),
+// so however a kernel forms them (vpmaddubsw, vpdpbusd, scalar loops) the bits depend on nothing
+// but the element's own data: not on the tokens per call, the tile a token lands in, the row
+// range, the thread count or the SIMD target.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kernels/gemm/quant_panels.h"
+
+namespace wc {
+
+enum class QuantActivation : uint8_t { kA32, kA256 };
+constexpr QuantActivation ActivationOf(GgmlQuant q) {
+  return IsKQuant(q) ? QuantActivation::kA256 : QuantActivation::kA32;
+}
+
+// Token activations quantized for one kind of weights (the contract above).
+//   codes: [n_tokens][cols] int8, token t's blocks in k order
+//   dx:    [n_tokens][blocks] f32
+//   sums:  kA32: [n_tokens][blocks] (each block's code sum); kA256: [n_tokens][blocks][16] (each
+//          16 codes' sum)
+struct QuantInput {
+  QuantActivation kind = QuantActivation::kA32;
+  int64_t n_tokens = 0, cols = 0, blocks = 0;
+  std::vector<int8_t> codes;
+  std::vector<float> dx;
+  std::vector<int16_t> sums;
+  const int8_t* Codes(int64_t t) const { return codes.data() + t * cols; }
+  const float* Dx(int64_t t) const { return dx.data() + t * blocks; }
+  const int16_t* Sums(int64_t t) const {
+    return sums.data() + t * blocks * (kind == QuantActivation::kA256 ? 16 : 1);
+  }
+};
+
+// x: [n_tokens, x_stride] f32, of which the first `cols` of each row are read; cols whole blocks.
+QuantInput QuantizeActivations(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
+                               QuantActivation kind);
+
+// y[t * y_stride + (r - row_begin)] = the contract's y[t, r] for t < x.n_tokens, r in [row_begin,
+// row_end). bias: [w.rows()] or nullptr. x must be quantized for w (ActivationOf(w.type()), the
+// same cols). QuantGemm splits the row groups over OpenMP threads, or runs on the calling thread
+// inside a parallel region; QuantGemmSerial always runs on the calling thread. Identical results.
+void QuantGemm(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+               int64_t y_stride, int64_t row_begin, int64_t row_end);
+void QuantGemmSerial(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+                     int64_t y_stride, int64_t row_begin, int64_t row_end);
+
+// The kernel family QuantGemm runs for w on this CPU (for kernel names): "AVX2", or "portable".
+const char* QuantGemmKernelName(const QuantPanels& w);
+
+}  // namespace wc

@@ -1,0 +1,307 @@
+// The quantized GEMM on AVX2 (quant_gemm_x86.h): vpmaddubsw multiplies a group's unsigned codes
+// (lane r = 4 codes of row r, quant_panels.h) by 4 broadcast activation bytes, vpmaddwd sums the
+// pairs into 32-bit lanes (times 1, or times a K type's sub-block scale), so 8 rows' block sums
+// build up in one register per token with no horizontal sum. Highway 1.0.3 (Debian 12) has no
+// vpmaddubsw op, so these are intrinsics, compiled for AVX2 + FMA + F16C and called only where the
+// CPU has them. Every integer sum is exact and every float step is the contract's (quant_gemm.h),
+// so the results are the portable kernel's bits.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "kernels/gemm/quant_gemm_x86.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+
+namespace wc::x86 {
+namespace {
+
+constexpr int kR = QuantPanels::kGroupRows;
+
+inline __m256i Bcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, 4);
+  return _mm256_set1_epi32(v);
+}
+
+inline __m256i Load(const uint8_t* p) {
+  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+}
+
+// The 8 rows' f16 fields at p, as f32 (exact).
+inline __m256 Halves(const uint8_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// 8 bytes (one per row) at p as each row's 32-bit lane holding the value twice as 16-bit halves:
+// vpmaddwd by it multiplies both of a lane's pair sums by the row's scale.
+inline __m256i ScalePairsU8(const uint8_t* p) {
+  const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
+}
+inline __m256i ScalePairsI8(const uint8_t* p) {
+  const __m256i s = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
+}
+
+// Bits [shift, shift + 4) of each row's 32-bit word in qh, as byte b of the row's lane set to 0x10
+// when bit shift + b is: the 5th bits of 4 codes.
+inline __m256i FifthBits(__m256i qh, int shift) {
+  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
+                                          0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
+  const __m256i bit = _mm256_set1_epi32(0x08040201);
+  const __m256i b = _mm256_shuffle_epi8(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(shift)), spread);
+  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// One group's tokens [t0, t0 + NT) over every block: acc[t] (8 rows) from +0 in the contract's
+// order.
+template <GgmlQuant T, int NT>
+void Group(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, int64_t t0,
+           __m256 (&acc)[NT]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  constexpr bool kQ5 = T == GgmlQuant::kQ5_0 || T == GgmlQuant::kQ5_1;
+  constexpr bool kMin = T == GgmlQuant::kQ4_1 || T == GgmlQuant::kQ5_1;
+  constexpr int kCodes = T == GgmlQuant::kQ4_0   ? 16
+                         : T == GgmlQuant::kQ4_1 ? 32
+                         : T == GgmlQuant::kQ5_0 ? 48
+                                                 : 64;
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = gp + b * gbytes;
+    __m256i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+    if constexpr (T == GgmlQuant::kQ8_0) {
+      for (int v = 0; v < 8; ++v) {
+        const __m256i w = Load(blk + 16 + 32 * v);
+        const __m256i aw = _mm256_sign_epi8(w, w);
+        for (int t = 0; t < NT; ++t) {
+          const __m256i xs = _mm256_sign_epi8(Bcast4(x.Codes(t0 + t) + 32 * b + 4 * v), w);
+          isum[t] =
+              _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), ones));
+        }
+      }
+    } else {
+      __m256i qh = _mm256_setzero_si256();
+      if constexpr (kQ5) qh = Load(blk + (kMin ? 32 : 16));
+      for (int v = 0; v < 4; ++v) {
+        const __m256i raw = Load(blk + kCodes + 32 * v);
+        __m256i lo = _mm256_and_si256(raw, m4);
+        __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
+        if constexpr (kQ5) {
+          lo = _mm256_or_si256(lo, FifthBits(qh, 4 * v));
+          hi = _mm256_or_si256(hi, FifthBits(qh, 16 + 4 * v));
+        }
+        for (int t = 0; t < NT; ++t) {
+          const int8_t* xq = x.Codes(t0 + t) + 32 * b;
+          const __m256i p = _mm256_add_epi16(_mm256_maddubs_epi16(lo, Bcast4(xq + 4 * v)),
+                                             _mm256_maddubs_epi16(hi, Bcast4(xq + 16 + 4 * v)));
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, ones));
+        }
+      }
+    }
+    const __m256 d = Halves(blk);
+    for (int t = 0; t < NT; ++t) {
+      const float dx = x.Dx(t0 + t)[b];
+      const int sum = x.Sums(t0 + t)[b];
+      __m256i s = isum[t];
+      if constexpr (T == GgmlQuant::kQ4_0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(8 * sum));
+      if constexpr (T == GgmlQuant::kQ5_0) s = _mm256_sub_epi32(s, _mm256_set1_epi32(16 * sum));
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(dx)), _mm256_cvtepi32_ps(s), acc[t]);
+      if constexpr (kMin)
+        acc[t] =
+            _mm256_fmadd_ps(Halves(blk + 16), _mm256_set1_ps(dx * static_cast<float>(sum)), acc[t]);
+    }
+  }
+}
+
+// Q4_K / Q5_K: per super-block, each chunk c's 8 code vectors hold sub-blocks 2 c (low nibbles)
+// and 2 c + 1 (high). Pair sums build up in 16 bits over at most 8 vectors of 4-bit codes
+// (8 * 2 * 15 * 127 < 2^15) or 4 of 5-bit ones, then vpmaddwd by the sub-block's scale.
+template <GgmlQuant T, int NT>
+void GroupK4(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, int64_t t0,
+             __m256 (&acc)[NT]) {
+  constexpr bool kQ5 = T == GgmlQuant::kQ5_K;
+  constexpr int kRun = kQ5 ? 4 : 8;  // vectors a 16-bit sum may take
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = gp + b * gbytes;
+    const uint8_t* codes = blk + (kQ5 ? 416 : 160);
+    __m256i isum[NT], msum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
+    for (int c = 0; c < 4; ++c) {
+      for (int half = 0; half < 2; ++half) {  // sub-block 2 c + half
+        const int sub = 2 * c + half;
+        const __m256i sc = ScalePairsU8(blk + 32 + 8 * sub);
+        for (int v0 = 0; v0 < 8; v0 += kRun) {
+          __m256i p[NT];
+          for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
+          for (int v = v0; v < v0 + kRun; ++v) {
+            const __m256i raw = Load(codes + 32 * (8 * c + v));
+            __m256i q =
+                half ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4) : _mm256_and_si256(raw, m4);
+            if constexpr (kQ5) {
+              // Bit 2 c + half of each qh byte, moved to 0x10.
+              const __m256i h = Load(blk + 160 + 32 * v);
+              const __m256i bit = _mm256_set1_epi8(static_cast<char>(1 << sub));
+              q = _mm256_or_si256(q,
+                                  _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(h, bit), bit),
+                                                   _mm256_set1_epi8(0x10)));
+            }
+            for (int t = 0; t < NT; ++t)
+              p[t] = _mm256_add_epi16(
+                  p[t],
+                  _mm256_maddubs_epi16(q, Bcast4(x.Codes(t0 + t) + 256 * b + 32 * sub + 4 * v)));
+          }
+          for (int t = 0; t < NT; ++t)
+            isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], sc));
+        }
+      }
+    }
+    for (int j = 0; j < 8; ++j) {
+      const __m256i mins =
+          _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 96 + 8 * j)));
+      for (int t = 0; t < NT; ++t) {
+        const int16_t* bs = x.Sums(t0 + t) + 16 * b;
+        msum[t] = _mm256_add_epi32(
+            msum[t], _mm256_mullo_epi32(mins, _mm256_set1_epi32(bs[2 * j] + bs[2 * j + 1])));
+      }
+    }
+    const __m256 d = Halves(blk), dmin = Halves(blk + 16);
+    for (int t = 0; t < NT; ++t) {
+      const __m256 dx = _mm256_set1_ps(x.Dx(t0 + t)[b]);
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, dx), _mm256_cvtepi32_ps(isum[t]), acc[t]);
+      const __m256 neg = _mm256_xor_ps(_mm256_mul_ps(dmin, dx), _mm256_set1_ps(-0.0f));
+      acc[t] = _mm256_fmadd_ps(neg, _mm256_cvtepi32_ps(msum[t]), acc[t]);
+    }
+  }
+}
+
+// Q6_K: vector (n, v) holds values 128 n + 4 v + b (low nibbles, sub-block 8 n + v / 4) and
+// 128 n + 64 + 4 v + b (high, sub-block 8 n + 4 + v / 4); 6-bit codes take 2 vectors per 16-bit
+// sum (2 * 2 * 63 * 127 < 2^15). The - 32 of every code is taken off once per super-block through
+// the activations' 16-value sums.
+template <int NT>
+void GroupQ6K(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, int64_t t0,
+              __m256 (&acc)[NT]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  const __m256i m3 = _mm256_set1_epi8(0x03);
+  for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* blk = gp + b * gbytes;
+    const uint8_t* ql = blk + 144;
+    const uint8_t* qh = ql + 1024;
+    __m256i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+    for (int n = 0; n < 2; ++n)
+      for (int half = 0; half < 2; ++half)  // low nibbles, then high
+        for (int s4 = 0; s4 < 4; ++s4) {    // sub-block 8 n + 4 half + s4: vectors 4 s4 ..
+          const int sub = 8 * n + 4 * half + s4;
+          const __m256i sc = ScalePairsI8(blk + 16 + 8 * sub);
+          for (int v0 = 4 * s4; v0 < 4 * s4 + 4; v0 += 2) {
+            __m256i p[NT];
+            for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
+            for (int v = v0; v < v0 + 2; ++v) {
+              const __m256i raw = Load(ql + 32 * (16 * n + v));
+              const __m256i h = Load(qh + 32 * (8 * n + v % 8));
+              const int shift = 2 * (v / 8) + 4 * half;  // the value's 2 bits in its qh byte
+              const __m256i q = _mm256_or_si256(
+                  half ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4)
+                       : _mm256_and_si256(raw, m4),
+                  _mm256_slli_epi16(
+                      _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(shift)), m3), 4));
+              for (int t = 0; t < NT; ++t)
+                p[t] = _mm256_add_epi16(
+                    p[t], _mm256_maddubs_epi16(
+                              q, Bcast4(x.Codes(t0 + t) + 256 * b + 128 * n + 64 * half + 4 * v)));
+            }
+            for (int t = 0; t < NT; ++t)
+              isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], sc));
+          }
+        }
+    // - 32 sum_j sc_j bsum_j
+    for (int s = 0; s < 16; ++s) {
+      const __m256i sc =
+          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 16 + 8 * s)));
+      for (int t = 0; t < NT; ++t) {
+        const int bs = x.Sums(t0 + t)[16 * b + s];
+        isum[t] = _mm256_sub_epi32(isum[t], _mm256_mullo_epi32(sc, _mm256_set1_epi32(32 * bs)));
+      }
+    }
+    const __m256 d = Halves(blk);
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
+                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+  }
+}
+
+template <GgmlQuant T, int NT>
+void Tile(const QuantInput& x, const QuantPanels& w, int64_t g, int64_t t0, __m256 (&acc)[NT]) {
+  if constexpr (T == GgmlQuant::kQ4_K || T == GgmlQuant::kQ5_K)
+    GroupK4<T, NT>(x, w.group(g), w.group_block_bytes(), w.blocks(), t0, acc);
+  else if constexpr (T == GgmlQuant::kQ6_K)
+    GroupQ6K<NT>(x, w.group(g), w.group_block_bytes(), w.blocks(), t0, acc);
+  else
+    Group<T, NT>(x, w.group(g), w.group_block_bytes(), w.blocks(), t0, acc);
+}
+
+template <int NT>
+void Store(const __m256 (&acc)[NT], int64_t t0, int64_t g, const float* bias, float* y,
+           int64_t y_stride, int64_t row_begin, int64_t row_end) {
+  const int64_t r0 = std::max(g * kR, row_begin), r1 = std::min(g * kR + kR, row_end);
+  alignas(32) float v[kR];
+  for (int t = 0; t < NT; ++t) {
+    _mm256_store_ps(v, acc[t]);
+    for (int64_t r = r0; r < r1; ++r) {
+      const float a = v[r - g * kR];
+      y[(t0 + t) * y_stride + (r - row_begin)] = bias ? a + bias[r] : a;
+    }
+  }
+}
+
+template <GgmlQuant T>
+void Groups(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+            int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
+  constexpr int kTile = IsKQuant(T) ? 2 : 4;  // tokens a tile holds (registers)
+  for (int64_t g = g0; g < g1; ++g) {
+    int64_t t0 = 0;
+    for (; t0 + kTile <= x.n_tokens; t0 += kTile) {
+      __m256 acc[kTile];
+      Tile<T, kTile>(x, w, g, t0, acc);
+      Store<kTile>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
+    }
+    for (; t0 < x.n_tokens; ++t0) {
+      __m256 acc[1];
+      Tile<T, 1>(x, w, g, t0, acc);
+      Store<1>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
+    }
+  }
+}
+
+}  // namespace
+
+void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+                   int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
+  switch (w.type()) {
+#define WC_QUANT_CASE(T) \
+  case T:                \
+    return Groups<T>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    WC_QUANT_CASE(GgmlQuant::kQ8_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_1)
+    WC_QUANT_CASE(GgmlQuant::kQ5_0)
+    WC_QUANT_CASE(GgmlQuant::kQ5_1)
+    WC_QUANT_CASE(GgmlQuant::kQ4_K)
+    WC_QUANT_CASE(GgmlQuant::kQ5_K)
+    WC_QUANT_CASE(GgmlQuant::kQ6_K)
+#undef WC_QUANT_CASE
+  }
+}
+
+}  // namespace wc::x86
+
+#pragma GCC pop_options

@@ -1,0 +1,16 @@
+// The quantized GEMM's hand-written x86 kernels (quant_gemm.h's contract, bit for bit), called by
+// quant_gemm.cpp where KernelsOn(CpuKernels::kAvx2Int8).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/gemm/quant_gemm.h"
+
+namespace wc::x86 {
+
+// Row groups [g0, g1) of w for every token of x, into y as QuantGemm writes it (rows outside
+// [row_begin, row_end) of the edge groups computed and not stored). Runs on the calling thread.
+void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+                   int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1);
+
+}  // namespace wc::x86

@@ -1,0 +1,365 @@
+// The quantized GEMM (kernels/gemm/quant_gemm.h) and its panels (quant_panels.h): the packed
+// layout gives ggml's dequantized values for all eight types; the GEMM gives its contract's bits,
+// checked against a reference written here from the GGML blocks as the file holds them (not through
+// the panels), for odd shapes, 1..13 tokens, row ranges and bias; bits independent of tokens per
+// call, threads and the AVX2 kernels; close to the float product of the dequantized weights.
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu_kernels.h"
+#include "kernels/gemm/ggml_quants.h"
+#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/quant_panels.h"
+#include "util/bf16.h"
+#include "util/error.h"
+#include "util/rng.h"
+
+namespace wc {
+namespace {
+
+// A random f16 of magnitude in [2^lo, 2^hi), sign positive unless `sign`.
+uint16_t RandomHalf(Rng& rng, int lo, int hi, bool sign) {
+  const float e = lo + (hi - lo) * rng.Uniform();
+  float v = std::exp2(e);
+  if (sign && rng.Uniform() < 0.5f) v = -v;
+  return F32ToF16(v);
+}
+
+// rows x cols of `type`: random codes, sane scales (fields at their GGML offsets).
+std::vector<uint8_t> RandomRows(GgmlQuant type, int64_t rows, int64_t cols, Rng& rng) {
+  const int values = GgmlQuantBlockValues(type), bytes = GgmlQuantBlockBytes(type);
+  const int64_t nb = cols / values;
+  std::vector<uint8_t> data(static_cast<size_t>(rows * nb * bytes));
+  for (auto& b : data) b = static_cast<uint8_t>(rng.Next() & 0xFF);
+  for (int64_t i = 0; i < rows * nb; ++i) {
+    uint8_t* blk = data.data() + i * bytes;
+    auto put = [&](int offset, uint16_t h) { std::memcpy(blk + offset, &h, 2); };
+    switch (type) {
+      case GgmlQuant::kQ8_0:
+      case GgmlQuant::kQ4_0:
+      case GgmlQuant::kQ5_0:
+        put(0, RandomHalf(rng, -12, -4, true));
+        break;
+      case GgmlQuant::kQ4_1:
+      case GgmlQuant::kQ5_1:
+        put(0, RandomHalf(rng, -12, -4, true));
+        put(2, RandomHalf(rng, -10, -2, true));
+        break;
+      case GgmlQuant::kQ4_K:
+      case GgmlQuant::kQ5_K:
+        put(0, RandomHalf(rng, -14, -8, false));
+        put(2, RandomHalf(rng, -14, -8, false));
+        break;
+      case GgmlQuant::kQ6_K:
+        put(208, RandomHalf(rng, -14, -8, false));
+        break;
+    }
+  }
+  return data;
+}
+
+void Dequantize(GgmlQuant type, const uint8_t* row, float* out, int64_t cols) {
+  using F = DequantizeRowFn;
+  const F fns[] = {DequantizeRowQ8_0, DequantizeRowQ4_0, DequantizeRowQ4_1, DequantizeRowQ5_0,
+                   DequantizeRowQ5_1, DequantizeRowQ4_K, DequantizeRowQ5_K, DequantizeRowQ6_K};
+  fns[static_cast<int>(type)](row, out, cols);
+}
+
+float Half(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, 2);
+  return F16ToF32(h);
+}
+
+// Block i's integer codes as the contract reads them, straight from the GGML block (ggml's own
+// formulas, docs/gguf.md section 3), and its scales.
+struct RefBlock {
+  int q[256];
+  float d = 0, m = 0;
+  int sc[16] = {}, mins[8] = {};
+};
+
+RefBlock DecodeBlock(GgmlQuant type, const uint8_t* blk) {
+  RefBlock r;
+  auto nib32 = [&](const uint8_t* qs, uint32_t qh) {
+    for (int j = 0; j < 16; ++j) {
+      r.q[j] = (qs[j] & 15) | (((qh >> j) & 1) << 4);
+      r.q[j + 16] = (qs[j] >> 4) | (((qh >> (j + 16)) & 1) << 4);
+    }
+  };
+  uint32_t qh = 0;
+  switch (type) {
+    case GgmlQuant::kQ8_0:
+      r.d = Half(blk);
+      for (int j = 0; j < 32; ++j) r.q[j] = static_cast<int8_t>(blk[2 + j]);
+      break;
+    case GgmlQuant::kQ4_0:
+      r.d = Half(blk);
+      nib32(blk + 2, 0);
+      break;
+    case GgmlQuant::kQ4_1:
+      r.d = Half(blk);
+      r.m = Half(blk + 2);
+      nib32(blk + 4, 0);
+      break;
+    case GgmlQuant::kQ5_0:
+      r.d = Half(blk);
+      std::memcpy(&qh, blk + 2, 4);
+      nib32(blk + 6, qh);
+      break;
+    case GgmlQuant::kQ5_1:
+      r.d = Half(blk);
+      r.m = Half(blk + 2);
+      std::memcpy(&qh, blk + 4, 4);
+      nib32(blk + 8, qh);
+      break;
+    case GgmlQuant::kQ4_K:
+    case GgmlQuant::kQ5_K: {
+      r.d = Half(blk);
+      r.m = Half(blk + 2);
+      const uint8_t* s = blk + 4;
+      for (int j = 0; j < 8; ++j) {
+        if (j < 4) {
+          r.sc[j] = s[j] & 63;
+          r.mins[j] = s[j + 4] & 63;
+        } else {
+          r.sc[j] = (s[j + 4] & 0xF) | ((s[j - 4] >> 6) << 4);
+          r.mins[j] = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+        }
+      }
+      const bool q5 = type == GgmlQuant::kQ5_K;
+      const uint8_t* h = blk + 16;
+      const uint8_t* qs = blk + (q5 ? 48 : 16);
+      for (int c = 0; c < 4; ++c)
+        for (int l = 0; l < 32; ++l) {
+          r.q[64 * c + l] = (qs[32 * c + l] & 15) | (q5 ? ((h[l] >> (2 * c)) & 1) << 4 : 0);
+          r.q[64 * c + 32 + l] =
+              (qs[32 * c + l] >> 4) | (q5 ? ((h[l] >> (2 * c + 1)) & 1) << 4 : 0);
+        }
+      break;
+    }
+    case GgmlQuant::kQ6_K: {
+      const uint8_t* ql = blk;
+      const uint8_t* h = blk + 128;
+      r.d = Half(blk + 208);
+      for (int s = 0; s < 16; ++s) r.sc[s] = static_cast<int8_t>(blk[192 + s]);
+      for (int n = 0; n < 2; ++n)
+        for (int l = 0; l < 32; ++l) {
+          const uint8_t* L = ql + 64 * n;
+          const uint8_t H = h[32 * n + l];
+          r.q[128 * n + l] = (L[l] & 15) | ((H & 3) << 4);
+          r.q[128 * n + l + 32] = (L[l + 32] & 15) | (((H >> 2) & 3) << 4);
+          r.q[128 * n + l + 64] = (L[l] >> 4) | (((H >> 4) & 3) << 4);
+          r.q[128 * n + l + 96] = (L[l + 32] >> 4) | (((H >> 6) & 3) << 4);
+        }
+      break;
+    }
+  }
+  return r;
+}
+
+// The contract's y[t, r] (quant_gemm.h), from the GGML rows.
+float Reference(GgmlQuant type, const uint8_t* row, const QuantInput& x, int64_t t) {
+  const int values = GgmlQuantBlockValues(type);
+  float acc = 0.0f;
+  for (int64_t b = 0; b < x.blocks; ++b) {
+    const RefBlock w = DecodeBlock(type, row + b * GgmlQuantBlockBytes(type));
+    const int8_t* xq = x.Codes(t) + b * values;
+    const float dx = x.Dx(t)[b];
+    const int16_t* sums = x.Sums(t) + b * (values == 256 ? 16 : 1);
+    auto dot = [&](int from, int n, int offset) {
+      int s = 0;
+      for (int i = from; i < from + n; ++i) s += (w.q[i] - offset) * xq[i];
+      return s;
+    };
+    switch (type) {
+      case GgmlQuant::kQ8_0:
+      case GgmlQuant::kQ4_0:
+      case GgmlQuant::kQ5_0: {
+        const int off = type == GgmlQuant::kQ4_0 ? 8 : type == GgmlQuant::kQ5_0 ? 16 : 0;
+        acc = std::fma(w.d * dx, static_cast<float>(dot(0, 32, off)), acc);
+        break;
+      }
+      case GgmlQuant::kQ4_1:
+      case GgmlQuant::kQ5_1:
+        acc = std::fma(w.d * dx, static_cast<float>(dot(0, 32, 0)), acc);
+        acc = std::fma(w.m, dx * static_cast<float>(sums[0]), acc);
+        break;
+      case GgmlQuant::kQ4_K:
+      case GgmlQuant::kQ5_K: {
+        int big = 0, mins = 0;
+        for (int j = 0; j < 8; ++j) {
+          big += w.sc[j] * dot(32 * j, 32, 0);
+          mins += w.mins[j] * (sums[2 * j] + sums[2 * j + 1]);
+        }
+        acc = std::fma(w.d * dx, static_cast<float>(big), acc);
+        acc = std::fma(-(w.m * dx), static_cast<float>(mins), acc);
+        break;
+      }
+      case GgmlQuant::kQ6_K: {
+        int big = 0;
+        for (int j = 0; j < 16; ++j) big += w.sc[j] * dot(16 * j, 16, 32);
+        acc = std::fma(w.d * dx, static_cast<float>(big), acc);
+        break;
+      }
+    }
+  }
+  return acc;
+}
+
+std::vector<float> RandomActivations(int64_t n, int64_t cols, Rng& rng) {
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x) v = 2.0f * rng.Uniform() - 1.0f;
+  // A zero block and a block of one large value among tiny ones.
+  if (cols >= 64) {
+    std::fill(x.begin(), x.begin() + 32, 0.0f);
+    x[40] = 300.0f;
+  }
+  return x;
+}
+
+class QuantGemmTest : public ::testing::TestWithParam<GgmlQuant> {};
+
+TEST_P(QuantGemmTest, PanelsHoldGgmlsValues) {
+  const GgmlQuant type = GetParam();
+  Rng rng(11);
+  const int64_t rows = 13, cols = 2 * GgmlQuantBlockValues(type) * 2;
+  const auto data = RandomRows(type, rows, cols, rng);
+  const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+  const QuantPanels p = QuantPanels::FromRows(type, data.data(), rows, cols, row_bytes, "w");
+  EXPECT_EQ(p.rows(), rows);
+  EXPECT_EQ(p.groups(), 2);
+  std::vector<float> want(cols), got(cols);
+  for (int64_t r = 0; r < rows; ++r) {
+    Dequantize(type, data.data() + r * row_bytes, want.data(), cols);
+    p.Row(r, got.data());
+    for (int64_t k = 0; k < cols; ++k)
+      ASSERT_EQ(std::memcmp(&want[k], &got[k], 4), 0)
+          << GgmlQuantName(type) << " r " << r << " k " << k << ": " << want[k] << " vs " << got[k];
+  }
+}
+
+TEST_P(QuantGemmTest, TheContractsBits) {
+  const GgmlQuant type = GetParam();
+  Rng rng(12);
+  const int64_t rows = 21, cols = 3 * GgmlQuantBlockValues(type);
+  const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+  const auto data = RandomRows(type, rows, cols, rng);
+  const QuantPanels w = QuantPanels::FromRows(type, data.data(), rows, cols, row_bytes, "w");
+  const int64_t n = 13;
+  const auto xf = RandomActivations(n, cols, rng);
+  const QuantInput x = QuantizeActivations(xf.data(), n, cols, cols, ActivationOf(type));
+  std::vector<float> bias(rows);
+  for (auto& b : bias) b = rng.Uniform();
+  for (bool avx2 : {true, false}) {
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
+    for (const float* bp : std::vector<const float*>{nullptr, bias.data()}) {
+      std::vector<float> y(static_cast<size_t>(n * rows), -7.0f);
+      QuantGemm(x, w, bp, y.data(), rows, 0, rows);
+      for (int64_t t = 0; t < n; ++t)
+        for (int64_t r = 0; r < rows; ++r) {
+          float want = Reference(type, data.data() + r * row_bytes, x, t);
+          if (bp) want = want + bp[r];
+          ASSERT_EQ(std::memcmp(&want, &y[t * rows + r], 4), 0)
+              << GgmlQuantName(type) << (avx2 ? " avx2" : " portable") << " t " << t << " r " << r
+              << ": " << want << " vs " << y[t * rows + r];
+        }
+    }
+  }
+  SetKernelsEnabled(CpuKernels::kAvx2Int8, true);
+}
+
+TEST_P(QuantGemmTest, BitsIndependentOfTokensRowsAndThreads) {
+  const GgmlQuant type = GetParam();
+  Rng rng(13);
+  const int64_t rows = 37, cols = 2 * GgmlQuantBlockValues(type);
+  const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+  const auto data = RandomRows(type, rows, cols, rng);
+  const QuantPanels w = QuantPanels::FromRows(type, data.data(), rows, cols, row_bytes, "w");
+  const int64_t n = 11;
+  const auto xf = RandomActivations(n, cols, rng);
+  const QuantInput all = QuantizeActivations(xf.data(), n, cols, cols, ActivationOf(type));
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  omp_set_num_threads(1);
+  QuantGemm(all, w, nullptr, y.data(), rows, 0, rows);
+  for (int threads : {2, 3}) {
+    omp_set_num_threads(threads);
+    std::vector<float> y2(y.size());
+    QuantGemm(all, w, nullptr, y2.data(), rows, 0, rows);
+    EXPECT_EQ(std::memcmp(y.data(), y2.data(), y.size() * 4), 0) << threads << " threads";
+  }
+  omp_set_num_threads(2);
+  // Each token alone, and a row range [5, 30) cut inside groups.
+  for (int64_t t = 0; t < n; ++t) {
+    const QuantInput one =
+        QuantizeActivations(xf.data() + t * cols, 1, cols, cols, ActivationOf(type));
+    std::vector<float> y1(static_cast<size_t>(rows));
+    QuantGemm(one, w, nullptr, y1.data(), rows, 0, rows);
+    EXPECT_EQ(std::memcmp(y1.data(), y.data() + t * rows, rows * 4), 0) << "token " << t;
+    std::vector<float> part(25);
+    QuantGemmSerial(one, w, nullptr, part.data(), 25, 5, 30);
+    EXPECT_EQ(std::memcmp(part.data(), y.data() + t * rows + 5, 25 * 4), 0) << "token " << t;
+  }
+}
+
+TEST_P(QuantGemmTest, CloseToTheDequantizedProduct) {
+  const GgmlQuant type = GetParam();
+  Rng rng(14);
+  const int64_t rows = 16, cols = 4 * 256;
+  const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+  const auto data = RandomRows(type, rows, cols, rng);
+  const QuantPanels w = QuantPanels::FromRows(type, data.data(), rows, cols, row_bytes, "w");
+  std::vector<float> xf(static_cast<size_t>(cols));
+  for (auto& v : xf) v = 2.0f * rng.Uniform() - 1.0f;
+  const QuantInput x = QuantizeActivations(xf.data(), 1, cols, cols, ActivationOf(type));
+  std::vector<float> y(rows), row(cols);
+  QuantGemm(x, w, nullptr, y.data(), rows, 0, rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    Dequantize(type, data.data() + r * row_bytes, row.data(), cols);
+    double exact = 0, scale = 0;
+    for (int64_t k = 0; k < cols; ++k) {
+      exact += static_cast<double>(row[k]) * xf[k];
+      scale += std::fabs(static_cast<double>(row[k]) * xf[k]);
+    }
+    // 8-bit activations: each product off by at most half a step of its block's scale.
+    EXPECT_NEAR(y[r], exact, 0.02 * scale) << GgmlQuantName(type) << " row " << r;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Types, QuantGemmTest, ::testing::ValuesIn(kGgmlQuants),
+                         [](const auto& info) { return std::string(GgmlQuantName(info.param)); });
+
+TEST(QuantActivations, BlocksAsTheContractSays) {
+  std::vector<float> x(32, 0.0f);
+  x[0] = 1.0f;
+  x[1] = -0.5f;
+  x[2] = 0.25f / 127.0f;  // exactly half a step: rounds to even (0)
+  x[3] = 3.0f / 254.0f;   // 1.5 steps: rounds to 2
+  const QuantInput q = QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA32);
+  EXPECT_EQ(q.Dx(0)[0], 1.0f / 127.0f);
+  EXPECT_EQ(q.Codes(0)[0], 127);
+  EXPECT_EQ(q.Codes(0)[1], -64);  // -63.5 to even
+  EXPECT_EQ(q.Codes(0)[2], 0);
+  EXPECT_EQ(q.Codes(0)[3], 2);
+  EXPECT_EQ(q.Sums(0)[0], 127 - 64 + 2);
+  x[5] = NAN;
+  const QuantInput n = QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA32);
+  EXPECT_TRUE(std::isnan(n.Dx(0)[0]));
+  EXPECT_THROW(QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA256), InternalError);
+}
+
+TEST(QuantPanels, RefusesPartialBlocks) {
+  std::vector<uint8_t> data(1000);
+  EXPECT_THROW(QuantPanels::FromRows(GgmlQuant::kQ4_K, data.data(), 1, 128, 144, "blk.0.w"), Error);
+  EXPECT_THROW(QuantPanels::FromRows(GgmlQuant::kQ8_0, data.data(), 1, 64, 60, "blk.0.w"), Error);
+  EXPECT_EQ(GgmlQuantNamed("Q6_K"), GgmlQuant::kQ6_K);
+  EXPECT_FALSE(GgmlQuantNamed("Q2_K").has_value());
+}
+
+}  // namespace
+}  // namespace wc
