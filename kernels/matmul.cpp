@@ -197,10 +197,24 @@ int DTypeSize(DType dtype) {
   return dtype == DType::kF32 ? 4 : 2;
 }
 
+int64_t MatrixRowBytes(const MatrixRef& m) {
+  if (m.quant) return m.row_stride / GgmlQuantBlockValues(*m.quant) * GgmlQuantBlockBytes(*m.quant);
+  return m.row_stride * DTypeSize(m.dtype);
+}
+
+const uint8_t* MatrixAt(const MatrixRef& m, int64_t r, int64_t c) {
+  const auto* base = static_cast<const uint8_t*>(m.data) + r * MatrixRowBytes(m);
+  if (!m.quant) return base + c * DTypeSize(m.dtype);
+  const int values = GgmlQuantBlockValues(*m.quant);
+  WC_CHECK(c % values == 0, "column ", c, " inside a ", GgmlQuantName(*m.quant), " block");
+  return base + c / values * GgmlQuantBlockBytes(*m.quant);
+}
+
 void MatMulSerial(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
                   const float* bias, float* y, int64_t y_stride, int64_t row_begin,
                   int64_t row_end) {
   WC_CHECK(row_begin >= 0 && row_end <= w.rows && row_begin <= row_end, "bad row range");
+  WC_CHECK(!w.quant, "MatMul of a GGML-quantized matrix (pack it: PackedMatrix::FromGgmlRows)");
   HWY_DYNAMIC_DISPATCH(MatMulRows)
   (x, n_tokens, x_stride, w, bias, y, y_stride, row_begin, row_begin, row_end);
 }
@@ -208,6 +222,7 @@ void MatMulSerial(const float* x, int64_t n_tokens, int64_t x_stride, const Matr
 void MatMul(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
             const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
   WC_CHECK(row_begin >= 0 && row_end <= w.rows && row_begin <= row_end, "bad row range");
+  WC_CHECK(!w.quant, "MatMul of a GGML-quantized matrix (pack it: PackedMatrix::FromGgmlRows)");
   const int64_t n_rows = row_end - row_begin;
   // Blocks of 16 rows keep each thread on contiguous weight memory.
   const int64_t block = 16;

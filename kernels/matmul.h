@@ -11,6 +11,8 @@
 #include <optional>
 #include <string_view>
 
+#include "kernels/gemm/quant_panels.h"
+
 namespace wc {
 
 enum class DType : uint8_t { kF32, kBF16, kF16 };
@@ -30,7 +32,17 @@ struct MatrixRef {
   int64_t cols = 0;
   int64_t row_stride = 0;  // elements; == cols for dense matrices
   const void* data = nullptr;
+  // A GGML-quantized matrix (a GGUF file's Q8_0 ... Q6_K tensor): each row is blocks of that type;
+  // cols and row_stride count values (whole blocks) and `dtype` is unused. Only the weights' own
+  // readers take one (MatrixRowBytes, MatrixAt, the GEMM's packing: PackedMatrix::FromGgmlRows);
+  // MatMul refuses it.
+  std::optional<GgmlQuant> quant;
 };
+
+// Bytes from one row of m to the next, and the address of m[r, c] (for a quantized m, c must
+// start a block).
+int64_t MatrixRowBytes(const MatrixRef& m);
+const uint8_t* MatrixAt(const MatrixRef& m, int64_t r, int64_t c);
 
 // y[t * y_stride + (r - row_begin)] = dot(x[t * x_stride, 0:cols], W[r, :]) (+ bias[r])
 // for t in [0, n_tokens), r in [row_begin, row_end).

@@ -1,5 +1,7 @@
 #include "model/checkpoint.h"
 
+#include "kernels/gemm/quant_panels.h"
+
 #include <set>
 
 #include "model/gguf/gguf_config.h"
@@ -15,20 +17,9 @@ Checkpoint::~Checkpoint() = default;
 
 std::unique_ptr<Checkpoint> Checkpoint::Open(const std::string& path, const ModelConfig& c) {
   if (!IsGgufModel(path)) return Open(path);
-  return OpenGgufAs(path, c, /*keep_quantized=*/false);
-}
-
-std::unique_ptr<Checkpoint> Checkpoint::OpenStored(const std::string& path, const ModelConfig& c) {
-  if (!IsGgufModel(path)) return Open(path);
-  return OpenGgufAs(path, c, /*keep_quantized=*/true);
-}
-
-std::unique_ptr<Checkpoint> Checkpoint::OpenGgufAs(const std::string& path, const ModelConfig& c,
-                                                   bool keep_quantized) {
   auto ck = std::make_unique<Checkpoint>();
   ck->source_ = path;
-  ck->gguf_ = std::make_unique<GgufTensors>(
-      BindGgufTensors(path, c, keep_quantized ? GgufQuantized::kKeep : GgufQuantized::kRefuse));
+  ck->gguf_ = std::make_unique<GgufTensors>(BindGgufTensors(path, c));
   for (const auto& [name, info] : ck->gguf_->tensors) ck->index_[name] = &info;
   return ck;
 }
@@ -88,6 +79,13 @@ const TensorInfo& Checkpoint::Get(const std::string& name,
     throw Error(Cat(t.file, ": tensor '", name, "' has dtype ", t.dtype_name,
                     "; wormchat reads F32, BF16 and F16 weights"));
   return t;
+}
+
+const TensorInfo& Checkpoint::GetMatrix(const std::string& name,
+                                        const std::vector<int64_t>& shape) const {
+  const TensorInfo& t = Raw(name);
+  if (!t.readable && GgmlQuantNamed(t.dtype_name) && t.shape == shape) return t;
+  return Get(name, shape);
 }
 
 const TensorInfo& Checkpoint::Raw(const std::string& name) const {

@@ -23,14 +23,10 @@ class Checkpoint {
   // shard is invalid.
   static std::unique_ptr<Checkpoint> Open(const std::string& model_dir);
   // `path` a model directory (as above) or a GGUF file (IsGgufModel): its tensors bound to `c`'s
-  // table (model/gguf/gguf_tensors.h; c is ConfigFromGguf's of the same file).
-  // Throws wc::Error naming the first quantized GGUF tensor (their GEMM is a later slice of issue
-  // 52) and how to convert the file.
+  // table (model/gguf/gguf_tensors.h; c is ConfigFromGguf's of the same file). A GGUF file's
+  // quantized tensors (Q8_0 ... Q6_K) are bound with readable = false and dtype_name "Q4_K": their
+  // blocks, in HF row order, which GetMatrix serves.
   static std::unique_ptr<Checkpoint> Open(const std::string& path, const ModelConfig& c);
-  // As Open, to read what is stored rather than run it (info, convert): a GGUF file's quantized
-  // tensors of a type wormchat dequantizes are bound with readable = false and dtype_name "Q4_K"
-  // (their blocks, in HF row order: model/gguf/gguf_tensors.h's GgufQuantized::kKeep).
-  static std::unique_ptr<Checkpoint> OpenStored(const std::string& path, const ModelConfig& c);
   Checkpoint();
   ~Checkpoint();
 
@@ -38,6 +34,9 @@ class Checkpoint {
   // The tensor `name` with exactly `shape` and a readable dtype. Throws wc::Error naming the file,
   // tensor, expected and actual shape otherwise.
   const TensorInfo& Get(const std::string& name, const std::vector<int64_t>& shape) const;
+  // As Get, for a matrix: a GGUF file's quantized blocks too (readable false, dtype_name a
+  // GgmlQuantNamed type).
+  const TensorInfo& GetMatrix(const std::string& name, const std::vector<int64_t>& shape) const;
   // The tensor `name` whatever its dtype and shape (a converted checkpoint's U8 tiles). Throws
   // wc::Error naming the file and tensor when it is missing.
   const TensorInfo& Raw(const std::string& name) const;
@@ -50,8 +49,6 @@ class Checkpoint {
   const std::string& source() const { return source_; }
 
  private:
-  static std::unique_ptr<Checkpoint> OpenGgufAs(const std::string& path, const ModelConfig& c,
-                                                bool keep_quantized);
   std::string source_;  // file name used in messages
   std::vector<std::unique_ptr<SafetensorsFile>> files_;
   std::map<std::string, const TensorInfo*> index_;

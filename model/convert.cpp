@@ -164,7 +164,7 @@ ConvertSummary ConvertCheckpoint(const std::string& model_dir, const std::string
                     "); converting it again would round twice: convert the "
                     "original checkpoint"));
   // A GGUF file's quantized tensors are read as stored and dequantized one at a time as written.
-  const auto ck = Checkpoint::OpenStored(model_dir, c);
+  const auto ck = Checkpoint::Open(model_dir, c);
   for (const auto& [key, value] : ck->metadata())
     if (key.size() > 7 && key.compare(key.size() - 7, 7, ".format") == 0 &&
         ck->Has(key.substr(0, key.size() - 7)))

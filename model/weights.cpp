@@ -14,7 +14,11 @@ namespace {
 
 MatrixRef AsMatrix(const TensorInfo& t) {
   MatrixRef m;
-  m.dtype = t.dtype;
+  if (!t.readable) {  // a GGUF file's quantized blocks (Checkpoint::GetMatrix)
+    m.quant = GgmlQuantNamed(t.dtype_name);
+    WC_CHECK(m.quant.has_value(), "unreadable tensor ", t.name, " bound as a matrix");
+  }
+  m.dtype = t.readable ? t.dtype : DType::kF32;
   m.rows = t.shape[0];
   m.cols = m.row_stride = t.shape[1];
   m.data = t.data;
@@ -38,7 +42,8 @@ std::vector<float> ToF32(const TensorInfo& t) {
 }  // namespace
 
 void GatherRow(const MatrixRef& m, int64_t row, float* out) {
-  const auto* base = static_cast<const uint8_t*>(m.data) + row * m.row_stride * DTypeSize(m.dtype);
+  const uint8_t* base = MatrixAt(m, row, 0);
+  if (m.quant) return DequantizeGgmlRow(*m.quant, base, out, m.cols);
   for (int64_t i = 0; i < m.cols; ++i) {
     if (m.dtype == DType::kF32) {
       std::memcpy(&out[i], base + 4 * i, 4);
@@ -63,8 +68,7 @@ constexpr uintptr_t kFaultAroundBytes = 64 << 10;
 void ReleaseLookedUp(const MatrixRef& table, const uint8_t* row, size_t bytes) {
   static const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
   const auto t0 = reinterpret_cast<uintptr_t>(table.data);
-  const uintptr_t t1 = t0 + static_cast<uintptr_t>(table.rows * table.row_stride *
-                                                   static_cast<int64_t>(DTypeSize(table.dtype)));
+  const uintptr_t t1 = t0 + static_cast<uintptr_t>(table.rows * MatrixRowBytes(table));
   const auto r0 = reinterpret_cast<uintptr_t>(row);
   const uintptr_t lo = std::max(t0 / page * page, r0 / kFaultAroundBytes * kFaultAroundBytes);
   const uintptr_t hi =
@@ -78,33 +82,58 @@ void ReleaseLookedUp(const MatrixRef& table, const uint8_t* row, size_t bytes) {
 void ModelWeights::Embedding(int64_t token, float* out) const {
   if (EmbeddingsFromPackedHead()) return lm_head_p.Row(token, out);
   GatherRow(embeddings, token, out);
-  const size_t row_bytes = static_cast<size_t>(embeddings.row_stride) * DTypeSize(embeddings.dtype);
-  ReleaseLookedUp(embeddings, static_cast<const uint8_t*>(embeddings.data) + token * row_bytes,
-                  row_bytes);
+  const auto row_bytes = static_cast<size_t>(MatrixRowBytes(embeddings));
+  ReleaseLookedUp(embeddings, MatrixAt(embeddings, token, 0), row_bytes);
 }
 
 bool ModelWeights::EmbeddingsFromPackedHead() const {
   return lm_head_tied && split.whole() && !lm_head_p.empty() &&
-         lm_head_p.format() == FormatOfDType(embeddings.dtype);
+         lm_head_p.format() == StoredFormat(embeddings);
 }
 
 namespace {
 
 // Source bytes of m a packer reads (its rows; a strided view's columns only).
 int64_t SourceBytes(const MatrixRef& m) {
+  if (m.quant)
+    return m.rows * (m.cols / GgmlQuantBlockValues(*m.quant)) * GgmlQuantBlockBytes(*m.quant);
   return m.rows * m.cols * static_cast<int64_t>(DTypeSize(m.dtype));
+}
+
+// A GGML-quantized m as the format `format` asks: as stored (its own type), or f32 (dequantized
+// exactly, as ggml does); any other would round twice and is refused, naming the tensor.
+PackedMatrix PackQuantized(const MatrixRef& m, WeightFormat format, const std::string& name,
+                           const PackedMatrix::RowsDone& done) {
+  if (format == FormatOf(*m.quant))
+    return PackedMatrix::FromGgmlRows(*m.quant, MatrixAt(m, 0, 0), m.rows, m.cols,
+                                      MatrixRowBytes(m), name, done);
+  if (format != WeightFormat::kF32)
+    throw Error(Cat("--weights ", WeightFormatName(format), ": ", name, " is ",
+                    GgmlQuantName(*m.quant),
+                    " in the GGUF file; it runs as stored (auto) or as "
+                    "f32 (exact), since ",
+                    WeightFormatName(format),
+                    " would round it twice (wormchat convert --allow-requantize does that on "
+                    "purpose)"));
+  std::vector<float> rows(static_cast<size_t>(m.rows * m.cols));
+  for (int64_t r = 0; r < m.rows; ++r) GatherRow(m, r, rows.data() + r * m.cols);
+  const MatrixRef f{DType::kF32, m.rows, m.cols, m.cols, rows.data()};
+  PackedMatrix p = PackedMatrix::Pack(f, WeightFormat::kF32, ActivationPrecision::kF32, name);
+  if (done) done(0, m.rows);
+  return p;
 }
 
 // `rows_done(r1)`: rows [0, r1) of m are packed.
 PackedMatrix PackAndRelease(const MatrixRef& m, WeightFormat format,
                             ActivationPrecision bf16_precision, const std::string& name,
                             const std::function<void(int64_t)>& rows_done) {
-  const int64_t row_bytes = m.row_stride * DTypeSize(m.dtype);
-  return PackedMatrix::Pack(m, format, bf16_precision, name, [&](int64_t r0, int64_t r1) {
-    ReleaseMappedPages(static_cast<const uint8_t*>(m.data) + r0 * row_bytes,
-                       static_cast<size_t>((r1 - r0) * row_bytes));
+  const int64_t row_bytes = MatrixRowBytes(m);
+  const PackedMatrix::RowsDone release = [&](int64_t r0, int64_t r1) {
+    ReleaseMappedPages(MatrixAt(m, r0, 0), static_cast<size_t>((r1 - r0) * row_bytes));
     if (rows_done) rows_done(r1);
-  });
+  };
+  if (m.quant) return PackQuantized(m, format, name, release);
+  return PackedMatrix::Pack(m, format, bf16_precision, name, release);
 }
 
 }  // namespace
@@ -163,8 +192,11 @@ NormWeights* LayerWeights::NormOf(TensorRole role) {
 }
 
 DType ModelWeights::matrix_dtype() const {
-  if (!layers.empty() && !layers[0].Linears().empty()) return layers[0].Linears()[0]->w.dtype;
-  return embeddings.dtype;
+  const MatrixRef& m =
+      !layers.empty() && !layers[0].Linears().empty() ? layers[0].Linears()[0]->w : embeddings;
+  // GGML-quantized weights stand for bf16 ones: their KV cache defaults to bf16 (llama.cpp's to
+  // f16).
+  return m.quant ? DType::kBF16 : m.dtype;
 }
 
 void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
@@ -183,10 +215,11 @@ void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& sp
     std::function<void(int64_t)> rows_done;
     if (progress) {
       rows_done = [&](int64_t r1) {
-        progress(before + r1 * m.cols * static_cast<int64_t>(DTypeSize(m.dtype)), total);
+        progress(before + (m.rows > 0 ? SourceBytes(m) * r1 / m.rows : 0), total);
       };
     }
-    PackedMatrix p = PackAndRelease(m, spec.Resolve(g, m.dtype), bf16_precision, name, rows_done);
+    PackedMatrix p =
+        PackAndRelease(m, spec.Of(g).value_or(StoredFormat(m)), bf16_precision, name, rows_done);
     before += SourceBytes(m);
     return p;
   };
@@ -198,9 +231,8 @@ void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& sp
   stored_tiles.clear();
   // The lookup reads the mapping a row at a time: no read-ahead of megabytes around each row.
   if (!EmbeddingsFromPackedHead())
-    AdviseRandomAccess(
-        embeddings.data,
-        static_cast<size_t>(embeddings.rows * embeddings.row_stride) * DTypeSize(embeddings.dtype));
+    AdviseRandomAccess(embeddings.data,
+                       static_cast<size_t>(embeddings.rows * MatrixRowBytes(embeddings)));
 }
 
 int64_t ModelWeights::HeldBytes() const {
@@ -221,15 +253,23 @@ namespace {
 MatrixRef Rows(const MatrixRef& m, int64_t r0, int64_t r1) {
   MatrixRef s = m;
   s.rows = r1 - r0;
-  s.data = static_cast<const uint8_t*>(m.data) + r0 * m.row_stride * DTypeSize(m.dtype);
+  s.data = MatrixAt(m, r0, 0);
   return s;
 }
 
-// Columns [c0, c1) of m (a strided view).
-MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1) {
+// Columns [c0, c1) of m (a strided view). A quantized m splits on whole blocks only: `name` and
+// the split are named otherwise.
+MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1, const std::string& name) {
+  if (m.quant) {
+    const int values = GgmlQuantBlockValues(*m.quant);
+    if (c0 % values != 0 || (c1 % values != 0 && c1 != m.cols))
+      throw Error(Cat("--tensor-parallel: ", name, " is ", GgmlQuantName(*m.quant),
+                      ", whose blocks hold ", values, " columns; this rank's columns [", c0, ", ",
+                      c1, ") would cut a block (choose another --tensor-parallel)"));
+  }
   MatrixRef s = m;
   s.cols = c1 - c0;
-  s.data = static_cast<const uint8_t*>(m.data) + c0 * DTypeSize(m.dtype);
+  s.data = MatrixAt(m, 0, c0);
   return s;
 }
 
@@ -283,7 +323,7 @@ ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
   const std::vector<TensorEntry> entries = ModelTensors(c);
   const TensorEntry& embd = entries.front();
   WC_CHECK(embd.role == TensorRole::kTokenEmbd, "the table starts with the embeddings");
-  w.embeddings = AsMatrix(ck.Get(embd.name, embd.shape));
+  w.embeddings = AsMatrix(ck.GetMatrix(embd.name, embd.shape));
   // A converted checkpoint's block-float groups: bound as tiles, the rank's rows (several ranges
   // concatenated) and columns [c0, c1) of the [rows, cols] matrix.
   const std::optional<WeightSpec> stored = ReadStoredWeightFormats(dir);
@@ -302,12 +342,12 @@ ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
   auto slice = [&](const TensorEntry& e, const TensorSlice& sl, WeightGroup g) {
     if (stored_bfp(g))
       return tiles(e.name, g, e.shape[0], e.shape[1], sl.rows, sl.col_begin, sl.col_end);
-    const MatrixRef all = AsMatrix(ck.Get(e.name, e.shape));
+    const MatrixRef all = AsMatrix(ck.GetMatrix(e.name, e.shape));
     MatrixRef m;
     if (sl.rows.size() == 1) {
       m = Rows(all, sl.rows[0].first, sl.rows[0].second);
     } else {  // several ranges: gathered into one matrix
-      const int64_t row_bytes = all.row_stride * DTypeSize(all.dtype);
+      const int64_t row_bytes = MatrixRowBytes(all);
       std::vector<uint8_t> rows;
       for (const auto& [r0, r1] : sl.rows) {
         const auto* src = static_cast<const uint8_t*>(all.data) + r0 * row_bytes;
@@ -318,7 +358,7 @@ ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
       w.gathered.push_back(std::move(rows));
       m.data = w.gathered.back().data();
     }
-    return Cols(m, sl.col_begin, sl.col_end);
+    return Cols(m, sl.col_begin, sl.col_end, e.name);
   };
   // The rank's elements of one vector.
   auto vec = [&](const TensorEntry& e, const TensorSlice& sl) {
@@ -338,8 +378,8 @@ ModelWeights ModelWeights::Load(const ModelConfig& c, const std::string& dir,
                     kStoredWeightsKey, " stores lm_head in ",
                     WeightFormatName(*stored_bfp(WeightGroup::kLmHead)), ")"));
   } else if (!w.lm_head_tied) {
-    w.lm_head =
-        Rows(AsMatrix(ck.Get(w.lm_head_name, output.shape)), split.vocab_begin, split.vocab_end);
+    w.lm_head = Rows(AsMatrix(ck.GetMatrix(w.lm_head_name, output.shape)), split.vocab_begin,
+                     split.vocab_end);
   } else if (!c.tie_word_embeddings) {
     throw Error(Cat(ck.source(), ": missing tensor '", w.lm_head_name,
                     "' (config.json sets tie_word_embeddings false)"));

@@ -58,7 +58,6 @@ struct GgufFacts {
     int64_t tensors = 0, bytes = 0;
   };
   std::vector<TypeCount> types;
-  std::string first_quantized;  // the first quantized tensor (file order), "" when none
 };
 
 GgufFacts ReadGgufFacts(const std::string& path) {
@@ -74,8 +73,6 @@ GgufFacts ReadGgufFacts(const std::string& path) {
     n.name = GgmlTypeName(t.type_id);
     ++n.tensors;
     n.bytes += static_cast<int64_t>(t.n_bytes);
-    if (f.first_quantized.empty() && t.type != nullptr && t.type->use == GgmlUse::kDequantizes)
-      f.first_quantized = t.name;
   }
   for (const auto& [id, n] : by_type) f.types.push_back(n);
   return f;
@@ -107,8 +104,7 @@ void RunInfo(InfoCmdOptions o) {
   } else {
     const std::string dir = o.model_dir.empty() ? DefaultModelDir() : o.model_dir;
     c = LoadConfig(dir);
-    // As stored: a GGUF file's quantized tensors are read, not run (info needs no kernels).
-    const auto ck = Checkpoint::OpenStored(dir, c);
+    const auto ck = Checkpoint::Open(dir, c);
     if (IsGgufModel(dir)) gguf = ReadGgufFacts(dir);
     source = dir;
     weight_dtype = ck->dtype_summary();
@@ -134,11 +130,11 @@ void RunInfo(InfoCmdOptions o) {
             break;
           }
       }
-      // A quantized GGUF group: f32, what `convert` writes of it exactly.
+      // A quantized GGUF group: its type, held as stored (kernels/gemm/quant_panels.h).
       const TensorInfo& t = ck->Raw(name);
       stored[i] = converted && IsBfp(*converted->Of(g)) ? *converted->Of(g)
                   : t.readable                          ? FormatOfDType(ck->Get(name, shape).dtype)
-                                                        : WeightFormat::kF32;
+                                                        : FormatOf(*GgmlQuantNamed(t.dtype_name));
     }
     fingerprint = ModelFingerprint(dir, /*with_kv_scales=*/false);
   }
@@ -212,9 +208,7 @@ void RunInfo(InfoCmdOptions o) {
       j["gguf"] = {{"version", gguf->version},
                    {"architecture", gguf->architecture},
                    {"context_length", gguf->context_length},
-                   {"tensor_types", types},
-                   {"runs", gguf->first_quantized.empty()}};
-      if (!gguf->first_quantized.empty()) j["gguf"]["first_quantized"] = gguf->first_quantized;
+                   {"tensor_types", types}};
     }
     j["weight_bytes_held"] = whole_held;
     j["weights"] = spec.ToString();
@@ -258,11 +252,6 @@ void RunInfo(InfoCmdOptions o) {
     for (const GgufFacts::TypeCount& t : gguf->types)
       std::printf("  %-9s %7lld %12lld (%s)\n", t.name.c_str(), static_cast<long long>(t.tensors),
                   static_cast<long long>(t.bytes), MiB(t.bytes).c_str());
-    if (!gguf->first_quantized.empty())
-      std::printf(
-          "  runs     not yet: quantized types run in a later slice of issue 52 (%s is the first); "
-          "wormchat convert writes it as f32 exactly, the held bytes below\n",
-          gguf->first_quantized.c_str());
   }
   if (converted)
     std::printf("stored       attn %s, mlp %s, lm_head %s (converted: wormchat convert)\n",

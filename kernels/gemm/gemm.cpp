@@ -31,7 +31,14 @@
 #ifndef WC_KERNELS_GEMM_PATHS_
 #define WC_KERNELS_GEMM_PATHS_
 namespace wc {
-enum GemmPath : int { kPathF32 = 0, kPathF16 = 1, kPathPairs = 2, kPathBfp = 4, kPathAmx = 5 };
+enum GemmPath : int {
+  kPathF32 = 0,
+  kPathF16 = 1,
+  kPathPairs = 2,
+  kPathBfp = 4,
+  kPathAmx = 5,
+  kPathQuant = 6,  // GGML-quantized weights: the integer GEMM (quant_gemm.h)
+};
 }  // namespace wc
 #endif
 
@@ -420,6 +427,7 @@ bool AmxRuns(const PackedMatrix& w) {
 // the call's tokens.
 int PathOf(const PackedMatrix& w, int64_t n_tokens) {
   if (IsBfp(w.format())) return kPathBfp;
+  if (IsGgmlQuant(w.format())) return kPathQuant;
   switch (w.dtype()) {
     case DType::kF32:
       return kPathF32;
@@ -474,6 +482,11 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
     in.bfp_ = PackBfpGemmInput(x, n_tokens, x_stride, w.bfp());
     return in;
   }
+  if (in.path_ == kPathQuant) {
+    in.quant_ = std::make_shared<const QuantInput>(
+        QuantizeActivations(x, n_tokens, x_stride, w.cols(), ActivationOf(w.quant().type())));
+    return in;
+  }
   if (in.path_ == kPathAmx) {
     in.amx_ = std::make_shared<const AmxGemmInput>(
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), w.padded_cols()));
@@ -500,10 +513,14 @@ int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens) {
   const int path = PathOf(w, n_tokens);
   if (path == kPathBfp) return GemmBfpTileTokens(w.bfp(), n_tokens);
   if (path == kPathAmx) return AmxGemmInput::kTileTokens;
+  if (path == kPathQuant) return 4;
   return HWY_DYNAMIC_DISPATCH(MaxTileTokens)(path);
 }
 
 bool GemmInput::Serves(const PackedMatrix& w) const {
+  if (path_ == kPathQuant)  // one quantization of x serves every matrix of its activation kind
+    return IsGgmlQuant(w.format()) && quant_->kind == ActivationOf(w.quant().type()) &&
+           quant_->cols == w.cols();
   return path_ != kPathBfp && path_ == PathOf(w, n_tokens_) && cols_ == w.padded_cols() &&
          x_cols_ == w.cols() && precision_ == w.precision();
 }
@@ -512,6 +529,10 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
           int64_t row_begin, int64_t row_end) {
   WC_CHECK((x.path_ == kPathBfp) == IsBfp(w.format()), "gemm input packed for another matrix");
   if (x.path_ == kPathBfp) return GemmBfp(x.bfp_, w.bfp(), bias, y, y_stride, row_begin, row_end);
+  WC_CHECK((x.path_ == kPathQuant) == IsGgmlQuant(w.format()),
+           "gemm input packed for another matrix");
+  if (x.path_ == kPathQuant)
+    return QuantGemm(*x.quant_, w.quant(), bias, y, y_stride, row_begin, row_end);
   WC_CHECK(row_begin >= 0 && row_end <= w.rows() && row_begin <= row_end, "bad row range");
   WC_CHECK(x.cols_ == w.padded_cols(), "gemm input packed for another matrix");
   if (x.n_tokens_ == 0 || row_begin == row_end) return;
@@ -567,6 +588,9 @@ const char* GemmKernelName(const PackedMatrix& w) {
   switch (PathOf(w, 1)) {
     case kPathBfp:
       return Interned(GemmBfpKernelName(w.bfp()));
+    case kPathQuant:
+      return Interned(std::string(GgmlQuantName(w.quant().type())) + " x int8 (" +
+                      QuantGemmKernelName(w.quant()) + ")");
     case kPathPairs:
       return Interned(std::string(w.precision() == ActivationPrecision::kBF16
                                       ? "bf16 pairs ("

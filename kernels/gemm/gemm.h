@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "kernels/gemm/packed_matrix.h"
+#include "kernels/gemm/quant_gemm.h"
 
 namespace wc {
 
@@ -63,6 +64,7 @@ class GemmInput {
   std::vector<float> data_;
   BfpGemmInput bfp_;  // path_ == the block-float path: the input (data_ empty)
   std::shared_ptr<const AmxGemmInput> amx_;  // path_ == AMX (gemm_amx.h): the input
+  std::shared_ptr<const QuantInput> quant_;  // a GGML-quantized matrix's (quant_gemm.h)
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.

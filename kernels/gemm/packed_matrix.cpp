@@ -92,6 +92,9 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
     case WeightFormat::kBfp4:
       m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
       break;
+    default:  // a GGML type: only as a file stores it (FromGgmlRows)
+      throw Error(
+          Cat(name, ": ", WeightFormatName(format), " weights only as a GGUF file stores them"));
   }
   m.precision_ = m.dtype_ == DType::kBF16 ? precision : ActivationPrecision::kF32;
   m.rows_ = w.rows;
@@ -114,6 +117,19 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
     for (int64_t p = p0; p < p1; ++p) PackPanel(w, p, m.dtype_, base + p * elems * esize);
     if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
   }
+  return m;
+}
+
+PackedMatrix PackedMatrix::FromGgmlRows(GgmlQuant type, const uint8_t* src, int64_t rows,
+                                        int64_t cols, int64_t row_bytes, const std::string& name,
+                                        const RowsDone& done) {
+  PackedMatrix m;
+  m.format_ = FormatOf(type);
+  m.dtype_ = DType::kF32;  // no panels of values: padded_cols 0
+  m.precision_ = ActivationPrecision::kF32;
+  m.rows_ = rows;
+  m.cols_ = cols;
+  m.quant_ = QuantPanels::FromRows(type, src, rows, cols, row_bytes, name, done);
   return m;
 }
 
@@ -165,6 +181,7 @@ float PackedMatrix::BfpValue(int64_t r, int64_t k) const {
 
 void PackedMatrix::Row(int64_t r, float* out) const {
   WC_CHECK(r >= 0 && r < rows_, "row out of range");
+  if (IsGgmlQuant(format_)) return quant_.Row(r, out);
   if (IsBfp(format_)) {
     for (int64_t k = 0; k < cols_; ++k) out[k] = BfpValue(r, k);
     return;
@@ -174,6 +191,7 @@ void PackedMatrix::Row(int64_t r, float* out) const {
 
 float PackedMatrix::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
+  if (IsGgmlQuant(format_)) return quant_.At(r, k);
   return IsBfp(format_) ? BfpValue(r, k) : ValueAt(Index(r, k));
 }
 

@@ -28,6 +28,7 @@
 #include <string>
 
 #include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/quant_panels.h"
 #include "kernels/gemm/weight_format.h"
 #include "kernels/matmul.h"
 #include "util/page_buffer.h"
@@ -72,6 +73,13 @@ class PackedMatrix {
                                    const std::string& name,
                                    const BfpPanels::TileRowsDone& done = nullptr);
 
+  // GGML-quantized rows as a GGUF file holds them (QuantPanels::FromRows: row r's blocks at
+  // src + r * row_bytes), repacked into 8-row groups in their own bits; they multiply by 8-bit
+  // activations (quant_gemm.h). Throws wc::Error naming `name` for a row that is not whole blocks.
+  static PackedMatrix FromGgmlRows(GgmlQuant type, const uint8_t* src, int64_t rows, int64_t cols,
+                                   int64_t row_bytes, const std::string& name,
+                                   const RowsDone& done = nullptr);
+
   // The format the weights are held in (what they multiply as).
   WeightFormat format() const { return format_; }
   // The panels' element type; for a bfp matrix the panels its decoded values multiply as (BF16
@@ -87,15 +95,19 @@ class PackedMatrix {
   const void* data() const { return data_.data(); }
   // A bfp matrix's tiles (IsBfp(format())); empty otherwise.
   const BfpPanels& bfp() const { return bfp_; }
+  // A GGML-quantized matrix's groups (IsGgmlQuant(format())); empty otherwise.
+  const QuantPanels& quant() const { return quant_; }
   // Bytes held: the panels, or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()).
   size_t bytes() const {
-    return IsBfp(format_) ? bfp_.bytes()
-                          : static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
+    if (IsBfp(format_)) return bfp_.bytes();
+    if (IsGgmlQuant(format_)) return quant_.bytes();
+    return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
   }
   bool empty() const { return rows_ == 0; }
 
-  // W[r, k] as a float, read from the packed layout (tests and debugging): the value it multiplies
-  // as (a bfp matrix's decoded value, a subnormal flushed to zero of its sign with kBF16).
+  // W[r, k] as a float, read from the packed layout (tests, debugging, a tied head's embedding
+  // lookup): the value it multiplies as (a bfp matrix's decoded value, a subnormal flushed to zero
+  // of its sign with kBF16; a GGML-quantized one's value as ggml dequantizes it).
   float At(int64_t r, int64_t k) const;
   // out[0:cols] = row r as At gives it (a tied LM head serves the embedding lookup this way, so the
   // checkpoint's copy need not stay mapped). out: [cols] f32.
@@ -111,8 +123,9 @@ class PackedMatrix {
   DType dtype_ = DType::kF32;
   ActivationPrecision precision_ = ActivationPrecision::kF32;
   int64_t rows_ = 0, cols_ = 0, padded_cols_ = 0;
-  PageBuffer data_;  // [panels, panel_elems] of dtype_, 2 MiB aligned, huge pages (not bfp)
-  BfpPanels bfp_;    // a bfp matrix's tiles, else empty
+  PageBuffer data_;    // [panels, panel_elems] of dtype_, 2 MiB aligned, huge pages (not bfp)
+  BfpPanels bfp_;      // a bfp matrix's tiles, else empty
+  QuantPanels quant_;  // a GGML-quantized matrix's groups, else empty
 };
 
 }  // namespace wc

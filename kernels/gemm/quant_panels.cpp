@@ -139,6 +139,17 @@ int GgmlQuantBlockBytes(GgmlQuant q) {
   return InfoOf(q).bytes;
 }
 
+void DequantizeGgmlRow(GgmlQuant q, const uint8_t* x, float* y, int64_t k) {
+  constexpr DequantizeRowFn kFns[] = {DequantizeRowQ8_0, DequantizeRowQ4_0, DequantizeRowQ4_1,
+                                      DequantizeRowQ5_0, DequantizeRowQ5_1, DequantizeRowQ4_K,
+                                      DequantizeRowQ5_K, DequantizeRowQ6_K};
+  kFns[static_cast<int>(q)](x, y, k);
+}
+
+int QuantGroupBlockBytes(GgmlQuant q) {
+  return InfoOf(q).group_bytes;
+}
+
 QuantPanels QuantPanels::FromRows(GgmlQuant type, const uint8_t* src, int64_t rows, int64_t cols,
                                   int64_t row_bytes, const std::string& name,
                                   const RowsDone& done) {

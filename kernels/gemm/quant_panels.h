@@ -58,9 +58,14 @@ std::optional<GgmlQuant> GgmlQuantNamed(std::string_view name);
 // Values a block holds along a row (32, or 256 for the K types), and its bytes in a GGUF file.
 int GgmlQuantBlockValues(GgmlQuant q);
 int GgmlQuantBlockBytes(GgmlQuant q);
+// Bytes of one group block (8 rows' blocks, the table above).
+int QuantGroupBlockBytes(GgmlQuant q);
 constexpr bool IsKQuant(GgmlQuant q) {
   return q == GgmlQuant::kQ4_K || q == GgmlQuant::kQ5_K || q == GgmlQuant::kQ6_K;
 }
+
+// y[0:k] = ggml's values of the k / block values' blocks of `q` at x (ggml_quants.h).
+void DequantizeGgmlRow(GgmlQuant q, const uint8_t* x, float* y, int64_t k);
 
 class QuantPanels {
  public:

@@ -14,8 +14,9 @@ const char* WeightFormatName(WeightFormat f) {
       return "bfp8";
     case WeightFormat::kBfp4:
       return "bfp4";
+    default:
+      return GgmlQuantName(QuantOf(f));
   }
-  return "?";
 }
 
 std::optional<WeightFormat> WeightFormatFromName(std::string_view name) {
@@ -27,6 +28,11 @@ std::optional<WeightFormat> WeightFormatFromName(std::string_view name) {
 
 int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols) {
   if (IsBfp(f)) return BfpLayout{BfpOf(f), rows, cols}.bytes();
+  if (IsGgmlQuant(f)) {
+    const GgmlQuant q = QuantOf(f);
+    return (rows + QuantPanels::kGroupRows - 1) / QuantPanels::kGroupRows *
+           (cols / GgmlQuantBlockValues(q)) * QuantGroupBlockBytes(q);
+  }
   const int64_t panel_rows = (rows + 31) / 32 * 32;
   switch (f) {
     case WeightFormat::kF32:

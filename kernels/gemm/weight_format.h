@@ -6,6 +6,9 @@
 //                    even (f16 widened to f32 first, exactly), from a bf16 source copied.
 //   bfp8, bfp4       Wormhole's BFP8_B / BFP4_B (bfp_weights.h): the matrix is quantized by the
 //                    exact tt-metal packer, tile by tile, and multiplies as its DECODED values.
+//   q8_0 .. q6_K     GGML's quantized blocks as a GGUF file holds them (quant_panels.h), only ever
+//                    as stored; they multiply by 8-bit activations in integers (quant_gemm.h's
+//                    contract), not as their decoded values.
 //
 // The block-float GEMM contract. A bfp matrix W multiplies exactly as the BF16 GEMM (gemm.h) on
 // D = its decoded values (every code decodes to a bf16 exactly), with D's bf16 subnormals flushed
@@ -21,11 +24,26 @@
 #include <string_view>
 
 #include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/quant_panels.h"
 #include "kernels/matmul.h"
 
 namespace wc {
 
-enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kBfp8, kBfp4 };
+enum class WeightFormat : uint8_t {
+  kF32,
+  kF16,
+  kBF16,
+  kBfp8,
+  kBfp4,
+  kQ8_0,  // kQ8_0 + GgmlQuant: the GGML types in quant_panels.h's order
+  kQ4_0,
+  kQ4_1,
+  kQ5_0,
+  kQ5_1,
+  kQ4_K,
+  kQ5_K,
+  kQ6_K,
+};
 
 // How a BF16 (or bfp) matrix's activations enter its products (F32 and F16 matrices always use
 // kF32).
@@ -35,9 +53,21 @@ enum class WeightFormat : uint8_t { kF32, kF16, kBF16, kBfp8, kBfp4 };
 //          the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
 enum class ActivationPrecision : uint8_t { kF32, kBF16 };
 
-// "f32", "f16", "bf16", "bfp8", "bfp4"; WeightFormatFromName is its inverse (nullopt otherwise).
+// "f32", "f16", "bf16", "bfp8", "bfp4", and GGML's names of its types ("Q8_0", "Q4_K");
+// WeightFormatFromName is its inverse for the formats a matrix can be converted to (f32 .. bfp4;
+// nullopt otherwise: a GGML type is only ever as stored).
 const char* WeightFormatName(WeightFormat f);
 std::optional<WeightFormat> WeightFormatFromName(std::string_view name);
+
+constexpr bool IsGgmlQuant(WeightFormat f) {
+  return f >= WeightFormat::kQ8_0;
+}
+constexpr GgmlQuant QuantOf(WeightFormat f) {  // IsGgmlQuant(f)
+  return static_cast<GgmlQuant>(static_cast<int>(f) - static_cast<int>(WeightFormat::kQ8_0));
+}
+constexpr WeightFormat FormatOf(GgmlQuant q) {
+  return static_cast<WeightFormat>(static_cast<int>(q) + static_cast<int>(WeightFormat::kQ8_0));
+}
 
 constexpr bool IsBfp(WeightFormat f) {
   return f == WeightFormat::kBfp8 || f == WeightFormat::kBfp4;
@@ -53,9 +83,15 @@ constexpr WeightFormat FormatOfDType(DType d) {
                             : WeightFormat::kBF16;
 }
 
+// The format a matrix is stored in: its GGML type (MatrixRef::quant), or its dtype's.
+constexpr WeightFormat StoredFormat(const MatrixRef& m) {
+  return m.quant ? FormatOf(*m.quant) : FormatOfDType(m.dtype);
+}
+
 // The bytes a W of HF shape [rows = out, cols = in] takes in format f, as the streaming GEMM holds
 // it: f32/f16/bf16 the panel layout (rows padded to 32, bf16 cols to 32), bfp its tiles
-// (BfpLayout::bytes(): 1088 or 576 bytes a 32x32 tile, K and N padded to 32).
+// (BfpLayout::bytes(): 1088 or 576 bytes a 32x32 tile, K and N padded to 32), a GGML type its
+// groups of 8 rows (QuantPanels::bytes()).
 int64_t WeightFormatBytes(WeightFormat f, int64_t rows, int64_t cols);
 
 // The bf16 bits h with a subnormal flushed to zero of its sign (AMX's DAZ): what every BF16

@@ -8,24 +8,24 @@ namespace wc {
 namespace {
 
 constexpr GgmlUse kComputes = GgmlUse::kComputes;
-constexpr GgmlUse kDequantizes = GgmlUse::kDequantizes;
+constexpr GgmlUse kQuantized = GgmlUse::kQuantized;
 
 // ggml.c's type_traits (blck_size, type_size) for every type a GGUF file may name, and what
 // wormchat does with it (the rest are refused).
 constexpr GgmlTypeInfo kTypes[] = {
     {GgmlType::kF32, "F32", 1, 4, kComputes},
     {GgmlType::kF16, "F16", 1, 2, kComputes},
-    {GgmlType::kQ4_0, "Q4_0", 32, 18, kDequantizes, DequantizeRowQ4_0},
-    {GgmlType::kQ4_1, "Q4_1", 32, 20, kDequantizes, DequantizeRowQ4_1},
-    {GgmlType::kQ5_0, "Q5_0", 32, 22, kDequantizes, DequantizeRowQ5_0},
-    {GgmlType::kQ5_1, "Q5_1", 32, 24, kDequantizes, DequantizeRowQ5_1},
-    {GgmlType::kQ8_0, "Q8_0", 32, 34, kDequantizes, DequantizeRowQ8_0},
+    {GgmlType::kQ4_0, "Q4_0", 32, 18, kQuantized, DequantizeRowQ4_0},
+    {GgmlType::kQ4_1, "Q4_1", 32, 20, kQuantized, DequantizeRowQ4_1},
+    {GgmlType::kQ5_0, "Q5_0", 32, 22, kQuantized, DequantizeRowQ5_0},
+    {GgmlType::kQ5_1, "Q5_1", 32, 24, kQuantized, DequantizeRowQ5_1},
+    {GgmlType::kQ8_0, "Q8_0", 32, 34, kQuantized, DequantizeRowQ8_0},
     {GgmlType::kQ8_1, "Q8_1", 32, 36},
     {GgmlType::kQ2_K, "Q2_K", 256, 84},
     {GgmlType::kQ3_K, "Q3_K", 256, 110},
-    {GgmlType::kQ4_K, "Q4_K", 256, 144, kDequantizes, DequantizeRowQ4_K},
-    {GgmlType::kQ5_K, "Q5_K", 256, 176, kDequantizes, DequantizeRowQ5_K},
-    {GgmlType::kQ6_K, "Q6_K", 256, 210, kDequantizes, DequantizeRowQ6_K},
+    {GgmlType::kQ4_K, "Q4_K", 256, 144, kQuantized, DequantizeRowQ4_K},
+    {GgmlType::kQ5_K, "Q5_K", 256, 176, kQuantized, DequantizeRowQ5_K},
+    {GgmlType::kQ6_K, "Q6_K", 256, 210, kQuantized, DequantizeRowQ6_K},
     {GgmlType::kQ8_K, "Q8_K", 256, 292},
     {GgmlType::kIQ2_XXS, "IQ2_XXS", 256, 66},
     {GgmlType::kIQ2_XS, "IQ2_XS", 256, 74},

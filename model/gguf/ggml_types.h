@@ -53,9 +53,10 @@ enum class GgmlType : uint32_t {
 };
 
 enum class GgmlUse : uint8_t {
-  kComputes,     // a safetensors dtype the engine runs (DTypeNamed: F32, F16, BF16)
-  kDequantizes,  // a quantized weight type read exactly to f32 (to_f32)
-  kRefused,      // named and refused
+  kComputes,   // a safetensors dtype the engine runs (DTypeNamed: F32, F16, BF16)
+  kQuantized,  // a quantized weight type: run by the integer GEMM (kernels/gemm/quant_gemm.h),
+               // read exactly to f32 by to_f32
+  kRefused,    // named and refused
 };
 
 struct GgmlTypeInfo {
@@ -64,7 +65,7 @@ struct GgmlTypeInfo {
   int64_t block;     // values a block holds, along a row (ne[0])
   int64_t block_bytes;
   GgmlUse use = GgmlUse::kRefused;
-  DequantizeRowFn to_f32 = nullptr;  // set for kDequantizes (kernels/gemm/ggml_quants.h)
+  DequantizeRowFn to_f32 = nullptr;  // set for kQuantized (kernels/gemm/ggml_quants.h)
 };
 
 // The type numbered `id`, or nullptr for a number that names no GGML type.
@@ -78,7 +79,7 @@ std::string GgmlTypeName(uint32_t id);
 std::string GgmlTypeNames(GgmlUse use);
 // Whether wormchat reads a tensor of type `id` (computes with it or dequantizes it).
 bool GgmlTypeRead(uint32_t id);
-// The f32 values of `rows` rows of `row_len` values of a kDequantizes type, stored back to back at
+// The f32 values of `rows` rows of `row_len` values of a kQuantized type, stored back to back at
 // `data` (row_len / block blocks a row): [rows, row_len], exactly as ggml dequantizes them.
 std::vector<float> DequantizeRows(const GgmlTypeInfo& type, const uint8_t* data, int64_t rows,
                                   int64_t row_len);

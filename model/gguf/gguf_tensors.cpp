@@ -41,15 +41,14 @@ std::vector<uint8_t> QkvBlocksToGroups(const uint8_t* data, int64_t row_bytes, i
   return out;
 }
 
-GgufTensors BindGgufTensors(const std::string& path, const ModelConfig& c,
-                            GgufQuantized quantized) {
+GgufTensors BindGgufTensors(const std::string& path, const ModelConfig& c) {
   std::shared_ptr<const GgufFile> file = OpenGgufFile(path);
-  GgufTensors out = BindGgufTensors(*file, c, quantized);
+  GgufTensors out = BindGgufTensors(*file, c);
   out.file = std::move(file);
   return out;
 }
 
-GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c, GgufQuantized quantized) {
+GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c) {
   GgufTensors out;
   const std::string& path = g.path();
   std::set<std::string> bound;
@@ -68,16 +67,8 @@ GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c, GgufQuantiz
     if (!GgmlTypeRead(t->type_id))
       throw Error(Cat(path, ": tensor '", e.gguf_name, "' is ", info.dtype_name,
                       "; wormchat reads GGUF tensors of ", GgmlTypeNames(GgmlUse::kComputes), ", ",
-                      GgmlTypeNames(GgmlUse::kDequantizes)));
-    if (t->type->use == GgmlUse::kDequantizes) {
-      if (quantized == GgufQuantized::kRefuse)
-        throw Error(Cat(path, ": tensor '", e.gguf_name, "' is ", info.dtype_name,
-                        "; quantized GGUF types run in a later slice of issue 52 - convert it: "
-                        "wormchat convert ",
-                        path,
-                        " --weights f32 --out DIR (exact; or bf16/bfp8/bfp4 with "
-                        "--allow-requantize)"));
-    } else {
+                      GgmlTypeNames(GgmlUse::kQuantized)));
+    if (t->type->use != GgmlUse::kQuantized) {
       const std::optional<DType> dtype = DTypeNamed(info.dtype_name);
       WC_CHECK(dtype.has_value(), "GGML type ", info.dtype_name, " computed but no dtype");
       info.readable = true;

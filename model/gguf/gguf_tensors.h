@@ -28,24 +28,15 @@ struct GgufTensors {
   std::vector<std::vector<uint8_t>> reordered;
 };
 
-// What a bind does with a tensor of a quantized type wormchat dequantizes (ggml_types.h's
-// GgmlUse::kDequantizes: Q8_0, Q4_K, ...).
-enum class GgufQuantized {
-  kRefuse,  // to run: one line naming the first such tensor (in the table's order) and its type,
-            // and how to convert the file (the quantized GEMM is a later slice of issue 52)
-  kKeep,    // to read (info, convert): bound with readable = false, dtype_name "Q4_K", `data` its
-            // blocks in HF row order (ggml_types.h's DequantizeRows gives its values)
-};
-
 // Binds `path`'s tensors to `c`'s table (c as ConfigFromGguf read it from the same file); the
 // second form binds a file the caller holds (`file` stays null). Throws
 // wc::Error naming the file and the GGUF tensor on: a tensor the table needs missing, one the
 // table does not have (an extra), a shape other than the table's (both in GGML order), a type
-// wormchat does not read (GgmlUse::kRefused, named: "Q2_K"), or, with kRefuse, a quantized one.
-GgufTensors BindGgufTensors(const std::string& path, const ModelConfig& c,
-                            GgufQuantized quantized = GgufQuantized::kRefuse);
-GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c,
-                            GgufQuantized quantized = GgufQuantized::kRefuse);
+// wormchat does not read (GgmlUse::kRefused, named: "Q2_K"). A quantized tensor (GgmlUse::
+// kQuantized) is bound with readable = false, dtype_name its type ("Q4_K") and `data` its blocks
+// in HF row order.
+GgufTensors BindGgufTensors(const std::string& path, const ModelConfig& c);
+GgufTensors BindGgufTensors(const GgufFile& g, const ModelConfig& c);
 
 // The reorderings themselves, on rows of `row_bytes` bytes: HF order from GGUF order.
 //   RopePairsToHalves: `rows` rows in heads of `head_dim` (even) rows each.

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/gemm.h"
 #include "kernels/gemm/ggml_quants.h"
 #include "kernels/gemm/quant_gemm.h"
 #include "kernels/gemm/quant_panels.h"
@@ -359,6 +360,52 @@ TEST(QuantPanels, RefusesPartialBlocks) {
   EXPECT_THROW(QuantPanels::FromRows(GgmlQuant::kQ8_0, data.data(), 1, 64, 60, "blk.0.w"), Error);
   EXPECT_EQ(GgmlQuantNamed("Q6_K"), GgmlQuant::kQ6_K);
   EXPECT_FALSE(GgmlQuantNamed("Q2_K").has_value());
+}
+
+}  // namespace
+}  // namespace wc
+
+namespace wc {
+namespace {
+
+// Through the GEMM's front door: a PackedMatrix of GGML rows runs QuantGemm's bits, alone and in a
+// group whose input serves both a Q4_0 and a Q8_0 matrix (one quantization of x).
+TEST(QuantGemmThroughGemm, PackedMatrixAndGroups) {
+  Rng rng(15);
+  const int64_t cols = 256, n = 5;
+  std::vector<float> xf(static_cast<size_t>(n * cols));
+  for (auto& v : xf) v = 2.0f * static_cast<float>(rng.Uniform()) - 1.0f;
+  for (GgmlQuant type : {GgmlQuant::kQ4_0, GgmlQuant::kQ8_0, GgmlQuant::kQ6_K}) {
+    const int64_t rows = 40;
+    const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+    const auto data = RandomRows(type, rows, cols, rng);
+    const PackedMatrix p =
+        PackedMatrix::FromGgmlRows(type, data.data(), rows, cols, row_bytes, "w");
+    EXPECT_EQ(p.format(), FormatOf(type));
+    EXPECT_EQ(static_cast<int64_t>(p.bytes()), WeightFormatBytes(FormatOf(type), rows, cols));
+    std::vector<float> y(static_cast<size_t>(n * rows)), want(y.size());
+    Gemm(xf.data(), n, p, nullptr, y.data());
+    const QuantInput x = QuantizeActivations(xf.data(), n, cols, cols, ActivationOf(type));
+    QuantGemm(x, p.quant(), nullptr, want.data(), rows, 0, rows);
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << GgmlQuantName(type);
+    EXPECT_NE(std::string(GemmKernelName(p)).find(GgmlQuantName(type)), std::string::npos);
+  }
+  const auto a = RandomRows(GgmlQuant::kQ4_0, 16, cols, rng);
+  const auto b = RandomRows(GgmlQuant::kQ8_0, 24, cols, rng);
+  const PackedMatrix pa =
+      PackedMatrix::FromGgmlRows(GgmlQuant::kQ4_0, a.data(), 16, cols, cols / 32 * 18, "a");
+  const PackedMatrix pb =
+      PackedMatrix::FromGgmlRows(GgmlQuant::kQ8_0, b.data(), 24, cols, cols / 32 * 34, "b");
+  const GemmInput in = PackGemmInput(xf.data(), n, cols, pa);
+  EXPECT_TRUE(in.Serves(pb));
+  std::vector<float> ya(static_cast<size_t>(n * 16)), yb(static_cast<size_t>(n * 24));
+  std::vector<float> wa(ya.size()), wb(yb.size());
+  Gemm(in, pa, nullptr, ya.data(), 16, 0, 16);
+  Gemm(in, pb, nullptr, yb.data(), 24, 0, 24);
+  Gemm(xf.data(), n, pa, nullptr, wa.data());
+  Gemm(xf.data(), n, pb, nullptr, wb.data());
+  EXPECT_EQ(ya, wa);
+  EXPECT_EQ(yb, wb);
 }
 
 }  // namespace
