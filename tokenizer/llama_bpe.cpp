@@ -2,13 +2,10 @@
 
 #include <queue>
 
+#include "tokenizer/llama_unicode.h"
+
 namespace wc {
 namespace {
-
-size_t BpeCharLength(unsigned char b) {
-  constexpr size_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLen[b >> 4];
-}
 
 struct BpeSymbol {
   int prev = -1, next = -1;
@@ -50,7 +47,8 @@ void LlamaBpeEncodeWord(const LlamaBpeVocab& vocab, std::string_view word, std::
     for (size_t off = 0; off < word.size();) {
       BpeSymbol s;
       s.offset = off;
-      s.n = std::min(BpeCharLength(static_cast<unsigned char>(word[off])), word.size() - off);
+      s.n = std::min(llama_unicode::LeadLength(static_cast<unsigned char>(word[off])),
+                     word.size() - off);
       off += s.n;
       s.prev = static_cast<int>(syms.size()) - 1;
       s.next = off == word.size() ? -1 : static_cast<int>(syms.size()) + 1;

@@ -3,17 +3,12 @@
 #include <cstdio>
 #include <queue>
 
+#include "tokenizer/llama_unicode.h"
+
 #include "util/error.h"
 
 namespace wc {
 namespace {
-
-// unicode_len_utf8: the sequence length a byte announces by its high nibble (continuation bytes
-// and invalid leads are 1).
-size_t LeadLength(unsigned char b) {
-  constexpr size_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
-  return kLen[b >> 4];
-}
 
 struct SpmSymbol {
   int prev = -1, next = -1;
@@ -50,7 +45,8 @@ void LlamaSpmEncode(const LlamaSpmVocab& vocab, std::string_view text, std::vect
   for (size_t off = 0; off < text.size();) {
     SpmSymbol s;
     s.offset = off;
-    s.n = std::min(LeadLength(static_cast<unsigned char>(text[off])), text.size() - off);
+    s.n = std::min(llama_unicode::LeadLength(static_cast<unsigned char>(text[off])),
+                   text.size() - off);
     off += s.n;
     s.prev = static_cast<int>(syms.size()) - 1;
     s.next = off == text.size() ? -1 : static_cast<int>(syms.size()) + 1;

@@ -1,5 +1,7 @@
 #include "tokenizer/llama_unicode.h"
 
+#include "tokenizer/unicode.h"
+
 #include <utf8proc.h>
 
 namespace wc::llama_unicode {
@@ -106,24 +108,14 @@ std::vector<char32_t> Codepoints(std::string_view s) {
 }
 
 bool AppendUtf8(char32_t c, std::string* out) {
-  if (c < 0x80) {
-    out->push_back(static_cast<char>(c));
-  } else if (c < 0x800) {
-    out->push_back(static_cast<char>(0xC0 | (c >> 6)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c < 0x10000) {
-    out->push_back(static_cast<char>(0xE0 | (c >> 12)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else if (c <= 0x10FFFF) {
-    out->push_back(static_cast<char>(0xF0 | (c >> 18)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 12) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | ((c >> 6) & 0x3F)));
-    out->push_back(static_cast<char>(0x80 | (c & 0x3F)));
-  } else {
-    return false;
-  }
+  if (c > 0x10FFFF) return false;
+  unicode::Append(c, out);
   return true;
+}
+
+size_t LeadLength(unsigned char b) {
+  constexpr size_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
+  return kLen[b >> 4];
 }
 
 }  // namespace wc::llama_unicode

@@ -49,5 +49,8 @@ std::vector<char32_t> Codepoints(std::string_view s);
 // Appends c's UTF-8 (4 bytes at most); false for a code point past U+10FFFF, which llama.cpp
 // cannot write (it throws).
 bool AppendUtf8(char32_t c, std::string* out);
+// unicode_len_utf8: the sequence length a byte announces by its high nibble (continuation bytes
+// and invalid leads are 1; F8..FF are 4).
+size_t LeadLength(unsigned char b);
 
 }  // namespace wc::llama_unicode

@@ -15,6 +15,7 @@
 #include "model/gguf/gguf_tensors.h"
 #include "model/tensor_table.h"
 #include "tests/model/gguf_writer.h"
+#include "tests/model/prompt_logits.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -22,15 +23,6 @@ namespace wc {
 namespace {
 
 using test::GgufWriter;
-
-std::vector<float> Logits(const DecoderModel& model, const std::vector<int>& ids) {
-  KVCache cache(model.CacheShape(1, static_cast<int>(ids.size())), KVDType::kF32);
-  TokenBatch b;
-  for (size_t i = 0; i < ids.size(); ++i) b.Add(ids[i], 0, static_cast<int>(i), true);
-  std::vector<float> logits;
-  model.Forward(b, cache, &logits);
-  return logits;
-}
 
 class GgufFixture : public ::testing::TestWithParam<const char*> {};
 
@@ -57,8 +49,8 @@ TEST_P(GgufFixture, LoadsAsItsCheckpointDirectoryBitForBit) {
   const auto from_dir = DecoderModel::Load(dir, ModelOptions());
   const auto from_gguf = DecoderModel::Load(gguf, ModelOptions());
   const std::vector<int> ids = test::ReadFixtureIds(dir);
-  const std::vector<float> want = Logits(*from_dir, ids);
-  EXPECT_TRUE(test::SameBits(want, Logits(*from_gguf, ids)));
+  const std::vector<float> want = test::PromptLogits(*from_dir, ids);
+  EXPECT_TRUE(test::SameBits(want, test::PromptLogits(*from_gguf, ids)));
 }
 
 // Falcon-7B's multi-query layout, Falcon-40B's grouped one (QKV regrouped), Llama GQA 4:1 with

@@ -27,6 +27,7 @@
 #include "model/gguf/gguf_file.h"
 #include "model/gguf/gguf_tensors.h"
 #include "model/safetensors.h"
+#include "tests/model/prompt_logits.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -107,15 +108,6 @@ TEST(GgufQuantized, ATypeWormchatDoesNotReadIsNamed) {
   EXPECT_EQ(QuantErrorOf([&] { Checkpoint::Open(path, c); }), want);
 }
 
-std::vector<float> QuantLogits(const DecoderModel& model, const std::vector<int>& ids) {
-  KVCache cache(model.CacheShape(1, static_cast<int>(ids.size())), KVDType::kF32);
-  TokenBatch b;
-  for (size_t i = 0; i < ids.size(); ++i) b.Add(ids[i], 0, static_cast<int>(i), true);
-  std::vector<float> logits;
-  model.Forward(b, cache, &logits);
-  return logits;
-}
-
 // A Q4_K_M file (Q4_K, Q5_0, Q6_K and Q8_0 tensors) runs as stored, on the integer GEMM
 // (kernels/gemm/quant_gemm.h): its logits are the exactly dequantized model's within the 8-bit
 // activations' error (issue 52's bound for K types against llama.cpp, 3.5e-2 of the largest
@@ -135,7 +127,7 @@ TEST(GgufQuantized, AQuantizedFileRunsAsStored) {
   ConvertCheckpoint(path, dir.File("f32"), WeightSpec::Parse("auto"));
   const auto f = DecoderModel::Load(dir.File("f32"), ModelOptions());
   const std::vector<int> ids = {1, 5, 7, 3, 9, 2, 11};
-  const std::vector<float> lq = QuantLogits(*q, ids), lf = QuantLogits(*f, ids);
+  const std::vector<float> lq = test::PromptLogits(*q, ids), lf = test::PromptLogits(*f, ids);
   ASSERT_EQ(lq.size(), lf.size());
   float max_diff = 0, max_logit = 0;
   for (size_t i = 0; i < lq.size(); ++i) {
@@ -146,11 +138,11 @@ TEST(GgufQuantized, AQuantizedFileRunsAsStored) {
   EXPECT_LT(max_diff, 3.5e-2f * max_logit) << max_diff << " of " << max_logit;
   // Bits: threads, kernels, one token at a time.
   omp_set_num_threads(1);
-  const std::vector<float> one_thread = QuantLogits(*q, ids);
+  const std::vector<float> one_thread = test::PromptLogits(*q, ids);
   omp_set_num_threads(2);
   EXPECT_TRUE(test::SameBits(one_thread, lq));
   SetKernelsEnabled(CpuKernels::kAvx2Int8, false);
-  EXPECT_TRUE(test::SameBits(QuantLogits(*q, ids), lq));
+  EXPECT_TRUE(test::SameBits(test::PromptLogits(*q, ids), lq));
   SetKernelsEnabled(CpuKernels::kAvx2Int8, true);
   KVCache cache(q->CacheShape(1, static_cast<int>(ids.size())), KVDType::kF32);
   for (size_t i = 0; i < ids.size(); ++i) {
@@ -165,7 +157,7 @@ TEST(GgufQuantized, AQuantizedFileRunsAsStored) {
   // --weights: f32 is exact (the converted directory's bits), bf16 would round twice.
   ModelOptions as_f32;
   as_f32.weights = WeightSpec::Parse("f32");
-  EXPECT_TRUE(test::SameBits(QuantLogits(*DecoderModel::Load(path, as_f32), ids), lf));
+  EXPECT_TRUE(test::SameBits(test::PromptLogits(*DecoderModel::Load(path, as_f32), ids), lf));
   ModelOptions as_bf16;
   as_bf16.weights = WeightSpec::Parse("bf16");
   EXPECT_NE(QuantErrorOf([&] { DecoderModel::Load(path, as_bf16); }).find("would round it twice"),
@@ -186,7 +178,8 @@ TEST_P(GgufConvert, AnF32FileGivesTheLogitsOfItsCheckpointDirectory) {
   const std::vector<int> ids = test::ReadFixtureIds(original);
   const auto a = DecoderModel::Load(original, ModelOptions());
   const auto b = DecoderModel::Load(out, ModelOptions());
-  EXPECT_TRUE(test::SameBits(QuantLogits(*a, ids), QuantLogits(*b, ids))) << GetParam();
+  EXPECT_TRUE(test::SameBits(test::PromptLogits(*a, ids), test::PromptLogits(*b, ids)))
+      << GetParam();
 }
 
 INSTANTIATE_TEST_SUITE_P(Layouts, GgufConvert,
@@ -234,7 +227,8 @@ TEST(GgufQuantizedConvert, AQuantizedFileToF32IsItsExactDequantizedValues) {
   EXPECT_EQ(a.hidden_size, b.hidden_size);
   EXPECT_EQ(a.head_dim(), b.head_dim());
   EXPECT_EQ(a.vocab_size, b.vocab_size);
-  EXPECT_EQ(QuantLogits(*DecoderModel::Load(out, ModelOptions()), {1, 5, 7}).size(), 3u * 16);
+  EXPECT_EQ(test::PromptLogits(*DecoderModel::Load(out, ModelOptions()), {1, 5, 7}).size(),
+            3u * 16);
 }
 
 TEST(GgufQuantizedConvert, AQuantizedFileIsRoundedTwiceOnlyWhenAsked) {
@@ -251,7 +245,7 @@ TEST(GgufQuantizedConvert, AQuantizedFileIsRoundedTwiceOnlyWhenAsked) {
       ConvertCheckpoint(path, dir.File("b"), WeightSpec::Parse("bfp8"), nullptr, true);
   EXPECT_TRUE(s.requantized);
   EXPECT_EQ(s.stored.ToString(), "bfp8");
-  EXPECT_EQ(QuantLogits(*DecoderModel::Load(dir.File("b"), ModelOptions()), {1, 2}).size(),
+  EXPECT_EQ(test::PromptLogits(*DecoderModel::Load(dir.File("b"), ModelOptions()), {1, 2}).size(),
             2u * 16);
 }
 
