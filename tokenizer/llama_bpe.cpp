@@ -7,11 +7,6 @@
 namespace wc {
 namespace {
 
-struct BpeSymbol {
-  int prev = -1, next = -1;
-  size_t offset = 0, n = 0;
-};
-
 struct BpeBigram {
   int left = 0, right = 0;
   int rank = 0;
@@ -40,22 +35,12 @@ std::unordered_map<std::string, int> LlamaBpeRanks(const std::vector<std::string
 
 void LlamaBpeEncodeWord(const LlamaBpeVocab& vocab, std::string_view word, std::vector<int>* out) {
   const auto& ids = *vocab.ids;
-  std::vector<BpeSymbol> syms;
-  if (vocab.ignore_merges && ids.count(std::string(word))) {
+  std::vector<llama_unicode::MergeSymbol> syms;
+  if (vocab.ignore_merges && ids.count(std::string(word)))
     syms.push_back({-1, -1, 0, word.size()});
-  } else {
-    for (size_t off = 0; off < word.size();) {
-      BpeSymbol s;
-      s.offset = off;
-      s.n = std::min(llama_unicode::LeadLength(static_cast<unsigned char>(word[off])),
-                     word.size() - off);
-      off += s.n;
-      s.prev = static_cast<int>(syms.size()) - 1;
-      s.next = off == word.size() ? -1 : static_cast<int>(syms.size()) + 1;
-      syms.push_back(s);
-    }
-  }
-  auto text_of = [&](const BpeSymbol& s) { return word.substr(s.offset, s.n); };
+  else
+    syms = llama_unicode::CharacterSymbols(word);
+  auto text_of = [&](const llama_unicode::MergeSymbol& s) { return word.substr(s.offset, s.n); };
   std::priority_queue<BpeBigram, std::vector<BpeBigram>, BpeBigramAbove> queue;
   std::string key;
   auto try_pair = [&](int left, int right) {
@@ -72,7 +57,7 @@ void LlamaBpeEncodeWord(const LlamaBpeVocab& vocab, std::string_view word, std::
   while (!queue.empty()) {
     const BpeBigram b = queue.top();
     queue.pop();
-    BpeSymbol &l = syms[b.left], &r = syms[b.right];
+    llama_unicode::MergeSymbol &l = syms[b.left], &r = syms[b.right];
     if (l.n == 0 || r.n == 0) continue;
     if (l.offset + l.n != r.offset || word.substr(l.offset, l.n + r.n) != b.text) continue;
     l.n += r.n;
@@ -82,7 +67,7 @@ void LlamaBpeEncodeWord(const LlamaBpeVocab& vocab, std::string_view word, std::
     try_pair(l.prev, b.left);
     try_pair(b.left, l.next);
   }
-  for (const BpeSymbol& s : syms) {
+  for (const llama_unicode::MergeSymbol& s : syms) {
     if (s.n == 0) continue;
     const std::string piece(text_of(s));
     if (const auto it = ids.find(piece); it != ids.end()) {

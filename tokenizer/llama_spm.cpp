@@ -10,11 +10,6 @@
 namespace wc {
 namespace {
 
-struct SpmSymbol {
-  int prev = -1, next = -1;
-  size_t offset = 0, n = 0;
-};
-
 struct SpmBigram {
   int left = 0, right = 0;
   float score = 0;
@@ -41,17 +36,7 @@ int LlamaSpmByteToken(const std::unordered_map<std::string, int>& ids, unsigned 
 
 void LlamaSpmEncode(const LlamaSpmVocab& vocab, std::string_view text, std::vector<int>* out) {
   const auto& ids = *vocab.ids;
-  std::vector<SpmSymbol> syms;
-  for (size_t off = 0; off < text.size();) {
-    SpmSymbol s;
-    s.offset = off;
-    s.n = std::min(llama_unicode::LeadLength(static_cast<unsigned char>(text[off])),
-                   text.size() - off);
-    off += s.n;
-    s.prev = static_cast<int>(syms.size()) - 1;
-    s.next = off == text.size() ? -1 : static_cast<int>(syms.size()) + 1;
-    syms.push_back(s);
-  }
+  std::vector<llama_unicode::MergeSymbol> syms = llama_unicode::CharacterSymbols(text);
   std::priority_queue<SpmBigram, std::vector<SpmBigram>, SpmBigramBelow> queue;
   auto try_pair = [&](int left, int right) {
     if (left < 0 || right < 0) return;
@@ -64,7 +49,7 @@ void LlamaSpmEncode(const LlamaSpmVocab& vocab, std::string_view text, std::vect
   while (!queue.empty()) {
     const SpmBigram b = queue.top();
     queue.pop();
-    SpmSymbol &l = syms[b.left], &r = syms[b.right];
+    llama_unicode::MergeSymbol &l = syms[b.left], &r = syms[b.right];
     if (l.n == 0 || r.n == 0 || l.n + r.n != b.size) continue;  // stale
     l.n += r.n;
     r.n = 0;

@@ -1,5 +1,7 @@
 #include "tokenizer/llama_unicode.h"
 
+#include <algorithm>
+
 #include "tokenizer/unicode.h"
 
 #include <utf8proc.h>
@@ -116,6 +118,20 @@ bool AppendUtf8(char32_t c, std::string* out) {
 size_t LeadLength(unsigned char b) {
   constexpr size_t kLen[16] = {1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 3, 4};
   return kLen[b >> 4];
+}
+
+std::vector<MergeSymbol> CharacterSymbols(std::string_view text) {
+  std::vector<MergeSymbol> syms;
+  for (size_t off = 0; off < text.size();) {
+    MergeSymbol s;
+    s.offset = off;
+    s.n = std::min(LeadLength(static_cast<unsigned char>(text[off])), text.size() - off);
+    off += s.n;
+    s.prev = static_cast<int>(syms.size()) - 1;
+    s.next = off == text.size() ? -1 : static_cast<int>(syms.size()) + 1;
+    syms.push_back(s);
+  }
+  return syms;
 }
 
 }  // namespace wc::llama_unicode

@@ -53,4 +53,14 @@ bool AppendUtf8(char32_t c, std::string* out);
 // and invalid leads are 1; F8..FF are 4).
 size_t LeadLength(unsigned char b);
 
+// One symbol of the SPM and BPE merge sessions: bytes [offset, offset + n) of the text, linked to
+// its neighbours (indices, -1 at the ends); n 0 once merged into its left neighbour.
+struct MergeSymbol {
+  int prev = -1, next = -1;
+  size_t offset = 0, n = 0;
+};
+// The text as llama.cpp's sessions first split it: one symbol a character by LeadLength (cut at the
+// text's end), linked in order.
+std::vector<MergeSymbol> CharacterSymbols(std::string_view text);
+
 }  // namespace wc::llama_unicode

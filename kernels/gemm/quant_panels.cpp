@@ -43,17 +43,6 @@ uint32_t LoadWord(const uint8_t* p) {
   return v;
 }
 
-// ggml-quants.c's get_scale_min_k4: sub-block j's 6-bit scale and min of a Q4_K / Q5_K block.
-void QuantScaleMinK4(int j, const uint8_t* q, uint8_t* sc, uint8_t* m) {
-  if (j < 4) {
-    *sc = q[j] & 63;
-    *m = q[j + 4] & 63;
-  } else {
-    *sc = (q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4);
-    *m = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
-  }
-}
-
 // Copies 4-byte words: vector v's lane r = the word at srcs[r] + src_offset + 4 v, for
 // v < vectors, into dst (vectors x 32 bytes).
 void InterleaveWords(const uint8_t* const* srcs, int64_t src_offset, int vectors, uint8_t* dst) {
@@ -102,7 +91,7 @@ void PackGroupBlock(GgmlQuant type, const uint8_t* const* srcs, uint8_t* dst) {
         std::memcpy(dst + 2 * r, srcs[r], 2);
         std::memcpy(dst + 16 + 2 * r, srcs[r] + 2, 2);
         for (int j = 0; j < 8; ++j)
-          QuantScaleMinK4(j, srcs[r] + 4, dst + 32 + 8 * j + r, dst + 96 + 8 * j + r);
+          GgmlScaleMinK4(j, srcs[r] + 4, dst + 32 + 8 * j + r, dst + 96 + 8 * j + r);
       }
       if (q5) InterleaveWords(srcs, 16, 8, dst + 160);
       InterleaveWords(srcs, q5 ? 48 : 16, 32, dst + (q5 ? 416 : 160));
@@ -271,16 +260,14 @@ void UnpackGroupBlock(GgmlQuant type, const uint8_t* gb, UnpackedGroupBlock* out
   }
 }
 
-float QuantPanels::At(int64_t r, int64_t k) const {
-  WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "QuantPanels::At(", r, ", ", k, ")");
-  const int values = GgmlQuantBlockValues(type_);
-  UnpackedGroupBlock u;
-  UnpackGroupBlock(type_, group(r / kQuantGroupRows) + (k / values) * group_block_bytes_, &u);
-  const int i = static_cast<int>(r % kQuantGroupRows), j = static_cast<int>(k % values);
+namespace {
+
+// Value j of row i of an unpacked group block, by ggml's own expressions and operation order
+// (ggml_quants.cpp), so the values are its bits.
+float ValueOf(GgmlQuant type, const UnpackedGroupBlock& u, int i, int j) {
   const int q = u.codes[i][j];
   const float d = u.d[i];
-  // ggml's own expressions and operation order (ggml_quants.cpp), so the values are its bits.
-  switch (type_) {
+  switch (type) {
     case GgmlQuant::kQ8_0:
       return q * d;
     case GgmlQuant::kQ4_0:
@@ -301,8 +288,26 @@ float QuantPanels::At(int64_t r, int64_t k) const {
   return 0.0f;
 }
 
+}  // namespace
+
+float QuantPanels::At(int64_t r, int64_t k) const {
+  WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "QuantPanels::At(", r, ", ", k, ")");
+  const int values = GgmlQuantBlockValues(type_);
+  UnpackedGroupBlock u;
+  UnpackGroupBlock(type_, group(r / kQuantGroupRows) + (k / values) * group_block_bytes_, &u);
+  return ValueOf(type_, u, static_cast<int>(r % kQuantGroupRows), static_cast<int>(k % values));
+}
+
+// Each block unpacked once (a tied quantized head serves every embedding lookup through here).
 void QuantPanels::Row(int64_t r, float* out) const {
-  for (int64_t k = 0; k < cols_; ++k) out[k] = At(r, k);
+  WC_CHECK(r >= 0 && r < rows_, "QuantPanels::Row(", r, ")");
+  const int values = GgmlQuantBlockValues(type_);
+  const int i = static_cast<int>(r % kQuantGroupRows);
+  UnpackedGroupBlock u;
+  for (int64_t b = 0; b < blocks(); ++b) {
+    UnpackGroupBlock(type_, group(r / kQuantGroupRows) + b * group_block_bytes_, &u);
+    for (int j = 0; j < values; ++j) out[b * values + j] = ValueOf(type_, u, i, j);
+  }
 }
 
 }  // namespace wc

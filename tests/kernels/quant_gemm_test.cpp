@@ -64,13 +64,6 @@ std::vector<uint8_t> RandomRows(GgmlQuant type, int64_t rows, int64_t cols, Rng&
   return data;
 }
 
-void Dequantize(GgmlQuant type, const uint8_t* row, float* out, int64_t cols) {
-  using F = DequantizeRowFn;
-  const F fns[] = {DequantizeRowQ8_0, DequantizeRowQ4_0, DequantizeRowQ4_1, DequantizeRowQ5_0,
-                   DequantizeRowQ5_1, DequantizeRowQ4_K, DequantizeRowQ5_K, DequantizeRowQ6_K};
-  fns[static_cast<int>(type)](row, out, cols);
-}
-
 float Half(const uint8_t* p) {
   uint16_t h;
   std::memcpy(&h, p, 2);
@@ -237,7 +230,7 @@ TEST_P(QuantGemmTest, PanelsHoldGgmlsValues) {
   EXPECT_EQ(p.groups(), 2);
   std::vector<float> want(cols), got(cols);
   for (int64_t r = 0; r < rows; ++r) {
-    Dequantize(type, data.data() + r * row_bytes, want.data(), cols);
+    DequantizeGgmlRow(type, data.data() + r * row_bytes, want.data(), cols);
     p.Row(r, got.data());
     for (int64_t k = 0; k < cols; ++k)
       ASSERT_EQ(std::memcmp(&want[k], &got[k], 4), 0)
@@ -321,7 +314,7 @@ TEST_P(QuantGemmTest, CloseToTheDequantizedProduct) {
   std::vector<float> y(rows), row(cols);
   QuantGemm(x, w, nullptr, y.data(), rows, 0, rows);
   for (int64_t r = 0; r < rows; ++r) {
-    Dequantize(type, data.data() + r * row_bytes, row.data(), cols);
+    DequantizeGgmlRow(type, data.data() + r * row_bytes, row.data(), cols);
     double exact = 0, scale = 0;
     for (int64_t k = 0; k < cols; ++k) {
       exact += static_cast<double>(row[k]) * xf[k];
