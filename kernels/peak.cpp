@@ -84,6 +84,36 @@ WC_BF16 double Bf16DotChains(int64_t iters, float* sink) {
   return static_cast<double>(iters) * 12 * 16 * 4;
 }
 
+#define WC_AVX2 __attribute__((target("avx2")))
+
+// As FmaChains, with the quantized GEMM's AVX2 integer step (quant_gemm_avx2.cpp): per 32 byte
+// pairs, vpmaddubsw (u8 x s8 pairs summed to s16), vpmaddwd by ones (s16 pairs to s32) and vpaddd
+// into the chain; 32 multiplies and 32 adds (64 operations) a triple.
+WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
+  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(-1), ones = _mm256_set1_epi16(1);
+  __m256i s0 = _mm256_set1_epi32(0), s1 = _mm256_set1_epi32(1), s2 = _mm256_set1_epi32(2);
+  __m256i s3 = _mm256_set1_epi32(3), s4 = _mm256_set1_epi32(4), s5 = _mm256_set1_epi32(5);
+  __m256i s6 = _mm256_set1_epi32(6), s7 = _mm256_set1_epi32(7);
+  __m256i bs[8];
+  for (int i = 0; i < 8; ++i) bs[i] = _mm256_add_epi8(b, _mm256_set1_epi8(static_cast<char>(i)));
+  for (int64_t i = 0; i < iters; ++i) {
+#define WC_STEP(s, k) \
+  s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, bs[k]), ones))
+    WC_STEP(s0, 0), WC_STEP(s1, 1), WC_STEP(s2, 2), WC_STEP(s3, 3);
+    WC_STEP(s4, 4), WC_STEP(s5, 5), WC_STEP(s6, 6), WC_STEP(s7, 7);
+#undef WC_STEP
+    // The operands look new each round, or the products would be hoisted out of the loop.
+    __asm__ volatile(""
+                     : "+x"(bs[0]), "+x"(bs[1]), "+x"(bs[2]), "+x"(bs[3]), "+x"(bs[4]), "+x"(bs[5]),
+                       "+x"(bs[6]), "+x"(bs[7]));
+  }
+  const __m256i s =
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)),
+                       _mm256_add_epi32(_mm256_add_epi32(s4, s5), _mm256_add_epi32(s6, s7)));
+  *sink += static_cast<float>(_mm256_extract_epi32(s, 0));
+  return static_cast<double>(iters) * 8 * 64;
+}
+
 #define WC_AMX __attribute__((target("amx-tile,amx-bf16")))
 
 // LDTILECFG's 64-byte operand (palette 1).
@@ -170,6 +200,7 @@ PeakFlops MeasurePeakFlops(double seconds) {
       Rate([](int64_t n, float* s) { return HWY_DYNAMIC_DISPATCH(FmaChains)(n, s); }, seconds);
   if (CpuHasBf16DotKernels()) p.bf16_dot = Rate(Bf16DotChains, seconds);
   if (CpuHas(CpuKernels::kAmxBf16Gemm)) p.amx_bf16 = Rate(AmxTileChains, seconds);
+  if (CpuHas(CpuKernels::kAvx2Int8)) p.int8_avx2 = Rate(Int8Avx2Chains, seconds);
   return p;
 }
 

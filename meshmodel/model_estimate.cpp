@@ -7,14 +7,7 @@
 namespace wc {
 
 TileFormat ModelTileFormat(WeightFormat f) {
-  switch (f) {
-    case WeightFormat::kBfp8:
-      return TileFormat::kBFP8;
-    case WeightFormat::kBfp4:
-      return TileFormat::kBFP4;
-    default:
-      return TileFormat::kBF16;
-  }
+  return FormatRow(f).mesh_tile;
 }
 
 bool WholeModelIsEstimate(const ModelConfig& c) {

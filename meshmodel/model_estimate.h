@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kernels/gemm/weight_format.h"
+#include "kernels/gemm/format_table.h"
 #include "kvcache/kv_cache.h"
 #include "meshmodel/op_costs.h"
 #include "model/decoder_model.h"
@@ -15,8 +15,9 @@ namespace wc {
 // rows at `ctx` cached positions: each --weights group (QKV and dense, MLP, LM head) in the tile
 // format the loaded model holds it in (ModelTileFormat), its KV cache as bf16 tiles, or bfp8 for
 // the host's quantized formats (int8, fp8, bfp8).
-// The Wormhole tile format of a host weight format: bfp8 and bfp4 are BFP8_B and BFP4_B; f32, f16
-// and bf16 run as bf16 tiles (Wormhole has no f32 matmul weights).
+// The Wormhole tile format of a host weight format (format_table.h's mesh_tile): bfp8 and bfp4 are
+// BFP8_B and BFP4_B; f32, f16 and bf16 run as bf16 tiles (Wormhole has no f32 matmul weights); a
+// GGML type as the block float with at least its bits (Q8_0, Q5_*, Q6_K: BFP8_B; Q4_*: BFP4_B).
 TileFormat ModelTileFormat(WeightFormat f);
 
 // The graph the estimate assumes, for the figures' labels: tt-metal's measured program for the

@@ -29,12 +29,13 @@
 #include <vector>
 
 #include "attention/flash_decode.h"
+#include "kernels/gemm/format_table.h"
 #include "model/config.h"
 
 namespace wc {
 
-// A Wormhole tile format for weights, activations or the KV cache.
-enum class TileFormat { kBF16, kBFP8, kBFP4 };
+// A Wormhole tile format for weights, activations or the KV cache: format_table.h's TileFormat,
+// the one a host weight format is counted as.
 const char* TileFormatName(TileFormat f);  // "bf16", "bfp8", "bfp4"
 TileFormat ParseTileFormat(const std::string& name, const std::string& flag);  // throws wc::Error
 // Bytes of one 32 x 32 tile: bf16 2048; BFP8_B 1024 mantissas + 64 exponents = 1088; BFP4_B 512 +

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string_view>
 
+#include "kernels/gemm/format_table.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
@@ -257,16 +259,14 @@ MatrixRef Rows(const MatrixRef& m, int64_t r0, int64_t r1) {
   return s;
 }
 
-// Columns [c0, c1) of m (a strided view). A quantized m splits on whole blocks only: `name` and
-// the split are named otherwise.
+// Columns [c0, c1) of m (a strided view). A quantized m splits on whole blocks only (the format
+// table's tp_cols): `name` and the split are named otherwise.
 MatrixRef Cols(const MatrixRef& m, int64_t c0, int64_t c1, const std::string& name) {
-  if (m.quant) {
-    const int values = GgmlQuantBlockValues(*m.quant);
-    if (c0 % values != 0 || (c1 % values != 0 && c1 != m.cols))
-      throw Error(Cat("--tensor-parallel: ", name, " is ", GgmlQuantName(*m.quant),
-                      ", whose blocks hold ", values, " columns; this rank's columns [", c0, ", ",
-                      c1, ") would cut a block (choose another --tensor-parallel)"));
-  }
+  const WeightFormat f = StoredFormat(m);
+  if (!SliceKeepsBlocks(f, /*along_cols=*/true, c0, c1, m.cols))
+    throw Error(Cat("--tensor-parallel: ", name, " is ", WeightFormatName(f),
+                    ", whose blocks hold ", FormatRow(f).tp_cols, " columns; this rank's columns [",
+                    c0, ", ", c1, ") would cut a block (choose another --tensor-parallel)"));
   MatrixRef s = m;
   s.cols = c1 - c0;
   s.data = MatrixAt(m, 0, c0);
@@ -294,11 +294,12 @@ void CheckBfpSlices(const ModelConfig& c, int lm_head_fractures, int ranks,
     const TensorSplit s = TensorSplit::Make(c, lm_head_fractures, r, ranks);
     auto check = [&](WeightGroup g, const std::string& what, const char* dim, int64_t b, int64_t e,
                      int64_t extent) {
-      if (!bfp(g) || b == e || (b % kBfpTileDim == 0 && (e % kBfpTileDim == 0 || e == extent)))
+      if (!bfp(g) ||
+          SliceKeepsBlocks(*spec.Of(g), std::string_view(dim) == "columns", b, e, extent))
         return;
       throw Error(Cat("--weights ", spec.ToString(), " with --tensor-parallel ", ranks, ": rank ",
                       r, "'s slice of ", what, " (", dim, " [", b, ", ", e, ") of ", extent,
-                      ") does not fall on whole 32-wide block-float tiles; choose another "
+                      ") does not fall on whole block-float tiles (32 x 32); choose another "
                       "--tensor-parallel or hold ",
                       WeightGroupName(g), " in bf16 or f32 (--weights ", WeightGroupName(g),
                       "=bf16)"));

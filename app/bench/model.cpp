@@ -160,19 +160,28 @@ void RunBenchModel(const BenchModelOptions& o) {
       m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
       DTypeName(m.model->weights().matrix_dtype()), m.model->options().weights.ToString().c_str(),
       KVDTypeName(m.kv.dtype), threads, SimdTargetName(), kernel);
-  // The compute bound of the tiles a call of n tokens runs on: AMX where the GEMM takes it, else
-  // f32 FMAs (every other GEMM tile).
+  // The compute bound of the instructions a call of n tokens runs on (the format table's kernel:
+  // AMX, the integer products of GGML's blocks, else f32 FMAs).
   struct ComputeBound {
     double peak;
     const char* name;
   };
   const auto compute_for = [&](int64_t n_tokens) {
-    return GemmUsesAmx(qkv, n_tokens) ? ComputeBound{peak.amx_bf16, "AMX bf16"}
-                                      : ComputeBound{peak.f32_fma, "f32 FMA"};
+    switch (GemmPeakOf(qkv, n_tokens)) {
+      case GemmPeak::kAmxBf16:
+        return ComputeBound{peak.amx_bf16, "AMX bf16"};
+      case GemmPeak::kInt8Dot:
+        return ComputeBound{peak.int8_avx2, "int8 AVX2"};
+      default:
+        return ComputeBound{peak.f32_fma, "f32 FMA"};
+    }
   };
-  std::printf("machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s\n", peak.f32_fma / 1e9,
-              peak.bf16_dot > 0 ? Cat(peak.bf16_dot / 1e9, " GFLOP/s").c_str() : "none",
-              peak.amx_bf16 > 0 ? Cat(peak.amx_bf16 / 1e9, " GFLOP/s").c_str() : "none");
+  const auto rate = [](double r, const char* unit) {
+    return r > 0 ? Cat(r / 1e9, " ", unit) : std::string("none");
+  };
+  std::printf("machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s, int8 AVX2 %s\n",
+              peak.f32_fma / 1e9, rate(peak.bf16_dot, "GFLOP/s").c_str(),
+              rate(peak.amx_bf16, "GFLOP/s").c_str(), rate(peak.int8_avx2, "GOP/s").c_str());
   const WeightsMemory mem = MemoryOf(m, loop);
   PrintMemory("memory after load:", mem);
   std::fflush(stdout);
@@ -191,7 +200,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},
                         {"f32_fma_gflops", peak.f32_fma / 1e9},
                         {"bf16_dot_gflops", peak.bf16_dot / 1e9},
-                        {"amx_bf16_gflops", peak.amx_bf16 / 1e9}};
+                        {"amx_bf16_gflops", peak.amx_bf16 / 1e9},
+                        {"int8_avx2_gops", peak.int8_avx2 / 1e9}};
 
   // Prefill.
   std::vector<double> prefill;

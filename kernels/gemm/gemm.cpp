@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_amx.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "util/bf16.h"
@@ -413,30 +414,24 @@ void PortableHalvesChunk(const Task& task, const float* halves, int64_t kp_begin
 
 namespace {
 
-// BF16 panels with bf16 activations run on AMX from this many tokens where the CPU has it: below,
-// the FMA pairs tiles read the weights as fast (decode is bound by the read).
-constexpr int64_t kAmxMinTokens = 4;
-
-bool AmxRuns(const PackedMatrix& w) {
-  return !IsBfp(w.format()) && w.dtype() == DType::kBF16 &&
-         w.precision() == ActivationPrecision::kBF16 && AmxBf16GemmAvailable();
-}
-
-// The kernel choice, the first row that fits (kernels/README.md's GEMM table): a bfp matrix the
-// block-float GEMM (which picks its own tiles: GemmBfpKernelName), then by the panels' dtype and
-// the call's tokens.
+// The layout a call's input is packed in for the kernel the format table (format_table.h) chooses.
 int PathOf(const PackedMatrix& w, int64_t n_tokens) {
-  if (IsBfp(w.format())) return kPathBfp;
-  if (IsGgmlQuant(w.format())) return kPathQuant;
-  switch (w.dtype()) {
-    case DType::kF32:
+  switch (ChooseGemmKernel(w.format(), w.precision(), n_tokens).kernel) {
+    case GemmKernel::kF32Fma:
       return kPathF32;
-    case DType::kF16:
+    case GemmKernel::kF16Fma:
       return kPathF16;
-    case DType::kBF16:
-      return n_tokens >= kAmxMinTokens && AmxRuns(w) ? kPathAmx : kPathPairs;
+    case GemmKernel::kBf16F32Act:
+    case GemmKernel::kBf16Pairs:
+      return kPathPairs;
+    case GemmKernel::kBf16Amx:
+      return kPathAmx;
+    case GemmKernel::kQuantInt8Avx2:
+    case GemmKernel::kQuantInt8:
+      return kPathQuant;
+    default:  // the block-float GEMM, which runs the bfp rules itself (gemm_bfp.cpp)
+      return kPathBfp;
   }
-  return kPathF32;
 }
 
 // x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign: what vcvtne2ps2bf16 gives
@@ -568,8 +563,7 @@ void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* 
 
 namespace {
 
-// s kept for the process (the few names the block-float kernels print), so a const char* to it
-// stays valid.
+// s kept for the process (the few names printed), so a const char* to it stays valid.
 const char* Interned(std::string s) {
   static std::mutex mu;
   static std::set<std::string> names;
@@ -580,32 +574,16 @@ const char* Interned(std::string s) {
 }  // namespace
 
 const char* GemmKernelName(const PackedMatrix& w) {
-  if (AmxRuns(w)) {
-    return Interned("bf16 pairs (" + CpuKernelsName(CpuKernels::kPortable) + "; from " +
-                    std::to_string(kAmxMinTokens) + " tokens " +
-                    CpuKernelsName(CpuKernels::kAmxBf16Gemm) + ")");
-  }
-  switch (PathOf(w, 1)) {
-    case kPathBfp:
-      return Interned(GemmBfpKernelName(w.bfp()));
-    case kPathQuant:
-      return Interned(std::string(GgmlQuantName(w.quant().type())) + " x int8 (" +
-                      QuantGemmKernelName(w.quant()) + ")");
-    case kPathPairs:
-      return Interned(std::string(w.precision() == ActivationPrecision::kBF16
-                                      ? "bf16 pairs ("
-                                      : "bf16 weights, f32 activations (") +
-                      CpuKernelsName(CpuKernels::kPortable) + ")");
-    case kPathF16:
-      return "f16 weights, f32 FMA";
-    default:
-      return "f32 FMA";
-  }
+  return Interned(std::string(WeightFormatName(w.format())) + ": " +
+                  GemmKernelsByTokens(w.format(), w.precision()));
+}
+
+GemmPeak GemmPeakOf(const PackedMatrix& w, int64_t n_tokens) {
+  return KernelInfo(ChooseGemmKernel(w.format(), w.precision(), n_tokens).kernel).peak;
 }
 
 bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens) {
-  if (IsBfp(w.format())) return GemmBfpUsesAmx(w.bfp(), n_tokens);
-  return PathOf(w, n_tokens) == kPathAmx;
+  return GemmPeakOf(w, n_tokens) == GemmPeak::kAmxBf16;
 }
 
 void SetGemmX86Kernels(bool enabled) {

@@ -28,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/gemm/format_table.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "kernels/gemm/quant_gemm.h"
 
@@ -84,12 +85,15 @@ void Gemm(const float* x, int64_t n_tokens, const PackedMatrix& w, const float* 
 // part-filled tiles with calls of a multiple of it.
 int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens);
 
-// The kernel a matrix's products run on, e.g. "bf16 pairs (AVX3)", "f32 FMA", or a bfp matrix's
-// GemmBfpKernelName ("bfp8 bf16 pairs (AVX3, one token AVX-512F)"); valid for the process.
+// The kernels a matrix's products run on by call size, from the format table (format_table.h's
+// GemmKernelsByTokens), after its format: e.g. "bf16: bf16 pairs (AVX2)", "bfp8: bf16 row groups
+// (AVX2); from 32 tokens each panel widened once, bf16 pairs (AVX2)", "Q4_K: int8 blocks (AVX2
+// vpmaddubsw)". Valid for the process.
 const char* GemmKernelName(const PackedMatrix& w);
 
-// True when calls of w with at least `n_tokens` tokens run on AMX tiles (BF16 panels or a bfp
-// matrix's widened ones, bf16 activations, an AMX CPU): their compute bound is the AMX peak.
+// The instructions that bound a call of w with n_tokens tokens (its kernel's GemmPeak), and
+// whether that is AMX (BF16 panels or a bfp matrix's, bf16 activations, an AMX CPU).
+GemmPeak GemmPeakOf(const PackedMatrix& w, int64_t n_tokens);
 bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens);
 
 // Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm and kAmxBf16Gemm) off

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_amx.h"
 #include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/gemm_bfp_amx.h"
@@ -394,15 +395,6 @@ void WidenPanel(int magnitude_bits, int to, const uint8_t* panel, int64_t k_tile
 #endif
 }
 
-int64_t BfpWidenOnceTokensOfTarget(int path) {
-#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX3
-  (void)path;
-  return kBfpWidenOnceTokensAvx512;
-#else
-  return path == kBfpPathPairs ? kBfpWidenOnceTokensAvx2 : kBfpWidenOnceTokensAvx2F32;
-#endif
-}
-
 int BfpMaxTileTokens(int path) {
   return path == kBfpPathPairs ? MaxTokens<true>() : MaxTokens<false>();
 }
@@ -443,14 +435,33 @@ HWY_AFTER_NAMESPACE();
 namespace wc {
 
 HWY_EXPORT(BfpMaxTileTokens);
-HWY_EXPORT(BfpWidenOnceTokensOfTarget);
 HWY_EXPORT(BfpRunRange);
 HWY_EXPORT(WidenPanel);
 
 namespace {
 
+WeightFormat FormatOfBfp(const BfpPanels& w) {
+  return w.format() == BfpFormat::kBfp4 ? WeightFormat::kBfp4 : WeightFormat::kBfp8;
+}
+
+// The format table's kernel for a call of w with n_tokens (format_table.h's bfp rules).
+GemmKernel KernelOf(const BfpPanels& w, int64_t n_tokens) {
+  return ChooseGemmKernel(FormatOfBfp(w), w.precision(), n_tokens).kernel;
+}
+
 int PathOf(const BfpPanels& w) {
   return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
+}
+
+bool IsAmx(GemmKernel k) {
+  return k == GemmKernel::kBfpAmxFused || k == GemmKernel::kBfpAmxWidened;
+}
+bool WidensOnce(GemmKernel k) {
+  return k == GemmKernel::kBfpAmxWidened || k == GemmKernel::kBfpWidened ||
+         k == GemmKernel::kBfpF32Widened;
+}
+bool WidensOnceOrAmx(GemmKernel k) {
+  return WidensOnce(k) || IsAmx(k);
 }
 
 // Panels [pa, pb) widened once each (BfpWidenOnceTokens) into this thread's buffer, then the
@@ -528,11 +539,18 @@ void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t 
 }  // namespace
 
 int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens) {
-  if (GemmBfpUsesAmx(w, n_tokens)) return AmxGemmInput::kTileTokens;
-  const int path = PathOf(w);
-  if (n_tokens >= BfpWidenOnceTokens(w)) return gemm::PortableTileTokens(path == kBfpPathPairs);
-  if (path == kBfpPathPairs && BfpRowGroupsOn()) return kBfpRowGroupMaxTokens;
-  return HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(path);
+  switch (KernelOf(w, n_tokens)) {
+    case GemmKernel::kBfpAmxFused:
+    case GemmKernel::kBfpAmxWidened:
+      return AmxGemmInput::kTileTokens;
+    case GemmKernel::kBfpWidened:
+    case GemmKernel::kBfpF32Widened:
+      return gemm::PortableTileTokens(PathOf(w) == kBfpPathPairs);
+    case GemmKernel::kBfpRowGroups:
+      return kBfpRowGroupMaxTokens;
+    default:
+      return HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(PathOf(w));
+  }
 }
 
 BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride,
@@ -540,8 +558,9 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   WC_CHECK(n_tokens >= 0 && x_stride >= w.cols(), "bad gemm input shape");
   BfpGemmInput in;
   in.path_ = PathOf(w);
-  const bool amx = GemmBfpUsesAmx(w, n_tokens);
-  in.widen_once_ = amx ? n_tokens > kBfpAmxFusedMaxTokens : n_tokens >= BfpWidenOnceTokens(w);
+  const GemmKernel kernel = KernelOf(w, n_tokens);
+  const bool amx = IsAmx(kernel);
+  in.widen_once_ = WidensOnce(kernel);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   const int64_t k32 = w.k_tiles() * 32;
@@ -550,7 +569,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), k32));
     return in;
   }
-  in.row_groups_ = !in.widen_once_ && in.path_ == kBfpPathPairs && BfpRowGroupsOn();
+  in.row_groups_ = kernel == GemmKernel::kBfpRowGroups;
   in.tile_tokens_ = GemmBfpTileTokens(w, n_tokens);
   in.floats_per_token_ = k32;
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
@@ -620,29 +639,16 @@ void GemmBfp(const float* x, int64_t n_tokens, const BfpPanels& w, const float* 
 }
 
 int64_t BfpWidenOnceTokens(const BfpPanels& w) {
-  if (PathOf(w) == kBfpPathPairs && AmxBf16GemmAvailable()) return kBfpWidenOnceTokensAmx;
-  return HWY_DYNAMIC_DISPATCH(BfpWidenOnceTokensOfTarget)(PathOf(w));
+  return FirstTokensRunning(FormatOfBfp(w), w.precision(), WidensOnceOrAmx);
 }
 
 bool GemmBfpUsesAmx(const BfpPanels& w, int64_t n_tokens) {
-  return PathOf(w) == kBfpPathPairs && n_tokens >= kBfpWidenOnceTokensAmx && AmxBf16GemmAvailable();
+  return IsAmx(KernelOf(w, n_tokens));
 }
 
 std::string GemmBfpKernelName(const BfpPanels& w) {
-  const std::string f = BfpFormatName(w.format());
-  const std::string target = CpuKernelsName(CpuKernels::kPortable);
-  if (PathOf(w) == kBfpPathF32) return f + " f32 FMA (" + target + ")";
-  return f + " bf16 pairs (" + target +
-         (BfpRowGroupsOn()
-              ? ", row groups below " + std::to_string(BfpWidenOnceTokens(w)) + " tokens"
-              : "") +
-         (KernelsOn(CpuKernels::kAvx512Gemm) ? ", one token AVX-512F" : "") +
-         (AmxBf16GemmAvailable() ? "; from " + std::to_string(kBfpWidenOnceTokensAmx) + " tokens " +
-                                       CpuKernelsName(CpuKernels::kAmxBf16Gemm) +
-                                       ", a k tile widened at a time, from " +
-                                       std::to_string(kBfpAmxFusedMaxTokens + 1) + " a panel"
-                                 : "") +
-         ")";
+  return std::string(BfpFormatName(w.format())) + ": " +
+         GemmKernelsByTokens(FormatOfBfp(w), w.precision());
 }
 
 }  // namespace wc

@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/format_table.h"
 #include "kernels/gemm/quant_gemm_x86.h"
 #include "util/error.h"
 
@@ -142,8 +143,10 @@ void QuantStoreGroup(const float (&acc)[kQuantTile][kQuantRows], int nt, int64_t
     }
 }
 
-bool QuantUseAvx2(const QuantPanels&) {
-  return KernelsOn(CpuKernels::kAvx2Int8);
+// The format table's kernel for w (format_table.h: one for calls of every size).
+bool QuantUseAvx2(const QuantPanels& w) {
+  return ChooseGemmKernel(FormatOf(w.type()), ActivationPrecision::kF32, 1).kernel ==
+         GemmKernel::kQuantInt8Avx2;
 }
 
 // Groups [g0, g1) for every token.
@@ -223,10 +226,6 @@ void QuantGemm(const QuantInput& x, const QuantPanels& w, const float* bias, flo
     const int64_t a = g0 + n * th / nth, b = g0 + n * (th + 1) / nth;
     QuantRunGroups(x, w, bias, y, y_stride, row_begin, row_end, a, b);
   }
-}
-
-const char* QuantGemmKernelName(const QuantPanels& w) {
-  return QuantUseAvx2(w) ? "AVX2" : "portable";
 }
 
 }  // namespace wc

@@ -71,7 +71,4 @@ void QuantGemm(const QuantInput& x, const QuantPanels& w, const float* bias, flo
 void QuantGemmSerial(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                      int64_t y_stride, int64_t row_begin, int64_t row_end);
 
-// The kernel family QuantGemm runs for w on this CPU (for kernel names): "AVX2", or "portable".
-const char* QuantGemmKernelName(const QuantPanels& w);
-
 }  // namespace wc

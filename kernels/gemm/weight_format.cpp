@@ -1,5 +1,7 @@
 #include "kernels/gemm/weight_format.h"
 
+#include "kernels/gemm/format_table.h"
+
 namespace wc {
 
 const char* WeightFormatName(WeightFormat f) {
@@ -20,9 +22,10 @@ const char* WeightFormatName(WeightFormat f) {
 }
 
 std::optional<WeightFormat> WeightFormatFromName(std::string_view name) {
-  for (WeightFormat f : {WeightFormat::kF32, WeightFormat::kF16, WeightFormat::kBF16,
-                         WeightFormat::kBfp8, WeightFormat::kBfp4})
-    if (name == WeightFormatName(f)) return f;
+  int n = 0;
+  const WeightFormatRow* rows = FormatTable(&n);
+  for (int i = 0; i < n; ++i)
+    if (rows[i].convertible && name == WeightFormatName(rows[i].format)) return rows[i].format;
   return std::nullopt;
 }
 

@@ -439,8 +439,9 @@ TEST(GemmBfp, SimdLimitAvx2) {
     const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
     if (SimdLimitName() == "avx2") {
       EXPECT_EQ(GemmBfpKernelName(m), std::string(BfpFormatName(f)) +
-                                          " bf16 pairs (AVX2, row groups below " +
-                                          std::to_string(kBfpWidenOnceTokensAvx2) + " tokens)");
+                                          ": bf16 row groups (AVX2); from " +
+                                          std::to_string(kBfpWidenOnceTokensAvx2) +
+                                          " tokens each panel widened once, bf16 pairs (AVX2)");
     }
     const std::vector<float> x = RandomX(3, 100, 1);
     std::vector<float> want(150), y(150);

@@ -245,12 +245,17 @@ TEST(Gemm, KernelNames) {
   const Source s = MakeSource(DType::kBF16, 4, 8, 1);
   const PackedMatrix fast = PackedMatrix::Pack(s.ref, ActivationPrecision::kBF16);
   const PackedMatrix exact = PackedMatrix::Pack(s.ref, ActivationPrecision::kF32);
-  EXPECT_EQ(std::string(GemmKernelName(exact)).rfind("bf16 weights, f32 activations (", 0), 0u);
-  SetGemmX86Kernels(false);
-  EXPECT_EQ(std::string(GemmKernelName(fast)).rfind("bf16 pairs (", 0), 0u);
+  EXPECT_EQ(std::string(GemmKernelName(exact)).rfind("bf16: bf16 weights, f32 activations (", 0),
+            0u);
+  SetGemmX86Kernels(false);  // no AMX: the pairs tiles for every call
+  EXPECT_EQ(std::string(GemmKernelName(fast)), "bf16: " + GemmKernelLabel(GemmKernel::kBf16Pairs));
   SetGemmX86Kernels(true);
+  if (CpuHas(CpuKernels::kAmxBf16Gemm))
+    EXPECT_NE(std::string(GemmKernelName(fast)).find("; from 4 tokens bf16 tiles (AMX BF16)"),
+              std::string::npos);
   const Source f = MakeSource(DType::kF32, 4, 8, 1);
-  EXPECT_STREQ(GemmKernelName(PackedMatrix::Pack(f.ref)), "f32 FMA");
+  EXPECT_EQ(std::string(GemmKernelName(PackedMatrix::Pack(f.ref))),
+            "f32: f32 FMA (" + CpuKernelsName(CpuKernels::kPortable) + ")");
 }
 
 }  // namespace

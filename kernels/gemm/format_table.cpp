@@ -1,0 +1,232 @@
+#include "kernels/gemm/format_table.h"
+
+#include <algorithm>
+#include <iterator>
+#include <limits>
+#include <vector>
+
+#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/gemm_bfp_amx.h"
+#include "kernels/gemm/gemm_bfp_row_groups.h"
+#include "util/error.h"
+
+namespace wc {
+
+// Named, not anonymous: unity builds put other files' file-local names beside these.
+namespace format_rows {
+
+constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+
+// BF16 panels with bf16 activations run on AMX from this many tokens where the CPU has it: below,
+// the FMA pairs tiles read the weights as fast (decode is bound by the read).
+constexpr int64_t kAmxMinTokens = 4;
+
+constexpr GemmKernelInfo kKernels[] = {
+    {GemmKernel::kF32Fma, "f32 FMA", CpuKernels::kPortable, GemmPeak::kF32Fma},
+    {GemmKernel::kF16Fma, "f16 weights, f32 FMA", CpuKernels::kPortable, GemmPeak::kF32Fma},
+    {GemmKernel::kBf16F32Act, "bf16 weights, f32 activations", CpuKernels::kPortable,
+     GemmPeak::kF32Fma},
+    {GemmKernel::kBf16Pairs, "bf16 pairs", CpuKernels::kPortable, GemmPeak::kF32Fma},
+    {GemmKernel::kBf16Amx, "bf16 tiles", CpuKernels::kAmxBf16Gemm, GemmPeak::kAmxBf16},
+    {GemmKernel::kBfpF32Tiles, "codes widened in registers, f32 FMA", CpuKernels::kPortable,
+     GemmPeak::kF32Fma},
+    {GemmKernel::kBfpF32Widened, "each panel widened once, f32 FMA", CpuKernels::kPortable,
+     GemmPeak::kF32Fma},
+    {GemmKernel::kBfpPanelTiles, "codes widened in registers, bf16 pairs", CpuKernels::kPortable,
+     GemmPeak::kF32Fma},
+    {GemmKernel::kBfpRowGroups, "bf16 row groups", CpuKernels::kPortable, GemmPeak::kF32Fma},
+    {GemmKernel::kBfpWidened, "each panel widened once, bf16 pairs", CpuKernels::kPortable,
+     GemmPeak::kF32Fma},
+    {GemmKernel::kBfpAmxFused, "bf16 tiles, a k tile widened at a time", CpuKernels::kAmxBf16Gemm,
+     GemmPeak::kAmxBf16},
+    {GemmKernel::kBfpAmxWidened, "bf16 tiles, each panel widened once", CpuKernels::kAmxBf16Gemm,
+     GemmPeak::kAmxBf16},
+    {GemmKernel::kQuantInt8Avx2, "int8 blocks", CpuKernels::kAvx2Int8, GemmPeak::kInt8Dot},
+    {GemmKernel::kQuantInt8, "int8 blocks", CpuKernels::kPortable, GemmPeak::kInt8Dot},
+};
+
+using A = ActivationMatch;
+using C = GemmCpu;
+using K = GemmKernel;
+
+constexpr GemmKernelRule kF32Rules[] = {{A::kAny, C::kAny, 1, kMax, K::kF32Fma}};
+constexpr GemmKernelRule kF16Rules[] = {{A::kAny, C::kAny, 1, kMax, K::kF16Fma}};
+constexpr GemmKernelRule kBf16Rules[] = {
+    {A::kBF16, C::kAmxBf16, kAmxMinTokens, kMax, K::kBf16Amx},
+    {A::kBF16, C::kAny, 1, kMax, K::kBf16Pairs},
+    {A::kF32, C::kAny, 1, kMax, K::kBf16F32Act},
+};
+// Thresholds: gemm_bfp.h's kBfpWidenOnceTokens* and gemm_bfp_amx.h's kBfpAmxFusedMaxTokens, each
+// with its measurement.
+constexpr GemmKernelRule kBfpRules[] = {
+    {A::kBF16, C::kAmxBf16, kBfpWidenOnceTokensAmx, kBfpAmxFusedMaxTokens, K::kBfpAmxFused},
+    {A::kBF16, C::kAmxBf16, kBfpAmxFusedMaxTokens + 1, kMax, K::kBfpAmxWidened},
+    {A::kBF16, C::kWideTarget, 1, kBfpWidenOnceTokensAvx512 - 1, K::kBfpPanelTiles},
+    {A::kBF16, C::kNarrowTarget, 1, kBfpWidenOnceTokensAvx2 - 1, K::kBfpRowGroups},
+    {A::kBF16, C::kAny, 1, kMax, K::kBfpWidened},
+    {A::kF32, C::kWideTarget, 1, kBfpWidenOnceTokensAvx512 - 1, K::kBfpF32Tiles},
+    {A::kF32, C::kNarrowTarget, 1, kBfpWidenOnceTokensAvx2F32 - 1, K::kBfpF32Tiles},
+    {A::kF32, C::kAny, 1, kMax, K::kBfpF32Widened},
+};
+// One kernel for every call: the activations are quantized once per call whatever its size, and
+// the tiles hold 4 tokens (2 for the K types) by 8 rows.
+constexpr GemmKernelRule kGgmlRules[] = {
+    {A::kAny, C::kAvx2Int8, 1, kMax, K::kQuantInt8Avx2},
+    {A::kAny, C::kAny, 1, kMax, K::kQuantInt8},
+};
+
+template <size_t N>
+constexpr int Count(const GemmKernelRule (&)[N]) {
+  return static_cast<int>(N);
+}
+
+constexpr const char* kPanels = "panels of 32 rows, k-major";
+constexpr const char* kPairs = "panels of 32 rows, (k, k+1) pairs side by side, K padded to 32";
+constexpr const char* kTiles = "tt-metal's 32x32 tiles as its packer writes them";
+constexpr const char* kGroups = "groups of 8 rows, each block's bits interleaved by row";
+
+#define WC_RULES(r) r, Count(r)
+// format, bits a weight (file, packed), values a scale, its axis, packing, rules, TP rows / cols,
+// mesh, --weights
+constexpr WeightFormatRow kRows[] = {
+    {WeightFormat::kF32, 32, 32, 1, ScaleAxis::kNone, kPanels, WC_RULES(kF32Rules), 1, 1,
+     TileFormat::kBF16, true},
+    {WeightFormat::kF16, 16, 16, 1, ScaleAxis::kNone, kPanels, WC_RULES(kF16Rules), 1, 1,
+     TileFormat::kBF16, true},
+    {WeightFormat::kBF16, 16, 16, 1, ScaleAxis::kNone, kPairs, WC_RULES(kBf16Rules), 1, 1,
+     TileFormat::kBF16, true},
+    {WeightFormat::kBfp8, 8.5, 8.5, 16, ScaleAxis::kN, kTiles, WC_RULES(kBfpRules), kBfpTileDim,
+     kBfpTileDim, TileFormat::kBFP8, true},
+    {WeightFormat::kBfp4, 4.5, 4.5, 16, ScaleAxis::kN, kTiles, WC_RULES(kBfpRules), kBfpTileDim,
+     kBfpTileDim, TileFormat::kBFP4, true},
+    {WeightFormat::kQ8_0, 8.5, 8.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+     TileFormat::kBFP8, false},
+    {WeightFormat::kQ4_0, 4.5, 4.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+     TileFormat::kBFP4, false},
+    {WeightFormat::kQ4_1, 5, 5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+     TileFormat::kBFP8, false},
+    {WeightFormat::kQ5_0, 5.5, 5.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+     TileFormat::kBFP8, false},
+    {WeightFormat::kQ5_1, 6, 6, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+     TileFormat::kBFP8, false},
+    {WeightFormat::kQ4_K, 4.5, 4.625, 256, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 256,
+     TileFormat::kBFP4, false},
+    {WeightFormat::kQ5_K, 5.5, 5.625, 256, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 256,
+     TileFormat::kBFP8, false},
+    {WeightFormat::kQ6_K, 6.5625, 6.5625, 256, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 256,
+     TileFormat::kBFP8, false},
+};
+#undef WC_RULES
+
+constexpr bool RowsInOrder() {
+  for (size_t i = 0; i < std::size(kRows); ++i)
+    if (static_cast<size_t>(kRows[i].format) != i) return false;
+  for (size_t i = 0; i < std::size(kKernels); ++i)
+    if (static_cast<size_t>(kKernels[i].kernel) != i) return false;
+  return std::size(kRows) == static_cast<size_t>(WeightFormat::kQ6_K) + 1;
+}
+static_assert(RowsInOrder(), "one row a format and a kernel, in their enums' order");
+
+bool PrecisionFits(ActivationMatch m, ActivationPrecision p) {
+  return m == ActivationMatch::kAny ||
+         (m == ActivationMatch::kF32) == (p == ActivationPrecision::kF32);
+}
+
+}  // namespace format_rows
+
+const GemmKernelInfo& KernelInfo(GemmKernel k) {
+  return format_rows::kKernels[static_cast<int>(k)];
+}
+
+bool GemmCpuHolds(GemmCpu c) {
+  switch (c) {
+    case GemmCpu::kAny:
+      return true;
+    case GemmCpu::kAmxBf16:
+      return KernelsOn(CpuKernels::kAmxBf16Gemm);
+    case GemmCpu::kWideTarget:
+      return !BfpRowGroupsOn();
+    case GemmCpu::kNarrowTarget:
+      return BfpRowGroupsOn();
+    case GemmCpu::kAvx2Int8:
+      return KernelsOn(CpuKernels::kAvx2Int8);
+  }
+  return false;
+}
+
+const WeightFormatRow& FormatRow(WeightFormat f) {
+  return format_rows::kRows[static_cast<int>(f)];
+}
+
+const WeightFormatRow* FormatTable(int* count) {
+  *count = static_cast<int>(std::size(format_rows::kRows));
+  return format_rows::kRows;
+}
+
+const GemmKernelRule& ChooseGemmKernel(WeightFormat f, ActivationPrecision precision,
+                                       int64_t n_tokens) {
+  const WeightFormatRow& row = FormatRow(f);
+  const int64_t n = n_tokens < 1 ? 1 : n_tokens;
+  for (int i = 0; i < row.n_rules; ++i) {
+    const GemmKernelRule& r = row.rules[i];
+    if (format_rows::PrecisionFits(r.precision, precision) && n >= r.min_tokens &&
+        n <= r.max_tokens && GemmCpuHolds(r.cpu))
+      return r;
+  }
+  WC_CHECK(false, "no GEMM kernel rule for ", WeightFormatName(f));
+  return row.rules[0];
+}
+
+std::string GemmKernelLabel(GemmKernel k) {
+  const GemmKernelInfo& info = KernelInfo(k);
+  std::string instructions = CpuKernelsName(info.cpu);
+  if (k == GemmKernel::kQuantInt8Avx2) instructions = "AVX2 vpmaddubsw";
+  if (k == GemmKernel::kQuantInt8) instructions = "portable C++";
+  if (k == GemmKernel::kBfpPanelTiles && KernelsOn(CpuKernels::kAvx512Gemm))
+    instructions += ", one token AVX-512F";
+  return std::string(info.family) + " (" + instructions + ")";
+}
+
+namespace {
+
+// The token counts where a row's choice may change: 1 and each rule's ends, in increasing order.
+std::vector<int64_t> FormatRowBoundaries(const WeightFormatRow& row) {
+  std::vector<int64_t> b = {1};
+  for (int i = 0; i < row.n_rules; ++i) {
+    b.push_back(row.rules[i].min_tokens);
+    if (row.rules[i].max_tokens < format_rows::kMax) b.push_back(row.rules[i].max_tokens + 1);
+  }
+  std::sort(b.begin(), b.end());
+  b.erase(std::unique(b.begin(), b.end()), b.end());
+  return b;
+}
+
+}  // namespace
+
+std::string GemmKernelsByTokens(WeightFormat f, ActivationPrecision precision) {
+  std::string s;
+  const GemmKernelRule* last = nullptr;
+  for (const int64_t n : FormatRowBoundaries(FormatRow(f))) {
+    const GemmKernelRule& r = ChooseGemmKernel(f, precision, n);
+    if (last != nullptr && r.kernel == last->kernel) continue;
+    s += last == nullptr ? GemmKernelLabel(r.kernel)
+                         : "; from " + std::to_string(n) + " tokens " + GemmKernelLabel(r.kernel);
+    last = &r;
+  }
+  return s;
+}
+
+int64_t FirstTokensRunning(WeightFormat f, ActivationPrecision precision,
+                           bool (*pred)(GemmKernel)) {
+  for (const int64_t n : FormatRowBoundaries(FormatRow(f)))
+    if (pred(ChooseGemmKernel(f, precision, n).kernel)) return n;
+  return -1;
+}
+
+bool SliceKeepsBlocks(WeightFormat f, bool along_cols, int64_t begin, int64_t end, int64_t extent) {
+  const WeightFormatRow& row = FormatRow(f);
+  const int64_t m = along_cols ? row.tp_cols : row.tp_rows;
+  return begin == end || (begin % m == 0 && (end % m == 0 || end == extent));
+}
+
+}  // namespace wc
