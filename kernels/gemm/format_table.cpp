@@ -42,6 +42,8 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kBfpAmxWidened, "bf16 tiles, each panel widened once", CpuKernels::kAmxBf16Gemm,
      GemmPeak::kAmxBf16},
     {GemmKernel::kQuantInt8Avx2, "int8 blocks", CpuKernels::kAvx2Int8, GemmPeak::kInt8Dot},
+    {GemmKernel::kQuantInt8Avx2Expanded, "int8 blocks, each expanded once for every token",
+     CpuKernels::kAvx2Int8, GemmPeak::kInt8Dot},
     {GemmKernel::kQuantInt8, "int8 blocks", CpuKernels::kPortable, GemmPeak::kInt8Dot},
 };
 
@@ -68,9 +70,16 @@ constexpr GemmKernelRule kBfpRules[] = {
     {A::kF32, C::kNarrowTarget, 1, kBfpWidenOnceTokensAvx2F32 - 1, K::kBfpF32Tiles},
     {A::kF32, C::kAny, 1, kMax, K::kBfpF32Widened},
 };
-// One kernel for every call: the activations are quantized once per call whatever its size, and
-// the tiles hold 4 tokens (2 for the K types) by 8 rows.
+// From this many tokens a call expands each group block once for a chunk of tokens instead of
+// unpacking it in registers once per tile of 4 (2 for the K types). Q8_0 has nothing to unpack
+// (its codes are bytes): expanding it measured no faster, so it keeps the register tiles.
+constexpr int64_t kQuantExpandMinTokens = 8;
 constexpr GemmKernelRule kGgmlRules[] = {
+    {A::kAny, C::kAvx2Int8, 1, kQuantExpandMinTokens - 1, K::kQuantInt8Avx2},
+    {A::kAny, C::kAvx2Int8, kQuantExpandMinTokens, kMax, K::kQuantInt8Avx2Expanded},
+    {A::kAny, C::kAny, 1, kMax, K::kQuantInt8},
+};
+constexpr GemmKernelRule kQ8_0Rules[] = {
     {A::kAny, C::kAvx2Int8, 1, kMax, K::kQuantInt8Avx2},
     {A::kAny, C::kAny, 1, kMax, K::kQuantInt8},
 };
@@ -99,7 +108,7 @@ constexpr WeightFormatRow kRows[] = {
      kBfpTileDim, TileFormat::kBFP8, true},
     {WeightFormat::kBfp4, 4.5, 4.5, 16, ScaleAxis::kN, kTiles, WC_RULES(kBfpRules), kBfpTileDim,
      kBfpTileDim, TileFormat::kBFP4, true},
-    {WeightFormat::kQ8_0, 8.5, 8.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
+    {WeightFormat::kQ8_0, 8.5, 8.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kQ8_0Rules), 1, 32,
      TileFormat::kBFP8, false},
     {WeightFormat::kQ4_0, 4.5, 4.5, 32, ScaleAxis::kK, kGroups, WC_RULES(kGgmlRules), 1, 32,
      TileFormat::kBFP4, false},
@@ -180,7 +189,8 @@ const GemmKernelRule& ChooseGemmKernel(WeightFormat f, ActivationPrecision preci
 std::string GemmKernelLabel(GemmKernel k) {
   const GemmKernelInfo& info = KernelInfo(k);
   std::string instructions = CpuKernelsName(info.cpu);
-  if (k == GemmKernel::kQuantInt8Avx2) instructions = "AVX2 vpmaddubsw";
+  if (k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8Avx2Expanded)
+    instructions = "AVX2 vpmaddubsw";
   if (k == GemmKernel::kQuantInt8) instructions = "portable C++";
   if (k == GemmKernel::kBfpPanelTiles && KernelsOn(CpuKernels::kAvx512Gemm))
     instructions += ", one token AVX-512F";

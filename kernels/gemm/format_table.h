@@ -41,7 +41,9 @@ enum class GemmKernel : uint8_t {
   kBfpAmxFused,    // AMX, each k tile widened into L1 before its TDPBF16PS (gemm_bfp_amx.h)
   kBfpAmxWidened,  // AMX, each panel widened once
   kQuantInt8Avx2,  // GGML blocks x int8 activations, vpmaddubsw / vpmaddwd (quant_gemm_avx2.cpp)
-  kQuantInt8,      // the same integer sums, portable C++ (quant_gemm.cpp)
+  kQuantInt8Avx2Expanded,  // the same, each block expanded to 8-bit codes once for many tokens
+                           // (quant_gemm_avx2_expanded.cpp)
+  kQuantInt8,              // the same integer sums, portable C++ (quant_gemm.cpp)
 };
 
 // The instructions that bound a kernel's rate (kernels/peak.h measures each).

@@ -143,10 +143,9 @@ void QuantStoreGroup(const float (&acc)[kQuantTile][kQuantRows], int nt, int64_t
     }
 }
 
-// The format table's kernel for w (format_table.h: one for calls of every size).
-bool QuantUseAvx2(const QuantPanels& w) {
-  return ChooseGemmKernel(FormatOf(w.type()), ActivationPrecision::kF32, 1).kernel ==
-         GemmKernel::kQuantInt8Avx2;
+// The format table's kernel for a call of x's tokens (format_table.h).
+GemmKernel QuantKernel(const QuantInput& x, const QuantPanels& w) {
+  return ChooseGemmKernel(FormatOf(w.type()), ActivationPrecision::kF32, x.n_tokens).kernel;
 }
 
 // Groups [g0, g1) for every token.
@@ -154,9 +153,13 @@ void QuantRunGroups(const QuantInput& x, const QuantPanels& w, const float* bias
                     int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
   if (g0 >= g1) return;
   const IeeeSubnormals ieee;
-  if (QuantUseAvx2(w)) {
-    x86::QuantGemmAvx2(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-    return;
+  switch (QuantKernel(x, w)) {
+    case GemmKernel::kQuantInt8Avx2:
+      return x86::QuantGemmAvx2(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    case GemmKernel::kQuantInt8Avx2Expanded:
+      return x86::QuantGemmAvx2Expanded(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    default:
+      break;
   }
   float acc[kQuantTile][kQuantRows];
   for (int64_t g = g0; g < g1; ++g)

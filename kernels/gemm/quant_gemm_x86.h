@@ -13,4 +13,10 @@ namespace wc::x86 {
 void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1);
 
+// The same for calls of many tokens (quant_gemm_avx2_expanded.cpp): each group block expanded to
+// 8-bit codes once per chunk of tokens. The same bits.
+void QuantGemmAvx2Expanded(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+                           int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0,
+                           int64_t g1);
+
 }  // namespace wc::x86

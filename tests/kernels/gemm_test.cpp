@@ -250,9 +250,10 @@ TEST(Gemm, KernelNames) {
   SetGemmX86Kernels(false);  // no AMX: the pairs tiles for every call
   EXPECT_EQ(std::string(GemmKernelName(fast)), "bf16: " + GemmKernelLabel(GemmKernel::kBf16Pairs));
   SetGemmX86Kernels(true);
-  if (CpuHas(CpuKernels::kAmxBf16Gemm))
+  if (CpuHas(CpuKernels::kAmxBf16Gemm)) {
     EXPECT_NE(std::string(GemmKernelName(fast)).find("; from 4 tokens bf16 tiles (AMX BF16)"),
               std::string::npos);
+  }
   const Source f = MakeSource(DType::kF32, 4, 8, 1);
   EXPECT_EQ(std::string(GemmKernelName(PackedMatrix::Pack(f.ref))),
             "f32: f32 FMA (" + CpuKernelsName(CpuKernels::kPortable) + ")");

@@ -299,6 +299,35 @@ TEST_P(QuantGemmTest, BitsIndependentOfTokensRowsAndThreads) {
     QuantGemmSerial(one, w, nullptr, part.data(), 25, 5, 30);
     EXPECT_EQ(std::memcmp(part.data(), y.data() + t * rows + 5, 25 * 4), 0) << "token " << t;
   }
+  // Every token at once over a row range cut inside groups (the many-token kernel's stores).
+  std::vector<float> part(static_cast<size_t>(n * 25));
+  QuantGemmSerial(all, w, nullptr, part.data(), 25, 5, 30);
+  for (int64_t t = 0; t < n; ++t)
+    EXPECT_EQ(std::memcmp(part.data() + t * 25, y.data() + t * rows + 5, 25 * 4), 0) << t;
+}
+
+// Wide rows split a long call into token chunks (quant_gemm_avx2_expanded.cpp sizes them to keep
+// the activations in L2): the bits are each token's alone.
+TEST_P(QuantGemmTest, ChunksOfTokensGiveEachTokensBits) {
+  const GgmlQuant type = GetParam();
+  Rng rng(14);
+  const int64_t rows = 9, cols = 32 * GgmlQuantBlockValues(type) * (IsKQuant(type) ? 1 : 8);
+  const int64_t row_bytes = cols / GgmlQuantBlockValues(type) * GgmlQuantBlockBytes(type);
+  const auto data = RandomRows(type, rows, cols, rng);
+  const QuantPanels w = QuantPanels::FromRows(type, data.data(), rows, cols, row_bytes, "w");
+  const int64_t n = 43;  // > 192 KiB / cols tokens: several chunks, and a part tile
+  const auto xf = RandomActivations(n, cols, rng);
+  const QuantInput all = QuantizeActivations(xf.data(), n, cols, cols, ActivationOf(type));
+  std::vector<float> y(static_cast<size_t>(n * rows));
+  QuantGemm(all, w, nullptr, y.data(), rows, 0, rows);
+  for (int64_t t = 0; t < n; ++t) {
+    const QuantInput one =
+        QuantizeActivations(xf.data() + t * cols, 1, cols, cols, ActivationOf(type));
+    std::vector<float> y1(static_cast<size_t>(rows));
+    QuantGemm(one, w, nullptr, y1.data(), rows, 0, rows);
+    ASSERT_EQ(std::memcmp(y1.data(), y.data() + t * rows, rows * 4), 0)
+        << GgmlQuantName(type) << " token " << t;
+  }
 }
 
 TEST_P(QuantGemmTest, CloseToTheDequantizedProduct) {

@@ -11,7 +11,12 @@
 # median tokens/s of each and their ratio. A pair such as bfp8:q8_0 or bfp4:q4_0 compares formats
 # of the same bytes per weight (8.5 and 4.5 bits): llama.cpp's file is made from the same GGUF by
 # its llama-quantize, wormchat packs at load; the two quantizers round differently, so the greedy
-# check is made on the checkpoint as stored only. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
+# check is made on the checkpoint as stored only. OURS `gguf` runs wormchat on llama.cpp's own
+# quantized file (the GGUF issue's comparison: the same bits in both), e.g. gguf:q8_0, gguf:q4_k;
+# THEIRS ending in +pure quantizes every matrix to that type (llama-quantize --pure), e.g.
+# gguf:q4_k+pure. Prefill is also printed as each program's share of wormchat's compute bound for
+# the kernel it runs (bench model's: the int8 peak for GGUF's quantized types), the same figure for
+# both. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
 # (default build-llama/llama.cpp-b6673) the first time; nothing of it is needed to build, run or
 # test wormchat. Prints the CPU and its SIMD flags first: figures are only comparable on one
 # machine. --simd avx2 measures the AVX2 machine kind on an AVX-512 host: wormchat runs with
@@ -116,12 +121,17 @@ print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
       auto) their_gguf=$gguf ;;
       *)
         their_gguf="$out/$name.$theirs_fmt.gguf"
+        pure=()
+        [[ "$theirs_fmt" == *+pure ]] && pure=(--pure)
         if [ ! -f "$their_gguf" ] || [ "$gguf" -nt "$their_gguf" ]; then
-          "$bin/llama-quantize" "$gguf" "$their_gguf" "${theirs_fmt^^}" "$threads" >&2 ||
+          "$bin/llama-quantize" "${pure[@]}" "$gguf" "$their_gguf" "$(echo "${theirs_fmt%+pure}" |
+            tr a-z A-Z)" "$threads" >&2 ||
             { echo "compare.sh: llama-quantize to $theirs_fmt failed" >&2; exit 1; }
         fi
         ;;
     esac
+    ours_model=(--model "$model" --weights "$ours_fmt")
+    [ "$ours_fmt" = gguf ] && ours_model=(--model "$their_gguf")
     tag="$name.$ours_fmt-$theirs_fmt"
     : > "$out/$tag.llama"
     : > "$out/$tag.ours"
@@ -132,7 +142,7 @@ import json, sys
 for t in json.load(sys.stdin):
     kind = "prefill" if t["n_prompt"] > 0 else "decode"
     print(kind, t["avg_ts"])' >> "$out/$tag.llama"
-      "$wormchat" bench model --model "$model" --weights "$ours_fmt" --threads "$threads" \
+      "$wormchat" bench model "${ours_model[@]}" --threads "$threads" \
         --prompt-len 512 --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$tag.json" \
         > /dev/null
       "$py" -c '
@@ -140,7 +150,8 @@ import json, sys
 j = json.load(open(sys.argv[1]))
 print("prefill", j["prefill"]["tokens_per_s"])
 print("decode", j["decode"][0]["tokens_per_s"])
-print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])' "$out/$tag.json" \
+print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])
+print("prefill_bound", j["prefill"]["bound_tokens_per_s"])' "$out/$tag.json" \
         >> "$out/$tag.ours"
     done
     label="$name $ours_fmt/$theirs_fmt"
@@ -150,6 +161,12 @@ print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])' "$out/$ta
       printf '%-30s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
         "$label" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')"
     done
+    pb=$(grep "^prefill_bound " "$out/$tag.ours" | awk '{print $2}' | median)
+    l=$(grep "^prefill " "$out/$tag.llama" | awk '{print $2}' | median)
+    o=$(grep "^prefill " "$out/$tag.ours" | awk '{print $2}' | median)
+    printf '%-30s prefill at %.0f%% (wormchat) and %.0f%% (llama.cpp) of the compute bound (%.1f tok/s)\n' \
+      "$label" "$(awk -v a="$o" -v b="$pb" 'BEGIN {print 100 * a / b}')" \
+      "$(awk -v a="$l" -v b="$pb" 'BEGIN {print 100 * a / b}')" "$pb"
     b=$(grep "^decode_bound " "$out/$tag.ours" | awk '{print $2}' | median)
     o=$(grep "^decode " "$out/$tag.ours" | awk '{print $2}' | median)
     printf '%-30s decode at %.0f%% of the read-bandwidth bound (%.1f tok/s)\n' "$label" \
