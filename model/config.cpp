@@ -19,6 +19,10 @@ QkvLayout ModelConfig::qkv_layout() const {
   return multi_query ? QkvLayout::kMultiQuery : QkvLayout::kMultiHead;
 }
 
+bool ModelConfig::EndsGeneration(int id) const {
+  return id == eos_token_id || std::binary_search(end_token_ids.begin(), end_token_ids.end(), id);
+}
+
 int64_t ModelConfig::n_params() const {
   int64_t total = 0;
   for (const TensorEntry& e : ModelTensors(*this)) {

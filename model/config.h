@@ -62,6 +62,12 @@ struct ModelConfig {
   // Whether config.json gave them (else LoadConfig looks beside it: model/generation_defaults.h).
   // Not part of ToJson.
   bool bos_token_id_given = true, eos_token_id_given = true;
+  // Ids besides eos_token_id that end generation as it does, ascending: a GGUF vocabulary's
+  // end-of-generation ids (llama.cpp's EOG set: EOT such as <|im_end|> or <|eot_id|>, EOM, ...;
+  // tokenizer/gguf_tokenizer.h: FindGgufRoles). Empty for a checkpoint directory, whose
+  // generation_config.json list of EOS ids gives only its first (model/generation_defaults.h). Not
+  // part of ToJson.
+  std::vector<int> end_token_ids;
   bool tie_word_embeddings = true;
 
   // Falcon's layout facts.
@@ -77,6 +83,8 @@ struct ModelConfig {
   bool mlp_bias = false;        // gate/up/down_proj biases
   bool gated_mlp = false;       // SwiGLU: down(silu(gate(x)) * up(x)) instead of Falcon's GELU MLP
 
+  // Whether sampling `id` ends generation: eos_token_id or one of end_token_ids.
+  bool EndsGeneration(int id) const;
   int head_dim() const { return head_dim_override > 0 ? head_dim_override : hidden_size / n_head; }
   // Falcon: the fused QKV's layout and rows ((n_head + 2 * n_kv_heads) * head_dim).
   QkvLayout qkv_layout() const;

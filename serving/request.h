@@ -19,6 +19,8 @@ using RequestId = uint64_t;  // 1, 2, ... in submission order
 using SessionId = uint64_t;  // 0 = none
 
 // How a request ended. Names (StopReasonName): eos, stop, length, context, cancelled, error.
+// kEos: the model's EOS or another of its end-of-generation ids (ModelConfig::EndsGeneration: a
+// GGUF vocabulary's EOT, ...), the last token of the result, its text left out.
 enum class StopReason { kEos, kStopString, kMaxTokens, kContextFull, kCancelled, kError };
 const char* StopReasonName(StopReason reason);
 // OpenAI's finish_reason of a reply that ran: "stop" (EOS or a stop string) or "length" (max
@@ -83,7 +85,7 @@ struct Request {
   uint64_t seed = 0;
   int max_new_tokens = 256;       // >= 0
   std::vector<std::string> stop;  // non-empty strings; the text before a stop string is kept
-  bool stop_at_eos = true;
+  bool stop_at_eos = true;  // the model's end-of-generation ids end the reply (EOS, a GGUF EOT...)
   // 0: one-shot (the user row is freed when the request ends). Else a session from
   // ServingLoop::OpenSession(): the prompt is appended to the session's row and KV, which outlive
   // the request; at most one request per session runs at a time.

@@ -59,7 +59,7 @@ void ServingLoop::BeamStep(int leader, const float* logits, int n_live) {
     return;
   }
   auto ends = [&](int b, int token) {
-    if (run.req.stop_at_eos && token == c.eos_token_id) return true;
+    if (run.req.stop_at_eos && c.EndsGeneration(token)) return true;
     return CompletesStop(beam, beam.search.live_tokens(b), token);
   };
   BeamSearch::Step step;
@@ -104,7 +104,7 @@ void ServingLoop::FinishBeams(int leader) {
   for (BeamHypothesis& h : beam.search.Best()) {
     BeamSequence seq;
     const bool eos =
-        h.ended && run.req.stop_at_eos && !h.tokens.empty() && h.tokens.back() == c.eos_token_id;
+        h.ended && run.req.stop_at_eos && !h.tokens.empty() && c.EndsGeneration(h.tokens.back());
     seq.reason = eos                 ? StopReason::kEos
                  : h.ended           ? StopReason::kStopString
                  : beam.context_full ? StopReason::kContextFull

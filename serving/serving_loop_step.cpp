@@ -367,7 +367,7 @@ void ServingLoop::SwitchTokens(int row, const float* logits, int n_logits) {
       settle(i);
       Finish(row, reason);
     };
-    if (run.req.stop_at_eos && token == c.eos_token_id) return end(StopReason::kEos, false);
+    if (run.req.stop_at_eos && c.EndsGeneration(token)) return end(StopReason::kEos, false);
     const std::string_view bytes = tokenizer_ != nullptr
                                        ? std::string_view(tokenizer_->TokenBytes(token))
                                        : std::string_view();

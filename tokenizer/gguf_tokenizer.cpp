@@ -145,6 +145,63 @@ const std::string kSpace = "\xE2\x96\x81";  // U+2581, SPM's space
 
 }  // namespace
 
+GgufRoles FindGgufRoles(const GgufVocab& v) {
+  GgufRoles r;
+  const std::vector<std::string>& texts = v.tokens;
+  const size_t n = texts.size();
+  const bool spm = v.model == GgufVocab::Model::kSpm;
+  const int eos = v.eos_id ? *v.eos_id : (spm ? 2 : 11);  // the model's default, then the key
+  r.eos = eos >= 0 && static_cast<size_t>(eos) < n ? eos : -1;
+
+  std::set<int> control;
+  // A role's id: the key's, else the lowest id with one of its texts (made a control token).
+  auto find_role = [&](const std::optional<int>& given, const std::vector<std::string>& role) {
+    if (given) return *given;
+    for (size_t i = 0; i < n; ++i) {
+      if (!OneOf(texts[i], role)) continue;
+      control.insert(static_cast<int>(i));
+      return static_cast<int>(i);
+    }
+    return -1;
+  };
+  r.eot = find_role(v.eot_id, kEotTexts);
+  r.eom = find_role(v.eom_id, kEomTexts);
+  r.fim_pre = find_role(v.fim_pre_id, kFimPreTexts);
+  r.fim_suf = find_role(v.fim_suf_id, kFimSufTexts);
+  r.fim_mid = find_role(v.fim_mid_id, kFimMidTexts);
+  r.fim_pad = find_role(v.fim_pad_id, kFimPadTexts);
+  r.fim_rep = find_role(v.fim_rep_id, kFimRepTexts);
+  r.fim_sep = find_role(v.fim_sep_id, kFimSepTexts);
+
+  std::set<int> eog;
+  for (int id : {r.fim_pad, r.fim_rep, r.fim_sep, r.eos, r.eot, r.eom})
+    if (id >= 0) eog.insert(id);
+  for (size_t i = 0; i < n; ++i) {
+    if (OneOf(texts[i], kEogTexts)) {
+      eog.insert(static_cast<int>(i));
+      control.insert(static_cast<int>(i));
+    }
+    if (OneOf(texts[i], kUserDefinedTexts)) r.user_defined.push_back(static_cast<int>(i));
+  }
+  // gpt-oss: <|end|> ends a message, not the generation, when <|return|> and <|call|> do.
+  bool has_return = false, has_call = false;
+  int end_id = -1;
+  for (int id : eog) {
+    if (static_cast<size_t>(id) >= n) continue;
+    const std::string& t = texts[static_cast<size_t>(id)];
+    has_return = has_return || t == "<|return|>";
+    has_call = has_call || t == "<|call|>";
+    if (t == "<|end|>") end_id = id;
+  }
+  if (has_return && has_call && end_id >= 0) {
+    eog.erase(end_id);
+    r.demoted_end = end_id;
+  }
+  r.control.assign(control.begin(), control.end());
+  r.eog.assign(eog.begin(), eog.end());
+  return r;
+}
+
 GgufTokenizer::GgufTokenizer(GgufVocab v) : source_(v.source), model_(v.model) {
   const std::string& src = source_;
   const bool spm = model_ == GgufVocab::Model::kSpm;
@@ -176,6 +233,7 @@ GgufTokenizer::GgufTokenizer(GgufVocab v) : source_(v.source), model_(v.model) {
   if (!v.types.empty() && v.types.size() != n)
     throw Error(Cat(src, ": key 'tokenizer.ggml.token_type' has ", v.types.size(),
                     " elements but tokenizer.ggml.tokens has ", n));
+  const GgufRoles roles = FindGgufRoles(v);
   texts_ = std::move(v.tokens);
   scores_ = v.scores.empty() ? std::vector<float>(n, 0.0f) : std::move(v.scores);
   attrs_.resize(n);
@@ -206,52 +264,14 @@ GgufTokenizer::GgufTokenizer(GgufVocab v) : source_(v.source), model_(v.model) {
                     "an EOS whose default id ",
                     eos, " is outside its ", n, " tokens"));
 
-  // Roles found by text where the file names no id (the lowest id where several texts match;
-  // llama.cpp takes the first in hash order), each made a control token.
-  auto find_role = [&](std::optional<int> given, const std::vector<std::string>& texts) {
-    if (given) return *given;
-    for (size_t i = 0; i < n; ++i) {
-      if (!OneOf(texts_[i], texts)) continue;
-      if (!(attrs_[i] & kAttrControl)) attrs_[i] = kAttrControl;
-      return static_cast<int>(i);
-    }
-    return -1;
-  };
-  eot_id_ = find_role(v.eot_id, kEotTexts);
-  const int eom = find_role(v.eom_id, kEomTexts);
-  find_role(v.fim_pre_id, kFimPreTexts);
-  find_role(v.fim_suf_id, kFimSufTexts);
-  find_role(v.fim_mid_id, kFimMidTexts);
-  const int fim_pad = find_role(v.fim_pad_id, kFimPadTexts);
-  const int fim_rep = find_role(v.fim_rep_id, kFimRepTexts);
-  const int fim_sep = find_role(v.fim_sep_id, kFimSepTexts);
-  std::set<int> eog;
-  for (int id : {fim_pad, fim_rep, fim_sep})
-    if (id >= 0) eog.insert(id);
-  for (size_t i = 0; i < n; ++i) {
-    if (!OneOf(texts_[i], kEogTexts)) continue;
-    eog.insert(static_cast<int>(i));
-    if (!(attrs_[i] & kAttrControl)) attrs_[i] = kAttrControl;
-  }
-  for (size_t i = 0; i < n; ++i)
-    if (OneOf(texts_[i], kUserDefinedTexts)) attrs_[i] = kAttrUserDefined;
-  for (int id : {eos_id_, eot_id_, eom})
-    if (id >= 0) eog.insert(id);
-  {
-    bool has_return = false, has_call = false;
-    int end_id = -1;
-    for (int id : eog) {
-      const std::string& t = texts_[static_cast<size_t>(id)];
-      has_return = has_return || t == "<|return|>";
-      has_call = has_call || t == "<|call|>";
-      if (t == "<|end|>") end_id = id;
-    }
-    if (has_return && has_call && end_id >= 0) {
-      eog.erase(end_id);
-      attrs_[static_cast<size_t>(end_id)] = kAttrUserDefined;
-    }
-  }
-  eog_ids_.assign(eog.begin(), eog.end());
+  // Roles found by text where the file names no id, each made a control token; the EOG set.
+  for (int id : roles.control)
+    if (!(attrs_[static_cast<size_t>(id)] & kAttrControl))
+      attrs_[static_cast<size_t>(id)] = kAttrControl;
+  for (int id : roles.user_defined) attrs_[static_cast<size_t>(id)] = kAttrUserDefined;
+  if (roles.demoted_end >= 0) attrs_[static_cast<size_t>(roles.demoted_end)] = kAttrUserDefined;
+  eot_id_ = roles.eot;
+  eog_ids_ = roles.eog;
 
   // The special tokens, longest text first (ids ascending among equal lengths).
   std::vector<int> special;

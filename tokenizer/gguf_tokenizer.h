@@ -18,6 +18,34 @@
 
 namespace wc {
 
+// The special-token roles llama.cpp b6673's vocabulary loader (llama-vocab.cpp load) finds in a
+// GGUF vocabulary beside the ids its keys name: EOT, EOM and the FIM tokens by their texts where
+// no key names them, and the end-of-generation (EOG) set - every id that ends generation as EOS
+// does. FindGgufRoles gives them without building a tokenizer, so GgufTokenizer and the model's
+// config (model/gguf/gguf_config.h: ModelConfig::end_token_ids) find the same ids.
+struct GgufRoles {
+  int eos = -1;  // the vocabulary's EOS (its key, else the model's default 2 SPM / 11 BPE), or -1
+  int eot = -1, eom = -1;
+  int fim_pre = -1, fim_suf = -1, fim_mid = -1, fim_pad = -1, fim_rep = -1, fim_sep = -1;
+  // Ids llama.cpp makes control tokens because it found them by their text (a role's token where
+  // the file names no id, every EOG text), ascending.
+  std::vector<int> control;
+  // Ids whose text makes them user-defined: gpt-oss's <|channel|>, <|message|>, <|start|>,
+  // <|constrain|> (applied after `control`).
+  std::vector<int> user_defined;
+  // gpt-oss's <|end|> when <|return|> and <|call|> are EOG too: taken out of the EOG set and made
+  // user-defined (applied last); -1 otherwise.
+  int demoted_end = -1;
+  // End of generation: EOS, EOT, EOM, FIM pad/repo/sep, every token whose text is an EOG text,
+  // ascending, each once.
+  std::vector<int> eog;
+};
+
+// The roles of `v`'s tokens (v.tokens as the file has them; ids the keys give are taken as they
+// are: model/gguf/gguf_vocab.h checked them against the tokens). Where several tokens have a
+// role's text, the lowest id (llama.cpp takes the first in its hash order). Never throws.
+GgufRoles FindGgufRoles(const GgufVocab& v);
+
 class GgufTokenizer final : public Tokenizer {
  public:
   // Builds the tokenizer as llama.cpp's vocabulary loader would: the model's and the pre type's

@@ -5,7 +5,9 @@
 #include <vector>
 
 #include "model/architecture_ops.h"
+#include "model/gguf/gguf_vocab.h"
 #include "model/gguf/ollama_store.h"
+#include "tokenizer/gguf_tokenizer.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/mapped_file.h"
@@ -111,7 +113,21 @@ std::string ModelPath(const std::string& path) {
 }
 
 ModelConfig ConfigFromGguf(const GgufFile& g) {
-  return ModelConfig::FromJson(ConfigJsonFromGguf(g), g.path());
+  ModelConfig c = ModelConfig::FromJson(ConfigJsonFromGguf(g), g.path());
+  c.end_token_ids = GgufEndTokenIds(g, c);
+  return c;
+}
+
+std::vector<int> GgufEndTokenIds(const GgufFile& g, const ModelConfig& c) {
+  if (!HasGgufVocab(g)) return {};
+  // Only the vocabularies wormchat builds; another (t5, no_vocab, ...) runs on ids with EOS alone,
+  // as ReadGgufVocab's refusal tells the user to.
+  const GgufValue* model = g.Find("tokenizer.ggml.model");
+  if (model->type != GgufType::kString || (model->s != "llama" && model->s != "gpt2")) return {};
+  std::vector<int> ids;
+  for (int id : FindGgufRoles(ReadGgufVocab(g)).eog)
+    if (id >= 0 && id < c.vocab_size && id != c.eos_token_id) ids.push_back(id);
+  return ids;
 }
 
 nlohmann::json ConfigJsonFromGguf(const GgufFile& g) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -32,7 +33,13 @@ std::string ModelPath(const std::string& path);
 // key missing, a key of the wrong type or out of range, keys that contradict each other
 // (rope.dimension_count other than the head width, key_length other than value_length) or a
 // layout wormchat does not run (experts, per-layer head counts that differ).
+// Its end_token_ids are GgufEndTokenIds'.
 ModelConfig ConfigFromGguf(const GgufFile& g);
+// The ids besides c.eos_token_id that end generation on `g`'s model: its vocabulary's EOG set
+// (tokenizer/gguf_tokenizer.h: FindGgufRoles, as llama.cpp b6673 finds it), those below
+// c.vocab_size; empty for a file without a vocabulary, or with one of a kind wormchat does not
+// build. Throws wc::Error as ReadGgufVocab does for a vocabulary's bad keys.
+std::vector<int> GgufEndTokenIds(const GgufFile& g, const ModelConfig& c);
 // The Hugging Face config.json ConfigFromGguf parses (what `wormchat convert` writes for a GGUF
 // source). Throws as ConfigFromGguf does for the architecture and its keys.
 nlohmann::json ConfigJsonFromGguf(const GgufFile& g);

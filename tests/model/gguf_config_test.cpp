@@ -228,5 +228,44 @@ TEST(GgufConfig, BadKeysAreOneLineNamingTheKey) {
   EXPECT_NE(kv.find("3"), std::string::npos) << kv;
 }
 
+// A vocabulary's end-of-generation ids (llama.cpp's EOG set) end generation as EOS does: the
+// config carries them beside eos_token_id, those the model's vocab_size can sample.
+TEST(GgufConfig, TheVocabularysEndOfGenerationIdsEndGeneration) {
+  const auto with_vocab = [](const std::string& model) {
+    return Llama("", [model](GgufWriter& w) {
+      std::vector<std::string> tokens;
+      for (int i = 0; i < 110; ++i) tokens.push_back("t" + std::to_string(i));
+      tokens[5] = "<|im_end|>";       // an EOT text: found by text, the lowest id
+      tokens[7] = "<|eot_id|>";       // another EOG text
+      tokens[9] = "<|fim_prefix|>";   // a role, not an end
+      tokens[105] = "<|endoftext|>";  // past token_embd's 100 rows: never sampled
+      w.Str("tokenizer.ggml.model", model);
+      w.Strs("tokenizer.ggml.tokens", tokens);
+    });
+  };
+  GgufWriter w = with_vocab("llama");
+  Tensors(w, 64, 100, {"output.weight"});
+  const ModelConfig c = Read(w);
+  EXPECT_EQ(c.eos_token_id, 11);
+  EXPECT_EQ(c.end_token_ids, (std::vector<int>{5, 7}));
+  for (int id : {5, 7, 11}) EXPECT_TRUE(c.EndsGeneration(id)) << id;
+  for (int id : {0, 9, 12, 105}) EXPECT_FALSE(c.EndsGeneration(id)) << id;
+
+  // A vocabulary wormchat does not build runs on ids, ended by EOS alone; so does a file without
+  // one.
+  GgufWriter t5 = with_vocab("t5");
+  Tensors(t5, 64, 100, {"output.weight"});
+  EXPECT_TRUE(Read(t5).end_token_ids.empty());
+  GgufWriter none = Llama();
+  Tensors(none, 64, 100, {"output.weight"});
+  EXPECT_TRUE(Read(none).end_token_ids.empty());
+
+  // An EOT the file names by key (tokenizer.ggml.eot_token_id) counts too.
+  GgufWriter keyed = with_vocab("llama");
+  keyed.U32("tokenizer.ggml.eot_token_id", 42);
+  Tensors(keyed, 64, 100, {"output.weight"});
+  EXPECT_EQ(Read(keyed).end_token_ids, (std::vector<int>{5, 7, 42}));
+}
+
 }  // namespace
 }  // namespace wc

@@ -67,6 +67,17 @@ class GgufWriter {
     tensors_.push_back({name, type, std::move(ne), std::move(data), offset});
   }
 
+  // The keys alone, as Bytes() lays them out (AddKeys splices them into a file).
+  std::vector<uint8_t> KeyBytes() const {
+    Value out;
+    for (const auto& k : keys_) {
+      out.Str(k.key).Put(k.type);
+      out.bytes.insert(out.bytes.end(), k.value.bytes.begin(), k.value.bytes.end());
+    }
+    return out.bytes;
+  }
+  size_t key_count() const { return keys_.size(); }
+
   std::vector<uint8_t> Bytes() const {
     Value out;
     out.Put<uint32_t>(0x46554747)
@@ -120,5 +131,30 @@ class GgufWriter {
   std::vector<K> keys_;
   std::vector<T> tensors_;
 };
+
+// A whole GGUF file `file` with `keys`' keys put before its own (none of them may be in it
+// already) and a string key "test.padding" that keeps the data at the same `alignment` (the
+// file's general.alignment, 32 when it has none): the tensor table and data are unchanged, so the
+// model computes the same bits. Tensors added to `keys` are ignored.
+inline std::vector<uint8_t> AddKeys(const std::vector<uint8_t>& file, const GgufWriter& keys,
+                                    uint32_t alignment = 32) {
+  constexpr size_t kCountsEnd = 24;  // magic, version, n_tensors, n_kv
+  std::vector<uint8_t> added = keys.KeyBytes();
+  const std::string pad_key = "test.padding";
+  const size_t pad_fixed = 8 + pad_key.size() + 4 + 8;  // key, type, string length
+  const size_t pad = (alignment - (added.size() + pad_fixed) % alignment) % alignment;
+  GgufWriter padding;
+  padding.Str(pad_key, std::string(pad, ' '));
+  const std::vector<uint8_t> p = padding.KeyBytes();
+  added.insert(added.end(), p.begin(), p.end());
+  std::vector<uint8_t> out(file.begin(), file.begin() + kCountsEnd);
+  uint64_t n_kv;
+  std::memcpy(&n_kv, &out[16], sizeof n_kv);
+  n_kv += keys.key_count() + 1;
+  std::memcpy(&out[16], &n_kv, sizeof n_kv);
+  out.insert(out.end(), added.begin(), added.end());
+  out.insert(out.end(), file.begin() + kCountsEnd, file.end());
+  return out;
+}
 
 }  // namespace wc::test

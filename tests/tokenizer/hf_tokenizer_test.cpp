@@ -418,6 +418,9 @@ TEST(GenerationDefaults, SpecialTokensComeFromConfigThenTheFilesBesideIt) {
   EXPECT_EQ(LoadConfig(dir.path()).bos_token_id, 0);  // still special_tokens_map.json's
   write("generation_config.json", {{"eos_token_id", {7, 9}}});
   EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 7);  // a list: its first
+  // ... and only its first ends generation (a GGUF vocabulary's EOG ids are GGUF's alone).
+  EXPECT_TRUE(LoadConfig(dir.path()).end_token_ids.empty());
+  EXPECT_FALSE(LoadConfig(dir.path()).EndsGeneration(9));
   config["eos_token_id"] = 5;
   write("config.json", config);
   EXPECT_EQ(LoadConfig(dir.path()).eos_token_id, 5);  // config.json wins
