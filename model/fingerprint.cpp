@@ -2,17 +2,45 @@
 
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "model/gguf/gguf_config.h"
+#include "model/gguf/gguf_file.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
 namespace wc {
+
+namespace {
+
+std::string Hex(const XXH128_hash_t& h) {
+  char hex[33];
+  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
+                static_cast<unsigned long long>(h.low64));
+  return hex;
+}
+
+// A GGUF model is its one file, under a fixed name (a renamed copy is the same model): its size,
+// the bytes before its data (header, keys, tensor table, padding) and each tensor's first
+// kGgufTensorBytes - a few pages of a multi-GB file, not all of it.
+void UpdateWithGguf(XXH3_state_t* state, const GgufFile& g) {
+  const char name[] = "model.gguf";
+  const unsigned long long size = g.size();
+  XXH3_128bits_update(state, name, sizeof name);  // the name and its NUL
+  XXH3_128bits_update(state, &size, sizeof size);
+  XXH3_128bits_update(state, g.bytes(), g.contents().data_offset);
+  for (const GgufTensor& t : g.contents().tensors)
+    if (t.n_bytes > 0)
+      XXH3_128bits_update(state, t.data, std::min<size_t>(t.n_bytes, kGgufTensorBytes));
+}
+
+}  // namespace
 
 std::vector<std::string> FingerprintFiles(const std::string& dir, bool with_kv_scales) {
   std::vector<std::string> files = {"config.json"};
@@ -50,26 +78,31 @@ std::string ModelFingerprint(const std::string& dir, bool with_kv_scales) {
   std::unique_ptr<XXH3_state_t, XXH_errorcode (*)(XXH3_state_t*)> state(XXH3_createState(),
                                                                         XXH3_freeState);
   if (!state || XXH3_128bits_reset(state.get()) != XXH_OK) throw Error("xxHash: out of memory");
-  // A GGUF model is its one file (under a fixed name: a renamed copy is the same model).
   const bool gguf = IsGgufModel(dir);
   if (gguf && with_kv_scales)
     throw Error(Cat(dir,
                     ": --kv-scale tensor reads kv_scales.json from a model directory; a GGUF "
                     "file has none"));
-  const std::vector<std::string> files =
-      gguf ? std::vector<std::string>{"model.gguf"} : FingerprintFiles(dir, with_kv_scales);
-  for (const std::string& name : files) {
-    const MappedFile file(gguf ? dir : JoinPath(dir, name));
+  if (gguf) {
+    UpdateWithGguf(state.get(), *OpenGgufFile(dir));
+    return Hex(XXH3_128bits_digest(state.get()));
+  }
+  for (const std::string& name : FingerprintFiles(dir, with_kv_scales)) {
+    const MappedFile file(JoinPath(dir, name));
     const unsigned long long size = file.size();
     XXH3_128bits_update(state.get(), name.c_str(), name.size() + 1);  // the name and its NUL
     XXH3_128bits_update(state.get(), &size, sizeof size);
     if (size > 0) XXH3_128bits_update(state.get(), file.data(), file.size());
   }
-  const XXH128_hash_t h = XXH3_128bits_digest(state.get());
-  char hex[33];
-  std::snprintf(hex, sizeof hex, "%016llx%016llx", static_cast<unsigned long long>(h.high64),
-                static_cast<unsigned long long>(h.low64));
-  return hex;
+  return Hex(XXH3_128bits_digest(state.get()));
+}
+
+int64_t GgufModelSize(const std::string& dir) {
+  if (!IsGgufModel(dir)) return -1;
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(dir, ec);
+  if (ec) throw Error(Cat(dir, ": cannot read its size: ", ec.message()));
+  return static_cast<int64_t>(size);
 }
 
 }  // namespace wc

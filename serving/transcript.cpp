@@ -172,6 +172,11 @@ class Parser {
     } else if (key == "fingerprint") {
       t_.fingerprint = value;
       t_.fingerprint_line = line_no_;
+    } else if (key == "model-size") {
+      const std::optional<long long> size = ParseWholeInteger(value);
+      if (!size || *size < 0) throw Error(Cat("model-size: '", value, "' is not a size in bytes"));
+      t_.model_size = *size;
+      t_.model_size_line = line_no_;
     } else if (IsSettingKey(key)) {
       settings_[key] = {value, line_no_};
     } else {
@@ -405,6 +410,7 @@ std::string FormatTranscript(const Transcript& t) {
   header("model", t.model);
   if (!t.architecture.empty()) header("architecture", t.architecture);
   header("fingerprint", t.fingerprint);
+  if (t.model_size >= 0) header("model-size", std::to_string(t.model_size));
   for (const TranscriptOption& o : t.run) header(o.key, o.value);
   for (const auto& [key, value] : SettingLines(t.settings)) header(key, value);
   const ConversationSettings* previous = &t.settings;

@@ -11,6 +11,8 @@
 //   architecture: falcon            its architecture (model/architecture.h; absent in transcripts
 //                                   written before there were two: not checked then)
 //   fingerprint: 9c1e...            ModelFingerprint (model/fingerprint.h) of that model
+//   model-size: 41540768            a GGUF model's file size in bytes (absent for a directory, and
+//                                   in transcripts written before: not checked then)
 //   kv-dtype: bf16                  run options: one `key: value` line per flag, every one that
 //   ...                             can change tokens (app/transcript/run_header.h lists them)
 //   temperature: 0.9                the conversation's settings at its start: temperature, top-k,
@@ -28,6 +30,7 @@
 // Values never contain a newline; text lines are kept byte for byte (no trimming).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -50,6 +53,8 @@ struct Transcript {
   int architecture_line = 0;
   std::string fingerprint;  // fingerprint:
   int fingerprint_line = 0;
+  int64_t model_size = -1;  // model-size: (-1 if absent)
+  int model_size_line = 0;
   std::vector<TranscriptOption> run;  // the run options, in file order
   ConversationSettings settings;      // at the start of the conversation
   // Each turn's user text, the settings it ran with, reset_before, dropped_before and its reply

@@ -144,6 +144,14 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
                       " model, but ", dir, " is ", arch.name, " (", arch.hf_class,
                       "); pass --model with the model it was recorded on"));
   }
+  if (t.model_size >= 0) {  // recorded on a GGUF file: its size first, the plainer mismatch
+    const int64_t size = GgufModelSize(dir);
+    if (size != t.model_size)
+      throw Error(Cat(path, ":", t.model_size_line, ": recorded on a GGUF file of ", t.model_size,
+                      " bytes, but ", dir,
+                      size < 0 ? std::string(" is a model directory") : Cat(" has ", size),
+                      " (pass --model with the model it was recorded on)"));
+  }
   const std::string fingerprint = ModelFingerprint(dir, run.kv_scale == "tensor");
   if (fingerprint != t.fingerprint)
     throw Error(Cat(path, ":", t.fingerprint_line, ": recorded on another model: fingerprint ",

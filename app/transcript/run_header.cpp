@@ -195,6 +195,7 @@ Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
   t.model = run.model_dir.empty() ? kDefaultModel : run.model_dir;
   t.architecture = m.model->architecture().name;
   t.fingerprint = fingerprint.empty() ? RunFingerprint(run, m) : fingerprint;
+  t.model_size = GgufModelSize(m.dir);
   t.run = RunOptionEntries(run, m);
   for (const ConversationTurn& turn : turns)
     if (turn.finished) t.turns.push_back(turn);

@@ -1,6 +1,6 @@
 // What a transcript's header says about the run (serving/transcript.h), in the terms of the
-// command line: the model line, the fingerprint, and ModelRunOptions as `key: value` lines named
-// after their flags. Shared by `wormchat transcript` and the chat's /save.
+// command line: the model line, the fingerprint (and a GGUF file's size), and ModelRunOptions as
+// `key: value` lines named after their flags. Shared by `wormchat transcript` and the chat's /save.
 #pragma once
 
 #include <string>
@@ -30,9 +30,9 @@ std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const L
 ModelRunOptions RunOptionsFromTranscript(const Transcript& t);
 
 // A transcript of `turns` (those that finished) run with `run` on the loaded model `m`: the
-// version, model line, fingerprint (model/fingerprint.h), run options, and the settings the
-// conversation started with (the first turn's, or `settings` if there is none). Throws wc::Error
-// naming a model file that cannot be read.
+// version, model line, fingerprint (model/fingerprint.h), a GGUF model's file size, run options,
+// and the settings the conversation started with (the first turn's, or `settings` if there is
+// none). Throws wc::Error naming a model file that cannot be read.
 // `fingerprint`: RunFingerprint's, when the caller has it already ("" computes it).
 Transcript MakeTranscript(const ModelRunOptions& run, const LoadedModel& m,
                           const ConversationSettings& settings,

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "model/fingerprint.h"
 #include "model/gguf/ggml_types.h"
 #include "model/gguf/gguf_file.h"
 #include "tests/model/gguf_writer.h"
@@ -312,6 +313,36 @@ TEST(GgufFile, TypeTableNamesEveryType) {
   EXPECT_EQ(GgmlTypeOf(GgmlType::kQ4_K).block_bytes, 144);
   EXPECT_EQ(GgmlTypeOf(GgmlType::kQ6_K).block_bytes, 210);
   EXPECT_EQ(GgmlTypeOf(GgmlType::kQ5_0).block, 32);
+}
+
+// A GGUF model's fingerprint (model/fingerprint.h) reads its size, header, tensor table and each
+// tensor's first page, not the whole file: a renamed copy is the same model; a change in the keys
+// or the first page of a tensor is another; a change past every tensor's first page is not seen
+// (the price of not reading a multi-GB file).
+TEST(GgufFile, TheFingerprintReadsTheHeaderTableAndAPageOfEachTensor) {
+  test::TempDir dir;
+  const auto write = [&](const std::string& name, const GgufWriter& w, size_t poke = 0) {
+    std::vector<uint8_t> b = w.Bytes();
+    if (poke > 0) b[b.size() - poke] ^= 1;
+    test::WriteFile(dir.File(name), std::string(b.begin(), b.end()));
+    return ModelFingerprint(dir.File(name), false);
+  };
+  const auto model = [](const std::string& name) {
+    GgufWriter w;
+    w.Str("general.architecture", "llama");
+    w.Str("general.name", name);
+    w.Tensor("a.weight", 0, {2048, 2}, Bytes(2048 * 2 * 4, 1));  // 16 KiB each, the file's last
+    w.Tensor("b.weight", 0, {2048, 2}, Bytes(2048 * 2 * 4, 2));
+    return w;
+  };
+  const std::string fp = write("m.gguf", model("m"));
+  EXPECT_EQ(fp.size(), 32u);
+  EXPECT_EQ(write("renamed.gguf", model("m")), fp);
+  EXPECT_NE(write("named.gguf", model("n")), fp);                     // a key
+  EXPECT_NE(write("first_page.gguf", model("m"), 2048 * 2 * 4), fp);  // b's first byte
+  EXPECT_EQ(write("last_page.gguf", model("m"), 1), fp);              // b's last byte
+  EXPECT_EQ(GgufModelSize(dir.File("m.gguf")), static_cast<int64_t>(model("m").Bytes().size()));
+  EXPECT_EQ(GgufModelSize(dir.path()), -1);  // a directory
 }
 
 }  // namespace

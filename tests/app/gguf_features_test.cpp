@@ -1,0 +1,100 @@
+// The serving features on a GGUF model through the real binary, as on a checkpoint directory:
+// transcripts record the file's size and fingerprint (its header and tensor table) and replay bit
+// for bit, and refuse another file. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn]
+// vocabulary: runs on --ids).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/model/gguf_writer.h"
+#include "tests/test_util.h"
+
+namespace wc::test {
+namespace {
+
+std::string GgufFixture(const std::string& name) {
+  return FixtureDir("gguf") + "/" + name + ".gguf";
+}
+
+// `from` copied to `to` with a key of its own spliced in (test::AddKeys): the same tensors and
+// tokens, another file.
+void WriteOtherFile(const std::string& from, const std::string& to) {
+  GgufWriter keys;
+  keys.Str("general.description", "another file of the same model");
+  const std::string bytes = ReadFile(from);
+  const std::vector<uint8_t> out = AddKeys(std::vector<uint8_t>(bytes.begin(), bytes.end()), keys);
+  WriteFile(to, std::string(out.begin(), out.end()));
+}
+
+RunResult Record(const TempDir& dir, const std::string& model, const std::string& out) {
+  WriteFile(dir.File("turns.txt"), "5 17 9\n3 4\n");
+  return RunWormchat({"transcript", "record", "--model", model, "--ids", "--turns",
+                      dir.File("turns.txt"), "--out", out, "-n", "6", "--seed", "2", "--threads",
+                      "1"});
+}
+
+TEST(GgufFeatures, TranscriptsRecordTheFileAndReplayBitForBit) {
+  TempDir dir;
+  const std::string model = dir.File("m.gguf");
+  WriteFile(model, ReadFile(GgufFixture("mq_f32")));
+  const RunResult rec = Record(dir, model, dir.File("t.txt"));
+  ASSERT_EQ(rec.exit_code, 0) << Describe(rec);
+  const std::string text = ReadFile(dir.File("t.txt"));
+  const std::string size = std::to_string(ReadFile(model).size());
+  EXPECT_NE(text.find("\nfingerprint: "), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmodel-size: " + size + "\n"), std::string::npos) << text;
+  for (const char* threads : {"1", "2"}) {
+    const RunResult replay =
+        RunWormchat({"transcript", "replay", dir.File("t.txt"), "--threads", threads});
+    EXPECT_EQ(replay.exit_code, 0) << Describe(replay);
+    EXPECT_NE(replay.out.find(": passed (2 turns"), std::string::npos) << replay.out;
+  }
+  // A renamed copy is the same model.
+  WriteFile(dir.File("copy.gguf"), ReadFile(model));
+  const RunResult copy =
+      RunWormchat({"transcript", "replay", dir.File("t.txt"), "--model", dir.File("copy.gguf")});
+  EXPECT_EQ(copy.exit_code, 0) << Describe(copy);
+  // `info` prints the fingerprint the header has.
+  const RunResult info = RunWormchat({"info", "--model", model});
+  const size_t at = text.find("\nfingerprint: ") + 14;
+  EXPECT_NE(info.out.find(text.substr(at, 32)), std::string::npos) << info.out;
+}
+
+TEST(GgufFeatures, ReplayRefusesAnotherFileInOneLine) {
+  TempDir dir;
+  const std::string model = GgufFixture("mq_f32");
+  ASSERT_EQ(Record(dir, model, dir.File("t.txt")).exit_code, 0);
+  const auto replay_on = [&](const std::string& other) {
+    return RunWormchat({"transcript", "replay", dir.File("t.txt"), "--model", other});
+  };
+  // Another size: named first.
+  WriteOtherFile(model, dir.File("longer.gguf"));
+  const RunResult longer = replay_on(dir.File("longer.gguf"));
+  EXPECT_NE(longer.exit_code, 0);
+  EXPECT_NE(longer.err.find("recorded on a GGUF file of " + std::to_string(ReadFile(model).size()) +
+                            " bytes, but " + dir.File("longer.gguf") + " has " +
+                            std::to_string(ReadFile(dir.File("longer.gguf")).size())),
+            std::string::npos)
+      << longer.err;
+  EXPECT_EQ(CountLines(longer.err), 1) << longer.err;
+  // The same size, one byte of the header's vocabulary changed: the fingerprint tells them apart.
+  std::string bytes = ReadFile(model);
+  const size_t piece = bytes.find("[PAD300]");
+  ASSERT_NE(piece, std::string::npos);
+  bytes[piece + 1] = 'Q';
+  WriteFile(dir.File("edited.gguf"), bytes);
+  const RunResult edited = replay_on(dir.File("edited.gguf"));
+  EXPECT_NE(edited.exit_code, 0);
+  EXPECT_NE(edited.err.find("recorded on another model: fingerprint "), std::string::npos)
+      << edited.err;
+  EXPECT_EQ(CountLines(edited.err), 1) << edited.err;
+  // The checkpoint directory it was converted from is another model too.
+  const RunResult directory = replay_on(FixtureDir("mq_f32"));
+  EXPECT_NE(directory.exit_code, 0);
+  EXPECT_NE(directory.err.find(FixtureDir("mq_f32") + " is a model directory"), std::string::npos)
+      << directory.err;
+}
+
+}  // namespace
+}  // namespace wc::test
