@@ -178,6 +178,9 @@ std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m) {
   std::string key = Cat("wormchat ", WORMCHAT_VERSION, " build ", ExecutableDigest());
   key += Cat("\narchitecture ", m.model->architecture().name);
   key += Cat("\nmodel ", ModelFingerprint(m.dir, /*with_kv_scales=*/false));
+  // A GGUF file's fingerprint reads its header, tensor table and a page of each tensor; its size
+  // beside it names the file in the key text every cache file keeps.
+  if (const int64_t size = GgufModelSize(m.dir); size >= 0) key += Cat(" gguf ", size, " bytes");
   key += Cat("\nweights ", o.weights, " matmul ", o.matmul_precision, " attention ", o.attention,
              " mesh ", o.mesh, " reduction ", o.reduction, " cores_per_head ", o.max_cores_per_head,
              " k_chunk ", o.k_chunk_size);

@@ -50,8 +50,9 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer);
 // The serving loop's options for a loaded model: its KV format and layout, context, --threads.
 ServingOptions ServingOptionsFor(const ModelRunOptions& o, const LoadedModel& m, int user_rows,
                                  int max_batch_tokens = 256);
-// The model side of the persisted prefix cache's key (ServingOptions::prefix_cache_key): the model
-// directory's fingerprint, --weights and the numerics flags, the CPU kernels in use, and a digest
-// of this executable. Reads every weight file once (model/fingerprint.h).
+// The model side of the persisted prefix cache's key (ServingOptions::prefix_cache_key): the
+// model's fingerprint (a GGUF file's: its size, header and tensor table; model/fingerprint.h),
+// --weights and the numerics flags, the CPU kernels in use, and a digest of this executable. Reads
+// a model directory's every weight file once.
 std::string PrefixCacheKey(const ModelRunOptions& o, const LoadedModel& m);
 }  // namespace wc

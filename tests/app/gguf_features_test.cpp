@@ -1,12 +1,14 @@
 // The serving features on a GGUF model through the real binary, as on a checkpoint directory:
 // transcripts record the file's size and fingerprint (its header and tensor table) and replay bit
-// for bit, and refuse another file. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn]
+// for bit, and refuse another file; the persisted prefix cache keys its files by the GGUF file,
+// so two files never share them. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn]
 // vocabulary: runs on --ids).
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "tests/app/batch_test_util.h"
 #include "tests/model/gguf_writer.h"
 #include "tests/test_util.h"
 
@@ -94,6 +96,51 @@ TEST(GgufFeatures, ReplayRefusesAnotherFileInOneLine) {
   EXPECT_NE(directory.exit_code, 0);
   EXPECT_NE(directory.err.find(FixtureDir("mq_f32") + " is a model directory"), std::string::npos)
       << directory.err;
+}
+
+// Two requests sharing a 40-token head (two full KV blocks of 16).
+std::string SharedHeadBatch() {
+  std::string head;
+  for (int i = 0; i < 40; ++i) head += std::to_string(20 + i * 7 % 300) + " ";
+  return head + "5 6\n" + head + "7 8\n";
+}
+
+RunResult CachedBatch(const TempDir& dir, const std::string& model, const std::string& out,
+                      const std::string& cache) {
+  return Batch(dir, SharedHeadBatch(), out,
+               {"--model", model, "--ids", "-n", "4", "--seed", "3", "--user-rows", "1",
+                "--prefix-cache-dir", cache, "--kv-block-size", "16", "--threads", "1"});
+}
+
+TEST(GgufFeatures, ThePrefixCacheFilesOfTwoGgufFilesAreNeverShared) {
+  TempDir dir;
+  const std::string a = GgufFixture("mq_f32"), b = dir.File("b.gguf");
+  WriteOtherFile(a, b);  // the same tensors: the same K/V bytes, but another file
+  const std::string cache = dir.File("cache");
+  const RunResult a1 = CachedBatch(dir, a, dir.File("a1.jsonl"), cache);
+  ASSERT_EQ(a1.exit_code, 0) << a1.err;
+  EXPECT_NE(a1.err.find(" files written)"), std::string::npos) << a1.err;
+  const RunResult b1 = CachedBatch(dir, b, dir.File("b1.jsonl"), cache);
+  ASSERT_EQ(b1.exit_code, 0) << b1.err;
+  EXPECT_NE(b1.err.find("; 0 blocks mapped in from files, "), std::string::npos) << b1.err;
+  EXPECT_EQ(b1.err.find("warning"), std::string::npos) << b1.err;
+  const RunResult a2 = CachedBatch(dir, a, dir.File("a2.jsonl"), cache);
+  ASSERT_EQ(a2.exit_code, 0) << a2.err;
+  EXPECT_EQ(a2.err.find("; 0 blocks mapped in from files, "), std::string::npos) << a2.err;
+  EXPECT_NE(a2.err.find(" blocks mapped in from files, "), std::string::npos) << a2.err;
+  // The replies are the same bits whether the blocks came from files, were computed, or ran on
+  // the other file; only the cached-token counts (and the model's name) differ.
+  const auto strip = [](std::map<std::string, json> recs) {
+    for (auto& [id, rec] : recs) {
+      rec["response"]["body"]["usage"].erase("prompt_tokens_details");
+      rec["response"]["body"].erase("model");  // the file's name
+    }
+    return recs;
+  };
+  const auto a1_recs = strip(Records(ReadFile(dir.File("a1.jsonl"))));
+  ASSERT_EQ(a1_recs.size(), 2u);
+  EXPECT_EQ(strip(Records(ReadFile(dir.File("a2.jsonl")))), a1_recs);
+  EXPECT_EQ(strip(Records(ReadFile(dir.File("b1.jsonl")))), a1_recs);
 }
 
 }  // namespace
