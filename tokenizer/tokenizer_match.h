@@ -14,7 +14,8 @@ namespace wc {
 extern const char kTokenizerProbeText[];
 
 // Empty when `a` and `b` give the same ids: the same piece count, the same bytes for every id,
-// the same BOS and EOS ids, and the same encoding of kTokenizerProbeText. Otherwise the first
+// the same BOS and EOS ids, and the same encoding of kTokenizerProbeText (or both refusing it:
+// wc::Error from Encode, a vocabulary that cannot spell it). Otherwise the first
 // difference found, as a phrase naming both sides by `a_name` and `b_name` (e.g. "piece 17 is
 // \"ab\" in the model's and \"ac\" in the draft's"), for an error the caller prefixes with what it
 // compared.

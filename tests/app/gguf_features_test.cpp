@@ -1,8 +1,9 @@
 // The serving features on a GGUF model through the real binary, as on a checkpoint directory:
 // transcripts record the file's size and fingerprint (its header and tensor table) and replay bit
 // for bit, and refuse another file; the persisted prefix cache keys its files by the GGUF file,
-// so two files never share them. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn]
-// vocabulary: runs on --ids).
+// so two files never share them; a GGUF draft proposes for a GGUF target, the same tokens as
+// without it. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn] vocabulary: runs on --ids),
+// its draft mq_q8_0.gguf (the same model quantized to Q8_0 by llama-quantize).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -141,6 +142,35 @@ TEST(GgufFeatures, ThePrefixCacheFilesOfTwoGgufFilesAreNeverShared) {
   ASSERT_EQ(a1_recs.size(), 2u);
   EXPECT_EQ(strip(Records(ReadFile(dir.File("a2.jsonl")))), a1_recs);
   EXPECT_EQ(strip(Records(ReadFile(dir.File("b1.jsonl")))), a1_recs);
+}
+
+std::vector<std::string> GreedyIds(const std::string& model, std::vector<std::string> more) {
+  std::vector<std::string> args = {"generate", "--model", model,           "--ids", "5 17 42 9",
+                                   "-n",       "40",      "--temperature", "0"};
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+TEST(GgufFeatures, AGgufDraftProposesForAGgufTargetTheSameTokens) {
+  const std::string target = GgufFixture("mq_f32"), draft = GgufFixture("mq_q8_0");
+  const RunResult off = RunWormchat(GreedyIds(target, {"--speculate", "off", "--threads", "1"}));
+  ASSERT_EQ(off.exit_code, 0) << Describe(off);
+  for (const std::vector<std::string>& flags :
+       {std::vector<std::string>{"--draft-model", draft, "--threads", "1"},
+        std::vector<std::string>{"--speculate", "draft", "--draft-model", draft, "--speculate-k",
+                                 "3", "--threads", "2"}}) {
+    std::vector<std::string> more = flags;
+    more.push_back("--stats");
+    const RunResult on = RunWormchat(GreedyIds(target, more));
+    ASSERT_EQ(on.exit_code, 0) << Describe(on);
+    EXPECT_EQ(on.out, off.out);
+    EXPECT_NE(on.err.find("proposed tokens accepted (draft model "), std::string::npos) << on.err;
+  }
+  // And the other way round: the F32 file drafting for its Q8_0 copy.
+  const RunResult q_off = RunWormchat(GreedyIds(draft, {"--speculate", "off", "--threads", "1"}));
+  const RunResult q_on = RunWormchat(GreedyIds(draft, {"--draft-model", target, "--threads", "1"}));
+  ASSERT_EQ(q_on.exit_code, 0) << Describe(q_on);
+  EXPECT_EQ(q_on.out, q_off.out);
 }
 
 }  // namespace

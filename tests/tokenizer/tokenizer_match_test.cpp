@@ -5,6 +5,7 @@
 #include "tokenizer/hf_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer/tokenizer_match.h"
+#include "util/error.h"
 
 namespace wc {
 namespace {
@@ -16,6 +17,7 @@ class Altered final : public Tokenizer {
  public:
   explicit Altered(const Tokenizer& base) : base_(base) {}
   std::vector<int> Encode(const std::string& text) const override {
+    if (refuse) throw Error("the text needs a byte this vocabulary cannot spell");
     std::vector<int> ids = base_.Encode(text);
     if (split_encoding && !ids.empty()) ids.push_back(ids.back());
     return ids;
@@ -32,6 +34,7 @@ class Altered final : public Tokenizer {
   int changed_piece = -1;
   int eos_shift = 0;
   bool split_encoding = false;
+  bool refuse = false;
 
  private:
   const Tokenizer& base_;
@@ -59,6 +62,14 @@ TEST(TokenizerMatch, FindsEachKindOfDifference) {
   Altered encoding(*base);
   encoding.split_encoding = true;
   EXPECT_NE(TokenizerDifference(*base, encoding).find("probe text"), std::string::npos);
+  // A vocabulary that cannot spell the probe text (a toy GGUF one without byte pieces): refused
+  // on one side only is a difference; on both, the pieces decide.
+  Altered refusing(*base), also_refusing(*base);
+  refusing.refuse = also_refusing.refuse = true;
+  EXPECT_EQ(TokenizerDifference(*base, refusing, "the model's", "the draft's"),
+            "the draft's cannot encode a probe text that the model's encodes (the text needs a "
+            "byte this vocabulary cannot spell)");
+  EXPECT_EQ(TokenizerDifference(refusing, also_refusing), "");
 }
 
 }  // namespace

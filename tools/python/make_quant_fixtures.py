@@ -19,6 +19,9 @@ Steps (in a temporary directory):
      copied, its bytes as llama-quantize wrote them, into quant_blocks.gguf under the type's name
      ("q4_k"), beside an F32 tensor "q4_k.expected": gguf-py's numpy dequantization of it
      (gguf.quants.dequantize), the values wormchat must give bit for bit.
+  4. The committed mq_f32.gguf (OUT/mq_f32.gguf, to_gguf.py's conversion of tests/fixtures/mq_f32)
+     quantized by llama-quantize --pure to Q8_0, kept as mq_q8_0.gguf: a GGUF draft model for that
+     GGUF target (tests/app/gguf_features_test.cpp), its rows all 32-multiples.
 Byte-identical on a rerun (seeded weights; llama-quantize is deterministic on one thread).
 """
 
@@ -85,9 +88,9 @@ def write_checkpoint(out_dir):
     safetensors_io.write_safetensors(os.path.join(out_dir, "model.safetensors"), tensors)
 
 
-def quantize(llama_quantize, src, dst, ftype):
-    subprocess.run([llama_quantize, src, dst, ftype, "1"], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+def quantize(llama_quantize, src, dst, ftype, pure=False):
+    subprocess.run([llama_quantize] + (["--pure"] if pure else []) + [src, dst, ftype, "1"],
+                   check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
 def main():
@@ -120,6 +123,9 @@ def main():
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()
         writer.close()
+
+    quantize(llama_quantize, os.path.join(out, "mq_f32.gguf"), os.path.join(out, "mq_q8_0.gguf"),
+             "Q8_0", pure=True)
 
 
 if __name__ == "__main__":
