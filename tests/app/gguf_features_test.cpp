@@ -3,9 +3,11 @@
 // for bit, and refuse another file; the persisted prefix cache keys its files by the GGUF file,
 // so two files never share them; a GGUF draft proposes for a GGUF target, the same tokens as
 // without it. The model is tests/fixtures/gguf/mq_f32.gguf (a [PADn] vocabulary: runs on --ids),
-// its draft mq_q8_0.gguf (the same model quantized to Q8_0 by llama-quantize).
+// its drafts mq_q8_0.gguf and mq_q4_0.gguf (the same model quantized by llama-quantize).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -144,9 +146,11 @@ TEST(GgufFeatures, ThePrefixCacheFilesOfTwoGgufFilesAreNeverShared) {
   EXPECT_EQ(strip(Records(ReadFile(dir.File("b1.jsonl")))), a1_recs);
 }
 
+// `generate` of 40 ids after "5 17 42 9" on `model`, greedy unless `more` sets --temperature.
 std::vector<std::string> GreedyIds(const std::string& model, std::vector<std::string> more) {
-  std::vector<std::string> args = {"generate", "--model", model,           "--ids", "5 17 42 9",
-                                   "-n",       "40",      "--temperature", "0"};
+  std::vector<std::string> args = {"generate", "--model", model, "--ids", "5 17 42 9", "-n", "40"};
+  if (std::find(more.begin(), more.end(), "--temperature") == more.end())
+    more.insert(more.end(), {"--temperature", "0"});
   args.insert(args.end(), more.begin(), more.end());
   return args;
 }
@@ -165,6 +169,27 @@ TEST(GgufFeatures, AGgufDraftProposesForAGgufTargetTheSameTokens) {
     ASSERT_EQ(on.exit_code, 0) << Describe(on);
     EXPECT_EQ(on.out, off.out);
     EXPECT_NE(on.err.find("proposed tokens accepted (draft model "), std::string::npos) << on.err;
+  }
+  // A Q4_0 draft, whose proposals are often wrong: the same ids greedy and sampled, some
+  // proposals rejected.
+  const std::string q4 = GgufFixture("mq_q4_0");
+  for (const std::vector<std::string>& sampling :
+       {std::vector<std::string>{},
+        std::vector<std::string>{"--temperature", "0.8", "--seed", "4"}}) {
+    std::vector<std::string> plain = {"--speculate", "off", "--threads", "1"};
+    std::vector<std::string> drafted = {"--draft-model", q4, "--stats", "--threads", "2"};
+    plain.insert(plain.end(), sampling.begin(), sampling.end());
+    drafted.insert(drafted.end(), sampling.begin(), sampling.end());
+    const RunResult want = RunWormchat(GreedyIds(target, plain));
+    const RunResult got = RunWormchat(GreedyIds(target, drafted));
+    ASSERT_EQ(got.exit_code, 0) << Describe(got);
+    EXPECT_EQ(got.out, want.out);
+    const size_t at = got.err.find("speculation: ");
+    ASSERT_NE(at, std::string::npos) << got.err;
+    int accepted = 0, proposed = 0;
+    ASSERT_EQ(std::sscanf(got.err.c_str() + at, "speculation: %d/%d", &accepted, &proposed), 2);
+    EXPECT_LT(accepted, proposed) << got.err;
+    EXPECT_GT(accepted, 0) << got.err;
   }
   // And the other way round: the F32 file drafting for its Q8_0 copy.
   const RunResult q_off = RunWormchat(GreedyIds(draft, {"--speculate", "off", "--threads", "1"}));

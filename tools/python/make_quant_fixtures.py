@@ -20,8 +20,9 @@ Steps (in a temporary directory):
      ("q4_k"), beside an F32 tensor "q4_k.expected": gguf-py's numpy dequantization of it
      (gguf.quants.dequantize), the values wormchat must give bit for bit.
   4. The committed mq_f32.gguf (OUT/mq_f32.gguf, to_gguf.py's conversion of tests/fixtures/mq_f32)
-     quantized by llama-quantize --pure to Q8_0, kept as mq_q8_0.gguf: a GGUF draft model for that
-     GGUF target (tests/app/gguf_features_test.cpp), its rows all 32-multiples.
+     quantized by llama-quantize --pure to Q8_0 and Q4_0, kept as mq_q8_0.gguf and mq_q4_0.gguf:
+     GGUF draft models for that GGUF target (tests/app/gguf_features_test.cpp; the Q4_0 one's
+     proposals are often wrong), its rows all 32-multiples.
 Byte-identical on a rerun (seeded weights; llama-quantize is deterministic on one thread).
 """
 
@@ -124,8 +125,9 @@ def main():
         writer.write_tensors_to_file()
         writer.close()
 
-    quantize(llama_quantize, os.path.join(out, "mq_f32.gguf"), os.path.join(out, "mq_q8_0.gguf"),
-             "Q8_0", pure=True)
+    for ftype in ("Q8_0", "Q4_0"):
+        quantize(llama_quantize, os.path.join(out, "mq_f32.gguf"),
+                 os.path.join(out, f"mq_{ftype.lower()}.gguf"), ftype, pure=True)
 
 
 if __name__ == "__main__":
