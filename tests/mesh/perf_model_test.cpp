@@ -1,10 +1,9 @@
 // The performance model (mesh/perf_model.h) against the seed's findings (seed 000 §4;
-// docs/references.md), the mesh-bench experiments and their CSV, and `wormchat mesh-bench` end to
-// end (including the gnuplot PNG). No host timing is asserted anywhere: the model's time is
-// deterministic.
+// docs/references.md), and the mesh-bench experiments and their CSV (`wormchat mesh-bench` end to
+// end, the gnuplot PNG included: tests/app/mesh_cli_test.cpp). No host timing is asserted
+// anywhere: the model's time is deterministic.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -18,7 +17,6 @@
 #include "kvcache/kv_view.h"
 #include "mesh/experiments.h"
 #include "mesh/perf_model.h"
-#include "tests/test_util.h"
 #include "util/error.h"
 
 namespace wc {
@@ -317,46 +315,6 @@ TEST(MeshBench, PlanningRunsAreDeterministic) {
   const auto b = RunMeshExperiment("seed-fig5");
   ASSERT_EQ(a.size(), b.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_EQ(MeshBenchCsvLine(a[i]), MeshBenchCsvLine(b[i]));
-}
-
-// The binary: CSV + PNG (gnuplot is installed by tools/install-deps.sh; missing, this fails).
-TEST(MeshBenchCli, WritesCsvAndPlot) {
-  test::TempDir dir;
-  const std::string csv = dir.File("all.csv"), png = dir.File("all.png");
-  const auto r = test::RunWormchat(
-      {"mesh-bench", "--experiment", "all", "--csv", csv, "--plot", png, "--threads", "1"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const std::string text = test::ReadFile(csv);
-  EXPECT_EQ(text.substr(0, text.find('\n')), MeshBenchCsvHeader());
-  EXPECT_EQ(test::CountLines(text), 1 + static_cast<int>(MeshExperimentConfigs("all").size()));
-  EXPECT_NE(r.out.find("FlashDecode vs baseline"), std::string::npos) << r.out;
-  const std::string image = test::ReadFile(png);
-  ASSERT_GT(image.size(), 1000u) << "no PNG from gnuplot: " << r.err;
-  EXPECT_EQ(image.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
-}
-
-TEST(MeshBenchCli, ErrorsAreOneLine) {
-  test::TempDir dir;
-  auto bad = test::RunWormchat({"mesh-bench", "--experiment", "fig9", "--csv", dir.File("x.csv")});
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_EQ(test::CountLines(bad.err), 1) << bad.err;
-  EXPECT_NE(bad.err.find("--experiment 'fig9' is not known; choose one of: seed-fig3-4"),
-            std::string::npos)
-      << bad.err;
-  auto png = test::RunWormchat({"mesh-bench", "--experiment", "seed-fig5", "--csv",
-                                dir.File("x.csv"), "--plot", dir.File("x.jpg")});
-  EXPECT_EQ(png.exit_code, 1);
-  EXPECT_NE(png.err.find("--plot"), std::string::npos) << png.err;
-  // Without gnuplot on PATH: a clear one-line error naming the package.
-  const char* old_path = std::getenv("PATH");
-  const std::string saved = old_path != nullptr ? old_path : "";
-  setenv("PATH", dir.path().c_str(), 1);
-  auto missing = test::RunWormchat({"mesh-bench", "--experiment", "seed-fig5", "--csv",
-                                    dir.File("x.csv"), "--plot", dir.File("x.png")});
-  setenv("PATH", saved.c_str(), 1);
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_EQ(test::CountLines(missing.err), 1) << missing.err;
-  EXPECT_NE(missing.err.find("gnuplot-nox"), std::string::npos) << missing.err;
 }
 
 }  // namespace

@@ -1,17 +1,14 @@
 // The whole step on a mesh (meshmodel/): each cost formula against a hand-computed example, the
 // ring collectives against a hand-computed ring, the recorded programs' op counts, the step's
-// bookkeeping, the mesh-bench experiments' CSV / JSON, and the band against tt-metal's device
-// figures (the committed tables included).
+// bookkeeping, the committed falcon40b-decode table against the model, and the band against
+// tt-metal's device figures (the committed table included). The mesh-bench command's CSV / JSON
+// and generate's and the chat's --stats: tests/app/mesh_cli_test.cpp.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <fstream>
 #include <map>
-#include <sstream>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "meshmodel/collectives.h"
 #include "meshmodel/decode_step.h"
@@ -21,6 +18,7 @@
 #include "meshmodel/tt_graph.h"
 #include "model/config.h"
 #include "model/decoder_model.h"
+#include "tests/meshmodel/read_csv.h"
 #include "tests/test_util.h"
 #include "util/error.h"
 
@@ -352,113 +350,11 @@ TEST(DecodeStep, WeightGroupsStreamTheirOwnFormats) {
     EXPECT_GT(WholeModelUsPerToken(*as_stored, KVDType::kBF16, mesh, 64, 1 << 20), 0) << mesh;
 }
 
-std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  std::vector<std::string> header;
-  for (std::stringstream h(line); std::getline(h, line, ',');) header.push_back(line);
-  std::vector<std::map<std::string, std::string>> rows;
-  while (std::getline(in, line)) {
-    std::vector<std::string> f;
-    std::stringstream l(line);
-    std::string cell;
-    while (std::getline(l, cell, ',')) f.push_back(cell);
-    if (!line.empty() && line.back() == ',') f.push_back("");
-    std::map<std::string, std::string> row;
-    for (size_t i = 0; i < header.size() && i < f.size(); ++i) row[header[i]] = f[i];
-    rows.push_back(row);
-  }
-  return rows;
-}
-
-TEST(DecodeStepCli, CsvAndJsonCarryTheHeadline) {
-  test::TempDir dir;
-  const auto r = test::RunWormchat({"mesh-bench", "--experiment", "falcon40b-decode", "--csv",
-                                    dir.File("d.csv"), "--json", dir.File("d.json")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("tt-metal measured 12.20 tokens/s/user on the device"), std::string::npos)
-      << r.out;
-  EXPECT_NE(r.out.find("graph: tt-metal's t3000/falcon40b program, measured"), std::string::npos)
-      << r.out;
-  const auto j = nlohmann::json::parse(test::ReadFile(dir.File("d.json")));
-  for (const char* key : {"mesh", "users", "ctx", "weights_dtype", "kv_dtype", "step_us",
-                          "tokens_per_s_per_user", "tokens_per_s", "ops"})
-    EXPECT_TRUE(j.contains(key)) << key;
-  EXPECT_EQ(j["mesh"], "t3k");
-  EXPECT_EQ(j["weights_dtype"], "bfp8");
-  EXPECT_EQ(j["kv_dtype"], "bfp8");
-  EXPECT_EQ(j["graph"], "measured");
-  double sum = 0;
-  for (const auto& [name, us] : j["ops"].items()) sum += us.get<double>();
-  EXPECT_NEAR(sum, j["step_us"].get<double>(), 1e-6 * sum);
-  EXPECT_NEAR(j["tokens_per_s_per_user"].get<double>(), 1e6 / j["step_us"].get<double>(), 1e-6);
-  bool found = false;
-  for (const auto& row : ReadCsv(dir.File("d.csv")))
-    if (row.at("scenario") == "headline" && row.at("op") == "total") {
-      EXPECT_NEAR(std::stod(row.at("us_per_step")), j["step_us"].get<double>(), 1e-3);
-      found = true;
-    }
-  EXPECT_TRUE(found);
-  const auto bad = test::RunWormchat(
-      {"mesh-bench", "--experiment", "seed-fig5", "--csv", dir.File("x.csv"), "--users", "8"});
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("--users applies to --experiment falcon40b-decode only"),
-            std::string::npos)
-      << bad.err;
-  const auto fmt = test::RunWormchat({"mesh-bench", "--experiment", "falcon40b-decode", "--csv",
-                                      dir.File("y.csv"), "--weights-dtype", "fp7"});
-  EXPECT_NE(fmt.exit_code, 0);
-  EXPECT_NE(fmt.err.find("--weights-dtype 'fp7'"), std::string::npos) << fmt.err;
-}
-
-// --phase prefill: one user's prompt, a top-level tokens_per_s (prompt tokens a second) in the JSON
-// and no per-user figure; bad phases and users are refused with one line.
-TEST(DecodeStepCli, PrefillWritesPromptTokensPerSecond) {
-  test::TempDir dir;
-  const auto r =
-      test::RunWormchat({"mesh-bench", "--experiment", "falcon40b-decode", "--preset", "falcon-7b",
-                         "--mesh", "n150", "--phase", "prefill", "--users", "1", "--ctx", "1024",
-                         "--csv", dir.File("p.csv"), "--json", dir.File("p.json")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("prefill of 1024 tokens"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("tt-metal measured 2890.00 tokens/s"), std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(test::ReadFile(dir.File("p.json")));
-  EXPECT_EQ(j["phase"], "prefill");
-  EXPECT_FALSE(j.contains("tokens_per_s_per_user"));
-  EXPECT_NEAR(j["tokens_per_s"].get<double>(), 1024 * 1e6 / j["step_us"].get<double>(), 1e-6);
-  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--phase", "train"},
-                                              {"--phase", "prefill", "--users", "4"},
-                                              {"--phase", "prefill", "--ctx", "4096"}}) {
-    std::vector<std::string> args = {"mesh-bench", "--experiment", "falcon40b-decode", "--csv",
-                                     dir.File("x.csv")};
-    args.insert(args.end(), bad.begin(), bad.end());
-    const auto e = test::RunWormchat(args);
-    EXPECT_NE(e.exit_code, 0) << bad[1];
-    EXPECT_NE(e.err.find(bad.size() == 2 ? "--phase 'train'" : bad[2]), std::string::npos) << e.err;
-  }
-}
-
-// generate --stats and the chat's /stats show the whole model's emulated time per token.
-TEST(DecodeStepCli, StatsShowTheWholeModel) {
-  const auto gen = test::RunWormchat(
-      {"generate", "--prompt", "Hello", "-n", "4", "--stats", "--mesh", "t3k", "--seed", "1"});
-  ASSERT_EQ(gen.exit_code, 0) << gen.err;
-  EXPECT_NE(gen.err.find("whole model: "), std::string::npos) << gen.err;
-  EXPECT_NE(gen.err.find(" us/token on t3k (tt-metal's measured program"), std::string::npos)
-      << gen.err;
-  const auto chat =
-      test::RunWormchat({"chat", "--plain", "-n", "4", "--seed", "1"}, "Hi\n/stats\n/quit\n");
-  ASSERT_EQ(chat.exit_code, 0) << chat.err;
-  EXPECT_NE(chat.out.find("us per token (tt-metal's measured program)"), std::string::npos)
-      << chat.out;
-}
-
 // The committed CSV (meshmodel/plots/falcon40b-decode.csv, the README's figures) agrees with the
 // model as built.
 TEST(DecodeStepCli, CommittedCsvMatchesTheModel) {
   const auto rows =
-      ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon40b-decode.csv");
+      test::ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon40b-decode.csv");
   ASSERT_FALSE(rows.empty());
   const DecodeStepEstimate e = EstimateDecodeStep(PresetConfig("falcon-40b"), DecodeStepOptions{});
   int totals = 0;
@@ -478,7 +374,7 @@ TEST(DecodeStepCli, CommittedCsvMatchesTheModel) {
 // them); the committed table is what the model computes now.
 TEST(DeviceFigures, CommittedTableHoldsTheBand) {
   const auto rows =
-      ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon-device.csv");
+      test::ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/falcon-device.csv");
   const std::vector<DeviceRow> model = RunDeviceExperiment();
   ASSERT_EQ(rows.size(), model.size());
   ASSERT_EQ(rows.size(), DeviceFigures().size());
@@ -504,31 +400,6 @@ TEST(DeviceFigures, CommittedTableHoldsTheBand) {
       EXPECT_EQ(row.at("within_30pct"), "yes");
     }
   }
-}
-
-TEST(DeviceFigures, CommandWritesTheTable) {
-  test::TempDir dir;
-  const auto r = test::RunWormchat({"mesh-bench", "--experiment", "falcon-device", "--csv",
-                                    dir.File("t.csv"), "--json", dir.File("t.json")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("falcon-7b   n150  decode     128     19.53"), std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(test::ReadFile(dir.File("t.json")));
-  ASSERT_EQ(j["rows"].size(), DeviceFigures().size());
-  for (const auto& row : j["rows"]) {
-    EXPECT_NEAR(row["ratio"].get<double>(),
-                row["model"].get<double>() / row["measured"].get<double>(), 1e-9);
-    double shares = 0;
-    for (const auto& [name, share] : row["op_shares"].items()) shares += share.get<double>();
-    EXPECT_NEAR(shares, 1.0, 1e-9);
-    EXPECT_TRUE(row["what_ifs"].contains("DRAM-sharded weights"));
-  }
-  EXPECT_EQ(ReadCsv(dir.File("t.csv")).size(), DeviceFigures().size());
-  const auto bad = test::RunWormchat(
-      {"mesh-bench", "--experiment", "falcon-device", "--csv", dir.File("u.csv"), "--users", "8"});
-  EXPECT_NE(bad.exit_code, 0);
-  EXPECT_NE(bad.err.find("--users applies to --experiment falcon40b-decode only"),
-            std::string::npos)
-      << bad.err;
 }
 
 }  // namespace

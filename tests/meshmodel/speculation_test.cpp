@@ -8,14 +8,11 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "mesh/experiments.h"
 #include "meshmodel/decode_step.h"
 #include "meshmodel/speculation.h"
 #include "meshmodel/tt_graph.h"
 #include "model/config.h"
-#include "tests/test_util.h"
 #include "util/error.h"
 
 namespace wc {
@@ -118,25 +115,6 @@ TEST(Speculation, StepTimeGrowsWithKAndTheTableFollowsTheFormula) {
   prefill.phase = TtPhase::kPrefill;
   prefill.users = 1;
   EXPECT_THROW(DefaultSpeculationWhatIf(c, prefill), Error);
-}
-
-TEST(Speculation, MeshBenchPrintsTheTableAndWritesItToJson) {
-  test::TempDir dir;
-  const auto r = test::RunWormchat({"mesh-bench", "--experiment", "falcon40b-decode", "--csv",
-                                    dir.File("d.csv"), "--json", dir.File("d.json")});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("speculative decode what-if"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("(plain decode)"), std::string::npos) << r.out;
-  const auto j = nlohmann::json::parse(test::ReadFile(dir.File("d.json")));
-  ASSERT_TRUE(j.contains("speculation"));
-  const std::vector<SpeculationPoint> t =
-      DefaultSpeculationWhatIf(PresetConfig("falcon-40b"), DecodeStepOptions{});
-  ASSERT_EQ(j["speculation"].size(), t.size());
-  for (size_t i = 0; i < t.size(); ++i) {
-    EXPECT_EQ(j["speculation"][i]["k"].get<int>(), t[i].k);
-    EXPECT_DOUBLE_EQ(j["speculation"][i]["tokens_per_s_per_user"].get<double>(),
-                     t[i].tokens_per_s_per_user);
-  }
 }
 
 }  // namespace

@@ -1,9 +1,9 @@
-// Teacher-forced perplexity against the PyTorch reference logits, windowing, and the command.
+// Teacher-forced perplexity against the PyTorch reference logits, windowing, and the attention
+// error of a KV format (the command: tests/app/perplexity_cli_test.cpp).
 #include <cmath>
 #include <sstream>
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "serving/perplexity.h"
 #include "tests/test_util.h"
@@ -72,23 +72,6 @@ TEST(Perplexity, AttentionErrorAgainstAnF32Cache) {
     EXPECT_GT(e.cosine, 0.99) << KVDTypeName(d);
     EXPECT_LT(e.cosine, 1.0) << KVDTypeName(d);
   }
-}
-
-TEST(Perplexity, CommandPrintsJson) {
-  test::TempDir dir;
-  test::CopyDir(test::FixtureDir("mha_seq_bf16"), dir.path());
-  test::CopyDir(test::FixtureDir("tokenizer"), dir.path());
-  test::WriteFile(dir.File("text.txt"), "a harbor is a sheltered port where ships can dock.\n");
-  const auto r = test::RunWormchat(
-      {"perplexity", "--model", dir.path(), "--text", dir.File("text.txt"), "--json"});
-  ASSERT_EQ(r.exit_code, 0) << r.err;
-  const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["kv_dtype"], "bf16");
-  EXPECT_GT(j["tokens"].get<int>(), 5);
-  EXPECT_GT(j["perplexity"].get<double>(), 1.0);
-  const auto bad = test::RunWormchat({"perplexity", "--model", dir.path(), "--text", "/nope.txt"});
-  EXPECT_EQ(bad.exit_code, 1);
-  EXPECT_NE(bad.err.find("/nope.txt"), std::string::npos);
 }
 
 }  // namespace
