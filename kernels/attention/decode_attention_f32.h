@@ -1,6 +1,7 @@
 // The portable decode-attention kernels as the kernel table (kernel_table.h) runs them: f32 FMAs
-// on rows of any format, dequantized in registers (decode_attention.cpp, Highway's best target on
-// this CPU). The fallback of every format, and the float formats' (f32, bf16, f16) only kernels.
+// on rows of any format, dequantized in registers (decode_attention_scores_*.cpp and
+// decode_attention_weighted.cpp, Highway's best target on this CPU). The fallback of every format,
+// and the float formats' (f32, bf16, f16) only kernels.
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 // The portable decode-attention kernels' weighted sum of V rows (Highway): o[h] += sum over rows
 // of w[h, p] * v[p], f32 FMAs on rows of any format dequantized in registers (row_sources-inl.h).
-// Its own file so the two halves of the kernels (scores in decode_attention.cpp) compile side by
-// side: each is every row format times every head group times every SIMD target.
+// Its own file so that it compiles beside the scores (decode_attention_scores_*.cpp, one file per
+// KV format): it is every row format times every head group times every SIMD target.
 #include "kernels/attention/decode_attention_f32.h"
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The head groups of the portable decode-attention kernels (decode_attention.cpp,
+// The head groups of the portable decode-attention kernels (score_rows-inl.h,
 // decode_attention_weighted.cpp): heads in groups of up to 4, and the prefetch distance. A Highway
 // per-target header: included once per target by each file's foreach_target.
 

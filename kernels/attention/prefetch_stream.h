@@ -1,5 +1,5 @@
 // Software prefetch of stored rows (kv_rows.h), shared by the decode-attention kernels: the
-// Highway ones (decode_attention.cpp) and the hand-written AVX-512 ones (x86_avx512.h users).
+// Highway ones (score_rows-inl.h) and the hand-written AVX-512 ones (x86_avx512.h users).
 // Always inlined - a call inside a kernel's loop would spill its accumulators - and compiled for
 // the baseline target, so it inlines into every wider one.
 #pragma once

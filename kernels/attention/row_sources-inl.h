@@ -1,9 +1,9 @@
-// Row sources of the decode-attention kernels (decode_attention.cpp), per SIMD target: stored rows
+// Row sources of the portable decode-attention kernels, per SIMD target: stored rows
 // of every KV-cache format (kv_rows.h) as f32 vectors. Vec(df, r, c) loads lanes [c, c + lanes)
 // of row r, At(r, c) one value (for tails); scaled formats (kScaled) give their codes unscaled and
 // Scale(r) the row's multiplier; `ahead` prefetches the source's own rows. WithRows(m, fn) calls fn
-// with the source of m's format. A Highway per-target header: included once per target by
-// decode_attention.cpp's foreach_target.
+// with the source of m's format. A Highway per-target header: included once per target by the
+// portable kernels' foreach_target (decode_attention_scores_*.cpp, decode_attention_weighted.cpp).
 //
 // Alignment: none is assumed. Rows may start at any byte (matmul.h: a view into a memory-mapped
 // checkpoint; the kernels' tests place rows one byte off on purpose), so vectors are read with
@@ -193,27 +193,45 @@ HWY_INLINE void WithCodeRows(const RowsRef& m, const Fn& fn) {
   return fn(CodeRows<kFormat, false>{m.data, m.row_bytes, ts, ahead});
 }
 
-// Calls fn(rows) with the row source of m's format.
-template <class Fn>
+// Whether WithRows<kOnly...> takes rows of kFormat: any format when kOnly is empty.
+template <RowFormat kFormat, RowFormat... kOnly>
+constexpr bool kRowsWanted = sizeof...(kOnly) == 0 || ((kFormat == kOnly) || ...);
+
+// Calls fn(rows) with the row source of m's format - with kOnly, only for those formats (another
+// does nothing), so that a kernel split by format (decode_attention_scores_*.cpp) instantiates fn
+// for its own formats alone.
+template <RowFormat... kOnly, class Fn>
 HWY_INLINE void WithRows(const RowsRef& m, const Fn& fn) {
   switch (m.format) {
     case RowFormat::kF32:
-      return fn(
-          F32Rows{reinterpret_cast<const float*>(m.data), m.row_bytes / 4, PrefetchStream(m)});
+      if constexpr (kRowsWanted<RowFormat::kF32, kOnly...>)
+        fn(F32Rows{reinterpret_cast<const float*>(m.data), m.row_bytes / 4, PrefetchStream(m)});
+      return;
     case RowFormat::kBF16:
-      return fn(Half16Rows<DType::kBF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
-                                         PrefetchStream(m)});
+      if constexpr (kRowsWanted<RowFormat::kBF16, kOnly...>)
+        fn(Half16Rows<DType::kBF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
+                                    PrefetchStream(m)});
+      return;
     case RowFormat::kF16:
-      return fn(Half16Rows<DType::kF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
-                                        PrefetchStream(m)});
+      if constexpr (kRowsWanted<RowFormat::kF16, kOnly...>)
+        fn(Half16Rows<DType::kF16>{reinterpret_cast<const uint16_t*>(m.data), m.row_bytes / 2,
+                                   PrefetchStream(m)});
+      return;
     case RowFormat::kInt8:
-      return WithCodeRows<RowFormat::kInt8>(m, fn);
+      if constexpr (kRowsWanted<RowFormat::kInt8, kOnly...>) WithCodeRows<RowFormat::kInt8>(m, fn);
+      return;
     case RowFormat::kFP8E4M3:
-      return WithCodeRows<RowFormat::kFP8E4M3>(m, fn);
+      if constexpr (kRowsWanted<RowFormat::kFP8E4M3, kOnly...>)
+        WithCodeRows<RowFormat::kFP8E4M3>(m, fn);
+      return;
     case RowFormat::kFP8E5M2:
-      return WithCodeRows<RowFormat::kFP8E5M2>(m, fn);
+      if constexpr (kRowsWanted<RowFormat::kFP8E5M2, kOnly...>)
+        WithCodeRows<RowFormat::kFP8E5M2>(m, fn);
+      return;
     case RowFormat::kBFP8:
-      return fn(Bfp8Rows{m.data, m.row_bytes, m.cols / 16, PrefetchStream(m)});
+      if constexpr (kRowsWanted<RowFormat::kBFP8, kOnly...>)
+        fn(Bfp8Rows{m.data, m.row_bytes, m.cols / 16, PrefetchStream(m)});
+      return;
   }
 }
 

@@ -1,0 +1,36 @@
+// The portable decode-attention scores (score_rows-inl.h) of f32 and f16 rows.
+#include "kernels/attention/decode_attention_scores.h"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "kernels/attention/decode_attention_scores_float.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+// (after highway.h, which they need; a blank line keeps clang-format from sorting them first)
+
+#include "kernels/attention/score_rows-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace wc {
+namespace HWY_NAMESPACE {
+
+void ScoresFloatImpl(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
+                     float* scores, const RowsRef& along) {
+  ScoresOf<RowFormat::kF32, RowFormat::kF16>(q, n_heads, k, head_scale, scores, along);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace wc
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace wc {
+
+HWY_EXPORT(ScoresFloatImpl);
+
+void F32FmaScoresFloat(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
+                       float* scores, const RowsRef& along) {
+  HWY_DYNAMIC_DISPATCH(ScoresFloatImpl)(q, n_heads, k, head_scale, scores, along);
+}
+
+}  // namespace wc
+#endif  // HWY_ONCE
