@@ -87,8 +87,9 @@ void F32FmaScoresPerHead(const float* q, int n_heads, const RowsRef& k, const fl
     case RowFormat::kInt8:
       return F32FmaScoresInt8(q, n_heads, k, head_scale, scores, along);
     case RowFormat::kFP8E4M3:
+      return F32FmaScoresFP8E4M3(q, n_heads, k, head_scale, scores, along);
     case RowFormat::kFP8E5M2:
-      return F32FmaScoresFP8(q, n_heads, k, head_scale, scores, along);
+      return F32FmaScoresFP8E5M2(q, n_heads, k, head_scale, scores, along);
     case RowFormat::kBFP8:
       return F32FmaScoresBfp8(q, n_heads, k, head_scale, scores, along);
   }

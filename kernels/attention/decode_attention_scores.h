@@ -14,8 +14,10 @@ void F32FmaScoresBF16(const float* q, int n_heads, const RowsRef& k, const float
                       float* scores, const RowsRef& along);
 void F32FmaScoresInt8(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
                       float* scores, const RowsRef& along);
-void F32FmaScoresFP8(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
-                     float* scores, const RowsRef& along);  // E4M3, E5M2
+void F32FmaScoresFP8E4M3(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
+                         float* scores, const RowsRef& along);
+void F32FmaScoresFP8E5M2(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
+                         float* scores, const RowsRef& along);
 void F32FmaScoresBfp8(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
                       float* scores, const RowsRef& along);
 
