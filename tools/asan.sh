@@ -8,8 +8,14 @@
 #                         pieces) - every test of theirs but the serving loop's slowest (the
 #                         per-KV-format and determinism sweeps, long waits; listed below; every
 #                         format's codecs and kernels run under ASan in kvcache_test,
-#                         attention_test and model_test). 11-12 minutes from scratch on a 2-vCPU
-#                         EPYC Zen 3 VM (2026-11-28: build 468-545 s, tests 182-185 s).
+#                         attention_test and model_test). Their binaries are CORE_ONLY
+#                         (tests/CMakeLists.txt): the build compiles the core library and the
+#                         tests, never the front ends (wormchat_app, `wormchat`), whose tests are
+#                         the end-to-end binaries'. From scratch on a 2-vCPU AMD EPYC Zen 3 VM
+#                         shared with two other builds (2026-11-30, load average 8-10): build
+#                         1930 s, tests 483 s - not comparable with the figures of the VM alone
+#                         (2026-11-28, when it still built the front ends: build 468-545 s, tests
+#                         182-185 s).
 #   tools/asan.sh --all   the whole suite, the end-to-end tests that start the real `wormchat`
 #                         (cli, batch, transcript, beams, the chat in tmux) included (~60 minutes).
 #
