@@ -22,8 +22,9 @@ namespace {
 
 constexpr int kQuantRows = QuantPanels::kGroupRows;
 
-// The contract's block quantization of x[0:n] into q[0:n]; returns dx.
+// The contract's block quantization of x[0:n] into q[0:n] (n = 32 or 256); returns dx.
 float QuantizeBlock(const float* x, int n, int8_t* q) {
+  if (n != 32 && n != 256) __builtin_unreachable();  // (GCC 12 otherwise fears a huge memset)
   float amax = 0.0f;
   bool nan = false, inf = false;
   for (int i = 0; i < n; ++i) {
@@ -42,6 +43,10 @@ float QuantizeBlock(const float* x, int n, int8_t* q) {
                  : 0.0f;
   }
   const float id = 127.0f / amax;
+  if (std::isinf(id)) {  // amax below 127 / FLT_MAX: the block counts as zero (quant_gemm.h)
+    std::fill(q, q + n, 0);
+    return 0.0f;
+  }
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
   return amax / 127.0f;
 }
@@ -192,19 +197,29 @@ QuantInput QuantizeActivations(const float* x, int64_t n_tokens, int64_t x_strid
   in.dx.resize(static_cast<size_t>(n_tokens * in.blocks));
   const int sums_per_block = kind == QuantActivation::kA256 ? 16 : 1;
   in.sums.resize(static_cast<size_t>(n_tokens * in.blocks * sums_per_block));
-  const IeeeSubnormals ieee;
-  for (int64_t t = 0; t < n_tokens; ++t)
-    for (int64_t b = 0; b < in.blocks; ++b) {
-      int8_t* q = in.codes.data() + t * cols + b * n;
-      in.dx[t * in.blocks + b] = QuantizeBlock(x + t * x_stride + b * n, n, q);
-      int16_t* sums = in.sums.data() + (t * in.blocks + b) * sums_per_block;
-      const int per_sum = n / sums_per_block;
-      for (int s = 0; s < sums_per_block; ++s) {
-        int sum = 0;
-        for (int i = 0; i < per_sum; ++i) sum += q[s * per_sum + i];
-        sums[s] = static_cast<int16_t>(sum);
+  const int per_sum = n / sums_per_block;
+  const bool avx2 = KernelsOn(CpuKernels::kAvx2Int8);
+  // Tokens split over the threads for a long call (each token's blocks are its own).
+  const bool parallel = !omp_in_parallel() && n_tokens > 1 && n_tokens * cols >= (1 << 16);
+#pragma omp parallel if (parallel)
+  {
+    const IeeeSubnormals ieee;
+#pragma omp for schedule(static)
+    for (int64_t t = 0; t < n_tokens; ++t)
+      for (int64_t b = 0; b < in.blocks; ++b) {
+        const float* xb = x + t * x_stride + b * n;
+        int8_t* q = in.codes.data() + t * cols + b * n;
+        float* dx = in.dx.data() + t * in.blocks + b;
+        int16_t* sums = in.sums.data() + (t * in.blocks + b) * sums_per_block;
+        if (avx2 && x86::QuantizeBlockAvx2(xb, n, q, sums, per_sum, dx)) continue;
+        *dx = QuantizeBlock(xb, n, q);
+        for (int s = 0; s < sums_per_block; ++s) {
+          int sum = 0;
+          for (int i = 0; i < per_sum; ++i) sum += q[s * per_sum + i];
+          sums[s] = static_cast<int16_t>(sum);
+        }
       }
-    }
+  }
   return in;
 }
 

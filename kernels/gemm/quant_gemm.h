@@ -8,7 +8,8 @@
 // A block x[0:n] becomes amax = max |x[i]|; if amax is 0, dx = 0 and every code 0; else
 // dx = amax / 127 and q[i] = round-half-even(x[i] * (127 / amax)) (each a single f32 operation,
 // so |q| <= 127), sum = the codes' sum. A non-finite amax makes dx that value and every code 0 (the
-// products come out NaN, as the float GEMM's would).
+// products come out NaN, as the float GEMM's would); an amax so small that 127 / amax overflows
+// (below 127 / FLT_MAX, about 3.7e-37) makes the block zero (dx = 0, every code 0).
 //
 // The contract: y[t, r] is computed by exactly one thread with a fixed sequence of operations
 // that depends only on the row's blocks and token t's quantized blocks: from acc = +0, for each

@@ -284,6 +284,47 @@ void Groups(const QuantInput& x, const QuantPanels& w, const float* bias, float*
 
 }  // namespace
 
+bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_sum, float* dx) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
+  __m256 m = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8)
+    m = _mm256_max_ps(m, _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask));
+  // A NaN lane may have been dropped by vmaxps: look for one separately.
+  __m256 nan = _mm256_setzero_ps();
+  for (int i = 0; i < n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+  }
+  if (!_mm256_testz_ps(nan, nan)) return false;
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  const float amax = _mm_cvtss_f32(h);
+  const float id = 127.0f / amax;
+  if (!(amax > 0.0f) || !(amax <= 3.4028235e38f) || !(id <= 3.4028235e38f)) return false;
+  const __m256 vid = _mm256_set1_ps(id);
+  for (int s = 0; s < n / per_sum; ++s) {
+    __m256i acc = _mm256_setzero_si256();
+    for (int i = s * per_sum; i < (s + 1) * per_sum; i += 16) {
+      // Rounded to nearest even by vcvtps2dq under the default MXCSR, as nearbyint; |c| <= 127.
+      const __m256i c0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vid));
+      const __m256i c1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vid));
+      acc = _mm256_add_epi32(acc, _mm256_add_epi32(c0, c1));
+      const __m256i w = _mm256_packs_epi32(c0, c1);  // lanes (0-3, 8-11 | 4-7, 12-15)
+      const __m128i b = _mm_packs_epi16(_mm256_castsi256_si128(w), _mm256_extracti128_si256(w, 1));
+      // b holds 0-3, 8-11, 4-7, 12-15: put them in order.
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(q + i),
+                       _mm_shuffle_epi32(b, _MM_SHUFFLE(3, 1, 2, 0)));
+    }
+    __m128i t = _mm_add_epi32(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(1, 0, 3, 2)));
+    t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
+    sums[s] = static_cast<int16_t>(_mm_cvtsi128_si32(t));
+  }
+  *dx = amax / 127.0f;
+  return true;
+}
+
 void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
   switch (w.type()) {

@@ -376,6 +376,48 @@ TEST(QuantActivations, BlocksAsTheContractSays) {
   EXPECT_THROW(QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA256), InternalError);
 }
 
+// The AVX2 quantizer gives the portable one's bits: codes, dx and sums, for ordinary blocks, half
+// steps, NaN, infinities, zero, subnormal and tiny blocks (127 / amax overflowing: zero), on 1 and
+// several threads.
+TEST(QuantActivations, Avx2QuantizerIsThePortableOnesBits) {
+  Rng rng(21);
+  const int64_t n = 9, cols = 4 * 256;
+  std::vector<float> x(static_cast<size_t>(n * cols));
+  for (auto& v : x)
+    v = (2.0f * rng.Uniform() - 1.0f) * std::ldexp(1.0f, static_cast<int>(rng.Next() % 40) - 20);
+  for (int i = 0; i < 32; ++i) {
+    x[32 + i] = 0.0f;                         // a zero block
+    x[64 + i] = 1e-40f * (i - 16);            // subnormals only: 127 / amax overflows
+    x[96 + i] = 1e-37f * (i % 3);             // tiny normals: overflows too
+    x[128 + i] = (i - 16) * (0.5f / 127.0f);  // half steps of amax 1 (with x[128 + 31] below)
+  }
+  x[128 + 31] = 1.0f;
+  x[160 + 7] = NAN;
+  x[192 + 3] = INFINITY;
+  x[224 + 9] = -INFINITY;
+  x[300] = 1e-45f;  // a subnormal in a normal block
+  for (const QuantActivation kind : {QuantActivation::kA32, QuantActivation::kA256}) {
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, false);
+    const QuantInput want = QuantizeActivations(x.data(), n, cols, cols, kind);
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, true);
+    for (const int threads : {1, 2}) {
+      omp_set_num_threads(threads);
+      const QuantInput got = QuantizeActivations(x.data(), n, cols, cols, kind);
+      EXPECT_EQ(got.codes, want.codes) << threads;
+      EXPECT_EQ(got.sums, want.sums) << threads;
+      ASSERT_EQ(got.dx.size(), want.dx.size());
+      EXPECT_EQ(std::memcmp(got.dx.data(), want.dx.data(), got.dx.size() * 4), 0) << threads;
+    }
+    omp_set_num_threads(2);
+  }
+  const QuantInput a = QuantizeActivations(x.data(), 1, cols, cols, QuantActivation::kA32);
+  EXPECT_EQ(a.Dx(0)[2], 0.0f);  // the subnormal block
+  EXPECT_EQ(a.Dx(0)[3], 0.0f);  // the tiny one
+  for (int i = 64; i < 128; ++i) EXPECT_EQ(a.Codes(0)[i], 0) << i;
+  EXPECT_TRUE(std::isnan(a.Dx(0)[5]));
+  EXPECT_TRUE(std::isinf(a.Dx(0)[6]));
+}
+
 TEST(QuantPanels, RefusesPartialBlocks) {
   std::vector<uint8_t> data(1000);
   EXPECT_THROW(QuantPanels::FromRows(GgmlQuant::kQ4_K, data.data(), 1, 128, 144, "blk.0.w"), Error);

@@ -225,3 +225,50 @@ TEST(TensorParallel, ASplitThatDoesNotDivideTheHeadsIsAClearError) {
 
 }  // namespace
 }  // namespace wc
+
+namespace wc {
+namespace {
+
+// A GGUF file's quantized blocks split along whole blocks (the format table's tp_cols): two ranks
+// of a Q8_0 file against the whole model; four would cut the 32-value blocks of the 64-wide rows,
+// which every rank refuses in one line naming the tensor.
+TEST(TensorParallel, AGgufFileSplitsOnWholeBlocks) {
+  const std::string file = test::FixtureDir("gguf/mq_q8_0.gguf");
+  const std::vector<int> ids = {1, 5, 9, 2, 7, 3};
+  auto whole = DecoderModel::Load(file, Exact());
+  const std::vector<float> ref = RunModel(*whole, ids);
+  std::vector<float> two;
+  OnRanks(file, 2, [&](const DecoderModel& model) { two = RunModel(model, ids); });
+  ASSERT_EQ(two.size(), ref.size());
+  EXPECT_LE(test::RelMaxError(two, ref), 1e-5);
+  const int vocab = whole->config().vocab_size;
+  for (size_t row = 0; row < ref.size() / vocab; ++row)
+    EXPECT_EQ(Argmax(&two[row * vocab], vocab), Argmax(&ref[row * vocab], vocab)) << row;
+
+  // Four ranks: each refuses its own slice while loading, before any collective.
+  auto group = MakeThreadGroup(4);
+  std::vector<std::string> errors(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      ModelOptions o = Exact();
+      o.tensor_group = group[static_cast<size_t>(r)].get();
+      try {
+        DecoderModel::Load(file, o);
+      } catch (const std::exception& e) {
+        errors[static_cast<size_t>(r)] = e.what();
+      }
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_NE(errors[1].find("is Q8_0, whose blocks hold 32 columns; this rank's columns [16, 32) "
+                           "would cut a block"),
+            std::string::npos)
+      << errors[1];
+  for (const std::string& e : errors) {
+    EXPECT_NE(e, "");
+    EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+  }
+}
+
+}  // namespace
+}  // namespace wc
