@@ -14,47 +14,12 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#include "kernels/gemm/quant_avx2-inl.h"
 
 namespace wc::x86 {
 namespace {
 
-constexpr int kR = QuantPanels::kGroupRows;
-
-inline __m256i Bcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-
-inline __m256i Load(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
-// The 8 rows' f16 fields at p, as f32 (exact).
-inline __m256 Halves(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// 8 bytes (one per row) at p as each row's 32-bit lane holding the value twice as 16-bit halves:
-// vpmaddwd by it multiplies both of a lane's pair sums by the row's scale.
-inline __m256i ScalePairsU8(const uint8_t* p) {
-  const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
-}
-inline __m256i ScalePairsI8(const uint8_t* p) {
-  const __m256i s = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
-}
-
-// Bits [shift, shift + 4) of each row's 32-bit word in qh, as byte b of the row's lane set to 0x10
-// when bit shift + b is: the 5th bits of 4 codes.
-inline __m256i FifthBits(__m256i qh, int shift) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
-                                          0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
-  const __m256i bit = _mm256_set1_epi32(0x08040201);
-  const __m256i b = _mm256_shuffle_epi8(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(shift)), spread);
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit), _mm256_set1_epi8(0x10));
-}
+using namespace quant_avx2;  // NOLINT: this file's own helpers (quant_avx2-inl.h)
 
 // One group's tokens [t0, t0 + NT) over every block: acc[t] (8 rows) from +0 in the contract's
 // order.
@@ -249,20 +214,6 @@ void Tile(const QuantInput& x, const QuantPanels& w, int64_t g, int64_t t0, __m2
     Group<T, NT>(x, w.group(g), w.group_block_bytes(), w.blocks(), t0, acc);
 }
 
-template <int NT>
-void Store(const __m256 (&acc)[NT], int64_t t0, int64_t g, const float* bias, float* y,
-           int64_t y_stride, int64_t row_begin, int64_t row_end) {
-  const int64_t r0 = std::max(g * kR, row_begin), r1 = std::min(g * kR + kR, row_end);
-  alignas(32) float v[kR];
-  for (int t = 0; t < NT; ++t) {
-    _mm256_store_ps(v, acc[t]);
-    for (int64_t r = r0; r < r1; ++r) {
-      const float a = v[r - g * kR];
-      y[(t0 + t) * y_stride + (r - row_begin)] = bias ? a + bias[r] : a;
-    }
-  }
-}
-
 template <GgmlQuant T>
 void Groups(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
             int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
@@ -272,12 +223,12 @@ void Groups(const QuantInput& x, const QuantPanels& w, const float* bias, float*
     for (; t0 + kTile <= x.n_tokens; t0 += kTile) {
       __m256 acc[kTile];
       Tile<T, kTile>(x, w, g, t0, acc);
-      Store<kTile>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
+      StoreTile<kTile>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
     }
     for (; t0 < x.n_tokens; ++t0) {
       __m256 acc[1];
       Tile<T, 1>(x, w, g, t0, acc);
-      Store<1>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
+      StoreTile<1>(acc, t0, g, bias, y, y_stride, row_begin, row_end);
     }
   }
 }

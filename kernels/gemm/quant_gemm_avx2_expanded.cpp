@@ -20,12 +20,13 @@
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
+#include "kernels/gemm/quant_avx2-inl.h"
 
 namespace wc::x86 {
 namespace {
 
-constexpr int kR = QuantPanels::kGroupRows;
-constexpr int kTile = 4;  // tokens a tile holds in registers
+using namespace quant_avx2;  // NOLINT: the helpers both AVX2 kernels share
+constexpr int kTile = 4;     // tokens a tile holds in registers
 // A chunk's activation codes (about 1 MiB: a token chunk) and a segment's expanded blocks (about
 // 16 KiB, in L1 while every tile of the chunk runs over them). Measured on the 2-vCPU AMD EPYC
 // Zen 3 VM (2026-11-30, one thread, 256 tokens, 3072 x 3072 and 3072 x 23040): against 192 KiB /
@@ -34,27 +35,6 @@ constexpr int kTile = 4;  // tokens a tile holds in registers
 constexpr int64_t kChunkBytes = 1 << 20;
 constexpr int64_t kSegmentBytes = 16 << 10;
 
-inline __m256i ExLoad(const uint8_t* p) {
-  return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-inline __m256i ExBcast4(const void* p) {
-  int32_t v;
-  std::memcpy(&v, p, 4);
-  return _mm256_set1_epi32(v);
-}
-inline __m256 ExHalves(const uint8_t* p) {
-  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-// 8 bytes (one a row) as each row's lane holding the value twice in 16-bit halves (vpmaddwd by it
-// multiplies both of a lane's pair sums by the row's value); unsigned or signed bytes.
-inline __m256i ExPairsU8(const uint8_t* p) {
-  const __m256i s = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_or_si256(s, _mm256_slli_epi32(s, 16));
-}
-inline __m256i ExPairsI8(const uint8_t* p) {
-  const __m256i s = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)));
-  return _mm256_or_si256(_mm256_and_si256(s, _mm256_set1_epi32(0xFFFF)), _mm256_slli_epi32(s, 16));
-}
 // Two rows' worth of signed bytes a and b (8 each) as each lane's 16-bit pair (a[r], b[r]).
 inline __m256i ExPairI8(const uint8_t* a, const uint8_t* b) {
   const __m256i lo = _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(a)));
@@ -78,15 +58,6 @@ struct Layout {
   static constexpr int kStride = kM + 1;  // vectors a block takes
 };
 
-// The 5th bits of 4 codes: bits [shift, shift + 4) of each row's qh word as bytes of 0x10.
-inline __m256i ExFifthBits(__m256i qh, int shift) {
-  const __m256i spread = _mm256_setr_epi8(0, 0, 0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12, 0, 0,
-                                          0, 0, 4, 4, 4, 4, 8, 8, 8, 8, 12, 12, 12, 12);
-  const __m256i bit = _mm256_set1_epi32(0x08040201);
-  const __m256i b = _mm256_shuffle_epi8(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(shift)), spread);
-  return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit), _mm256_set1_epi8(0x10));
-}
-
 template <GgmlQuant T>
 void Expand(const uint8_t* blk, __m256i* ev) {
   using L = Layout<T>;
@@ -98,7 +69,7 @@ void Expand(const uint8_t* blk, __m256i* ev) {
        reinterpret_cast<__m256*>(ev + L::kM)};
   auto* e = &ex;
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  *e->d = ExHalves(blk);
+  *e->d = Halves(blk);
   *e->m = _mm256_setzero_ps();
   if constexpr (!IsKQuant(T)) {
     constexpr bool kQ5 = T == GgmlQuant::kQ5_0 || T == GgmlQuant::kQ5_1;
@@ -107,33 +78,33 @@ void Expand(const uint8_t* blk, __m256i* ev) {
                            : T == GgmlQuant::kQ4_1 ? 32
                            : T == GgmlQuant::kQ5_0 ? 48
                                                    : 64;
-    if constexpr (kMin) *e->m = ExHalves(blk + 16);
+    if constexpr (kMin) *e->m = Halves(blk + 16);
     __m256i qh = _mm256_setzero_si256();
-    if constexpr (kQ5) qh = ExLoad(blk + (kMin ? 32 : 16));
+    if constexpr (kQ5) qh = Load(blk + (kMin ? 32 : 16));
     for (int v = 0; v < 4; ++v) {
-      const __m256i raw = ExLoad(blk + kCodes + 32 * v);
+      const __m256i raw = Load(blk + kCodes + 32 * v);
       e->q[v] = _mm256_and_si256(raw, m4);
       e->q[4 + v] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
       if constexpr (kQ5) {
-        e->q[v] = _mm256_or_si256(e->q[v], ExFifthBits(qh, 4 * v));
-        e->q[4 + v] = _mm256_or_si256(e->q[4 + v], ExFifthBits(qh, 16 + 4 * v));
+        e->q[v] = _mm256_or_si256(e->q[v], FifthBits(qh, 4 * v));
+        e->q[4 + v] = _mm256_or_si256(e->q[4 + v], FifthBits(qh, 16 + 4 * v));
       }
     }
   } else if constexpr (T == GgmlQuant::kQ4_K || T == GgmlQuant::kQ5_K) {
     constexpr bool kQ5 = T == GgmlQuant::kQ5_K;
-    *e->m = ExHalves(blk + 16);
+    *e->m = Halves(blk + 16);
     for (int j = 0; j < 8; ++j) {
-      e->sc[j] = ExPairsU8(blk + 32 + 8 * j);
-      e->mins[j] = ExPairsU8(blk + 96 + 8 * j);
+      e->sc[j] = ScalePairsU8(blk + 32 + 8 * j);
+      e->mins[j] = ScalePairsU8(blk + 96 + 8 * j);
     }
     const uint8_t* codes = blk + (kQ5 ? 416 : 160);
     for (int c = 0; c < 4; ++c)
       for (int v = 0; v < 8; ++v) {
-        const __m256i raw = ExLoad(codes + 32 * (8 * c + v));
+        const __m256i raw = Load(codes + 32 * (8 * c + v));
         __m256i lo = _mm256_and_si256(raw, m4);
         __m256i hi = _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4);
         if constexpr (kQ5) {
-          const __m256i h = ExLoad(blk + 160 + 32 * v);
+          const __m256i h = Load(blk + 160 + 32 * v);
           const __m256i b0 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c)));
           const __m256i b1 = _mm256_set1_epi8(static_cast<char>(1 << (2 * c + 1)));
           const __m256i x10 = _mm256_set1_epi8(0x10);
@@ -147,14 +118,14 @@ void Expand(const uint8_t* blk, __m256i* ev) {
       }
   } else {  // Q6_K
     const __m256i m3 = _mm256_set1_epi8(0x03);
-    for (int j = 0; j < 16; ++j) e->sc[j] = ExPairsI8(blk + 16 + 8 * j);
+    for (int j = 0; j < 16; ++j) e->sc[j] = ScalePairsI8(blk + 16 + 8 * j);
     for (int i = 0; i < 8; ++i) e->mins[i] = ExPairI8(blk + 16 + 16 * i, blk + 24 + 16 * i);
     const uint8_t* ql = blk + 144;
     const uint8_t* qh = ql + 1024;
     for (int n = 0; n < 2; ++n)
       for (int v = 0; v < 16; ++v) {
-        const __m256i raw = ExLoad(ql + 32 * (16 * n + v));
-        const __m256i h = ExLoad(qh + 32 * (8 * n + v % 8));
+        const __m256i raw = Load(ql + 32 * (16 * n + v));
+        const __m256i h = Load(qh + 32 * (8 * n + v % 8));
         const int s = 2 * (v / 8);  // the low nibble's 2 high bits in its qh byte; the high's s + 4
         const __m256i h_lo = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(s)), m3);
         const __m256i h_hi = _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(s + 4)), m3);
@@ -188,10 +159,10 @@ inline void BlockSums(const __m256i* e, const QuantInput& x, int64_t t0, int64_t
   constexpr int kSub = T == GgmlQuant::kQ6_K ? 4 : 8;  // vectors a sub-block (or block) takes
   for (int v0 = 0; v0 < L::kVectors; v0 += kRun) {
     __m256i p[NT];
-    for (int t = 0; t < NT; ++t) p[t] = _mm256_maddubs_epi16(e[v0], ExBcast4(xq[t] + 4 * v0));
+    for (int t = 0; t < NT; ++t) p[t] = _mm256_maddubs_epi16(e[v0], Bcast4(xq[t] + 4 * v0));
     for (int v = v0 + 1; v < v0 + kRun; ++v)
       for (int t = 0; t < NT; ++t)
-        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(e[v], ExBcast4(xq[t] + 4 * v)));
+        p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(e[v], Bcast4(xq[t] + 4 * v)));
     const __m256i f = IsKQuant(T) ? e[L::kSc + v0 / kSub] : ones;
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], f));
   }
@@ -205,9 +176,9 @@ inline void BlockSums(const __m256i* e, const QuantInput& x, int64_t t0, int64_t
   if constexpr (T == GgmlQuant::kQ6_K) {  // - 32 sum_j sc_j bsum_j
     for (int t = 0; t < NT; ++t) {
       const int16_t* bs = x.Sums(t0 + t) + 16 * b;
-      __m256i s = _mm256_madd_epi16(e[L::kMins], ExBcast4(bs));
+      __m256i s = _mm256_madd_epi16(e[L::kMins], Bcast4(bs));
       for (int i = 1; i < 8; ++i)
-        s = _mm256_add_epi32(s, _mm256_madd_epi16(e[L::kMins + i], ExBcast4(bs + 2 * i)));
+        s = _mm256_add_epi32(s, _mm256_madd_epi16(e[L::kMins + i], Bcast4(bs + 2 * i)));
       isum[t] = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(s, 5));
     }
   }
@@ -235,28 +206,14 @@ void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput&
       }
       if constexpr (T == GgmlQuant::kQ4_K || T == GgmlQuant::kQ5_K) {
         const int16_t* bs = x.Sums(t0 + t) + 16 * b;
-        __m256i ms = _mm256_madd_epi16(e[L::kMins], ExBcast4(bs));
+        __m256i ms = _mm256_madd_epi16(e[L::kMins], Bcast4(bs));
         for (int j = 1; j < 8; ++j)
-          ms = _mm256_add_epi32(ms, _mm256_madd_epi16(e[L::kMins + j], ExBcast4(bs + 2 * j)));
+          ms = _mm256_add_epi32(ms, _mm256_madd_epi16(e[L::kMins + j], Bcast4(bs + 2 * j)));
         const __m256 neg =
             _mm256_xor_ps(_mm256_mul_ps(_mm256_castsi256_ps(e[L::kM]), _mm256_set1_ps(dx)),
                           _mm256_set1_ps(-0.0f));
         acc[t] = _mm256_fmadd_ps(neg, _mm256_cvtepi32_ps(ms), acc[t]);
       }
-    }
-  }
-}
-
-template <int NT>
-void StoreTile(const __m256 (&acc)[NT], int64_t t0, int64_t g, const float* bias, float* y,
-               int64_t y_stride, int64_t row_begin, int64_t row_end) {
-  const int64_t r0 = std::max(g * kR, row_begin), r1 = std::min(g * kR + kR, row_end);
-  alignas(32) float v[kR];
-  for (int t = 0; t < NT; ++t) {
-    _mm256_store_ps(v, acc[t]);
-    for (int64_t r = r0; r < r1; ++r) {
-      const float a = v[r - g * kR];
-      y[(t0 + t) * y_stride + (r - row_begin)] = bias ? a + bias[r] : a;
     }
   }
 }
