@@ -103,6 +103,10 @@ std::vector<StreamedMatrix> DecodeWeightStreams(const ModelWeights& w) {
     if (m.empty()) return;
     if (IsBfp(m.format())) {
       out.push_back({m.bfp().data(), m.bfp().panels(), m.bfp().panel_bytes()});
+    } else if (IsGgmlQuant(m.format())) {
+      // GGML groups lie back to back: read as 4 KiB pieces (the last partial one left out).
+      const int64_t bytes = static_cast<int64_t>(m.quant().bytes());
+      out.push_back({m.quant().group(0), bytes / 4096, 4096});
     } else {
       out.push_back({static_cast<const uint8_t*>(m.data()), m.panels(),
                      m.panel_elems() * static_cast<int64_t>(DTypeSize(m.dtype()))});
