@@ -136,7 +136,13 @@ void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
 // This thread's buffer of at least `bytes`, 64-byte aligned, kept (grow-only) for the next call;
 // contents undefined. One buffer per kSlot, so kernels that nest (a widened panel read by the AMX
 // tiles, which keep their own scratch) each hold their own.
-enum ThreadBufferSlot : int { kWidenedPanelSlot = 0, kAmxScratchSlot = 1, kChunkOutSlot = 2 };
+enum ThreadBufferSlot : int {
+  kWidenedPanelSlot = 0,
+  kAmxScratchSlot = 1,
+  kChunkOutSlot = 2,
+  kQuantExpandedSlot = 3,  // quant_gemm_avx2_expanded.cpp: a segment's expanded blocks
+  kQuantAccSlot = 4,       // and its tiles' accumulators between segments
+};
 template <int kSlot>
 void* ThreadBuffer(size_t bytes) {
   thread_local std::unique_ptr<void, decltype(&std::free)> storage{nullptr, &std::free};

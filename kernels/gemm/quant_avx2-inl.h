@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/gemm/quant_panels.h"
 
@@ -51,6 +52,25 @@ inline __m256i FifthBits(__m256i qh, int shift) {
   const __m256i bit = _mm256_set1_epi32(0x08040201);
   const __m256i b = _mm256_shuffle_epi8(_mm256_srl_epi32(qh, _mm_cvtsi32_si128(shift)), spread);
   return _mm256_and_si256(_mm256_cmpeq_epi8(_mm256_and_si256(b, bit), bit), _mm256_set1_epi8(0x10));
+}
+
+// f(std::integral_constant<GgmlQuant, T>()) for q's type T: one switch for every kernel.
+template <typename F>
+void ForQuantType(GgmlQuant q, F&& f) {
+  switch (q) {
+#define WC_QUANT_CASE(T) \
+  case T:                \
+    return f(std::integral_constant<GgmlQuant, T>());
+    WC_QUANT_CASE(GgmlQuant::kQ8_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_1)
+    WC_QUANT_CASE(GgmlQuant::kQ5_0)
+    WC_QUANT_CASE(GgmlQuant::kQ5_1)
+    WC_QUANT_CASE(GgmlQuant::kQ4_K)
+    WC_QUANT_CASE(GgmlQuant::kQ5_K)
+    WC_QUANT_CASE(GgmlQuant::kQ6_K)
+#undef WC_QUANT_CASE
+  }
 }
 
 // Tokens [t0, t0 + NT) of group g's accumulators into y: rows [max(8 g, row_begin), min(8 g + 8,

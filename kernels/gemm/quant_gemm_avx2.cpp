@@ -278,20 +278,9 @@ bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_
 
 void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
-  switch (w.type()) {
-#define WC_QUANT_CASE(T) \
-  case T:                \
-    return Groups<T>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-    WC_QUANT_CASE(GgmlQuant::kQ8_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_1)
-    WC_QUANT_CASE(GgmlQuant::kQ5_0)
-    WC_QUANT_CASE(GgmlQuant::kQ5_1)
-    WC_QUANT_CASE(GgmlQuant::kQ4_K)
-    WC_QUANT_CASE(GgmlQuant::kQ5_K)
-    WC_QUANT_CASE(GgmlQuant::kQ6_K)
-#undef WC_QUANT_CASE
-  }
+  ForQuantType(w.type(), [&](auto type) {
+    Groups<decltype(type)::value>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+  });
 }
 
 }  // namespace wc::x86

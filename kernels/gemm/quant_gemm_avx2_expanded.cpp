@@ -14,8 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <vector>
 
+#include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/quant_gemm_x86.h"
 
 #pragma GCC push_options
@@ -28,10 +28,9 @@ namespace {
 using namespace quant_avx2;  // NOLINT: the helpers both AVX2 kernels share
 constexpr int kTile = 4;     // tokens a tile holds in registers
 // A chunk's activation codes (about 1 MiB: a token chunk) and a segment's expanded blocks (about
-// 16 KiB, in L1 while every tile of the chunk runs over them). Measured on the 2-vCPU AMD EPYC
-// Zen 3 VM (2026-11-30, one thread, 256 tokens, 3072 x 3072 and 3072 x 23040): against 192 KiB /
-// the whole group, the wide shape's K types and Q4_0 ran 1.3-1.9x faster, the square one within
-// noise (docs/performance.md, "The integer GEMM for many tokens").
+// 16 KiB, in L1 while every tile of the chunk runs over them): sizes chosen on a wide down
+// projection, where expanding a whole group per small chunk ran slower than the register tiles
+// (docs/performance.md, "Each block expanded once for many tokens").
 constexpr int64_t kChunkBytes = 1 << 20;
 constexpr int64_t kSegmentBytes = 16 << 10;
 
@@ -225,12 +224,11 @@ void ExpandedGroups(const QuantInput& x, const QuantPanels& w, const float* bias
   const int64_t chunk = std::max<int64_t>(
       kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
   const int64_t seg = std::max<int64_t>(1, kSegmentBytes / (L::kStride * 32));
-  std::vector<uint8_t> storage(static_cast<size_t>(seg * L::kStride * 32 + 32));
-  __m256i* ex = reinterpret_cast<__m256i*>((reinterpret_cast<uintptr_t>(storage.data()) + 31) &
-                                           ~static_cast<uintptr_t>(31));
-  std::vector<float> acc_storage(static_cast<size_t>(chunk * kR + 8));  // [chunk][8]
-  float* acc_buf =
-      acc_storage.data() + (8 - (reinterpret_cast<uintptr_t>(acc_storage.data()) / 4) % 8) % 8;
+  // [seg][kStride] expanded vectors and [chunk][8] accumulators, this thread's (64-byte aligned).
+  auto* ex = static_cast<__m256i*>(
+      gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(static_cast<size_t>(seg * L::kStride * 32)));
+  auto* acc_buf = static_cast<float*>(
+      gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
   const int64_t nb = w.blocks();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
@@ -271,21 +269,13 @@ void ExpandedGroups(const QuantInput& x, const QuantPanels& w, const float* bias
 void QuantGemmAvx2Expanded(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                            int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0,
                            int64_t g1) {
-  switch (w.type()) {
-#define WC_QUANT_CASE(T) \
-  case T:                \
-    return ExpandedGroups<T>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-    case GgmlQuant::kQ8_0:  // bytes already: nothing to expand (the format table never asks)
-      return QuantGemmAvx2(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-      WC_QUANT_CASE(GgmlQuant::kQ4_0)
-      WC_QUANT_CASE(GgmlQuant::kQ4_1)
-      WC_QUANT_CASE(GgmlQuant::kQ5_0)
-      WC_QUANT_CASE(GgmlQuant::kQ5_1)
-      WC_QUANT_CASE(GgmlQuant::kQ4_K)
-      WC_QUANT_CASE(GgmlQuant::kQ5_K)
-      WC_QUANT_CASE(GgmlQuant::kQ6_K)
-#undef WC_QUANT_CASE
-  }
+  ForQuantType(w.type(), [&](auto type) {
+    constexpr GgmlQuant T = decltype(type)::value;
+    if constexpr (T == GgmlQuant::kQ8_0)  // bytes already: nothing to expand (the table never asks)
+      QuantGemmAvx2(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    else
+      ExpandedGroups<T>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+  });
 }
 
 }  // namespace wc::x86
