@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <string_view>
 
 #include "kernels/gemm/format_table.h"
@@ -199,6 +200,16 @@ DType ModelWeights::matrix_dtype() const {
   // GGML-quantized weights stand for bf16 ones: their KV cache defaults to bf16 (llama.cpp's to
   // f16).
   return m.quant ? DType::kBF16 : m.dtype;
+}
+
+std::string ModelWeights::packed_formats() const {
+  std::set<WeightFormat> used;
+  for (const LayerWeights& l : layers)
+    for (const Linear* m : l.Linears()) used.insert(m->p.format());
+  if (!lm_head_p.empty()) used.insert(lm_head_p.format());
+  std::string s;
+  for (WeightFormat f : used) s += (s.empty() ? "" : "+") + std::string(WeightFormatName(f));
+  return s;
 }
 
 void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,

@@ -158,7 +158,7 @@ void RunBenchModel(const BenchModelOptions& o) {
       "bench model: %s (%d layers, hidden %d, vocab %d, %s weights, --weights %s), KV %s, %d "
       "threads, %s, matmul %s\n",
       m.dir.c_str(), c.n_layers, c.hidden_size, c.vocab_size,
-      DTypeName(m.model->weights().matrix_dtype()), m.model->options().weights.ToString().c_str(),
+      m.model->weights().packed_formats().c_str(), m.model->options().weights.ToString().c_str(),
       KVDTypeName(m.kv.dtype), threads, SimdTargetName(), kernel);
   // The compute bound of the instructions a call of n tokens runs on (the format table's kernel:
   // AMX, the integer products of GGML's blocks, else f32 FMAs).
@@ -195,6 +195,7 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"simd", SimdTargetName()},
                         {"matmul_kernel", kernel},
                         {"weights_dtype", DTypeName(m.model->weights().matrix_dtype())},
+                        {"weights_formats", m.model->weights().packed_formats()},
                         {"weights", m.model->options().weights.ToString()},
                         {"weight_bytes_step", shape.weight_bytes_step},
                         {"kv_dtype", KVDTypeName(m.kv.dtype)},

@@ -37,6 +37,7 @@ void Group(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, i
                                                  : 64;
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = gp + b * gbytes;
+    if constexpr (NT == 1) PrefetchAhead(blk, gbytes);
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     if constexpr (T == GgmlQuant::kQ8_0) {
@@ -96,6 +97,7 @@ void GroupK4(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb,
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = gp + b * gbytes;
     const uint8_t* codes = blk + (kQ5 ? 416 : 160);
+    if constexpr (NT == 1) PrefetchAhead(blk, gbytes);
     __m256i isum[NT], msum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = msum[t] = _mm256_setzero_si256();
     for (int c = 0; c < 4; ++c) {
@@ -146,61 +148,90 @@ void GroupK4(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb,
   }
 }
 
-// Q6_K: vector (n, v) holds values 128 n + 4 v + b (low nibbles, sub-block 8 n + v / 4) and
-// 128 n + 64 + 4 v + b (high, sub-block 8 n + 4 + v / 4); 6-bit codes take 2 vectors per 16-bit
-// sum (2 * 2 * 63 * 127 < 2^15). The - 32 of every code is taken off once per super-block through
-// the activations' 16-value sums.
+// Q6_K: for each n < 2 and v < 8, one qh vector (n, v) holds the top 2 bits of 4 code vectors:
+// ql vector (n, v)'s low nibbles (values 128 n + 4 v + b, sub-block 8 n + v / 4, qh bits 0-1),
+// ql (n, v + 8)'s low nibbles (+ 32, sub-block + 2, bits 2-3), ql (n, v)'s high nibbles (+ 64,
+// sub-block + 4, bits 4-5) and ql (n, v + 8)'s high nibbles (+ 96, sub-block + 6, bits 6-7); so
+// each qh vector is loaded once and its bits moved to 0x30 by one shift and one mask. 6-bit codes
+// take 2 vectors per 16-bit sum (2 * 2 * 63 * 127 < 2^15). The - 32 of every code is taken off
+// once per super-block: 32 sum_j sc_j bsum_j, two sub-blocks per vpmaddwd.
+constexpr int kPrefetchBlocks = 8;
 template <int NT>
 void GroupQ6K(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, int64_t t0,
               __m256 (&acc)[NT]) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i m3 = _mm256_set1_epi8(0x03);
+  const __m256i m30 = _mm256_set1_epi8(0x30);
+  // Sub-block 2 i + j's scales from the 16 bytes of sub-blocks 2 i, 2 i + 1 in both halves:
+  // lane r = (sc, sc) as 16-bit, by placing sc in each half's high byte, then an arithmetic shift.
+  const __m256i pick[2] = {
+      _mm256_setr_epi8(-1, 0, -1, 0, -1, 1, -1, 1, -1, 2, -1, 2, -1, 3, -1, 3, -1, 4, -1, 4, -1, 5,
+                       -1, 5, -1, 6, -1, 6, -1, 7, -1, 7),
+      _mm256_setr_epi8(-1, 8, -1, 8, -1, 9, -1, 9, -1, 10, -1, 10, -1, 11, -1, 11, -1, 12, -1, 12,
+                       -1, 13, -1, 13, -1, 14, -1, 14, -1, 15, -1, 15)};
+  // Sub-blocks 2 i, 2 i + 1 interleaved: lane r = (sc_2i[r], sc_2i+1[r]) as bytes, then widened.
+  const __m128i interleave = _mm_setr_epi8(0, 8, 1, 9, 2, 10, 3, 11, 4, 12, 5, 13, 6, 14, 7, 15);
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = gp + b * gbytes;
+    const uint8_t* scb = blk + 16;
     const uint8_t* ql = blk + 144;
     const uint8_t* qh = ql + 1024;
+    if constexpr (NT == 1) PrefetchAhead(blk, gbytes);
+    const int8_t* xb[NT];
+    for (int t = 0; t < NT; ++t) xb[t] = x.Codes(t0 + t) + 256 * b;
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
     for (int n = 0; n < 2; ++n)
-      for (int half = 0; half < 2; ++half)  // low nibbles, then high
-        for (int s4 = 0; s4 < 4; ++s4) {    // sub-block 8 n + 4 half + s4: vectors 4 s4 ..
-          const int sub = 8 * n + 4 * half + s4;
-          const __m256i sc = ScalePairsI8(blk + 16 + 8 * sub);
-          for (int v0 = 4 * s4; v0 < 4 * s4 + 4; v0 += 2) {
-            __m256i p[NT];
-            for (int t = 0; t < NT; ++t) p[t] = _mm256_setzero_si256();
-            for (int v = v0; v < v0 + 2; ++v) {
-              const __m256i raw = Load(ql + 32 * (16 * n + v));
-              const __m256i h = Load(qh + 32 * (8 * n + v % 8));
-              const int shift = 2 * (v / 8) + 4 * half;  // the value's 2 bits in its qh byte
-              const __m256i q = _mm256_or_si256(
-                  half ? _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4)
-                       : _mm256_and_si256(raw, m4),
-                  _mm256_slli_epi16(
-                      _mm256_and_si256(_mm256_srl_epi16(h, _mm_cvtsi32_si128(shift)), m3), 4));
-              for (int t = 0; t < NT; ++t)
-                p[t] = _mm256_add_epi16(
-                    p[t], _mm256_maddubs_epi16(
-                              q, Bcast4(x.Codes(t0 + t) + 256 * b + 128 * n + 64 * half + 4 * v)));
-            }
-            for (int t = 0; t < NT; ++t)
-              isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], sc));
+      for (int j = 0; j < 2; ++j) {  // v in [4 j, 4 j + 4): sub-blocks 8 n + j + 2 k
+        __m256i sc[4];
+        for (int k = 0; k < 4; ++k)
+          sc[k] = _mm256_srai_epi16(
+              _mm256_shuffle_epi8(_mm256_broadcastsi128_si256(_mm_loadu_si128(
+                                      reinterpret_cast<const __m128i*>(scb + 8 * (8 * n + 2 * k)))),
+                                  pick[j]),
+              8);
+        for (int v0 = 4 * j; v0 < 4 * j + 4; v0 += 2) {
+          __m256i p[4][NT];
+          for (int v = v0; v < v0 + 2; ++v) {
+            const __m256i h = Load(qh + 32 * (8 * n + v));
+            const __m256i l0 = Load(ql + 32 * (16 * n + v));
+            const __m256i l1 = Load(ql + 32 * (16 * n + v + 8));
+            const __m256i q[4] = {_mm256_or_si256(_mm256_and_si256(l0, m4),
+                                                  _mm256_and_si256(_mm256_slli_epi16(h, 4), m30)),
+                                  _mm256_or_si256(_mm256_and_si256(l1, m4),
+                                                  _mm256_and_si256(_mm256_slli_epi16(h, 2), m30)),
+                                  _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
+                                                  _mm256_and_si256(h, m30)),
+                                  _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                                                  _mm256_and_si256(_mm256_srli_epi16(h, 2), m30))};
+            for (int k = 0; k < 4; ++k)
+              for (int t = 0; t < NT; ++t) {
+                const __m256i d =
+                    _mm256_maddubs_epi16(q[k], Bcast4(xb[t] + 128 * n + 32 * k + 4 * v));
+                p[k][t] = v == v0 ? d : _mm256_add_epi16(p[k][t], d);
+              }
           }
+          for (int k = 0; k < 4; ++k)
+            for (int t = 0; t < NT; ++t)
+              isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[k][t], sc[k]));
         }
+      }
     // - 32 sum_j sc_j bsum_j
-    for (int s = 0; s < 16; ++s) {
-      const __m256i sc =
-          _mm256_cvtepi8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(blk + 16 + 8 * s)));
+    __m256i corr[NT];
+    for (int i = 0; i < 8; ++i) {
+      const __m256i sc2 = _mm256_cvtepi8_epi16(_mm_shuffle_epi8(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(scb + 16 * i)), interleave));
       for (int t = 0; t < NT; ++t) {
-        const int bs = x.Sums(t0 + t)[16 * b + s];
-        isum[t] = _mm256_sub_epi32(isum[t], _mm256_mullo_epi32(sc, _mm256_set1_epi32(32 * bs)));
+        const __m256i m = _mm256_madd_epi16(sc2, Bcast4(x.Sums(t0 + t) + 16 * b + 2 * i));
+        corr[t] = i == 0 ? m : _mm256_add_epi32(corr[t], m);
       }
     }
     const __m256 d = Halves(blk);
-    for (int t = 0; t < NT; ++t)
+    for (int t = 0; t < NT; ++t) {
+      const __m256i s = _mm256_sub_epi32(isum[t], _mm256_slli_epi32(corr[t], 5));
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
-                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+                               _mm256_cvtepi32_ps(s), acc[t]);
+    }
   }
 }
 

@@ -184,5 +184,18 @@ TEST_F(OllamaStoreCli, AMissingNameListsTheStoreAndAMissingBlobIsNamed) {
   EXPECT_NE(gone.err.find(blob_ + ": missing"), std::string::npos) << gone.err;
 }
 
+TEST(GgufCli, BenchModelNamesTheFormatsItRuns) {
+  test::TempDir dir;
+  const auto r = RunWormchat({"bench", "model", "--model", Gguf("mq_q4_0"), "--prompt-len", "8",
+                              "--gen-len", "24", "--decode-rows", "1", "--repeats", "1",
+                              "--threads", "1", "--json", dir.File("b.json")});
+  ASSERT_EQ(r.exit_code, 0) << test::Describe(r);
+  const nlohmann::json j = nlohmann::json::parse(test::ReadFile(dir.File("b.json")));
+  // Every matrix of this file, the tied LM head too, is Q4_0 (its norms are F32 vectors): the
+  // header names what the packed matrices run in, not the bf16 its KV cache defaults to.
+  EXPECT_EQ(j.at("weights_formats"), "Q4_0");
+  EXPECT_NE(r.out.find("vocab 347, Q4_0 weights, --weights auto"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace wc

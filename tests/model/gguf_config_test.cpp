@@ -156,9 +156,15 @@ TEST(GgufConfig, TheTablesNameEveryTensorOfTheGgufLayouts) {
   // attn_norm.
   for (const TensorEntry& e : ModelTensors(PresetConfig("falcon-40b"))) {
     if (e.layer != 0) continue;
-    if (e.role == TensorRole::kAttnNorm) EXPECT_EQ(e.gguf_name, "blk.0.attn_norm_2.weight");
-    if (e.role == TensorRole::kMlpNorm) EXPECT_EQ(e.gguf_name, "blk.0.attn_norm.weight");
-    if (e.role == TensorRole::kQkv) EXPECT_EQ(e.gguf_name, "blk.0.attn_qkv.weight");
+    if (e.role == TensorRole::kAttnNorm) {
+      EXPECT_EQ(e.gguf_name, "blk.0.attn_norm_2.weight");
+    }
+    if (e.role == TensorRole::kMlpNorm) {
+      EXPECT_EQ(e.gguf_name, "blk.0.attn_norm.weight");
+    }
+    if (e.role == TensorRole::kQkv) {
+      EXPECT_EQ(e.gguf_name, "blk.0.attn_qkv.weight");
+    }
   }
   for (const char* preset : {"falcon-7b", "falcon3-7b"})
     for (const TensorEntry& e : ModelTensors(PresetConfig(preset)))
