@@ -1,9 +1,15 @@
 // llama.cpp's logits of every position of a prompt of token ids, as a float32 .npy [n, vocab]:
 // the reference issue 52's logits targets compare `wormchat logits --ids` against (same file,
-// f32 KV, no flash attention). Built by tools/bench/llama_logits.sh against the llama.cpp
+// f32 KV, no flash attention). Built by tools/bench/gguf_logits.sh against the llama.cpp
 // anchor's libllama (tools/bench/llama-cpp.sh); never part of wormchat's build.
 //
 //   llama_logits MODEL.gguf OUT.npy THREADS ID [ID ...]
+//
+// With GREEDY=N in the environment it then decodes N tokens greedily (argmax, one at a time, the
+// lowest id on a tie) and prints one line per token to stdout: the id, then the gap between the
+// best and the second-best logit divided by max |logit| of that step (how near a tie it was).
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -27,7 +33,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   llama_context_params cp = llama_context_default_params();
-  cp.n_ctx = static_cast<uint32_t>(ids.size() + 8);
+  const char* greedy = std::getenv("GREEDY");
+  const int n_greedy = greedy ? std::atoi(greedy) : 0;
+  cp.n_ctx = static_cast<uint32_t>(ids.size() + n_greedy + 8);
   cp.n_batch = cp.n_ubatch = static_cast<uint32_t>(ids.size());
   cp.n_threads = cp.n_threads_batch = std::atoi(argv[3]);
   cp.type_k = cp.type_v = GGML_TYPE_F32;
@@ -62,6 +70,33 @@ int main(int argc, char** argv) {
   for (size_t i = 0; i < ids.size(); ++i)
     std::fwrite(llama_get_logits_ith(ctx, static_cast<int32_t>(i)), 4, n_vocab, f);
   std::fclose(f);
+  // Greedy continuation: the last position's logits pick the next token, fed back one at a time.
+  const float* logits = llama_get_logits_ith(ctx, static_cast<int32_t>(ids.size() - 1));
+  llama_batch one = llama_batch_init(1, 0, 1);
+  for (int i = 0; i < n_greedy; ++i) {
+    int best = 0;
+    float amax = 0;
+    for (int v = 0; v < n_vocab; ++v) {
+      if (logits[v] > logits[best]) best = v;
+      amax = std::max(amax, std::fabs(logits[v]));
+    }
+    float second = -INFINITY;
+    for (int v = 0; v < n_vocab; ++v)
+      if (v != best) second = std::max(second, logits[v]);
+    std::printf("%d %.3e\n", best, (logits[best] - second) / amax);
+    one.token[0] = best;
+    one.pos[0] = static_cast<llama_pos>(ids.size() + i);
+    one.n_seq_id[0] = 1;
+    one.seq_id[0][0] = 0;
+    one.logits[0] = 1;
+    one.n_tokens = 1;
+    if (llama_decode(ctx, one) != 0) {
+      std::fprintf(stderr, "llama_logits: llama_decode failed at greedy token %d\n", i);
+      return 1;
+    }
+    logits = llama_get_logits_ith(ctx, 0);
+  }
+  llama_batch_free(one);
   llama_batch_free(batch);
   llama_free(ctx);
   llama_model_free(model);
