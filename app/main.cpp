@@ -67,6 +67,7 @@ int main(int argc, char** argv) {
   wc::RegisterPerplexity(app);
   wc::RegisterCalibrate(app);
   wc::RegisterTranscript(app);
+  wc::RegisterServe(app);
   wc::RefuseCommandsThatRunInOneProcess(app);
   // Usage errors: one line, status 2 (--help and --version: their text, status 0).
   const std::string unknown = wc::UnknownSubcommandMessage(app, argc, argv);

@@ -98,58 +98,62 @@ bool ServingLoop::RowFree(int row) const {
   return !r.run && r.session == 0 && r.leader < 0;
 }
 
+std::vector<int> ServingLoop::CheckRequest(const Request& r) const {
+  const ModelConfig& c = model_.config();
+  if (r.beams) {  // sampling parameters are ignored
+    r.beams->Validate();
+    if (r.beams->num_beams > options_.user_rows)
+      throw Error(Cat("beam search with ", r.beams->num_beams,
+                      " beams needs that many user rows; the loop has ", options_.user_rows,
+                      " (raise --user-rows)"));
+    if (r.beams->num_beams > options_.max_batch_tokens)
+      throw Error(Cat("beam search with ", r.beams->num_beams, " beams",
+                      " needs that many tokens per forward call; --max-batch-tokens is ",
+                      options_.max_batch_tokens));
+  } else {
+    r.sampling.Validate();
+  }
+  if (r.max_new_tokens < 0) throw Error(Cat("max_new_tokens must be >= 0, got ", r.max_new_tokens));
+  if (r.speculate_k < 0 || r.speculate_k > kMaxSpeculateK)
+    throw Error(Cat("--speculate-k must be in 1-", kMaxSpeculateK, ", got ", r.speculate_k));
+  if (r.speculate_k > 0 && (r.lookup_ngram < 1 || r.lookup_ngram > kMaxLookupNgram))
+    throw Error(Cat("--lookup-ngram must be in 1-", kMaxLookupNgram, ", got ", r.lookup_ngram));
+  for (const std::string& s : r.stop)
+    if (s.empty()) throw Error("a stop string is empty");
+  if (r.prompt_ids.empty() && tokenizer_ == nullptr)
+    throw Error("a text prompt needs a tokenizer, and this model has none; send token ids");
+  if (r.prompt_ids.empty() && r.prompt_text.empty()) throw Error("the prompt is empty");
+  for (int id : r.prompt_ids)
+    if (id < 0 || id >= c.vocab_size)
+      throw Error(
+          Cat("prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+  std::vector<int> ids;
+  if (r.session == 0) {
+    ids = !r.prompt_ids.empty() ? r.prompt_ids
+                                : EncodeTurn(*tokenizer_, chat_format_, r.prompt_text, r.chat,
+                                             /*first_turn=*/true, c.bos_token_id, c.eos_token_id);
+    if (ids.empty()) throw Error("the prompt is empty");
+    if (static_cast<int>(ids.size()) >= options_.ctx)
+      throw Error(Cat("the prompt is ", ids.size(), " tokens, too long for the context of ",
+                      options_.ctx, " tokens (at least one must be left for the reply)"));
+  }
+  const int need = BlocksNeeded(static_cast<int>(ids.size()), r.max_new_tokens,
+                                r.beams ? r.beams->num_beams : 1);
+  if (cache_->paged() && need > cache_->n_blocks())
+    throw Error(Cat("the prompt plus max_new_tokens", r.beams ? " for every beam" : "", " need ",
+                    need, " KV blocks, more than the whole pool of ", cache_->n_blocks(),
+                    "; lower max_new_tokens or raise --kv-blocks"));
+  return ids;
+}
+
 RequestId ServingLoop::Submit(Request request) {
   WC_CHECK(request.observer != nullptr, "a request needs an observer");
   auto p = std::make_unique<Pending>();
   p->t_submit = Now();
   p->req = std::move(request);
   const Request& r = p->req;
-  const ModelConfig& c = model_.config();
   try {
-    if (r.beams) {  // sampling parameters are ignored
-      r.beams->Validate();
-      if (r.beams->num_beams > options_.user_rows)
-        throw Error(Cat("beam search with ", r.beams->num_beams,
-                        " beams needs that many user rows; the loop has ", options_.user_rows,
-                        " (raise --user-rows)"));
-      if (r.beams->num_beams > options_.max_batch_tokens)
-        throw Error(Cat("beam search with ", r.beams->num_beams, " beams",
-                        " needs that many tokens per forward call; --max-batch-tokens is ",
-                        options_.max_batch_tokens));
-    } else {
-      r.sampling.Validate();
-    }
-    if (r.max_new_tokens < 0)
-      throw Error(Cat("max_new_tokens must be >= 0, got ", r.max_new_tokens));
-    if (r.speculate_k < 0 || r.speculate_k > kMaxSpeculateK)
-      throw Error(Cat("--speculate-k must be in 1-", kMaxSpeculateK, ", got ", r.speculate_k));
-    if (r.speculate_k > 0 && (r.lookup_ngram < 1 || r.lookup_ngram > kMaxLookupNgram))
-      throw Error(Cat("--lookup-ngram must be in 1-", kMaxLookupNgram, ", got ", r.lookup_ngram));
-    for (const std::string& s : r.stop)
-      if (s.empty()) throw Error("a stop string is empty");
-    if (r.prompt_ids.empty() && tokenizer_ == nullptr)
-      throw Error("a text prompt needs a tokenizer, and this model has none; send token ids");
-    if (r.prompt_ids.empty() && r.prompt_text.empty()) throw Error("the prompt is empty");
-    for (int id : r.prompt_ids)
-      if (id < 0 || id >= c.vocab_size)
-        throw Error(
-            Cat("prompt token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
-    if (r.session == 0) {
-      p->ids = !r.prompt_ids.empty()
-                   ? r.prompt_ids
-                   : EncodeTurn(*tokenizer_, chat_format_, r.prompt_text, r.chat,
-                                /*first_turn=*/true, c.bos_token_id, c.eos_token_id);
-      if (p->ids.empty()) throw Error("the prompt is empty");
-      if (static_cast<int>(p->ids.size()) >= options_.ctx)
-        throw Error(Cat("the prompt is ", p->ids.size(), " tokens, too long for the context of ",
-                        options_.ctx, " tokens (at least one must be left for the reply)"));
-    }
-    const int need = BlocksNeeded(static_cast<int>(p->ids.size()), r.max_new_tokens,
-                                  r.beams ? r.beams->num_beams : 1);
-    if (cache_->paged() && need > cache_->n_blocks())
-      throw Error(Cat("the prompt plus max_new_tokens", r.beams ? " for every beam" : "", " need ",
-                      need, " KV blocks, more than the whole pool of ", cache_->n_blocks(),
-                      "; lower max_new_tokens or raise --kv-blocks"));
+    p->ids = CheckRequest(r);
   } catch (const Error& e) {
     p->error = e.what();
   }

@@ -124,6 +124,11 @@ class ServingLoop {
   // max_new_tokens that can never fit the KV pool, unknown or busy session, ...) and the loop goes
   // on. After Shutdown the request ends at once, on the calling thread, with kError.
   RequestId Submit(Request request);
+  // What Submit checks before it queues a request, on the calling thread: throws wc::Error with
+  // the one line the request would end with (kError, rejected), else returns its framed prompt
+  // ids (empty for a session's turn, framed when it runs). Front ends that must answer before the
+  // request runs (an HTTP status) call it first; the session check is left to Submit.
+  std::vector<int> CheckRequest(const Request& request) const;
   // Cancels a queued or running request at the next step (it ends with kCancelled and the tokens
   // it has). Returns false if the id is unknown or already finished.
   bool Cancel(RequestId id);

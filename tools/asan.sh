@@ -36,7 +36,7 @@ build="${WORMCHAT_ASAN_BUILD:-build-asan}"
 if command -v ninja > /dev/null; then export CMAKE_GENERATOR="${CMAKE_GENERATOR:-Ninja}"; fi
 layers=(util_test kernels_test kvcache_test attention_test mesh_test meshmodel_test model_test
         serving_test conversation_test serving_loop_test beam_fixture_test tokenizer_test dist_test
-        tui_test)
+        tui_test serve_test)
 mkdir -p "$build"
 log="$build/asan-build.log"
 start=$(date +%s)

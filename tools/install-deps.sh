@@ -7,10 +7,11 @@ set -euo pipefail
 # python3-numpy runs tools/python/check_reference.py (tools/test.sh); regenerating fixtures
 # needs python3-torch too, which is not installed here (tools/README.md).
 # libsource-highlight-dev colours the code blocks of the chat's replies (app/tui/syntax_highlight.*).
+# libcpp-httplib-dev is `wormchat serve`'s HTTP (app/serve/).
 packages=(g++ make cmake ninja-build pkg-config libsentencepiece-dev libncurses-dev libcli11-dev
           libgtest-dev nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang
           libclang-rt-dev libomp-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
-          python3-numpy libsource-highlight-dev)
+          python3-numpy libsource-highlight-dev libcpp-httplib-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

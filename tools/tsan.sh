@@ -26,7 +26,8 @@ start=$(date +%s)
 {
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=thread &&
-    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test kvcache_test
+    cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test kvcache_test \
+      serve_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
 export OMP_NUM_THREADS=1
@@ -50,7 +51,7 @@ lane() {
 # the loop's stress and sessions; ranks as threads (dist/thread_group.h): the collectives' shared
 # buffers.
 lane 1 'serving_loop_test ServingLoopStress.*:ServingLoopSessions.*:ServingLoopBeams.Cancel*:ServingLoopBeams.Random*' \
-  'dist_test ThreadGroup.*' &
+  'dist_test ThreadGroup.*' 'serve_test ServeApi.*' &
 lane1=$!
 # Lane 2 - the loop's concurrency; the prefix cache: requests waiting on a head another row
 # prefills, the persisted cache's writer thread beside the loop's; the chat's conversation: replies

@@ -17,8 +17,7 @@
 #include <string>
 #include <vector>
 
-#include "model/chat/chat_format.h"
-#include "serving/sampler.h"
+#include "app/openai/openai_body.h"
 
 namespace wc {
 
@@ -28,31 +27,14 @@ BatchFormat ParseBatchFormat(const std::string& name);
 // kJsonl when the first non-blank line starts with '{', else kText. `format` other than kAuto wins.
 BatchFormat DetectBatchFormat(const std::string& text, BatchFormat format);
 
-// One request line, before tokenization. Fields the body leaves out are unset: the command line's
-// values apply.
-struct BatchLine {
+// One request line, before tokenization: its body's fields (app/openai/openai_body.h; for a text
+// line, chat with `prompt` as the user message). Fields the body leaves out are unset: the command
+// line's values apply.
+struct BatchLine : OpenAIBody {
   int line = 0;                          // 1-based line number in the input
   std::optional<std::string> custom_id;  // when it could be read (a string)
   std::string error;                     // non-empty: the line is bad ("line N: ...")
-
-  bool chat = false;   // /v1/chat/completions (or a text line)
-  std::string prompt;  // completions: the raw prompt; text lines: the user message
-  std::optional<std::vector<int>> prompt_ids;  // completions: a prompt given as token ids
-  std::vector<ChatMessage> messages;           // chat completions; the last is from the user
-  bool from_text = false;                      // a plain-text line (no body to name in errors)
-
-  std::optional<int> max_tokens;
-  std::optional<float> temperature;
-  std::optional<float> top_p;
-  std::optional<int> top_k;  // -1 (vLLM's "all") is given as 0
-  std::optional<uint64_t> seed;
-  std::optional<std::vector<std::string>> stop;
-  // Beam search (issue 13): num_beams 1-16 (then the sampling fields are ignored), length_penalty,
-  // early_stopping, and n (the choices returned, at most num_beams; 1 without beams).
-  std::optional<int> num_beams;
-  std::optional<float> length_penalty;
-  std::optional<bool> early_stopping;
-  std::optional<int> n;
+  bool from_text = false;                // a plain-text line (no body to name in errors)
 };
 
 // Every non-blank line of `text` (the whole input) in `format` (kJsonl or kText), in input order.

@@ -8,30 +8,15 @@
 #include <vector>
 
 #include "app/batch/batch_input.h"
-#include "model/chat/chat_format.h"
+#include "app/openai/openai_request.h"
 #include "serving/request.h"
-#include "tokenizer/tokenizer.h"
 
 namespace wc {
 
-// The command line's values, for the fields a request leaves out.
-struct BatchDefaults {
-  int max_tokens = 256;  // -n
-  SamplingParams sampling;
-  uint64_t seed = 0;  // --seed: the base of derived seeds
-  std::vector<std::string> stop;
-};
-
-// What framing needs to know of the model.
-struct BatchFraming {
-  const Tokenizer* tokenizer = nullptr;
-  const std::optional<ChatFormat>* chat_format = nullptr;
-  int bos_token_id = 0;
-  int eos_token_id = 0;
-  int ctx = 0;         // positions per user row; a prompt must leave one for the reply
-  int vocab_size = 0;  // a prompt of token ids must stay below it
-  bool ids = false;    // --ids: text is token ids, so "stop" strings cannot apply
-};
+// The command line's values, for the fields a line leaves out, and what framing needs to know of
+// the model (app/openai/openai_request.h).
+using BatchDefaults = RequestDefaults;  // seed: the base of derived seeds
+using BatchFraming = RequestFraming;
 
 // The seed of a request that gives none: splitmix64(fnv1a64(custom_id) ^ seed), where fnv1a64 is
 // 64-bit FNV-1a over the custom_id's bytes (offset basis 0xcbf29ce484222325, prime 0x100000001b3)

@@ -20,5 +20,6 @@ void RegisterBench(CLI::App& app);
 void RegisterPerplexity(CLI::App& app);
 void RegisterCalibrate(CLI::App& app);
 void RegisterTranscript(CLI::App& app);
+void RegisterServe(CLI::App& app);
 
 }  // namespace wc

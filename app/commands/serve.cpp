@@ -1,0 +1,189 @@
+// `wormchat serve`: the serving loop behind the OpenAI HTTP API (app/serve/api_server.h).
+//
+// Shutdown: SIGINT or SIGTERM stops accepting (new connections are refused, a request on an open
+// connection gets 503) and lets running requests finish; --drain-s after the signal, any still
+// running are cancelled. Then the loop drains its queue and the process exits with status 0.
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <thread>
+
+#include "app/commands/commands.h"
+#include "app/model_loader.h"
+#include "app/model_options.h"
+#include "app/rank_lifecycle.h"
+#include "app/serve/api_server.h"
+#include "app/speculation.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+struct ServeCmdOptions {
+  ModelRunOptions run = ServingRunDefaults();
+  ApiServerOptions api;
+  std::string api_key_file;
+  int user_rows = 32;
+  int max_batch_tokens = 256;
+  int max_new_tokens = 256;
+  // OpenAI's defaults for what a request leaves out (ApiServerOptions::defaults).
+  SamplingParams sampling = ApiServerOptions().defaults.sampling;
+  uint64_t seed = 0;
+  double drain_s = 30;
+};
+
+// The key in --api-key-file: its contents without trailing line breaks and spaces.
+std::string ReadKeyFile(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error(Cat("--api-key-file ", path, ": cannot be read"));
+  std::stringstream ss;
+  ss << f.rdbuf();
+  std::string key = ss.str();
+  while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' '))
+    key.pop_back();
+  if (key.empty()) throw Error(Cat("--api-key-file ", path, ": is empty"));
+  if (key.find_first_of("\r\n") != std::string::npos)
+    throw Error(Cat("--api-key-file ", path, ": holds more than one line"));
+  return key;
+}
+
+std::string ModelId(const std::string& dir) {
+  std::string id = std::filesystem::path(dir).filename().string();
+  if (id.empty()) id = std::filesystem::path(dir).parent_path().filename().string();
+  return id.empty() ? "wormchat" : id;
+}
+
+void RunServe(ServeCmdOptions& o) {
+  if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
+  o.sampling.Validate();
+  if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
+  if (!o.api_key_file.empty()) o.api.api_key = ReadKeyFile(o.api_key_file);
+  // SIGINT and SIGTERM are taken by one thread (sigwait), never by the model's or HTTP threads:
+  // blocked here, before any thread starts, so every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
+
+  LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
+  const ModelConfig& c = m.model->config();
+  SpeculationOptions speculation = o.run.speculation;
+  LoadDraftModel(speculation, o.run, m, o.user_rows);
+  ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
+                   ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
+  ApiModel model;
+  model.id = ModelId(m.dir);
+  model.framing =
+      RequestFraming{m.tokenizer.get(), &m.chat_format, c.bos_token_id, c.eos_token_id, m.ctx,
+                     c.vocab_size,      o.run.ids};
+  model.created = static_cast<int64_t>(std::time(nullptr));
+  o.api.defaults.max_tokens = o.max_new_tokens;
+  o.api.defaults.sampling = o.sampling;
+  o.api.defaults.seed = o.seed;
+  o.api.decorate = [speculation](Request* r) { ApplySpeculation(speculation, r); };
+  ApiServer server(loop, model, o.api);
+  const int port = server.Bind();
+  std::fprintf(stderr,
+               "wormchat serve: listening on http://%s:%d (model %s, %d user rows, context %d%s)\n",
+               o.api.host.c_str(), port, model.id.c_str(), o.user_rows, m.ctx,
+               o.api.api_key.empty() ? "" : ", API key required");
+  std::fflush(stderr);
+
+  std::atomic<bool> done{false};
+  std::thread watcher([&] {
+    const timespec tick{0, 100 * 1000 * 1000};
+    while (!done) {
+      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      if (sig != SIGINT && sig != SIGTERM) continue;
+      std::fprintf(stderr, "wormchat serve: %s: finishing running requests (up to %.0f s)\n",
+                   sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_s);
+      server.Stop();
+      const auto deadline =
+          std::chrono::steady_clock::now() + std::chrono::duration<double>(o.drain_s);
+      while (!done && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      if (!done) loop.Shutdown(ShutdownMode::kCancel);  // the rest end as cancelled
+      return;
+    }
+  });
+  server.Listen();
+  done = true;
+  watcher.join();
+  loop.Shutdown(ShutdownMode::kDrain);
+  std::fprintf(stderr, "wormchat serve: stopped\n");
+}
+
+}  // namespace
+
+void RegisterServe(CLI::App& app) {
+  auto o = std::make_shared<ServeCmdOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "serve", "Serve the model over the OpenAI HTTP API (/v1/chat/completions, /v1/completions)");
+  AddModelRunOptions(cmd, o->run);
+  AddTensorParallelOption(cmd, o->run);
+  AddIdsFlag(cmd, o->run);
+  AddKVBlocksOption(cmd, o->run);
+  cmd->add_option("--host", o->api.host, "Address to listen on (all interfaces: 0.0.0.0)")
+      ->capture_default_str();
+  cmd->add_option("--port", o->api.port, "Port to listen on (0: any free port, printed)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 65535));
+  auto* key = cmd->add_option("--api-key", o->api.api_key,
+                              "Require Authorization: Bearer KEY on every route but /health");
+  auto* key_file = cmd->add_option("--api-key-file", o->api_key_file,
+                                   "Read --api-key from this file (one line), keeping it off the "
+                                   "command line");
+  key->excludes(key_file);
+  key_file->excludes(key);
+  cmd->add_option("--cors", o->api.cors_origin,
+                  "Answer browsers from this origin (Access-Control-Allow-Origin); off by default");
+  cmd->add_option("--user-rows", o->user_rows, "Requests running at once")->capture_default_str();
+  cmd->add_option("--max-batch-tokens", o->max_batch_tokens, "Tokens per forward pass (>= 1)")
+      ->capture_default_str();
+  cmd->add_option("--max-queue", o->api.max_queue,
+                  "Requests that may wait for a row; more get 429 with Retry-After")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--max-body-bytes", o->api.max_body_bytes,
+                  "Largest request body; a larger one gets 413")
+      ->capture_default_str()
+      ->check(CLI::Range(size_t{1024}, size_t{1} << 30));
+  cmd->add_option("--max-messages", o->api.max_messages, "Most messages in one chat request")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--max-connections", o->api.max_connections,
+                  "Connections served at once (HTTP threads)")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 4096));
+  cmd->add_option("--request-timeout-s", o->api.read_timeout_s,
+                  "Seconds a read of a request may wait for the client")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--drain-s", o->drain_s,
+                  "On SIGTERM or SIGINT, seconds running requests may take to finish")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 86400.0));
+  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,
+                  "Most tokens per reply when a request gives no max_tokens")
+      ->capture_default_str();
+  AddSamplingOptions(cmd, o->sampling, o->seed);
+  AddSpeculationOptions(cmd, o->run.speculation);
+  cmd->callback([o, cmd] {
+    ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
+    CheckSpeculation(*cmd, o->run.speculation, /*beams=*/0);
+    RunServe(*o);
+  });
+}
+
+}  // namespace wc

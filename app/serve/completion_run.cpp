@@ -1,0 +1,81 @@
+#include "app/serve/completion_run.h"
+
+#include <utility>
+
+namespace wc {
+
+// Forwards one choice's callbacks to its run. Holds the run (shared): the loop may call it after
+// the HTTP thread has let go, until the cancelled choice ends.
+class CompletionRun::Observer : public RequestObserver {
+ public:
+  Observer(std::shared_ptr<CompletionRun> run, int choice)
+      : run_(std::move(run)), choice_(choice) {}
+  void OnToken(int, const float*, int) override {
+    if (first_token_) return;
+    first_token_ = true;
+    if (run_->hooks_.on_first_token) run_->hooks_.on_first_token();
+  }
+  void OnText(std::string_view delta) override {
+    if (!delta.empty()) run_->Push({choice_, std::string(delta), std::nullopt});
+  }
+  void OnFinish(const RequestResult& result) override {
+    if (run_->hooks_.on_finish) run_->hooks_.on_finish(result);
+    run_->Push({choice_, std::string(), result});
+  }
+
+ private:
+  std::shared_ptr<CompletionRun> run_;
+  int choice_;
+  bool first_token_ = false;
+};
+
+CompletionRun::CompletionRun(ServingLoop& loop, Hooks hooks)
+    : loop_(loop), hooks_(std::move(hooks)) {}
+
+CompletionRun::~CompletionRun() = default;
+
+void CompletionRun::Submit(std::vector<Request> requests) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    open_ = static_cast<int>(requests.size());
+  }
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].observer = std::make_shared<Observer>(shared_from_this(), static_cast<int>(i));
+    const RequestId id = loop_.Submit(std::move(requests[i]));
+    std::lock_guard<std::mutex> lock(mu_);
+    ids_.push_back(id);
+    if (cancelled_) loop_.Cancel(id);
+  }
+}
+
+void CompletionRun::Push(Event e) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (e.finish) --open_;
+    events_.push_back(std::move(e));
+  }
+  cv_.notify_all();
+}
+
+bool CompletionRun::Wait(std::chrono::milliseconds timeout, std::vector<Event>* out) {
+  std::unique_lock<std::mutex> lock(mu_);
+  cv_.wait_for(lock, timeout, [&] { return !events_.empty() || open_ == 0; });
+  while (!events_.empty()) {
+    out->push_back(std::move(events_.front()));
+    events_.pop_front();
+  }
+  return open_ > 0 || !out->empty();
+}
+
+void CompletionRun::Cancel() {
+  std::vector<RequestId> ids;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (cancelled_) return;
+    cancelled_ = true;
+    ids = ids_;
+  }
+  for (RequestId id : ids) loop_.Cancel(id);
+}
+
+}  // namespace wc

@@ -1,0 +1,61 @@
+// One HTTP request's choices as the serving loop runs them: the loop's thread pushes each choice's
+// text deltas and its end (observers), the request's HTTP thread takes them in order and writes
+// them out; whichever side stops first (the client gone, the server draining) cancels the rest.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "serving/serving_loop.h"
+
+namespace wc {
+
+class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
+ public:
+  struct Event {
+    int choice = 0;
+    std::string text;                     // a text delta (may be empty on the last event)
+    std::optional<RequestResult> finish;  // set on the choice's last event
+  };
+
+  // Called on the loop's thread when a choice's first token is sampled and when each choice ends:
+  // the server's metrics. Quick, never blocking.
+  struct Hooks {
+    std::function<void()> on_first_token;
+    std::function<void(const RequestResult&)> on_finish;
+  };
+
+  explicit CompletionRun(ServingLoop& loop, Hooks hooks = {});
+  ~CompletionRun();
+
+  // Submits `requests` (their observers set here), one per choice, in choice order.
+  void Submit(std::vector<Request> requests);
+  // Waits up to `timeout` for events and moves them into `out` (in the order they happened);
+  // returns false once every choice has ended and every event was taken.
+  bool Wait(std::chrono::milliseconds timeout, std::vector<Event>* out);
+  // Cancels every choice that has not ended (the client is gone). Idempotent.
+  void Cancel();
+  int choices() const { return static_cast<int>(ids_.size()); }
+
+ private:
+  class Observer;
+  void Push(Event e);
+
+  ServingLoop& loop_;
+  Hooks hooks_;
+  std::vector<RequestId> ids_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Event> events_;
+  int open_ = 0;  // choices not yet ended
+  bool cancelled_ = false;
+};
+
+}  // namespace wc

@@ -1,0 +1,99 @@
+// The OpenAI request body parser (app/openai/openai_body.h), as batch and serve use it.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "app/openai/openai_body.h"
+#include "app/openai/openai_request.h"
+
+namespace wc {
+namespace {
+
+using nlohmann::json;
+
+OpenAIBodyLimits Http() {
+  OpenAIBodyLimits l;
+  l.max_sampled_n = 8;
+  l.max_messages = 4;
+  l.allow_stream = true;
+  return l;
+}
+
+// The error's param and message for `body`.
+std::pair<std::string, std::string> Fails(const json& body, bool chat, OpenAIBodyLimits l) {
+  try {
+    ParseOpenAIBody(body, chat, l);
+  } catch (const OpenAIFieldError& e) {
+    return {e.param(), e.what()};
+  }
+  ADD_FAILURE() << "no error for " << body.dump();
+  return {};
+}
+
+TEST(OpenAIBody, ReadsEveryFieldAndTheNewerNames) {
+  const json body = {{"messages",
+                      {{{"role", "developer"}, {"content", "Be brief."}},
+                       {{"role", "user"},
+                        {"content", json::array({{{"type", "text"}, {"text", "a"}},
+                                                 {{"type", "text"}, {"text", "b"}}})}}}},
+                     {"max_completion_tokens", 17},
+                     {"temperature", 0.5},
+                     {"top_p", 0.9},
+                     {"top_k", -1},
+                     {"seed", 3},
+                     {"stop", "x"},
+                     {"n", 2},
+                     {"stream", true},
+                     {"stream_options", {{"include_usage", true}}},
+                     {"user", "ignored"}};
+  const OpenAIBody b = ParseOpenAIBody(body, /*chat=*/true, Http());
+  ASSERT_EQ(b.messages.size(), 2u);
+  EXPECT_EQ(b.messages[0].role, ChatMessage::Role::kSystem);
+  EXPECT_EQ(b.messages[1].content, "ab");
+  EXPECT_EQ(b.max_tokens, 17);
+  EXPECT_FLOAT_EQ(*b.temperature, 0.5f);
+  EXPECT_EQ(b.top_k, 0);
+  EXPECT_EQ(b.seed, 3u);
+  ASSERT_TRUE(b.stop.has_value());
+  EXPECT_EQ(b.stop->at(0), "x");
+  EXPECT_EQ(b.n, 2);
+  EXPECT_TRUE(b.stream);
+  EXPECT_TRUE(b.include_usage);
+  json both = body;
+  both["max_tokens"] = 5;  // the older name wins over max_completion_tokens
+  EXPECT_EQ(ParseOpenAIBody(both, true, Http()).max_tokens, 5);
+}
+
+TEST(OpenAIBody, NamesTheWrongFieldWithTheFrontEndsPrefix) {
+  OpenAIBodyLimits batch;
+  batch.prefix = "body.";
+  const auto [p1, m1] = Fails({{"prompt", "x"}, {"max_tokens", -2}}, false, batch);
+  EXPECT_EQ(p1, "max_tokens");
+  EXPECT_EQ(m1, "body.max_tokens must be an integer >= 0, got -2");
+  const auto [p2, m2] = Fails({{"prompt", "x"}, {"stream", true}}, false, batch);
+  EXPECT_EQ(p2, "stream");
+  const auto [p3, m3] =
+      Fails({{"messages", json::array({{{"role", "user"}, {"content", 5}}})}}, true, Http());
+  EXPECT_EQ(p3, "messages[0].content");
+  EXPECT_EQ(m3, "messages[0].content must be a string or an array of text parts, got 5");
+  json five = {{"messages", json::array()}};
+  for (int i = 0; i < 5; ++i) five["messages"].push_back({{"role", "user"}, {"content", "x"}});
+  EXPECT_EQ(Fails(five, true, Http()).first, "messages");
+  EXPECT_EQ(Fails({{"prompt", "x"}, {"n", 9}}, false, Http()).first, "n");
+  EXPECT_EQ(
+      Fails({{"prompt", "x"}, {"stream_options", {{"include_usage", true}}}}, false, Http()).first,
+      "stream_options");
+  EXPECT_EQ(Fails({{"prompt", json::array({1, -1})}}, false, Http()).first, "prompt[1]");
+}
+
+TEST(OpenAIBody, ChoiceSeedsKeepTheFirstAndDifferAfter) {
+  EXPECT_EQ(ChoiceSeed(42, 0), 42u);
+  EXPECT_NE(ChoiceSeed(42, 1), ChoiceSeed(42, 2));
+  EXPECT_NE(ChoiceSeed(42, 1), ChoiceSeed(43, 1));
+  EXPECT_EQ(ChoiceSeed(42, 1), ChoiceSeed(42, 1));
+}
+
+}  // namespace
+}  // namespace wc

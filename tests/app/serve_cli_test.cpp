@@ -1,0 +1,131 @@
+// `wormchat serve` as a user starts it: the real binary on a free port, asked over a plain HTTP/1.1
+// socket, against `wormchat generate` with the same settings; SIGTERM ends it with status 0.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/test_util.h"
+
+namespace wc {
+namespace {
+
+using nlohmann::json;
+
+// POST (or GET with an empty body) over a fresh connection with "Connection: close"; the whole
+// response as received (status line, headers, body).
+std::string Http(int port, const std::string& method, const std::string& path,
+                 const std::string& body, const std::string& extra_headers = "") {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "";
+  }
+  const std::string req =
+      method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers +
+      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
+      "\r\nConnection: close\r\n\r\n" + body;
+  (void)!write(fd, req.data(), req.size());
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fd);
+  return out;
+}
+
+// The body of a chunked or plain response.
+std::string Body(const std::string& response) {
+  const size_t head = response.find("\r\n\r\n");
+  if (head == std::string::npos) return "";
+  std::string rest = response.substr(head + 4);
+  if (response.find("Transfer-Encoding: chunked") == std::string::npos) return rest;
+  std::string body;
+  size_t pos = 0;
+  while (pos < rest.size()) {
+    const size_t eol = rest.find("\r\n", pos);
+    if (eol == std::string::npos) break;
+    const size_t n = std::stoul(rest.substr(pos, eol - pos), nullptr, 16);
+    if (n == 0) break;
+    body += rest.substr(eol + 2, n);
+    pos = eol + 2 + n + 2;
+  }
+  return body;
+}
+
+// Starts `wormchat serve --port 0 ARGS` and waits for its "listening on" line; the port.
+struct Served {
+  test::TempDir dir;
+  pid_t pid = -1;
+  int port = 0;
+  explicit Served(std::vector<std::string> args) {
+    args.insert(args.begin(), {"serve", "--port", "0", "--threads", "1"});
+    pid = test::SpawnWormchat(args, dir.File("out"), dir.File("err"));
+    for (int i = 0; i < 600 && port == 0; ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const std::string err = test::ReadFile(dir.File("err"));
+      const size_t at = err.find("127.0.0.1:");
+      if (at != std::string::npos) port = std::stoi(err.substr(at + 10));
+    }
+  }
+  ~Served() {
+    if (pid > 0) {
+      kill(pid, SIGKILL);
+      test::WaitWormchat(pid);
+    }
+  }
+  int Stop() {
+    kill(pid, SIGTERM);
+    const int status = test::WaitWormchat(pid);
+    pid = -1;
+    return status;
+  }
+};
+
+TEST(ServeCli, RepliesAreGeneratesTextAndSigtermExitsCleanly) {
+  Served s({"--api-key", "k1"});
+  ASSERT_GT(s.port, 0) << test::ReadFile(s.dir.File("err"));
+  const auto gen =
+      test::RunWormchat({"generate", "--prompt", "What is a chip?", "-n", "20", "--seed", "9",
+                         "--temperature", "1", "--top-k", "0", "--top-p", "1", "--threads", "1"});
+  ASSERT_EQ(gen.exit_code, 0) << test::Describe(gen);
+  const json body = {
+      {"messages", json::array({{{"role", "user"}, {"content", "What is a chip?"}}})},
+      {"max_tokens", 20},
+      {"seed", 9}};
+  const std::string denied = Http(s.port, "POST", "/v1/chat/completions", body.dump());
+  EXPECT_EQ(denied.rfind("HTTP/1.1 401", 0), 0u) << denied;
+  const std::string r =
+      Http(s.port, "POST", "/v1/chat/completions", body.dump(), "Authorization: Bearer k1\r\n");
+  ASSERT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+  const json j = json::parse(Body(r));
+  EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>() + "\n", gen.out);
+  EXPECT_EQ(s.Stop(), 0) << test::ReadFile(s.dir.File("err"));
+  EXPECT_NE(test::ReadFile(s.dir.File("err")).find("wormchat serve: stopped"), std::string::npos);
+}
+
+TEST(ServeCli, BadFlagsAreOneLine) {
+  const auto busy = test::RunWormchat({"serve", "--port", "70000"});
+  EXPECT_NE(busy.exit_code, 0);
+  EXPECT_NE(busy.err.find("--port"), std::string::npos) << busy.err;
+  test::TempDir dir;
+  test::WriteFile(dir.File("key"), "\n");
+  const auto empty = test::RunWormchat({"serve", "--api-key-file", dir.File("key")});
+  EXPECT_NE(empty.exit_code, 0);
+  EXPECT_EQ(empty.err, "wormchat: error: --api-key-file " + dir.File("key") + ": is empty\n");
+}
+
+}  // namespace
+}  // namespace wc
