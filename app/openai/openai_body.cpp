@@ -31,6 +31,7 @@ class BodyReader {
     }
     ReadSampling(b);
     ReadStream(b);
+    ReadLogprobs(b);
     return b;
   }
 
@@ -245,6 +246,37 @@ class BodyReader {
         b.include_usage = u->get<bool>();
       }
     }
+  }
+
+  void ReadLogprobs(OpenAIBody& b) const {
+    const json* v = Field(body_, "logprobs");
+    const json* top = Field(body_, "top_logprobs");
+    const auto top_in_range = [](const json& x) {
+      return x.is_number_integer() && x.get<int64_t>() >= 0 && x.get<int64_t>() <= kMaxTopLogprobs;
+    };
+    if (b.chat) {
+      if (v != nullptr) {
+        if (!v->is_boolean()) Fail("logprobs", " must be true or false, got " + ShortJson(*v));
+        b.logprobs = v->get<bool>();
+      }
+      if (top != nullptr) {
+        if (!top_in_range(*top))
+          Fail("top_logprobs",
+               Cat(" must be an integer in [0, ", kMaxTopLogprobs, "], got ", ShortJson(*top)));
+        if (!b.logprobs) Fail("top_logprobs", " needs logprobs set to true");
+        b.top_logprobs = top->get<int>();
+      }
+    } else if (v != nullptr) {  // completions: logprobs is the number of alternatives
+      if (!top_in_range(*v))
+        Fail("logprobs",
+             Cat(" must be an integer in [0, ", kMaxTopLogprobs, "], got ", ShortJson(*v)));
+      b.logprobs = true;
+      b.top_logprobs = v->get<int>();
+    }
+    if (b.logprobs && !limits_.allow_logprobs)
+      Fail("logprobs", " cannot be given here: the records do not carry log-probabilities");
+    if (b.logprobs && b.num_beams)
+      Fail("logprobs", " cannot be used with num_beams: beam search does not sample");
   }
 
   const json& body_;

@@ -10,6 +10,9 @@
 //                temperature, top_p, top_k (-1 or 0: no limit; vLLM's and llama-server's
 //                extension), seed, stop (a string or an array), num_beams, length_penalty,
 //                early_stopping, n, stream, stream_options.include_usage
+//   chat         logprobs (true/false) and top_logprobs (0-20, with logprobs)
+//   completions  logprobs: 0-20, the alternatives listed per token (the sampled token's own
+//                log-probability is always given)
 // Fields this parser does not know are ignored (clients send user, presence_penalty, ...), as
 // vLLM and llama-server ignore them.
 #pragma once
@@ -61,7 +64,14 @@ struct OpenAIBody {
   std::optional<int> n;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  // Log-probabilities of each sampled token (and of the `top_logprobs` likeliest tokens) under
+  // the request's own sampling distribution.
+  bool logprobs = false;
+  int top_logprobs = 0;
 };
+
+// Most alternatives a token's log-probabilities may list (OpenAI's top_logprobs limit).
+constexpr int kMaxTopLogprobs = 20;
 
 struct OpenAIBodyLimits {
   // Error messages name fields as prefix + name: "body." in a batch line, "" over HTTP.
@@ -72,6 +82,8 @@ struct OpenAIBodyLimits {
   int max_messages = 0;
   // Whether stream and stream_options are accepted (a batch line has nothing to stream into).
   bool allow_stream = false;
+  // Whether logprobs may be asked for (a batch line's records do not carry them yet).
+  bool allow_logprobs = false;
 };
 
 // Parses `body` (a JSON object) as a chat (chat = true) or completions body. Throws

@@ -59,6 +59,9 @@ struct Reply {
   std::vector<std::string> text;                      // [choices] (non-stream: the whole text)
   std::vector<bool> started;                          // [choices] stream: a chunk was sent
   std::vector<std::optional<RequestResult>> results;  // [choices]
+  bool logprobs = false;
+  std::vector<std::vector<TokenLogprob>> pending;  // [choices] log-probabilities not yet sent
+  std::vector<int64_t> offset;                     // [choices] completions: bytes sent so far
   Clock::time_point last_write;
   bool opened = false;  // non-stream: keep-alive whitespace was sent
   bool finished = false;
@@ -162,6 +165,9 @@ class ApiServer::Handlers {
     reply->text.assign(n, std::string());
     reply->started.assign(n, false);
     reply->results.assign(requests.size(), std::nullopt);
+    reply->logprobs = body.logprobs;
+    reply->pending.assign(n, {});
+    reply->offset.assign(n, 0);
     reply->last_write = Clock::now();
     CompletionRun::Hooks hooks;
     ServerMetrics* metrics = &s_.metrics_;
@@ -169,7 +175,11 @@ class ApiServer::Handlers {
       metrics->FirstToken(std::chrono::duration<double>(Clock::now() - received).count());
     };
     hooks.on_finish = [metrics](const RequestResult& r) { metrics->Finished(r); };
-    reply->run = std::make_shared<CompletionRun>(s_.loop_, std::move(hooks));
+    CompletionRun::Logprobs lp;
+    lp.on = body.logprobs;
+    lp.top = body.top_logprobs;
+    lp.tokenizer = s_.model_.framing.tokenizer;
+    reply->run = std::make_shared<CompletionRun>(s_.loop_, std::move(hooks), lp);
     reply->run->Submit(std::move(requests));
     auto provider = [reply](size_t, httplib::DataSink& sink) { return Write(*reply, sink); };
     auto releaser = [reply](bool) { reply->run->Cancel(); };  // no-op for ended choices
@@ -194,6 +204,7 @@ class ApiServer::Handlers {
     limits.max_sampled_n = s_.options_.max_choices;
     limits.max_messages = s_.options_.max_messages;
     limits.allow_stream = true;
+    limits.allow_logprobs = true;
     try {
       OpenAIBody body = ParseOpenAIBody(j, chat, limits);
       if (body.stream && body.num_beams)
@@ -250,6 +261,10 @@ class ApiServer::Handlers {
     std::string out;
     for (CompletionRun::Event& e : events) {
       const int c = e.choice;
+      if (e.logprob) {
+        reply.pending[c].push_back(std::move(*e.logprob));
+        continue;
+      }
       if (e.finish) reply.results[c] = std::move(*e.finish);
       if (reply.beams) continue;  // beams: the sequences, at the end
       if (!reply.stream) {
@@ -258,14 +273,14 @@ class ApiServer::Handlers {
       }
       if (!e.text.empty() || !reply.started[c]) {
         if (!e.text.empty() || reply.head.chat)
-          out += ServerSentEvent(
-              ChunkJson(reply.head, c, e.text, !reply.started[c], nullptr, reply.include_usage));
+          out += ServerSentEvent(ChunkJson(reply.head, c, e.text, !reply.started[c], nullptr,
+                                           reply.include_usage, TakeLogprobs(reply, c)));
         reply.started[c] = true;
       }
       if (reply.results[c] && reply.results[c]->reason != StopReason::kError &&
           reply.results[c]->reason != StopReason::kCancelled)
-        out += ServerSentEvent(
-            ChunkJson(reply.head, c, "", false, Finish(*reply.results[c]), reply.include_usage));
+        out += ServerSentEvent(ChunkJson(reply.head, c, "", false, Finish(*reply.results[c]),
+                                         reply.include_usage, TakeLogprobs(reply, c)));
     }
     if (!more) {
       if (reply.stream) {
@@ -290,7 +305,18 @@ class ApiServer::Handlers {
     return true;
   }
 
-  static std::string WholeReply(const Reply& reply) {
+  // Choice c's log-probabilities not yet sent, as a chunk carries them (null when not asked for),
+  // then forgotten.
+  static json TakeLogprobs(Reply& reply, int c) {
+    if (!reply.logprobs) return json();
+    const json j = LogprobsJson(reply.head.chat, reply.pending[c], reply.offset[c]);
+    for (const TokenLogprob& t : reply.pending[c])
+      reply.offset[c] += static_cast<int64_t>(t.bytes.size());
+    reply.pending[c].clear();
+    return j;
+  }
+
+  static std::string WholeReply(Reply& reply) {
     if (const RequestResult* f = Failed(reply))
       return ErrorJson(f->error, "server_error", "", "").dump() + "\n";
     json choices = json::array();
@@ -301,8 +327,9 @@ class ApiServer::Handlers {
                                      FinishReasonName(r.sequences[i].reason)));
     } else {
       for (size_t i = 0; i < reply.results.size(); ++i)
-        choices.push_back(
-            ChoiceJson(reply.head, static_cast<int>(i), reply.text[i], Finish(*reply.results[i])));
+        choices.push_back(ChoiceJson(reply.head, static_cast<int>(i), reply.text[i],
+                                     Finish(*reply.results[i]),
+                                     TakeLogprobs(reply, static_cast<int>(i))));
     }
     return CompletionJson(reply.head, std::move(choices), UsageOf(reply))
                .dump(-1, ' ', false, json::error_handler_t::replace) +

@@ -1,5 +1,7 @@
 #include "app/serve/completion_run.h"
 
+#include <algorithm>
+#include <cmath>
 #include <utility>
 
 namespace wc {
@@ -8,29 +10,48 @@ namespace wc {
 // the HTTP thread has let go, until the cancelled choice ends.
 class CompletionRun::Observer : public RequestObserver {
  public:
-  Observer(std::shared_ptr<CompletionRun> run, int choice)
-      : run_(std::move(run)), choice_(choice) {}
-  void OnToken(int, const float*, int) override {
-    if (first_token_) return;
-    first_token_ = true;
-    if (run_->hooks_.on_first_token) run_->hooks_.on_first_token();
+  Observer(std::shared_ptr<CompletionRun> run, int choice, const SamplingParams& params)
+      : run_(std::move(run)), choice_(choice), sampler_(params, /*seed=*/0) {}
+  void OnToken(int token, const float* logits, int vocab) override {
+    if (!first_token_) {
+      first_token_ = true;
+      if (run_->hooks_.on_first_token) run_->hooks_.on_first_token();
+    }
+    if (!run_->logprobs_.on) return;
+    // The distribution the loop's sampler drew `token` from: same parameters, same logits.
+    sampler_.Distribution(logits, vocab, &dist_);
+    const Tokenizer* tok = run_->logprobs_.tokenizer;
+    const auto bytes = [tok](int id) {
+      return tok != nullptr ? std::string(tok->TokenBytes(id)) : std::to_string(id);
+    };
+    TokenLogprob lp;
+    lp.token = token;
+    lp.bytes = bytes(token);
+    lp.logprob = std::log(dist_.Probability(token));
+    const size_t n = std::min(dist_.tokens.size(), static_cast<size_t>(run_->logprobs_.top));
+    for (size_t i = 0; i < n; ++i)
+      lp.top.push_back(
+          {dist_.tokens[i], bytes(dist_.tokens[i]), std::log(dist_.weights[i] / dist_.total)});
+    run_->Push({choice_, std::string(), std::nullopt, std::move(lp)});
   }
   void OnText(std::string_view delta) override {
-    if (!delta.empty()) run_->Push({choice_, std::string(delta), std::nullopt});
+    if (!delta.empty()) run_->Push({choice_, std::string(delta), std::nullopt, std::nullopt});
   }
   void OnFinish(const RequestResult& result) override {
     if (run_->hooks_.on_finish) run_->hooks_.on_finish(result);
-    run_->Push({choice_, std::string(), result});
+    run_->Push({choice_, std::string(), result, std::nullopt});
   }
 
  private:
   std::shared_ptr<CompletionRun> run_;
   int choice_;
   bool first_token_ = false;
+  Sampler sampler_;            // its Distribution only: draws nothing
+  SamplingDistribution dist_;  // scratch
 };
 
-CompletionRun::CompletionRun(ServingLoop& loop, Hooks hooks)
-    : loop_(loop), hooks_(std::move(hooks)) {}
+CompletionRun::CompletionRun(ServingLoop& loop, Hooks hooks, Logprobs logprobs)
+    : loop_(loop), hooks_(std::move(hooks)), logprobs_(logprobs) {}
 
 CompletionRun::~CompletionRun() = default;
 
@@ -40,7 +61,8 @@ void CompletionRun::Submit(std::vector<Request> requests) {
     open_ = static_cast<int>(requests.size());
   }
   for (size_t i = 0; i < requests.size(); ++i) {
-    requests[i].observer = std::make_shared<Observer>(shared_from_this(), static_cast<int>(i));
+    requests[i].observer =
+        std::make_shared<Observer>(shared_from_this(), static_cast<int>(i), requests[i].sampling);
     const RequestId id = loop_.Submit(std::move(requests[i]));
     std::lock_guard<std::mutex> lock(mu_);
     ids_.push_back(id);

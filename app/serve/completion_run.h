@@ -13,9 +13,26 @@
 #include <string>
 #include <vector>
 
+#include "serving/sampler.h"
 #include "serving/serving_loop.h"
+#include "tokenizer/tokenizer.h"
 
 namespace wc {
+
+// A sampled token's log-probability under its request's sampling distribution
+// (SamplingDistribution: after temperature, top-k and top-p, exactly what Sample draws from), and
+// the likeliest tokens' (in Sample's order: higher logit first, lower id on ties).
+struct TokenLogprob {
+  int token = 0;
+  std::string bytes;  // the token's bytes (Tokenizer::TokenBytes)
+  double logprob = 0;
+  struct Alternative {
+    int token;
+    std::string bytes;
+    double logprob;
+  };
+  std::vector<Alternative> top;
+};
 
 class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
  public:
@@ -23,6 +40,13 @@ class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
     int choice = 0;
     std::string text;                     // a text delta (may be empty on the last event)
     std::optional<RequestResult> finish;  // set on the choice's last event
+    std::optional<TokenLogprob> logprob;  // a sampled token's, before the text it completes
+  };
+  // Log-probabilities for every sampled token (off unless set).
+  struct Logprobs {
+    bool on = false;
+    int top = 0;  // alternatives listed per token
+    const Tokenizer* tokenizer = nullptr;
   };
 
   // Called on the loop's thread when a choice's first token is sampled and when each choice ends:
@@ -32,7 +56,7 @@ class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
     std::function<void(const RequestResult&)> on_finish;
   };
 
-  explicit CompletionRun(ServingLoop& loop, Hooks hooks = {});
+  CompletionRun(ServingLoop& loop, Hooks hooks, Logprobs logprobs);
   ~CompletionRun();
 
   // Submits `requests` (their observers set here), one per choice, in choice order.
@@ -50,6 +74,7 @@ class CompletionRun : public std::enable_shared_from_this<CompletionRun> {
 
   ServingLoop& loop_;
   Hooks hooks_;
+  Logprobs logprobs_;
   std::vector<RequestId> ids_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1,5 +1,7 @@
 #include "app/serve/openai_response.h"
 
+#include "app/serve/completion_run.h"
+
 #include <utility>
 
 namespace wc {
@@ -30,14 +32,14 @@ json UsageJson(const Usage& u) {
 }
 
 json ChoiceJson(const ResponseHead& h, int index, const std::string& text,
-                const char* finish_reason) {
+                const char* finish_reason, const json& logprobs) {
   json c = {{"index", index}};
   if (h.chat) {
     c["message"] = {{"role", "assistant"}, {"content", text}};
   } else {
     c["text"] = text;
   }
-  c["logprobs"] = nullptr;
+  c["logprobs"] = logprobs;
   c["finish_reason"] = Reason(finish_reason);
   return c;
 }
@@ -50,7 +52,7 @@ json CompletionJson(const ResponseHead& h, json choices, const Usage& u) {
 }
 
 json ChunkJson(const ResponseHead& h, int index, const std::string& delta, bool first,
-               const char* finish_reason, bool include_usage) {
+               const char* finish_reason, bool include_usage, const json& logprobs) {
   json c = {{"index", index}};
   if (h.chat) {
     json d = json::object();
@@ -60,7 +62,7 @@ json ChunkJson(const ResponseHead& h, int index, const std::string& delta, bool 
   } else {
     c["text"] = delta;
   }
-  c["logprobs"] = nullptr;
+  c["logprobs"] = logprobs;
   c["finish_reason"] = Reason(finish_reason);
   json j = Head(h, /*chunk=*/true);
   j["choices"] = json::array({std::move(c)});
@@ -73,6 +75,46 @@ json UsageChunkJson(const ResponseHead& h, const Usage& u) {
   j["choices"] = json::array();
   j["usage"] = UsageJson(u);
   return j;
+}
+
+namespace {
+
+json ByteValues(const std::string& bytes) {
+  json b = json::array();
+  for (unsigned char c : bytes) b.push_back(static_cast<int>(c));
+  return b;
+}
+
+}  // namespace
+
+json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int64_t offset) {
+  if (chat) {
+    json content = json::array();
+    for (const TokenLogprob& t : tokens) {
+      json top = json::array();
+      for (const TokenLogprob::Alternative& a : t.top)
+        top.push_back({{"token", a.bytes}, {"logprob", a.logprob}, {"bytes", ByteValues(a.bytes)}});
+      content.push_back({{"token", t.bytes},
+                         {"logprob", t.logprob},
+                         {"bytes", ByteValues(t.bytes)},
+                         {"top_logprobs", std::move(top)}});
+    }
+    return {{"content", std::move(content)}};
+  }
+  json toks = json::array(), lps = json::array(), tops = json::array(), offsets = json::array();
+  for (const TokenLogprob& t : tokens) {
+    toks.push_back(t.bytes);
+    lps.push_back(t.logprob);
+    json top = json::object();
+    for (const TokenLogprob::Alternative& a : t.top) top[a.bytes] = a.logprob;
+    tops.push_back(std::move(top));
+    offsets.push_back(offset);
+    offset += static_cast<int64_t>(t.bytes.size());
+  }
+  return {{"tokens", std::move(toks)},
+          {"token_logprobs", std::move(lps)},
+          {"top_logprobs", std::move(tops)},
+          {"text_offset", std::move(offsets)}};
 }
 
 std::string ServerSentEvent(const json& j) {

@@ -4,7 +4,7 @@
 //
 //   chat, whole       {"id": "chatcmpl-N", "object": "chat.completion", "created", "model",
 //                      "choices": [{"index", "message": {"role": "assistant", "content"},
-//                                   "logprobs": null, "finish_reason"}], "usage"}
+//                                   "logprobs", "finish_reason"}], "usage"}
 //   chat, a chunk     {"id", "object": "chat.completion.chunk", "created", "model",
 //                      "choices": [{"index", "delta": {"role"?, "content"?}, "logprobs": null,
 //                                   "finish_reason"}]}
@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -39,16 +40,27 @@ struct Usage {
 
 nlohmann::json UsageJson(const Usage& u);
 
-// A whole reply's choice ("finish_reason": "stop" or "length").
+// A whole reply's choice ("finish_reason": "stop" or "length"); logprobs: LogprobsJson's or null.
 nlohmann::json ChoiceJson(const ResponseHead& h, int index, const std::string& text,
-                          const char* finish_reason);
+                          const char* finish_reason,
+                          const nlohmann::json& logprobs = nlohmann::json());
 // The whole reply around its choices.
 nlohmann::json CompletionJson(const ResponseHead& h, nlohmann::json choices, const Usage& u);
 
 // One streamed chunk of choice `index`: its text delta, the assistant role on a chat's first
 // chunk, and its finish_reason on its last (nullptr: none yet). include_usage adds "usage": null.
 nlohmann::json ChunkJson(const ResponseHead& h, int index, const std::string& delta, bool first,
-                         const char* finish_reason, bool include_usage);
+                         const char* finish_reason, bool include_usage,
+                         const nlohmann::json& logprobs = nlohmann::json());
+
+// Tokens' log-probabilities as a choice (or a chunk's choice) carries them:
+//   chat         {"content": [{"token", "logprob", "bytes", "top_logprobs": [{"token",
+//                 "logprob", "bytes"}]}]}
+//   completions  {"tokens", "token_logprobs", "top_logprobs": [{token: logprob}],
+//                 "text_offset"}: offsets from `offset`, each token's bytes after the last's
+// A token's text is its bytes (invalid UTF-8 replaced when sent); "bytes" the byte values.
+struct TokenLogprob;  // app/serve/completion_run.h
+nlohmann::json LogprobsJson(bool chat, const std::vector<TokenLogprob>& tokens, int64_t offset);
 // The last chunk of a stream that asked for usage: empty choices, the usage.
 nlohmann::json UsageChunkJson(const ResponseHead& h, const Usage& u);
 

@@ -95,5 +95,28 @@ TEST(OpenAIBody, ChoiceSeedsKeepTheFirstAndDifferAfter) {
   EXPECT_EQ(ChoiceSeed(42, 1), ChoiceSeed(42, 1));
 }
 
+TEST(OpenAIBody, LogprobsAreAFlagForChatAndACountForCompletions) {
+  OpenAIBodyLimits http = Http();
+  http.allow_logprobs = true;
+  const json msgs = json::array({{{"role", "user"}, {"content", "x"}}});
+  const OpenAIBody chat =
+      ParseOpenAIBody({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 20}}, true, http);
+  EXPECT_TRUE(chat.logprobs);
+  EXPECT_EQ(chat.top_logprobs, 20);
+  const OpenAIBody comp = ParseOpenAIBody({{"prompt", "x"}, {"logprobs", 0}}, false, http);
+  EXPECT_TRUE(comp.logprobs);
+  EXPECT_EQ(comp.top_logprobs, 0);
+  EXPECT_EQ(Fails({{"messages", msgs}, {"top_logprobs", 2}}, true, http).first, "top_logprobs");
+  EXPECT_EQ(Fails({{"messages", msgs}, {"logprobs", true}, {"top_logprobs", 21}}, true, http).first,
+            "top_logprobs");
+  EXPECT_EQ(Fails({{"prompt", "x"}, {"logprobs", true}}, false, http).first, "logprobs");
+  EXPECT_EQ(Fails({{"prompt", "x"}, {"logprobs", 1}, {"num_beams", 2}}, false, http).first,
+            "logprobs");
+  OpenAIBodyLimits batch;
+  batch.prefix = "body.";
+  EXPECT_EQ(Fails({{"prompt", "x"}, {"logprobs", 1}}, false, batch).second,
+            "body.logprobs cannot be given here: the records do not carry log-probabilities");
+}
+
 }  // namespace
 }  // namespace wc

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 #include <string>
 #include <thread>
@@ -16,6 +17,7 @@
 
 #include "app/serve/api_server.h"
 #include "model/chat/chat_format.h"
+#include "serving/sampler.h"
 #include "tests/serving/serving_loop_util.h"
 
 namespace wc {
@@ -125,9 +127,9 @@ TEST(ServeApi, HealthModelsAndMetrics) {
   auto r = c.Get("/metrics");
   ASSERT_TRUE(r);
   for (const char* series :
-       {"# TYPE wormchat_requests_total counter", "wormchat_rows_busy 0",
-        "wormchat_queue_length 0", "wormchat_kv_blocks_used 0",
-        "wormchat_time_to_first_token_seconds_count 0", "wormchat_tokens_total{kind=\"cached\"} 0"})
+       {"# TYPE wormchat_requests_total counter", "wormchat_rows_busy 0", "wormchat_queue_length 0",
+        "wormchat_kv_blocks_used 0", "wormchat_time_to_first_token_seconds_count 0",
+        "wormchat_tokens_total{kind=\"cached\"} 0"})
     EXPECT_NE(r->body.find(series), std::string::npos) << series << "\n" << r->body;
 }
 
@@ -393,6 +395,75 @@ TEST(ServeApi, ConcurrentStreamsGiveTheTextsOfOneAtATime) {
     });
   for (std::thread& t : threads) t.join();
   for (int i = 0; i < kClients; ++i) EXPECT_EQ(got[i], want[i]) << "client " << i;
+}
+
+TEST(ServeApi, LogprobsAreTheSamplersOwnDistribution) {
+  TestServer s;
+  httplib::Client c = s.Client();
+  json body = ChatBody("Pick a number.", 8, 4);
+  body["temperature"] = 0.8;
+  body["top_k"] = 10;
+  body["logprobs"] = true;
+  body["top_logprobs"] = 3;
+  auto r = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json content = json::parse(r->body)["choices"][0]["logprobs"]["content"];
+  // The same request straight through the loop, its logits kept.
+  test::RequestSpec spec;
+  spec.prompt = EncodePrompt(*M().tokenizer, M().chat_format, "Pick a number.", false,
+                             M().config().bos_token_id);
+  spec.chat = true;
+  spec.sampling = {0.8f, 10, 1.0f};
+  spec.seed = 4;
+  spec.max_new_tokens = 8;
+  const test::Outcome want = test::Await(*test::Submit(s.loop(), spec));
+  ASSERT_EQ(content.size(), want.result.tokens.size());
+  Sampler sampler(spec.sampling, 0);
+  SamplingDistribution d;
+  for (size_t i = 0; i < content.size(); ++i) {
+    const int token = want.result.tokens[i];
+    sampler.Distribution(want.logits[i].data(), M().config().vocab_size, &d);
+    EXPECT_EQ(content[i]["token"], std::string(M().tokenizer->TokenBytes(token)));
+    EXPECT_EQ(content[i]["logprob"].get<double>(), std::log(d.Probability(token))) << i;
+    ASSERT_EQ(content[i]["top_logprobs"].size(), 3u);
+    for (int k = 0; k < 3; ++k)
+      EXPECT_EQ(content[i]["top_logprobs"][k]["logprob"].get<double>(),
+                std::log(d.weights[k] / d.total))
+          << i << " " << k;
+    EXPECT_LE(content[i]["logprob"].get<double>(), 0.0);
+  }
+  // Streamed: the chunks' entries, joined, are the same.
+  body["stream"] = true;
+  auto st = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(st);
+  json joined = json::array();
+  for (const std::string& e : SseData(st->body)) {
+    if (e == "[DONE]") break;
+    const json chunk = json::parse(e);
+    const json& lp = chunk["choices"][0]["logprobs"];
+    if (!lp.is_null())
+      for (const json& entry : lp["content"]) joined.push_back(entry);
+  }
+  EXPECT_EQ(joined, content);
+  // Completions name the alternatives' count in logprobs.
+  auto comp = c.Post("/v1/completions",
+                     json({{"prompt", "Once"}, {"max_tokens", 4}, {"logprobs", 2}}).dump(),
+                     "application/json");
+  ASSERT_TRUE(comp);
+  ASSERT_EQ(comp->status, 200) << comp->body;
+  const json legacy = json::parse(comp->body)["choices"][0]["logprobs"];
+  EXPECT_EQ(legacy["tokens"].size(), legacy["token_logprobs"].size());
+  EXPECT_EQ(legacy["text_offset"][0], 0);
+  for (const json& top : legacy["top_logprobs"]) EXPECT_LE(top.size(), 2u);
+  auto bad = c.Post(
+      "/v1/chat/completions",
+      json({{"messages", json::array({{{"role", "user"}, {"content", "x"}}})}, {"top_logprobs", 2}})
+          .dump(),
+      "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["param"], "top_logprobs");
 }
 
 }  // namespace

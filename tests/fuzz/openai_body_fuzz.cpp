@@ -22,6 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   limits.max_sampled_n = 8;
   limits.max_messages = 64;
   limits.allow_stream = true;
+  limits.allow_logprobs = true;
   for (bool chat : {true, false}) {
     try {
       const wc::OpenAIBody b = wc::ParseOpenAIBody(j, chat, limits);
