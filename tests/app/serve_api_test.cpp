@@ -466,5 +466,35 @@ TEST(ServeApi, LogprobsAreTheSamplersOwnDistribution) {
   EXPECT_EQ(json::parse(bad->body)["error"]["param"], "top_logprobs");
 }
 
+TEST(ServeApi, AResentConversationReusesItsCachedBlocks) {
+  TestServer s(ApiServerOptions{}, /*ctx=*/512);
+  httplib::Client c = s.Client();
+  std::string system;
+  for (int i = 0; i < 16; ++i) system += "The mesh has many chips and each chip has many cores. ";
+  json body = {{"messages", json::array({{{"role", "system"}, {"content", system}},
+                                         {{"role", "user"}, {"content", "How many chips?"}}})},
+               {"max_tokens", 8},
+               {"seed", 2}};
+  auto first = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200) << first->body;
+  const json a = json::parse(first->body);
+  EXPECT_EQ(a["usage"]["prompt_tokens_details"]["cached_tokens"], 0);
+  // The client resends the conversation with the reply and a new turn, as chat clients do.
+  body["messages"].push_back(
+      {{"role", "assistant"}, {"content", a["choices"][0]["message"]["content"]}});
+  body["messages"].push_back({{"role", "user"}, {"content", "And cores?"}});
+  auto second = c.Post("/v1/chat/completions", body.dump(), "application/json");
+  ASSERT_TRUE(second);
+  ASSERT_EQ(second->status, 200) << second->body;
+  const json b = json::parse(second->body);
+  const int prompt = b["usage"]["prompt_tokens"],
+            cached = b["usage"]["prompt_tokens_details"]["cached_tokens"];
+  // Every whole 64-token block of the earlier prompt comes from the prefix cache.
+  EXPECT_GE(cached, a["usage"]["prompt_tokens"].get<int>() / 64 * 64) << prompt;
+  EXPECT_GT(cached, 0);
+  EXPECT_LT(cached, prompt);
+}
+
 }  // namespace
 }  // namespace wc
