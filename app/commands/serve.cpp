@@ -11,9 +11,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <thread>
 
@@ -24,6 +22,7 @@
 #include "app/serve/api_server.h"
 #include "app/speculation.h"
 #include "util/error.h"
+#include "util/mapped_file.h"
 
 namespace wc {
 namespace {
@@ -43,11 +42,12 @@ struct ServeCmdOptions {
 
 // The key in --api-key-file: its contents without trailing line breaks and spaces.
 std::string ReadKeyFile(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error(Cat("--api-key-file ", path, ": cannot be read"));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  std::string key = ss.str();
+  std::string key;
+  try {
+    key = ReadTextFile(path, /*max_bytes=*/4096);
+  } catch (const Error& e) {
+    throw Error(Cat("--api-key-file: ", e.what()));
+  }
   while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' '))
     key.pop_back();
   if (key.empty()) throw Error(Cat("--api-key-file ", path, ": is empty"));

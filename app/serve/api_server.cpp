@@ -318,7 +318,9 @@ class ApiServer::Handlers {
 
   static std::string WholeReply(Reply& reply) {
     if (const RequestResult* f = Failed(reply))
-      return ErrorJson(f->error, "server_error", "", "").dump() + "\n";
+      return ErrorJson(f->error, "server_error", "", "")
+                 .dump(-1, ' ', false, json::error_handler_t::replace) +
+             "\n";
     json choices = json::array();
     if (reply.beams) {
       const RequestResult& r = *reply.results[0];

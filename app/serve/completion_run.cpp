@@ -11,15 +11,17 @@ namespace wc {
 class CompletionRun::Observer : public RequestObserver {
  public:
   Observer(std::shared_ptr<CompletionRun> run, int choice, const SamplingParams& params)
-      : run_(std::move(run)), choice_(choice), sampler_(params, /*seed=*/0) {}
+      : run_(std::move(run)), choice_(choice) {
+    if (run_->logprobs_.on) sampler_.emplace(params, /*seed=*/0);
+  }
   void OnToken(int token, const float* logits, int vocab) override {
     if (!first_token_) {
       first_token_ = true;
       if (run_->hooks_.on_first_token) run_->hooks_.on_first_token();
     }
-    if (!run_->logprobs_.on) return;
+    if (!sampler_) return;
     // The distribution the loop's sampler drew `token` from: same parameters, same logits.
-    sampler_.Distribution(logits, vocab, &dist_);
+    sampler_->Distribution(logits, vocab, &dist_);
     const Tokenizer* tok = run_->logprobs_.tokenizer;
     const auto bytes = [tok](int id) {
       return tok != nullptr ? std::string(tok->TokenBytes(id)) : std::to_string(id);
@@ -46,8 +48,8 @@ class CompletionRun::Observer : public RequestObserver {
   std::shared_ptr<CompletionRun> run_;
   int choice_;
   bool first_token_ = false;
-  Sampler sampler_;            // its Distribution only: draws nothing
-  SamplingDistribution dist_;  // scratch
+  std::optional<Sampler> sampler_;  // with logprobs: its Distribution only, draws nothing
+  SamplingDistribution dist_;       // scratch
 };
 
 CompletionRun::CompletionRun(ServingLoop& loop, Hooks hooks, Logprobs logprobs)

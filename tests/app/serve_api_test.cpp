@@ -49,10 +49,12 @@ class TestServer {
     port_ = server_->Bind();
     thread_ = std::thread([this] { server_->Listen(); });
   }
+  // Cancels whatever still runs before waiting for the HTTP threads: a reply being written waits
+  // for its choices to end.
   ~TestServer() {
     server_->Stop();
-    thread_.join();
     loop_->Shutdown(ShutdownMode::kCancel);
+    thread_.join();
   }
   httplib::Client Client() const {
     httplib::Client c("127.0.0.1", port_);

@@ -27,9 +27,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     try {
       const wc::OpenAIBody b = wc::ParseOpenAIBody(j, chat, limits);
       wc::fuzz::Require(b.chat == chat, "the route decides chat");
-      wc::fuzz::Require(!chat || (!b.messages.empty() &&
-                                  b.messages.back().role == wc::ChatMessage::Role::kUser),
-                        "a chat body ends with a user message");
+      wc::fuzz::Require(
+          !chat || (!b.messages.empty() && b.messages.back().role == wc::ChatMessage::Role::kUser),
+          "a chat body ends with a user message");
       wc::fuzz::Require(chat || !b.prompt.empty() || (b.prompt_ids && !b.prompt_ids->empty()),
                         "a completions body has a prompt");
       wc::fuzz::Require(!b.n || (*b.n >= 1 && *b.n <= (b.num_beams ? *b.num_beams : 8)),
