@@ -8,14 +8,19 @@ set -euo pipefail
 # needs python3-torch too, which is not installed here (tools/README.md).
 # libsource-highlight-dev colours the code blocks of the chat's replies (app/tui/syntax_highlight.*).
 # libcpp-httplib-dev is `wormchat serve`'s HTTP (app/serve/).
+# nodejs and npm run the test of `wormchat serve` under the official `openai` npm client
+# (tests/app/openai_client; tools/test.sh installs the client with npm ci); the build never needs them.
 packages=(g++ make cmake ninja-build pkg-config libsentencepiece-dev libncurses-dev libcli11-dev
           libgtest-dev nlohmann-json3-dev libhwy-dev libxxhash-dev gnuplot-nox tmux clang
           libclang-rt-dev libomp-dev libpcre2-dev libutf8proc-dev libopenmpi-dev openmpi-bin
-          python3-numpy libsource-highlight-dev libcpp-httplib-dev)
+          python3-numpy libsource-highlight-dev libcpp-httplib-dev nodejs)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+# Debian's npm is a package of its own; a nodejs from elsewhere (NodeSource) bundles npm and
+# conflicts with Debian's, so npm is installed only when no npm is there.
+command -v npm > /dev/null || missing+=(npm)
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # README command (2), and CI's (.ci/run): install, build, and run every test -
-#   1. the whole suite in Release (./build),
+#   1. the whole suite in Release (./build), `wormchat serve` under the official `openai` npm
+#      client included (npm ci installs it into tests/app/openai_client/node_modules),
 #   2. the Python reference and the committed fixtures, numpy only (tools/python/check_reference.py),
 #   3. the layers' tests again under ASan + UBSan (tools/asan.sh, ./build-asan; the whole suite
 #      with tools/asan.sh --all),
@@ -11,6 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 t0=$(date +%s)
 bash tools/build.sh
+# The official `openai` npm client that tests/app/openai_client drives `wormchat serve` with, at
+# its locked version (the only part of the tests that needs Node or the network).
+npm ci --prefix tests/app/openai_client --no-audit --no-fund --loglevel=error > /dev/null
 t1=$(date +%s)
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 /usr/bin/python3 tools/python/check_reference.py
