@@ -166,8 +166,10 @@ void RegisterServe(CLI::App& app) {
                   "Connections served at once (HTTP threads)")
       ->capture_default_str()
       ->check(CLI::Range(4, 4096));
-  cmd->add_option("--request-timeout-s", o->api.read_timeout_s,
-                  "Seconds a read of a request may wait for the client")
+  cmd->add_option("--request-timeout-s", o->api.request_timeout_s,
+                  "Seconds a whole request (headers and body) may take to arrive, from when its "
+                  "first byte could be sent; slower clients are dropped (408). Never limits a "
+                  "reply")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600));
   cmd->add_option("--drain-s", o->drain_s,

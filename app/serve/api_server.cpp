@@ -10,6 +10,7 @@
 
 #include "app/serve/completion_run.h"
 #include "app/serve/openai_response.h"
+#include "app/serve/request_deadline.h"
 #include "util/error.h"
 #include "util/json_file.h"
 
@@ -345,7 +346,8 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
     : loop_(loop),
       model_(std::move(model)),
       options_(std::move(options)),
-      http_(std::make_unique<httplib::Server>()) {
+      http_(
+          std::make_unique<DeadlineHttpServer>(std::chrono::seconds(options_.request_timeout_s))) {
   auto h = std::make_shared<Handlers>(*this);
   httplib::Server& svr = *http_;
   const int workers = std::max(4, options_.max_connections);
@@ -381,6 +383,14 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
       [this](const httplib::Request& req, httplib::Response& res) {
         if (!res.body.empty() || res.content_length_ > 0)
           return httplib::Server::HandlerResponse::Unhandled;
+        if (RequestDeadlinePassed()) {  // the connection is closed after this answer
+          res.set_header("Connection", "close");
+          SendError(res, {408,
+                          Cat("the request was not read whole within ", options_.request_timeout_s,
+                              " seconds (--request-timeout-s)"),
+                          "invalid_request_error", "", "request_timeout"});
+          return httplib::Server::HandlerResponse::Handled;
+        }
         ApiError e{res.status, "", "invalid_request_error", "", ""};
         switch (res.status) {
           case 404:

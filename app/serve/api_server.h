@@ -13,8 +13,10 @@
 // queue a 429 with Retry-After. Then the reply is written as it is generated: server-sent events
 // for "stream": true, else one JSON object; while nothing else is due, a keep-alive (an SSE
 // comment, or whitespace before the JSON object, which JSON allows) goes out every
-// kKeepAliveMs, so a client that has gone is noticed within about two of them and its choices
-// are cancelled, freeing their rows.
+// kKeepAliveMs, whether the request runs or still waits in the queue, so a client that has gone
+// is noticed within about two of them and its choices are cancelled, freeing their rows or
+// leaving the queue. Reading a request has a deadline of its own (ApiServerOptions::
+// request_timeout_s).
 //
 // Determinism: a request's choices are the serving loop's requests, built as `generate` builds
 // them (openai_request.h); choice i's seed is ChoiceSeed(seed, i). The same request and seed give
@@ -54,8 +56,13 @@ struct ApiServerOptions {
   int max_queue = 128;                      // --max-queue: requests waiting for a row
   int max_messages = 1024;                  // --max-messages: messages per chat request
   int max_connections = 256;                // --max-connections: HTTP worker threads
-  int read_timeout_s = 30;                  // --request-timeout-s: each read of a request
-  int max_choices = 8;                      // n
+  // --request-timeout-s: a request must be read whole (headers and body) within this many seconds
+  // of the moment its first byte could be read, or its connection is closed (408 once its headers
+  // were read): a client trickling bytes holds a worker no longer (request_deadline.h). Covers
+  // reading a request, never writing its reply.
+  int request_timeout_s = 30;
+  int read_timeout_s = 30;  // and each read of it waits at most this (the deadline bounds it too)
+  int max_choices = 8;      // n
   // What a body leaves out: OpenAI's defaults unless the command line says otherwise
   // (temperature 1, no top-k, no top-p; max_tokens the command's -n, at most what the context
   // leaves; seed 0, as `generate`'s).

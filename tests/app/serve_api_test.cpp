@@ -2,12 +2,20 @@
 // (cpp-httplib's) against the server over the default model. The texts are compared with the
 // serving loop's own result for the request `generate` would build, so what goes over HTTP is
 // exactly what the command line gives.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -29,8 +37,8 @@ using test::M;
 // A server on a free port of 127.0.0.1 over its own loop (4 rows), serving until destroyed.
 class TestServer {
  public:
-  explicit TestServer(ApiServerOptions o = {}, int ctx = 256) {
-    ServingOptions so = test::Rows(4);
+  explicit TestServer(ApiServerOptions o = {}, int ctx = 256, int rows = 4) {
+    ServingOptions so = test::Rows(rows);
     so.ctx = ctx;
     loop_ = std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), M().chat_format, so);
     ApiModel model;
@@ -496,6 +504,298 @@ TEST(ServeApi, AResentConversationReusesItsCachedBlocks) {
   EXPECT_GE(cached, a["usage"]["prompt_tokens"].get<int>() / 64 * 64) << prompt;
   EXPECT_GT(cached, 0);
   EXPECT_LT(cached, prompt);
+}
+
+// A client on a plain socket of its own, for what cpp-httplib's client does not do: send a request
+// a byte at a time, stall in the middle of a body, keep one connection across pauses, hang up
+// while its request waits.
+class RawClient {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit RawClient(int port) : fd_(socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    connected_at_ = Clock::now();
+  }
+  ~RawClient() { Close(); }
+  RawClient(const RawClient&) = delete;
+  RawClient& operator=(const RawClient&) = delete;
+
+  bool connected() const { return connected_; }
+  Clock::time_point connected_at() const { return connected_at_; }
+  // False once the server has closed the connection.
+  bool Send(const std::string& bytes) {
+    return fd_ >= 0 && send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) ==
+                           static_cast<ssize_t>(bytes.size());
+  }
+  // Reads what arrives until `done(received())` holds, the server closes the connection, or
+  // `timeout` passes; whether `done` held.
+  bool ReadUntil(const std::function<bool(const std::string&)>& done,
+                 std::chrono::milliseconds timeout) {
+    const Clock::time_point end = Clock::now() + timeout;
+    while (!done(received_) && !closed_) {
+      const auto left =
+          std::chrono::duration_cast<std::chrono::milliseconds>(end - Clock::now()).count();
+      if (left <= 0) break;
+      pollfd p{fd_, POLLIN, 0};
+      if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      const ssize_t n = recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed_ = true;
+        closed_at_ = Clock::now();
+      } else {
+        received_.append(buf, static_cast<size_t>(n));
+      }
+    }
+    return done(received_);
+  }
+  // Reads until the server closes the connection (at most `timeout`); whether it did.
+  bool ReadUntilClosed(std::chrono::milliseconds timeout) {
+    ReadUntil([](const std::string&) { return false; }, timeout);
+    return closed_;
+  }
+  // Reads one whole response with a Content-Length body; it, taken from what was received.
+  std::string TakeResponse(std::chrono::milliseconds timeout) {
+    size_t end = std::string::npos;
+    ReadUntil(
+        [&](const std::string& r) {
+          const size_t head = r.find("\r\n\r\n");
+          const size_t cl = r.find("Content-Length: ");
+          if (head == std::string::npos || cl == std::string::npos || cl > head) return false;
+          end = head + 4 + std::stoul(r.substr(cl + 16));
+          return r.size() >= end;
+        },
+        timeout);
+    if (end == std::string::npos || received_.size() < end) return "";
+    std::string response = received_.substr(0, end);
+    received_.erase(0, end);
+    return response;
+  }
+  const std::string& received() const { return received_; }
+  bool closed() const { return closed_; }
+  Clock::time_point closed_at() const { return closed_at_; }
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false, closed_ = false;
+  Clock::time_point connected_at_, closed_at_;
+  std::string received_;
+};
+
+double MsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+double Ms(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double, std::milli>(d).count();
+}
+
+// The head of a POST of `body` to `path` (HTTP/1.1, so the connection stays open).
+std::string PostHead(const std::string& path, size_t content_length) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+         "Content-Length: " + std::to_string(content_length) + "\r\n\r\n";
+}
+
+// The deadline's tests give 2 s; the bounds below are the point, so they are wide: never dropped
+// before the deadline (the lower bound is exact, as the server's clock starts after the client's
+// connect), and dropped within a few seconds after it even on a loaded machine.
+constexpr int kDeadlineS = 2;
+constexpr double kNotBeforeMs = kDeadlineS * 1000.0 - 50;  // poll's millisecond rounding
+constexpr double kDroppedWithinMs = kDeadlineS * 1000.0 + 4000;
+
+TEST(ServeApi, AClientSendingAByteASecondIsDroppedAtTheDeadlineDelayingNoOne) {
+  ApiServerOptions o;
+  o.request_timeout_s = kDeadlineS;  // each read may still wait 30 s: the deadline does this
+  TestServer s(o);
+  RawClient slow(s.port());
+  ASSERT_TRUE(slow.connected());
+  std::atomic<bool> slow_done{false};
+  std::thread trickle([&] {
+    const std::string body = ChatBody("hi", 2, 1).dump();
+    const std::string request = PostHead("/v1/chat/completions", body.size()) + body;
+    // Without a deadline it would trickle for minutes: it stops once the bound below is past.
+    for (size_t i = 0; i < request.size() && !slow.closed() &&
+                       MsSince(slow.connected_at()) < kDroppedWithinMs + 1000;
+         ++i) {
+      if (!slow.Send(request.substr(i, 1))) break;
+      slow.ReadUntilClosed(std::chrono::milliseconds(1000));
+    }
+    slow_done = true;
+  });
+  // Another client meanwhile is answered at once, while the slow one still holds its worker.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const auto asked = std::chrono::steady_clock::now();
+  httplib::Client c = s.Client();
+  auto h = c.Get("/health");
+  auto r = c.Post("/v1/chat/completions", ChatBody("hi", 2, 1).dump(), "application/json");
+  const double answered_ms = MsSince(asked);
+  const bool slow_still_connected = !slow_done;
+  ASSERT_TRUE(h && r);
+  EXPECT_EQ(h->status, 200);
+  EXPECT_EQ(r->status, 200) << r->body;
+  EXPECT_TRUE(slow_still_connected) << "the other client waited " << answered_ms << " ms";
+  trickle.join();
+  ASSERT_TRUE(slow.closed()) << "the slow client was never dropped";
+  const double dropped_ms = Ms(slow.closed_at() - slow.connected_at());
+  std::printf(
+      "a byte a second: dropped after %.0f ms (deadline %d s); the other client answered "
+      "in %.0f ms\n",
+      dropped_ms, kDeadlineS, answered_ms);
+  EXPECT_GE(dropped_ms, kNotBeforeMs);
+  EXPECT_LT(dropped_ms, kDroppedWithinMs);
+  EXPECT_EQ(slow.received(), "") << "its request line never arrived: no answer";
+}
+
+TEST(ServeApi, ABodyThatStallsIsAnswered408AtTheDeadline) {
+  ApiServerOptions o;
+  o.request_timeout_s = kDeadlineS;
+  TestServer s(o);
+  RawClient stalled(s.port());
+  ASSERT_TRUE(stalled.connected());
+  const std::string body = ChatBody("hi", 2, 1).dump();
+  ASSERT_TRUE(stalled.Send(PostHead("/v1/chat/completions", body.size()) + body.substr(0, 10)));
+  ASSERT_TRUE(stalled.ReadUntilClosed(std::chrono::milliseconds(30000)))
+      << "still open: " << stalled.received();
+  const double dropped_ms = Ms(stalled.closed_at() - stalled.connected_at());
+  std::printf("a stalled body: dropped after %.0f ms (deadline %d s)\n", dropped_ms, kDeadlineS);
+  EXPECT_GE(dropped_ms, kNotBeforeMs);
+  EXPECT_LT(dropped_ms, kDroppedWithinMs);
+  const std::string& answer = stalled.received();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Connection: close"), std::string::npos) << answer;
+  const size_t head = answer.find("\r\n\r\n");
+  ASSERT_NE(head, std::string::npos) << answer;
+  const json e = json::parse(answer.substr(head + 4))["error"];
+  EXPECT_EQ(e["code"], "request_timeout");
+  EXPECT_NE(e["message"].get<std::string>().find("--request-timeout-s"), std::string::npos) << e;
+  // The server goes on.
+  auto h = s.Client().Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+TEST(ServeApi, EachRequestOnAKeepAliveConnectionHasItsOwnDeadline) {
+  ApiServerOptions o;
+  o.request_timeout_s = kDeadlineS;
+  TestServer s(o);
+  RawClient c(s.port());
+  ASSERT_TRUE(c.connected());
+  // Three requests 1.2 s apart on one connection: 2.4 s in all, past one deadline, each well
+  // inside its own (the deadline re-arms when a response has been written).
+  const std::string get = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+  for (int i = 0; i < 3; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+    ASSERT_TRUE(c.Send(get)) << "request " << i;
+    const std::string response = c.TakeResponse(std::chrono::milliseconds(10000));
+    EXPECT_EQ(response.rfind("HTTP/1.1 200", 0), 0u) << "request " << i << ": " << response;
+    ASSERT_FALSE(c.closed()) << "request " << i;
+  }
+  EXPECT_GT(MsSince(c.connected_at()), kDeadlineS * 1000.0);
+}
+
+// A request of `body` on a connection of its own, its response's head read (the server writes it
+// before the request is given a row).
+std::unique_ptr<RawClient> Started(int port, const std::string& path, const json& body) {
+  auto c = std::make_unique<RawClient>(port);
+  const std::string b = body.dump();
+  EXPECT_TRUE(c->Send(PostHead(path, b.size()) + b));
+  EXPECT_TRUE(
+      c->ReadUntil([](const std::string& r) { return r.find("\r\n\r\n") != std::string::npos; },
+                   std::chrono::milliseconds(30000)))
+      << c->received();
+  return c;
+}
+
+TEST(ServeApi, AQueuedClientThatHangsUpLeavesTheQueueWithinASecond) {
+  TestServer s(ApiServerOptions{}, /*ctx=*/2048, /*rows=*/1);
+  // The one row is busy with a request that ignores EOS (seconds of decoding, cancelled at the
+  // end): nothing queued is admitted meanwhile.
+  test::RequestSpec busy;
+  busy.prompt = test::TextPrompt(10);
+  busy.sampling = test::Greedy();
+  busy.max_new_tokens = 2000;
+  busy.stop_at_eos = false;
+  auto busy_observer = std::make_shared<WaitingObserver>();
+  const RequestId busy_id = s.loop().Submit(test::MakeRequest(busy, busy_observer));
+  ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 1; }));
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "streamed" : "not streamed");
+    json body = ChatBody("Wait for me.", 8, 1);
+    body["stream"] = stream;
+    auto queued = Started(s.port(), "/v1/chat/completions", body);
+    ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().queued == 1; }));
+    // Keep-alives arrive while it waits (nothing else can: it has no row).
+    EXPECT_TRUE(
+        queued->ReadUntil([](const std::string& r) { return r.size() > r.find("\r\n\r\n") + 4; },
+                          std::chrono::milliseconds(10000)))
+        << queued->received();
+    queued->Close();
+    const auto closed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().queued == 0; },
+                                std::chrono::milliseconds(10000)));
+    const double left_ms = MsSince(closed);
+    std::printf("a queued client (%s) hung up: left the queue after %.0f ms\n",
+                stream ? "streamed" : "not streamed", left_ms);
+    EXPECT_LT(left_ms, 1000.0);
+    EXPECT_EQ(busy_observer->WaitFor(std::chrono::milliseconds(0)), nullptr)
+        << "the busy request ended: the queue emptied for another reason";
+    auto m = s.Client().Get("/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("wormchat_queue_length 0"), std::string::npos) << m->body;
+  }
+  s.loop().Cancel(busy_id);
+}
+
+TEST(ServeApi, ARunningClientThatHangsUpFreesItsRowAtOnce) {
+  ApiServerOptions o;
+  // The default model ends most replies within a few dozen tokens: these run to max_tokens, so
+  // that they are still running when their clients hang up.
+  o.decorate = [](Request* r) { r->stop_at_eos = false; };
+  TestServer s(o, /*ctx=*/512, /*rows=*/1);
+  int cancelled = 0;
+  for (const bool stream : {true, false}) {
+    SCOPED_TRACE(stream ? "streamed" : "not streamed");
+    json body = ChatBody("Tell me a long story.", 400, 5);
+    body["stream"] = stream;
+    auto running = Started(s.port(), "/v1/chat/completions", body);
+    // Running: streamed, a token's chunk arrived; else a keep-alive after it took its row.
+    ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 1; }));
+    EXPECT_TRUE(running->ReadUntil(
+        [&](const std::string& r) {
+          return stream ? r.find("\"content\"") != std::string::npos
+                        : r.size() > r.find("\r\n\r\n") + 4;
+        },
+        std::chrono::milliseconds(30000)));
+    running->Close();
+    const auto closed = std::chrono::steady_clock::now();
+    ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 0; },
+                                std::chrono::milliseconds(10000)));
+    const double freed_ms = MsSince(closed);
+    // The target is 100 ms (a keep-alive every 40 ms, then the loop's next step); the
+    // bound asserted is wide for a loaded machine, the figure printed.
+    std::printf("a running client (%s) hung up: its row was free after %.0f ms\n",
+                stream ? "streamed" : "not streamed", freed_ms);
+    EXPECT_LT(freed_ms, 1000.0);
+    // It was cancelled, not finished by itself.
+    ++cancelled;
+    EXPECT_TRUE(test::WaitUntil(
+        [&] {
+          auto m = s.Client().Get("/metrics");
+          const std::string series =
+              "wormchat_choices_total{end=\"cancelled\"} " + std::to_string(cancelled);
+          return m && m->body.find(series) != std::string::npos;
+        },
+        std::chrono::milliseconds(5000)));
+  }
 }
 
 }  // namespace

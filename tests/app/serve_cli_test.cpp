@@ -4,6 +4,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -21,11 +22,11 @@ namespace {
 
 using nlohmann::json;
 
-// POST (or GET with an empty body) over a fresh connection with "Connection: close"; the whole
-// response as received (status line, headers, body).
-std::string Http(int port, const std::string& method, const std::string& path,
-                 const std::string& body, const std::string& extra_headers = "") {
+// Sends `request` over a fresh connection; everything received until the server closes it.
+std::string Exchange(int port, const std::string& request) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  const timeval guard{60, 0};  // a server that never closes fails the test, never hangs it
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
@@ -34,16 +35,21 @@ std::string Http(int port, const std::string& method, const std::string& path,
     close(fd);
     return "";
   }
-  const std::string req =
-      method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers +
-      "Content-Type: application/json\r\nContent-Length: " + std::to_string(body.size()) +
-      "\r\nConnection: close\r\n\r\n" + body;
-  (void)!write(fd, req.data(), req.size());
+  (void)!write(fd, request.data(), request.size());
   std::string out;
   char buf[4096];
   for (ssize_t n; (n = read(fd, buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
   close(fd);
   return out;
+}
+
+// POST (or GET with an empty body) over a fresh connection with "Connection: close"; the whole
+// response as received (status line, headers, body).
+std::string Http(int port, const std::string& method, const std::string& path,
+                 const std::string& body, const std::string& extra_headers = "") {
+  return Exchange(port, method + " " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\n" + extra_headers +
+                            "Content-Type: application/json\r\nContent-Length: " +
+                            std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + body);
 }
 
 // The body of a chunked or plain response.
@@ -114,6 +120,26 @@ TEST(ServeCli, RepliesAreGeneratesTextAndSigtermExitsCleanly) {
   EXPECT_EQ(j["choices"][0]["message"]["content"].get<std::string>() + "\n", gen.out);
   EXPECT_EQ(s.Stop(), 0) << test::ReadFile(s.dir.File("err"));
   EXPECT_NE(test::ReadFile(s.dir.File("err")).find("wormchat serve: stopped"), std::string::npos);
+}
+
+TEST(ServeCli, ARequestNotSentWithinTheTimeoutIsAnswered408) {
+  Served s({"--request-timeout-s", "1"});
+  ASSERT_GT(s.port, 0) << test::ReadFile(s.dir.File("err"));
+  // The head promises a body that never comes (each read alone may wait 30 s).
+  const auto sent = std::chrono::steady_clock::now();
+  const std::string r = Exchange(s.port,
+                                 "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                 "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n"
+                                 "{\"prompt\": ");
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - sent).count();
+  EXPECT_EQ(r.rfind("HTTP/1.1 408", 0), 0u) << r;
+  EXPECT_NE(r.find("\"request_timeout\""), std::string::npos) << r;
+  // Not before the second (the server's clock starts after the connect); the upper bound only
+  // tells a deadline from the 30 s read timeout, wide for a loaded machine.
+  EXPECT_GE(ms, 950.0);
+  EXPECT_LT(ms, 10000.0);
+  EXPECT_EQ(s.Stop(), 0) << test::ReadFile(s.dir.File("err"));
 }
 
 TEST(ServeCli, BadFlagsAreOneLine) {
