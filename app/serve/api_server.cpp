@@ -1,6 +1,7 @@
 #include "app/serve/api_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <chrono>
@@ -446,11 +447,13 @@ int ApiServer::Bind() {
   if (port == 0) {
     port = http_->bind_to_any_port(options_.host);
     if (port < 0) throw Error(Cat("--host ", options_.host, ": cannot listen there"));
-    return port;
-  }
-  if (!http_->bind_to_port(options_.host, port))
+  } else if (!http_->bind_to_port(options_.host, port)) {
     throw Error(Cat("--host ", options_.host, " --port ", port,
                     ": cannot listen there (in use, or not an address of this machine)"));
+  }
+  // A burst of clients connecting at once waits for the accept loop, not reset
+  // (tests/app/serve_load_test.cpp: 256 at once).
+  static_cast<DeadlineHttpServer&>(*http_).SetListenBacklog(SOMAXCONN);
   return port;
 }
 

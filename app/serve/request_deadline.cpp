@@ -156,6 +156,10 @@ thread_local const ConnectionStream* current_connection = nullptr;
 DeadlineHttpServer::DeadlineHttpServer(Clock::duration request_timeout)
     : request_timeout_(request_timeout) {}
 
+void DeadlineHttpServer::SetListenBacklog(int backlog) {
+  if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);  // re-listening sets the backlog
+}
+
 bool DeadlineHttpServer::process_and_close_socket(socket_t sock) {
   const auto seconds = [](time_t s, time_t us) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(s) +

@@ -30,6 +30,11 @@ class DeadlineHttpServer : public httplib::Server {
  public:
   explicit DeadlineHttpServer(std::chrono::steady_clock::duration request_timeout);
 
+  // After bind: the listening socket's backlog raised to `backlog` (the kernel caps it at
+  // net.core.somaxconn). cpp-httplib 0.11 listens with a backlog of 5: a burst of connections
+  // overflowed it, and past the SYN cookies some were reset (64 clients at once lost ~19).
+  void SetListenBacklog(int backlog);
+
  private:
   // One connection on its worker thread: requests under their deadlines until the client closes,
   // stays idle past the keep-alive timeout, a request is not read in time, or stop() is called;
