@@ -8,6 +8,9 @@
 //            outside DecoderModel::Forward), peak KV blocks, peak RSS against weights + KV pool;
 //            with --speculate lookup|draft the load's requests speculate and the proposals
 //            accepted are reported (compare a run with --speculate off).
+// With --http URL no model is loaded: app/bench/http_load.h puts --clients concurrent streamed
+// completions (default 16 x (256 prompt ids + 128 new tokens)) on a running OpenAI-compatible
+// server (wormchat serve, llama-server) and prints aggregate tokens/s, TTFT and per-client rates.
 // The prefix cache against itself (--shared-prefix N, or --compare-prefix-cache): no decode
 // phase; the same load (same ids, arrivals and seeds) on a fresh loop with the cache on and on
 // another with it off, --repeats times each, alternating which goes first: end-to-end time,
@@ -28,6 +31,7 @@
 #include <nlohmann/json.hpp>
 
 #include "app/bench/bounds.h"
+#include "app/bench/http_load.h"
 #include "app/bench/requests.h"
 #include "app/bench/serve.h"
 #include "app/model_loader.h"
@@ -482,7 +486,36 @@ void RegisterBenchServe(CLI::App* bench) {
       ->capture_default_str();
   cmd->add_option("--json", o->json, "Also write the figures to this JSON file");
   AddSpeculationOptions(cmd, o->speculation);
-  cmd->callback([o, cmd] {
+  auto http = std::make_shared<HttpLoadOptions>();
+  auto id_range = std::make_shared<std::vector<int>>(std::vector<int>{http->id_min, http->id_max});
+  cmd->add_option("--http", http->url,
+                  "Load a running OpenAI-compatible server at this URL (http://host:port: "
+                  "wormchat serve, llama-server) instead of an in-process loop: --clients "
+                  "streamed /v1/completions at once (--prompt-len ids, default 256; --gen-len, "
+                  "default 128; greedy, ignore_eos)");
+  cmd->add_option("--clients", http->clients, "With --http: concurrent clients (1-1024)")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--id-range", *id_range,
+                  "With --http: prompt token ids are drawn from [MIN,MAX) (past special tokens)")
+      ->delimiter(',')
+      ->expected(2)
+      ->capture_default_str();
+  cmd->add_option("--warmup", http->warmup,
+                  "With --http: unmeasured short requests before the load")
+      ->capture_default_str();
+  cmd->callback([o, cmd, http, id_range] {
+    if (!http->url.empty()) {
+      HttpLoadOptions h = *http;
+      h.id_min = (*id_range)[0];
+      h.id_max = (*id_range)[1];
+      h.seed = o->seed;
+      h.json = o->json;
+      if (cmd->count("--prompt-len") > 0) h.prompt_len = o->prompt_len;
+      if (cmd->count("--gen-len") > 0) h.gen_len = o->gen_len;
+      PrintHttpLoad(h, RunHttpLoad(h));
+      return;
+    }
     CheckSpeculation(*cmd, o->speculation);
     BenchServeOptions given = *o;
     given.prompt_len_given = cmd->count("--prompt-len") > 0;

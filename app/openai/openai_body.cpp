@@ -32,6 +32,7 @@ class BodyReader {
     ReadSampling(b);
     ReadStream(b);
     ReadLogprobs(b);
+    ReadIgnoreEos(b);
     return b;
   }
 
@@ -277,6 +278,14 @@ class BodyReader {
       Fail("logprobs", " cannot be given here: the records do not carry log-probabilities");
     if (b.logprobs && b.num_beams)
       Fail("logprobs", " cannot be used with num_beams: beam search does not sample");
+  }
+
+  // ignore_eos: llama-server's and vLLM's extension, so a benchmark's replies run to max_tokens.
+  void ReadIgnoreEos(OpenAIBody& b) const {
+    const json* v = Field(body_, "ignore_eos");
+    if (v == nullptr) return;
+    if (!v->is_boolean()) Fail("ignore_eos", " must be true or false, got " + ShortJson(*v));
+    b.ignore_eos = v->get<bool>();
   }
 
   const json& body_;

@@ -13,6 +13,8 @@
 //   chat         logprobs (true/false) and top_logprobs (0-20, with logprobs)
 //   completions  logprobs: 0-20, the alternatives listed per token (the sampled token's own
 //                log-probability is always given)
+//   both         ignore_eos (true/false; llama-server's and vLLM's extension): the model's
+//                end-of-generation ids do not end the reply, so it runs to max_tokens
 // Fields this parser does not know are ignored (clients send user, presence_penalty, ...), as
 // vLLM and llama-server ignore them.
 #pragma once
@@ -68,6 +70,7 @@ struct OpenAIBody {
   // the request's own sampling distribution.
   bool logprobs = false;
   int top_logprobs = 0;
+  bool ignore_eos = false;  // extension: EOS does not end the reply (benchmarks' fixed lengths)
 };
 
 // Most alternatives a token's log-probabilities may list (OpenAI's top_logprobs limit).

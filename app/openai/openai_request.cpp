@@ -57,6 +57,7 @@ Request BuildOpenAIRequest(const OpenAIBody& body, const RequestDefaults& defaul
     throw OpenAIFieldError("stop", Cat(naming.from_text ? "stop" : naming.prefix + "stop",
                                        " matches text, but with --ids replies are token ids"));
   r.stop = body.stop ? *body.stop : defaults.stop;
+  if (body.ignore_eos) r.stop_at_eos = false;
   if (body.num_beams) {
     BeamParams beams;
     beams.num_beams = *body.num_beams;

@@ -120,3 +120,30 @@ TEST(OpenAIBody, LogprobsAreAFlagForChatAndACountForCompletions) {
 
 }  // namespace
 }  // namespace wc
+
+namespace wc {
+namespace {
+
+// ignore_eos (llama-server's and vLLM's extension): the reply runs to max_tokens, EOS or not.
+TEST(OpenAIBody, IgnoreEosLetsTheReplyRunToMaxTokens) {
+  const OpenAIBody b = ParseOpenAIBody(
+      {{"prompt", json::array({5, 6, 7})}, {"max_tokens", 4}, {"ignore_eos", true}}, false, Http());
+  EXPECT_TRUE(b.ignore_eos);
+  EXPECT_FALSE(ParseOpenAIBody({{"prompt", "x"}}, false, Http()).ignore_eos);
+  EXPECT_FALSE(
+      ParseOpenAIBody({{"prompt", "x"}, {"ignore_eos", nullptr}}, false, Http()).ignore_eos);
+  const auto [param, message] = Fails({{"prompt", "x"}, {"ignore_eos", 1}}, false, Http());
+  EXPECT_EQ(param, "ignore_eos");
+  EXPECT_EQ(message, "ignore_eos must be true or false, got 1");
+
+  RequestFraming framing;
+  framing.ctx = 64;
+  framing.vocab_size = 100;
+  EXPECT_FALSE(BuildOpenAIRequest(b, RequestDefaults{}, framing, RequestNaming{}).stop_at_eos);
+  OpenAIBody plain = b;
+  plain.ignore_eos = false;
+  EXPECT_TRUE(BuildOpenAIRequest(plain, RequestDefaults{}, framing, RequestNaming{}).stop_at_eos);
+}
+
+}  // namespace
+}  // namespace wc
