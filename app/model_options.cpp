@@ -81,20 +81,81 @@ ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   throw Error(Cat("--matmul-precision '", name, "' is not supported; choose bf16 or f32"));
 }
 
+namespace {
+
+// The spec's check as CLI11 runs it on the text given: "--NAME: must be ACCEPTS, got TEXT".
+CLI::Validator RunOptionCheck(const RunOptionSpec& spec) {
+  return CLI::Validator(
+      [&spec](std::string& text) -> std::string {
+        try {
+          spec.ParseText(text, spec.name);
+        } catch (const Error&) {
+          return Cat("must be ", spec.Accepts(), ", got ", text.empty() ? "nothing" : text);
+        }
+        return {};
+      },
+      "", spec.name);
+}
+
+std::string FlagsOf(const RunOptionSpec& spec, const char* flags) {
+  return flags != nullptr ? flags : Cat("--", spec.name);
+}
+
+std::string HelpOf(const RunOptionSpec& spec, const std::string& help) {
+  std::string h = help.empty() ? spec.help : help;
+  if (spec.meaning != nullptr && h.find(spec.meaning) == std::string::npos)
+    h += Cat(" (", spec.meaning, ")");
+  return h;
+}
+
+template <typename T>
+CLI::Option* AddChecked(CLI::App* cmd, const RunOptionSpec& spec, T& target,
+                        const std::string& help, const char* flags) {
+  return cmd->add_option(FlagsOf(spec, flags), target, HelpOf(spec, help))
+      ->check(RunOptionCheck(spec))
+      ->capture_default_str();
+}
+
+}  // namespace
+
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, float& target,
+                          const std::string& help, const char* flags) {
+  WC_CHECK(spec.kind == RunOptionKind::kNumber, spec.name, " is not a number option");
+  return AddChecked(cmd, spec, target, help, flags);
+}
+
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, int& target,
+                          const std::string& help, const char* flags) {
+  WC_CHECK(spec.kind == RunOptionKind::kCount, spec.name, " is not a count option");
+  return AddChecked(cmd, spec, target, help, flags);
+}
+
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, std::string& target,
+                          const std::string& help, const char* flags) {
+  WC_CHECK(spec.kind == RunOptionKind::kChoice, spec.name, " is not a choice option");
+  return AddChecked(cmd, spec, target, help, flags);
+}
+
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, bool& target,
+                          const std::string& help, const char* flags) {
+  WC_CHECK(spec.kind == RunOptionKind::kSwitch, spec.name, " is not a switch");
+  return cmd->add_flag(FlagsOf(spec, flags), target, HelpOf(spec, help));
+}
+
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, std::vector<int>& target,
+                          const std::string& help, const char* flags) {
+  WC_CHECK(spec.kind == RunOptionKind::kCount, spec.name, " is not a count option");
+  return AddChecked(cmd, spec, target, help, flags);
+}
+
+CLI::Option* AddMaxNewTokensOption(CLI::App* cmd, int& target, const std::string& help) {
+  return AddRunOption(cmd, run_option::kMaxNewTokensOption, target, help, "-n,--max-new-tokens");
+}
+
 void AddSpeculationOptions(CLI::App* cmd, SpeculationOptions& s) {
-  cmd->add_option("--speculate", s.mode,
-                  "Speculative decoding: off, lookup (tokens proposed from earlier n-grams of "
-                  "the prompt and reply) or draft (proposed by --draft-model), verified in the "
-                  "same step; the tokens are exactly those of off")
-      ->check(CLI::IsMember({"off", "lookup", "draft"}))
-      ->capture_default_str();
-  cmd->add_option("--speculate-k", s.k, "Speculative decoding: most tokens proposed per step")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  cmd->add_option("--lookup-ngram", s.lookup_ngram,
-                  "Prompt lookup: the longest n-gram ending the text that is looked up earlier")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
+  AddRunOption(cmd, run_option::kSpeculate, s.mode);
+  AddRunOption(cmd, run_option::kSpeculateK, s.k);
+  AddRunOption(cmd, run_option::kLookupNgram, s.lookup_ngram);
   cmd->add_option("--draft-model", s.draft_model,
                   "Speculative decoding: a smaller checkpoint with the model's tokenizer that "
                   "proposes tokens (--speculate draft; given alone, it implies it)")
@@ -111,11 +172,9 @@ const char kBeamsDoNotSpeculate[] =
     "--speculate: beam search (--beams) does not speculate; use one or the other";
 
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
-  cmd->add_option("--temperature", s.temperature, "Sampling temperature (0 = greedy)")
-      ->capture_default_str();
-  cmd->add_option("--top-k", s.top_k, "Sample from the k most likely tokens (0 = all)")
-      ->capture_default_str();
-  cmd->add_option("--top-p", s.top_p, "Nucleus sampling mass (1 = off)")->capture_default_str();
+  AddRunOption(cmd, run_option::kTemperature, s.temperature);
+  AddRunOption(cmd, run_option::kTopK, s.top_k);
+  AddRunOption(cmd, run_option::kTopP, s.top_p);
   cmd->add_option_function<std::string>(
          "--seed",
          [&seed](const std::string& v) {
@@ -126,18 +185,14 @@ void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed) {
                           static_cast<unsigned long long>(seed));
              return;
            }
-           const bool digits = !v.empty() && v.size() <= 20 &&
-                               v.find_first_not_of("0123456789") == std::string::npos;
-           errno = 0;
-           const unsigned long long n = digits ? std::strtoull(v.c_str(), nullptr, 10) : 0;
-           if (!digits || errno == ERANGE)
-             throw CLI::ValidationError(
-                 "--seed", Cat("'", v,
-                               "' is not a seed: give a whole number in [0, 2^64) or -1 "
-                               "for a random one"));
-           seed = n;
+           try {
+             seed = run_option::kSeed.ParseSeed(v, "--seed");
+           } catch (const Error&) {
+             throw CLI::ValidationError("--seed", Cat("must be ", run_option::kSeed.Accepts(),
+                                                      " or -1 for a random one, got ", v));
+           }
          },
-         "Random seed: same seed, same tokens (-1: a random seed, printed)")
+         Cat(run_option::kSeed.help, " (-1: a random seed, printed)"))
       ->default_str(std::to_string(seed));
 }
 

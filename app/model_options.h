@@ -11,6 +11,7 @@
 
 #include "kvcache/kv_cache.h"
 #include "model/decoder_model.h"
+#include "serving/run_options.h"
 #include "serving/sampler.h"
 #include "serving/serving_loop.h"
 
@@ -22,9 +23,10 @@ struct SpeculationOptions {
   // serving/draft_proposer.h)
   // The default, lookup, was measured never to cost more than 1% where nothing is guessed and to
   // gain 1.2x on random prompts (docs/performance.md#speculative-decoding-2026-11-27-intel-xeon).
-  std::string mode = "lookup";
-  int k = 8;                // --speculate-k: most tokens proposed per step, 1-16
-  int lookup_ngram = 3;     // --lookup-ngram: longest n-gram looked up, 1-16
+  // Defaults and ranges: serving/run_options.h.
+  std::string mode = run_option::kSpeculate.default_choice;
+  int k = static_cast<int>(run_option::kSpeculateK.default_number);              // --speculate-k
+  int lookup_ngram = static_cast<int>(run_option::kLookupNgram.default_number);  // --lookup-ngram
   std::string draft_model;  // --draft-model DIR (--speculate draft)
   // The draft model's proposer, once loaded (app/speculation.h's LoadDraftModel); null otherwise.
   std::shared_ptr<ProposerSource> source;
@@ -84,6 +86,24 @@ ActivationPrecision ParseMatmulPrecision(const std::string& name);
 
 // Registers --ids (ModelRunOptions::ids) on chat, batch and transcript record.
 void AddIdsFlag(CLI::App* cmd, ModelRunOptions& o);
+// Registers a run option (serving/run_options.h) on `cmd` as --NAME, or as `flags` when given
+// ("-n,--max-new-tokens"): the spec's help unless `help` is given, the target's value now as the
+// default shown, and the spec's check, so a bad value is the one line "--NAME: must be ACCEPTS,
+// got VALUE" at parse time. A kSwitch option is a flag (bool target).
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, float& target,
+                          const std::string& help = "", const char* flags = nullptr);
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, int& target,
+                          const std::string& help = "", const char* flags = nullptr);
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, std::string& target,
+                          const std::string& help = "", const char* flags = nullptr);
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, bool& target,
+                          const std::string& help = "", const char* flags = nullptr);
+// A list, each value checked (bench's --speculate-k 4 8: each measured).
+CLI::Option* AddRunOption(CLI::App* cmd, const RunOptionSpec& spec, std::vector<int>& target,
+                          const std::string& help = "", const char* flags = nullptr);
+// -n,--max-new-tokens with `help`.
+CLI::Option* AddMaxNewTokensOption(CLI::App* cmd, int& target, const std::string& help);
+
 // Registers --temperature, --top-k, --top-p, --seed. --seed takes a whole number in [0, 2^64) or
 // -1 / "random": a seed from the system's entropy, printed to stderr so the run can be repeated.
 void AddSamplingOptions(CLI::App* cmd, SamplingParams& s, uint64_t& seed);

@@ -10,9 +10,8 @@ namespace wc {
 
 void BeamParams::Validate() const {
   if (num_beams < 1 || num_beams > kMaxBeams)
-    throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", num_beams));
-  if (!std::isfinite(length_penalty) || length_penalty < 0)
-    throw Error(Cat("--length-penalty must be a finite number >= 0, got ", length_penalty));
+    throw Error(Cat("--beams must be in 1-", kMaxBeams, ", got ", num_beams));
+  run_option::kLengthPenalty.Check(length_penalty, "--length-penalty");
   if (num_return < 1 || num_return > num_beams)
     throw Error(Cat("--num-return must be in [1, --beams = ", num_beams, "], got ", num_return));
 }

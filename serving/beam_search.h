@@ -18,14 +18,14 @@
 #include <functional>
 #include <vector>
 
+#include "serving/run_options.h"
+
 namespace wc {
 
-constexpr int kMaxBeams = 16;
-
 struct BeamParams {
-  int num_beams = 1;            // W, 1..kMaxBeams
-  float length_penalty = 1.0f;  // finite, >= 0
-  bool early_stopping = false;
+  int num_beams = 1;  // W, 1..kMaxBeams
+  float length_penalty = static_cast<float>(run_option::kLengthPenalty.default_number);
+  bool early_stopping = run_option::kEarlyStopping.default_number != 0;
   int num_return = 1;  // 1..W
   // Throws wc::Error naming the flag (--beams, --length-penalty, --num-return) when out of range.
   void Validate() const;

@@ -18,15 +18,12 @@ bool ConversationSettings::operator==(const ConversationSettings& o) const {
          max_new_tokens == o.max_new_tokens && beams_equal(beams, o.beams) && system == o.system;
 }
 
-namespace {
-
-void Validate(const ConversationSettings& s) {
-  if (!s.beams) s.sampling.Validate();
-  if (s.beams) s.beams->Validate();
-  if (s.max_new_tokens < 1) throw Error(Cat("max-tokens must be >= 1, got ", s.max_new_tokens));
+void ConversationSettings::Validate() const {
+  if (!beams) sampling.Validate();
+  if (beams) beams->Validate();
+  if (max_new_tokens < 1)  // a reply has a token at least
+    throw Error(Cat("max-tokens must be >= 1 in a conversation, got ", max_new_tokens));
 }
-
-}  // namespace
 
 // Records the turn, then hands everything on to the front end's observer.
 class Conversation::TurnObserver : public RequestObserver {
@@ -56,7 +53,7 @@ Conversation::Conversation(ServingLoop& loop, const DecoderModel& model, const T
     : loop_(loop), model_(model), tokenizer_(tokenizer), format_(std::move(format)) {
   format_.CheckUsable();  // a checkpoint chat template wormchat does not know: one line
   state_.settings = settings;
-  Validate(state_.settings);
+  state_.settings.Validate();
   stream_seed_ = state_.settings.seed;
   session_ = loop_.OpenSession();
 }
@@ -209,7 +206,7 @@ void Conversation::Reset() {
 }
 
 void Conversation::set_settings(const ConversationSettings& settings) {
-  Validate(settings);
+  settings.Validate();
   std::lock_guard<std::mutex> lock(mu_);
   // A new stream only if the seed differs from the running stream's (setting it back and forth
   // between two replies changes nothing, as a transcript's net `set:` lines say).
@@ -303,7 +300,7 @@ RequestId Conversation::Restore(const std::vector<ConversationTurn>& turns,
   for (size_t i = 0; i < turns.size(); ++i) {
     const ConversationTurn& t = turns[i];
     if (!t.finished) throw Error(Cat("turn ", i + 1, " has no reply"));
-    Validate(t.settings);
+    t.settings.Validate();
     if (t.settings.seed != seed) {
       seed = t.settings.seed;
       draws = 0;

@@ -36,10 +36,13 @@ namespace wc {
 struct ConversationSettings {
   SamplingParams sampling;
   uint64_t seed = 0;
-  int max_new_tokens = 256;         // >= 1
-  std::optional<BeamParams> beams;  // set: replies by beam search
-  std::string system;               // system prompt ("" = none); needs a chat format
+  int max_new_tokens = kDefaultMaxNewTokens;  // >= 1
+  std::optional<BeamParams> beams;            // set: replies by beam search
+  std::string system;                         // system prompt ("" = none); needs a chat format
   bool operator==(const ConversationSettings& o) const;
+  // Throws wc::Error naming the setting out of range (serving/run_options.h's bounds, and
+  // max_new_tokens >= 1: a reply has a token at least).
+  void Validate() const;
 };
 
 struct ConversationTurn {

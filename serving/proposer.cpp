@@ -9,8 +9,7 @@ namespace wc {
 namespace {
 
 void ValidateMaxNgram(int max_ngram) {
-  if (max_ngram < 1 || max_ngram > kMaxLookupNgram)
-    throw Error(Cat("--lookup-ngram must be in 1-", kMaxLookupNgram, ", got ", max_ngram));
+  run_option::kLookupNgram.Check(max_ngram, "--lookup-ngram");
 }
 
 // history[from, from + k) clipped to the history's end.
@@ -90,8 +89,7 @@ std::vector<int> PromptLookupProposer::Lookup(int k) const {
 }
 
 AdaptiveK::AdaptiveK(int k_max) : k_max_(k_max), k_(k_max) {
-  if (k_max < 1 || k_max > kMaxSpeculateK)
-    throw Error(Cat("--speculate-k must be in 1-", kMaxSpeculateK, ", got ", k_max));
+  run_option::kSpeculateK.Check(k_max, "--speculate-k");
 }
 
 void AdaptiveK::Record(int proposed, int accepted) {

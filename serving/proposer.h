@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "serving/run_options.h"
+
 namespace wc {
 
 // What proposes one speculating request's draft tokens. The serving loop makes one per admitted
@@ -36,9 +38,6 @@ class ProposerSource {
   virtual ~ProposerSource() = default;
   virtual std::unique_ptr<Proposer> Make(int user_row) = 0;
 };
-
-constexpr int kMaxLookupNgram = 16;  // the longest n-gram --lookup-ngram may ask to match
-constexpr int kMaxSpeculateK = 16;   // the most tokens --speculate-k may propose per step
 
 // The reference lookup, by scanning: for n from min(max_ngram, size - 1) down to 1, the n-gram
 // ending at the history's last token is looked for at every earlier end position, latest first;

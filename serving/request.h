@@ -83,7 +83,7 @@ struct Request {
   // Seeds this request's RNG stream. In a session only the first turn's seed is used: later turns
   // continue the session's stream.
   uint64_t seed = 0;
-  int max_new_tokens = 256;       // >= 0
+  int max_new_tokens = kDefaultMaxNewTokens;  // >= 0
   std::vector<std::string> stop;  // non-empty strings; the text before a stop string is kept
   bool stop_at_eos = true;  // the model's end-of-generation ids end the reply (EOS, a GGUF EOT...)
   // 0: one-shot (the user row is freed when the request ends). Else a session from

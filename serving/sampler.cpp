@@ -4,15 +4,15 @@
 #include <cmath>
 #include <numeric>
 
+#include "serving/run_options.h"
 #include "util/error.h"
 
 namespace wc {
 
 void SamplingParams::Validate() const {
-  if (!(temperature >= 0.0f) || !std::isfinite(temperature))
-    throw Error(Cat("--temperature must be a finite number >= 0 (0 = greedy), got ", temperature));
-  if (top_k < 0) throw Error(Cat("--top-k must be >= 0 (0 = no limit), got ", top_k));
-  if (!(top_p > 0.0f && top_p <= 1.0f)) throw Error(Cat("--top-p must be in (0, 1], got ", top_p));
+  run_option::kTemperature.Check(temperature, "--temperature");
+  run_option::kTopK.Check(top_k, "--top-k");
+  run_option::kTopP.Check(top_p, "--top-p");
 }
 
 Sampler::Sampler(const SamplingParams& params, uint64_t seed) : params_(params), rng_(seed) {
@@ -65,43 +65,63 @@ int Sampler::Argmax(const float* logits, int vocab) const {
   return best;
 }
 
-void Sampler::Distribution(const float* logits, int vocab, SamplingDistribution* dist) {
-  WC_CHECK(vocab > 0, "empty vocabulary");
-  if (params_.temperature == 0.0f) {
-    dist->tokens.assign(1, Argmax(logits, vocab));
-    dist->weights.assign(1, 1.0);
-    dist->total = 1.0;
-    return;
-  }
+// The chain's stages, in order. Each reads what the one before left in `order_` / `dist`.
+
+int Sampler::KeepTopK(const float* logits, int vocab) {
   const int k = params_.top_k == 0 ? vocab : std::min(params_.top_k, vocab);
   order_.resize(vocab);
   std::iota(order_.begin(), order_.end(), 0);
   std::partial_sort(order_.begin(), order_.begin() + k, order_.end(), Better{logits});
   if (std::isnan(logits[order_[0]]))
     throw Error("all logits are NaN; the model produced no number");
-  // Softmax of logits / T over the top k, in double.
-  std::vector<double>& probs = dist->weights;
-  probs.assign(k, 0.0);
+  return k;
+}
+
+double Sampler::WeighByTemperature(const float* logits, int k, SamplingDistribution* dist) const {
+  // Softmax numerators of logits / T over the candidates, in double; NaN logits (sorted last)
+  // end the list.
+  std::vector<double>& weights = dist->weights;
+  weights.assign(k, 0.0);
   const double top = logits[order_[0]];
   double sum = 0.0;
   int n = 0;
   for (; n < k && !std::isnan(logits[order_[n]]); ++n) {
-    probs[n] = std::exp((logits[order_[n]] - top) / params_.temperature);
-    sum += probs[n];
+    weights[n] = std::exp((logits[order_[n]] - top) / params_.temperature);
+    sum += weights[n];
   }
-  // Top-p: the smallest prefix whose mass reaches top_p (at least one token).
+  weights.resize(n);
+  return sum;
+}
+
+void Sampler::KeepTopP(double sum, SamplingDistribution* dist) const {
+  // The smallest prefix whose mass reaches top_p (at least one token).
+  std::vector<double>& weights = dist->weights;
+  const int n = static_cast<int>(weights.size());
   double mass = 0.0;
   int keep = 0;
   while (keep < n) {
-    mass += probs[keep] / sum;
+    mass += weights[keep] / sum;
     ++keep;
     if (mass >= params_.top_p) break;
   }
-  probs.resize(keep);
+  weights.resize(keep);
   dist->tokens.assign(order_.begin(), order_.begin() + keep);
   double kept = 0.0;
-  for (int i = 0; i < keep; ++i) kept += probs[i];
+  for (int i = 0; i < keep; ++i) kept += weights[i];
   dist->total = kept;
+}
+
+void Sampler::Distribution(const float* logits, int vocab, SamplingDistribution* dist) {
+  WC_CHECK(vocab > 0, "empty vocabulary");
+  if (params_.temperature == 0.0f) {  // greedy: the chain's limit, the argmax alone
+    dist->tokens.assign(1, Argmax(logits, vocab));
+    dist->weights.assign(1, 1.0);
+    dist->total = 1.0;
+    return;
+  }
+  const int k = KeepTopK(logits, vocab);
+  const double sum = WeighByTemperature(logits, k, dist);
+  KeepTopP(sum, dist);
 }
 
 int Sampler::Sample(const float* logits, int vocab) {

@@ -6,14 +6,16 @@
 #include <cstdint>
 #include <vector>
 
+#include "serving/run_options.h"
 #include "util/rng.h"
 
 namespace wc {
 
 struct SamplingParams {
-  float temperature = 1.0f;  // 0 = greedy
-  int top_k = 5;             // 0 = whole vocabulary
-  float top_p = 0.9f;        // 1 = off
+  // Defaults and ranges: serving/run_options.h.
+  float temperature = static_cast<float>(run_option::kTemperature.default_number);  // 0 = greedy
+  int top_k = static_cast<int>(run_option::kTopK.default_number);      // 0 = whole vocabulary
+  float top_p = static_cast<float>(run_option::kTopP.default_number);  // 1 = off
   // Throws wc::Error naming the flag (--temperature, --top-k, --top-p) if out of range.
   void Validate() const;
 };
@@ -34,6 +36,12 @@ struct SamplingDistribution {
   int Draw(double u) const;
 };
 
+// One chain of stages decides every token: Sample draws from it, SampleVerify (speculation's
+// verify step) draws from it and compares, and logprobs read it (Distribution):
+//   1. top-k: the k highest logits (all when 0), higher first, lower id on ties, NaN last;
+//   2. temperature: each candidate weighs exp((logit - top logit) / T), NaN logits dropped;
+//   3. top-p: the shortest prefix whose share of the weight reaches top_p.
+// Greedy (temperature 0) is the chain's limit: the argmax alone.
 class Sampler {
  public:
   Sampler(const SamplingParams& params, uint64_t seed);
@@ -70,6 +78,12 @@ class Sampler {
  private:
   // Greedy's choice: the highest logit, lower id on ties, never a NaN (throws if all are NaN).
   int Argmax(const float* logits, int vocab) const;
+  // The chain's stages (above), in order: KeepTopK leaves the candidates first in order_ and
+  // returns their count (throws if all logits are NaN); WeighByTemperature fills dist->weights
+  // and returns their sum; KeepTopP cuts them and fills dist->tokens and dist->total.
+  int KeepTopK(const float* logits, int vocab);
+  double WeighByTemperature(const float* logits, int k, SamplingDistribution* dist) const;
+  void KeepTopP(double sum, SamplingDistribution* dist) const;
 
   SamplingParams params_;
   Rng rng_;

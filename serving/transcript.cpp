@@ -21,9 +21,16 @@ namespace {
 const char kTurnHeader[] = "--- turn ";
 
 // The settings keys, in the order a header lists them.
-const std::vector<std::string> kBaseKeys = {"temperature",    "top-k", "top-p", "seed",
-                                            "max-new-tokens", "beams", "system"};
-const std::vector<std::string> kBeamKeys = {"length-penalty", "early-stopping"};
+// serving/run_options.h declares each but system.
+const std::vector<std::string> kBaseKeys = {run_option::kTemperature.name,
+                                            run_option::kTopK.name,
+                                            run_option::kTopP.name,
+                                            run_option::kSeed.name,
+                                            run_option::kMaxNewTokensOption.name,
+                                            run_option::kBeams.name,
+                                            "system"};
+const std::vector<std::string> kBeamKeys = {run_option::kLengthPenalty.name,
+                                            run_option::kEarlyStopping.name};
 
 bool IsSettingKey(const std::string& key) {
   for (const auto& k : kBaseKeys)
@@ -37,21 +44,6 @@ long long ParseInteger(const std::string& key, const std::string& value) {
   const std::optional<long long> v = ParseWholeInteger(value);
   if (!v) throw Error(Cat(key, ": '", value, "' is not an integer"));
   return *v;
-}
-
-float ParseFloatValue(const std::string& key, const std::string& value) {
-  char* end = nullptr;
-  errno = 0;
-  const float v = std::strtof(value.c_str(), &end);
-  if (value.empty() || end != value.c_str() + value.size() || errno == ERANGE)
-    throw Error(Cat(key, ": '", value, "' is not a number"));
-  return v;
-}
-
-void ValidateTranscriptSettings(const ConversationSettings& s) {
-  if (!s.beams) s.sampling.Validate();
-  if (s.beams) s.beams->Validate();
-  if (s.max_new_tokens < 1) throw Error(Cat("max-new-tokens must be >= 1, got ", s.max_new_tokens));
 }
 
 std::string JsonString(const std::string& text) {
@@ -319,39 +311,31 @@ void ApplySetting(ConversationSettings& s, const std::string& key, const std::st
   auto need_beams = [&] {
     if (!n.beams) throw Error(Cat(key, " applies to beam search; set beams > 0 first"));
   };
-  if (key == "temperature") {
-    n.sampling.temperature = ParseFloatValue(key, value);
-  } else if (key == "top-k") {
-    n.sampling.top_k = static_cast<int>(ParseInteger(key, value));
-  } else if (key == "top-p") {
-    n.sampling.top_p = ParseFloatValue(key, value);
-  } else if (key == "seed") {
-    const std::optional<uint64_t> v = ParseWholeUnsigned(value);
-    if (!v)
-      throw Error(Cat("seed: '", value, "' is not a whole number in [0, 18446744073709551615]"));
-    n.seed = *v;
-  } else if (key == "max-new-tokens") {
-    const long long v = ParseInteger(key, value);
-    if (v < 1 || v > 1 << 30) throw Error(Cat("max-new-tokens must be >= 1, got ", value));
-    n.max_new_tokens = static_cast<int>(v);
-  } else if (key == "beams") {
-    const long long w = ParseInteger(key, value);
-    if (w < 0 || w > kMaxBeams)
-      throw Error(Cat("beams must be in [0, ", kMaxBeams, "] (0: sampling), got ", value));
+  using namespace run_option;
+  if (key == kTemperature.name) {
+    n.sampling.temperature = static_cast<float>(kTemperature.ParseNumber(value, key));
+  } else if (key == kTopK.name) {
+    n.sampling.top_k = static_cast<int>(kTopK.ParseNumber(value, key));
+  } else if (key == kTopP.name) {
+    n.sampling.top_p = static_cast<float>(kTopP.ParseNumber(value, key));
+  } else if (key == kSeed.name) {
+    n.seed = kSeed.ParseSeed(value, key);
+  } else if (key == kMaxNewTokensOption.name) {
+    n.max_new_tokens = static_cast<int>(kMaxNewTokensOption.ParseNumber(value, key));
+  } else if (key == kBeams.name) {
+    const int w = static_cast<int>(kBeams.ParseNumber(value, key));
     if (w == 0) {
       n.beams.reset();
     } else {
       if (!n.beams) n.beams = BeamParams{};
-      n.beams->num_beams = static_cast<int>(w);
+      n.beams->num_beams = w;
     }
-  } else if (key == "length-penalty") {
+  } else if (key == kLengthPenalty.name) {
     need_beams();
-    n.beams->length_penalty = ParseFloatValue(key, value);
-  } else if (key == "early-stopping") {
+    n.beams->length_penalty = static_cast<float>(kLengthPenalty.ParseNumber(value, key));
+  } else if (key == kEarlyStopping.name) {
     need_beams();
-    if (value != "true" && value != "false")
-      throw Error(Cat("early-stopping: '", value, "' is not true or false"));
-    n.beams->early_stopping = value == "true";
+    n.beams->early_stopping = kEarlyStopping.ParseSwitch(value, key);
   } else if (key == "system") {
     if (!value.empty() && value[0] == '"') {
       nlohmann::json j;
@@ -365,11 +349,12 @@ void ApplySetting(ConversationSettings& s, const std::string& key, const std::st
       n.system = value;
     }
   } else {
-    throw Error(Cat("'", key,
-                    "' is not a setting; the settings are temperature, top-k, top-p, seed, "
-                    "max-new-tokens, beams, length-penalty, early-stopping, system"));
+    std::string names;
+    for (const auto* keys : {&kBaseKeys, &kBeamKeys})
+      for (const std::string& k : *keys) names += (names.empty() ? "" : ", ") + k;
+    throw Error(Cat("'", key, "' is not a setting; the settings are ", names));
   }
-  ValidateTranscriptSettings(n);
+  n.Validate();
   s = std::move(n);
 }
 

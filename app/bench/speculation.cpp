@@ -80,13 +80,9 @@ void AddBenchSpeculationOptions(CLI::App* cmd, BenchSpeculationOptions& s) {
                   "proposal right but --oracle-accept's share)")
       ->check(CLI::IsMember({"off", "lookup", "oracle", "draft"}))
       ->capture_default_str();
-  cmd->add_option("--speculate-k", s.ks, "Most tokens proposed per step, each measured (1-16)")
-      ->delimiter(',')
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
-  cmd->add_option("--lookup-ngram", s.lookup_ngram, "Prompt lookup's longest n-gram (1-16)")
-      ->check(CLI::Range(1, 16))
-      ->capture_default_str();
+  AddRunOption(cmd, run_option::kSpeculateK, s.ks, "Most tokens proposed per step, each measured")
+      ->delimiter(',');
+  AddRunOption(cmd, run_option::kLookupNgram, s.lookup_ngram);
   cmd->add_option("--draft-model", s.draft_model,
                   "The draft checkpoint of --speculate draft (given alone, it implies it)")
       ->transform(ModelPathTransform());

@@ -8,6 +8,7 @@
 
 #include "app/chat/typed_path.h"
 #include "serving/beam_search.h"
+#include "serving/run_options.h"
 #include "util/error.h"
 #include "util/nearest_name.h"
 
@@ -36,9 +37,31 @@ const CommandSpec kCommands[] = {
 // The commands whose argument is a file name (Tab completes it).
 const char* const kFileCommands[] = {"/export", "/export!", "/save", "/load"};
 
-const char* const kSettings[] = {"temperature", "top-k",       "top-p",
-                                 "seed",        "max-tokens",  "render",
-                                 "speculate",   "speculate-k", "lookup-ngram"};
+// What /set sets: run options (serving/run_options.h) by their names - max-tokens is the chat's
+// name for max-new-tokens, both accepted - and render, the full-screen chat's own.
+struct Setting {
+  const char* name;
+  const RunOptionSpec* spec;  // nullptr: render
+};
+const Setting kSettings[] = {
+    {"temperature", &run_option::kTemperature},
+    {"top-k", &run_option::kTopK},
+    {"top-p", &run_option::kTopP},
+    {"seed", &run_option::kSeed},
+    {"max-tokens", &run_option::kMaxNewTokensOption},
+    {"max-new-tokens", &run_option::kMaxNewTokensOption},
+    {"render", nullptr},
+    {"speculate", &run_option::kSpeculate},
+    {"speculate-k", &run_option::kSpeculateK},
+    {"lookup-ngram", &run_option::kLookupNgram},
+};
+
+std::string SettingNames() {
+  std::string names;
+  for (const Setting& s : kSettings)
+    if (std::string(s.name) != "max-new-tokens") names += Cat(names.empty() ? "" : ", ", s.name);
+  return names;
+}
 
 ChatCommand Hint(std::string text) {
   ChatCommand c;
@@ -86,58 +109,45 @@ ChatCommand ParseCopy(const std::vector<std::string>& words) {
 
 ChatCommand ParseSet(const std::vector<std::string>& words) {
   if (words.size() != 3)
-    return Hint(
-        "/set needs a setting and a value, e.g. /set temperature 0.7 (settings: "
-        "temperature, top-k, top-p, seed, max-tokens, render, speculate, speculate-k, "
-        "lookup-ngram)");
-  const std::string& name = words[1];
-  if (name == "render") {  // the full-screen chat's, not the conversation's
-    if (words[2] != "markdown" && words[2] != "plain")
-      return Hint(Cat("/set render takes markdown or plain, got '", words[2], "'"));
-    ChatCommand c;
-    c.kind = ChatCommand::Kind::kSet;
-    c.name = name;
-    c.value = words[2] == "markdown" ? 1 : 0;
-    return c;
-  }
-  if (name == "speculate") {  // how the next replies decode, not which tokens
-    if (words[2] != "off" && words[2] != "lookup" && words[2] != "draft")
-      return Hint(Cat("/set speculate takes off, lookup or draft, got '", words[2], "'"));
-    ChatCommand c;
-    c.kind = ChatCommand::Kind::kSet;
-    c.name = name;
-    c.path = words[2];
-    return c;
-  }
-  double v = 0;
-  if (!ParseNumber(words[2], v))
-    return Hint(Cat("/set ", name, ": '", words[2], "' is not a number"));
-  if (name == "temperature") {
-    if (v < 0) return Hint(Cat("/set temperature must be >= 0 (0 = greedy), got ", words[2]));
-  } else if (name == "top-k") {
-    if (v < 0 || !IsInteger(v) || v > 1e9)
-      return Hint(Cat("/set top-k must be a whole number >= 0 (0 = no limit), got ", words[2]));
-  } else if (name == "top-p") {
-    if (!(v > 0 && v <= 1)) return Hint(Cat("/set top-p must be in (0, 1], got ", words[2]));
-  } else if (name == "seed") {
-    if (v < 0 || !IsInteger(v) || v >= 18446744073709551616.0)
-      return Hint(Cat("/set seed must be a whole number >= 0, got ", words[2]));
-  } else if (name == "max-tokens") {
-    if (v < 1 || !IsInteger(v) || v > 1e9)
-      return Hint(Cat("/set max-tokens must be a whole number >= 1, got ", words[2]));
-  } else if (name == "speculate-k" || name == "lookup-ngram") {
-    if (v < 1 || v > 16 || !IsInteger(v))
-      return Hint(Cat("/set ", name, " must be a whole number in 1-16, got ", words[2]));
-  } else {
-    return Hint(Cat("/set: unknown setting '", name,
-                    "'; settings: temperature, top-k, top-p, seed, max-tokens, render, speculate, "
-                    "speculate-k, lookup-ngram"));
-  }
+    return Hint(Cat("/set needs a setting and a value, e.g. /set temperature 0.7 (settings: ",
+                    SettingNames(), ")"));
+  const Setting* setting = nullptr;
+  for (const Setting& s : kSettings)
+    if (words[1] == s.name) setting = &s;
+  if (setting == nullptr)
+    return Hint(Cat("/set: unknown setting '", words[1], "'; settings: ", SettingNames()));
   ChatCommand c;
   c.kind = ChatCommand::Kind::kSet;
-  c.name = name;
-  c.value = v;
-  if (name == "seed") c.path = words[2];  // exact digits: a double cannot hold every 64-bit seed
+  c.name = setting->spec == &run_option::kMaxNewTokensOption ? "max-tokens" : setting->name;
+  const std::string& value = words[2];
+  const std::string label = Cat("/set ", words[1]);
+  if (setting->spec == nullptr) {  // render: the full-screen chat's, not the conversation's
+    if (value != "markdown" && value != "plain")
+      return Hint(Cat(label, " must be markdown or plain, got ", value));
+    c.value = value == "markdown" ? 1 : 0;
+    return c;
+  }
+  const RunOptionSpec& spec = *setting->spec;
+  try {
+    switch (spec.kind) {
+      case RunOptionKind::kChoice:  // speculate: how the next replies decode, not which tokens
+        c.path = spec.ParseChoice(value, label);
+        break;
+      case RunOptionKind::kSeed:
+        // Exact digits: a double cannot hold every 64-bit seed.
+        c.path = std::to_string(spec.ParseSeed(value, label));
+        c.value = static_cast<double>(std::stoull(c.path));
+        break;
+      default:
+        c.value = spec.ParseNumber(value, label);
+        if (&spec == &run_option::kMaxNewTokensOption && c.value < 1)
+          return Hint(
+              Cat(label, " must be >= 1 in a chat (a reply has a token at least), got ", value));
+        break;
+    }
+  } catch (const Error& e) {
+    return Hint(e.what());
+  }
   return c;
 }
 
@@ -166,12 +176,13 @@ ChatCommand ParseChatCommand(const std::string& line, std::string* message) {
       case ChatCommand::Kind::kSet:
         return ParseSet(words);
       case ChatCommand::Kind::kBeams: {
-        double w = 0;
-        if (words.size() != 2 || !ParseNumber(words[1], w) || !IsInteger(w) || w < 0 ||
-            w > kMaxBeams)
-          return Hint(
-              Cat("/beams needs a number of beams in [1, ", kMaxBeams, "] (0: sample again)"));
-        c.value = w;
+        if (words.size() != 2)
+          return Hint(Cat("/beams needs a number of beams: ", run_option::kBeams.Accepts()));
+        try {
+          c.value = run_option::kBeams.ParseNumber(words[1], "/beams");
+        } catch (const Error& e) {
+          return Hint(e.what());
+        }
         return c;
       }
       case ChatCommand::Kind::kRetry:
@@ -256,8 +267,9 @@ std::vector<std::string> CompleteChatCommand(const std::string& prefix) {
   if (prefix.rfind("/set ", 0) == 0) {
     const std::string partial = prefix.substr(5);
     if (partial.find(' ') != std::string::npos) return out;
-    for (const char* s : kSettings)
-      if (std::string(s).rfind(partial, 0) == 0) out.push_back(std::string("/set ") + s + " ");
+    for (const Setting& s : kSettings)  // max-new-tokens is max-tokens' second name: not offered
+      if (std::string(s.name) != "max-new-tokens" && std::string(s.name).rfind(partial, 0) == 0)
+        out.push_back(Cat("/set ", s.name, " "));
     return out;
   }
   if (prefix.empty() || prefix[0] != '/' || prefix.find(' ') != std::string::npos) return out;

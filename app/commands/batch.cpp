@@ -31,9 +31,9 @@ namespace {
 
 struct BatchCmdOptions {
   ModelRunOptions run = ServingRunDefaults();
-  std::string input;         // -i (- = stdin)
-  std::string output;        // -o
-  int max_new_tokens = 256;  // -n: max_tokens of requests that give none
+  std::string input;                          // -i (- = stdin)
+  std::string output;                         // -o
+  int max_new_tokens = kDefaultMaxNewTokens;  // -n: max_tokens of requests that give none
   SamplingParams sampling;
   uint64_t seed = 0;
   std::vector<std::string> stop;
@@ -242,9 +242,8 @@ void RegisterBatch(CLI::App& app) {
   AddTensorParallelOption(cmd, o->run);
   AddIdsFlag(cmd, o->run);
   AddKVBlocksOption(cmd, o->run);
-  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,
-                  "Most tokens to generate for requests without max_tokens")
-      ->capture_default_str();
+  AddMaxNewTokensOption(cmd, o->max_new_tokens,
+                        "Most tokens to generate for requests without max_tokens");
   AddSamplingOptions(cmd, o->sampling, o->seed);
   AddSpeculationOptions(cmd, o->run.speculation);
   cmd->add_option("--stop", o->stop,

@@ -25,7 +25,7 @@ namespace {
 
 struct ChatCmdOptions {
   ModelRunOptions run = ServingRunDefaults();
-  int max_new_tokens = 256;
+  int max_new_tokens = kDefaultMaxNewTokens;
   SamplingParams sampling;
   uint64_t seed = 0;
   bool seed_given = false;         // --seed; else one from the system's entropy
@@ -117,12 +117,10 @@ void RegisterChat(CLI::App& app) {
   AddTensorParallelOption(cmd, o->run);
   AddPrefixCacheOption(cmd, o->run);
   AddIdsFlag(cmd, o->run);
-  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens per reply")
-      ->capture_default_str();
+  AddMaxNewTokensOption(cmd, o->max_new_tokens, "Most tokens per reply");
   AddSamplingOptions(cmd, o->sampling, o->seed);
-  cmd->add_option("--beams", o->beams,
-                  "Reply by beam search with W beams (1-16; 0 samples); /beams W changes it")
-      ->capture_default_str();
+  AddRunOption(cmd, run_option::kBeams, o->beams,
+               "Reply by beam search with W beams (0 = sample); /beams W changes it");
   AddSpeculationOptions(cmd, o->run.speculation);
   cmd->add_option("--system", o->system,
                   "A system prompt, framed before the conversation and kept when old turns are "

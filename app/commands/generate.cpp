@@ -29,7 +29,7 @@ struct GenerateCmdOptions {
   ModelRunOptions run = ServingRunDefaults();
   std::string prompt;
   std::string ids;  // --ids: raw token ids instead of --prompt
-  int max_new_tokens = 256;
+  int max_new_tokens = kDefaultMaxNewTokens;
   SamplingParams sampling;
   uint64_t seed = 0;
   std::vector<std::string> stop;
@@ -226,19 +226,13 @@ void RegisterGenerate(CLI::App& app) {
                               "no chat framing)");
   prompt->excludes(ids);
   ids->excludes(prompt);
-  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens, "Most tokens to generate")
-      ->capture_default_str();
+  AddMaxNewTokensOption(cmd, o->max_new_tokens, "Most tokens to generate");
   AddSamplingOptions(cmd, o->sampling, o->seed);
-  auto* beams = cmd->add_option("--beams", o->beams,
-                                "Beam search with W beams (1-16) instead of sampling: "
-                                "deterministic, the sampling options are ignored");
-  cmd->add_option("--length-penalty", o->beam.length_penalty,
-                  "Beam search: a hypothesis scores its log-probability / length^L (>= 0)")
-      ->capture_default_str()
-      ->needs(beams);
-  cmd->add_flag("--early-stopping", o->beam.early_stopping,
-                "Beam search: end as soon as W hypotheses are finished")
-      ->needs(beams);
+  auto* beams = AddRunOption(cmd, run_option::kBeams, o->beams,
+                             "Beam search with W beams instead of sampling: deterministic, the "
+                             "sampling options are ignored");
+  AddRunOption(cmd, run_option::kLengthPenalty, o->beam.length_penalty)->needs(beams);
+  AddRunOption(cmd, run_option::kEarlyStopping, o->beam.early_stopping)->needs(beams);
   cmd->add_option("--num-return", o->beam.num_return,
                   "Beam search: how many hypotheses to print, best first (at most --beams)")
       ->capture_default_str()
@@ -254,7 +248,8 @@ void RegisterGenerate(CLI::App& app) {
     ApplyGenerationDefaults(*cmd, o->run.model_dir, &o->sampling, &o->max_new_tokens);
     if (prompt->count() == 0 && ids->count() == 0)
       throw UsageError("generate needs --prompt or --ids");
-    if (beams->count() > 0 && o->beams == 0) throw Error("--beams must be in [1, 16], got 0");
+    if (beams->count() > 0 && o->beams == 0)
+      throw Error(Cat("--beams must be in 1-", kMaxBeams, " (leave it out to sample), got 0"));
     CheckSpeculation(*cmd, o->run.speculation, o->beams);
     RunGenerate(*o);
   });

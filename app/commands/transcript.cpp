@@ -31,7 +31,7 @@ struct RecordCmdOptions {
   ModelRunOptions run = ServingRunDefaults();
   std::string turns;  // --turns: the user's side (serving/turns_file.h)
   std::string out;    // --out
-  int max_new_tokens = 256;
+  int max_new_tokens = kDefaultMaxNewTokens;
   SamplingParams sampling;
   uint64_t seed = 0;  // as generate and chat: a sampled first turn is generate's reply
   int beams = 0;      // 0: sample
@@ -283,26 +283,18 @@ void RegisterTranscript(CLI::App& app) {
   AddModelRunOptions(record, r->run);
   AddIdsFlag(record, r->run);
   AddKVBlocksOption(record, r->run);
-  record->add_option("-n,--max-new-tokens", r->max_new_tokens, "Most tokens per reply")
-      ->capture_default_str();
+  AddMaxNewTokensOption(record, r->max_new_tokens, "Most tokens per reply");
   AddSamplingOptions(record, r->sampling, r->seed);
-  auto* beams = record->add_option("--beams", r->beams,
-                                   "Beam search with W beams (1-16) instead of sampling");
-  record
-      ->add_option("--length-penalty", r->beam.length_penalty,
-                   "Beam search: a hypothesis scores its log-probability / length^L (>= 0)")
-      ->capture_default_str()
-      ->needs(beams);
-  record
-      ->add_flag("--early-stopping", r->beam.early_stopping,
-                 "Beam search: end as soon as W hypotheses are finished")
-      ->needs(beams);
+  auto* beams = AddRunOption(record, run_option::kBeams, r->beams);
+  AddRunOption(record, run_option::kLengthPenalty, r->beam.length_penalty)->needs(beams);
+  AddRunOption(record, run_option::kEarlyStopping, r->beam.early_stopping)->needs(beams);
   record->add_option("--system", r->system, "System prompt (needs the model's chat format)");
   AddSpeculationOptions(record, r->run.speculation);
   record->callback([r, beams, record] {
     ApplyGenerationDefaults(*record, r->run.model_dir, &r->sampling, &r->max_new_tokens);
     if (beams->count() > 0 && (r->beams < 1 || r->beams > kMaxBeams))
-      throw Error(Cat("--beams must be in [1, ", kMaxBeams, "], got ", r->beams));
+      throw Error(
+          Cat("--beams must be in 1-", kMaxBeams, " (leave it out to sample), got ", r->beams));
     CheckSpeculation(*record, r->run.speculation, r->beams);
     RunRecord(*r);
   });

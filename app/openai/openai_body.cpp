@@ -4,6 +4,8 @@
 #include <climits>
 #include <utility>
 
+#include "serving/run_options.h"
+
 namespace wc {
 
 using nlohmann::json;
@@ -141,37 +143,40 @@ class BodyReader {
     if (b.prompt.empty()) Fail("prompt", " is empty");
   }
 
+  // A field of a run option (serving/run_options.h), named `key` (its spec's field unless given):
+  // a JSON number the option holds, else the spec's refusal naming the field.
+  double ReadNumber(const json& v, const RunOptionSpec& spec, const char* key = nullptr) const {
+    if (key == nullptr) key = spec.field;
+    if (!v.is_number() || (spec.kind == RunOptionKind::kCount && !v.is_number_integer()) ||
+        !spec.Holds(v.get<double>()))
+      Fail(key, " must be " + spec.Accepts() + ", got " + ShortJson(v));
+    return v.get<double>();
+  }
+
   void ReadMaxTokens(OpenAIBody& b, const char* key) const {
     const json* v = Field(body_, key);
     if (v == nullptr) return;
-    if (!IsNonNegativeInt(*v)) Fail(key, " must be an integer >= 0, got " + ShortJson(*v));
-    b.max_tokens = static_cast<int>(std::min<uint64_t>(v->get<uint64_t>(), INT_MAX));
+    b.max_tokens = static_cast<int>(ReadNumber(*v, run_option::kMaxNewTokensOption, key));
   }
 
   // The sampling fields a body may set (the others take the front end's values).
   void ReadSampling(OpenAIBody& b) const {
     ReadMaxTokens(b, "max_completion_tokens");
     ReadMaxTokens(b, "max_tokens");  // both given: the older name wins, as llama-server's
-    if (const json* v = Field(body_, "temperature")) {
-      if (!v->is_number() || !(v->get<double>() >= 0) || !(v->get<double>() <= FLT_MAX))
-        Fail("temperature", " must be a number >= 0, got " + ShortJson(*v));
-      b.temperature = static_cast<float>(v->get<double>());
+    using namespace run_option;
+    if (const json* v = Field(body_, kTemperature.field))
+      b.temperature = static_cast<float>(ReadNumber(*v, kTemperature));
+    if (const json* v = Field(body_, kTopP.field))
+      b.top_p = static_cast<float>(ReadNumber(*v, kTopP));
+    if (const json* v = Field(body_, kTopK.field)) {
+      // -1 is "no limit" too, as llama-server and vLLM take it.
+      const bool minus_one =
+          v->is_number_integer() && !v->is_number_unsigned() && v->get<int64_t>() == -1;
+      b.top_k = minus_one ? 0 : static_cast<int>(ReadNumber(*v, kTopK));
     }
-    if (const json* v = Field(body_, "top_p")) {
-      if (!v->is_number() || !(v->get<double>() > 0 && v->get<double>() <= 1))
-        Fail("top_p", " must be a number in (0, 1], got " + ShortJson(*v));
-      b.top_p = static_cast<float>(v->get<double>());
-    }
-    if (const json* v = Field(body_, "top_k")) {
-      if (!v->is_number_integer() || (!v->is_number_unsigned() && v->get<int64_t>() < -1))
-        Fail("top_k", " must be an integer >= -1 (-1 or 0: no limit), got " + ShortJson(*v));
-      const int64_t k = v->is_number_unsigned()
-                            ? static_cast<int64_t>(std::min<uint64_t>(v->get<uint64_t>(), INT_MAX))
-                            : std::min<int64_t>(v->get<int64_t>(), INT_MAX);
-      b.top_k = k < 0 ? 0 : static_cast<int>(k);
-    }
-    if (const json* v = Field(body_, "seed")) {
-      if (!IsNonNegativeInt(*v)) Fail("seed", " must be an integer >= 0, got " + ShortJson(*v));
+    if (const json* v = Field(body_, kSeed.field)) {
+      if (!IsNonNegativeInt(*v))
+        Fail(kSeed.field, " must be " + kSeed.Accepts() + ", got " + ShortJson(*v));
       b.seed = v->get<uint64_t>();
     }
     if (const json* v = Field(body_, "stop")) {
@@ -192,22 +197,22 @@ class BodyReader {
       }
       b.stop = std::move(stop);
     }
-    if (const json* v = Field(body_, "num_beams")) {
-      if (!v->is_number_integer() || v->get<int64_t>() < 1 || v->get<int64_t>() > 16)
-        Fail("num_beams", " must be an integer in [1, 16], got " + ShortJson(*v));
-      b.num_beams = v->get<int>();
+    if (const json* v = Field(body_, kBeams.field)) {  // 0: sampling, as when absent
+      const int w = static_cast<int>(ReadNumber(*v, kBeams));
+      if (w > 0) b.num_beams = w;
     }
-    if (const json* v = Field(body_, "length_penalty")) {
-      if (!v->is_number() || !(v->get<double>() >= 0) || !(v->get<double>() <= FLT_MAX))
-        Fail("length_penalty", " must be a finite number >= 0, got " + ShortJson(*v));
+    if (const json* v = Field(body_, kLengthPenalty.field)) {
+      const double penalty = ReadNumber(*v, kLengthPenalty);
       if (!b.num_beams)
-        Fail("length_penalty", " applies to beam search: set " + limits_.prefix + "num_beams");
-      b.length_penalty = static_cast<float>(v->get<double>());
+        Fail(kLengthPenalty.field, " applies to beam search: set " + limits_.prefix + kBeams.field);
+      b.length_penalty = static_cast<float>(penalty);
     }
-    if (const json* v = Field(body_, "early_stopping")) {
-      if (!v->is_boolean()) Fail("early_stopping", " must be true or false, got " + ShortJson(*v));
+    if (const json* v = Field(body_, kEarlyStopping.field)) {
+      if (!v->is_boolean())
+        Fail(kEarlyStopping.field,
+             " must be " + kEarlyStopping.Accepts() + ", got " + ShortJson(*v));
       if (!b.num_beams)
-        Fail("early_stopping", " applies to beam search: set " + limits_.prefix + "num_beams");
+        Fail(kEarlyStopping.field, " applies to beam search: set " + limits_.prefix + kBeams.field);
       b.early_stopping = v->get<bool>();
     }
     if (const json* v = Field(body_, "n")) {

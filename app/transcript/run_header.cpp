@@ -50,16 +50,15 @@ Field Count(const char* key, int ModelRunOptions::*member) {
       [member, key](ModelRunOptions& o, const std::string& v) { o.*member = ParseInt(key, v); }};
 }
 
-// A speculation count (--speculate-k, --lookup-ngram): 1-16, as the flag takes it.
-Field SpeculationCount(const char* key, int SpeculationOptions::*member) {
-  return {key,
+// A speculation count (speculate-k, lookup-ngram: serving/run_options.h), written only when
+// speculation is on.
+Field SpeculationCount(const RunOptionSpec& spec, int SpeculationOptions::*member) {
+  return {spec.name,
           [member](const ModelRunOptions& o, const LoadedModel&) {
             return std::to_string(o.speculation.*member);
           },
-          [member, key](ModelRunOptions& o, const std::string& v) {
-            const int n = ParseInt(key, v);
-            if (n < 1 || n > 16) throw Error(Cat(key, ": ", n, " is not in 1-16"));
-            o.speculation.*member = n;
+          [member, &spec](ModelRunOptions& o, const std::string& v) {
+            o.speculation.*member = static_cast<int>(spec.ParseNumber(v, spec.name));
           },
           nullptr, [](const ModelRunOptions& o) { return o.speculation.RequestK() > 0; }};
 }
@@ -121,11 +120,10 @@ const std::vector<Field>& Fields() {
       // Speculative decoding (issue 34): how the replies were decoded, never which tokens; replay
       // decodes the same way. Absent in transcripts written before it: off. k and the n-gram
       // length only when it is on.
-      {"speculate", [](const ModelRunOptions& o, const LoadedModel&) { return o.speculation.mode; },
+      {run_option::kSpeculate.name,
+       [](const ModelRunOptions& o, const LoadedModel&) { return o.speculation.mode; },
        [](ModelRunOptions& o, const std::string& v) {
-         if (v != "off" && v != "lookup" && v != "draft")
-           throw Error(Cat("speculate: '", v, "' is not off, lookup or draft"));
-         o.speculation.mode = v;
+         o.speculation.mode = run_option::kSpeculate.ParseChoice(v, run_option::kSpeculate.name);
        },
        "off"},
       // The draft checkpoint of `speculate: draft`, as --draft-model named it.
@@ -136,8 +134,8 @@ const std::vector<Field>& Fields() {
          o.speculation.draft_model = v;
        },
        nullptr, [](const ModelRunOptions& o) { return o.speculation.mode == "draft"; }},
-      SpeculationCount("speculate-k", &SpeculationOptions::k),
-      SpeculationCount("lookup-ngram", &SpeculationOptions::lookup_ngram),
+      SpeculationCount(run_option::kSpeculateK, &SpeculationOptions::k),
+      SpeculationCount(run_option::kLookupNgram, &SpeculationOptions::lookup_ngram),
   };
   return fields;
 }

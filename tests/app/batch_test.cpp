@@ -195,9 +195,11 @@ TEST(BatchTest, BadLinesGetErrorRecordsAndTheOthersRun) {
   const std::map<int, std::string> expected = {
       {2, "line 2: not valid JSON"},
       {3, "line 3: custom_id is missing"},
-      {4, "line 4: body.max_tokens must be an integer >= 0, got \"ten\""},
-      {5, "line 5: body.temperature must be a number >= 0, got -1"},
-      {6, "line 6: body.top_p must be a number in (0, 1], got 2"},
+      {4,
+       "line 4: body.max_tokens must be a whole number >= 0 (0 = only read the prompt), "
+       "got \"ten\""},
+      {5, "line 5: body.temperature must be a number >= 0 (0 = greedy), got -1"},
+      {6, "line 6: body.top_p must be a number in (0, 1] (1 = off), got 2"},
       {7, "line 7: body.messages must be an array of {role, content} objects, got \"hi\""},
       {8, "line 8: body.messages[0].role must be system, user or assistant, got 'tool'"},
       {9, "line 9: body.messages[1].role must be user"},
@@ -208,7 +210,7 @@ TEST(BatchTest, BadLinesGetErrorRecordsAndTheOthersRun) {
       {14, "line 14: custom_id 'good1' duplicates line 1"},
       {16, "line 16: body.prompt is empty"},
       {17, "line 17: expected a JSON object"},
-      {19, "line 19: body.seed must be an integer >= 0, got -3"},
+      {19, "line 19: body.seed must be a whole number in [0, 2^64), got -3"},
       {20, "line 20: body.stop must be a string or a list of strings, got 5"},
   };
   for (const auto& [line, message] : expected) {
@@ -225,7 +227,7 @@ TEST(BatchTest, BadLinesGetErrorRecordsAndTheOthersRun) {
       EXPECT_TRUE(rec["custom_id"].is_null()) << line;
   }
   EXPECT_EQ(recs.at("batch-5")["error"]["message"],
-            "line 5: body.temperature must be a number >= 0, got -1");
+            "line 5: body.temperature must be a number >= 0 (0 = greedy), got -1");
   const std::string too_long = recs.at("batch-13")["error"]["message"];
   EXPECT_NE(too_long.find("tokens, too long for the context of 512 tokens"), std::string::npos)
       << too_long;

@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "app/chat/typed_path.h"
+#include "serving/run_options.h"
+#include "util/error.h"
 
 namespace wc {
 namespace {
@@ -38,7 +40,7 @@ TEST(ChatCommands, SetSpeculation) {
   EXPECT_EQ(c.value, 2);
   c = Parse("/set speculate draftish");
   EXPECT_EQ(c.kind, Kind::kHint);
-  EXPECT_EQ(c.text, "/set speculate takes off, lookup or draft, got 'draftish'");
+  EXPECT_EQ(c.text, "/set speculate must be off, lookup or draft, got draftish");
   for (const char* bad : {"/set speculate-k 17", "/set speculate-k 0", "/set lookup-ngram 1.5"}) {
     c = Parse(bad);
     EXPECT_EQ(c.kind, Kind::kHint) << bad;
@@ -235,6 +237,40 @@ TEST_F(FileCompletion, NothingMatchesOrNotAFileCommand) {
   EXPECT_EQ(CompleteChatCommand("/title no"), Lines{});
   EXPECT_EQ(CompleteChatCommand("/find no"), Lines{});
   EXPECT_EQ(CompleteChatCommand("no"), Lines{});
+}
+
+}  // namespace
+}  // namespace wc
+
+namespace wc {
+namespace {
+
+// /set refuses what the run options' one declaration (serving/run_options.h) refuses, in its words,
+// and takes what it holds.
+TEST(ChatCommands, SetIsTheRunOptionsDeclaration) {
+  using namespace run_option;
+  struct Case {
+    const RunOptionSpec& spec;
+    const char* name;
+    const char* bad;
+  };
+  for (const Case& c :
+       {Case{kTemperature, "temperature", "-1"}, Case{kTopP, "top-p", "0"},
+        Case{kTopK, "top-k", "1.5"}, Case{kSeed, "seed", "-4"},
+        Case{kSpeculate, "speculate", "maybe"}, Case{kSpeculateK, "speculate-k", "17"},
+        Case{kLookupNgram, "lookup-ngram", "0"}}) {
+    const ChatCommand cmd = Parse(Cat("/set ", c.name, " ", c.bad));
+    EXPECT_EQ(cmd.kind, Kind::kHint) << c.name;
+    EXPECT_EQ(cmd.text, c.spec.Refusal(Cat("/set ", c.name), c.bad));
+  }
+  EXPECT_EQ(Parse("/set top-p 1").value, 1.0);
+  EXPECT_EQ(Parse("/set seed 18446744073709551615").path, "18446744073709551615");
+  // max-new-tokens is max-tokens' other name; a chat's reply has a token at least.
+  EXPECT_EQ(Parse("/set max-new-tokens 9").name, "max-tokens");
+  EXPECT_EQ(Parse("/set max-tokens 0").kind, Kind::kHint);
+  EXPECT_EQ(Parse("/set colour 2").text,
+            "/set: unknown setting 'colour'; settings: temperature, top-k, top-p, seed, "
+            "max-tokens, render, speculate, speculate-k, lookup-ngram");
 }
 
 }  // namespace

@@ -107,13 +107,23 @@ TEST(CliErrors, PromptLongerThanTheContext) {
 
 TEST(CliErrors, InvalidSamplingParameters) {
   ModelCopy m;
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-p", "0"}, {"--top-p"});
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-p", "1.5"}, {"--top-p"});
+  // Run options (serving/run_options.h) are checked as the command line is parsed: usage errors.
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-p", "0"},
+              {"--top-p: must be a number in (0, 1] (1 = off), got 0"}, 2);
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-p", "1.5"},
+              {"--top-p: must be a number in (0, 1]", "got 1.5"}, 2);
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--temperature", "-1"},
-              {"--temperature"});
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-k", "-3"}, {"--top-k"});
-  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "-n", "-1"}, {"-n"});
-  ExpectError({"chat", "--model", m.path(), "--temperature", "nan"}, {"--temperature"});
+              {"--temperature: must be a number >= 0 (0 = greedy), got -1"}, 2);
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-k", "-3"},
+              {"--top-k: must be a whole number >= 0 (0 = no limit), got -3"}, 2);
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--top-k", "2.5"},
+              {"--top-k: must be a whole number", "got 2.5"}, 2);
+  ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "-n", "-1"},
+              {"--max-new-tokens: must be a whole number >= 0", "got -1"}, 2);
+  ExpectError({"chat", "--model", m.path(), "--temperature", "nan"},
+              {"--temperature: must be a number >= 0", "got nan"}, 2);
+  ExpectError({"chat", "--model", m.path(), "--speculate-k", "17"},
+              {"--speculate-k: must be a whole number in 1-16, got 17"}, 2);
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--threads", "-2"}, {"--threads"},
               2);
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--kv-dtype", "int3"},

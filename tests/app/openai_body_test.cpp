@@ -7,6 +7,7 @@
 
 #include "app/openai/openai_body.h"
 #include "app/openai/openai_request.h"
+#include "serving/run_options.h"
 
 namespace wc {
 namespace {
@@ -71,7 +72,7 @@ TEST(OpenAIBody, NamesTheWrongFieldWithTheFrontEndsPrefix) {
   batch.prefix = "body.";
   const auto [p1, m1] = Fails({{"prompt", "x"}, {"max_tokens", -2}}, false, batch);
   EXPECT_EQ(p1, "max_tokens");
-  EXPECT_EQ(m1, "body.max_tokens must be an integer >= 0, got -2");
+  EXPECT_EQ(m1, "body.max_tokens must be a whole number >= 0 (0 = only read the prompt), got -2");
   const auto [p2, m2] = Fails({{"prompt", "x"}, {"stream", true}}, false, batch);
   EXPECT_EQ(p2, "stream");
   const auto [p3, m3] =
@@ -116,6 +117,37 @@ TEST(OpenAIBody, LogprobsAreAFlagForChatAndACountForCompletions) {
   batch.prefix = "body.";
   EXPECT_EQ(Fails({{"prompt", "x"}, {"logprobs", 1}}, false, batch).second,
             "body.logprobs cannot be given here: the records do not carry log-probabilities");
+}
+
+}  // namespace
+}  // namespace wc
+
+namespace wc {
+namespace {
+
+// Every request field of a run option refuses what its one declaration (serving/run_options.h)
+// refuses, with the declaration's words: the HTTP API is not another copy of the bounds.
+TEST(OpenAIBody, RunOptionFieldsAreTheDeclarations) {
+  using namespace run_option;
+  struct Case {
+    const RunOptionSpec& spec;
+    json bad;
+  };
+  for (const Case& c :
+       {Case{kTemperature, -0.5}, Case{kTopP, 0}, Case{kTopP, 1.5}, Case{kTopK, 2.5},
+        Case{kTopK, -2}, Case{kMaxNewTokensOption, -1}, Case{kBeams, 17}, Case{kSeed, -3}}) {
+    json body = {{"prompt", "x"}, {c.spec.field, c.bad}};
+    const auto [param, message] = Fails(body, false, Http());
+    EXPECT_EQ(param, c.spec.field);
+    EXPECT_EQ(message, c.spec.Refusal(c.spec.field, ShortJson(c.bad)));
+  }
+  // What each holds is taken (top_k -1 is "no limit", as llama-server and vLLM read it).
+  const OpenAIBody b = ParseOpenAIBody(
+      {{"prompt", "x"}, {"top_k", -1}, {"top_p", 1}, {"temperature", 0}, {"max_tokens", 0}}, false,
+      Http());
+  EXPECT_EQ(b.top_k, 0);
+  EXPECT_EQ(b.top_p, 1.0f);
+  EXPECT_EQ(b.max_tokens, 0);
 }
 
 }  // namespace

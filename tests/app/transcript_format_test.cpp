@@ -155,10 +155,10 @@ TEST(TranscriptFormat, MalformedLinesNameFileAndLine) {
   };
   const std::vector<Case> cases = {
       {"kv-dtype:", "kv-dtype int8", "t.txt:5: expected 'key: value'"},
-      {"seed:", "seed: many",
-       "t.txt:10: seed: 'many' is not a whole number in [0, 18446744073709551615]"},
-      {"seed:", "seed: 18446744073709551616", "t.txt:10: seed: '18446744073709551616' is not a"},
-      {"seed:", "seed: -1", "t.txt:10: seed: '-1' is not a whole number"},
+      {"seed:", "seed: many", "t.txt:10: seed must be a whole number in [0, 2^64), got many"},
+      {"seed:", "seed: 18446744073709551616",
+       "t.txt:10: seed must be a whole number in [0, 2^64), got 18446744073709551616"},
+      {"seed:", "seed: -1", "t.txt:10: seed must be a whole number in [0, 2^64), got -1"},
       {"top-k:", "top-k: 5\ntop-k: 6", "t.txt:9: 'top-k:' is repeated"},
       {"temperature:", "temperature: -1", "t.txt:7: "},
       {"fingerprint:", "", "the header has no 'fingerprint:' line"},
@@ -170,7 +170,8 @@ TEST(TranscriptFormat, MalformedLinesNameFileAndLine) {
       {"end: eos", "", "turn 1 has no 'end:' line"},
       {"> What is", "What is a falcon?", "expected '> ', '< ', 'ids:'"},
       {"> What is", ">What is a falcon?", "a text line is '> ' + text"},
-      {"set: temperature", "set: temperature -1", "--temperature"},
+      {"set: temperature", "set: temperature -1",
+       "temperature must be a number >= 0 (0 = greedy), got -1"},
       {"set: temperature", "set: color blue", "'color' is not a setting"},
       {"dropped: 1", "dropped: 9", "dropped: 9 is not a count of earlier turns"},
   };

@@ -122,11 +122,13 @@ TEST(TranscriptSpeculation, BadHeaderValuesExitTwoNamingTheLine) {
     std::string from, to, message;
     int line;
   };
-  for (const Case& c : std::vector<Case>{
-           {"speculate: lookup", "speculate: maybe",
-            "speculate: 'maybe' is not off, lookup or draft", line},
-           {"speculate-k: 8", "speculate-k: 17", "speculate-k: 17 is not in 1-16", line + 1},
-           {"lookup-ngram: 3", "lookup-ngram: 0", "lookup-ngram: 0 is not in 1-16", line + 2}}) {
+  for (const Case& c :
+       std::vector<Case>{{"speculate: lookup", "speculate: maybe",
+                          "speculate must be off, lookup or draft, got maybe", line},
+                         {"speculate-k: 8", "speculate-k: 17",
+                          "speculate-k must be a whole number in 1-16, got 17", line + 1},
+                         {"lookup-ngram: 3", "lookup-ngram: 0",
+                          "lookup-ngram must be a whole number in 1-16, got 0", line + 2}}) {
     std::string bad = text;
     const size_t p = bad.find(c.from);
     ASSERT_NE(p, std::string::npos) << c.from;

@@ -162,12 +162,14 @@ TEST(Speculation, OutOfRangeSettingsAreRefused) {
   RequestSpec s = Specs(17)[0];
   Outcome o = RunOne(*loop, s);
   EXPECT_EQ(o.result.reason, StopReason::kError);
-  EXPECT_NE(o.result.error.find("--speculate-k must be in 1-16, got 17"), std::string::npos)
+  EXPECT_NE(o.result.error.find("--speculate-k must be a whole number in 1-16, got 17"),
+            std::string::npos)
       << o.result.error;
   s.speculate_k = 4;
   s.lookup_ngram = 0;
   o = RunOne(*loop, s);
-  EXPECT_NE(o.result.error.find("--lookup-ngram must be in 1-16, got 0"), std::string::npos)
+  EXPECT_NE(o.result.error.find("--lookup-ngram must be a whole number in 1-16, got 0"),
+            std::string::npos)
       << o.result.error;
 }
 
