@@ -114,10 +114,10 @@ std::vector<int> ServingLoop::CheckRequest(const Request& r) const {
     r.sampling.Validate();
   }
   if (r.max_new_tokens < 0) throw Error(Cat("max_new_tokens must be >= 0, got ", r.max_new_tokens));
-  if (r.speculate_k < 0 || r.speculate_k > kMaxSpeculateK)
-    throw Error(Cat("--speculate-k must be in 1-", kMaxSpeculateK, ", got ", r.speculate_k));
-  if (r.speculate_k > 0 && (r.lookup_ngram < 1 || r.lookup_ngram > kMaxLookupNgram))
-    throw Error(Cat("--lookup-ngram must be in 1-", kMaxLookupNgram, ", got ", r.lookup_ngram));
+  if (r.speculate_k != 0) {  // 0: off
+    run_option::kSpeculateK.Check(r.speculate_k, "--speculate-k");
+    run_option::kLookupNgram.Check(r.lookup_ngram, "--lookup-ngram");
+  }
   for (const std::string& s : r.stop)
     if (s.empty()) throw Error("a stop string is empty");
   if (r.prompt_ids.empty() && tokenizer_ == nullptr)
@@ -346,6 +346,10 @@ bool ServingLoop::AnyRunning() const {
 }
 
 void ServingLoop::TakeQueue() {
+  // Still queued, and counted so until the step's UpdateStatus: status() adds queue_'s size to
+  // status_.queued, and a request moved from one to the other must not vanish from the count in
+  // between (an HTTP front end admits against it: --max-queue).
+  status_.queued += static_cast<int>(queue_.size());
   while (!queue_.empty()) {
     waiting_.push_back(std::move(queue_.front()));
     queue_.pop_front();

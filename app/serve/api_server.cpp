@@ -145,8 +145,14 @@ class ApiServer::Handlers {
     } catch (const ApiError& e) {
       return SendError(res, e);
     }
-    const int queued = s_.loop_.status().queued;
-    if (queued + static_cast<int>(requests.size()) > s_.options_.max_queue) {
+    // Admission: the check and the Submit below are one step for all the HTTP threads, so two
+    // requests cannot both take the queue's last place. Requests submitted but not yet admitted
+    // count, less the rows free for them now: the queue is what waits for a row.
+    std::unique_lock<std::mutex> admit(s_.admit_mu_);
+    const ServingStatus status = s_.loop_.status();
+    const int free_rows = std::max(0, status.user_rows - status.active_rows - status.session_rows);
+    const int queued = std::max(0, status.queued - free_rows);
+    if (status.queued + static_cast<int>(requests.size()) > s_.options_.max_queue + free_rows) {
       res.set_header("Retry-After", "1");
       return SendError(res, {429,
                              Cat("the queue is full: ", queued, " requests are waiting for a row (",
@@ -183,6 +189,7 @@ class ApiServer::Handlers {
     lp.tokenizer = s_.model_.framing.tokenizer;
     reply->run = std::make_shared<CompletionRun>(s_.loop_, std::move(hooks), lp);
     reply->run->Submit(std::move(requests));
+    admit.unlock();
     auto provider = [reply](size_t, httplib::DataSink& sink) { return Write(*reply, sink); };
     auto releaser = [reply](bool) { reply->run->Cancel(); };  // no-op for ended choices
     res.set_chunked_content_provider(body.stream ? "text/event-stream" : "application/json",

@@ -27,6 +27,7 @@
 #include <cstddef>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -104,6 +105,7 @@ class ApiServer {
   ApiServerOptions options_;
   std::unique_ptr<httplib::Server> http_;
   ServerMetrics metrics_;
+  std::mutex admit_mu_;  // the queue's check and the Submit it admits, as one step
   std::atomic<bool> draining_{false};
   std::atomic<uint64_t> next_id_{1};
 };

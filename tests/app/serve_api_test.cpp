@@ -336,18 +336,33 @@ TEST(ServeApi, TheKeyIsNeededEverywhereButHealth) {
 TEST(ServeApi, LimitsAnswerInOneResponse) {
   ApiServerOptions o;
   o.max_body_bytes = 2048;
-  o.max_queue = 0;  // every request would have to wait: 429
-  TestServer s(o);
+  o.max_queue = 0;  // nothing may wait for a row: a request is admitted only to a free row
+  TestServer s(o, /*ctx=*/2048, /*rows=*/1);
   httplib::Client c = s.Client();
   json big = ChatBody(std::string(4000, 'a'), 2, 1);
   auto [st1, e1] = Error(c, "/v1/chat/completions", big.dump());
   EXPECT_EQ(st1, 413);
   EXPECT_EQ(e1["code"], "body_too_large");
+  // A free row takes the request: the queue counts only what waits.
+  auto ok = c.Post("/v1/chat/completions", ChatBody("hi", 2, 1).dump(), "application/json");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  // The row busy (a request ignoring EOS, cancelled at the end): the next would wait, 429.
+  test::RequestSpec busy;
+  busy.prompt = test::TextPrompt(10);
+  busy.sampling = test::Greedy();
+  busy.max_new_tokens = 2000;
+  busy.stop_at_eos = false;
+  auto busy_observer = std::make_shared<WaitingObserver>();
+  const RequestId busy_id = s.loop().Submit(test::MakeRequest(busy, busy_observer));
+  ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 1; }));
   auto r = c.Post("/v1/chat/completions", ChatBody("hi", 2, 1).dump(), "application/json");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 429);
   EXPECT_EQ(r->get_header_value("Retry-After"), "1");
   EXPECT_EQ(json::parse(r->body)["error"]["code"], "queue_full");
+  s.loop().Cancel(busy_id);
+  test::Await(*busy_observer);
 }
 
 TEST(ServeApi, AClientThatGoesAwayFreesItsRow) {

@@ -295,8 +295,8 @@ TEST(ServeLoad, SixtyFourStreamingConversationsEqualTheSameRequestsOneAtATime) {
     for (int i = 0; i < kConversations; ++i)
       for (int k = 0; k < kTurns; ++k) {
         const Exchange x = Chat(*c, bodies[i][k], kDeadlineMs);
-        ASSERT_TRUE(x.status == 200 && x.done) << "alone: conversation " << i << " turn " << k
-                                               << ": " << Describe(x);
+        ASSERT_TRUE(x.status == 200 && x.done)
+            << "alone: conversation " << i << " turn " << k << ": " << Describe(x);
         EXPECT_EQ(x.text, got[i][k].text) << "conversation " << i << " turn " << k;
         EXPECT_EQ(x.finish, got[i][k].finish) << "conversation " << i << " turn " << k;
         EXPECT_EQ(x.usage["completion_tokens"], got[i][k].usage["completion_tokens"]);
@@ -325,7 +325,9 @@ TEST(ServeLoad, TwoHundredFiftySixClientsCompleteOrAreToldToRetry) {
   std::thread watcher([&] {
     while (watching) {
       const ServingStatus st = s.loop().status();
-      max_queued = std::max(max_queued, st.queued);
+      // Waiting for a row: submitted, less the rows free for them (the server's measure).
+      const int free_rows = std::max(0, st.user_rows - st.active_rows - st.session_rows);
+      max_queued = std::max(max_queued, st.queued - free_rows);
       max_rows = std::max(max_rows, st.active_rows);
       std::this_thread::sleep_for(std::chrono::milliseconds(1));  // a sampling period
     }
@@ -374,10 +376,9 @@ TEST(ServeLoad, TwoHundredFiftySixClientsCompleteOrAreToldToRetry) {
   EXPECT_GT(completed, 0);
   EXPECT_GT(refused429 + refused503, 0) << "the queue never filled: the test did not load it";
   EXPECT_LE(max_rows, kRows);
-  // Not asserted: --max-queue is checked against ServingLoop::status().queued, which misses the
-  // requests the loop's thread has taken from its inbox until its step ends (TakeQueue moves them
-  // to waiting_, status_.queued is published after the step), so a burst can pass it (seen: 100
-  // waiting with --max-queue 64). Printed below.
+  // The queue held: never more waiting for a row than --max-queue (the server admits against
+  // the loop's count under one lock, and the loop counts a request queued until it has a row).
+  EXPECT_LE(max_queued, kQueue);
   // Each completed text is the loop's own for its request (the requests straight through the
   // loop, all at once: determinism whatever the batch).
   std::vector<std::pair<int, std::shared_ptr<WaitingObserver>>> refs;
@@ -407,7 +408,8 @@ TEST(ServeLoad, TwoHundredFiftySixClientsCompleteOrAreToldToRetry) {
       idle_ms, max_queued, kQueue, max_rows);
 }
 
-// --- 3. 16 of 32 running streams killed -----------------------------------------------------------
+// --- 3. 16 of 32 running streams killed
+// -----------------------------------------------------------
 
 TEST(ServeLoad, SixteenStreamsKilledMidStreamFreeTheirRowsAtOnce) {
   constexpr int kClients = 32, kKilled = 16;
@@ -428,12 +430,13 @@ TEST(ServeLoad, SixteenStreamsKilledMidStreamFreeTheirRowsAtOnce) {
       const json body = {
           {"model", "default-model"},
           {"messages",
-           json::array({{{"role", "user"}, {"content", "Tell me a long story, " +
-                                                           std::to_string(i) + "."}}})},
+           json::array({{{"role", "user"},
+                         {"content", "Tell me a long story, " + std::to_string(i) + "."}}})},
           {"max_tokens", 440},
           {"seed", 300 + i},
           {"stream", true}};
-      got[i] = Chat(*clients[i], body, kDeadlineMs, [&] { ++chunks[i]; }, &stop_all);
+      got[i] = Chat(
+          *clients[i], body, kDeadlineMs, [&] { ++chunks[i]; }, &stop_all);
     });
   // All 32 stream: each has a row and has had a token.
   const bool streaming = test::WaitUntil([&] {
@@ -453,9 +456,9 @@ TEST(ServeLoad, SixteenStreamsKilledMidStreamFreeTheirRowsAtOnce) {
   // Kill 16 abruptly: their sockets shut down under the reading threads.
   const Clock::time_point killed = Clock::now();
   for (int i = 0; i < kKilled; ++i) clients[i]->stop();
-  const bool freed = test::WaitUntil(
-      [&] { return s.loop().status().active_rows <= kClients - kKilled; },
-      std::chrono::milliseconds(10000));
+  const bool freed =
+      test::WaitUntil([&] { return s.loop().status().active_rows <= kClients - kKilled; },
+                      std::chrono::milliseconds(10000));
   const double freed_ms = MsSince(killed);
   const ServingStatus after = s.loop().status();
   EXPECT_TRUE(freed) << "active rows " << after.active_rows;
@@ -464,7 +467,8 @@ TEST(ServeLoad, SixteenStreamsKilledMidStreamFreeTheirRowsAtOnce) {
   EXPECT_EQ(s.Gauge("wormchat_rows_busy"), kClients - kKilled);
   for (int i = kKilled; i < kClients; ++i) {
     const int before = chunks[i];
-    EXPECT_TRUE(test::WaitUntil([&] { return chunks[i] > before; }, std::chrono::milliseconds(10000)))
+    EXPECT_TRUE(
+        test::WaitUntil([&] { return chunks[i] > before; }, std::chrono::milliseconds(10000)))
         << "client " << i << " stopped streaming";
   }
   // They were cancelled, not finished by themselves.
