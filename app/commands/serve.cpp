@@ -3,7 +3,6 @@
 // Shutdown: SIGINT or SIGTERM stops accepting (new connections are refused, a request on an open
 // connection gets 503) and lets running requests finish; --drain-s after the signal, any still
 // running are cancelled. Then the loop drains its queue and the process exits with status 0.
-#include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
@@ -33,7 +32,7 @@ struct ServeCmdOptions {
   std::string api_key_file;
   int user_rows = 32;
   int max_batch_tokens = 256;
-  int max_new_tokens = 256;
+  int max_new_tokens = kDefaultMaxNewTokens;
   // OpenAI's defaults for what a request leaves out (ApiServerOptions::defaults).
   SamplingParams sampling = ApiServerOptions().defaults.sampling;
   uint64_t seed = 0;
@@ -62,19 +61,31 @@ std::string ModelId(const std::string& dir) {
   return id.empty() ? "wormchat" : id;
 }
 
+// The stop signal received (SIGINT or SIGTERM), or 0. Set by the handler on whichever thread
+// the signal lands: a handler, not a blocked mask and sigwait, because under mpirun
+// (--tensor-parallel) MPI's own threads start before this command runs and would take the default
+// action - the rank killed - for a signal they did not block.
+std::atomic<int> g_stop_signal{0};
+static_assert(std::atomic<int>::is_always_lock_free);  // async-signal-safe
+
+void OnStopSignal(int sig) {
+  g_stop_signal.store(sig);
+}
+
 void RunServe(ServeCmdOptions& o) {
+  // Before MPI may start: every rank holds on to SIGINT and SIGTERM (mpirun forwards them to all).
+  // The leader drains on it; a follower ends when its leader does.
+  struct sigaction stop {};
+  stop.sa_handler = OnStopSignal;
+  stop.sa_flags = SA_RESTART;  // a read or write under way goes on; the watcher looks every 50 ms
+  sigemptyset(&stop.sa_mask);
+  sigaction(SIGINT, &stop, nullptr);
+  sigaction(SIGTERM, &stop, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
   if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   o.sampling.Validate();
   if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
   if (!o.api_key_file.empty()) o.api.api_key = ReadKeyFile(o.api_key_file);
-  // SIGINT and SIGTERM are taken by one thread (sigwait), never by the model's or HTTP threads:
-  // blocked here, before any thread starts, so every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);  // a client gone mid-write is an error return, not a signal
 
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const ModelConfig& c = m.model->config();
@@ -102,9 +113,9 @@ void RunServe(ServeCmdOptions& o) {
 
   std::atomic<bool> done{false};
   std::thread watcher([&] {
-    const timespec tick{0, 100 * 1000 * 1000};
     while (!done) {
-      const int sig = sigtimedwait(&stop_signals, nullptr, &tick);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      const int sig = g_stop_signal.load();
       if (sig != SIGINT && sig != SIGTERM) continue;
       std::fprintf(stderr, "wormchat serve: %s: finishing running requests (up to %.0f s)\n",
                    sig == SIGINT ? "SIGINT" : "SIGTERM", o.drain_s);
@@ -176,9 +187,8 @@ void RegisterServe(CLI::App& app) {
                   "On SIGTERM or SIGINT, seconds running requests may take to finish")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 86400.0));
-  cmd->add_option("-n,--max-new-tokens", o->max_new_tokens,
-                  "Most tokens per reply when a request gives no max_tokens")
-      ->capture_default_str();
+  AddMaxNewTokensOption(cmd, o->max_new_tokens,
+                        "Most tokens per reply when a request gives no max_tokens");
   AddSamplingOptions(cmd, o->sampling, o->seed);
   AddSpeculationOptions(cmd, o->run.speculation);
   cmd->callback([o, cmd] {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "tests/app/batch_test_util.h"
+#include "tests/app/http_test_util.h"
 
 namespace wc::test {
 namespace {
@@ -429,6 +430,61 @@ TEST(MpiTest, TensorParallelBatchTakesCachedBlocksAsTheSingleProcessRun) {
   EXPECT_NE(bad.err.find("--prefix-cache-dir is not supported with --tensor-parallel"),
             std::string::npos)
       << bad.err;
+}
+
+// `wormchat serve --tensor-parallel 2` under mpirun: rank 0 serves HTTP, rank 1 follows its
+// steps; a request's text is one process's `generate` with the same settings, and SIGTERM to
+// rank 0 drains and ends the whole job with status 0.
+TEST(MpiTest, TensorParallelServeAnswersAsOneProcessAndStopsCleanly) {
+  const RunResult one =
+      Single({"generate", "--prompt", "What is a chip?", "-n", "16", "--seed", "3", "--temperature",
+              "1", "--top-k", "0", "--top-p", "1", "--threads", "1"});
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  TempDir dir;
+  MpiEnvironment();
+  const std::string marker = dir.File("key");  // names this job's processes
+  WriteFile(marker, "k9\n");
+  const pid_t mpirun =
+      SpawnProgram(MpirunArgv(2, {"serve", "--port", "0", "--threads", "1", "--api-key-file",
+                                  marker, "--tensor-parallel", "2"}),
+                   dir.File("stdout"), dir.File("stderr"));
+  int port = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (port == 0 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string err = ReadFile(dir.File("stderr"));
+    const size_t at = err.find("127.0.0.1:");
+    if (at != std::string::npos) port = std::atoi(err.c_str() + at + 10);
+  }
+  ASSERT_GT(port, 0) << ReadFile(dir.File("stderr"));
+  const json body = {
+      {"messages", json::array({{{"role", "user"}, {"content", "What is a chip?"}}})},
+      {"max_tokens", 16},
+      {"seed", 3}};
+  for (bool stream : {false, true}) {
+    json b = body;
+    b["stream"] = stream;
+    const std::string r =
+        Http(port, "POST", "/v1/chat/completions", b.dump(), "Authorization: Bearer k9\r\n");
+    ASSERT_EQ(r.rfind("HTTP/1.1 200", 0), 0u) << r;
+    std::string text;
+    if (!stream) {
+      text = json::parse(Body(r))["choices"][0]["message"]["content"].get<std::string>();
+    } else {
+      const std::string events = Body(r);
+      for (size_t at = 0; (at = events.find("data: {", at)) != std::string::npos; ++at) {
+        const json chunk = json::parse(events.substr(at + 6, events.find('\n', at) - at - 6));
+        const json& delta = chunk["choices"][0]["delta"];
+        if (delta.contains("content")) text += delta["content"].get<std::string>();
+      }
+    }
+    EXPECT_EQ(text + "\n", one.out) << (stream ? "streamed" : "whole");
+  }
+  const pid_t rank0 = FindRank(0, marker);
+  ASSERT_GT(rank0, 0) << "rank 0 not found";
+  kill(rank0, SIGTERM);
+  EXPECT_EQ(WaitWormchat(mpirun), 0) << ReadFile(dir.File("stderr"));
+  EXPECT_NE(ReadFile(dir.File("stderr")).find("wormchat serve: stopped"), std::string::npos);
 }
 
 TEST(MpiTest, TensorParallelMisuseIsAClearError) {
