@@ -9,6 +9,7 @@
 #include <mutex>
 #include <thread>
 
+#include "app/bench/requests.h"
 #include "util/error.h"
 #include "util/json_file.h"
 #include "util/rng.h"
@@ -20,15 +21,6 @@ using HttpClock = std::chrono::steady_clock;
 
 double HttpSeconds(HttpClock::time_point t0, HttpClock::time_point t) {
   return std::chrono::duration<double>(t - t0).count();
-}
-
-double HttpPercentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = p * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
 }
 
 // The streamed body of one request: server-sent events, each "data: {json}" or "data: [DONE]";
@@ -229,10 +221,9 @@ nlohmann::json HttpLoadResult::Json(const HttpLoadOptions& o) const {
           {"wall_s", wall_s},
           {"generated_tokens", generated},
           {"aggregate_tokens_per_s", AggregateTokensPerS()},
-          {"ttft_ms",
-           {{"p50", 1e3 * HttpPercentile(ttft, 0.5)}, {"p90", 1e3 * HttpPercentile(ttft, 0.9)}}},
+          {"ttft_ms", {{"p50", 1e3 * Percentile(ttft, 0.5)}, {"p90", 1e3 * Percentile(ttft, 0.9)}}},
           {"client_tokens_per_s",
-           {{"p50", HttpPercentile(rate, 0.5)},
+           {{"p50", Percentile(rate, 0.5)},
             {"min", *std::min_element(rate.begin(), rate.end())},
             {"max", *std::max_element(rate.begin(), rate.end())}}},
           {"requests", per},

@@ -58,4 +58,13 @@ double DecodeRate(ServingLoop& loop, int rows, int gen_len, int vocab, uint64_t 
   throw Error("--gen-len is too short to measure decode speed; raise it");
 }
 
+double Percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(pos);
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (v[hi] - v[lo]) * (pos - static_cast<double>(lo));
+}
+
 }  // namespace wc

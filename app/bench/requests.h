@@ -46,4 +46,8 @@ void WaitAll(const std::vector<std::shared_ptr<TimingObserver>>& obs);
 // that time. Throws wc::Error if gen_len leaves no such window.
 double DecodeRate(ServingLoop& loop, int rows, int gen_len, int vocab, uint64_t seed);
 
+// The p-quantile (p in [0, 1]) of `v` by linear interpolation between order statistics; 0 when
+// empty.
+double Percentile(std::vector<double> v, double p);
+
 }  // namespace wc

@@ -76,15 +76,6 @@ struct BenchServeOptions {
   bool Compare() const { return shared_prefix > 0 || compare_prefix_cache; }
 };
 
-double Percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double pos = p * (v.size() - 1);
-  const size_t lo = static_cast<size_t>(pos);
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (v[hi] - v[lo]) * (pos - lo);
-}
-
 // The figures of one load phase, from the first submission to the last request's last token.
 struct LoadRun {
   double wall_s = 0;

@@ -26,6 +26,7 @@
 #include "app/serve/api_server.h"
 #include "model/chat/chat_format.h"
 #include "serving/sampler.h"
+#include "tests/app/serve_test_server.h"
 #include "tests/serving/serving_loop_util.h"
 
 namespace wc {
@@ -34,50 +35,34 @@ namespace {
 using nlohmann::json;
 using test::M;
 
-// A server on a free port of 127.0.0.1 over its own loop (4 rows), serving until destroyed.
-class TestServer {
+// The test server (4 rows of 256 tokens unless told), with 16 HTTP workers.
+class TestServer : public test::ApiTestServer {
  public:
-  explicit TestServer(ApiServerOptions o = {}, int ctx = 256, int rows = 4) {
-    ServingOptions so = test::Rows(rows);
-    so.ctx = ctx;
-    loop_ = std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), M().chat_format, so);
-    ApiModel model;
-    model.id = "default-model";
-    model.framing = RequestFraming{M().tokenizer.get(),
-                                   &M().chat_format,
-                                   M().config().bos_token_id,
-                                   M().config().eos_token_id,
-                                   ctx,
-                                   M().config().vocab_size,
-                                   false};
-    o.host = "127.0.0.1";
-    o.port = 0;
-    o.max_connections = 16;
-    server_ = std::make_unique<ApiServer>(*loop_, model, o);
-    port_ = server_->Bind();
-    thread_ = std::thread([this] { server_->Listen(); });
-  }
-  // Cancels whatever still runs before waiting for the HTTP threads: a reply being written waits
-  // for its choices to end.
-  ~TestServer() {
-    server_->Stop();
-    loop_->Shutdown(ShutdownMode::kCancel);
-    thread_.join();
-  }
+  explicit TestServer(ApiServerOptions o = {}, int ctx = 256, int rows = 4)
+      : ApiTestServer(WithWorkers(std::move(o)), ctx, rows) {}
   httplib::Client Client() const {
-    httplib::Client c("127.0.0.1", port_);
+    httplib::Client c("127.0.0.1", port());
     c.set_read_timeout(120, 0);
     return c;
   }
-  ServingLoop& loop() { return *loop_; }
-  int port() const { return port_; }
 
  private:
-  std::unique_ptr<ServingLoop> loop_;
-  std::unique_ptr<ApiServer> server_;
-  std::thread thread_;
-  int port_ = 0;
+  static ApiServerOptions WithWorkers(ApiServerOptions o) {
+    o.max_connections = 16;
+    return o;
+  }
 };
+
+// Submits straight to the loop a request that ignores EOS (seconds of decoding: the test cancels
+// it), so a row stays busy; its id.
+RequestId OccupyARow(ServingLoop& loop, std::shared_ptr<WaitingObserver> observer) {
+  test::RequestSpec busy;
+  busy.prompt = test::TextPrompt(10);
+  busy.sampling = test::Greedy();
+  busy.max_new_tokens = 2000;
+  busy.stop_at_eos = false;
+  return loop.Submit(test::MakeRequest(busy, std::move(observer)));
+}
 
 json ChatBody(const std::string& text, int max_tokens, uint64_t seed) {
   return {{"model", "default-model"},
@@ -348,13 +333,8 @@ TEST(ServeApi, LimitsAnswerInOneResponse) {
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   // The row busy (a request ignoring EOS, cancelled at the end): the next would wait, 429.
-  test::RequestSpec busy;
-  busy.prompt = test::TextPrompt(10);
-  busy.sampling = test::Greedy();
-  busy.max_new_tokens = 2000;
-  busy.stop_at_eos = false;
   auto busy_observer = std::make_shared<WaitingObserver>();
-  const RequestId busy_id = s.loop().Submit(test::MakeRequest(busy, busy_observer));
+  const RequestId busy_id = OccupyARow(s.loop(), busy_observer);
   ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 1; }));
   auto r = c.Post("/v1/chat/completions", ChatBody("hi", 2, 1).dump(), "application/json");
   ASSERT_TRUE(r);
@@ -734,13 +714,8 @@ TEST(ServeApi, AQueuedClientThatHangsUpLeavesTheQueueWithinASecond) {
   TestServer s(ApiServerOptions{}, /*ctx=*/2048, /*rows=*/1);
   // The one row is busy with a request that ignores EOS (seconds of decoding, cancelled at the
   // end): nothing queued is admitted meanwhile.
-  test::RequestSpec busy;
-  busy.prompt = test::TextPrompt(10);
-  busy.sampling = test::Greedy();
-  busy.max_new_tokens = 2000;
-  busy.stop_at_eos = false;
   auto busy_observer = std::make_shared<WaitingObserver>();
-  const RequestId busy_id = s.loop().Submit(test::MakeRequest(busy, busy_observer));
+  const RequestId busy_id = OccupyARow(s.loop(), busy_observer);
   ASSERT_TRUE(test::WaitUntil([&] { return s.loop().status().active_rows == 1; }));
   for (const bool stream : {true, false}) {
     SCOPED_TRACE(stream ? "streamed" : "not streamed");

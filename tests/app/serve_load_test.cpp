@@ -28,6 +28,7 @@
 
 #include "app/serve/api_server.h"
 #include "model/chat/chat_format.h"
+#include "tests/app/serve_test_server.h"
 #include "tests/serving/serving_loop_util.h"
 
 namespace wc {
@@ -41,39 +42,11 @@ double MsSince(Clock::time_point t) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
 }
 
-// A server on a free port of 127.0.0.1 over its own loop, serving until destroyed.
-class LoadServer {
+// The test server with the load tests' client (reads wait up to 150 s) and /metrics' gauges.
+class LoadServer : public test::ApiTestServer {
  public:
-  LoadServer(ApiServerOptions o, int ctx, int rows) {
-    ServingOptions so = test::Rows(rows);
-    so.ctx = ctx;
-    loop_ = std::make_unique<ServingLoop>(*M().model, M().tokenizer.get(), M().chat_format, so);
-    ApiModel model;
-    model.id = "default-model";
-    model.framing = RequestFraming{M().tokenizer.get(),
-                                   &M().chat_format,
-                                   M().config().bos_token_id,
-                                   M().config().eos_token_id,
-                                   ctx,
-                                   M().config().vocab_size,
-                                   false};
-    o.host = "127.0.0.1";
-    o.port = 0;
-    server_ = std::make_unique<ApiServer>(*loop_, model, o);
-    port_ = server_->Bind();
-    thread_ = std::thread([this] { server_->Listen(); });
-  }
-  ~LoadServer() {
-    server_->Stop();
-    loop_->Shutdown(ShutdownMode::kCancel);
-    thread_.join();
-  }
-  std::unique_ptr<httplib::Client> Client() const {
-    auto c = std::make_unique<httplib::Client>("127.0.0.1", port_);
-    c->set_read_timeout(150, 0);
-    return c;
-  }
-  ServingLoop& loop() { return *loop_; }
+  LoadServer(ApiServerOptions o, int ctx, int rows) : ApiTestServer(std::move(o), ctx, rows) {}
+  std::unique_ptr<httplib::Client> Client() const { return NewClient(150); }
   // A gauge's value in /metrics (-1 when the request or the series is missing).
   long Gauge(const std::string& name) const {
     auto r = Client()->Get("/metrics");
@@ -87,12 +60,6 @@ class LoadServer {
     auto r = Client()->Get("/metrics");
     return r ? r->body : "";
   }
-
- private:
-  std::unique_ptr<ServingLoop> loop_;
-  std::unique_ptr<ApiServer> server_;
-  std::thread thread_;
-  int port_ = 0;
 };
 
 // What one HTTP exchange gave.
