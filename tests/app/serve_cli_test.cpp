@@ -97,6 +97,37 @@ TEST(ServeCli, ARequestNotSentWithinTheTimeoutIsAnswered408) {
   EXPECT_EQ(s.Stop(), 0) << test::ReadFile(s.dir.File("err"));
 }
 
+// `bench serve --http URL` loads a running server: every client streams its gen-len tokens
+// (ignore_eos), and the figures it prints and writes are those of the requests it made.
+TEST(ServeCli, BenchServeHttpLoadsARunningServer) {
+  Served s({"--user-rows", "4"});
+  ASSERT_GT(s.port, 0) << test::ReadFile(s.dir.File("err"));
+  const std::string out = s.dir.File("load.json");
+  const auto r = test::RunWormchat(
+      {"bench", "serve", "--http", "http://127.0.0.1:" + std::to_string(s.port), "--clients", "3",
+       "--prompt-len", "12", "--gen-len", "6", "--id-range", "10", "400", "--json", out});
+  ASSERT_EQ(r.exit_code, 0) << test::Describe(r);
+  EXPECT_NE(r.out.find("aggregate"), std::string::npos) << r.out;
+  const json j = json::parse(test::ReadFile(out));
+  EXPECT_EQ(j["clients"], 3);
+  EXPECT_EQ(j["generated_tokens"], 18);
+  ASSERT_EQ(j["requests"].size(), 3u);
+  for (const json& q : j["requests"]) {
+    EXPECT_EQ(q["tokens"], 6) << q.dump();
+    EXPECT_GT(q["ttft_ms"].get<double>(), 0) << q.dump();
+  }
+  EXPECT_GT(j["aggregate_tokens_per_s"].get<double>(), 0);
+  EXPECT_EQ(j["client0_prompt_ids"].size(), 12u);
+  // Nothing listening: one line naming the URL.
+  const int dead = s.port;
+  EXPECT_EQ(s.Stop(), 0);
+  const auto none =
+      test::RunWormchat({"bench", "serve", "--http", "http://127.0.0.1:" + std::to_string(dead),
+                         "--clients", "1", "--prompt-len", "4", "--gen-len", "2"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_EQ(test::CountLines(none.err), 1) << none.err;
+}
+
 TEST(ServeCli, BadFlagsAreOneLine) {
   const auto busy = test::RunWormchat({"serve", "--port", "70000"});
   EXPECT_NE(busy.exit_code, 0);
