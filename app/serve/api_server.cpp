@@ -41,8 +41,12 @@ struct ApiError {
   std::string message, type, param, code;
 };
 
+// Every error answer ends its connection: some are given before the request's body was read
+// (a wrong key, a body too large), whose unread rest must not be read as the next request.
 void SendError(httplib::Response& res, const ApiError& e) {
   res.status = e.status;
+  res.set_header("Connection", "close");
+  CloseConnectionAfterResponse();
   res.set_content(ErrorJson(e.message, e.type, e.param, e.code)
                           .dump(-1, ' ', false, json::error_handler_t::replace) +
                       "\n",
@@ -392,7 +396,6 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
         if (!res.body.empty() || res.content_length_ > 0)
           return httplib::Server::HandlerResponse::Unhandled;
         if (RequestDeadlinePassed()) {  // the connection is closed after this answer
-          res.set_header("Connection", "close");
           SendError(res, {408,
                           Cat("the request was not read whole within ", options_.request_timeout_s,
                               " seconds (--request-timeout-s)"),

@@ -148,8 +148,10 @@ class ConnectionStream final : public httplib::Stream {
   size_t off_ = 0, size_ = 0;  // buf_[off_, size_): read from the socket, not yet taken
 };
 
-// The connection this worker thread serves (for RequestDeadlinePassed).
+// The connection this worker thread serves (for RequestDeadlinePassed), and whether it closes
+// after the response being written (CloseConnectionAfterResponse).
 thread_local const ConnectionStream* current_connection = nullptr;
+thread_local bool close_after_response = false;
 
 }  // namespace
 
@@ -183,10 +185,15 @@ bool DeadlineHttpServer::process_and_close_socket(socket_t sock) {
     conn.Arm(Clock::now() + request_timeout_);
     if (!conn.AwaitRequest(seconds(keep_alive_timeout_sec_, 0), stopping)) break;
     bool closed = false;
+    close_after_response = false;
     ok = process_request(conn, /*close_connection=*/left == 1, closed, {});
-    if (!ok || closed || conn.expired()) break;
+    if (!ok || closed || conn.expired() || close_after_response) break;
   }
   return ok;
+}
+
+void CloseConnectionAfterResponse() {
+  if (current_connection != nullptr) close_after_response = true;
 }
 
 bool RequestDeadlinePassed() {

@@ -48,4 +48,12 @@ class DeadlineHttpServer : public httplib::Server {
 // that request's deadline passed before it was read whole. False on any other thread.
 bool RequestDeadlinePassed();
 
+// On a DeadlineHttpServer's worker thread while it answers a request: the connection is closed
+// once this response is written (the caller sets "Connection: close" on it, so the client does
+// not send another). For answers given before the request's body was read (a wrong key, a body
+// too large): the unread rest of the body would otherwise be read as the next request, and a
+// client reusing the connection - the openai client's shared keep-alive agent does - would get a
+// reset. No-op on any other thread.
+void CloseConnectionAfterResponse();
+
 }  // namespace wc

@@ -710,6 +710,29 @@ std::unique_ptr<RawClient> Started(int port, const std::string& path, const json
   return c;
 }
 
+// An error answered before the body was read (a wrong key) ends the connection: the unread body
+// is never read as a request, and the client is told not to reuse the connection (the openai
+// npm client's shared keep-alive agent did, and got a reset).
+TEST(ServeApi, AnErrorEndsItsConnectionSoAnUnreadBodyIsNeverARequest) {
+  ApiServerOptions o;
+  o.api_key = "right";
+  TestServer s(o);
+  const std::string body = ChatBody("GET /health HTTP/1.1", 2, 1).dump();
+  RawClient c(s.port());
+  ASSERT_TRUE(c.connected());
+  ASSERT_TRUE(c.Send(
+      "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+      "wrong\r\nContent-Type: application/json\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body + "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"));
+  EXPECT_TRUE(c.ReadUntilClosed(std::chrono::milliseconds(10000))) << c.received();
+  const std::string& got = c.received();
+  EXPECT_EQ(got.rfind("HTTP/1.1 401", 0), 0u) << got;
+  EXPECT_NE(got.find("Connection: close"), std::string::npos) << got;
+  size_t responses = 0;
+  for (size_t at = 0; (at = got.find("HTTP/1.1 ", at)) != std::string::npos; ++at) ++responses;
+  EXPECT_EQ(responses, 1u) << got;
+}
+
 TEST(ServeApi, AQueuedClientThatHangsUpLeavesTheQueueWithinASecond) {
   TestServer s(ApiServerOptions{}, /*ctx=*/2048, /*rows=*/1);
   // The one row is busy with a request that ignores EOS (seconds of decoding, cancelled at the
