@@ -17,8 +17,6 @@ uint64_t ChoiceSeed(uint64_t seed, int choice) {
 
 Request BuildOpenAIRequest(const OpenAIBody& body, const RequestDefaults& defaults,
                            const RequestFraming& framing, const RequestNaming& naming) {
-  const Tokenizer& tok = *framing.tokenizer;
-  const std::optional<ChatFormat>& format = *framing.chat_format;
   const std::string param = naming.from_text ? "" : body.chat ? "messages" : "prompt";
   const std::string field = naming.from_text ? "the prompt" : naming.prefix + param;
   Request r;
@@ -29,12 +27,14 @@ Request BuildOpenAIRequest(const OpenAIBody& body, const RequestDefaults& defaul
           throw Error(Cat("token id ", (*body.prompt_ids)[i], " at [", i, "]",
                           " is outside the vocabulary [0, ", framing.vocab_size, ")"));
       r.prompt_ids = *body.prompt_ids;
+    } else if (framing.tokenizer == nullptr || framing.chat_format == nullptr) {
+      throw Error("text needs the model's tokenizer, and this model has none; send token ids");
     } else if (naming.from_text || !body.chat) {
-      r.prompt_ids =
-          EncodePrompt(tok, format, body.prompt, /*raw=*/!body.chat, framing.bos_token_id);
+      r.prompt_ids = EncodePrompt(*framing.tokenizer, *framing.chat_format, body.prompt,
+                                  /*raw=*/!body.chat, framing.bos_token_id);
     } else {
-      r.prompt_ids =
-          EncodeMessages(tok, format, body.messages, framing.bos_token_id, framing.eos_token_id);
+      r.prompt_ids = EncodeMessages(*framing.tokenizer, *framing.chat_format, body.messages,
+                                    framing.bos_token_id, framing.eos_token_id);
     }
   } catch (const OpenAIFieldError&) {
     throw;
