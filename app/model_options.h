@@ -20,10 +20,8 @@ namespace wc {
 // Speculative decoding's flags (issue 34): --speculate off|lookup, --speculate-k, --lookup-ngram.
 struct SpeculationOptions {
   // off, lookup (prompt lookup: serving/proposer.h) or draft (a draft model:
-  // serving/draft_proposer.h)
-  // The default, lookup, was measured never to cost more than 1% where nothing is guessed and to
-  // gain 1.2x on random prompts (docs/performance.md#speculative-decoding-2026-11-27-intel-xeon).
-  // Defaults and ranges: serving/run_options.h.
+  // serving/draft_proposer.h). Defaults, ranges and why lookup is the default:
+  // serving/run_options.h.
   std::string mode = run_option::kSpeculate.default_choice;
   int k = static_cast<int>(run_option::kSpeculateK.default_number);              // --speculate-k
   int lookup_ngram = static_cast<int>(run_option::kLookupNgram.default_number);  // --lookup-ngram

@@ -7,7 +7,8 @@
 //     the loop's own for it) or is refused (429/503 with Retry-After); none hangs; the rows and
 //     the queue are empty afterwards.
 //   - 16 of 32 running streams killed mid-stream: their rows free at once (target 100 ms).
-// The figures are printed; the bounds asserted are wide (a loaded 2-core VM).
+// The figures are printed; the bounds asserted are wide, so a machine shared with other work
+// does not fail them (the targets themselves are the printed figures).
 #include <httplib.h>
 
 #include <gtest/gtest.h>
