@@ -20,6 +20,7 @@
 #include "app/rank_lifecycle.h"
 #include "app/serve/api_server.h"
 #include "app/speculation.h"
+#include "mesh/attention_meter.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
 
@@ -91,6 +92,11 @@ void RunServe(ServeCmdOptions& o) {
   const ModelConfig& c = m.model->config();
   SpeculationOptions speculation = o.run.speculation;
   LoadDraftModel(speculation, o.run, m, o.user_rows);
+  // The emulated mesh's attention time, for the streamed replies' figures (server_figures.h): one
+  // performance-model estimate per FlashDecode op, as the chat's status bar runs. Outlives the
+  // loop, before whose first Forward it is installed.
+  AttentionMeter meter;
+  m.model->set_flash_decode_observer(&meter);
   ServingLoop loop(*m.model, m.tokenizer.get(), m.chat_format,
                    ServingOptionsFor(o.run, m, o.user_rows, o.max_batch_tokens));
   ApiModel model;
@@ -103,6 +109,9 @@ void RunServe(ServeCmdOptions& o) {
   o.api.defaults.sampling = o.sampling;
   o.api.defaults.seed = o.seed;
   o.api.decorate = [speculation](Request* r) { ApplySpeculation(speculation, r); };
+  o.api.figures.model = m.model.get();
+  o.api.figures.mesh = o.run.mesh;
+  o.api.figures.meter = &meter;
   ApiServer server(loop, model, o.api);
   const int port = server.Bind();
   std::fprintf(stderr,

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <utility>
 #include <vector>
 
@@ -69,12 +70,19 @@ struct Reply {
   std::vector<std::vector<TokenLogprob>> pending;  // [choices] log-probabilities not yet sent
   std::vector<int64_t> offset;                     // [choices] completions: bytes sent so far
   Clock::time_point last_write;
+  // The "wormchat" object for a choice at a context of N tokens (server_figures.h).
+  std::function<json(int ctx_tokens)> figures;
   bool opened = false;  // non-stream: keep-alive whitespace was sent
   bool finished = false;
 };
 
 const char* Finish(const RequestResult& r) {
   return FinishReasonName(r.reason);
+}
+
+// A choice's context at its end: its prompt and the tokens it sampled.
+int ContextOf(const RequestResult& r) {
+  return r.prompt_tokens + static_cast<int>(r.tokens.size());
 }
 
 Usage UsageOf(const Reply& reply) {
@@ -192,6 +200,19 @@ class ApiServer::Handlers {
     lp.top = body.top_logprobs;
     lp.tokenizer = s_.model_.framing.tokenizer;
     reply->run = std::make_shared<CompletionRun>(s_.loop_, std::move(hooks), lp);
+    if (body.stream) {
+      const FiguresMark mark = MarkFigures(s_.options_.figures, s_.loop_);
+      ApiServer* server = &s_;
+      // The usage chunk follows the finish chunk of choice 0 at once: its object is reused (the
+      // whole-model estimate takes ~1 ms on n150).
+      reply->figures = [server, mark, last_ctx = -1, last = json()](int ctx_tokens) mutable {
+        if (ctx_tokens != last_ctx) {
+          last = FiguresJson(server->options_.figures, server->loop_, mark, ctx_tokens);
+          last_ctx = ctx_tokens;
+        }
+        return last;
+      };
+    }
     reply->run->Submit(std::move(requests));
     admit.unlock();
     auto provider = [reply](size_t, httplib::DataSink& sink) { return Write(*reply, sink); };
@@ -291,16 +312,21 @@ class ApiServer::Handlers {
         reply.started[c] = true;
       }
       if (reply.results[c] && reply.results[c]->reason != StopReason::kError &&
-          reply.results[c]->reason != StopReason::kCancelled)
-        out += ServerSentEvent(ChunkJson(reply.head, c, "", false, Finish(*reply.results[c]),
-                                         reply.include_usage, TakeLogprobs(reply, c)));
+          reply.results[c]->reason != StopReason::kCancelled) {
+        json chunk = ChunkJson(reply.head, c, "", false, Finish(*reply.results[c]),
+                               reply.include_usage, TakeLogprobs(reply, c));
+        chunk["wormchat"] = reply.figures(ContextOf(*reply.results[c]));
+        out += ServerSentEvent(chunk);
+      }
     }
     if (!more) {
       if (reply.stream) {
         if (const RequestResult* f = Failed(reply)) {
           out += ServerSentEvent(ErrorJson(f->error, "server_error", "", ""));
         } else if (reply.include_usage) {
-          out += ServerSentEvent(UsageChunkJson(reply.head, UsageOf(reply)));
+          json chunk = UsageChunkJson(reply.head, UsageOf(reply));
+          if (reply.results[0]) chunk["wormchat"] = reply.figures(ContextOf(*reply.results[0]));
+          out += ServerSentEvent(chunk);
         }
         out += kSseDone;
       } else {

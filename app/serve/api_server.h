@@ -18,6 +18,9 @@
 // leaving the queue. Reading a request has a deadline of its own (ApiServerOptions::
 // request_timeout_s).
 //
+// A streamed reply's last chunks (each choice's finish_reason, the usage) carry the extension
+// object "wormchat": the server's KV, rows, queue and emulated-mesh figures (server_figures.h).
+//
 // Determinism: a request's choices are the serving loop's requests, built as `generate` builds
 // them (openai_request.h); choice i's seed is ChoiceSeed(seed, i). The same request and seed give
 // the same text over HTTP as `generate` with the same flags.
@@ -32,6 +35,7 @@
 #include <string>
 
 #include "app/openai/openai_request.h"
+#include "app/serve/server_figures.h"
 #include "app/serve/server_metrics.h"
 #include "serving/serving_loop.h"
 
@@ -77,6 +81,9 @@ struct ApiServerOptions {
   // Applied to every sampled request after it is built (speculation: app/model_options.h's
   // ApplySpeculation), never to beam requests.
   std::function<void(Request*)> decorate;
+  // The streamed replies' extension object "wormchat" (server_figures.h): the model, --mesh and
+  // the attention meter its figures come from (left empty, it carries the loop's figures only).
+  ServerFiguresSource figures;
 };
 
 class ApiServer {

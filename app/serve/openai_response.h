@@ -15,7 +15,9 @@
 //   error             {"error": {"message", "type", "param", "code"}}
 // A streamed reply is "data: <chunk>\n\n" events, one id for all of them, then "data: [DONE]\n\n";
 // with stream_options.include_usage every chunk carries "usage": null and a last chunk holds the
-// usage with empty choices.
+// usage with empty choices. The chunk with a choice's finish_reason and the usage chunk also carry
+// the extension object "wormchat" (the server's figures: server_figures.h), added by the server
+// (api_server.cpp) after these functions build them; OpenAI's clients ignore it.
 #pragma once
 
 #include <cstdint>
