@@ -27,7 +27,7 @@ while (($#)); do
 done
 if ((${#names[@]} == 0)); then
   names=(safetensors safetensors_index config kv_scales chat_format npy tokenizer tokenizer_json
-         text_stream batch_input transcript turns_file gguf openai_body)
+         text_stream batch_input transcript turns_file gguf openai_body sse_chat_parser)
 fi
 
 build="${WORMCHAT_FUZZ_BUILD:-build-fuzz}"
