@@ -164,6 +164,10 @@ class Parser {
     } else if (key == "fingerprint") {
       t_.fingerprint = value;
       t_.fingerprint_line = line_no_;
+    } else if (key == "server") {
+      if (value.empty()) throw Error("'server:' needs the server's URL");
+      t_.server = value;
+      t_.server_line = line_no_;
     } else if (key == "model-size") {
       const std::optional<long long> size = ParseWholeInteger(value);
       if (!size || *size < 0) throw Error(Cat("model-size: '", value, "' is not a size in bytes"));
@@ -180,7 +184,8 @@ class Parser {
   void EndHeader() {
     in_header_ = false;
     for (const char* key : {"model", "fingerprint"})
-      if (!seen_.count(key)) throw Error(Cat("the header has no '", key, ":' line"));
+      if (!seen_.count(key) && !(t_.server.size() && std::string(key) == "fingerprint"))
+        throw Error(Cat("the header has no '", key, ":' line"));
     if (t_.model.empty())
       throw LocatedError(Cat(t_.path, ":", seen_["model"],
                              ": 'model:' needs `default` (the model in assets/) or a directory"));
@@ -279,7 +284,7 @@ class Parser {
     if (turn.finished) return;
     const std::string where = Cat(t_.path, ":", t_.turn_lines.back(), ": turn ", t_.turns.size());
     if (user_lines_ == 0) throw LocatedError(Cat(where, " has no '>' user message"));
-    if (!have_ids_) throw LocatedError(Cat(where, " has no 'ids:' line"));
+    if (!have_ids_ && t_.server.empty()) throw LocatedError(Cat(where, " has no 'ids:' line"));
     if (!have_end_) throw LocatedError(Cat(where, " has no 'end:' line"));
     turn.finished = true;
   }
@@ -394,7 +399,8 @@ std::string FormatTranscript(const Transcript& t) {
   header("wormchat", t.version);
   header("model", t.model);
   if (!t.architecture.empty()) header("architecture", t.architecture);
-  header("fingerprint", t.fingerprint);
+  if (!t.server.empty()) header("server", t.server);
+  if (t.server.empty() || !t.fingerprint.empty()) header("fingerprint", t.fingerprint);
   if (t.model_size >= 0) header("model-size", std::to_string(t.model_size));
   for (const TranscriptOption& o : t.run) header(o.key, o.value);
   for (const auto& [key, value] : SettingLines(t.settings)) header(key, value);
@@ -409,9 +415,12 @@ std::string FormatTranscript(const Transcript& t) {
     previous = &turn.settings;
     AppendPrefixed(out, "> ", turn.user);
     AppendPrefixed(out, "< ", turn.reply_text);
-    out += "ids:";
-    for (int id : turn.reply_ids) out += Cat(" ", id);
-    out += Cat("\nend: ", StopReasonName(turn.reason), "\n");
+    if (t.server.empty() || !turn.reply_ids.empty()) {
+      out += "ids:";
+      for (int id : turn.reply_ids) out += Cat(" ", id);
+      out += "\n";
+    }
+    out += Cat("end: ", StopReasonName(turn.reason), "\n");
     if (turn.dropped_before > 0) out += Cat("dropped: ", turn.dropped_before, "\n");
   }
   return out;

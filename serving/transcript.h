@@ -11,6 +11,9 @@
 //   architecture: falcon            its architecture (model/architecture.h; absent in transcripts
 //                                   written before there were two: not checked then)
 //   fingerprint: 9c1e...            ModelFingerprint (model/fingerprint.h) of that model
+//   server: http://host:8080        instead of a fingerprint: a chat kept by `wormchat chat
+//                                   --server URL` (the model: the server's id for it); its turns
+//                                   have no 'ids:' (the server sends text) and it does not replay
 //   model-size: 41540768            a GGUF model's file size in bytes (absent for a directory, and
 //                                   in transcripts written before: not checked then)
 //   kv-dtype: bf16                  run options: one `key: value` line per flag, every one that
@@ -51,8 +54,10 @@ struct Transcript {
   std::string model;         // model:
   std::string architecture;  // architecture: ("" if absent)
   int architecture_line = 0;
-  std::string fingerprint;  // fingerprint:
+  std::string fingerprint;  // fingerprint: ("" with a server)
   int fingerprint_line = 0;
+  std::string server;  // server: ("" for a chat run in process)
+  int server_line = 0;
   int64_t model_size = -1;  // model-size: (-1 if absent)
   int model_size_line = 0;
   std::vector<TranscriptOption> run;  // the run options, in file order
@@ -64,8 +69,9 @@ struct Transcript {
 };
 
 // Parses `text` read from `path`. Throws wc::Error "PATH:LINE: what is wrong" for a malformed line,
-// an unknown or repeated header key, a missing required key, turns out of order, a turn without a
-// user message, ids or end, or a bad setting.
+// an unknown or repeated header key, a missing required key (fingerprint only without a server),
+// turns out of order, a turn without a user message, ids (but with a server) or end, or a bad
+// setting.
 Transcript ParseTranscript(const std::string& text, const std::string& path);
 // Reads and parses `path` (wc::Error naming it if unreadable).
 Transcript ReadTranscriptFile(const std::string& path);

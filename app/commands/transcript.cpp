@@ -124,6 +124,15 @@ ModelRunOptions RunOptionsFor(const Transcript& t, const ReplayCmdOptions& o) {
   return run;
 }
 
+// A chat kept by `wormchat chat --server URL` holds the server's text, not token ids: nothing to
+// replay or update.
+void RefuseServerChat(const Transcript& t) {
+  if (!t.server.empty())
+    throw Error(Cat(t.path, ":", t.server_line, ": a chat kept from the server ", t.server,
+                    ": its replies came as text, with no token ids to replay (continue it with "
+                    "`wormchat chat --server URL --resume NAME`)"));
+}
+
 // Replays turn i of `t` (read from t.path); a failure names the file, the turn's line and number.
 ConversationTurn ReplayTurn(ConversationRunner& runner, const Transcript& t, size_t i) {
   try {
@@ -135,6 +144,7 @@ ConversationTurn ReplayTurn(ConversationRunner& runner, const Transcript& t, siz
 
 Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
   const Transcript t = ReadTranscriptFile(path);
+  RefuseServerChat(t);
   const ModelRunOptions run = RunOptionsFor(t, o);
   const std::string dir = run.model_dir.empty() ? DefaultModelDir() : run.model_dir;
   if (!t.architecture.empty()) {  // before the fingerprint: the plainer of the two mismatches
@@ -183,6 +193,7 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
 bool UpdateFile(const std::string& path, const ReplayCmdOptions& o) {
   const std::string before = ReadTextFile(path);
   const Transcript t = ParseTranscript(before, path);
+  RefuseServerChat(t);
   const ModelRunOptions run = RunOptionsFor(t, o);
   ConversationRunner runner(run, t.settings, UserRowsFor(t.settings, t.turns));
   std::string changed;

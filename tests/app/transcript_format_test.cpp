@@ -110,6 +110,39 @@ TEST(TranscriptFormat, TheArchitectureLineReadsBackAndIsOptional) {
   EXPECT_TRUE(back.run.size() == t.run.size()) << "architecture is not a run option";
 }
 
+// A chat kept by `wormchat chat --server URL`: a server line instead of a fingerprint, turns
+// without ids; it reads back the same. Without a server both stay required.
+TEST(TranscriptFormat, AServersChatHasNoFingerprintOrIdsAndReadsBack) {
+  Transcript t = Sample();
+  t.fingerprint.clear();
+  t.run.clear();
+  t.server = "http://127.0.0.1:8080";
+  t.model = "falcon3-7b";
+  for (ConversationTurn& turn : t.turns) turn.reply_ids.clear();
+  const std::string text = FormatTranscript(t);
+  EXPECT_NE(text.find("\nmodel: falcon3-7b\nserver: http://127.0.0.1:8080\n"), std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("fingerprint:"), std::string::npos) << text;
+  EXPECT_EQ(text.find("ids:"), std::string::npos) << text;
+  const Transcript back = ParseTranscript(text, "t.txt");
+  EXPECT_EQ(back.server, t.server);
+  EXPECT_EQ(back.server_line, 4);
+  EXPECT_TRUE(back.fingerprint.empty());
+  ExpectSameTurns(t, back);
+  EXPECT_EQ(FormatTranscript(back), text);
+
+  // The same file without its server line: a fingerprint and ids are required again.
+  std::string local = text;
+  local.erase(local.find("server: "), std::string("server: http://127.0.0.1:8080\n").size());
+  try {
+    ParseTranscript(local, "t.txt");
+    FAIL() << "read without a fingerprint";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fingerprint"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(ParseTranscript("wormchat: 1\nmodel: m\nserver:\n", "t.txt"), Error);
+}
+
 // A reply with no tokens (cancelled before its first, or max-new-tokens 0) is written "ids:" and
 // reads back (the fuzzer found it refused).
 TEST(TranscriptFormat, AReplyWithNoTokensReadsBack) {
