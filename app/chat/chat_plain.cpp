@@ -104,7 +104,7 @@ void Say(const std::string& text) {
 std::string FindText(ChatSession& session, const std::string& query) {
   std::string out;
   int found = 0, turn = 0;
-  for (const ConversationTurn& t : session.conversation().turns()) {
+  for (const ConversationTurn& t : session.turns()) {
     ++turn;
     for (const auto& [who, text] :
          {std::pair<const char*, const std::string*>{"you", &t.user}, {"reply", &t.reply_text}}) {
@@ -127,7 +127,7 @@ std::string FindText(ChatSession& session, const std::string& query) {
 
 // The conversation's turns as they were (a resumed or opened chat).
 void ShowTurns(ChatSession& session, bool banner) {
-  for (const ConversationTurn& t : session.conversation().turns()) {
+  for (const ConversationTurn& t : session.turns()) {
     if (t.reset_before) Say("(new conversation)");
     std::printf("%s%s\n%s\n", banner ? "\n> " : "> ", t.user.c_str(), t.reply_text.c_str());
   }
@@ -136,18 +136,14 @@ void ShowTurns(ChatSession& session, bool banner) {
 }  // namespace
 
 void RunPlainChat(ChatSession& session, bool banner) {
-  const LoadedModel& m = session.model();
-  const ModelConfig& c = m.model->config();
+  const ChatIdentity id = session.identity();
   if (banner) {
-    std::printf(
-        "wormchat - %s (%d layers, hidden %d, %d heads / %d KV heads), context %d, seed %llu\n"
-        "%s; /help lists the commands.\n",
-        m.dir.c_str(), c.n_layers, c.hidden_size, c.n_head, c.n_kv_heads, m.ctx,
-        static_cast<unsigned long long>(session.conversation().settings().seed),
-        session.run_options().ids
-            ? "Type token ids (\"5 17 9\") and press Enter: they are fed as they are, and replies "
-              "are ids"
-            : "Type a message and press Enter");
+    std::printf("wormchat - %s%s, seed %llu\n%s; /help lists the commands.\n", id.detail.c_str(),
+                id.ctx > 0 ? Cat(", context ", id.ctx).c_str() : "",
+                static_cast<unsigned long long>(session.settings().seed),
+                id.ids ? "Type token ids (\"5 17 9\") and press Enter: they are fed as they are, "
+                         "and replies are ids"
+                       : "Type a message and press Enter");
   }
   struct sigaction sa {};
   sa.sa_handler = OnInterrupt;

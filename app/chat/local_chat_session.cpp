@@ -1,4 +1,4 @@
-#include "app/chat/chat_session.h"
+#include "app/chat/local_chat_session.h"
 
 #include "meshmodel/model_estimate.h"
 
@@ -25,14 +25,14 @@ std::string Count(int64_t n, const char* noun) {
 
 }  // namespace
 
-double ChatSession::NowS() {
+double LocalChatSession::NowS() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
 // Streams the reply to the front end and keeps the figures.
-class ChatSession::ReplyObserver : public RequestObserver {
+class LocalChatSession::ReplyObserver : public RequestObserver {
  public:
-  ReplyObserver(ChatSession& s, std::function<void(std::string_view)> on_text,
+  ReplyObserver(LocalChatSession& s, std::function<void(std::string_view)> on_text,
                 std::function<void(const RequestResult&)> on_done)
       : s_(s), on_text_(std::move(on_text)), on_done_(std::move(on_done)) {}
   void OnPrefill(int fed, int total, int context) override {
@@ -96,20 +96,17 @@ class ChatSession::ReplyObserver : public RequestObserver {
   }
 
  private:
-  ChatSession& s_;
+  LocalChatSession& s_;
   std::function<void(std::string_view)> on_text_;
   std::function<void(const RequestResult&)> on_done_;
   int prompt_end_ = 0;  // tokens in the row's context once the prompt is in
 };
 
-ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
-                         const ConversationSettings& s, ChatKeep keep)
-    : m_(m), run_(run), keep_(std::move(keep)), started_(std::time(nullptr)) {
-  no_save_ = !keep_.save;
-  if (keep_.save && keep_.dir.empty()) keep_.dir = DefaultChatsDir();
-  if (!keep_.file.empty()) save_path_ = keep_.file;
-  fingerprint_ = keep_.fingerprint;
-  if (keep_.save && fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
+LocalChatSession::LocalChatSession(const LoadedModel& m, const ModelRunOptions& run,
+                                   const ConversationSettings& s, ChatKeep keep)
+    : ChatSession(std::move(keep)), m_(m), run_(run) {
+  fingerprint_ = this->keep().fingerprint;
+  if (this->keep().save && fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
   const ChatFormat format = m.chat_format.value_or(ChatFormat{});
   // Rows for the widest beam search (a paged pool's pages are touched only when used).
   ServingOptions so = ServingOptionsFor(run, m, kMaxBeams);
@@ -126,12 +123,12 @@ ChatSession::ChatSession(const LoadedModel& m, const ModelRunOptions& run,
   m.model->set_flash_decode_observer(&meter_);  // before the first Forward (Send)
 }
 
-void ChatSession::ApplyRunSpeculation(Conversation& c) {
+void LocalChatSession::ApplyRunSpeculation(Conversation& c) {
   // Send runs on the front end's thread, as /set does: run_ is read there only.
   c.set_request_options([this](Request* r) { ApplySpeculation(run_.speculation, r); });
 }
 
-ChatFigures ChatSession::FreshFigures() const {
+ChatFigures LocalChatSession::FreshFigures() const {
   ChatFigures f;
   f.ctx_size = loop_->ctx();
   f.kv_format = Cat(KVDTypeName(m_.kv.dtype),
@@ -141,26 +138,45 @@ ChatFigures ChatSession::FreshFigures() const {
   return f;
 }
 
-ChatSession::~ChatSession() {
+ChatIdentity LocalChatSession::identity() const {
+  ChatIdentity id;
+  std::string dir = m_.dir;
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  id.model = dir.substr(dir.rfind('/') == std::string::npos ? 0 : dir.rfind('/') + 1);
+  const ModelConfig& c = m_.model->config();
+  id.detail = Cat(m_.dir, " (", c.n_layers, " layers, hidden ", c.hidden_size, ", ", c.n_head,
+                  " heads / ", c.n_kv_heads, " KV heads)");
+  id.n_params = c.n_params();
+  id.dtype = DTypeName(m_.model->weights().embeddings.dtype);
+  id.kv_format = figures().kv_format;
+  id.mesh = run_.mesh;
+  id.flash = run_.attention == "flash";
+  id.ctx = m_.ctx;
+  id.ids = run_.ids;
+  return id;
+}
+
+LocalChatSession::~LocalChatSession() {
   conversation_.reset();  // cancels a running reply and waits for it
   loop_->Shutdown(ShutdownMode::kCancel);
   loop_.reset();  // its last writes may warn into figures_: while mu_ lives
   m_.model->set_flash_decode_observer(nullptr);
 }
 
-void ChatSession::Send(const std::string& message, std::function<void(std::string_view)> on_text,
-                       std::function<void(const RequestResult&)> on_done) {
+void LocalChatSession::Send(const std::string& message,
+                            std::function<void(std::string_view)> on_text,
+                            std::function<void(const RequestResult&)> on_done) {
   Start([&](std::shared_ptr<RequestObserver> o) { return conversation_->Send(message, o); },
         std::move(on_text), std::move(on_done));
 }
 
-void ChatSession::Retry(bool same_seed, std::function<void(std::string_view)> on_text,
-                        std::function<void(const RequestResult&)> on_done) {
+void LocalChatSession::Retry(bool same_seed, std::function<void(std::string_view)> on_text,
+                             std::function<void(const RequestResult&)> on_done) {
   Start([&](std::shared_ptr<RequestObserver> o) { return conversation_->Retry(same_seed, o); },
         std::move(on_text), std::move(on_done));
 }
 
-std::string ChatSession::Undo(std::string* message) {
+std::string LocalChatSession::Undo(std::string* message) {
   if (busy()) return "a reply is running: Ctrl-C cancels it first";
   try {
     const ConversationTurn t = conversation_->Undo();
@@ -176,9 +192,10 @@ std::string ChatSession::Undo(std::string* message) {
   }
 }
 
-void ChatSession::Start(const std::function<RequestId(std::shared_ptr<RequestObserver>)>& submit,
-                        std::function<void(std::string_view)> on_text,
-                        std::function<void(const RequestResult&)> on_done) {
+void LocalChatSession::Start(
+    const std::function<RequestId(std::shared_ptr<RequestObserver>)>& submit,
+    std::function<void(std::string_view)> on_text,
+    std::function<void(const RequestResult&)> on_done) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     figures_.state = ChatFigures::State::kPrefill;
@@ -211,11 +228,11 @@ void ChatSession::Start(const std::function<RequestId(std::shared_ptr<RequestObs
   }
 }
 
-void ChatSession::Cancel() {
+void LocalChatSession::Cancel() {
   if (running_ != 0) loop_->Cancel(running_);
 }
 
-std::string ChatSession::Apply(const ChatCommand& c) {
+std::string LocalChatSession::Apply(const ChatCommand& c) {
   ConversationSettings s = conversation_->settings();
   switch (c.kind) {
     case ChatCommand::Kind::kReset: {
@@ -277,10 +294,12 @@ std::string ChatSession::Apply(const ChatCommand& c) {
   return {};
 }
 
-ChatFigures ChatSession::figures() const {
+ChatFigures LocalChatSession::figures() const {
   const ServingStatus st = loop_->status();
+  const std::string warning = save_warning();
   std::lock_guard<std::mutex> lock(mu_);
   ChatFigures f = figures_;
+  f.save_warning = warning;
   const ConversationSettings& s = conversation_->settings();
   f.seed = s.seed;
   f.beams = s.beams ? s.beams->num_beams : 0;
@@ -305,7 +324,7 @@ ChatFigures ChatSession::figures() const {
   return f;
 }
 
-std::string ChatSession::StatsText() const {
+std::string LocalChatSession::StatsText() const {
   const ChatFigures f = figures();
   const ConversationSettings& s = conversation_->settings();
   const std::string cache =
@@ -342,33 +361,25 @@ std::string ChatSession::StatsText() const {
       "\n");
 }
 
-std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> on_done) {
+std::string LocalChatSession::Open(int n, std::function<void(const RequestResult&)> on_done) {
   if (busy()) return "a reply is running: Ctrl-C cancels it first";
-  std::string dir = keep_.dir;
-  Transcript t;
-  std::string path, name, text;
-  try {
-    if (dir.empty()) dir = DefaultChatsDir();
-    const std::vector<SavedChat> chats = ListChats(dir);
-    if (n < 1 || n > static_cast<int>(chats.size()))
-      return chats.empty() ? Cat("/open: no saved chats in ", dir)
-                           : Cat("/open: N must be 1-", chats.size(), " (/chats lists them)");
-    path = chats[n - 1].path;
-    name = chats[n - 1].name;  // /open names the chat as /chats lists it
-    if (path == chat_file()) return Cat("(", chats[n - 1].name, " is this chat)");
-    text = ReadTextFile(path, int64_t{64} << 20);
-    t = ParseTranscript(text, path);
-    {
-      std::lock_guard<std::mutex> lock(save_mu_);
-      if (fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
-      if (t.fingerprint != fingerprint_)
-        return Cat("/open: ", chats[n - 1].name,
-                   " was saved with another model or weights: continue it with `wormchat chat "
-                   "--resume ",
-                   chats[n - 1].name, " --model DIR`");
-    }
-  } catch (const Error& e) {
-    return Cat("/open: ", e.what());
+  OpenedFile file;
+  if (std::string why = FindOpen(n, &file); !why.empty()) return why;
+  const Transcript& t = file.transcript;
+  const std::string& path = file.path;
+  const std::string& name = file.name;
+  const std::string& text = file.text;
+  if (!t.server.empty())
+    return Cat("/open: ", name, " was a chat with the server ", t.server,
+               ": continue it with `wormchat chat --server ", t.server, " --resume ", name, "`");
+  {
+    std::lock_guard<std::mutex> lock(fingerprint_mu_);
+    if (fingerprint_.empty()) fingerprint_ = RunFingerprint(run_, m_);
+    if (t.fingerprint != fingerprint_)
+      return Cat("/open: ", name,
+                 " was saved with another model or weights: continue it with `wormchat chat "
+                 "--resume ",
+                 name, " --model DIR`");
   }
   Autosave();  // the chat left is on disk as shown (it normally is already)
   {
@@ -395,24 +406,6 @@ std::string ChatSession::Open(int n, std::function<void(const RequestResult&)> o
     if (on_done) on_done(RequestResult{});
   }
   return "";
-}
-
-std::string ChatSession::Copy(const ChatCommand& c, int fd) const {
-  std::string reply;
-  for (const ConversationTurn& t : conversation_->turns())
-    if (t.finished) reply = t.reply_text;
-  if (reply.empty()) return "not copied: there is no reply yet";
-  if (c.name != "code") return CopyToTerminal(reply, "the last reply", fd);
-  const std::vector<tui::CodeBlock> blocks = tui::ExtractCodeBlocks(reply);
-  const int n = static_cast<int>(c.value);
-  if (blocks.empty()) return "not copied: the last reply has no code block";
-  if (n < 1 || n > static_cast<int>(blocks.size()))
-    return Cat("not copied: the last reply has ", blocks.size(),
-               blocks.size() == 1 ? " code block" : " code blocks", " (/copy code 1-",
-               blocks.size(), ")");
-  const tui::CodeBlock& b = blocks[n - 1];
-  return CopyToTerminal(
-      b.code, Cat("code block ", n, b.language.empty() ? "" : " (" + b.language + ")"), fd);
 }
 
 }  // namespace wc

@@ -1,13 +1,13 @@
-// ChatSession's files (chat_session.h): /save, /load and /export, the autosaved chat and its
-// title (/title, /forget), the saved chats listed (/chats) and restored (--resume; /open, which
-// streams a reply, is in chat_session.cpp).
+// LocalChatSession's files (local_chat_session.h): /save and /export, what its kept file holds,
+// and restoring a saved chat (--resume; /open, which streams a re-prefill, is in
+// local_chat_session.cpp).
 #include <cerrno>
 #include <cstring>
 #include <fstream>
 
 #include "app/chat/chat_export.h"
-#include "app/chat/chat_session.h"
 #include "app/chat/chat_store.h"
+#include "app/chat/local_chat_session.h"
 #include "app/transcript/run_header.h"
 #include "serving/transcript.h"
 #include "serving/waiting_observer.h"
@@ -15,7 +15,7 @@
 
 namespace wc {
 
-std::string ChatSession::Save(const std::string& path) const {
+std::string LocalChatSession::Save(const std::string& path) const {
   try {
     SaveConversation(path, run_, m_, *conversation_);
   } catch (const Error& e) {
@@ -27,19 +27,16 @@ std::string ChatSession::Save(const std::string& path) const {
              "; check it with: wormchat transcript replay ", path, ")");
 }
 
-std::string ChatSession::Load(const std::string& path, std::vector<std::string>& queue) const {
-  Transcript t;
-  try {
-    t = ReadTranscriptFile(path);
-  } catch (const Error& e) {
-    return Cat("/load: ", e.what());
-  }
-  for (const ConversationTurn& turn : t.turns) queue.push_back(turn.user);
-  return Cat("(replaying ", t.turns.size(), t.turns.size() == 1 ? " turn" : " turns", " of ", path,
-             ")");
+Transcript LocalChatSession::KeptTranscript(const std::vector<ConversationTurn>& finished) const {
+  std::lock_guard<std::mutex> lock(fingerprint_mu_);
+  // The settings of a chat with no turn left (all undone) matter to nobody; settings() is the
+  // front end's to read (this may run on the loop's thread).
+  return MakeTranscript(run_, m_,
+                        finished.empty() ? ConversationSettings{} : finished.front().settings,
+                        finished, fingerprint_);
 }
 
-std::string ChatSession::Export(const std::string& path, bool force) const {
+std::string LocalChatSession::Export(const std::string& path, bool force) const {
   ExportContent c;
   c.model = run_.model_dir.empty() ? "default" : run_.model_dir;  // as a transcript's model line
   for (ConversationTurn& t : conversation_->turns())
@@ -49,95 +46,14 @@ std::string ChatSession::Export(const std::string& path, bool force) const {
   c.lookup_ngram = run_.speculation.lookup_ngram;
   c.speculate_mode = run_.speculation.mode;
   c.draft_model = run_.speculation.draft_model;
-  {
-    std::lock_guard<std::mutex> lock(save_mu_);
-    c.title = title_;
-  }
+  c.title = title();
   if (c.title.empty() && !c.turns.empty()) c.title = ChatTitle(c.turns.front().user);
   return ExportChat(path, force, c);
 }
 
-namespace {
-
-// The file a chat started at `start` titled `title` is kept in: ChatFileName's, or - when another
-// chat (not `mine`) has it, two started in the same second with the same title - that name with
-// -2, -3, ... before ".txt".
-std::string FreeChatPath(const std::string& dir, std::time_t start, const std::string& title,
-                         const std::string& mine) {
-  const std::string base = ChatFileName(start, title);
-  const std::string stem = base.substr(0, base.size() - 4);
-  std::string path = dir + "/" + base;
-  for (int n = 2; path != mine && std::ifstream(path).good(); ++n)
-    path = Cat(dir, "/", stem, "-", n, ".txt");
-  return path;
-}
-
-}  // namespace
-
-std::string ChatSession::chat_file() const {
-  std::lock_guard<std::mutex> lock(save_mu_);
-  return keep_.save ? save_path_ : std::string();
-}
-
-void ChatSession::Autosave() {
-  std::lock_guard<std::mutex> lock(save_mu_);
-  if (!keep_.save) return;
-  std::vector<ConversationTurn> turns;
-  for (ConversationTurn& t : conversation_->turns())
-    if (t.finished) turns.push_back(std::move(t));
-  if (turns.empty() && save_path_.empty()) return;  // nothing said yet
-  std::string why;
-  try {
-    if (title_.empty() && !turns.empty()) title_ = ChatTitle(turns.front().user);
-    if (save_path_.empty()) {
-      save_path_ = FreeChatPath(keep_.dir, started_, title_, "");
-    }
-    // The settings of a chat with no turn left (all undone) matter to nobody; settings() is the
-    // front end's to read (this may run on the loop's thread).
-    const Transcript t =
-        MakeTranscript(run_, m_, turns.empty() ? ConversationSettings{} : turns.front().settings,
-                       turns, fingerprint_);
-    why = WriteFileAtomically(save_path_, WithChatTitle(FormatTranscript(t), title_));
-  } catch (const Error& e) {
-    why = e.what();
-  }
-  std::lock_guard<std::mutex> figures_lock(mu_);
-  figures_.save_warning = why.empty() ? std::string() : Cat("not saved: ", why);
-}
-
-std::string ChatSession::SetTitle(const std::string& title) {
-  const std::string clean = ChatTitle(title);
-  if (clean.empty()) return "/title needs a title";
-  std::string old_path, new_path;
-  {
-    std::lock_guard<std::mutex> lock(save_mu_);
-    title_ = clean;
-    if (!keep_.save || save_path_.empty()) return Cat("(title: ", clean, ")");
-    old_path = save_path_;
-    new_path = save_path_ = FreeChatPath(keep_.dir, started_, clean, old_path);
-  }
-  Autosave();
-  if (!figures().save_warning.empty())
-    return Cat("(title: ", clean, "; ", figures().save_warning, ")");
-  if (new_path != old_path) std::remove(old_path.c_str());  // the chat lives in its new file
-  return Cat("(title: ", clean, "; saved as ", new_path, ")");
-}
-
-std::string ChatSession::Forget() {
-  std::lock_guard<std::mutex> lock(save_mu_);
-  if (!keep_.save) return "(this chat is not being saved)";
-  keep_.save = false;
-  if (save_path_.empty()) return "(this chat will not be saved)";
-  const std::string path = save_path_;
-  save_path_.clear();
-  if (std::remove(path.c_str()) != 0)
-    return Cat("could not delete ", path, ": ", std::strerror(errno), "; nothing more is saved");
-  return Cat("(deleted ", path, "; nothing more of this chat is saved)");
-}
-
-RequestId ChatSession::RestoreChat(const std::string& path, const std::string& label,
-                                   const std::string& text, const Transcript& t,
-                                   std::shared_ptr<RequestObserver> o) {
+RequestId LocalChatSession::RestoreChat(const std::string& path, const std::string& label,
+                                        const std::string& text, const Transcript& t,
+                                        std::shared_ptr<RequestObserver> o) {
   // Into a fresh conversation from the saved chat's settings (Restore derives the RNG stream
   // from them, as --resume does), which replaces the current one only once it has taken the
   // turns: a chat that cannot be restored changes nothing.
@@ -146,16 +62,13 @@ RequestId ChatSession::RestoreChat(const std::string& path, const std::string& l
   ApplyRunSpeculation(*restored);
   const RequestId id = restored->Restore(t.turns, std::move(o));
   conversation_ = std::move(restored);
-  std::lock_guard<std::mutex> lock(save_mu_);
-  title_ = ReadChatTitle(text);
-  save_path_ = keep_.file = path;
+  ContinueIn(path, text);
   restored_label_ = label;
   restored_turns_ = t.turns.size();
-  keep_.save = !no_save_;
   return id;
 }
 
-std::string ChatSession::RestoredText(const RequestResult* r) const {
+std::string LocalChatSession::RestoredText(const RequestResult* r) const {
   int computed = 0, cached = 0;
   if (r != nullptr) {
     computed = r->prompt_tokens - r->cached_tokens;
@@ -165,10 +78,13 @@ std::string ChatSession::RestoredText(const RequestResult* r) const {
              "; re-prefilled ", computed, " tokens, ", cached, " from the prefix cache)");
 }
 
-std::string ChatSession::Resume(const std::function<void(int fed, int total)>& progress) {
-  const std::string path = keep_.file;
+std::string LocalChatSession::Resume(const std::function<void(int fed, int total)>& progress) {
+  const std::string path = keep().file;
   const std::string text = ReadTextFile(path, int64_t{64} << 20);
   const Transcript t = ParseTranscript(text, path);
+  if (!t.server.empty())
+    throw Error(Cat("--resume: ", path, " was a chat with the server ", t.server,
+                    ": continue it with --server ", t.server));
   class Progress : public WaitingObserver {
    public:
     explicit Progress(const std::function<void(int, int)>& f) : f_(f) {}
@@ -192,34 +108,9 @@ std::string ChatSession::Resume(const std::function<void(int fed, int total)>& p
   return RestoredText(&r);
 }
 
-std::string ChatSession::OpenedText(const RequestResult& r) const {
+std::string LocalChatSession::OpenedText(const RequestResult& r) const {
   if (r.reason == StopReason::kError) return Cat("/open: re-prefilling failed: ", r.error);
   return RestoredText(&r);
-}
-
-std::string ChatSession::ChatsText() const {
-  std::string dir = keep_.dir;
-  try {
-    if (dir.empty()) dir = DefaultChatsDir();
-  } catch (const Error& e) {
-    return Cat(e.what(), "\n");
-  }
-  const std::vector<SavedChat> chats = ListChats(dir);
-  if (chats.empty()) return Cat("(no saved chats in ", dir, ")\n");
-  std::string out;
-  const std::string mine = chat_file();
-  for (size_t i = 0; i < chats.size(); ++i) {
-    const SavedChat& c = chats[i];
-    const std::time_t t = static_cast<std::time_t>(c.mtime_ns / 1000000000);
-    std::tm tm{};
-    localtime_r(&t, &tm);
-    char when[32];
-    std::strftime(when, sizeof when, "%Y-%m-%d %H:%M", &tm);
-    out +=
-        Cat(i + 1, ". ", c.title, " | ", c.model, " | ", c.turns, c.turns == 1 ? " turn" : " turns",
-            " | ", when, " | ", c.name, c.path == mine ? " (this chat)" : "", "\n");
-  }
-  return out;
 }
 
 }  // namespace wc

@@ -17,6 +17,7 @@
 #include "app/commands/commands.h"
 #include "app/model_loader.h"
 #include "app/model_options.h"
+#include "app/openai/api_key_file.h"
 #include "app/rank_lifecycle.h"
 #include "app/serve/api_server.h"
 #include "app/speculation.h"
@@ -39,22 +40,6 @@ struct ServeCmdOptions {
   uint64_t seed = 0;
   double drain_s = 30;
 };
-
-// The key in --api-key-file: its contents without trailing line breaks and spaces.
-std::string ReadKeyFile(const std::string& path) {
-  std::string key;
-  try {
-    key = ReadTextFile(path, /*max_bytes=*/4096);
-  } catch (const Error& e) {
-    throw Error(Cat("--api-key-file: ", e.what()));
-  }
-  while (!key.empty() && (key.back() == '\n' || key.back() == '\r' || key.back() == ' '))
-    key.pop_back();
-  if (key.empty()) throw Error(Cat("--api-key-file ", path, ": is empty"));
-  if (key.find_first_of("\r\n") != std::string::npos)
-    throw Error(Cat("--api-key-file ", path, ": holds more than one line"));
-  return key;
-}
 
 std::string ModelId(const std::string& dir) {
   std::string id = std::filesystem::path(dir).filename().string();
@@ -86,7 +71,7 @@ void RunServe(ServeCmdOptions& o) {
   if (FollowUnlessTensorParallelLeader(o.run) == RankRole::kFollowed) return;
   o.sampling.Validate();
   if (o.max_new_tokens < 1) throw Error(Cat("-n must be >= 1, got ", o.max_new_tokens));
-  if (!o.api_key_file.empty()) o.api.api_key = ReadKeyFile(o.api_key_file);
+  if (!o.api_key_file.empty()) o.api.api_key = ReadApiKeyFile(o.api_key_file);
 
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/true);
   const ModelConfig& c = m.model->config();

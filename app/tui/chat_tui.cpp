@@ -94,15 +94,17 @@ class ChatTui {
       : s_(session), history_(tui::History::DefaultPath()), scrollback_(10, options.markdown) {
     panel_ = COLS >= 120;
     scrollback_.SetWidth(TextWidth());
-    const LoadedModel& m = s_.model();
-    title_.model = Basename(m.dir);
-    title_.n_params = m.model->config().n_params();
-    title_.dtype = DTypeName(m.model->weights().embeddings.dtype);
-    title_.kv_format = s_.figures().kv_format;
-    title_.mesh = s_.run_options().mesh;
-    Notice(Cat("wormchat: ", title_.model, ", context ", m.ctx, ", seed ",
-               s_.conversation().settings().seed,
-               ". Type a message and press Enter; /help lists the commands, F2 shows the mesh."));
+    const ChatIdentity id = s_.identity();
+    title_.model = id.model;
+    title_.n_params = id.n_params;
+    title_.dtype = id.dtype;
+    title_.kv_format = id.kv_format;
+    title_.mesh = id.mesh;
+    Notice(Cat("wormchat: ", id.server.empty() ? id.model : Cat(id.model, " at ", id.server),
+               id.ctx > 0 ? Cat(", context ", id.ctx) : std::string(), ", seed ",
+               s_.settings().seed,
+               ". Type a message and press Enter; /help lists the commands, F2 shows the ",
+               id.server.empty() ? "mesh." : "server's figures."));
     if (!history_.warning().empty()) Notice(history_.warning());
     ShowTurns();  // a resumed chat, shown as it was
   }
@@ -150,7 +152,7 @@ class ChatTui {
   int Add(Role role, const std::string& text) { return scrollback_.Add(role, text); }
   // The conversation's turns as they were (a resumed or opened chat).
   void ShowTurns() {
-    for (const ConversationTurn& t : s_.conversation().turns()) {
+    for (const ConversationTurn& t : s_.turns()) {
       if (t.reset_before) Notice("(new conversation)");
       Add(Role::kUser, t.user);
       Add(Role::kAssistant, t.reply_text);
@@ -715,11 +717,14 @@ class ChatTui {
     t.ctx_tokens = f.ctx_tokens;
     t.ctx_size = f.ctx_size;
     t.reused_tokens = f.cached_tokens;
-    if (f.kv_blocks_total > 0)
+    if (!f.kv_known) {  // a server that sends no KV figures: left out
+    } else if (f.kv_blocks_total > 0) {
       t.kv_fill = static_cast<double>(f.kv_blocks_used) / f.kv_blocks_total;
-    else if (f.ctx_size > 0)  // contiguous: the conversation's row
+    } else if (f.ctx_size > 0) {  // contiguous: the conversation's row
       t.kv_fill = static_cast<double>(f.ctx_tokens) / f.ctx_size;
-    t.kv_bytes = f.kv_bytes_used;
+    }
+    if (f.kv_known) t.kv_bytes = f.kv_bytes_used;
+    t.unavailable = f.remote_note;
     if (f.model_us_per_token > 0) t.mesh_us_per_tok = f.model_us_per_token;
     t.mesh_estimated = f.model_us_estimated;
     t.seed = f.seed;
@@ -731,17 +736,27 @@ class ChatTui {
   void DrawPanel(int x, int top, int rows, int width) {
     std::vector<std::string> lines;
     const LastAttention last = s_.last_attention();
+    const ChatIdentity id = s_.identity();
     if (last.valid) {
-      const MeshSpec mesh = MeshPreset(s_.run_options().mesh);
+      const MeshSpec mesh = MeshPreset(id.mesh);
       tui::CoreGridFigures g = tui::CoreGridFromTrace(last.trace, 0, mesh.chip, last.kv_row_bytes);
       g.caption = Cat(g.caption.empty() ? "" : g.caption + " ", "layer ", last.layer);
       lines = tui::RenderCoreGrid(g, width);
     } else {
-      lines.push_back(s_.run_options().attention == "flash" ? "Tensix 8x8: no attention yet"
-                                                            : "reference attention: no mesh");
+      lines.push_back(!id.server.empty() ? "the mesh panel needs the model in this process: not "
+                                           "available from a server"
+                      : id.flash         ? "Tensix 8x8: no attention yet"
+                                         : "reference attention: no mesh");
     }
     lines.push_back("");
     const ChatFigures f = s_.figures();
+    if (!f.panel_text.empty()) {  // a server's chat: its figures, or what it cannot show
+      for (const std::string& l : tui::WrapText(f.panel_text, width)) lines.push_back(l);
+      for (int i = 0; i < rows; ++i)
+        PutLine(top + i, x, i < static_cast<int>(lines.size()) ? lines[i] : "", width,
+                screen_->Text(tui::kPanel));
+      return;
+    }
     tui::KVUsage kv;
     kv.blocks_used = f.kv_blocks_used;
     kv.blocks_total = f.kv_blocks_total;

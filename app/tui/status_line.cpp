@@ -68,8 +68,9 @@ std::string StatusLine(const StatusFigures& f, int width) {
       fields.push_back({"idle", "idle"});
       break;
     case ChatState::kPrefill: {
-      const std::string pct = std::to_string(f.prefill_percent) + "%";
-      fields.push_back({"prefill " + pct, "pf " + pct});
+      const std::string pct =
+          f.prefill_percent < 0 ? std::string() : " " + std::to_string(f.prefill_percent) + "%";
+      fields.push_back({"prefill" + pct, "pf" + pct});
       break;
     }
     case ChatState::kGenerating:
@@ -108,6 +109,7 @@ std::string StatusLine(const StatusFigures& f, int width) {
     const std::string mesh = "mesh " + Figure(f.mesh_us_per_tok) + " us/tok";
     fields.push_back({mesh + (f.mesh_estimated ? " (estimate)" : " (tt-metal's graph)"), mesh, 1});
   }
+  if (!f.unavailable.empty()) fields.push_back({f.unavailable, f.unavailable, 1});
   // The chat file could not be written: kept whatever the width ("not saved" when narrow).
   size_t unsaved = fields.size();
   if (!f.unsaved.empty()) fields.push_back({f.unsaved, "not saved"});

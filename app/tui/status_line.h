@@ -3,7 +3,8 @@
 // colour).
 //
 // Status bar, fields in order, separated by " | ":
-//   state      "idle", "prefill 45%" or "generating"
+//   state      "idle", "prefill 45%" ("prefill" when the share is unknown: a server's) or
+//              "generating"
 //   speed      "23.4 tok/s": decode speed of the reply streaming, or of the last one after it ends
 //              ("- tok/s" before the first reply)
 //   per step   "2.4 tok/step": with speculative decoding, tokens per decode step of that reply (1
@@ -15,6 +16,8 @@
 //   kv         "kv 40% 12.5 MiB": KV cache fill (blocks used of the pool, or context used) and the
 //              bytes it holds
 //   mesh       "mesh 85.2 us/tok": emulated Wormhole mesh attention time per generated token
+//   server     a chat with a server that does not send these figures: what it cannot show, e.g.
+//              "kv, mesh: not from this server" (where kv and mesh would be; dropped first)
 //   unsaved    "not saved: No space left on device" (shown only then; "not saved" when narrow)
 //   seed       "seed 42"
 // A field whose figure is unknown (negative) is left out. When the line is wider than the width,
@@ -34,7 +37,7 @@ enum class ChatState { kIdle, kPrefill, kGenerating };
 
 struct StatusFigures {
   ChatState state = ChatState::kIdle;
-  int prefill_percent = 0;      // kPrefill: share of the prompt prefilled, 0-100
+  int prefill_percent = 0;      // kPrefill: share of the prompt prefilled, 0-100; < 0: unknown
   double tokens_per_s = -1;     // decode tokens/s of the current or last reply; < 0: none yet
   double tokens_per_step = -1;  // speculating: tokens per decode step of that reply; < 0: none
   double ttft_ms = -1;          // time to first token of that reply, ms; < 0: unknown
@@ -45,6 +48,7 @@ struct StatusFigures {
   int64_t kv_bytes = -1;        // bytes the KV cache holds for this chat; < 0: unknown
   double mesh_us_per_tok = -1;  // emulated whole-model microseconds per token; < 0: unknown
   bool mesh_estimated = false;  // that figure is an estimate (no tt-metal program of the model)
+  std::string unavailable;      // "server" above ("" for none)
   uint64_t seed = 0;
   std::string unsaved;  // "not saved: why" when the chat file could not be written; "" otherwise
   // A passing message after the state (e.g. "copied code block 1 (52 bytes) by OSC 52"); dropped

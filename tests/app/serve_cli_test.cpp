@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/app/http_test_util.h"
+#include "tests/app/served_process.h"
 #include "tests/test_util.h"
 
 namespace wc {
@@ -26,34 +27,7 @@ using test::Body;
 using test::Exchange;
 using test::Http;
 
-// Starts `wormchat serve --port 0 ARGS` and waits for its "listening on" line; the port.
-struct Served {
-  test::TempDir dir;
-  pid_t pid = -1;
-  int port = 0;
-  explicit Served(std::vector<std::string> args) {
-    args.insert(args.begin(), {"serve", "--port", "0", "--threads", "1"});
-    pid = test::SpawnWormchat(args, dir.File("out"), dir.File("err"));
-    for (int i = 0; i < 600 && port == 0; ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      const std::string err = test::ReadFile(dir.File("err"));
-      const size_t at = err.find("127.0.0.1:");
-      if (at != std::string::npos) port = std::stoi(err.substr(at + 10));
-    }
-  }
-  ~Served() {
-    if (pid > 0) {
-      kill(pid, SIGKILL);
-      test::WaitWormchat(pid);
-    }
-  }
-  int Stop() {
-    kill(pid, SIGTERM);
-    const int status = test::WaitWormchat(pid);
-    pid = -1;
-    return status;
-  }
-};
+using test::Served;
 
 TEST(ServeCli, RepliesAreGeneratesTextAndSigtermExitsCleanly) {
   Served s({"--api-key", "k1"});

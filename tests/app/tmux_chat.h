@@ -61,7 +61,8 @@ inline std::string ShellQuote(const std::string& text) {
 // left on).
 class TmuxChat {
  public:
-  // A width x height terminal running `wormchat chat --seed 7 --threads 1 ARGS...`, with
+  // A width x height terminal running `wormchat chat --seed 7 --threads 1 ARGS...` (without
+  // --threads when ARGS has --server: the model runs there), with
   // NO_COLOR=1 or without NO_COLOR, and XDG_STATE_HOME = state_dir ("": a fresh directory).
   TmuxChat(int width, int height, const std::vector<std::string>& args = {}, bool no_color = false,
            const std::string& state_dir = "") {
@@ -70,8 +71,9 @@ class TmuxChat {
               "set -g status off\n"  // the pane is the whole window: exactly W x H
               "set -g default-terminal tmux-256color\n"
               "set -g default-shell /bin/sh\n");
-    std::string chat =
-        JoinWords({ShellQuote(WORMCHAT_BINARY), "chat", "--seed", "7", "--threads", "1"});
+    const bool server = std::find(args.begin(), args.end(), "--server") != args.end();
+    std::string chat = JoinWords({ShellQuote(WORMCHAT_BINARY), "chat", "--seed", "7"});
+    if (!server) chat += " --threads 1";
     for (const std::string& a : args) chat += " " + ShellQuote(a);
     const std::string d = ShellQuote(dir_.path());
     // shell.pid: the destructor waits for this shell to end before its directory is removed.
@@ -221,6 +223,8 @@ class TmuxChat {
   }
   // The greeting: the chat is up and reading keys.
   void WaitForStart() { WaitForText("F2 shows the mesh."); }
+  // ... of a chat with a server.
+  void WaitForServerStart() { WaitForText("F2 shows the server's figures."); }
 
   // The chat's exit status, once it has exited (-1 on timeout).
   int WaitForExit() {

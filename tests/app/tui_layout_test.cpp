@@ -261,6 +261,21 @@ TEST(TitleLine, DropsFieldsThenCutsTheModelName) {
   for (int width = 0; width <= 80; ++width) EXPECT_LE(DisplayWidth(TitleLine(t, width)), width);
 }
 
+// A chat with a server that sends no KV or mesh figures: the state has no share while it waits,
+// and what it cannot show stands where they would, dropped first when narrow.
+TEST(StatusLine, AServerThatSendsNoFiguresSaysSoAndItGoesFirst) {
+  StatusFigures f;
+  f.state = ChatState::kPrefill;
+  f.prefill_percent = -1;
+  f.ctx_tokens = 40;
+  f.seed = 7;
+  f.unavailable = "kv, mesh: not from this server";
+  EXPECT_EQ(StatusLine(f, 200),
+            "prefill | - tok/s | ctx 40 | kv, mesh: not from this server | seed 7");
+  EXPECT_EQ(StatusLine(f, 40), "prefill | - tok/s | ctx 40 | seed 7");
+  EXPECT_EQ(StatusLine(f, 20), "pf - tok/s seed 7");
+}
+
 TEST(StatusLine, NumberFormats) {
   EXPECT_EQ(FormatCount(999), "999");
   EXPECT_EQ(FormatCount(1234), "1.2K");
