@@ -38,6 +38,22 @@ ChatSession::ChatSession(ChatKeep keep) : keep_(std::move(keep)), started_(std::
   if (!keep_.file.empty()) save_path_ = keep_.file;
 }
 
+std::string ChatSession::ApplySampling(const ChatCommand& c, ConversationSettings* s) {
+  if (c.name == "temperature") {
+    s->sampling.temperature = static_cast<float>(c.value);
+  } else if (c.name == "top-k") {
+    s->sampling.top_k = static_cast<int>(c.value);
+  } else if (c.name == "top-p") {
+    s->sampling.top_p = static_cast<float>(c.value);
+  } else if (c.name == "seed") {
+    s->seed = std::stoull(c.path);
+  } else if (c.name == "max-tokens") {
+    s->max_new_tokens = static_cast<int>(c.value);
+  }
+  return Cat("(", c.name, " ", c.name == "seed" ? c.path : Cat(c.value),
+             c.name == "seed" ? ": a new random stream from the next reply" : "", ")");
+}
+
 std::string ChatSession::Load(const std::string& path, std::vector<std::string>& queue) const {
   Transcript t;
   try {

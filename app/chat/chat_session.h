@@ -183,6 +183,9 @@ class ChatSession {
  protected:
   explicit ChatSession(ChatKeep keep);
 
+  // /set temperature|top-k|top-p|seed|max-tokens (values checked by the command's parser against
+  // the run options' declaration) applied to `s`; returns the line to show.
+  static std::string ApplySampling(const ChatCommand& c, ConversationSettings* s);
   // The kept file's transcript of `finished` turns (all finished; maybe none), for Autosave.
   virtual Transcript KeptTranscript(const std::vector<ConversationTurn>& finished) const = 0;
   // "" or "not saved: why", for figures().

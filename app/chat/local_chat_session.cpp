@@ -256,20 +256,11 @@ std::string LocalChatSession::Apply(const ChatCommand& c) {
         return Cat("(", c.name, " ", c.name == "speculate" ? c.path : Cat(c.value),
                    spec.RequestK() > 0 && s.beams ? "; beam search does not speculate" : "", ")");
       }
-      if (c.name == "temperature") {
-        s.sampling.temperature = static_cast<float>(c.value);
-      } else if (c.name == "top-k") {
-        s.sampling.top_k = static_cast<int>(c.value);
-      } else if (c.name == "top-p") {
-        s.sampling.top_p = static_cast<float>(c.value);
-      } else if (c.name == "seed") {
-        s.seed = std::stoull(c.path);
-      } else if (c.name == "max-tokens") {
-        s.max_new_tokens = static_cast<int>(c.value);
+      {
+        const std::string line = ApplySampling(c, &s);
+        conversation_->set_settings(s);
+        return line;
       }
-      conversation_->set_settings(s);
-      return Cat("(", c.name, " ", c.name == "seed" ? c.path : Cat(c.value),
-                 c.name == "seed" ? ": a new random stream from the next reply" : "", ")");
     case ChatCommand::Kind::kBeams: {
       const int w = static_cast<int>(c.value);
       if (w == 0) {

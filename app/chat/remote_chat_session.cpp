@@ -288,22 +288,11 @@ std::string RemoteChatSession::Apply(const ChatCommand& c) {
                    ": how replies decode is the server's to decide (`wormchat "
                    "serve --speculate`); not available from here");
       ConversationSettings s = settings_;
-      if (c.name == "temperature") {
-        s.sampling.temperature = static_cast<float>(c.value);
-      } else if (c.name == "top-k") {
-        s.sampling.top_k = static_cast<int>(c.value);
-      } else if (c.name == "top-p") {
-        s.sampling.top_p = static_cast<float>(c.value);
-      } else if (c.name == "seed") {
-        s.seed = std::stoull(c.path);
-        reseed_next_ = true;
-      } else if (c.name == "max-tokens") {
-        s.max_new_tokens = static_cast<int>(c.value);
-      }
+      const std::string line = ApplySampling(c, &s);
+      if (c.name == "seed") reseed_next_ = true;
       s.Validate();
       settings_ = s;
-      return Cat("(", c.name, " ", c.name == "seed" ? c.path : Cat(c.value),
-                 c.name == "seed" ? ": a new random stream from the next reply" : "", ")");
+      return line;
     }
     case ChatCommand::Kind::kBeams:
       return Cat("/beams: beam search ", kNotHere);
