@@ -2,8 +2,9 @@
 # ThreadSanitizer check of the serving loop (part of tools/test.sh): builds only wormchat_core and
 # serving_loop_test, conversation_test, dist_test and kvcache_test with -fsanitize=thread into
 # ./build-tsan (RelWithDebInfo) and runs under it the loop's stress, concurrency, session,
-# beam-cancellation and prefix-cache tests, the persisted prefix cache's writer thread and the chat
-# conversation's; the first report fails the run (halt_on_error=1).
+# beam-cancellation and prefix-cache tests, the persisted prefix cache's writer thread, the chat
+# conversation's, `wormchat serve` in process and the chat's client of it cancelled from another
+# thread; the first report fails the run (halt_on_error=1).
 #
 # OpenMP: Debian's libgomp is not built with TSan, so TSan cannot see how its team threads hand
 # work over and would report races in every parallel region of the model. The tests therefore run
@@ -27,7 +28,7 @@ start=$(date +%s)
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-Og -g1 -DNDEBUG" -DWORMCHAT_SANITIZE=thread &&
     cmake --build "$build" -j"$(nproc)" --target serving_loop_test conversation_test dist_test kvcache_test \
-      serve_test
+      serve_test chat_client_test
 } > "$log" 2>&1 || { tail -50 "$log"; echo "tsan.sh: the ThreadSanitizer build failed ($log)"; exit 1; }
 built=$(date +%s)
 export OMP_NUM_THREADS=1
@@ -55,10 +56,12 @@ lane 1 'serving_loop_test ServingLoopStress.*:ServingLoopSessions.*:ServingLoopB
 lane1=$!
 # Lane 2 - the loop's concurrency; the prefix cache: requests waiting on a head another row
 # prefills, the persisted cache's writer thread beside the loop's; the chat's conversation: replies
-# recorded on the loop's thread, read and sent from another.
+# recorded on the loop's thread, read and sent from another; the chat's client of a server: Cancel
+# from another thread (and its stopper thread) against a streaming reply.
 lane 2 'serving_loop_test ServingLoopConcurrency.*:ServingLoopPrefix.RequestsWait*:ServingLoopPrefix.Persisted*' \
   'kvcache_test PrefixStore.*' \
-  'conversation_test Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*' &
+  'conversation_test Conversation.FirstTurn*:Conversation.Destroying*:Conversation.BadMessages*:Conversation.Beam*' \
+  'chat_client_test ChatClientServe.*:ChatClientOtherServer.Cancel*' &
 lane2=$!
 status=0
 wait "$lane1" || status=1
