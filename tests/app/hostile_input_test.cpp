@@ -391,64 +391,94 @@ std::vector<std::string> NumericFlags(const std::vector<std::string>& words) {
   return flags;
 }
 
-TEST(Hostile, EveryNumericFlagNegativeOrHugeEndsCleanly) {
-  // Each run either works (a huge value may be legal, e.g. -n: it stops at the context) or is
-  // refused with exit 1 or 2 and one line naming the flag; none crashes, hangs or takes a minute.
-  test::TempDir dir;
-  test::WriteFile(dir.File("prompts"), "Hello there.\n");
-  test::WriteFile(dir.File("text"), "The falcon flies over the sea. It hunts at dawn.\n");
-  test::WriteFile(dir.File("turns"), "Hello.\n");
-  // calibrate writes beside the model: a copy, never assets/.
-  const std::string model = dir.File("model");
-  mkdir(model.c_str(), 0755);
-  test::CopyDir(test::FixtureDir("mha_seq_bf16"), model);  // vocab 613: fits the tokenizer
-  test::CopyDir(test::FixtureDir("tokenizer"), model);
-  const std::vector<Command> commands = {
+// The commands, each with what it needs besides the flag under test. `dir` holds the inputs the
+// tests write (HostileFlags::SetUp); "" for only the commands' words.
+std::vector<Command> FlagCommands(const std::string& d) {
+  auto file = [&d](const char* name) { return d + "/" + name; };
+  return {
       {{"generate"}, {"--prompt", "hi", "-n", "2"}, ""},
       {{"chat"}, {"-n", "2"}, "hi\n/quit\n"},
-      {{"batch"}, {"-i", dir.File("prompts"), "-o", dir.File("out.jsonl"), "-n", "2"}, ""},
-      {{"logits"}, {"--ids", "1 2", "--out", dir.File("x.npy")}, ""},
+      {{"batch"}, {"-i", file("prompts"), "-o", file("out.jsonl"), "-n", "2"}, ""},
+      {{"logits"}, {"--ids", "1 2", "--out", file("x.npy")}, ""},
       {{"tokenize"}, {"--text", "hi"}, ""},
       {{"info"}, {}, ""},
-      {{"perplexity"}, {"--text", dir.File("text")}, ""},
-      {{"calibrate"}, {"--model", model, "--text", dir.File("text"), "--force"}, ""},
-      {{"transcript", "record"}, {"--turns", dir.File("turns"), "--out", dir.File("t.txt")}, ""},
+      {{"perplexity"}, {"--text", file("text")}, ""},
+      {{"calibrate"}, {"--model", file("model"), "--text", file("text"), "--force"}, ""},
+      {{"transcript", "record"}, {"--turns", file("turns"), "--out", file("t.txt")}, ""},
       {{"bench", "attention"}, {"--kv-len", "256", "--repeats", "1"}, ""},
       {{"bench", "serve"}, {"--requests", "2", "--gen-len", "2", "--prompt-len", "4"}, ""},
       {{"bench", "beams"}, {"--prompt-tokens", "16", "--new-tokens", "2", "--beams", "2"}, ""},
       {{"bench", "model"},
        {"--prompt-len", "4", "--gen-len", "2", "--decode-rows", "1", "--repeats", "1"},
        ""},
-      {{"mesh-bench"}, {"--experiment", "seed-fig3-4", "--csv", dir.File("mesh.csv")}, ""},
+      {{"mesh-bench"}, {"--experiment", "seed-fig3-4", "--csv", file("mesh.csv")}, ""},
   };
-  int checked = 0;
-  for (const Command& c : commands) {
-    const std::vector<std::string> flags = NumericFlags(c.words);
-    for (const std::string& flag : flags) {
-      for (const char* value : {"-7", "2000000000"}) {
-        std::vector<std::string> args = c.words;
-        args.insert(args.end(), c.args.begin(), c.args.end());
-        const auto given = std::find(args.begin(), args.end(), flag);
-        if (given != args.end()) {
-          *(given + 1) = value;  // a flag of the base arguments: its value replaced
-        } else {
-          args.push_back(flag);
-          args.push_back(value);
-        }
-        const RunOutcome r = RunWithDeadline(args, c.input, 60);
-        ++checked;
-        const std::string what = Join(args) + "\nstderr: " + r.err;
-        EXPECT_FALSE(r.timed_out) << "still running after 60 s: " << what;
-        if (r.timed_out) continue;
-        EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2) << what;
-        if (r.exit_code != 0) {
-          EXPECT_EQ(test::CountLines(r.err), 1) << what;
-          EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << what;
-        }
+}
+constexpr int kFlagCommands = 14;
+
+// One command per test (each runs its flags' few hundred processes one after another), so ctest
+// spreads the commands over the cores: as one test, this was the suite's long pole.
+class HostileFlags : public testing::TestWithParam<int> {
+ protected:
+  void SetUp() override {
+    test::WriteFile(dir_.File("prompts"), "Hello there.\n");
+    test::WriteFile(dir_.File("text"), "The falcon flies over the sea. It hunts at dawn.\n");
+    test::WriteFile(dir_.File("turns"), "Hello.\n");
+    // calibrate writes beside the model: a copy, never assets/.
+    const std::string model = dir_.File("model");
+    mkdir(model.c_str(), 0755);
+    test::CopyDir(test::FixtureDir("mha_seq_bf16"), model);  // vocab 613: fits the tokenizer
+    test::CopyDir(test::FixtureDir("tokenizer"), model);
+  }
+  test::TempDir dir_;
+};
+
+TEST_P(HostileFlags, EveryNumericFlagNegativeOrHugeEndsCleanly) {
+  // Each run either works (a huge value may be legal, e.g. -n: it stops at the context) or is
+  // refused with exit 1 or 2 and one line naming the flag; none crashes, hangs or takes a minute.
+  const Command c = FlagCommands(dir_.path())[GetParam()];
+  for (const std::string& flag : NumericFlags(c.words)) {
+    for (const char* value : {"-7", "2000000000"}) {
+      std::vector<std::string> args = c.words;
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      const auto given = std::find(args.begin(), args.end(), flag);
+      if (given != args.end()) {
+        *(given + 1) = value;  // a flag of the base arguments: its value replaced
+      } else {
+        args.push_back(flag);
+        args.push_back(value);
+      }
+      const RunOutcome r = RunWithDeadline(args, c.input, 60);
+      const std::string what = Join(args) + "\nstderr: " + r.err;
+      EXPECT_FALSE(r.timed_out) << "still running after 60 s: " << what;
+      if (r.timed_out) continue;
+      EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1 || r.exit_code == 2) << what;
+      if (r.exit_code != 0) {
+        EXPECT_EQ(test::CountLines(r.err), 1) << what;
+        EXPECT_EQ(r.err.rfind("wormchat: error: ", 0), 0u) << what;
       }
     }
   }
-  EXPECT_GT(checked, 100) << "the --help parsing found too few flags";
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryCommand, HostileFlags, testing::Range(0, kFlagCommands),
+                         [](const testing::TestParamInfo<int>& info) {
+                           const std::vector<Command> commands = FlagCommands("");
+                           std::string name;
+                           for (const std::string& w : commands[info.param].words)
+                             name += (name.empty() ? "" : "_") + w;
+                           for (char& ch : name)
+                             if (ch == '-') ch = '_';
+                           return name;
+                         });
+
+// The flags above are found by reading --help: it must find them.
+TEST(Hostile, HelpListsTheNumericFlagsOfEveryCommand) {
+  const std::vector<Command> commands = FlagCommands("");
+  ASSERT_EQ(static_cast<int>(commands.size()), kFlagCommands);
+  size_t flags = 0;
+  for (const Command& c : commands) flags += NumericFlags(c.words).size();
+  EXPECT_GT(flags, 50u) << "the --help parsing found too few flags";
 }
 
 }  // namespace
