@@ -499,7 +499,7 @@ void ApiServer::Listen() {
 
 void ApiServer::Stop() {
   draining_ = true;
-  http_->stop();
+  static_cast<DeadlineHttpServer&>(*http_).CloseListener();
 }
 
 }  // namespace wc

@@ -98,9 +98,12 @@ class ApiServer {
 
   // Binds --host:--port and returns the port. Throws wc::Error naming them when it cannot.
   int Bind();
-  // Serves until Stop(); returns once every connection's handler has returned.
+  // Serves until Stop(); returns once every connection's handler has returned. Returns at once
+  // when Stop() came first.
   void Listen();
-  // New requests get 503 (and new connections are refused); those running go on. Any thread.
+  // New requests get 503 (and new connections are refused); those running go on. Any thread, any
+  // time, before Listen() too (DeadlineHttpServer::CloseListener: cpp-httplib's own stop() is lost
+  // before its accept loop has begun, and a test that stopped a server at once hung).
   void Stop();
   bool draining() const { return draining_; }
   const ServerMetrics& metrics() const { return metrics_; }

@@ -162,6 +162,13 @@ void DeadlineHttpServer::SetListenBacklog(int backlog) {
   if (svr_sock_ != INVALID_SOCKET) ::listen(svr_sock_, backlog);  // re-listening sets the backlog
 }
 
+void DeadlineHttpServer::CloseListener() {
+  const socket_t sock = svr_sock_.exchange(INVALID_SOCKET);
+  if (sock == INVALID_SOCKET) return;
+  ::shutdown(sock, SHUT_RDWR);
+  ::close(sock);
+}
+
 bool DeadlineHttpServer::process_and_close_socket(socket_t sock) {
   const auto seconds = [](time_t s, time_t us) {
     return std::chrono::duration_cast<Clock::duration>(std::chrono::seconds(s) +

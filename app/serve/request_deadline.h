@@ -34,6 +34,12 @@ class DeadlineHttpServer : public httplib::Server {
   // net.core.somaxconn). cpp-httplib 0.11 listens with a backlog of 5: a burst of connections
   // overflowed it, and past the SYN cookies some were reset (64 clients at once lost ~19).
   void SetListenBacklog(int backlog);
+  // Stops accepting, whenever it is called: the listening socket is shut down and closed, so the
+  // accept loop ends (or never begins) and connections in their keep-alive loop end after their
+  // request. cpp-httplib 0.11's stop() does this only once the loop has set its running flag: a
+  // stop() just after bind was lost, and the loop then ran for ever (or, never started, the bound
+  // socket kept accepting connections nobody answered).
+  void CloseListener();
 
  private:
   // One connection on its worker thread: requests under their deadlines until the client closes,
