@@ -217,7 +217,7 @@ void RemoteChatSession::Run(std::function<void(std::string_view)> on_text,
     };
     auto server = [&](const ServerFigures& f) {
       std::lock_guard<std::mutex> lock(mu_);
-      server_ = f;
+      TakeServerFiguresLocked(f);
     };
     reply = client_->Stream(messages, options, text, server);
     if (!reply.cancelled && deltas == 0 && ContextTooSmall(reply)) {
@@ -302,33 +302,36 @@ std::string RemoteChatSession::Apply(const ChatCommand& c) {
   return {};
 }
 
+void RemoteChatSession::TakeServerFiguresLocked(const ServerFigures& s) {
+  server_ = s;
+  if (!s.present) return;
+  ChatFigures& f = figures_;
+  f.kv_known = true;
+  f.kv_blocks_used = s.kv_blocks_used;
+  f.kv_blocks_total = s.kv_blocks_total;
+  f.kv_bytes_used = s.kv_bytes_used;
+  f.kv_bytes_total = s.kv_bytes_total;
+  f.kv_format = s.kv_format;
+  f.ctx_size = s.ctx_size;
+  f.mesh_us_per_token = s.mesh_us_per_token;
+  f.model_us_per_token = s.model_us_per_token;
+  f.model_us_estimated = s.model_us_estimated;
+  f.remote_note.clear();
+  f.panel_text = Cat("Server ", client_->address().url, "\nmodel ", model_, "\nrows busy ",
+                     s.rows_busy, " of ", s.user_rows, ", queue ", s.queue_length,
+                     "\n\nKV cache (the server's pool): ", s.kv_format, ", ", s.kv_blocks_used,
+                     " of ", s.kv_blocks_total, " blocks\n", "mesh ", s.mesh, ": whole model ",
+                     OneDecimal(s.model_us_per_token), " us per token",
+                     s.model_us_estimated ? " (an estimate)" : "",
+                     "\n\nThe core-grid panel needs the model in this process.");
+}
+
 ChatFigures RemoteChatSession::figures() const {
   const std::string warning = save_warning();
   std::lock_guard<std::mutex> lock(mu_);
   ChatFigures f = figures_;
   f.save_warning = warning;
   f.seed = settings_.seed;
-  if (server_.present) {
-    f.kv_known = true;
-    f.kv_blocks_used = server_.kv_blocks_used;
-    f.kv_blocks_total = server_.kv_blocks_total;
-    f.kv_bytes_used = server_.kv_bytes_used;
-    f.kv_bytes_total = server_.kv_bytes_total;
-    f.kv_format = server_.kv_format;
-    f.ctx_size = server_.ctx_size;
-    f.mesh_us_per_token = server_.mesh_us_per_token;
-    f.model_us_per_token = server_.model_us_per_token;
-    f.model_us_estimated = server_.model_us_estimated;
-    f.remote_note.clear();
-    f.panel_text =
-        Cat("Server ", client_->address().url, "\nmodel ", model_, "\nrows busy ",
-            server_.rows_busy, " of ", server_.user_rows, ", queue ", server_.queue_length,
-            "\n\nKV cache (the server's pool): ", server_.kv_format, ", ", server_.kv_blocks_used,
-            " of ", server_.kv_blocks_total, " blocks\n", "mesh ", server_.mesh, ": whole model ",
-            OneDecimal(server_.model_us_per_token), " us per token",
-            server_.model_us_estimated ? " (an estimate)" : "",
-            "\n\nThe core-grid panel needs the model in this process.");
-  }
   return f;
 }
 
@@ -410,8 +413,7 @@ std::string RemoteChatSession::Export(const std::string& path, bool force) const
   return ExportChat(path, force, c);
 }
 
-void RemoteChatSession::Restore(const Transcript& t, const std::string& path,
-                                const std::string& text) {
+void RemoteChatSession::Restore(const Transcript& t, const std::string& path) {
   if (t.server.empty())
     throw Error(Cat(path,
                     ": a chat run with the model in this process (its token ids are the "
@@ -430,7 +432,6 @@ void RemoteChatSession::Restore(const Transcript& t, const std::string& path,
   reset_next_ = reseed_next_ = false;
   figures_.ctx_tokens = 0;
   restored_turns_ = turns_.size();
-  (void)text;
 }
 
 std::string RemoteChatSession::Resume(const std::function<void(int, int)>&) {
@@ -438,7 +439,7 @@ std::string RemoteChatSession::Resume(const std::function<void(int, int)>&) {
   const std::string text = ReadTextFile(path, int64_t{64} << 20);
   const Transcript t = ParseTranscript(text, path);
   try {
-    Restore(t, path, text);
+    Restore(t, path);
   } catch (const Error& e) {
     throw Error(Cat("--resume: ", e.what()));
   }
@@ -459,7 +460,7 @@ std::string RemoteChatSession::Open(int n, std::function<void(const RequestResul
   JoinWorker();
   Autosave();  // the chat left is on disk as shown
   try {
-    Restore(file.transcript, file.path, file.text);
+    Restore(file.transcript, file.path);
   } catch (const Error& e) {
     return Cat("/open: ", e.what());
   }

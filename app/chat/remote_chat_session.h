@@ -85,8 +85,10 @@ class RemoteChatSession : public ChatSession {
   // The position of turn i in its random stream (turns since the last that started one).
   int StreamPositionLocked(size_t i) const;
   // Takes `t`'s turns as this chat's (Resume, Open); throws wc::Error for a chat run in process.
-  void Restore(const Transcript& t, const std::string& path, const std::string& text);
+  void Restore(const Transcript& t, const std::string& path);
   void JoinWorker();
+  // The server's figures as they arrive: kept, and folded once into figures_ (status bar, panel).
+  void TakeServerFiguresLocked(const ServerFigures& s);
 
   std::unique_ptr<ChatClient> client_;
   std::string model_;
@@ -100,7 +102,7 @@ class RemoteChatSession : public ChatSession {
   bool reset_next_ = false;      // /reset since the last Send
   bool reseed_next_ = false;     // a new seed since the last Send
   ChatFigures figures_;
-  ServerFigures server_;  // the last figures wormchat serve sent
+  ServerFigures server_;  // the last figures wormchat serve sent (identity() reads its mesh)
   std::string restored_label_;
   size_t restored_turns_ = 0;
 };

@@ -82,12 +82,6 @@ tui::BarKey BarKeyOf(wchar_t ch) {
   return k;
 }
 
-std::string Basename(std::string dir) {
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  const size_t slash = dir.rfind('/');
-  return slash == std::string::npos ? dir : dir.substr(slash + 1);
-}
-
 class ChatTui {
  public:
   ChatTui(ChatSession& session, const ChatTuiOptions& options)
