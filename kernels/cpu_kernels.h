@@ -10,7 +10,8 @@ namespace wc {
 
 enum class CpuKernels : uint8_t {
   kPortable,        // Highway's run-time dispatch: every CPU, its best target
-  kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (int8.h)
+  kAvx512Vnni,      // vpdpbusd / vpdpwssd: the int8 attention kernels (int8.h) and the quantized
+                    // GEMM's many-token kernel (quant_gemm_vnni.cpp)
   kAvx512Bf16Vbmi,  // vdpbf16ps and vpermi2b: the fp8 / bfp8 attention kernels (..._bf16dot.h)
   kAvx512Gemm,      // AVX-512F: the block-float GEMM's one-token tile (gemm_bfp_one_token.h)
   kAmxBf16Gemm,     // tdpbf16ps: the BF16 GEMM on AMX tiles (gemm_amx.h) and bfp4's one-token

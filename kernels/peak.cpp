@@ -114,6 +114,26 @@ WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
   return static_cast<double>(iters) * 8 * 64;
 }
 
+#define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
+
+// As FmaChains, with the quantized GEMM's VNNI step (quant_gemm_vnni.cpp): vpdpbusd on 512 bits,
+// 64 byte products summed into 16 lanes (128 operations) an instruction, 12 chains.
+WC_VNNI double Int8VnniChains(int64_t iters, float* sink) {
+  const __m512i a = _mm512_set1_epi8(1);
+  __m512i bs[4];
+  for (int i = 0; i < 4; ++i) bs[i] = _mm512_set1_epi8(static_cast<char>(i - 2));
+  __m512i s[12];
+  for (int i = 0; i < 12; ++i) s[i] = _mm512_set1_epi32(i);
+  for (int64_t i = 0; i < iters; ++i) {
+    for (int k = 0; k < 12; ++k) s[k] = _mm512_dpbusd_epi32(s[k], a, bs[k % 4]);
+    __asm__ volatile("" : "+v"(bs[0]), "+v"(bs[1]), "+v"(bs[2]), "+v"(bs[3]));
+  }
+  __m512i t = s[0];
+  for (int k = 1; k < 12; ++k) t = _mm512_add_epi32(t, s[k]);
+  *sink += static_cast<float>(_mm512_reduce_add_epi32(t));
+  return static_cast<double>(iters) * 12 * 128;
+}
+
 #define WC_AMX __attribute__((target("amx-tile,amx-bf16")))
 
 // LDTILECFG's 64-byte operand (palette 1).
@@ -201,6 +221,7 @@ PeakFlops MeasurePeakFlops(double seconds) {
   if (CpuHasBf16DotKernels()) p.bf16_dot = Rate(Bf16DotChains, seconds);
   if (CpuHas(CpuKernels::kAmxBf16Gemm)) p.amx_bf16 = Rate(AmxTileChains, seconds);
   if (CpuHas(CpuKernels::kAvx2Int8)) p.int8_avx2 = Rate(Int8Avx2Chains, seconds);
+  if (CpuHas(CpuKernels::kAvx512Vnni)) p.int8_vnni = Rate(Int8VnniChains, seconds);
   return p;
 }
 

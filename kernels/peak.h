@@ -14,6 +14,8 @@ struct PeakFlops {
                          // the OS gives this process none (cpu_kernels.h's kAmxBf16Gemm)
   double int8_avx2 = 0;  // integer OP/s (2 per product) of the quantized GEMM's AVX2 step
                          // (vpmaddubsw, vpmaddwd, vpaddd); 0 without kAvx2Int8
+  double int8_vnni = 0;  // the same of its AVX-512 VNNI step (vpdpbusd, 512 bits); 0 without
+                         // kAvx512Vnni (or under WORMCHAT_SIMD=avx2)
 };
 
 // Runs each kind for about `seconds` on all threads (independent accumulator chains, no memory

@@ -172,6 +172,8 @@ void RunBenchModel(const BenchModelOptions& o) {
         return ComputeBound{peak.amx_bf16, "AMX bf16"};
       case GemmPeak::kInt8Dot:
         return ComputeBound{peak.int8_avx2, "int8 AVX2"};
+      case GemmPeak::kInt8Vnni:
+        return ComputeBound{peak.int8_vnni, "int8 VNNI"};
       default:
         return ComputeBound{peak.f32_fma, "f32 FMA"};
     }
@@ -179,9 +181,11 @@ void RunBenchModel(const BenchModelOptions& o) {
   const auto rate = [](double r, const char* unit) {
     return r > 0 ? Cat(r / 1e9, " ", unit) : std::string("none");
   };
-  std::printf("machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s, int8 AVX2 %s\n",
-              peak.f32_fma / 1e9, rate(peak.bf16_dot, "GFLOP/s").c_str(),
-              rate(peak.amx_bf16, "GFLOP/s").c_str(), rate(peak.int8_avx2, "GOP/s").c_str());
+  std::printf(
+      "machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s, int8 AVX2 %s, int8 VNNI %s\n",
+      peak.f32_fma / 1e9, rate(peak.bf16_dot, "GFLOP/s").c_str(),
+      rate(peak.amx_bf16, "GFLOP/s").c_str(), rate(peak.int8_avx2, "GOP/s").c_str(),
+      rate(peak.int8_vnni, "GOP/s").c_str());
   const WeightsMemory mem = MemoryOf(m, loop);
   PrintMemory("memory after load:", mem);
   std::fflush(stdout);
@@ -202,7 +206,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"f32_fma_gflops", peak.f32_fma / 1e9},
                         {"bf16_dot_gflops", peak.bf16_dot / 1e9},
                         {"amx_bf16_gflops", peak.amx_bf16 / 1e9},
-                        {"int8_avx2_gops", peak.int8_avx2 / 1e9}};
+                        {"int8_avx2_gops", peak.int8_avx2 / 1e9},
+                        {"int8_vnni_gops", peak.int8_vnni / 1e9}};
 
   // Prefill.
   std::vector<double> prefill;

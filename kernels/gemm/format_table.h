@@ -43,11 +43,13 @@ enum class GemmKernel : uint8_t {
   kQuantInt8Avx2,  // GGML blocks x int8 activations, vpmaddubsw / vpmaddwd (quant_gemm_avx2.cpp)
   kQuantInt8Avx2Expanded,  // the same, each block expanded to 8-bit codes once for many tokens
                            // (quant_gemm_avx2_expanded.cpp)
-  kQuantInt8,              // the same integer sums, portable C++ (quant_gemm.cpp)
+  kQuantInt8Vnni,  // the same integer sums, vpdpbusd on 16 rows (two groups) a register, each
+                   // block pair expanded once for many tokens (quant_gemm_vnni.cpp)
+  kQuantInt8,      // the same integer sums, portable C++ (quant_gemm.cpp)
 };
 
 // The instructions that bound a kernel's rate (kernels/peak.h measures each).
-enum class GemmPeak : uint8_t { kF32Fma, kInt8Dot, kAmxBf16 };
+enum class GemmPeak : uint8_t { kF32Fma, kInt8Dot, kInt8Vnni, kAmxBf16 };
 
 // What a kernel is: its name in printed kernel names, the CPU family it needs (kPortable: Highway's
 // dispatched target), and its peak.
@@ -67,6 +69,7 @@ enum class GemmCpu : uint8_t {
                   // (AVX-512 targets)
   kNarrowTarget,  // the others: AVX2, SSE4, the emulated targets (16 registers or fewer)
   kAvx2Int8,      // KernelsOn(kAvx2Int8)
+  kAvx512Vnni,    // KernelsOn(kAvx512Vnni)
 };
 bool GemmCpuHolds(GemmCpu c);
 

@@ -428,6 +428,7 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
       return kPathAmx;
     case GemmKernel::kQuantInt8Avx2:
     case GemmKernel::kQuantInt8Avx2Expanded:
+    case GemmKernel::kQuantInt8Vnni:
     case GemmKernel::kQuantInt8:
       return kPathQuant;
     default:  // the block-float GEMM, which runs the bfp rules itself (gemm_bfp.cpp)

@@ -163,6 +163,8 @@ void QuantRunGroups(const QuantInput& x, const QuantPanels& w, const float* bias
       return x86::QuantGemmAvx2(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
     case GemmKernel::kQuantInt8Avx2Expanded:
       return x86::QuantGemmAvx2Expanded(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    case GemmKernel::kQuantInt8Vnni:
+      return x86::QuantGemmVnni(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
     default:
       break;
   }

@@ -1,5 +1,5 @@
 // The quantized GEMM's hand-written x86 kernels (quant_gemm.h's contract, bit for bit), called by
-// quant_gemm.cpp where KernelsOn(CpuKernels::kAvx2Int8).
+// quant_gemm.cpp where KernelsOn(CpuKernels::kAvx2Int8) (the VNNI kernel: kAvx512Vnni).
 #pragma once
 
 #include <cstdint>
@@ -24,5 +24,10 @@ bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_
 void QuantGemmAvx2Expanded(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                            int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0,
                            int64_t g1);
+
+// The same on AVX-512 VNNI (quant_gemm_vnni.cpp: vpdpbusd, two groups a register, each block pair
+// expanded once per chunk of tokens). The same bits. Called where KernelsOn(kAvx512Vnni).
+void QuantGemmVnni(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
+                   int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1);
 
 }  // namespace wc::x86

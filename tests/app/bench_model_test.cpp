@@ -45,6 +45,7 @@ TEST(BenchModel, ReportsEveryFigureWithItsBound) {
   EXPECT_EQ(j.at("bf16_dot_gflops").get<double>() > 0, CpuHasBf16DotKernels());
   EXPECT_EQ(j.at("amx_bf16_gflops").get<double>() > 0, CpuHas(CpuKernels::kAmxBf16Gemm));
   EXPECT_EQ(j.at("int8_avx2_gops").get<double>() > 0, CpuHas(CpuKernels::kAvx2Int8));
+  EXPECT_EQ(j.at("int8_vnni_gops").get<double>() > 0, CpuHas(CpuKernels::kAvx512Vnni));
   EXPECT_EQ(j.at("weights_dtype"), "F32");
   EXPECT_EQ(j.at("weights_formats"), "f32");
   EXPECT_EQ(j.at("kv_dtype"), "f32");  // auto: the checkpoint's precision

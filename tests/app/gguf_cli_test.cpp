@@ -94,6 +94,12 @@ TEST(GgufCli, AQuantizedFileRunsTheSameTokensOnAnyThreadCount) {
   const auto one =
       RunWormchat({"generate", "--model", q, "--ids", "1 2", "-n", "6", "--threads", "1"});
   EXPECT_EQ(one.out, r.out);
+  // And on any SIMD target: the prompt's tokens run the VNNI kernel where the CPU has it, AVX2's
+  // under WORMCHAT_SIMD=avx2 (and a batch of rows decoding together, the same).
+  setenv("WORMCHAT_SIMD", "avx2", 1);
+  const auto avx2 = RunWormchat({"generate", "--model", q, "--ids", "1 2", "-n", "6"});
+  unsetenv("WORMCHAT_SIMD");
+  EXPECT_EQ(avx2.out, r.out);
 }
 
 TEST(GgufCli, InfoOfAQuantizedFileCountsEachType) {

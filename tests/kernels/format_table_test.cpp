@@ -133,7 +133,8 @@ TEST(FormatTable, KernelsBelongToTheirFormats) {
       for (const int64_t n : {1, 4, 64}) {
         const GemmKernel k = ChooseGemmKernel(f, p, n).kernel;
         const bool quant = k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8 ||
-                           k == GemmKernel::kQuantInt8Avx2Expanded;
+                           k == GemmKernel::kQuantInt8Avx2Expanded ||
+                           k == GemmKernel::kQuantInt8Vnni;
         EXPECT_EQ(quant, IsGgmlQuant(f)) << WeightFormatName(f);
         const bool bfp = k >= GemmKernel::kBfpF32Tiles && k <= GemmKernel::kBfpAmxWidened;
         EXPECT_EQ(bfp, IsBfp(f)) << WeightFormatName(f);
@@ -165,7 +166,9 @@ TEST(FormatTable, NamesAndThresholdsAreTheTables) {
   EXPECT_EQ(FirstTokensRunning(WeightFormat::kF32, ActivationPrecision::kF32, widened), -1);
   const std::string q = GemmKernelsByTokens(WeightFormat::kQ4_K, ActivationPrecision::kF32);
   EXPECT_EQ(q.rfind("int8 blocks (", 0), 0u) << q;
-  if (KernelsOn(CpuKernels::kAvx2Int8)) {  // many tokens expand each block once
+  if (KernelsOn(CpuKernels::kAvx512Vnni)) {  // two tokens take 16 rows a register
+    EXPECT_NE(q.find("; from 2 tokens int8 blocks, 16 rows a register"), std::string::npos) << q;
+  } else if (KernelsOn(CpuKernels::kAvx2Int8)) {  // many tokens expand each block once
     EXPECT_NE(q.find("; from 8 tokens int8 blocks, each expanded once for every token"),
               std::string::npos)
         << q;

@@ -250,7 +250,10 @@ TEST_P(QuantGemmTest, TheContractsBits) {
   const QuantInput x = QuantizeActivations(xf.data(), n, cols, cols, ActivationOf(type));
   std::vector<float> bias(rows);
   for (auto& b : bias) b = rng.Uniform();
-  for (bool avx2 : {true, false}) {
+  // Every kernel family this CPU has: VNNI (where it has it), AVX2, portable.
+  for (const char* kernels : {"vnni", "avx2", "portable"}) {
+    const bool avx2 = std::strcmp(kernels, "portable") != 0;
+    SetKernelsEnabled(CpuKernels::kAvx512Vnni, std::strcmp(kernels, "vnni") == 0);
     SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
     for (const float* bp : std::vector<const float*>{nullptr, bias.data()}) {
       std::vector<float> y(static_cast<size_t>(n * rows), -7.0f);
@@ -260,12 +263,13 @@ TEST_P(QuantGemmTest, TheContractsBits) {
           float want = Reference(type, data.data() + r * row_bytes, x, t);
           if (bp) want = want + bp[r];
           ASSERT_EQ(std::memcmp(&want, &y[t * rows + r], 4), 0)
-              << GgmlQuantName(type) << (avx2 ? " avx2" : " portable") << " t " << t << " r " << r
-              << ": " << want << " vs " << y[t * rows + r];
+              << GgmlQuantName(type) << " " << kernels << " t " << t << " r " << r << ": " << want
+              << " vs " << y[t * rows + r];
         }
     }
   }
   SetKernelsEnabled(CpuKernels::kAvx2Int8, true);
+  SetKernelsEnabled(CpuKernels::kAvx512Vnni, true);
 }
 
 TEST_P(QuantGemmTest, BitsIndependentOfTokensRowsAndThreads) {
