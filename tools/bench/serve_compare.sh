@@ -13,9 +13,10 @@
 # ids (default 256; the same ids for both servers, a new seed each rep) generating G tokens
 # (default 128) greedily with EOS ignored. Prints the median of each server's aggregate generated
 # tokens/s and TTFT p50, and their ratios. Then (unless --skip-one) one client through HTTP
-# against each server (run after the first rep's load) and `wormchat generate` of the same ids and
-# lengths alone (its --stats decode rate), the per-client rate counted the same way (tokens over
-# the time after the first token). Speculative decoding is off in wormchat (llama-server does not
+# against llama-server (run after its first rep's load), and --reps alternations of one client
+# through HTTP against a fresh `wormchat serve` and `wormchat generate` of the same ids and lengths
+# alone (its --stats decode rate), the per-client rate counted the same way (tokens over the time
+# after the first token), medians reported. Speculative decoding is off in wormchat (llama-server does not
 # speculate without a draft). Both servers load the same file, so they run the same dtype (the
 # GGUF's matrix types, named in the output). llama-server is built into DIR/build (DIR:
 # tools/bench/llama-cpp.sh's tree, --llama, default build-llama/llama.cpp-b6673) when missing.
@@ -128,8 +129,8 @@ for rep in $(seq 1 "$reps"); do
     ttft[$who]+="$t "
     printf '  rep %d %-8s  %8.1f tok/s aggregate  TTFT p50 %8.1f ms  p90 %8.1f ms\n' "$rep" "$who" \
       "$a" "$t" "$(field "$f" ttft_ms.p90)"
-    # One client on the same server, after the first rep's load (a seed of its own).
-    ((rep == 1 && skip_one == 0)) && one[$who]=$(load "$who" "$p" $((reps + 1)) 1)
+    # llama-server's one client on the same server, after the first rep's load (a seed of its own).
+    ((rep == 1 && skip_one == 0)) && [ "$who" = llama ] && one[$who]=$(load "$who" "$p" $((reps + 1)) 1)
     stop_server
   done
 done
@@ -144,19 +145,35 @@ printf '| aggregate generated tok/s | %.1f | %.1f | **%.2fx** (target >= 1.2x) |
 printf '| TTFT p50 ms | %.0f | %.0f | **%.2fx** (target <= 1x) |\n' "$wt" "$lt" "$(echo "$wt / $lt" | bc -l)"
 
 if ((skip_one == 0)); then
-  fw=${one[wormchat]}
-  fl=${one[llama]}
-  ids=$("$py" -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["client0_prompt_ids"])))' "$fw")
-  "$wormchat" generate --model "$model" --ids "$ids" -n "$gen_len" --temperature 0 --speculate off \
-    --threads "$threads" --ctx "$per_row" --stats > "$out/generate.txt" 2> "$out/generate.stats"
-  gl=$(grep -o 'generated [0-9]* tokens in [0-9.]* s ([0-9.]* tok/s)' "$out/generate.stats")
-  gr=$(echo "$gl" | sed 's/.*(\([0-9.]*\) tok\/s)/\1/')
-  hw=$(field "$fw" client_tokens_per_s.p50)
-  hl=$(field "$fl" client_tokens_per_s.p50)
+  # wormchat's one client and `generate` alternating, each process started afresh, so neither
+  # runs on a machine the other warmed or after the other's load.
+  hws=() grs=() ids= gl=
+  for rep in $(seq 1 "$reps"); do
+    order="http generate"
+    ((rep % 2 == 0)) && order="generate http"
+    for what in $order; do
+      if [ "$what" = http ]; then
+        start_server wormchat
+        fw=$(load wormchat "$wport" $((reps + 1)) 1)
+        stop_server
+        hws+=("$(field "$fw" client_tokens_per_s.p50)")
+        ids=$("$py" -c 'import json, sys; print(" ".join(map(str, json.load(open(sys.argv[1]))["client0_prompt_ids"])))' "$fw")
+      else
+        "$wormchat" generate --model "$model" --ids "$ids" -n "$gen_len" --temperature 0 \
+          --speculate off --threads "$threads" --ctx "$per_row" --stats > "$out/generate.txt" \
+          2> "$out/generate.stats"
+        gl=$(grep -o 'generated [0-9]* tokens in [0-9.]* s ([0-9.]* tok/s)' "$out/generate.stats")
+        grs+=("$(echo "$gl" | sed 's/.*(\([0-9.]*\) tok\/s)/\1/')")
+      fi
+    done
+  done
+  hw=$(printf '%s\n' "${hws[@]}" | median)
+  gr=$(printf '%s\n' "${grs[@]}" | median)
+  hl=$(field "${one[llama]}" client_tokens_per_s.p50)
   echo
-  echo "| one client, $prompt_len + $gen_len | tok/s after the first token | vs generate |"
+  echo "| one client, $prompt_len + $gen_len, median of $reps alternations | tok/s after the first token | vs generate |"
   echo "|---|---|---|"
-  printf '| wormchat generate (%s) | %.1f | 1 |\n' "$gl" "$gr"
-  printf '| wormchat serve, HTTP | %.1f | **%.1f%%** (target >= 97%%) |\n' "$hw" "$(echo "100 * $hw / $gr" | bc -l)"
+  printf '| wormchat generate (%s; runs %s) | %.1f | 1 |\n' "$gl" "${grs[*]}" "$gr"
+  printf '| wormchat serve, HTTP (runs %s) | %.1f | **%.1f%%** (target >= 97%%) |\n' "${hws[*]}" "$hw" "$(echo "100 * $hw / $gr" | bc -l)"
   printf '| llama-server, HTTP | %.1f | %.1f%% |\n' "$hl" "$(echo "100 * $hl / $gr" | bc -l)"
 fi
