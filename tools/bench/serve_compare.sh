@@ -107,6 +107,7 @@ field() { "$py" -c 'import json, sys
 j = json.load(open(sys.argv[1]))
 for k in sys.argv[2].split("."): j = j[k]
 print(j)' "$1" "$2"; }
+# The median; of an even count, the lower middle one.
 median() { sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 load() {  # load NAME PORT SEED CLIENTS -> JSON file
   local f="$out/$1-c$4-s$3.json"
@@ -167,6 +168,8 @@ if ((skip_one == 0)); then
       fi
     done
   done
+  hws=($(printf '%.1f ' "${hws[@]}"))
+  grs=($(printf '%.1f ' "${grs[@]}"))
   hw=$(printf '%s\n' "${hws[@]}" | median)
   gr=$(printf '%s\n' "${grs[@]}" | median)
   hl=$(field "${one[llama]}" client_tokens_per_s.p50)
