@@ -16,6 +16,16 @@ inline uint16_t F32ToBF16(float f) {
   return static_cast<uint16_t>(u >> 16);
 }
 
+// An activation as the BF16 GEMMs round it (gemm_amx.h's contract): nearest even, an f32
+// subnormal zero of its sign - what vcvtne2ps2bf16 gives (DAZ; a normal float never rounds to a
+// bf16 subnormal), so no kernel sees a subnormal.
+inline uint16_t ActivationToBF16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);
+  return F32ToBF16(f);
+}
+
 inline float BF16ToF32(uint16_t h) {
   uint32_t u = static_cast<uint32_t>(h) << 16;
   float f;

@@ -172,6 +172,8 @@ void RunBenchModel(const BenchModelOptions& o) {
         return ComputeBound{peak.amx_bf16, "AMX bf16"};
       case GemmPeak::kInt8Dot:
         return ComputeBound{peak.int8_avx2, "int8 AVX2"};
+      case GemmPeak::kBf16Dot:
+        return ComputeBound{peak.bf16_dot, "bf16 dot"};
       case GemmPeak::kInt8Vnni:
         return ComputeBound{peak.int8_vnni, "int8 VNNI"};
       default:

@@ -20,6 +20,9 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // BF16 panels with bf16 activations run on AMX from this many tokens where the CPU has it: below,
 // the FMA pairs tiles read the weights as fast (decode is bound by the read).
 constexpr int64_t kAmxMinTokens = 4;
+// Without AMX, BF16 panels run on vdpbf16ps from this many tokens where the CPU has AVX-512 BF16
+// (TODO measure).
+constexpr int64_t kBf16DotMinTokens = 2;
 
 constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kF32Fma, "f32 FMA", CpuKernels::kPortable, GemmPeak::kF32Fma},
@@ -28,6 +31,8 @@ constexpr GemmKernelInfo kKernels[] = {
      GemmPeak::kF32Fma},
     {GemmKernel::kBf16Pairs, "bf16 pairs", CpuKernels::kPortable, GemmPeak::kF32Fma},
     {GemmKernel::kBf16Amx, "bf16 tiles", CpuKernels::kAmxBf16Gemm, GemmPeak::kAmxBf16},
+    {GemmKernel::kBf16Dot, "bf16 dot products in AMX's order", CpuKernels::kAvx512Bf16Vbmi,
+     GemmPeak::kBf16Dot},
     {GemmKernel::kBfpF32Tiles, "codes widened in registers, f32 FMA", CpuKernels::kPortable,
      GemmPeak::kF32Fma},
     {GemmKernel::kBfpF32Widened, "each panel widened once, f32 FMA", CpuKernels::kPortable,
@@ -37,6 +42,8 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kBfpRowGroups, "bf16 row groups", CpuKernels::kPortable, GemmPeak::kF32Fma},
     {GemmKernel::kBfpWidened, "each panel widened once, bf16 pairs", CpuKernels::kPortable,
      GemmPeak::kF32Fma},
+    {GemmKernel::kBfpDotWidened, "each panel widened once, bf16 dot products in AMX's order",
+     CpuKernels::kAvx512Bf16Vbmi, GemmPeak::kBf16Dot},
     {GemmKernel::kBfpAmxFused, "bf16 tiles, a k tile widened at a time", CpuKernels::kAmxBf16Gemm,
      GemmPeak::kAmxBf16},
     {GemmKernel::kBfpAmxWidened, "bf16 tiles, each panel widened once", CpuKernels::kAmxBf16Gemm,
@@ -57,6 +64,7 @@ constexpr GemmKernelRule kF32Rules[] = {{A::kAny, C::kAny, 1, kMax, K::kF32Fma}}
 constexpr GemmKernelRule kF16Rules[] = {{A::kAny, C::kAny, 1, kMax, K::kF16Fma}};
 constexpr GemmKernelRule kBf16Rules[] = {
     {A::kBF16, C::kAmxBf16, kAmxMinTokens, kMax, K::kBf16Amx},
+    {A::kBF16, C::kAvx512Bf16, kBf16DotMinTokens, kMax, K::kBf16Dot},
     {A::kBF16, C::kAny, 1, kMax, K::kBf16Pairs},
     {A::kF32, C::kAny, 1, kMax, K::kBf16F32Act},
 };
@@ -65,6 +73,7 @@ constexpr GemmKernelRule kBf16Rules[] = {
 constexpr GemmKernelRule kBfpRules[] = {
     {A::kBF16, C::kAmxBf16, kBfpWidenOnceTokensAmx, kBfpAmxFusedMaxTokens, K::kBfpAmxFused},
     {A::kBF16, C::kAmxBf16, kBfpAmxFusedMaxTokens + 1, kMax, K::kBfpAmxWidened},
+    {A::kBF16, C::kAvx512Bf16, kBfpWidenOnceTokensAvx512, kMax, K::kBfpDotWidened},
     {A::kBF16, C::kWideTarget, 1, kBfpWidenOnceTokensAvx512 - 1, K::kBfpPanelTiles},
     {A::kBF16, C::kNarrowTarget, 1, kBfpWidenOnceTokensAvx2 - 1, K::kBfpRowGroups},
     {A::kBF16, C::kAny, 1, kMax, K::kBfpWidened},
@@ -169,6 +178,8 @@ bool GemmCpuHolds(GemmCpu c) {
       return KernelsOn(CpuKernels::kAvx2Int8);
     case GemmCpu::kAvx512Vnni:
       return KernelsOn(CpuKernels::kAvx512Vnni);
+    case GemmCpu::kAvx512Bf16:
+      return KernelsOn(CpuKernels::kAvx512Bf16Vbmi);
   }
   return false;
 }

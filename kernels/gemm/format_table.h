@@ -31,6 +31,8 @@ enum class GemmKernel : uint8_t {
   kBf16F32Act,     // bf16 panels, f32 activations: the pairs tiles without rounding x
   kBf16Pairs,      // bf16 panels, bf16 activations: FMA tiles in TDPBF16PS's order (Highway)
   kBf16Amx,        // bf16 panels, bf16 activations: AMX tiles (gemm_amx.h)
+  kBf16Dot,        // bf16 panels, bf16 activations: vdpbf16ps tiles in AMX's order
+                   // (gemm_bf16_dot.h)
   kBfpF32Tiles,    // bfp tiles widened to f32 in registers per token tile, f32 FMA
   kBfpF32Widened,  // bfp panels widened once to f32 panels, then kF32Fma's tiles
   kBfpPanelTiles,  // bfp tiles widened to bf16 pairs in registers per token tile (AVX-512 targets;
@@ -38,6 +40,7 @@ enum class GemmKernel : uint8_t {
   kBfpRowGroups,   // bfp tiles widened once per row group of tokens (16-register targets,
                    // gemm_bfp_row_groups.h)
   kBfpWidened,     // bfp panels widened once (L2 chunks), then kBf16Pairs' tiles
+  kBfpDotWidened,  // bfp panels widened once to bf16 panels, then kBf16Dot's tiles
   kBfpAmxFused,    // AMX, each k tile widened into L1 before its TDPBF16PS (gemm_bfp_amx.h)
   kBfpAmxWidened,  // AMX, each panel widened once
   kQuantInt8Avx2,  // GGML blocks x int8 activations, vpmaddubsw / vpmaddwd (quant_gemm_avx2.cpp)
@@ -49,7 +52,7 @@ enum class GemmKernel : uint8_t {
 };
 
 // The instructions that bound a kernel's rate (kernels/peak.h measures each).
-enum class GemmPeak : uint8_t { kF32Fma, kInt8Dot, kInt8Vnni, kAmxBf16 };
+enum class GemmPeak : uint8_t { kF32Fma, kBf16Dot, kInt8Dot, kInt8Vnni, kAmxBf16 };
 
 // What a kernel is: its name in printed kernel names, the CPU family it needs (kPortable: Highway's
 // dispatched target), and its peak.
@@ -70,6 +73,7 @@ enum class GemmCpu : uint8_t {
   kNarrowTarget,  // the others: AVX2, SSE4, the emulated targets (16 registers or fewer)
   kAvx2Int8,      // KernelsOn(kAvx2Int8)
   kAvx512Vnni,    // KernelsOn(kAvx512Vnni)
+  kAvx512Bf16,    // KernelsOn(kAvx512Bf16Vbmi): vdpbf16ps
 };
 bool GemmCpuHolds(GemmCpu c);
 

@@ -14,6 +14,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/gemm_bf16_dot.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -38,7 +39,8 @@ enum GemmPath : int {
   kPathPairs = 2,
   kPathBfp = 4,
   kPathAmx = 5,
-  kPathQuant = 6,  // GGML-quantized weights: the integer GEMM (quant_gemm.h)
+  kPathQuant = 6,    // GGML-quantized weights: the integer GEMM (quant_gemm.h)
+  kPathBf16Dot = 7,  // BF16 panels on vdpbf16ps (gemm_bf16_dot.h)
 };
 }  // namespace wc
 #endif
@@ -426,6 +428,8 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
       return kPathPairs;
     case GemmKernel::kBf16Amx:
       return kPathAmx;
+    case GemmKernel::kBf16Dot:
+      return kPathBf16Dot;
     case GemmKernel::kQuantInt8Avx2:
     case GemmKernel::kQuantInt8Avx2Expanded:
     case GemmKernel::kQuantInt8Vnni:
@@ -434,15 +438,6 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
     default:  // the block-float GEMM, which runs the bfp rules itself (gemm_bfp.cpp)
       return kPathBfp;
   }
-}
-
-// x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign: what vcvtne2ps2bf16 gives
-// (DAZ; a normal float never rounds to a bf16 subnormal), so no kernel sees a subnormal.
-inline uint16_t ActivationBF16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0) return static_cast<uint16_t>((u >> 16) & 0x8000u);
-  return F32ToBF16(x);
 }
 
 // Packs tokens [t0, t0 + mr) (one tile) of x into dst.
@@ -458,8 +453,11 @@ void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64
       case kPathPairs:
         for (int64_t k = 0; k < padded_cols; ++k) {
           const float v = k < cols ? xt[k] : 0.0f;
-          dst[((k / 2) * mr + t) * 2 + k % 2] = round_bf16 ? BF16ToF32(ActivationBF16(v)) : v;
+          dst[((k / 2) * mr + t) * 2 + k % 2] = round_bf16 ? BF16ToF32(ActivationToBF16(v)) : v;
         }
+        break;
+      case kPathBf16Dot:  // the whole tile at once
+        if (t == 0) PackBf16DotTile(x, x_stride, cols, padded_cols, mr, dst);
         break;
     }
   }
@@ -489,8 +487,10 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), w.padded_cols()));
     return in;
   }
-  in.tile_tokens_ = HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
-  in.floats_per_token_ = w.padded_cols();
+  in.tile_tokens_ =
+      in.path_ == kPathBf16Dot ? kBf16DotTileTokens : HWY_DYNAMIC_DISPATCH(MaxTileTokens)(in.path_);
+  // Two bf16 a float's room for the vdpbf16ps tiles' slots, an f32 each for the others.
+  in.floats_per_token_ = in.path_ == kPathBf16Dot ? w.padded_cols() / 2 : w.padded_cols();
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
   const int64_t n_tiles = tiles.n_tiles;
@@ -511,6 +511,7 @@ int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens) {
   if (path == kPathBfp) return GemmBfpTileTokens(w.bfp(), n_tokens);
   if (path == kPathAmx) return AmxGemmInput::kTileTokens;
   if (path == kPathQuant) return 4;
+  if (path == kPathBf16Dot) return kBf16DotTileTokens;
   return HWY_DYNAMIC_DISPATCH(MaxTileTokens)(path);
 }
 
@@ -553,6 +554,10 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) { GemmAmxRange(*x.amx_, task, a, b); });
     return;
   }
+  if (path == kPathBf16Dot) {
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) { GemmBf16DotRange(task, a, b); });
+    return;
+  }
   gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
     HWY_DYNAMIC_DISPATCH(RunRange)(path, task, a, b);
   });
@@ -591,6 +596,7 @@ bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens) {
 void SetGemmX86Kernels(bool enabled) {
   SetKernelsEnabled(CpuKernels::kAvx512Gemm, enabled);
   SetKernelsEnabled(CpuKernels::kAmxBf16Gemm, enabled);
+  SetKernelsEnabled(CpuKernels::kAvx512Bf16Vbmi, enabled);
 }
 
 }  // namespace wc

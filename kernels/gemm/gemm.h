@@ -39,7 +39,8 @@ namespace wc {
 //   data: tiles of at most MR tokens (the path's tile height), as few as possible and balanced
 //         (gemm_schedule.h's TokenTiles), the tile of tokens [t0, t0 + h) at
 //         data + t0 * floats_per_token, laid out [padded_cols][h] (f32 paths) or
-//         [padded_cols / 2][h][2] (bf16 pairs).
+//         [padded_cols / 2][h][2] (bf16 pairs), or, for the vdpbf16ps tiles (gemm_bf16_dot.h),
+//         padded_cols / 2 floats' room a token: [padded_cols / 4][h][2] bf16 pairs of one parity.
 //   For a bfp matrix it holds the block-float GEMM's input instead (BfpGemmInput: K padded to 32,
 //   its own tile heights), and for a call on AMX the AMX tiles' input (gemm_amx.h). Either way it
 //   serves the one matrix it was packed for (any row ranges).
@@ -96,8 +97,8 @@ const char* GemmKernelName(const PackedMatrix& w);
 GemmPeak GemmPeakOf(const PackedMatrix& w, int64_t n_tokens);
 bool GemmUsesAmx(const PackedMatrix& w, int64_t n_tokens);
 
-// Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm and kAmxBf16Gemm) off
-// (and on) to compare them with the portable tiles.
+// Tests turn the hand-written x86 GEMM tiles (cpu_kernels.h's kAvx512Gemm, kAmxBf16Gemm and the
+// vdpbf16ps tiles' kAvx512Bf16Vbmi) off (and on) to compare them with the portable tiles.
 void SetGemmX86Kernels(bool enabled);
 
 }  // namespace wc

@@ -16,6 +16,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/gemm_bf16_dot.h"
 #include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/gemm_bfp_amx.h"
 #include "kernels/gemm/gemm_bfp_one_token.h"
@@ -458,7 +459,7 @@ bool IsAmx(GemmKernel k) {
 }
 bool WidensOnce(GemmKernel k) {
   return k == GemmKernel::kBfpAmxWidened || k == GemmKernel::kBfpWidened ||
-         k == GemmKernel::kBfpF32Widened;
+         k == GemmKernel::kBfpF32Widened || k == GemmKernel::kBfpDotWidened;
 }
 bool WidensOnceOrAmx(GemmKernel k) {
   return WidensOnce(k) || IsAmx(k);
@@ -472,12 +473,13 @@ bool WidensOnceOrAmx(GemmKernel k) {
 //   else: the whole panel as the BF16 (F32) GEMM's packed panel, that GEMM's range run on it with
 //     the buffer's task: panel 0, the row range and bias shifted by the panel's first row, and the
 //     GEMM's chain length (padded_cols / 2 pairs, K padded to 32; F32: cols).
-//   amx: the input on AMX (kBfpPathPairs where the BF16 GEMM runs there), else nullptr.
-void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, int64_t pa,
+//   amx: the input on AMX (kBfpPathPairs where the BF16 GEMM runs there), else nullptr; dot: the
+//   whole panel for the vdpbf16ps tiles (gemm_bf16_dot.h; task.base.xp in their layout).
+void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, bool dot, int64_t pa,
                 int64_t pb) {
   const gemm::Task& b = task.base;
   const int64_t k_tiles = b.k_steps;
-  if (path == kBfpPathPairs && amx == nullptr) {
+  if (path == kBfpPathPairs && amx == nullptr && !dot) {
     const int64_t tile_bytes = b.panel_bytes / k_tiles;
     gemm::RunHalves(b, k_tiles * 16, pa, pb, [&](int64_t p, int64_t kp, int64_t n, float* halves) {
       HWY_DYNAMIC_DISPATCH(WidenPanel)
@@ -505,6 +507,8 @@ void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, in
     t.bias = b.bias != nullptr ? b.bias + first : nullptr;
     if (amx != nullptr) {
       GemmAmxRange(*amx, t, 0, 1);
+    } else if (dot) {
+      GemmBf16DotRange(t, 0, 1);
     } else {
       gemm::PortableRange(path == kBfpPathPairs, t, 0, 1);
     }
@@ -543,6 +547,8 @@ int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens) {
     case GemmKernel::kBfpAmxFused:
     case GemmKernel::kBfpAmxWidened:
       return AmxGemmInput::kTileTokens;
+    case GemmKernel::kBfpDotWidened:
+      return kBf16DotTileTokens;
     case GemmKernel::kBfpWidened:
     case GemmKernel::kBfpF32Widened:
       return gemm::PortableTileTokens(PathOf(w) == kBfpPathPairs);
@@ -570,16 +576,20 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
     return in;
   }
   in.row_groups_ = kernel == GemmKernel::kBfpRowGroups;
+  in.dot_ = kernel == GemmKernel::kBfpDotWidened;
   in.tile_tokens_ = GemmBfpTileTokens(w, n_tokens);
-  in.floats_per_token_ = k32;
+  in.floats_per_token_ = in.dot_ ? k32 / 2 : k32;  // the vdpbf16ps tiles: two bf16 a float
   in.data_.resize(static_cast<size_t>(std::max<int64_t>(1, n_tokens * in.floats_per_token_)));
   const gemm::TokenTiles tiles(n_tokens, in.tile_tokens_);
   const bool parallel = !omp_in_parallel() && tiles.n_tiles > 1 && n_tokens * w.cols() >= (1 << 16);
 #pragma omp parallel for schedule(static) if (parallel)
   for (int64_t i = 0; i < tiles.n_tiles; ++i) {
     const int64_t t0 = tiles.Begin(i);
-    PackTile(in.path_, x + t0 * x_stride, x_stride, w.cols(), k32, tiles.Height(i),
-             in.data_.data() + t0 * in.floats_per_token_);
+    float* dst = in.data_.data() + t0 * in.floats_per_token_;
+    if (in.dot_)
+      PackBf16DotTile(x + t0 * x_stride, x_stride, w.cols(), k32, tiles.Height(i), dst);
+    else
+      PackTile(in.path_, x + t0 * x_stride, x_stride, w.cols(), k32, tiles.Height(i), dst);
   }
   return in;
 }
@@ -621,7 +631,8 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
     return;
   }
   if (x.widen_once_) {
-    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) { RunWidened(path, task, amx, a, c); });
+    gemm::ForThreadPanels(pa, pb,
+                          [&](int64_t a, int64_t c) { RunWidened(path, task, amx, x.dot_, a, c); });
     return;
   }
   if (x.row_groups_) {

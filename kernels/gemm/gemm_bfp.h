@@ -185,6 +185,8 @@ class BfpGemmInput {
   const BfpPanels* panels_ = nullptr;  // the matrix it was packed for
   std::vector<float> data_;
   std::shared_ptr<const AmxGemmInput> amx_;  // on AMX (gemm_amx.h, gemm_bfp_amx.h): the input
+  bool dot_ = false;  // widened once for the vdpbf16ps tiles (gemm_bf16_dot.h): data_ in their
+                      // layout
 };
 
 // MR: the most tokens one tile of w's kernel holds in a call of n_tokens (the input's tile height;

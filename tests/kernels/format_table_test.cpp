@@ -155,7 +155,8 @@ TEST(FormatTable, NamesAndThresholdsAreTheTables) {
   EXPECT_EQ(bfp8.rfind(GemmKernelLabel(one), 0), 0u) << bfp8;
   const auto widened = [](GemmKernel k) {
     return k == GemmKernel::kBfpWidened || k == GemmKernel::kBfpAmxFused ||
-           k == GemmKernel::kBfpAmxWidened || k == GemmKernel::kBfpF32Widened;
+           k == GemmKernel::kBfpAmxWidened || k == GemmKernel::kBfpF32Widened ||
+           k == GemmKernel::kBfpDotWidened;
   };
   const int64_t t = FirstTokensRunning(WeightFormat::kBfp8, ActivationPrecision::kBF16, widened);
   ASSERT_GT(t, 1);

@@ -1,7 +1,9 @@
-// The AMX BF16 GEMM (kernels/gemm/gemm_amx.h) against a scalar chain written out from the header's
-// order, bit for bit (memcmp): random shapes, row ranges inside panels, bias or not, long k (many
-// chunks), PackedMatrix's own panels, special values (subnormal activations, cancellation, wide
-// exponents, overflow to inf, results at the edge of x86's flush), panel splits and threads. A
+// The BF16 GEMM's hand-written kernels in AMX's order - the AMX tiles (kernels/gemm/gemm_amx.h)
+// and the vdpbf16ps tiles (gemm_bf16_dot.h) - each against a scalar chain written out from
+// gemm_amx.h's order, bit for bit (memcmp): random shapes and token counts (every tile height),
+// row ranges inside panels, bias or not, long k (many chunks), PackedMatrix's own panels, special
+// values (subnormal activations, cancellation, wide exponents, overflow to inf, results at the
+// edge of x86's flush), panel splits and threads. Each kernel runs where the CPU has it. A
 // disabled benchmark prints GFLOP/s for a prefill shape.
 #include <omp.h>
 
@@ -19,6 +21,7 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/gemm_bf16_dot.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "util/bf16.h"
 #include "util/rng.h"
@@ -28,6 +31,22 @@ namespace {
 
 constexpr int64_t kPanel = gemm::kPanelRows;
 
+// The kernels under test.
+enum class OrderKernel { kAmx, kDot };
+
+std::string KernelName(OrderKernel k) {
+  return k == OrderKernel::kAmx ? "amx" : "vdpbf16ps";
+}
+
+bool Available(OrderKernel k) {
+  return k == OrderKernel::kAmx ? AmxBf16GemmAvailable() : Bf16DotGemmAvailable();
+}
+
+class Bf16OrderKernel : public ::testing::TestWithParam<OrderKernel> {};
+
+#define SKIP_WITHOUT_KERNEL() \
+  if (!Available(GetParam())) \
+  GTEST_SKIP() << "no " << KernelName(GetParam()) << " on this CPU / OS / WORMCHAT_SIMD"
 #define SKIP_WITHOUT_AMX() \
   if (!AmxBf16GemmAvailable()) GTEST_SKIP() << "no AMX-BF16 on this CPU / OS / WORMCHAT_SIMD"
 
@@ -134,24 +153,58 @@ gemm::Task MakeTask(const void* w, int64_t panel_bytes, int64_t padded_cols, int
 
 constexpr float kSentinel = -12345.0f;
 
-// y = x W^T (+ bias) for rows [r0, r1) by the AMX kernel, panels split at `splits` (panel indices
-// inside the range), into a y with 3 sentinel columns past the rows.
-std::vector<float> RunAmx(const Panels& w, const std::vector<float>& x, int64_t n, int64_t x_stride,
-                          const float* bias, int64_t r0, int64_t r1,
-                          const std::vector<int64_t>& splits = {}) {
+// y = x W^T (+ bias) for rows [r0, r1) by kernel k from panels at `packed` (panel_bytes apart),
+// panels split at `splits` (panel indices inside the range) or over `threads` OpenMP threads, into
+// a y with 3 sentinel columns past the rows.
+std::vector<float> RunPacked(OrderKernel k, const void* packed, int64_t panel_bytes, int64_t cols,
+                             int64_t padded_cols, const float* x, int64_t n, int64_t x_stride,
+                             const float* bias, int64_t r0, int64_t r1,
+                             const std::vector<int64_t>& splits = {}, int threads = 1) {
   const int64_t y_stride = r1 - r0 + 3;
   std::vector<float> y(static_cast<size_t>(std::max<int64_t>(1, n * y_stride)), kSentinel);
-  const AmxGemmInput in = PackAmxGemmInput(x.data(), n, x_stride, w.cols, w.padded_cols);
-  const gemm::Task task =
-      MakeTask(w.packed.get(), w.panel_bytes(), w.padded_cols, n, bias, y.data(), y_stride, r0, r1);
+  gemm::Task task = MakeTask(packed, panel_bytes, padded_cols, n, bias, y.data(), y_stride, r0, r1);
+  AmxGemmInput amx;
+  std::vector<float> dot;  // the vdpbf16ps tiles' packed input, tile by tile
+  if (k == OrderKernel::kAmx) {
+    amx = PackAmxGemmInput(x, n, x_stride, cols, padded_cols);
+  } else {
+    dot.assign(static_cast<size_t>(std::max<int64_t>(1, n * padded_cols / 2)), 0.0f);
+    const gemm::TokenTiles tiles(n, kBf16DotTileTokens);
+    for (int64_t i = 0; i < tiles.n_tiles; ++i)
+      PackBf16DotTile(x + tiles.Begin(i) * x_stride, x_stride, cols, padded_cols, tiles.Height(i),
+                      dot.data() + tiles.Begin(i) * padded_cols / 2);
+    task.xp = dot.data();
+    task.floats_per_token = padded_cols / 2;
+    task.tile_tokens = kBf16DotTileTokens;
+  }
+  const auto range = [&](int64_t a, int64_t b) {
+    if (k == OrderKernel::kAmx)
+      GemmAmxRange(amx, task, a, b);
+    else
+      GemmBf16DotRange(task, a, b);
+  };
   int64_t pa = r0 / kPanel;
   const int64_t pb = (r1 + kPanel - 1) / kPanel;
+  if (threads > 1) {
+    const int saved = omp_get_max_threads();
+    omp_set_num_threads(threads);
+    gemm::ForThreadPanels(pa, pb, range);
+    omp_set_num_threads(saved);
+    return y;
+  }
   for (const int64_t s : splits) {
-    GemmAmxRange(in, task, pa, s);
+    range(pa, s);
     pa = s;
   }
-  GemmAmxRange(in, task, pa, pb);
+  range(pa, pb);
   return y;
+}
+
+std::vector<float> RunKernel(OrderKernel k, const Panels& w, const std::vector<float>& x, int64_t n,
+                             int64_t x_stride, const float* bias, int64_t r0, int64_t r1,
+                             const std::vector<int64_t>& splits = {}, int threads = 1) {
+  return RunPacked(k, w.packed.get(), w.panel_bytes(), w.cols, w.padded_cols, x.data(), n, x_stride,
+                   bias, r0, r1, splits, threads);
 }
 
 std::vector<float> RunReference(const Panels& w, const std::vector<float>& x, int64_t n,
@@ -197,12 +250,12 @@ std::vector<float> WideExponents(Rng& rng, size_t count, int emin, int emax) {
   return v;
 }
 
-TEST(GemmAmx, RandomShapesAreTheChain) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, RandomShapesAreTheChain) {
+  SKIP_WITHOUT_KERNEL();
   Rng rng(2026);
-  const int64_t kTokens[] = {1, 15, 16, 17, 33, 40, 2, 31, 32, 8};
-  for (int trial = 0; trial < 40; ++trial) {
-    const int64_t n = trial < 10 ? kTokens[trial] : 1 + static_cast<int64_t>(rng.Next() % 40);
+  const int64_t kTokens[] = {1, 15, 16, 17, 33, 40, 2, 31, 32, 8, 3, 4, 5, 6, 7};
+  for (int trial = 0; trial < 45; ++trial) {
+    const int64_t n = trial < 15 ? kTokens[trial] : 1 + static_cast<int64_t>(rng.Next() % 40);
     int64_t cols = 32 + static_cast<int64_t>(rng.Next() % 269);
     if (cols % 32 == 0) cols += 1 + trial % 5;  // never a whole number of blocks
     const int64_t rows = 1 + static_cast<int64_t>(rng.Next() % 100);
@@ -216,29 +269,29 @@ TEST(GemmAmx, RandomShapesAreTheChain) {
     const std::string what = "n " + std::to_string(n) + " cols " + std::to_string(cols) + " rows " +
                              std::to_string(rows) + " [" + std::to_string(r0) + ", " +
                              std::to_string(r1) + ")" + (b ? " bias" : "");
-    ExpectSameBits(RunAmx(w, x, n, x_stride, b, r0, r1), RunReference(w, x, n, x_stride, b, r0, r1),
-                   what);
+    ExpectSameBits(RunKernel(GetParam(), w, x, n, x_stride, b, r0, r1),
+                   RunReference(w, x, n, x_stride, b, r0, r1), what);
   }
 }
 
 // k long enough for many chunks of k blocks, and a last chunk cut short.
-TEST(GemmAmx, LongKIsTheChain) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, LongKIsTheChain) {
+  SKIP_WITHOUT_KERNEL();
   Rng rng(7);
   for (const int64_t cols : {1000, 4544, 4539}) {
     const int64_t rows = 70, n = 35;
     const Panels w = MakePanels(Uniform(rng, static_cast<size_t>(rows * cols), -1, 1), rows, cols);
     const std::vector<float> x = Uniform(rng, static_cast<size_t>(n * cols), -2, 2);
     const std::vector<float> bias = Uniform(rng, static_cast<size_t>(rows), -1, 1);
-    ExpectSameBits(RunAmx(w, x, n, cols, bias.data(), 3, rows),
+    ExpectSameBits(RunKernel(GetParam(), w, x, n, cols, bias.data(), 3, rows),
                    RunReference(w, x, n, cols, bias.data(), 3, rows),
                    "cols " + std::to_string(cols));
   }
 }
 
 // PackedMatrix's own BF16 panels (columns a multiple of 32, so its padding is the kernel's).
-TEST(GemmAmx, PackedMatrixPanelsAreTheChain) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, PackedMatrixPanelsAreTheChain) {
+  SKIP_WITHOUT_KERNEL();
   Rng rng(11);
   const int64_t rows = 77, cols = 128, n = 20;
   const std::vector<float> src = Uniform(rng, static_cast<size_t>(rows * cols), -1, 1);
@@ -249,26 +302,18 @@ TEST(GemmAmx, PackedMatrixPanelsAreTheChain) {
   ASSERT_EQ(m.padded_cols(), cols);
   const Panels w = MakePanels(src, rows, cols);  // the same values, for the reference
   const std::vector<float> x = Uniform(rng, static_cast<size_t>(n * cols), -2, 2);
-  std::vector<float> y(static_cast<size_t>(n * rows));
-  const AmxGemmInput in = PackAmxGemmInput(x.data(), n, cols, cols, m.padded_cols());
-  GemmAmxRange(
-      in,
-      MakeTask(m.data(), m.panel_elems() * 2, m.padded_cols(), n, nullptr, y.data(), rows, 0, rows),
-      0, m.panels());
-  std::vector<float> want(y.size());
-  for (int64_t t = 0; t < n; ++t)
-    for (int64_t r = 0; r < rows; ++r)
-      want[t * rows + r] = Chain(&x[t * cols], cols, &w.w[r * cols], cols);
-  ExpectSameBits(y, want, "PackedMatrix");
+  const std::vector<float> y = RunPacked(GetParam(), m.data(), m.panel_elems() * 2, cols,
+                                         m.padded_cols(), x.data(), n, cols, nullptr, 0, rows);
+  ExpectSameBits(y, RunReference(w, x, n, cols, nullptr, 0, rows), "PackedMatrix");
 }
 
-TEST(GemmAmx, SpecialValuesAreTheChain) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, SpecialValuesAreTheChain) {
+  SKIP_WITHOUT_KERNEL();
   const int64_t rows = 40, cols = 200, n = 19;
   Rng rng(5);
   auto check = [&](const std::vector<float>& wv, const std::vector<float>& x, const char* what) {
     const Panels w = MakePanels(wv, rows, cols);
-    ExpectSameBits(RunAmx(w, x, n, cols, nullptr, 0, rows),
+    ExpectSameBits(RunKernel(GetParam(), w, x, n, cols, nullptr, 0, rows),
                    RunReference(w, x, n, cols, nullptr, 0, rows), what);
   };
   const size_t nw = static_cast<size_t>(rows * cols), nx = static_cast<size_t>(n * cols);
@@ -314,7 +359,7 @@ TEST(GemmAmx, SpecialValuesAreTheChain) {
     for (auto& v : x) v = std::fabs(v);
     x[5] = std::numeric_limits<float>::max();
     const Panels w = MakePanels(wv, rows, cols);
-    const std::vector<float> y = RunAmx(w, x, n, cols, nullptr, 0, rows);
+    const std::vector<float> y = RunKernel(GetParam(), w, x, n, cols, nullptr, 0, rows);
     int infs = 0;
     for (const float v : y) infs += std::isinf(v);
     EXPECT_GT(infs, 0);
@@ -326,8 +371,8 @@ TEST(GemmAmx, SpecialValuesAreTheChain) {
 // below 2^-126. IEEE (gradual underflow) rounds the first three up to 2^-126; x86 flushes a value
 // whose 24-bit rounding with unbounded exponent is below 2^-126, so the first becomes zero, and
 // AMX does the same.
-TEST(GemmAmx, TinyResultsFlushAsX86Does) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, TinyResultsFlushAsX86Does) {
+  SKIP_WITHOUT_KERNEL();
   struct Case {
     float p_x, p_w, want;  // p = p_x * p_w; the exact result 2^-126 + 2^-149 + p
   } cases[] = {
@@ -345,7 +390,7 @@ TEST(GemmAmx, TinyResultsFlushAsX86Does) {
     x[4] = c.p_x;
     wv[4] = c.p_w;
     const Panels w = MakePanels(wv, 1, 32);
-    const std::vector<float> y = RunAmx(w, x, 1, 32, nullptr, 0, 1);
+    const std::vector<float> y = RunKernel(GetParam(), w, x, 1, 32, nullptr, 0, 1);
     const std::vector<float> want = RunReference(w, x, 1, 32, nullptr, 0, 1);
     EXPECT_EQ(y[0], c.want) << std::hexfloat << c.p_x;
     ExpectSameBits(y, want, "tiny");
@@ -353,39 +398,30 @@ TEST(GemmAmx, TinyResultsFlushAsX86Does) {
 }
 
 // One call, two calls split inside, one call per panel, and two OpenMP threads: the same bits.
-TEST(GemmAmx, PanelSplitsAndThreadsGiveTheSameBits) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, PanelSplitsAndThreadsGiveTheSameBits) {
+  SKIP_WITHOUT_KERNEL();
   Rng rng(3);
   const int64_t rows = 300, cols = 610, n = 40, r0 = 7, r1 = 290;
   const Panels w = MakePanels(Uniform(rng, static_cast<size_t>(rows * cols), -1, 1), rows, cols);
   const std::vector<float> x = Uniform(rng, static_cast<size_t>(n * cols), -2, 2);
   const std::vector<float> bias = Uniform(rng, static_cast<size_t>(rows), -1, 1);
-  const std::vector<float> one = RunAmx(w, x, n, cols, bias.data(), r0, r1);
+  const OrderKernel k = GetParam();
+  const std::vector<float> one = RunKernel(k, w, x, n, cols, bias.data(), r0, r1);
   ExpectSameBits(one, RunReference(w, x, n, cols, bias.data(), r0, r1), "one call");
-  ExpectSameBits(RunAmx(w, x, n, cols, bias.data(), r0, r1, {3}), one, "split at 3");
-  ExpectSameBits(RunAmx(w, x, n, cols, bias.data(), r0, r1, {1, 2, 3, 4, 5, 6, 7, 8}), one,
+  ExpectSameBits(RunKernel(k, w, x, n, cols, bias.data(), r0, r1, {3}), one, "split at 3");
+  ExpectSameBits(RunKernel(k, w, x, n, cols, bias.data(), r0, r1, {1, 2, 3, 4, 5, 6, 7, 8}), one,
                  "a call per panel");
-  const int64_t y_stride = r1 - r0 + 3;
-  std::vector<float> y(one.size(), kSentinel);
-  const AmxGemmInput in = PackAmxGemmInput(x.data(), n, cols, cols, w.padded_cols);
-  const gemm::Task task = MakeTask(w.packed.get(), w.panel_bytes(), w.padded_cols, n, bias.data(),
-                                   y.data(), y_stride, r0, r1);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(2);
-  gemm::ForThreadPanels(r0 / kPanel, (r1 + kPanel - 1) / kPanel,
-                        [&](int64_t a, int64_t b) { GemmAmxRange(in, task, a, b); });
-  omp_set_num_threads(saved);
-  ExpectSameBits(y, one, "two threads");
+  ExpectSameBits(RunKernel(k, w, x, n, cols, bias.data(), r0, r1, {}, 2), one, "two threads");
 }
 
-TEST(GemmAmx, NoColumnsGiveTheBias) {
-  SKIP_WITHOUT_AMX();
+TEST_P(Bf16OrderKernel, NoColumnsGiveTheBias) {
+  SKIP_WITHOUT_KERNEL();
   const std::vector<float> bias = {1.5f, -2.0f, 3.0f};
-  float y[6] = {};
-  const AmxGemmInput in = PackAmxGemmInput(nullptr, 2, 0, 0, 0);
-  GemmAmxRange(in, MakeTask(nullptr, 0, 0, 2, bias.data(), y, 3, 0, 3), 0, 1);
-  const float want[6] = {1.5f, -2.0f, 3.0f, 1.5f, -2.0f, 3.0f};
-  EXPECT_EQ(std::memcmp(y, want, sizeof y), 0);
+  const std::vector<float> y =
+      RunPacked(GetParam(), nullptr, 0, 0, 0, nullptr, 2, 0, bias.data(), 0, 3);
+  const std::vector<float> want = {1.5f, -2.0f, 3.0f, kSentinel, kSentinel, kSentinel,
+                                   1.5f, -2.0f, 3.0f, kSentinel, kSentinel, kSentinel};
+  ExpectSameBits(y, want, "no columns");
 }
 
 TEST(GemmAmx, FamilySwitch) {
@@ -398,10 +434,18 @@ TEST(GemmAmx, FamilySwitch) {
   EXPECT_TRUE(AmxBf16GemmAvailable());
 }
 
+TEST(GemmBf16Dot, FamilySwitch) {
+  if (!Bf16DotGemmAvailable()) GTEST_SKIP() << "no AVX-512 BF16";
+  SetKernelsEnabled(CpuKernels::kAvx512Bf16Vbmi, false);
+  EXPECT_FALSE(Bf16DotGemmAvailable());
+  SetKernelsEnabled(CpuKernels::kAvx512Bf16Vbmi, true);
+  EXPECT_TRUE(Bf16DotGemmAvailable());
+}
+
 // A prefill's GEMMs on one thread (the calling one): 512 tokens, K = 4544, N = 4544 and 18176.
-// Run with --gtest_also_run_disabled_tests --gtest_filter='*AmxThroughput*'.
-TEST(GemmAmx, DISABLED_AmxThroughput) {
-  SKIP_WITHOUT_AMX();
+// Run with --gtest_also_run_disabled_tests --gtest_filter='*Throughput*'.
+TEST_P(Bf16OrderKernel, DISABLED_Throughput) {
+  SKIP_WITHOUT_KERNEL();
   const int64_t n = 512, cols = 4544;
   Rng rng(1);
   const std::vector<float> x = Uniform(rng, static_cast<size_t>(n * cols), -2, 2);
@@ -413,27 +457,25 @@ TEST(GemmAmx, DISABLED_AmxThroughput) {
     w.packed.reset(static_cast<uint16_t*>(std::aligned_alloc(64, elems * 2)));
     for (size_t i = 0; i < elems; ++i)
       w.packed[i] = F32ToBF16(static_cast<float>(rng.Uniform() * 2 - 1));
-    std::vector<float> y(static_cast<size_t>(n * rows));
     const double flops = 2.0 * n * rows * cols;
-    double best = 1e30, best_pack = 1e30;
+    double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
       const auto t0 = std::chrono::steady_clock::now();
-      const AmxGemmInput in = PackAmxGemmInput(x.data(), n, cols, cols, cols);
-      const auto t1 = std::chrono::steady_clock::now();
-      GemmAmxRange(
-          in, MakeTask(w.packed.get(), w.panel_bytes(), cols, n, nullptr, y.data(), rows, 0, rows),
-          0, w.panels());
-      const auto t2 = std::chrono::steady_clock::now();
-      best_pack = std::min(best_pack, std::chrono::duration<double>(t1 - t0).count());
-      best = std::min(best, std::chrono::duration<double>(t2 - t1).count());
+      RunKernel(GetParam(), w, x, n, cols, nullptr, 0, rows);
+      best = std::min(best,
+                      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     }
     std::printf(
-        "AMX BF16 GEMM %ldx%ld by %ldx%ld, 1 thread: %.1f GFLOP/s (%.2f ms; input pack "
-        "%.2f ms)\n",
-        static_cast<long>(n), static_cast<long>(cols), static_cast<long>(cols),
-        static_cast<long>(rows), flops / best * 1e-9, best * 1e3, best_pack * 1e3);
+        "%s BF16 GEMM %ldx%ld by %ldx%ld, 1 thread: %.1f GFLOP/s (%.2f ms, input pack "
+        "included)\n",
+        KernelName(GetParam()).c_str(), static_cast<long>(n), static_cast<long>(cols),
+        static_cast<long>(cols), static_cast<long>(rows), flops / best * 1e-9, best * 1e3);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Kernels, Bf16OrderKernel,
+                         ::testing::Values(OrderKernel::kAmx, OrderKernel::kDot),
+                         [](const auto& info) { return KernelName(info.param); });
 
 }  // namespace
 }  // namespace wc

@@ -253,6 +253,11 @@ TEST(Gemm, KernelNames) {
   if (CpuHas(CpuKernels::kAmxBf16Gemm)) {
     EXPECT_NE(std::string(GemmKernelName(fast)).find("; from 4 tokens bf16 tiles (AMX BF16)"),
               std::string::npos);
+  } else if (CpuHas(CpuKernels::kAvx512Bf16Vbmi)) {  // AVX-512 BF16 without AMX: vdpbf16ps
+    EXPECT_NE(std::string(GemmKernelName(fast))
+                  .find("; from 2 tokens bf16 dot products in AMX's order (AVX-512 BF16)"),
+              std::string::npos)
+        << GemmKernelName(fast);
   }
   const Source f = MakeSource(DType::kF32, 4, 8, 1);
   EXPECT_EQ(std::string(GemmKernelName(PackedMatrix::Pack(f.ref))),

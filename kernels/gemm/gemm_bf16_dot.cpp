@@ -1,0 +1,143 @@
+// The BF16 GEMM's vdpbf16ps tiles (gemm_bf16_dot.h). The schedule is the other panel kernels'
+// (gemm_schedule.h's RunPanels: panel groups kept in cache across the token tiles); this file is
+// the tile and the packing of its activations.
+#include "kernels/gemm/gemm_bf16_dot.h"
+
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/cpu_kernels.h"
+#include "util/bf16.h"
+
+namespace wc {
+
+bool Bf16DotGemmAvailable() {
+  return KernelsOn(CpuKernels::kAvx512Bf16Vbmi);
+}
+
+void PackBf16DotTile(const float* x, int64_t x_stride, int64_t cols, int64_t padded_cols, int mr,
+                     float* dst) {
+  const auto bits = [&](int t, int64_t k) -> uint32_t {
+    return k < cols ? ActivationToBF16(x[t * x_stride + k]) : 0u;
+  };
+  for (int64_t q = 0; q < padded_cols / 4; ++q)
+    for (int t = 0; t < mr; ++t) {
+      const int64_t k = 4 * q;
+      const uint32_t slots[2] = {bits(t, k + 2) | bits(t, k) << 16, bits(t, k + 3) | bits(t, k + 1)
+                                                                                         << 16};
+      std::memcpy(dst + (q * mr + t) * 2, slots, 8);
+    }
+}
+
+}  // namespace wc
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx512bf16")
+
+namespace wc {
+namespace {
+
+constexpr int kPanelRows = gemm::kPanelRows;
+constexpr int kPanelVecs = 2;      // 16-lane vectors across a panel's 32 rows
+constexpr int kPairBytes = 128;    // one k pair of a panel: [32 rows][2] bf16
+constexpr int kPrefetchPairs = 8;  // pairs ahead the weights are prefetched (two 32-k blocks)
+
+// Tiles of mr tokens by np panels fit the 32 registers: an even and an odd chain per token and
+// vector, the re-paired weights of every vector, and one token's two broadcasts (6 tokens x 1
+// panel: 24 + 4 + 2). Holding more spills chains to the stack, where they run at a fraction of
+// the rate.
+constexpr bool Fits(int mr, int np) {
+  const int nv = np * kPanelVecs;
+  return mr <= kBf16DotTileTokens && 2 * mr * nv + 2 * nv + 2 <= 32;
+}
+
+// Pairs p, p + 1 of a weight vector ((k, k + 1) bf16 pairs at k = 2 p, 2 p + 2) re-paired into one
+// chain's consecutive steps: even = (k + 2, k), odd = (k + 3, k + 1) in each 32-bit lane (low,
+// high). vdpbf16ps takes the high element first: k before k + 2.
+inline void Repair(__m512i p0, __m512i p1, __m512i* even, __m512i* odd) {
+  constexpr __mmask32 kLow = 0x55555555u;  // the low 16-bit half of every 32-bit lane
+  *even = _mm512_mask_blend_epi16(kLow, _mm512_slli_epi32(p0, 16), p1);
+  *odd = _mm512_mask_blend_epi16(kLow, p0, _mm512_srli_epi32(p1, 16));
+}
+
+inline __m512bh Bf16(__m512i v) {
+  return reinterpret_cast<__m512bh&>(v);
+}
+
+// The tile: MR tokens (xp: [k_steps / 2][MR][2] slots) by NP panels from w; out [MR][NP * 32] =
+// per 32-k block, out += even + odd (gemm_amx.h's order), from zero. The chains take the
+// registers; out stays in L1 between blocks (a load and a store per 16 pairs).
+template <int MR, int NP>
+__attribute__((noinline)) void Tile(const float* xp, const uint8_t* w, int64_t panel_bytes,
+                                    int64_t k_steps, float* out) {
+  constexpr int NV = NP * kPanelVecs;
+  for (int i = 0; i < MR * NV; ++i) _mm512_store_ps(out + 16 * i, _mm512_setzero_ps());
+  const auto* xs = reinterpret_cast<const int32_t*>(xp);
+  for (int64_t b = 0; b < k_steps; b += 16) {  // 32-k blocks: 16 pairs
+    __m512 even[MR][NV], odd[MR][NV];
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) even[t][j] = odd[t][j] = _mm512_setzero_ps();
+    for (int64_t p = b; p < b + 16; p += 2) {
+      const int32_t* xq = xs + (p / 2) * MR * 2;  // [MR][2] slots of k = 2 p .. 2 p + 3
+      for (int i = 0; i < NP; ++i)  // the 4 lines of pairs p + 8, p + 9 (a no-op past the end)
+        for (int line = 0; line < 4; ++line)
+          _mm_prefetch(reinterpret_cast<const char*>(w + i * panel_bytes +
+                                                     (p + kPrefetchPairs) * kPairBytes + 64 * line),
+                       _MM_HINT_T0);
+      __m512i we[NV], wo[NV];
+      for (int j = 0; j < NV; ++j) {
+        const uint8_t* src =
+            w + (j / kPanelVecs) * panel_bytes + p * kPairBytes + (j % kPanelVecs) * 64;
+        Repair(_mm512_loadu_si512(src), _mm512_loadu_si512(src + kPairBytes), &we[j], &wo[j]);
+      }
+      for (int t = 0; t < MR; ++t) {
+        const __m512bh xe = Bf16(_mm512_set1_epi32(xq[2 * t]));
+        const __m512bh xo = Bf16(_mm512_set1_epi32(xq[2 * t + 1]));
+        for (int j = 0; j < NV; ++j) {
+          even[t][j] = _mm512_dpbf16_ps(even[t][j], xe, Bf16(we[j]));
+          odd[t][j] = _mm512_dpbf16_ps(odd[t][j], xo, Bf16(wo[j]));
+        }
+      }
+    }
+    for (int t = 0; t < MR; ++t)
+      for (int j = 0; j < NV; ++j) {
+        float* o = out + (t * NV + j) * 16;
+        _mm512_store_ps(o, _mm512_add_ps(_mm512_load_ps(o), _mm512_add_ps(even[t][j], odd[t][j])));
+      }
+  }
+}
+
+struct TileFn {
+  int64_t panel_bytes, k_steps;
+  int MaxPanels(int mr) const { return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1; }
+  template <int MR>
+  void Run(int np, const float* xp, const uint8_t* w, float* out) const {
+    if constexpr (MR <= kBf16DotTileTokens) {
+      if constexpr (Fits(MR, 4)) {
+        if (np == 4) return Tile<MR, 4>(xp, w, panel_bytes, k_steps, out);
+      }
+      if constexpr (Fits(MR, 2)) {
+        if (np == 2) return Tile<MR, 2>(xp, w, panel_bytes, k_steps, out);
+      }
+      return Tile<MR, 1>(xp, w, panel_bytes, k_steps, out);
+    }
+  }
+  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
+    gemm::WithTileHeight(mr, [&](auto height) { Run<decltype(height)::value>(np, xp, w, out); });
+  }
+};
+
+}  // namespace
+
+void GemmBf16DotRange(const gemm::Task& task, int64_t pa, int64_t pb) {
+  // The final additions flush as AMX and the pairs kernel do (vdpbf16ps flushes by itself).
+  const unsigned int csr = _mm_getcsr();
+  _mm_setcsr(csr | 0x8000u);
+  gemm::RunPanels(task, pa, pb, TileFn{task.panel_bytes, task.k_steps});
+  _mm_setcsr(csr);
+}
+
+}  // namespace wc
+
+#pragma GCC pop_options
