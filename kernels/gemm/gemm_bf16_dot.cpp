@@ -1,10 +1,10 @@
-// The BF16 GEMM's vdpbf16ps tiles (gemm_bf16_dot.h). The schedule is the other panel kernels'
-// (gemm_schedule.h's RunPanels: panel groups kept in cache across the token tiles); this file is
-// the tile and the packing of its activations.
+// The BF16 GEMM's vdpbf16ps tiles (gemm_bf16_dot.h): the tile, its schedule and the packing of
+// its activations.
 #include "kernels/gemm/gemm_bf16_dot.h"
 
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/cpu_kernels.h"
@@ -42,6 +42,17 @@ constexpr int kPanelRows = gemm::kPanelRows;
 constexpr int kPanelVecs = 2;      // 16-lane vectors across a panel's 32 rows
 constexpr int kPairBytes = 128;    // one k pair of a panel: [32 rows][2] bf16
 constexpr int kPrefetchPairs = 8;  // pairs ahead the weights are prefetched (two 32-k blocks)
+// The schedule (GemmBf16DotRange): at most kChunkTokens tokens at a time; groups of panels (as
+// many as the first token tile's registers hold), every token tile over a group's panels before
+// the next group. A long k (over 2 kChunkPairs pairs) goes in chunks of about kChunkPairs, each
+// over every group before the next, the tiles' sums kept between chunks (an exact copy: splitting
+// k changes no bit): so a chunk of the activations (4 MiB at 512 tokens) stays in L3 while the
+// panels pass, where the whole of them (18.6 MiB at K = 18176) came from memory once per panel.
+// On the Zen 5 VM, 512 tokens x Falcon-7B's down projection (K = 18176) ran 343-358 GFLOP/s on 2
+// threads unchunked and 547-607 in chunks of 2048 pairs (1024: 501, 4096: 473); K = 4544 ran the
+// same either way (docs/performance.md, "The BF16 GEMM on vdpbf16ps").
+constexpr int64_t kChunkPairs = 2048;
+constexpr int64_t kChunkTokens = 512;  // tokens a pass over the panels takes (bounds the sums)
 
 // Tiles of mr tokens by np panels fit the 32 registers: an even and an odd chain per token and
 // vector, the re-paired weights of every vector, and one token's two broadcasts (6 tokens x 1
@@ -65,14 +76,16 @@ inline __m512bh Bf16(__m512i v) {
   return reinterpret_cast<__m512bh&>(v);
 }
 
-// The tile: MR tokens (xp: [k_steps / 2][MR][2] slots) by NP panels from w; out [MR][NP * 32] =
-// per 32-k block, out += even + odd (gemm_amx.h's order), from zero. The chains take the
-// registers; out stays in L1 between blocks (a load and a store per 16 pairs).
+// The tile: MR tokens (xp: [k_steps / 2][MR][2] slots) by NP panels from w over k_steps pairs;
+// out [MR][NP * 32] = per 32-k block, out += even + odd (gemm_amx.h's order), from zero or, when
+// `accumulate`, from out (the sums of the pairs before). The chains take the registers; out stays
+// in L1 between blocks (a load and a store per 16 pairs).
 template <int MR, int NP>
 __attribute__((noinline)) void Tile(const float* xp, const uint8_t* w, int64_t panel_bytes,
-                                    int64_t k_steps, float* out) {
+                                    int64_t k_steps, float* out, bool accumulate) {
   constexpr int NV = NP * kPanelVecs;
-  for (int i = 0; i < MR * NV; ++i) _mm512_store_ps(out + 16 * i, _mm512_setzero_ps());
+  if (!accumulate)
+    for (int i = 0; i < MR * NV; ++i) _mm512_store_ps(out + 16 * i, _mm512_setzero_ps());
   const auto* xs = reinterpret_cast<const int32_t*>(xp);
   for (int64_t b = 0; b < k_steps; b += 16) {  // 32-k blocks: 16 pairs
     __m512 even[MR][NV], odd[MR][NV];
@@ -108,25 +121,69 @@ __attribute__((noinline)) void Tile(const float* xp, const uint8_t* w, int64_t p
   }
 }
 
-struct TileFn {
-  int64_t panel_bytes, k_steps;
-  int MaxPanels(int mr) const { return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1; }
-  template <int MR>
-  void Run(int np, const float* xp, const uint8_t* w, float* out) const {
-    if constexpr (MR <= kBf16DotTileTokens) {
-      if constexpr (Fits(MR, 4)) {
-        if (np == 4) return Tile<MR, 4>(xp, w, panel_bytes, k_steps, out);
+int MaxPanels(int mr) {
+  return Fits(mr, 4) ? 4 : Fits(mr, 2) ? 2 : 1;
+}
+
+// Tile<mr, np> for run-time mr and np (np <= MaxPanels(mr)).
+template <int MR>
+void TileOf(int np, const float* xp, const uint8_t* w, int64_t panel_bytes, int64_t k_steps,
+            float* out, bool accumulate) {
+  if constexpr (MR <= kBf16DotTileTokens) {
+    if constexpr (Fits(MR, 4)) {
+      if (np == 4) return Tile<MR, 4>(xp, w, panel_bytes, k_steps, out, accumulate);
+    }
+    if constexpr (Fits(MR, 2)) {
+      if (np == 2) return Tile<MR, 2>(xp, w, panel_bytes, k_steps, out, accumulate);
+    }
+    return Tile<MR, 1>(xp, w, panel_bytes, k_steps, out, accumulate);
+  }
+}
+
+// Panels [pa, pb) for token tiles [i0, i1) of `tiles` (the call's, as task.xp is packed; at most
+// kChunkTokens tokens): k chunk by k chunk over every panel group, so a chunk of the activations
+// (kChunkPairs pairs of every token) stays in L3 while each group's chunk of weights comes in once
+// and stays in L2 for every token tile.
+void RunTiles(const gemm::Task& task, const gemm::TokenTiles& tiles, int64_t i0, int64_t i1,
+              int64_t pa, int64_t pb) {
+  const int64_t first = tiles.Begin(i0);
+  const int64_t n = tiles.Begin(i1 - 1) + tiles.Height(i1 - 1) - first;
+  const int group = MaxPanels(tiles.Height(i0));
+  const int64_t n_groups = (pb - pa + group - 1) / group;
+  const int64_t n_chunks =
+      task.k_steps > 2 * kChunkPairs ? (task.k_steps + kChunkPairs - 1) / kChunkPairs : 1;
+  const int64_t chunk = (task.k_steps / n_chunks + 31) / 16 * 16;  // pairs, whole 32-k blocks
+  // Per group, [n][group * 32] f32: token tile i's sums at its first token's row, [mr][np * 32]
+  // per run of np panels of the group, one after the other; one group's when k is one chunk.
+  const int64_t group_floats = n * group * kPanelRows;
+  auto* sums = static_cast<float*>(gemm::ThreadBuffer<gemm::kBf16DotSumsSlot>(
+      static_cast<size_t>(group_floats * (n_chunks > 1 ? n_groups : 1) * 4)));
+  for (int64_t k0 = 0; k0 < task.k_steps || k0 == 0; k0 += chunk) {
+    const int64_t kn = std::min(chunk, task.k_steps - k0);
+    const bool last = k0 + chunk >= task.k_steps;
+    for (int64_t p = pa; p < pb; p += group) {
+      const int64_t g_end = std::min(pb, p + group);
+      float* g_sums = sums + (n_chunks > 1 ? (p - pa) / group * group_floats : 0);
+      for (int64_t i = i0; i < i1; ++i) {
+        const int64_t t0 = tiles.Begin(i);
+        const int mr = tiles.Height(i);
+        const float* xp = task.xp + t0 * task.floats_per_token + k0 * mr;  // pair k0's slots
+        for (int64_t q = p; q < g_end;) {
+          const int64_t left = g_end - q;
+          const int widest = MaxPanels(mr);
+          const int np = widest >= 4 && left >= 4 ? 4 : widest >= 2 && left >= 2 ? 2 : 1;
+          float* out = g_sums + ((t0 - first) * group + (q - p) * mr) * kPanelRows;
+          gemm::WithTileHeight(mr, [&](auto height) {
+            TileOf<decltype(height)::value>(np, xp, task.w + q * task.panel_bytes + k0 * kPairBytes,
+                                            task.panel_bytes, kn, out, k0 > 0);
+          });
+          if (last) gemm::WriteRows(task, t0, mr, q * kPanelRows, np * kPanelRows, out);
+          q += np;
+        }
       }
-      if constexpr (Fits(MR, 2)) {
-        if (np == 2) return Tile<MR, 2>(xp, w, panel_bytes, k_steps, out);
-      }
-      return Tile<MR, 1>(xp, w, panel_bytes, k_steps, out);
     }
   }
-  void operator()(int mr, int np, const float* xp, const uint8_t* w, float* out) const {
-    gemm::WithTileHeight(mr, [&](auto height) { Run<decltype(height)::value>(np, xp, w, out); });
-  }
-};
+}
 
 }  // namespace
 
@@ -134,7 +191,15 @@ void GemmBf16DotRange(const gemm::Task& task, int64_t pa, int64_t pb) {
   // The final additions flush as AMX and the pairs kernel do (vdpbf16ps flushes by itself).
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);
-  gemm::RunPanels(task, pa, pb, TileFn{task.panel_bytes, task.k_steps});
+  const gemm::TokenTiles tiles(task.n_tokens, task.tile_tokens);
+  for (int64_t i0 = 0; i0 < tiles.n_tiles;) {  // passes of whole tiles, at most kChunkTokens
+    int64_t i1 = i0 + 1;
+    while (i1 < tiles.n_tiles &&
+           tiles.Begin(i1) + tiles.Height(i1) - tiles.Begin(i0) <= kChunkTokens)
+      ++i1;
+    RunTiles(task, tiles, i0, i1, pa, pb);
+    i0 = i1;
+  }
   _mm_setcsr(csr);
 }
 

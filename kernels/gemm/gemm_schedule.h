@@ -142,6 +142,7 @@ enum ThreadBufferSlot : int {
   kChunkOutSlot = 2,
   kQuantExpandedSlot = 3,  // quant_gemm_avx2_expanded.cpp: a segment's expanded blocks
   kQuantAccSlot = 4,       // and its tiles' accumulators between segments
+  kBf16DotSumsSlot = 5,    // gemm_bf16_dot.cpp: the tiles' sums between k chunks
 };
 template <int kSlot>
 void* ThreadBuffer(size_t bytes) {

@@ -289,6 +289,19 @@ TEST_P(Bf16OrderKernel, LongKIsTheChain) {
   }
 }
 
+// More tokens than one pass takes (512 for the vdpbf16ps tiles) and k long enough to go in chunks
+// (over 4096 pairs), with a last chunk and a last token pass cut short.
+TEST_P(Bf16OrderKernel, ManyTokensAndLongKAreTheChain) {
+  SKIP_WITHOUT_KERNEL();
+  Rng rng(8);
+  const int64_t rows = 40, cols = 8300, n = 530;
+  const Panels w = MakePanels(Uniform(rng, static_cast<size_t>(rows * cols), -1, 1), rows, cols);
+  const std::vector<float> x = Uniform(rng, static_cast<size_t>(n * cols), -2, 2);
+  const std::vector<float> bias = Uniform(rng, static_cast<size_t>(rows), -1, 1);
+  ExpectSameBits(RunKernel(GetParam(), w, x, n, cols, bias.data(), 1, rows),
+                 RunReference(w, x, n, cols, bias.data(), 1, rows), "530 tokens, cols 8300");
+}
+
 // PackedMatrix's own BF16 panels (columns a multiple of 32, so its padding is the kernel's).
 TEST_P(Bf16OrderKernel, PackedMatrixPanelsAreTheChain) {
   SKIP_WITHOUT_KERNEL();
