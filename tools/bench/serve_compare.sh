@@ -3,7 +3,7 @@
 #
 #   tools/bench/serve_compare.sh [--reps N] [--threads T] [--clients C] [--prompt-len P]
 #                                [--gen-len G] [--wormchat BIN] [--llama DIR] [--port P]
-#                                [--skip-one] MODEL.gguf
+#                                [--skip-one | --one-only] MODEL.gguf
 #
 # Starts `wormchat serve --model FILE --user-rows C --threads T --ctx N --speculate off` or
 # `llama-server -m FILE -np C -cb -t T -c C x N` (N = P+G+16 rounded up to 256: the same positions
@@ -16,7 +16,8 @@
 # against llama-server (run after its first rep's load), and --reps alternations of one client
 # through HTTP against a fresh `wormchat serve` and `wormchat generate` of the same ids and lengths
 # alone (its --stats decode rate), the per-client rate counted the same way (tokens over the time
-# after the first token), medians reported. Speculative decoding is off in wormchat (llama-server does not
+# after the first token), medians reported. --one-only runs that alternation alone (no load, no
+# llama-server). Speculative decoding is off in wormchat (llama-server does not
 # speculate without a draft). Both servers load the same file, so they run the same dtype (the
 # GGUF's matrix types, named in the output). llama-server is built into DIR/build (DIR:
 # tools/bench/llama-cpp.sh's tree, --llama, default build-llama/llama.cpp-b6673) when missing.
@@ -33,6 +34,7 @@ wormchat=./build/wormchat
 llama_dir=build-llama/llama.cpp-b6673
 port=18080
 skip_one=0
+one_only=0
 model=
 while (($#)); do
   case "$1" in
@@ -45,6 +47,7 @@ while (($#)); do
     --llama) llama_dir="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --skip-one) skip_one=1; shift ;;
+    --one-only) one_only=1; shift ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "serve_compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) model="$1"; shift ;;
@@ -118,6 +121,7 @@ load() {  # load NAME PORT SEED CLIENTS -> JSON file
 
 declare -A agg ttft one
 for rep in $(seq 1 "$reps"); do
+  ((one_only)) && break
   order="wormchat llama"
   ((rep % 2 == 0)) && order="llama wormchat"
   for who in $order; do
@@ -135,6 +139,7 @@ for rep in $(seq 1 "$reps"); do
     stop_server
   done
 done
+if ((one_only == 0)); then
 wa=$(echo "${agg[wormchat]}" | tr ' ' '\n' | grep . | median)
 la=$(echo "${agg[llama]}" | tr ' ' '\n' | grep . | median)
 wt=$(echo "${ttft[wormchat]}" | tr ' ' '\n' | grep . | median)
@@ -144,6 +149,7 @@ echo "| $clients clients x ($prompt_len + $gen_len), median of $reps | wormchat 
 echo "|---|---|---|---|"
 printf '| aggregate generated tok/s | %.1f | %.1f | **%.2fx** (target >= 1.2x) |\n' "$wa" "$la" "$(echo "$wa / $la" | bc -l)"
 printf '| TTFT p50 ms | %.0f | %.0f | **%.2fx** (target <= 1x) |\n' "$wt" "$lt" "$(echo "$wt / $lt" | bc -l)"
+fi
 
 if ((skip_one == 0)); then
   # wormchat's one client and `generate` alternating, each process started afresh, so neither
@@ -172,11 +178,14 @@ if ((skip_one == 0)); then
   grs=($(printf '%.1f ' "${grs[@]}"))
   hw=$(printf '%s\n' "${hws[@]}" | median)
   gr=$(printf '%s\n' "${grs[@]}" | median)
-  hl=$(field "${one[llama]}" client_tokens_per_s.p50)
+  hl=
+  ((one_only)) || hl=$(field "${one[llama]}" client_tokens_per_s.p50)
   echo
   echo "| one client, $prompt_len + $gen_len, median of $reps alternations | tok/s after the first token | vs generate |"
   echo "|---|---|---|"
   printf '| wormchat generate (%s; runs %s) | %.1f | 1 |\n' "$gl" "${grs[*]}" "$gr"
   printf '| wormchat serve, HTTP (runs %s) | %.1f | **%.1f%%** (target >= 97%%) |\n' "${hws[*]}" "$hw" "$(echo "100 * $hw / $gr" | bc -l)"
-  printf '| llama-server, HTTP | %.1f | %.1f%% |\n' "$hl" "$(echo "100 * $hl / $gr" | bc -l)"
+  if [ -n "$hl" ]; then
+    printf '| llama-server, HTTP | %.1f | %.1f%% |\n' "$hl" "$(echo "100 * $hl / $gr" | bc -l)"
+  fi
 fi
