@@ -87,7 +87,7 @@ constexpr GemmKernelRule kBfpRules[] = {
 constexpr int64_t kQuantExpandMinTokens = 8;
 // With AVX-512 VNNI every type runs the VNNI kernel from 2 tokens: 1.2-3.5x the AVX2 kernels'
 // rate at 2-512 tokens on a 3072 x 3072 matrix; one token stays on the AVX2 register tiles, which
-// prefetch the stream decode reads (docs/performance.md, "The quantized GEMM on AVX-512 VNNI").
+// prefetch the stream decode reads (docs/performance.md, "The quantized GEMM on VNNI").
 constexpr int64_t kQuantVnniMinTokens = 2;
 constexpr GemmKernelRule kGgmlRules[] = {
     {A::kAny, C::kAvx512Vnni, kQuantVnniMinTokens, kMax, K::kQuantInt8Vnni},

@@ -81,7 +81,8 @@ c = collections.Counter(t.tensor_type.name for t in r.tensors if len(t.shape) > 
 print(", ".join(f"{k} x{v}" for k, v in c.most_common()))' "$model" 2>/dev/null || echo unknown)
 echo "machine: $cpu, $(nproc) cores; $threads threads"
 echo "model: $model (matrices: $dtype)"
-echo "load: $clients clients x ($prompt_len prompt ids + $gen_len new tokens), greedy, ignore_eos, streamed; $reps reps alternating"
+((one_only)) ||
+  echo "load: $clients clients x ($prompt_len prompt ids + $gen_len new tokens), greedy, ignore_eos, streamed; $reps reps alternating"
 
 # One server at a time (a second one, idle, still takes memory bandwidth and wakes its threads).
 start_server() {  # start_server wormchat|llama: starts it, waits for /health
