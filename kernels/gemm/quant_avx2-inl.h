@@ -66,25 +66,6 @@ inline void PrefetchAhead(const uint8_t* blk, int64_t gbytes) {
     _mm_prefetch(reinterpret_cast<const char*>(blk + kPrefetchBytes + o), _MM_HINT_T0);
 }
 
-// f(std::integral_constant<GgmlQuant, T>()) for q's type T: one switch for every kernel.
-template <typename F>
-void ForQuantType(GgmlQuant q, F&& f) {
-  switch (q) {
-#define WC_QUANT_CASE(T) \
-  case T:                \
-    return f(std::integral_constant<GgmlQuant, T>());
-    WC_QUANT_CASE(GgmlQuant::kQ8_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_1)
-    WC_QUANT_CASE(GgmlQuant::kQ5_0)
-    WC_QUANT_CASE(GgmlQuant::kQ5_1)
-    WC_QUANT_CASE(GgmlQuant::kQ4_K)
-    WC_QUANT_CASE(GgmlQuant::kQ5_K)
-    WC_QUANT_CASE(GgmlQuant::kQ6_K)
-#undef WC_QUANT_CASE
-  }
-}
-
 // Tokens [t0, t0 + NT) of group g's accumulators into y: rows [max(8 g, row_begin), min(8 g + 8,
 // row_end)), plus the bias (one addition).
 template <int NT>

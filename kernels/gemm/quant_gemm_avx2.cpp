@@ -31,10 +31,7 @@ void Group(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, i
   for (int t = 0; t < NT; ++t) acc[t] = _mm256_setzero_ps();
   constexpr bool kQ5 = T == GgmlQuant::kQ5_0 || T == GgmlQuant::kQ5_1;
   constexpr bool kMin = T == GgmlQuant::kQ4_1 || T == GgmlQuant::kQ5_1;
-  constexpr int kCodes = T == GgmlQuant::kQ4_0   ? 16
-                         : T == GgmlQuant::kQ4_1 ? 32
-                         : T == GgmlQuant::kQ5_0 ? 48
-                                                 : 64;
+  constexpr int kCodes = QuantGroupCodesOffset(T);
   for (int64_t b = 0; b < nb; ++b) {
     const uint8_t* blk = gp + b * gbytes;
     if constexpr (NT == 1) PrefetchAhead(blk, gbytes);

@@ -73,10 +73,7 @@ void Expand(const uint8_t* blk, __m256i* ev) {
   if constexpr (!IsKQuant(T)) {
     constexpr bool kQ5 = T == GgmlQuant::kQ5_0 || T == GgmlQuant::kQ5_1;
     constexpr bool kMin = T == GgmlQuant::kQ4_1 || T == GgmlQuant::kQ5_1;
-    constexpr int kCodes = T == GgmlQuant::kQ4_0   ? 16
-                           : T == GgmlQuant::kQ4_1 ? 32
-                           : T == GgmlQuant::kQ5_0 ? 48
-                                                   : 64;
+    constexpr int kCodes = QuantGroupCodesOffset(T);
     if constexpr (kMin) *e->m = Halves(blk + 16);
     __m256i qh = _mm256_setzero_si256();
     if constexpr (kQ5) qh = Load(blk + (kMin ? 32 : 16));

@@ -26,7 +26,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <type_traits>
 
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/quant_gemm_x86.h"
@@ -126,10 +125,7 @@ void Expand(const uint8_t* a, const uint8_t* b, __m512i* e) {
   } else if constexpr (!IsKQuant(T)) {
     constexpr bool kQ5 = T == GgmlQuant::kQ5_0 || T == GgmlQuant::kQ5_1;
     constexpr bool kMin = T == GgmlQuant::kQ4_1 || T == GgmlQuant::kQ5_1;
-    constexpr int kCodes = T == GgmlQuant::kQ4_0   ? 16
-                           : T == GgmlQuant::kQ4_1 ? 32
-                           : T == GgmlQuant::kQ5_0 ? 48
-                                                   : 64;
+    constexpr int kCodes = QuantGroupCodesOffset(T);
     if constexpr (kMin) *m = Halves2(a + 16, b + 16);
     __m512i qh = _mm512_setzero_si512();
     if constexpr (kQ5) qh = Load2(a + (kMin ? 32 : 16), b + (kMin ? 32 : 16));
@@ -344,20 +340,9 @@ void VnniGroups(const QuantInput& x, const QuantPanels& w, const float* bias, fl
 
 void QuantGemmVnni(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
-  switch (w.type()) {
-#define WC_QUANT_CASE(T) \
-  case T:                \
-    return VnniGroups<T>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-    WC_QUANT_CASE(GgmlQuant::kQ8_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_0)
-    WC_QUANT_CASE(GgmlQuant::kQ4_1)
-    WC_QUANT_CASE(GgmlQuant::kQ5_0)
-    WC_QUANT_CASE(GgmlQuant::kQ5_1)
-    WC_QUANT_CASE(GgmlQuant::kQ4_K)
-    WC_QUANT_CASE(GgmlQuant::kQ5_K)
-    WC_QUANT_CASE(GgmlQuant::kQ6_K)
-#undef WC_QUANT_CASE
-  }
+  ForQuantType(w.type(), [&](auto type) {
+    VnniGroups<decltype(type)::value>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+  });
 }
 
 }  // namespace wc::x86

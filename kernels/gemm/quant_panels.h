@@ -41,6 +41,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
 
 #include "util/page_buffer.h"
 
@@ -62,6 +63,34 @@ int GgmlQuantBlockBytes(GgmlQuant q);
 int QuantGroupBlockBytes(GgmlQuant q);
 constexpr bool IsKQuant(GgmlQuant q) {
   return q == GgmlQuant::kQ4_K || q == GgmlQuant::kQ5_K || q == GgmlQuant::kQ6_K;
+}
+
+// Where a 32-value type's code vectors start in its group block (the table above): after d, m
+// (Q4_1, Q5_1) and qh (Q5_0, Q5_1).
+constexpr int QuantGroupCodesOffset(GgmlQuant q) {
+  return q == GgmlQuant::kQ8_0 || q == GgmlQuant::kQ4_0 ? 16
+         : q == GgmlQuant::kQ4_1                        ? 32
+         : q == GgmlQuant::kQ5_0                        ? 48
+                                                        : 64;
+}
+
+// f(std::integral_constant<GgmlQuant, T>()) for q's type T: one switch for every kernel.
+template <typename F>
+void ForQuantType(GgmlQuant q, F&& f) {
+  switch (q) {
+#define WC_QUANT_CASE(T) \
+  case T:                \
+    return f(std::integral_constant<GgmlQuant, T>());
+    WC_QUANT_CASE(GgmlQuant::kQ8_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_0)
+    WC_QUANT_CASE(GgmlQuant::kQ4_1)
+    WC_QUANT_CASE(GgmlQuant::kQ5_0)
+    WC_QUANT_CASE(GgmlQuant::kQ5_1)
+    WC_QUANT_CASE(GgmlQuant::kQ4_K)
+    WC_QUANT_CASE(GgmlQuant::kQ5_K)
+    WC_QUANT_CASE(GgmlQuant::kQ6_K)
+#undef WC_QUANT_CASE
+  }
 }
 
 // y[0:k] = ggml's values of the k / block values' blocks of `q` at x (ggml_quants.h).
