@@ -20,9 +20,10 @@ constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
 // BF16 panels with bf16 activations run on AMX from this many tokens where the CPU has it: below,
 // the FMA pairs tiles read the weights as fast (decode is bound by the read).
 constexpr int64_t kAmxMinTokens = 4;
-// Without AMX, BF16 panels run on vdpbf16ps from this many tokens where the CPU has AVX-512 BF16
-// (TODO measure).
-constexpr int64_t kBf16DotMinTokens = 2;
+// Without AMX, BF16 panels run on vdpbf16ps from this many tokens where the CPU has AVX-512 BF16:
+// below, a tile holds too few chains to cover vdpbf16ps's latency and the FMA pairs tiles, read-
+// bound at 1-2 tokens, run as fast or faster (docs/performance.md, "The BF16 GEMM on vdpbf16ps").
+constexpr int64_t kBf16DotMinTokens = 6;
 
 constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kF32Fma, "f32 FMA", CpuKernels::kPortable, GemmPeak::kF32Fma},
@@ -85,9 +86,9 @@ constexpr GemmKernelRule kBfpRules[] = {
 // unpacking it in registers once per tile of 4 (2 for the K types). Q8_0 has nothing to unpack
 // (its codes are bytes): expanding it measured no faster, so it keeps the register tiles.
 constexpr int64_t kQuantExpandMinTokens = 8;
-// With AVX-512 VNNI every type runs the VNNI kernel from 2 tokens: 1.2-3.5x the AVX2 kernels'
-// rate at 2-512 tokens on a 3072 x 3072 matrix; one token stays on the AVX2 register tiles, which
-// prefetch the stream decode reads (docs/performance.md, "The quantized GEMM on VNNI").
+// With AVX-512 VNNI every type runs the VNNI kernel from 2 tokens, faster than the AVX2 kernels at
+// every larger count; one token stays on the AVX2 register tiles, which prefetch the stream decode
+// reads (docs/performance.md, "The quantized GEMM on VNNI").
 constexpr int64_t kQuantVnniMinTokens = 2;
 constexpr GemmKernelRule kGgmlRules[] = {
     {A::kAny, C::kAvx512Vnni, kQuantVnniMinTokens, kMax, K::kQuantInt8Vnni},

@@ -443,6 +443,7 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
 // Packs tokens [t0, t0 + mr) (one tile) of x into dst.
 void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64_t cols,
               int64_t padded_cols, int mr, float* dst) {
+  if (path == kPathBf16Dot) return PackBf16DotTile(x, x_stride, cols, padded_cols, mr, dst);
   for (int t = 0; t < mr; ++t) {
     const float* xt = x + t * x_stride;
     switch (path) {
@@ -455,9 +456,6 @@ void PackTile(int path, bool round_bf16, const float* x, int64_t x_stride, int64
           const float v = k < cols ? xt[k] : 0.0f;
           dst[((k / 2) * mr + t) * 2 + k % 2] = round_bf16 ? BF16ToF32(ActivationToBF16(v)) : v;
         }
-        break;
-      case kPathBf16Dot:  // the whole tile at once
-        if (t == 0) PackBf16DotTile(x, x_stride, cols, padded_cols, mr, dst);
         break;
     }
   }

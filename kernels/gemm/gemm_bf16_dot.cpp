@@ -47,10 +47,9 @@ constexpr int kPrefetchPairs = 8;  // pairs ahead the weights are prefetched (tw
 // the next group. A long k (over 2 kChunkPairs pairs) goes in chunks of about kChunkPairs, each
 // over every group before the next, the tiles' sums kept between chunks (an exact copy: splitting
 // k changes no bit): so a chunk of the activations (4 MiB at 512 tokens) stays in L3 while the
-// panels pass, where the whole of them (18.6 MiB at K = 18176) came from memory once per panel.
-// On the Zen 5 VM, 512 tokens x Falcon-7B's down projection (K = 18176) ran 343-358 GFLOP/s on 2
-// threads unchunked and 547-607 in chunks of 2048 pairs (1024: 501, 4096: 473); K = 4544 ran the
-// same either way (docs/performance.md, "The BF16 GEMM on vdpbf16ps").
+// panels pass, where the whole of them (18.6 MiB at K = 18176) would come from memory once per
+// panel. The chunk size and the threshold were chosen on a wide down projection
+// (docs/performance.md, "The BF16 GEMM on vdpbf16ps").
 constexpr int64_t kChunkPairs = 2048;
 constexpr int64_t kChunkTokens = 512;  // tokens a pass over the panels takes (bounds the sums)
 

@@ -1,17 +1,17 @@
 // The BF16 GEMM on AVX-512 BF16 dot products (vdpbf16ps), in AMX's order: PackedMatrix's BF16
 // panels times activations rounded to bf16, with the bits of gemm_amx.h's contract (the order the
-// pairs kernel and AMX follow), for CPUs with AVX-512 BF16 and no AMX (AMD Zen 4 and Zen 5), where
-// vdpbf16ps does 32 products at the FMA's issue rate: twice the f32 FMA tiles' products a cycle.
+// pairs kernel and AMX follow), for CPUs with AVX-512 BF16 and no AMX, where vdpbf16ps does 32
+// products at the FMA's issue rate: twice the f32 FMA tiles' products a cycle.
 //
 // Why it gives AMX's bits. vdpbf16ps adds a 32-bit lane's two bf16 products to its accumulator
 // one after the other, the odd element's first, each rounded once and flushed as x86 flushes (its
 // inputs DAZ, its results FTZ, whatever MXCSR says) - two steps of an FMA chain
-// (tools/experiments/amx_vs_dp.cpp: 0 differences from AMX in 268,800 outputs of five value
-// distributions). The contract's chains run over even k and odd k separately, so a slot is filled
-// with two consecutive steps of one chain: elements (k + 2, k) of one parity. The weights are the
-// panels as stored, (k, k + 1) pairs, and two of them are re-paired in registers (two shifts, two
-// blends per two vectors, shared by the tile's tokens); the activations are packed in the new
-// pairing once per call (PackBf16DotTile).
+// (tools/experiments/amx_vs_dp.cpp compares them with AMX over five value distributions). The
+// contract's chains run over even k and odd k separately, so a slot is filled with two consecutive
+// steps of one chain: elements (k + 2, k) of one parity. The weights are the panels as stored, (k,
+// k + 1) pairs, and two of them are re-paired in registers (two shifts, two blends per two vectors,
+// shared by the tile's tokens); the activations are packed in the new pairing once per call
+// (PackBf16DotTile).
 #pragma once
 
 #include <cstdint>

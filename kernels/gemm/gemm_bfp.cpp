@@ -515,14 +515,6 @@ void RunWidened(int path, const gemm::BfpTask& task, const AmxGemmInput* amx, bo
   }
 }
 
-// x rounded to bf16 (nearest even), an f32 subnormal as zero of its sign (gemm.cpp's rounding).
-inline float ActivationBF16(float x) {
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  if ((u & 0x7f800000u) == 0) return (u & 0x80000000u) ? -0.0f : 0.0f;
-  return BF16ToF32(F32ToBF16(x));
-}
-
 // Packs one tile of mr tokens of x into dst (gemm_bfp.h's BfpGemmInput layouts).
 void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t k32, int mr,
               float* dst) {
@@ -534,7 +526,8 @@ void PackTile(int path, const float* x, int64_t x_stride, int64_t cols, int64_t 
         break;
       case kBfpPathPairs:
         for (int64_t k = 0; k < k32; ++k)
-          dst[((k / 2) * mr + t) * 2 + k % 2] = k < cols ? ActivationBF16(xt[k]) : 0.0f;
+          dst[((k / 2) * mr + t) * 2 + k % 2] =
+              k < cols ? BF16ToF32(ActivationToBF16(xt[k])) : 0.0f;
         break;
     }
   }
