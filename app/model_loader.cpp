@@ -3,8 +3,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <xxhash.h>
@@ -29,6 +31,33 @@ FollowersStop::~FollowersStop() {
     // a rank is gone: the job is ending with the error that said so
   }
 }
+
+namespace {
+
+// Loads the model on a thread that ends with the load. libgomp keeps the workers of each thread's
+// parallel regions for as long as that thread lives, and once it manages more threads than there
+// are cores it cuts every worker's spin at a barrier to 1,000 turns, so each of a decode step's
+// ~100 parallel regions then waits on a futex. The packing's regions opened on the main thread
+// would keep such a pool idle beside the serving loop's: the load's own thread takes its workers
+// with it (docs/performance.md, "OpenMP's pools").
+std::unique_ptr<DecoderModel> LoadOnItsOwnThread(const std::string& dir, const ModelOptions& mo,
+                                                 int threads) {
+  std::unique_ptr<DecoderModel> model;
+  std::exception_ptr failed;
+  std::thread loader([&] {
+    try {
+      ApplyThreads(threads);  // the thread count is each OpenMP thread's own setting
+      model = DecoderModel::Load(dir, mo);
+    } catch (...) {
+      failed = std::current_exception();
+    }
+  });
+  loader.join();
+  if (failed) std::rethrow_exception(failed);
+  return model;
+}
+
+}  // namespace
 
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
@@ -75,7 +104,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
       packing->Update(done);
     };
   }
-  m.model = DecoderModel::Load(m.dir, mo);
+  m.model = LoadOnItsOwnThread(m.dir, mo, o.threads);
   if (packing) packing->Finish();
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
