@@ -1,9 +1,13 @@
 #include "app/serve/api_server.h"
 
 #include <httplib.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <functional>
@@ -19,6 +23,42 @@
 namespace wc {
 
 using nlohmann::json;
+
+namespace {
+
+// The connection threads' queue: cpp-httplib's pool, each thread lowered to nice +10 (Linux sets
+// a thread's nice on its own) before its first connection. A connection's work is small (parse a
+// request, write a token's chunk) but comes once a token; at the compute threads' priority each
+// wake preempted one of them inside a parallel region, and the other then waited at the barrier.
+// Below them it runs in their gaps instead, a few milliseconds later at most (docs/performance.md,
+// "One client over HTTP").
+class ConnectionQueue : public httplib::TaskQueue {
+ public:
+  explicit ConnectionQueue(size_t threads) : pool_(threads) {}
+  void enqueue(std::function<void()> fn) override {
+    pool_.enqueue([fn = std::move(fn)] {
+      thread_local const bool lowered = [] {
+        constexpr int kNiceAboveCompute = 10;
+        const int tid = static_cast<int>(::syscall(SYS_gettid));
+        errno = 0;
+        const int nice = ::getpriority(PRIO_PROCESS, static_cast<id_t>(tid));
+        if (errno == 0)
+          ::setpriority(PRIO_PROCESS, static_cast<id_t>(tid),
+                        std::min(19, nice + kNiceAboveCompute));
+        return true;
+      }();
+      (void)lowered;
+      fn();
+    });
+  }
+  void shutdown() override { pool_.shutdown(); }
+  void on_idle() override { pool_.on_idle(); }
+
+ private:
+  httplib::ThreadPool pool_;
+};
+
+}  // namespace
 
 bool KeysEqual(const std::string& a, const std::string& b) {
   unsigned char diff = a.size() == b.size() ? 0 : 1;
@@ -389,7 +429,7 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
   auto h = std::make_shared<Handlers>(*this);
   httplib::Server& svr = *http_;
   const int workers = std::max(4, options_.max_connections);
-  svr.new_task_queue = [workers] { return new httplib::ThreadPool(static_cast<size_t>(workers)); };
+  svr.new_task_queue = [workers] { return new ConnectionQueue(static_cast<size_t>(workers)); };
   svr.set_payload_max_length(options_.max_body_bytes);
   svr.set_read_timeout(options_.read_timeout_s, 0);
   svr.set_tcp_nodelay(true);
