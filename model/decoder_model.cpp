@@ -1,15 +1,19 @@
 #include "model/decoder_model.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include <omp.h>
 
 #include "attention/reference_attention.h"
 #include "kernels/gemm/gemm.h"
 #include "kernels/gemm/gemm_group.h"
+#include "kernels/gemm/gemm_profile.h"
 #include "model/layer_context.h"
 #include "model/partial_sums.h"
 #include "model/rope_scaling.h"
@@ -47,6 +51,45 @@ void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& in
     PollInterrupt(interrupted);
     group.Run(p0, std::min(panels, p0 + per_slice));
   }
+}
+
+// A checkpoint tensor's role, the same in every layer: its name after the layer number, without
+// ".weight" ("model.layers.3.mlp.down_proj.weight" -> "mlp.down_proj", "blk.0.ffn_up.weight" ->
+// "ffn_up").
+std::string MatrixRole(const std::string& name) {
+  std::string role = name;
+  for (size_t i = 0; i + 2 < name.size(); ++i) {
+    if (name[i] != '.' || !std::isdigit(static_cast<unsigned char>(name[i + 1]))) continue;
+    size_t j = i + 1;
+    while (j < name.size() && std::isdigit(static_cast<unsigned char>(name[j]))) ++j;
+    if (j < name.size() && name[j] == '.') {
+      role = name.substr(j + 1);
+      break;
+    }
+  }
+  const std::string suffix = ".weight";
+  if (role.size() > suffix.size() &&
+      role.compare(role.size() - suffix.size(), suffix.size(), suffix) == 0)
+    role.resize(role.size() - suffix.size());
+  return role;
+}
+
+// The GEMM profile's name of a call over these matrices ("a+b+c" for a group), built only while a
+// profile records (kernels/gemm/gemm_profile.h).
+std::string ProfiledRoles(const std::vector<const Linear*>& linears) {
+  if (!GemmProfile::Recording()) return {};
+  std::string roles;
+  for (const Linear* l : linears) roles += (roles.empty() ? "" : "+") + MatrixRole(l->name);
+  return roles;
+}
+
+// Multiply-adds x 2 of m tokens through the matrices.
+double GemmFlops(int64_t m, const std::vector<const Linear*>& linears) {
+  double flops = 0;
+  for (const Linear* l : linears)
+    flops += 2.0 * static_cast<double>(m) * static_cast<double>(l->p.rows()) *
+             static_cast<double>(l->p.cols());
+  return flops;
 }
 
 // y[t] = the config's norm of x[t], t < n.  x, y: [n, hidden]
@@ -203,6 +246,7 @@ void LayerContext::Norm(const NormWeights& norm, const float* x, int64_t n, floa
 }
 
 void LayerContext::MatMul(const float* in, int64_t m, const Linear& l, float* out) const {
+  const GemmCallTimer timer(ProfiledRoles({&l}), l.p, m, GemmFlops(m, {&l}));
   InterruptibleGemm(GemmGroup(in, m, l.p.cols(), {{&l.p, OrNull(l.b), out}}),
                     sums.matmul_interrupt(), model.options_.interrupt_slice_macs);
 }
@@ -211,8 +255,13 @@ void LayerContext::MatMuls(
     const float* in, int64_t m,
     std::initializer_list<std::pair<const Linear*, float*>> projections) const {
   std::vector<GemmPart> parts;
-  for (const auto& [l, out] : projections) parts.push_back({&l->p, OrNull(l->b), out});
+  std::vector<const Linear*> linears;
+  for (const auto& [l, out] : projections) {
+    parts.push_back({&l->p, OrNull(l->b), out});
+    linears.push_back(l);
+  }
   const int64_t cols = parts.front().w->cols();
+  const GemmCallTimer timer(ProfiledRoles(linears), *parts.front().w, m, GemmFlops(m, linears));
   InterruptibleGemm(GemmGroup(in, m, cols, std::move(parts)), sums.matmul_interrupt(),
                     model.options_.interrupt_slice_macs);
 }
@@ -228,6 +277,7 @@ int64_t LayerContext::MlpChunk(const Linear& first) const {
 }
 
 void LayerContext::MatMulPartial(const float* in, int64_t m, const Linear& l, float* out) const {
+  const GemmCallTimer timer(ProfiledRoles({&l}), l.p, m, GemmFlops(m, {&l}));
   InterruptibleGemm(GemmGroup(in, m, l.p.cols(), {{&l.p, sums.OwnBias(l.b), out}}),
                     sums.matmul_interrupt(), model.options_.interrupt_slice_macs);
 }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_profile.h"
 #include "util/error.h"
 
 namespace wc {
@@ -24,6 +25,9 @@ int FracturedLMHead::PaddedVocab(int64_t vocab, int fractures) {
 void FracturedLMHead::Compute(const float* x, int64_t n, float* logits) const {
   const int64_t slice = padded_vocab_ / fractures_;
   const int64_t vocab = weights_->rows();
+  const GemmCallTimer timer(GemmProfile::Recording() ? "lm_head" : "", *weights_, n,
+                            2.0 * static_cast<double>(n) * static_cast<double>(vocab) *
+                                static_cast<double>(weights_->cols()));
   const GemmInput in = PackGemmInput(x, n, weights_->cols(), *weights_);  // shared by fractures
   std::vector<float> part(static_cast<size_t>(n * slice));  // [n, slice]: one fracture's output
   for (int f = 0; f < fractures_; ++f) {

@@ -32,6 +32,7 @@
 #include "app/model_loader.h"
 #include "app/model_options.h"
 #include "kernels/gemm/gemm.h"
+#include "kernels/gemm/gemm_profile.h"
 #include "kernels/matmul.h"
 #include "kernels/peak.h"
 #include "serving/serving_loop.h"
@@ -52,6 +53,61 @@ struct BenchModelOptions {
   std::string json;
   BenchSpeculationOptions speculation;
 };
+
+// The measured peak of a kernel's instructions on this machine, and their name.
+struct ComputeBound {
+  double peak;
+  const char* name;
+};
+ComputeBound BoundOf(GemmPeak p, const PeakFlops& peak) {
+  switch (p) {
+    case GemmPeak::kAmxBf16:
+      return {peak.amx_bf16, "AMX bf16"};
+    case GemmPeak::kInt8Dot:
+      return {peak.int8_avx2, "int8 AVX2"};
+    case GemmPeak::kBf16Dot:
+      return {peak.bf16_dot, "bf16 dot"};
+    case GemmPeak::kInt8Vnni:
+      return {peak.int8_vnni, "int8 VNNI"};
+    default:
+      return {peak.f32_fma, "f32 FMA"};
+  }
+}
+
+// Prints each GEMM's time a pass, its rate and that rate's share of the peak of the instructions
+// its kernel runs, then the pass's time outside the GEMMs (attention, norms, the serving loop);
+// returns the same as JSON. `entries` were recorded over `passes` passes taking `seconds` in all.
+nlohmann::json PrintGemmProfile(const std::vector<GemmProfileEntry>& entries, double seconds,
+                                int passes, const PeakFlops& peak) {
+  nlohmann::json out = nlohmann::json::array();
+  size_t width = 6;
+  for (const GemmProfileEntry& e : entries) width = std::max(width, e.matrix.size());
+  std::printf("  %-*s %8s %9s %9s  %-18s kernel\n", static_cast<int>(width), "matrix", "ms/pass",
+              "GFLOP/s", "of peak", "peak");
+  double gemm_seconds = 0;
+  for (const GemmProfileEntry& e : entries) {
+    const ComputeBound b = BoundOf(e.peak, peak);
+    const double rate = e.seconds > 0 ? e.flops / e.seconds : 0;
+    gemm_seconds += e.seconds;
+    std::printf("  %-*s %8.1f %9.1f %8.0f%%  %-18s %s\n", static_cast<int>(width), e.matrix.c_str(),
+                1e3 * e.seconds / passes, rate / 1e9, b.peak > 0 ? 100 * rate / b.peak : 0.0,
+                Cat(b.name, " ", b.peak / 1e9).substr(0, 18).c_str(), e.kernel.c_str());
+    out.push_back({{"matrix", e.matrix},
+                   {"kernel", e.kernel},
+                   {"peak", b.name},
+                   {"peak_gflops", b.peak / 1e9},
+                   {"calls_per_pass", static_cast<double>(e.calls) / passes},
+                   {"ms_per_pass", 1e3 * e.seconds / passes},
+                   {"gflops", rate / 1e9},
+                   {"fraction_of_peak", b.peak > 0 ? rate / b.peak : 0.0}});
+  }
+  std::printf("  %-*s %8.1f %9s %8.0f%%  of the pass\n", static_cast<int>(width), "GEMMs",
+              1e3 * gemm_seconds / passes, "", seconds > 0 ? 100 * gemm_seconds / seconds : 0.0);
+  std::printf("  %-*s %8.1f %9s %8.0f%%  of the pass (attention, norms, the loop)\n",
+              static_cast<int>(width), "other", 1e3 * (seconds - gemm_seconds) / passes, "",
+              seconds > 0 ? 100 * (seconds - gemm_seconds) / seconds : 0.0);
+  return out;
+}
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -161,24 +217,9 @@ void RunBenchModel(const BenchModelOptions& o) {
       m.model->weights().packed_formats().c_str(), m.model->options().weights.ToString().c_str(),
       KVDTypeName(m.kv.dtype), threads, SimdTargetName(), kernel);
   // The compute bound of the instructions a call of n tokens runs on (the format table's kernel:
-  // AMX, the integer products of GGML's blocks, else f32 FMAs).
-  struct ComputeBound {
-    double peak;
-    const char* name;
-  };
+  // AMX, BF16 dot products, the integer products of GGML's blocks, else f32 FMAs).
   const auto compute_for = [&](int64_t n_tokens) {
-    switch (GemmPeakOf(qkv, n_tokens)) {
-      case GemmPeak::kAmxBf16:
-        return ComputeBound{peak.amx_bf16, "AMX bf16"};
-      case GemmPeak::kInt8Dot:
-        return ComputeBound{peak.int8_avx2, "int8 AVX2"};
-      case GemmPeak::kBf16Dot:
-        return ComputeBound{peak.bf16_dot, "bf16 dot"};
-      case GemmPeak::kInt8Vnni:
-        return ComputeBound{peak.int8_vnni, "int8 VNNI"};
-      default:
-        return ComputeBound{peak.f32_fma, "f32 FMA"};
-    }
+    return BoundOf(GemmPeakOf(qkv, n_tokens), peak);
   };
   const auto rate = [](double r, const char* unit) {
     return r > 0 ? Cat(r / 1e9, " ", unit) : std::string("none");
@@ -211,11 +252,18 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"int8_avx2_gops", peak.int8_avx2 / 1e9},
                         {"int8_vnni_gops", peak.int8_vnni / 1e9}};
 
-  // Prefill.
+  // Prefill, each GEMM call timed (kernels/gemm/gemm_profile.h).
   std::vector<double> prefill;
-  for (int i = 0; i < o.repeats; ++i) {
-    const RequestResult r = RunOne(loop, o.prompt_len, 1, c.vocab_size, rng);
-    prefill.push_back(o.prompt_len / (r.t_first_token - r.t_admit));
+  std::vector<GemmProfileEntry> prefill_gemms;
+  double prefill_seconds = 0;
+  {
+    const GemmProfile profile;
+    for (int i = 0; i < o.repeats; ++i) {
+      const RequestResult r = RunOne(loop, o.prompt_len, 1, c.vocab_size, rng);
+      prefill.push_back(o.prompt_len / (r.t_first_token - r.t_admit));
+      prefill_seconds += r.t_first_token - r.t_admit;
+    }
+    prefill_gemms = profile.Entries();
   }
   // Per prompt token: the layers' weights and attention over the positions before it; the LM head
   // runs for the last token only.
@@ -231,7 +279,8 @@ void RunBenchModel(const BenchModelOptions& o) {
   out["prefill"] = {{"tokens", o.prompt_len},
                     {"tokens_per_s", prefill_rate},
                     {"bound_tokens_per_s", prefill_bound},
-                    {"fraction_of_bound", prefill_rate / prefill_bound}};
+                    {"fraction_of_bound", prefill_rate / prefill_bound},
+                    {"gemms", PrintGemmProfile(prefill_gemms, prefill_seconds, o.repeats, peak)}};
 
   // Decode, one row and batched: a probe pass before and after each run, so the bound is the best
   // rate the bus gave the weights' stream over the whole measurement.

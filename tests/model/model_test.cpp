@@ -4,6 +4,7 @@
 // any thread count gives the same bits.
 #include <omp.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -11,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/gemm/gemm_profile.h"
 #include "model/decoder_model.h"
 #include "tests/test_util.h"
 #include "tokenizer/sentencepiece_tokenizer.h"
@@ -168,6 +170,51 @@ TEST(Determinism, SameBitsOnAnyThreadCount) {
       EXPECT_EQ(0, std::memcmp(one.data(), many.data(), one.size() * sizeof(float))) << t;
     }
     omp_set_num_threads(omp_get_num_procs());
+  }
+}
+
+TEST(GemmProfile, NamesEachProjectionByItsRoleAndCountsItsWork) {
+  // A profile of one forward pass keeps each projection under its role in every layer (a Llama
+  // layer's q, k, v as one group), and the LM head; their FLOPs are the pass's, 2 per weight and
+  // token (the LM head only for the tokens whose logits are asked for).
+  const struct {
+    const char* fixture;
+    std::vector<std::string> roles;
+  } cases[] = {
+      {"newarch_gqa_f32",
+       {"self_attention.query_key_value", "self_attention.dense", "mlp.dense_h_to_4h",
+        "mlp.dense_4h_to_h", "lm_head"}},
+      {"llama_gqa4_f32",
+       {"self_attn.q_proj+self_attn.k_proj+self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj+mlp.up_proj", "mlp.down_proj", "lm_head"}},
+  };
+  for (const auto& c : cases) {
+    const std::string dir = test::FixtureDir(c.fixture);
+    auto model = DecoderModel::Load(dir, ModelOptions{});
+    const auto ids = test::ReadFixtureIds(dir);
+    const ModelConfig& cfg = model->config();
+    KVCache cache(model->CacheShape(1, cfg.max_position_embeddings), KVDType::kBF16);
+    TokenBatch b;
+    for (size_t i = 0; i < ids.size(); ++i)
+      b.Add(ids[i], 0, static_cast<int>(i), i + 1 == ids.size());
+    std::vector<float> logits;
+    const GemmProfile profile;
+    model->Forward(b, cache, &logits);
+    std::vector<std::string> roles;
+    double layer_flops = 0, head_flops = 0;
+    for (const GemmProfileEntry& e : profile.Entries()) {
+      if (std::find(roles.begin(), roles.end(), e.matrix) == roles.end()) roles.push_back(e.matrix);
+      (e.matrix == "lm_head" ? head_flops : layer_flops) += e.flops;
+      EXPECT_GT(e.seconds, 0) << e.matrix;
+    }
+    EXPECT_EQ(roles, c.roles) << c.fixture;
+    double layer_params = 0;
+    for (const LayerWeights& l : model->weights().layers)
+      for (const Linear* lin : l.Linears())
+        layer_params += static_cast<double>(lin->p.rows()) * lin->p.cols();
+    const double n = static_cast<double>(ids.size());
+    EXPECT_DOUBLE_EQ(layer_flops, 2.0 * layer_params * n) << c.fixture;
+    EXPECT_DOUBLE_EQ(head_flops, 2.0 * cfg.vocab_size * cfg.hidden_size) << c.fixture;
   }
 }
 
