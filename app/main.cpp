@@ -12,6 +12,7 @@
 #include "dist/communicator.h"
 #include "kernels/simd_limit.h"
 #include "util/error.h"
+#include "util/memory.h"
 
 namespace {
 
@@ -49,6 +50,7 @@ int CliStatus(const CLI::App& app, const CLI::ParseError& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  wc::KeepFreedHeapMemory();
   CLI::App app{
       "wormchat: chat with, batch-run and regression-test a Falcon-shaped model on the CPU"};
   app.set_version_flag("--version", std::string("wormchat ") + WORMCHAT_VERSION);

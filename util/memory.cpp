@@ -1,10 +1,12 @@
 #include "util/memory.h"
 
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <string>
 
 #include "util/error.h"
@@ -56,6 +58,11 @@ void CheckFitsInMemory(int64_t bytes, const std::string& what, const std::string
   if (bytes <= available) return;
   throw Error(Cat(what, " needs ", FormatByteSize(bytes), " (", bytes, " bytes) but ",
                   FormatByteSize(available), " are available; ", advice));
+}
+
+void KeepFreedHeapMemory() {
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's largest (HEAP_MAX_SIZE / 2 on 64-bit)
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
 }
 
 }  // namespace wc

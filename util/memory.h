@@ -25,4 +25,13 @@ std::string FormatByteSize(int64_t bytes);
 // (8053063680 bytes) but 3.1 GiB are available; <advice>".
 void CheckFitsInMemory(int64_t bytes, const std::string& what, const std::string& advice);
 
+// Makes glibc's malloc keep what a forward pass frees for the next one: blocks up to 32 MiB come
+// from the heap rather than fresh mappings, and the heap's free top is not returned to the system.
+// A layer's activations ([tokens, hidden] and [tokens, ffn] f32: 9 MiB each at 512 tokens of a
+// hidden of 4544) are allocated and freed on every layer of every step; by default each became a
+// fresh mapping whose pages faulted in, were zeroed by the kernel and unmapped again, a fifth of a
+// prefill pass (docs/performance.md, "Freed activations kept"). The process then holds its
+// largest step's activations from that step on. Called once, first thing in main.
+void KeepFreedHeapMemory();
+
 }  // namespace wc
