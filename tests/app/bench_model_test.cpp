@@ -5,6 +5,7 @@
 // has the instructions; bad values refused naming the flag.
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -55,6 +56,28 @@ TEST(BenchModel, ReportsEveryFigureWithItsBound) {
   EXPECT_GT(p.at("bound_tokens_per_s").get<double>(), 0);
   EXPECT_NEAR(p.at("fraction_of_bound").get<double>(),
               p.at("tokens_per_s").get<double>() / p.at("bound_tokens_per_s").get<double>(), 1e-9);
+  // Each GEMM of the prefill passes by role, against its kernel's peak; with the time outside the
+  // GEMMs, the table's lines.
+  const json& gemms = p.at("gemms");
+  std::vector<std::string> roles;
+  for (const json& g : gemms) {
+    roles.push_back(g.at("matrix"));
+    EXPECT_NE(g.at("kernel").get<std::string>(), "") << g;
+    EXPECT_GT(g.at("gflops").get<double>(), 0) << g;
+    EXPECT_GT(g.at("peak_gflops").get<double>(), 0) << g;
+    EXPECT_NEAR(g.at("fraction_of_peak").get<double>(),
+                g.at("gflops").get<double>() / g.at("peak_gflops").get<double>(), 1e-9);
+    EXPECT_GT(g.at("ms_per_pass").get<double>(), 0) << g;
+    EXPECT_NE(r.out.find("  " + g.at("matrix").get<std::string>() + " "), std::string::npos);
+  }
+  EXPECT_EQ(roles,
+            (std::vector<std::string>{"self_attention.query_key_value", "self_attention.dense",
+                                      "mlp.dense_h_to_4h", "mlp.dense_4h_to_h", "lm_head"}));
+  // mq_f32 has 2 layers: 2 calls of each layer matrix a pass, 1 of the LM head.
+  EXPECT_EQ(gemms[0].at("calls_per_pass"), 2);
+  EXPECT_EQ(gemms[4].at("calls_per_pass"), 1);
+  for (const char* needle : {"of the pass\n", "of the pass (attention, norms, the loop)"})
+    EXPECT_NE(r.out.find(needle), std::string::npos) << needle << "\n" << r.out;
   ASSERT_EQ(j.at("decode").size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     const json& d = j.at("decode")[i];

@@ -6,17 +6,23 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -126,6 +132,43 @@ TEST(ServeApi, HealthModelsAndMetrics) {
         "wormchat_kv_blocks_used 0", "wormchat_time_to_first_token_seconds_count 0",
         "wormchat_tokens_total{kind=\"cached\"} 0"})
     EXPECT_NE(r->body.find(series), std::string::npos) << series << "\n" << r->body;
+}
+
+// The nice value of each thread of this process (/proc/self/task/*/stat's 19th field).
+std::vector<int> ThreadNiceValues() {
+  std::vector<int> out;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream f(task.path() / "stat");
+    std::string stat((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    for (int i = 3; i <= 19 && rest >> field; ++i)
+      if (i == 19) out.push_back(std::stoi(field));
+  }
+  return out;
+}
+
+TEST(ServeApi, ConnectionThreadsRunBelowTheComputeThreads) {
+  // A connection thread lowers itself to nice +10 before its first request (the compute threads
+  // keep the process's), so its wakes once a token do not preempt them mid-region.
+  const int base = getpriority(PRIO_PROCESS, 0);
+  TestServer server;
+  httplib::Client c = server.Client();
+  const auto res = c.Get("/health");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const int lowered = std::min(19, base + 10);
+  int at_base = 0, below = 0;
+  for (int n : ThreadNiceValues()) {
+    EXPECT_TRUE(n == base || n == lowered) << n;
+    at_base += n == base ? 1 : 0;
+    below += n == lowered ? 1 : 0;
+  }
+  EXPECT_GE(below, 1);                            // the connection's thread
+  EXPECT_GE(at_base, 2);                          // this thread, the serving loop's
+  EXPECT_EQ(getpriority(PRIO_PROCESS, 0), base);  // this (the main) thread is untouched
 }
 
 TEST(ServeApi, ChatTextEqualsTheCommandLinesStreamedOrNot) {
