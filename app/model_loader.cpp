@@ -3,10 +3,8 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <exception>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <xxhash.h>
@@ -21,6 +19,7 @@
 #include "tokenizer/ids_tokenizer.h"
 #include "util/error.h"
 #include "util/mapped_file.h"
+#include "util/openmp_thread.h"
 
 namespace wc {
 
@@ -31,33 +30,6 @@ FollowersStop::~FollowersStop() {
     // a rank is gone: the job is ending with the error that said so
   }
 }
-
-namespace {
-
-// Loads the model on a thread that ends with the load. libgomp keeps the workers of each thread's
-// parallel regions for as long as that thread lives, and once it manages more threads than there
-// are cores it cuts every worker's spin at a barrier to 1,000 turns, so each of a decode step's
-// ~100 parallel regions then waits on a futex. The packing's regions opened on the main thread
-// would keep such a pool idle beside the serving loop's: the load's own thread takes its workers
-// with it (docs/performance.md, "OpenMP's pools").
-std::unique_ptr<DecoderModel> LoadOnItsOwnThread(const std::string& dir, const ModelOptions& mo,
-                                                 int threads) {
-  std::unique_ptr<DecoderModel> model;
-  std::exception_ptr failed;
-  std::thread loader([&] {
-    try {
-      ApplyThreads(threads);  // the thread count is each OpenMP thread's own setting
-      model = DecoderModel::Load(dir, mo);
-    } catch (...) {
-      failed = std::current_exception();
-    }
-  });
-  loader.join();
-  if (failed) std::rethrow_exception(failed);
-  return model;
-}
-
-}  // namespace
 
 LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   ApplyThreads(o.threads);
@@ -104,7 +76,8 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
       packing->Update(done);
     };
   }
-  m.model = LoadOnItsOwnThread(m.dir, mo, o.threads);
+  // The packing's parallel regions on a thread that ends with the load (util/openmp_thread.h).
+  RunInOwnOpenMPPool([&] { m.model = DecoderModel::Load(m.dir, mo); });
   if (packing) packing->Finish();
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,7 @@
 #include "serving/serving_loop.h"
 #include "util/error.h"
 #include "util/json_file.h"
+#include "util/openmp_thread.h"
 #include "util/rng.h"
 
 namespace wc {
@@ -193,7 +195,10 @@ void RunBenchModel(const BenchModelOptions& o) {
   // The compute peaks, on the threads the run uses; the read bound is measured on the loaded
   // weights themselves (no buffer of its own, so nothing adds to the peak RSS reported below).
   ApplyThreads(o.run.threads);
-  const PeakFlops peak = MeasurePeakFlops(0.1);
+  // The peak, the probe and its passes run their parallel regions on threads of their own, so the
+  // serving loop's workers spin at barriers as they do outside a benchmark (util/openmp_thread.h).
+  PeakFlops peak;
+  RunInOwnOpenMPPool([&] { peak = MeasurePeakFlops(0.1); });
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/o.speculation.NeedsTokenizer());
   if (o.speculation.print_workload) {
     std::printf("%s", ExtractPromptText(m).c_str());
@@ -235,8 +240,11 @@ void RunBenchModel(const BenchModelOptions& o) {
 
   Rng rng(o.seed);
   DecodeRate(loop, std::min(max_rows, 4), 4, c.vocab_size, rng.Next());  // warm-up: page faults
-  DecodeReadProbe probe(DecodeWeightStreams(m.model->weights()), threads);
-  for (int i = 0; i < 3; ++i) probe.Pass();
+  std::optional<DecodeReadProbe> made;
+  RunInOwnOpenMPPool([&] { made.emplace(DecodeWeightStreams(m.model->weights()), threads); });
+  DecodeReadProbe& probe = *made;
+  const auto pass = [&probe] { RunInOwnOpenMPPool([&probe] { probe.Pass(); }); };
+  for (int i = 0; i < 3; ++i) pass();
   nlohmann::json out = {{"model", m.dir},
                         {"threads", threads},
                         {"simd", SimdTargetName()},
@@ -287,9 +295,9 @@ void RunBenchModel(const BenchModelOptions& o) {
   std::vector<std::vector<double>> rates(o.decode_rows.size());
   for (size_t d = 0; d < o.decode_rows.size(); ++d) {
     for (int i = 0; i < o.repeats; ++i) {
-      probe.Pass();
+      pass();
       rates[d].push_back(DecodeRate(loop, o.decode_rows[d], o.gen_len, c.vocab_size, rng.Next()));
-      probe.Pass();
+      pass();
     }
   }
   const double read_gbps = probe.best() / 1e9;
