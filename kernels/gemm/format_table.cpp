@@ -74,7 +74,7 @@ constexpr GemmKernelRule kBf16Rules[] = {
 constexpr GemmKernelRule kBfpRules[] = {
     {A::kBF16, C::kAmxBf16, kBfpWidenOnceTokensAmx, kBfpAmxFusedMaxTokens, K::kBfpAmxFused},
     {A::kBF16, C::kAmxBf16, kBfpAmxFusedMaxTokens + 1, kMax, K::kBfpAmxWidened},
-    {A::kBF16, C::kAvx512Bf16, kBfpWidenOnceTokensAvx512, kMax, K::kBfpDotWidened},
+    {A::kBF16, C::kAvx512Bf16, kBfpDotWidenOnceTokens, kMax, K::kBfpDotWidened},
     {A::kBF16, C::kWideTarget, 1, kBfpWidenOnceTokensAvx512 - 1, K::kBfpPanelTiles},
     {A::kBF16, C::kNarrowTarget, 1, kBfpWidenOnceTokensAvx2 - 1, K::kBfpRowGroups},
     {A::kBF16, C::kAny, 1, kMax, K::kBfpWidened},

@@ -154,6 +154,11 @@ class BfpPanels {
 // widened once 12% faster, at 512 10%), with f32 activations from 5 (2026-11-27: its in-register
 // tiles hold 3 tokens).
 constexpr int64_t kBfpWidenOnceTokensAvx512 = 16;
+// With vdpbf16ps (AVX-512 BF16 without AMX) each panel is widened once for the BF16 dot tiles from
+// 6 tokens, their full height: at 8 rows of B's decode bfp4 went 57-58 -> 79-84 tokens/s, bfp8 at
+// 6 and 12 rows level or better; from 2 tokens, 2 and 4 rows lost a third (AMD EPYC Zen 5,
+// docs/performance.md, "Batched decode against llama-batched-bench").
+constexpr int64_t kBfpDotWidenOnceTokens = 6;
 constexpr int64_t kBfpWidenOnceTokensAvx2 = 32;    // bf16 activations, every target below AVX-512
 constexpr int64_t kBfpWidenOnceTokensAvx2F32 = 5;  // f32 activations, every target below AVX-512
 constexpr int64_t kBfpWidenOnceTokensAmx = 2;
