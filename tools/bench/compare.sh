@@ -2,7 +2,7 @@
 # wormchat against llama.cpp (b6673) on the same checkpoints, dtype and threads (issue 16).
 #
 #   tools/bench/compare.sh [--reps N] [--threads T] [--llama DIR] [--simd avx2]
-#                          [--formats OURS:THEIRS,...] [--wormchat BIN] MODEL_DIR...
+#                          [--formats OURS:THEIRS,...] [--rows R,...] [--wormchat BIN] MODEL_DIR...
 #
 # For each model: converts it to GGUF (tools/python/to_gguf.py, same dtype), checks that both
 # programs pick the same greedy tokens for a prompt, then, for each format pair (default
@@ -22,12 +22,16 @@
 # machine. --simd avx2 measures the AVX2 machine kind on an AVX-512 host: wormchat runs with
 # WORMCHAT_SIMD=avx2 and llama-bench comes from a second build of the same tree without AVX-512
 # (DIR/build-avx2, built the first time). --wormchat runs that binary instead of ./build/wormchat
-# (built by tools/build.sh when missing; a given BIN is never built). MODEL_DIR is a Falcon or a
-# Llama-layout (Falcon3) checkpoint.
+# (built by tools/build.sh when missing; a given BIN is never built). --rows 8,32 also measures
+# batched decode in each alternation: R rows of 8 prompt tokens generating 128 each, aggregate
+# tokens/s, wormchat's `bench model --decode-rows` against llama.cpp's llama-batched-bench
+# (-npp 8 -ntg 128 -npl R, its text-generation speed; built the first time). MODEL_DIR is a Falcon
+# or a Llama-layout (Falcon3) checkpoint.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 reps=3
+rows=
 threads=$(nproc)
 llama_dir=build-llama/llama.cpp-b6673
 simd=native
@@ -42,6 +46,7 @@ while (($#)); do
     --llama) llama_dir="$2"; shift 2 ;;
     --simd) simd="$2"; shift 2 ;;
     --formats) formats="$2"; shift 2 ;;
+    --rows) rows="$2"; shift 2 ;;
     --wormchat) wormchat="$2"; wormchat_given=1; shift 2 ;;
     -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -72,6 +77,18 @@ case "$simd" in
     ;;
   *) echo "compare.sh: --simd takes native or avx2" >&2; exit 2 ;;
 esac
+batched=()  # the --rows counts
+if [ -n "$rows" ]; then
+  IFS=, read -r -a batched <<< "$rows"
+  for r in "${batched[@]}"; do
+    [[ "$r" =~ ^[0-9]+$ ]] && ((r >= 2 && r <= 256)) ||
+      { echo "compare.sh: --rows: '$r' is not a row count in [2, 256]" >&2; exit 2; }
+  done
+  if [ ! -x "$bench_bin/llama-batched-bench" ]; then
+    build_dir=$(dirname "$bench_bin")
+    cmake --build "$build_dir" -j "$(nproc)" --target llama-batched-bench >&2
+  fi
+fi
 if [ ! -x "$wormchat" ]; then
   ((wormchat_given == 0)) || { echo "compare.sh: --wormchat $wormchat is not executable" >&2; exit 2; }
   bash tools/build.sh
@@ -142,20 +159,40 @@ import json, sys
 for t in json.load(sys.stdin):
     kind = "prefill" if t["n_prompt"] > 0 else "decode"
     print(kind, t["avg_ts"])' >> "$out/$tag.llama"
+      if ((${#batched[@]})); then
+        # Every row's 8 + 128 positions in one unified cache (llama-batched-bench's -kvu).
+        ctx=256
+        for r in "${batched[@]}"; do
+          if ((r * 136 + 256 > ctx)); then ctx=$((r * 136 + 256)); fi
+        done
+        "$bench_bin/llama-batched-bench" -m "$their_gguf" -c "$ctx" -b 2048 -ub 512 -npp 8 \
+          -ntg 128 -npl "$rows" -t "$threads" -tb "$threads" -kvu --output-format jsonl \
+          2>/dev/null | "$py" -c '
+import json, sys
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("{"):
+        j = json.loads(line)
+        print("batched_%d" % j["pl"], j["speed_tg"])' >> "$out/$tag.llama"
+      fi
       "$wormchat" bench model "${ours_model[@]}" --threads "$threads" \
-        --prompt-len 512 --gen-len 128 --decode-rows 1 --repeats 1 --json "$out/$tag.json" \
-        > /dev/null
+        --prompt-len 512 --gen-len 128 --decode-rows "1${rows:+,$rows}" --repeats 1 \
+        --json "$out/$tag.json" > /dev/null
       "$py" -c '
 import json, sys
 j = json.load(open(sys.argv[1]))
 print("prefill", j["prefill"]["tokens_per_s"])
 print("decode", j["decode"][0]["tokens_per_s"])
 print("decode_bound", j["decode"][0]["bandwidth_bound_tokens_per_s"])
-print("prefill_bound", j["prefill"]["bound_tokens_per_s"])' "$out/$tag.json" \
+print("prefill_bound", j["prefill"]["bound_tokens_per_s"])
+for d in j["decode"][1:]:
+    print("batched_%d" % d["rows"], d["tokens_per_s"])' "$out/$tag.json" \
         >> "$out/$tag.ours"
     done
     label="$name $ours_fmt/$theirs_fmt"
-    for kind in prefill decode; do
+    kinds=(prefill decode)
+    for r in "${batched[@]}"; do kinds+=("batched_$r"); done
+    for kind in "${kinds[@]}"; do
       l=$(grep "^$kind " "$out/$tag.llama" | awk '{print $2}' | median)
       o=$(grep "^$kind " "$out/$tag.ours" | awk '{print $2}' | median)
       printf '%-30s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
