@@ -155,8 +155,8 @@ class BfpPanels {
 // tiles hold 3 tokens).
 constexpr int64_t kBfpWidenOnceTokensAvx512 = 16;
 // With vdpbf16ps (AVX-512 BF16 without AMX) each panel is widened once for the BF16 dot tiles from
-// 6 tokens, their full height: at 8 rows of B's decode bfp4 went 57-58 -> 79-84 tokens/s, bfp8 at
-// 6 and 12 rows level or better; from 2 tokens, 2 and 4 rows lost a third (AMD EPYC Zen 5,
+// 6 tokens, the dot tile's full height: below it a part-filled dot tile loses to the in-register
+// FMA tiles, from it the widening is paid by enough tokens (measured both ways:
 // docs/performance.md, "Batched decode against llama-batched-bench").
 constexpr int64_t kBfpDotWidenOnceTokens = 6;
 constexpr int64_t kBfpWidenOnceTokensAvx2 = 32;    // bf16 activations, every target below AVX-512
