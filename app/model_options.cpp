@@ -61,8 +61,10 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
       ->capture_default_str();
   cmd->add_option("--matmul-precision", o.matmul_precision,
                   "Activations of BF16 weight matrices: bf16 (rounded, as llama.cpp and the "
-                  "Wormhole: AMX tiles where the CPU has them) or f32 (exact products). F32/F16 "
-                  "weights: f32")
+                  "Wormhole: AMX tiles where the CPU has them) or f32 (exact products); int8: "
+                  "bfp8/bfp4 matrices multiply 8-bit activation blocks in integers (VNNI where "
+                  "the CPU has it; not exact: perplexity in docs/performance.md), BF16 ones as "
+                  "bf16. F32/F16 weights: f32")
       ->capture_default_str();
   cmd->add_option("--weights", o.weights, kWeightsHelp)->capture_default_str();
   cmd->add_option("--chat-format", o.chat_format,
@@ -78,7 +80,8 @@ const char kWeightsHelp[] =
 ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   if (name == "bf16") return ActivationPrecision::kBF16;
   if (name == "f32") return ActivationPrecision::kF32;
-  throw Error(Cat("--matmul-precision '", name, "' is not supported; choose bf16 or f32"));
+  if (name == "int8") return ActivationPrecision::kInt8;
+  throw Error(Cat("--matmul-precision '", name, "' is not supported; choose bf16, f32 or int8"));
 }
 
 namespace {

@@ -16,7 +16,7 @@ namespace wc {
 // The run options a header records: every ModelRunOptions field that can change tokens, by flag
 // name without the dashes - kv-dtype, kv-scale, kv-block-size, kv-blocks, ctx (as resolved: never
 // 0), lm-head-fractures, attention, mesh, reduction, max-cores-per-head, k-chunk-size,
-// matmul-precision (written only when f32; bf16 when absent), weights (the canonical --weights
+// matmul-precision (written only when not bf16; bf16 when absent), weights (the canonical --weights
 // spec, written only when not auto; auto when absent), ids (written only when true; false when
 // absent), and - not a token-changing option, but how replies were decoded, which replay repeats -
 // speculate (written only when not off; off when absent) with speculate-k and

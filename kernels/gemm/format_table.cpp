@@ -55,6 +55,9 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kQuantInt8Vnni, "int8 blocks, 16 rows a register, expanded once for every token",
      CpuKernels::kAvx512Vnni, GemmPeak::kInt8Vnni},
     {GemmKernel::kQuantInt8, "int8 blocks", CpuKernels::kPortable, GemmPeak::kInt8Dot},
+    {GemmKernel::kBfpInt8Vnni, "int8 products, 16 rows a register, each tile expanded once",
+     CpuKernels::kAvx512Vnni, GemmPeak::kInt8Vnni},
+    {GemmKernel::kBfpInt8, "int8 products", CpuKernels::kPortable, GemmPeak::kInt8Dot},
 };
 
 using A = ActivationMatch;
@@ -72,6 +75,8 @@ constexpr GemmKernelRule kBf16Rules[] = {
 // Thresholds: gemm_bfp.h's kBfpWidenOnceTokens* and gemm_bfp_amx.h's kBfpAmxFusedMaxTokens, each
 // with its measurement.
 constexpr GemmKernelRule kBfpRules[] = {
+    {A::kInt8, C::kAvx512Vnni, 1, kMax, K::kBfpInt8Vnni},
+    {A::kInt8, C::kAny, 1, kMax, K::kBfpInt8},
     {A::kBF16, C::kAmxBf16, kBfpWidenOnceTokensAmx, kBfpAmxFusedMaxTokens, K::kBfpAmxFused},
     {A::kBF16, C::kAmxBf16, kBfpAmxFusedMaxTokens + 1, kMax, K::kBfpAmxWidened},
     {A::kBF16, C::kAvx512Bf16, kBfpDotWidenOnceTokens, kMax, K::kBfpDotWidened},
@@ -155,8 +160,17 @@ constexpr bool RowsInOrder() {
 static_assert(RowsInOrder(), "one row a format and a kernel, in their enums' order");
 
 bool PrecisionFits(ActivationMatch m, ActivationPrecision p) {
-  return m == ActivationMatch::kAny ||
-         (m == ActivationMatch::kF32) == (p == ActivationPrecision::kF32);
+  switch (m) {
+    case ActivationMatch::kAny:
+      return true;
+    case ActivationMatch::kF32:
+      return p == ActivationPrecision::kF32;
+    case ActivationMatch::kBF16:
+      return p == ActivationPrecision::kBF16;
+    case ActivationMatch::kInt8:
+      return p == ActivationPrecision::kInt8;
+  }
+  return false;
 }
 
 }  // namespace format_rows
@@ -213,8 +227,9 @@ std::string GemmKernelLabel(GemmKernel k) {
   std::string instructions = CpuKernelsName(info.cpu);
   if (k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8Avx2Expanded)
     instructions = "AVX2 vpmaddubsw";
-  if (k == GemmKernel::kQuantInt8Vnni) instructions = "AVX-512 vpdpbusd";
-  if (k == GemmKernel::kQuantInt8) instructions = "portable C++";
+  if (k == GemmKernel::kQuantInt8Vnni || k == GemmKernel::kBfpInt8Vnni)
+    instructions = "AVX-512 vpdpbusd";
+  if (k == GemmKernel::kQuantInt8 || k == GemmKernel::kBfpInt8) instructions = "portable C++";
   if (k == GemmKernel::kBfpPanelTiles && KernelsOn(CpuKernels::kAvx512Gemm))
     instructions += ", one token AVX-512F";
   return std::string(info.family) + " (" + instructions + ")";

@@ -49,6 +49,10 @@ enum class GemmKernel : uint8_t {
   kQuantInt8Vnni,  // the same integer sums, vpdpbusd on 16 rows (two groups) a register, each
                    // block pair expanded once for many tokens (quant_gemm_vnni.cpp)
   kQuantInt8,      // the same integer sums, portable C++ (quant_gemm.cpp)
+  kBfpInt8Vnni,    // bfp tiles in bfp_int8.h's layout x int8 activations, vpdpbusd on a half tile
+                   // (16 rows) a register, each half tile expanded once per chunk of tokens
+                   // (quant_gemm_vnni.cpp)
+  kBfpInt8,        // the same integer sums, portable C++ (bfp_int8.cpp)
 };
 
 // The instructions that bound a kernel's rate (kernels/peak.h measures each).
@@ -78,7 +82,7 @@ enum class GemmCpu : uint8_t {
 bool GemmCpuHolds(GemmCpu c);
 
 // Which activation precision a rule takes (weight_format.h's ActivationPrecision).
-enum class ActivationMatch : uint8_t { kAny, kF32, kBF16 };
+enum class ActivationMatch : uint8_t { kAny, kF32, kBF16, kInt8 };
 
 struct GemmKernelRule {
   ActivationMatch precision;

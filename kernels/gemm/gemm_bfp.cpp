@@ -14,6 +14,7 @@
 #include <string>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_amx.h"
 #include "kernels/gemm/gemm_bf16_dot.h"
@@ -22,6 +23,8 @@
 #include "kernels/gemm/gemm_bfp_one_token.h"
 #include "kernels/gemm/gemm_bfp_row_groups.h"
 #include "kernels/gemm/gemm_schedule.h"
+#include "kernels/gemm/ieee_subnormals.h"
+#include "kernels/gemm/quant_gemm_x86.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -547,6 +550,9 @@ int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens) {
       return gemm::PortableTileTokens(PathOf(w) == kBfpPathPairs);
     case GemmKernel::kBfpRowGroups:
       return kBfpRowGroupMaxTokens;
+    case GemmKernel::kBfpInt8Vnni:
+    case GemmKernel::kBfpInt8:
+      return 8;  // the VNNI loop's token tile
     default:
       return HWY_DYNAMIC_DISPATCH(BfpMaxTileTokens)(PathOf(w));
   }
@@ -562,6 +568,11 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.widen_once_ = WidensOnce(kernel);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
+  if (w.precision() == ActivationPrecision::kInt8) {
+    in.int8_ =
+        std::make_shared<const QuantInput>(QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols()));
+    return in;
+  }
   const int64_t k32 = w.k_tiles() * 32;
   if (amx) {
     in.amx_ = std::make_shared<const AmxGemmInput>(
@@ -597,6 +608,19 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
         y[t * y_stride + r - row_begin] = bias != nullptr ? 0.0f + bias[r] : 0.0f;
     return;
   }
+  const int64_t pa = row_begin / gemm::kPanelRows;
+  const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
+  if (x.int8_ != nullptr) {
+    const bool vnni = KernelOf(w, x.n_tokens_) == GemmKernel::kBfpInt8Vnni;
+    gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
+      const IeeeSubnormals ieee;
+      if (vnni)
+        x86::BfpInt8Vnni(*x.int8_, w, bias, y, y_stride, row_begin, row_end, a, c);
+      else
+        BfpInt8PortableRange(*x.int8_, w, bias, y, y_stride, row_begin, row_end, a, c);
+    });
+    return;
+  }
   gemm::BfpTask task;
   gemm::Task& b = task.base;
   b.xp = x.data_.data();
@@ -615,8 +639,6 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   task.last_cols = w.cols() - (w.k_tiles() - 1) * 32;
   task.plain = w.plain_flags();
   task.one_token_avx512 = KernelsOn(CpuKernels::kAvx512Gemm);
-  const int64_t pa = row_begin / gemm::kPanelRows;
-  const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   const int path = x.path_;
   const AmxGemmInput* amx = x.amx_.get();
   if (amx != nullptr && !x.widen_once_) {  // AMX, a k tile widened at a time

@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/quant_gemm.h"
 #include "kernels/gemm/weight_format.h"
 #include "kernels/matmul.h"
 #include "util/page_buffer.h"
@@ -118,7 +119,12 @@ class BfpPanels {
   bool PanelIsPlain(int64_t p) const { return plain_[static_cast<size_t>(p)] != 0; }
   const uint8_t* plain_flags() const { return plain_.data(); }  // [panels] PanelIsPlain
 
-  // W[r, k] (the exact decoded value) and row r as floats (tests; a tied head's lookup).
+  // With precision kInt8 the tiles are in bfp_int8.h's layout (converted as they are packed) and
+  // these are its half tiles' scales dW: [panels][k_tiles][2] f32. Empty otherwise.
+  const float* int8_scales() const { return int8_scales_.data(); }
+
+  // W[r, k] (the exact decoded value; with kInt8 the value it multiplies as, q dW) and row r as
+  // floats (tests; a tied head's lookup).
   float At(int64_t r, int64_t k) const;
   void Row(int64_t r, float* out) const;  // out: [cols] f32
 
@@ -131,8 +137,9 @@ class BfpPanels {
   BfpFormat format_ = BfpFormat::kBfp8;
   ActivationPrecision precision_ = ActivationPrecision::kBF16;
   int64_t rows_ = 0, cols_ = 0;
-  PageBuffer data_;             // [panels][k_tiles][tile_bytes], 2 MiB aligned, huge pages
-  std::vector<uint8_t> plain_;  // [panels] PanelIsPlain
+  PageBuffer data_;                 // [panels][k_tiles][tile_bytes], 2 MiB aligned, huge pages
+  std::vector<uint8_t> plain_;      // [panels] PanelIsPlain
+  std::vector<float> int8_scales_;  // [panels][k_tiles][2] with kInt8 (bfp_int8.h), else empty
 };
 
 // Calls of at least BfpWidenOnceTokens(w) tokens widen each panel once instead of in registers per
@@ -173,6 +180,7 @@ int64_t BfpWidenOnceTokens(const BfpPanels& w);
 //   kBF16 portable:          [K32 / 2][h][2] f32 (bf16-rounded values)
 //   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4;
 //                            12 when the panels are widened once)
+//   kInt8:                   none: x quantized in 8-bit blocks (bfp_int8.h)
 class BfpGemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }
@@ -192,6 +200,7 @@ class BfpGemmInput {
   std::shared_ptr<const AmxGemmInput> amx_;  // on AMX (gemm_amx.h, gemm_bfp_amx.h): the input
   bool dot_ = false;  // widened once for the vdpbf16ps tiles (gemm_bf16_dot.h): data_ in their
                       // layout
+  std::shared_ptr<const QuantInput> int8_;  // with kInt8 (bfp_int8.h): the quantized x
 };
 
 // MR: the most tokens one tile of w's kernel holds in a call of n_tokens (the input's tile height;

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/gemm_bfp.h"
 #include "util/bf16.h"
 #include "util/error.h"
@@ -69,6 +70,8 @@ void BfpPanels::Init(BfpFormat f, int64_t rows, int64_t cols, ActivationPrecisio
   cols_ = cols;
   data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels() * panel_bytes())));
   plain_.assign(static_cast<size_t>(panels()), 1);
+  if (precision == ActivationPrecision::kInt8)
+    int8_scales_.assign(static_cast<size_t>(panels() * k_tiles() * 2), 0.0f);
 }
 
 void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
@@ -99,6 +102,8 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
     }
   }
   if (!plain) plain_[static_cast<size_t>(p)] = 0;
+  if (precision_ == ActivationPrecision::kInt8)
+    ConvertBfpTileToInt8(format_, dst, int8_scales_.data() + (p * k_tiles() + tk) * 2);
 }
 
 BfpPanels BfpPanels::FromMatrix(BfpFormat f, const MatrixRef& w, const std::string& name,
@@ -178,6 +183,9 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
   const uint8_t* tile = data_.data() + (r / 32) * panel_bytes() + (k / 32) * tile_bytes();
   const int64_t n = r % 32, h = n / 16, lane = n % 16, kk = k % 32;
+  if (precision_ == ActivationPrecision::kInt8)
+    return static_cast<float>(BfpInt8Weight(format_, tile, n, kk)) *
+           int8_scales_[static_cast<size_t>(((r / 32) * k_tiles() + k / 32) * 2 + h)];
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
   uint8_t code;
   if (format_ == BfpFormat::kBfp8) {

@@ -67,6 +67,7 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
                                 const RowsDone& done) {
   WC_CHECK(precision == ActivationPrecision::kF32 || w.dtype == DType::kBF16,
            "bf16 activations need a BF16 matrix");
+  WC_CHECK(precision != ActivationPrecision::kInt8, "int8 activations need a block-float matrix");
   return Pack(w, FormatOfDType(w.dtype), precision, "", done);
 }
 
@@ -90,13 +91,17 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
       break;
     case WeightFormat::kBfp8:
     case WeightFormat::kBfp4:
-      m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
+      m.dtype_ = precision == ActivationPrecision::kF32 ? DType::kF32 : DType::kBF16;
       break;
     default:  // a GGML type: only as a file stores it (FromGgmlRows)
       throw Error(
           Cat(name, ": ", WeightFormatName(format), " weights only as a GGUF file stores them"));
   }
-  m.precision_ = m.dtype_ == DType::kBF16 ? precision : ActivationPrecision::kF32;
+  // kInt8 is a block-float matrix's alone (bfp_int8.h): a BF16 one takes bf16 activations.
+  m.precision_ = m.dtype_ != DType::kBF16 ? ActivationPrecision::kF32
+                 : precision == ActivationPrecision::kInt8 && !IsBfp(format)
+                     ? ActivationPrecision::kBF16
+                     : precision;
   m.rows_ = w.rows;
   m.cols_ = w.cols;
   if (IsBfp(format)) {  // the tiles themselves (no panels of values: padded_cols 0)
@@ -143,7 +148,7 @@ PackedMatrix PackedMatrix::FromBfpTiles(const BfpTileSlice& slice, ActivationPre
                                         const BfpPanels::TileRowsDone& done) {
   PackedMatrix m;
   m.format_ = slice.whole.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
-  m.dtype_ = precision == ActivationPrecision::kBF16 ? DType::kBF16 : DType::kF32;
+  m.dtype_ = precision == ActivationPrecision::kF32 ? DType::kF32 : DType::kBF16;
   m.precision_ = precision;
   m.rows_ = slice.rows;
   m.cols_ = slice.cols;

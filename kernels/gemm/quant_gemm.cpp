@@ -10,12 +10,9 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/format_table.h"
+#include "kernels/gemm/ieee_subnormals.h"
 #include "kernels/gemm/quant_gemm_x86.h"
 #include "util/error.h"
-
-#if defined(__x86_64__) || defined(__i386__)
-#include <xmmintrin.h>
-#endif
 
 namespace wc {
 namespace {
@@ -50,23 +47,6 @@ float QuantizeBlock(const float* x, int n, int8_t* q) {
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
   return amax / 127.0f;
 }
-
-// MXCSR with FTZ and DAZ clear for the scope: the contract's float steps are IEEE's, subnormals
-// included, on every path (other kernels set FTZ for their own scope and restore it).
-class IeeeSubnormals {
- public:
-#if defined(__x86_64__) || defined(__i386__)
-  IeeeSubnormals() : csr_(_mm_getcsr()) {
-    _mm_setcsr(csr_ & ~0x8040u);
-  }
-  ~IeeeSubnormals() {
-    _mm_setcsr(csr_);
-  }
-
- private:
-  unsigned csr_;
-#endif
-};
 
 // The portable kernel: rows [g * 8, g * 8 + 8) of group g for tokens [t0, t1), accumulators in
 // acc[t - t0][r] (zeroed here). Any t1 - t0 <= kQuantTile.

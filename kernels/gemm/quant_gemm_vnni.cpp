@@ -21,12 +21,18 @@
 // Loop order, per thread (its row groups, in pairs): token chunks, then group pairs, then segments
 // of blocks in k order (each block pair expanded once), then token tiles of 8 over the segment's
 // blocks with their 16-row accumulators in registers (in a small buffer between segments).
+//
+// The same loop runs block-float matrices with int8 activations (bfp_int8.h): a half tile (16
+// rows x 32 k, one scale) is a Q8_0 block pair once expanded - bfp8's bytes as they lie, bfp4's
+// nibbles sign-extended and shifted by their k's count - so its sums and float steps are Q8_0's
+// with d = the half tile's scale in every lane.
 #include <immintrin.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/quant_gemm_x86.h"
 
@@ -298,9 +304,12 @@ void SegmentTile(const __m512i* ex, int64_t s0, int64_t s1, int64_t nb, const Qu
     for (int i = 0; i < NT; ++i) _mm512_store_ps(acc_buf + (t - c0 + i) * 2 * kR, acc[i]);
 }
 
-template <GgmlQuant T>
-void VnniGroups(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
-                int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
+// The loop over pairs i in [0, n_pairs) of 16 rows for every token: src.Group(i) the first of
+// the pair's two row groups (rows 8 g .. 8 g + 16), src.Both(i) whether the second is stored,
+// src.ExpandBlock(i, b, e) its block b expanded as Layout<T> lays it out; nb blocks along k.
+template <GgmlQuant T, class Source>
+void VnniPairs(const QuantInput& x, const Source& src, int64_t n_pairs, int64_t nb,
+               const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t row_end) {
   using L = Layout<T>;
   const int64_t chunk = std::max<int64_t>(
       kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
@@ -310,18 +319,14 @@ void VnniGroups(const QuantInput& x, const QuantPanels& w, const float* bias, fl
       gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(static_cast<size_t>(seg * L::kStride * 64)));
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * 2 * kR * 4)));
-  const int64_t nb = w.blocks(), gbytes = w.group_block_bytes();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
-    for (int64_t g = g0; g < g1; g += 2) {
-      // An odd group at the end of the range runs with itself in the upper lanes, not stored.
-      const bool both = g + 1 < g1;
-      const uint8_t* ga = w.group(g);
-      const uint8_t* gb = both ? w.group(g + 1) : ga;
+    for (int64_t i = 0; i < n_pairs; ++i) {
+      const int64_t g = src.Group(i);
+      const bool both = src.Both(i);
       for (int64_t s0 = 0; s0 < nb; s0 += seg) {
         const int64_t s1 = std::min(nb, s0 + seg);
-        for (int64_t b = s0; b < s1; ++b)
-          Expand<T>(ga + b * gbytes, gb + b * gbytes, ex + (b - s0) * L::kStride);
+        for (int64_t b = s0; b < s1; ++b) src.ExpandBlock(i, b, ex + (b - s0) * L::kStride);
         const auto tile = [&](auto nt, int64_t t) {
           SegmentTile<T, decltype(nt)::value>(ex, s0, s1, nb, x, t, c0, acc_buf, g, both, bias, y,
                                               y_stride, row_begin, row_end);
@@ -336,13 +341,105 @@ void VnniGroups(const QuantInput& x, const QuantPanels& w, const float* bias, fl
   }
 }
 
+// GGML groups [g0, g1) in pairs; an odd group at the end of the range runs with itself in the
+// upper lanes, not stored.
+template <GgmlQuant T>
+struct GroupPairs {
+  const QuantPanels& w;
+  int64_t g0, g1;
+  int64_t Group(int64_t i) const { return g0 + 2 * i; }
+  bool Both(int64_t i) const { return g0 + 2 * i + 1 < g1; }
+  void ExpandBlock(int64_t i, int64_t b, __m512i* e) const {
+    const int64_t g = Group(i), gbytes = w.group_block_bytes();
+    const uint8_t* ga = w.group(g);
+    const uint8_t* gb = Both(i) ? w.group(g + 1) : ga;
+    Expand<T>(ga + b * gbytes, gb + b * gbytes, e);
+  }
+};
+
+// A block-float matrix in bfp_int8.h's layout, panels [pa, pb): pair i is half i % 2 of panel
+// pa + i / 2 (rows 16 i' .. 16 i' + 16 for i' = 2 pa + i: groups 2 i', 2 i' + 1), its block b the
+// half tile of k tile b, expanded as a Q8_0 block pair: the int8 weights q + 128 and dW in every
+// lane.
+constexpr int64_t kPrefetchTiles = 8;
+
+template <BfpFormat F>
+struct BfpInt8Halves {
+  const BfpPanels& w;
+  int64_t pa;
+  int64_t Group(int64_t i) const { return 2 * (2 * pa + i); }
+  bool Both(int64_t) const { return true; }
+  void ExpandBlock(int64_t i, int64_t b, __m512i* e) const {
+    using L = Layout<GgmlQuant::kQ8_0>;
+    const int64_t p = pa + i / 2, h = i % 2;
+    const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
+    const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    // The half tiles of a pair lie a tile apart, a stride the hardware prefetchers follow too
+    // late for one token's call (memory-bound): the half tile kPrefetchTiles ahead is asked for.
+    if (b + kPrefetchTiles < w.k_tiles()) {
+      const uint8_t* ahead = tile + kPrefetchTiles * w.tile_bytes();
+      const int64_t codes = F == BfpFormat::kBfp8 ? 512 : 256;
+      if constexpr (F == BfpFormat::kBfp4)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + 32 * h), _MM_HINT_T0);
+      for (int64_t o = 0; o < codes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 + codes * h + o), _MM_HINT_T0);
+    }
+    if constexpr (F == BfpFormat::kBfp8) {
+      const uint8_t* q = tile + 64 + 512 * h;
+      for (int v = 0; v < 8; ++v) e[v] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * v), flip);
+    } else {
+      const uint8_t* q = tile + 64 + 256 * h;
+      const uint8_t* shifts = tile + 32 * h;
+      const __m512i m4 = _mm512_set1_epi8(0x0F);
+      // A nibble's two's-complement value as a signed byte, looked up (vpshufb) in one step.
+      const __m512i sign_extend = _mm512_broadcast_i32x4(
+          _mm_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1));
+      const __m512i byte_mask = _mm512_set1_epi32(0x00FF00FF);
+      const __m512i lo_byte = _mm512_set1_epi16(0x00FF), hi_byte = _mm512_set1_epi16(-256);
+      for (int v = 0; v < 4; ++v) {
+        const __m512i raw = _mm512_loadu_si512(q + 64 * v);
+        for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+          const int u = v + 4 * half;
+          const __m512i nib = _mm512_and_si512(half ? _mm512_srli_epi16(raw, 4) : raw, m4);
+          const __m512i c = _mm512_shuffle_epi8(sign_extend, nib);
+          // A 16-bit word holds k 4 u + 2 w' (low byte) and 4 u + 2 w' + 1 (high): each byte
+          // shifted by its own k's count (the 4 counts broadcast from the header), neither
+          // spilling into the other.
+          const __m512i s4 = _mm512_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u));
+          const __m512i lo =
+              _mm512_and_si512(_mm512_sllv_epi16(c, _mm512_and_si512(s4, byte_mask)), lo_byte);
+          const __m512i hi = _mm512_sllv_epi16(
+              _mm512_and_si512(c, hi_byte), _mm512_and_si512(_mm512_srli_epi32(s4, 8), byte_mask));
+          e[u] = _mm512_xor_si512(_mm512_or_si512(lo, hi), flip);
+        }
+      }
+    }
+    const float dw = w.int8_scales()[(p * w.k_tiles() + b) * 2 + h];
+    reinterpret_cast<__m512*>(e + L::kD)[0] = _mm512_set1_ps(dw);
+    reinterpret_cast<__m512*>(e + L::kM)[0] = _mm512_setzero_ps();
+  }
+};
+
 }  // namespace
 
 void QuantGemmVnni(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1) {
   ForQuantType(w.type(), [&](auto type) {
-    VnniGroups<decltype(type)::value>(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
+    constexpr GgmlQuant T = decltype(type)::value;
+    VnniPairs<T>(x, GroupPairs<T>{w, g0, g1}, (g1 - g0 + 1) / 2, w.blocks(), bias, y, y_stride,
+                 row_begin, row_end);
   });
+}
+
+void BfpInt8Vnni(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                 int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  constexpr GgmlQuant T = GgmlQuant::kQ8_0;
+  if (w.format() == BfpFormat::kBfp8)
+    VnniPairs<T>(x, BfpInt8Halves<BfpFormat::kBfp8>{w, pa}, 2 * (pb - pa), w.k_tiles(), bias, y,
+                 y_stride, row_begin, row_end);
+  else
+    VnniPairs<T>(x, BfpInt8Halves<BfpFormat::kBfp4>{w, pa}, 2 * (pb - pa), w.k_tiles(), bias, y,
+                 y_stride, row_begin, row_end);
 }
 
 }  // namespace wc::x86

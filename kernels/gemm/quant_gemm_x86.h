@@ -6,6 +6,10 @@
 
 #include "kernels/gemm/quant_gemm.h"
 
+namespace wc {
+class BfpPanels;
+}
+
 namespace wc::x86 {
 
 // Row groups [g0, g1) of w for every token of x, into y as QuantGemm writes it (rows outside
@@ -29,5 +33,11 @@ void QuantGemmAvx2Expanded(const QuantInput& x, const QuantPanels& w, const floa
 // expanded once per chunk of tokens). The same bits. Called where KernelsOn(kAvx512Vnni).
 void QuantGemmVnni(const QuantInput& x, const QuantPanels& w, const float* bias, float* y,
                    int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t g0, int64_t g1);
+
+// A block-float matrix with kInt8 activations (bfp_int8.h's contract and layout), panels [pa, pb)
+// for every token of x (quantized by QuantizeBfpInt8Input), on AVX-512 VNNI: each half tile is a
+// Q8_0 block pair of the loop above. Runs on the calling thread; the portable kernel's bits.
+void BfpInt8Vnni(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                 int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb);
 
 }  // namespace wc::x86

@@ -51,7 +51,11 @@ enum class WeightFormat : uint8_t {
 //   kBF16: activations rounded to bf16 (nearest even), exact products summed in AMX TDPBF16PS's
 //          order (gemm.h; AMX tiles where the CPU has them, FMA tiles elsewhere), at the cost of
 //          the activation's rounding (relative 2^-9), as llama.cpp and bf16 PyTorch do.
-enum class ActivationPrecision : uint8_t { kF32, kBF16 };
+//   kInt8: for bfp8 / bfp4 matrices only (bfp_int8.h; a BF16 matrix takes kBF16): activations
+//          quantized to 8-bit blocks of 32 (quant_gemm.h's A32) and the codes, re-expressed along
+//          K, multiplied in exact int32 sums, as llama.cpp multiplies Q8_0 / Q4_0. Not exact: the
+//          activations' 8 bits, and in some blocks the weights' low bits (bfp_int8.h).
+enum class ActivationPrecision : uint8_t { kF32, kBF16, kInt8 };
 
 // "f32", "f16", "bf16", "bfp8", "bfp4", and GGML's names of its types ("Q8_0", "Q4_K");
 // WeightFormatFromName is its inverse for the formats a matrix can be converted to (f32 .. bfp4;

@@ -244,8 +244,32 @@ TEST(MatmulPrecision, TranscriptsRecordItAndReplay) {
   WriteFile(tmp.File("bad.txt"), bad);
   const RunResult refused = RunWormchat({"transcript", "replay", tmp.File("bad.txt")});
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_NE(refused.err.find("matmul-precision: 'f16' is not bf16 or f32"), std::string::npos)
+  EXPECT_NE(refused.err.find("matmul-precision: 'f16' is not bf16, f32 or int8"), std::string::npos)
       << refused.err;
+}
+
+// int8 (block-float matrices in integer products) is recorded beside the weights it applies to and
+// replays token for token; an unknown value on the command line is one line naming the flag.
+TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
+  TempDir tmp;
+  WriteFile(tmp.File("turns.txt"), "5 17 9\n3 4\n");
+  const std::string model = FixtureDir("mq_bias_bf16");
+  const RunResult rec =
+      RunWormchat({"transcript", "record", "--model", model, "--ids", "--weights", "bfp4",
+                   "--matmul-precision", "int8", "--turns", tmp.File("turns.txt"), "--out",
+                   tmp.File("t.txt"), "-n", "6", "--seed", "2"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string text = ReadFile(tmp.File("t.txt"));
+  EXPECT_NE(text.find("\nmatmul-precision: int8\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nweights: bfp4\n"), std::string::npos) << text;
+  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  const RunResult bad = RunWormchat(
+      {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int4"});
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("--matmul-precision 'int4' is not supported; choose bf16, f32 or int8"),
+            std::string::npos)
+      << bad.err;
 }
 
 }  // namespace

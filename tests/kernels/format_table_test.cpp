@@ -107,8 +107,12 @@ TEST(FormatTable, AKernelForEveryCallOnEveryCpu) {
     SetGemmX86Kernels(x86);
     SetKernelsEnabled(CpuKernels::kAvx2Int8, x86);
     for (const WeightFormat f : AllFormats())
-      for (const ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16})
+      for (const ActivationPrecision p :
+           {ActivationPrecision::kF32, ActivationPrecision::kBF16, ActivationPrecision::kInt8})
         for (const int64_t n : {0, 1, 2, 3, 4, 5, 15, 16, 31, 32, 33, 512, 100000}) {
+          // int8 is a block-float matrix's mode; a BF16 matrix asked for it takes bf16
+          // (PackedMatrix), so the bf16 row has no int8 rule.
+          if (p == ActivationPrecision::kInt8 && f == WeightFormat::kBF16) continue;
           const GemmKernelRule& r = ChooseGemmKernel(f, p, n);
           EXPECT_TRUE(GemmCpuHolds(r.cpu));
           EXPECT_TRUE(KernelsOn(KernelInfo(r.kernel).cpu)) << GemmKernelLabel(r.kernel);
@@ -129,15 +133,22 @@ TEST(FormatTable, AKernelForEveryCallOnEveryCpu) {
 // bfp matrix never a panel kernel, a GGML type always its integer kernel.
 TEST(FormatTable, KernelsBelongToTheirFormats) {
   for (const WeightFormat f : AllFormats())
-    for (const ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16})
+    for (const ActivationPrecision p :
+         {ActivationPrecision::kF32, ActivationPrecision::kBF16, ActivationPrecision::kInt8})
       for (const int64_t n : {1, 4, 64}) {
+        if (p == ActivationPrecision::kInt8 && f == WeightFormat::kBF16) continue;
         const GemmKernel k = ChooseGemmKernel(f, p, n).kernel;
         const bool quant = k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8 ||
                            k == GemmKernel::kQuantInt8Avx2Expanded ||
                            k == GemmKernel::kQuantInt8Vnni;
         EXPECT_EQ(quant, IsGgmlQuant(f)) << WeightFormatName(f);
-        const bool bfp = k >= GemmKernel::kBfpF32Tiles && k <= GemmKernel::kBfpAmxWidened;
+        const bool int8 = k == GemmKernel::kBfpInt8Vnni || k == GemmKernel::kBfpInt8;
+        const bool bfp = (k >= GemmKernel::kBfpF32Tiles && k <= GemmKernel::kBfpAmxWidened) || int8;
         EXPECT_EQ(bfp, IsBfp(f)) << WeightFormatName(f);
+        // A bfp matrix takes the integer products exactly when asked for int8.
+        if (IsBfp(f)) {
+          EXPECT_EQ(int8, p == ActivationPrecision::kInt8) << WeightFormatName(f);
+        }
         if (p == ActivationPrecision::kF32 && !quant) {
           EXPECT_EQ(KernelInfo(k).peak, GemmPeak::kF32Fma) << WeightFormatName(f);
         }

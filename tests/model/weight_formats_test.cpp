@@ -177,13 +177,15 @@ TEST_P(WeightFormatsTest, LogitsAreThoseOfTheFormatsValues) {
   }
 }
 
-// Decode == prefill == batched beside another row, on 1 and 2 threads: the same bits, each format.
+// Decode == prefill == batched beside another row, on 1 and 2 threads: the same bits, each format
+// and matmul precision (int8: the bfp matrices in integers, bf16 as bf16).
 TEST_P(WeightFormatsTest, TokenByTokenBatchAndThreadsGiveTheSameBits) {
   const std::string dir = test::FixtureDir(GetParam());
   const std::vector<int> ids = test::ReadFixtureIds(dir);
   const int saved = omp_get_max_threads();
   for (const char* text : {"bf16", "bfp8", "bfp4"})
-    for (ActivationPrecision p : {ActivationPrecision::kF32, ActivationPrecision::kBF16}) {
+    for (ActivationPrecision p :
+         {ActivationPrecision::kF32, ActivationPrecision::kBF16, ActivationPrecision::kInt8}) {
       const auto model = DecoderModel::Load(dir, Options(text, p));
       omp_set_num_threads(1);
       const std::vector<float> whole = Logits(*model, ids, Feed::kWhole);

@@ -14,7 +14,8 @@
 # check is made on the checkpoint as stored only. OURS `gguf` runs wormchat on llama.cpp's own
 # quantized file (the GGUF issue's comparison: the same bits in both), e.g. gguf:q8_0, gguf:q4_k;
 # THEIRS ending in +pure quantizes every matrix to that type (llama-quantize --pure), e.g.
-# gguf:q4_k+pure. Prefill is also printed as each program's share of wormchat's compute bound for
+# gguf:q4_k+pure; OURS ending in +P runs wormchat with --matmul-precision P, e.g. bfp4+int8:q4_0
+# (the block-float weights in 8-bit integer products). Prefill is also printed as each program's share of wormchat's compute bound for
 # the kernel it runs (bench model's: the int8 peak for GGUF's quantized types), the same figure for
 # both. llama.cpp is built by tools/bench/llama-cpp.sh into --llama
 # (default build-llama/llama.cpp-b6673) the first time; nothing of it is needed to build, run or
@@ -48,7 +49,7 @@ while (($#)); do
     --formats) formats="$2"; shift 2 ;;
     --rows) rows="$2"; shift 2 ;;
     --wormchat) wormchat="$2"; wormchat_given=1; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "compare.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -147,7 +148,9 @@ print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
         fi
         ;;
     esac
-    ours_model=(--model "$model" --weights "$ours_fmt")
+    ours_model=(--model "$model" --weights "${ours_fmt%%+*}")
+    # OURS ending in +P runs with --matmul-precision P, e.g. bfp4+int8.
+    [[ "$ours_fmt" == *+* ]] && ours_model+=(--matmul-precision "${ours_fmt#*+}")
     [ "$ours_fmt" = gguf ] && ours_model=(--model "$their_gguf")
     tag="$name.$ours_fmt-$theirs_fmt"
     : > "$out/$tag.llama"

@@ -1,0 +1,142 @@
+// Block-float weights in 8-bit integers (bfp_int8.h): the tile conversion, the activations'
+// quantization and the portable kernel. The AVX-512 VNNI kernel is quant_gemm_vnni.cpp's.
+#include "kernels/gemm/bfp_int8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "kernels/gemm/gemm_bfp.h"
+#include "util/error.h"
+
+namespace wc {
+namespace {
+
+constexpr int kTile = static_cast<int>(kBfpTileDim);
+
+// c / 2^r rounded half to even (r >= 1; any r: beyond 8 every code rounds to 0).
+int RoundShiftRight(int c, int r) {
+  r = std::min(r, 16);
+  return (c + (1 << (r - 1)) - 1 + ((c >> r) & 1)) >> r;
+}
+
+// Byte offsets of q[n, k] / c'[n, k] in the int8 layout (bfp_int8.h).
+int64_t Bfp8Int8Byte(int64_t n, int64_t k) {
+  return kBfpExponentBytes + 512 * (n / 16) + 64 * (k / 4) + 4 * (n % 16) + k % 4;
+}
+int64_t Bfp4Int8Byte(int64_t n, int64_t k) {
+  return kBfpExponentBytes + 256 * (n / 16) + 64 * ((k % 16) / 4) + 4 * (n % 16) + k % 4;
+}
+
+// The block exponent of (k, half h) in BfpPanels' bf16 layout (gemm_bfp.h).
+int Bf16LayoutExponent(const uint8_t* tile, int64_t h, int64_t k) {
+  return tile[(k / 2) * 4 + 2 * h + k % 2];
+}
+
+}  // namespace
+
+void ConvertBfpTileToInt8(BfpFormat f, uint8_t* tile, float* scales) {
+  const int64_t bytes = BfpTileBytes(f);
+  const int headroom = 7 - BfpMagnitudeBits(f);  // L: bfp8 0, bfp4 4
+  alignas(64) int8_t code[2][kTile][16];         // [half][k][row in the half]: signed codes
+  if (f == BfpFormat::kBfp8) {
+    for (int k = 0; k < kTile; ++k)
+      for (int h = 0; h < 2; ++h)
+        std::memcpy(code[h][k], tile + kBfpExponentBytes + 32 * k + 16 * h, 16);
+  } else {
+    for (int h = 0; h < 2; ++h)
+      for (int g = 0; g < 4; ++g)
+        for (int lane = 0; lane < 16; ++lane) {
+          uint32_t word;
+          std::memcpy(&word, tile + kBfpExponentBytes + (2 * g + h) * 64 + 4 * lane, 4);
+          for (int j = 0; j < 8; ++j) {  // nibble at bit 4 j' + 16 b: k = 8 g + 2 j' + b
+            const int k = 8 * g + 2 * (j % 4) + j / 4;
+            const int nib = static_cast<int>((word >> (4 * (j % 4) + 16 * (j / 4))) & 0xf);
+            code[h][k][lane] = static_cast<int8_t>(nib >= 8 ? nib - 16 : nib);
+          }
+        }
+  }
+  uint8_t out[BfpTileBytes(BfpFormat::kBfp8)] = {};
+  for (int h = 0; h < 2; ++h) {
+    bool nonzero[kTile];
+    int emax = 0;
+    for (int k = 0; k < kTile; ++k) {
+      uint64_t lo, hi;
+      std::memcpy(&lo, code[h][k], 8);
+      std::memcpy(&hi, code[h][k] + 8, 8);
+      nonzero[k] = (lo | hi) != 0;
+      if (nonzero[k]) emax = std::max(emax, Bf16LayoutExponent(tile, h, k));
+    }
+    scales[h] = std::ldexp(1.0f, emax - 133);  // exact: 2^-133 .. 2^121
+    for (int k = 0; k < kTile; ++k) {
+      const int d = nonzero[k] ? Bf16LayoutExponent(tile, h, k) - (emax - headroom) : 0;
+      if (f == BfpFormat::kBfp4) out[32 * h + k] = static_cast<uint8_t>(std::max(d, 0));
+      int8_t c[16];
+      for (int r = 0; r < 16; ++r)
+        c[r] = static_cast<int8_t>(d < 0 ? RoundShiftRight(code[h][k][r], -d) : code[h][k][r]);
+      if (f == BfpFormat::kBfp8) {
+        uint8_t* o = out + kBfpExponentBytes + 512 * h + 64 * (k / 4) + k % 4;
+        for (int r = 0; r < 16; ++r) o[4 * r] = static_cast<uint8_t>(c[r]);
+      } else {
+        uint8_t* o = out + kBfpExponentBytes + 256 * h + 64 * ((k % 16) / 4) + k % 4;
+        const int nib = (k / 16) * 4;
+        for (int r = 0; r < 16; ++r) o[4 * r] |= static_cast<uint8_t>((c[r] & 0xf) << nib);
+      }
+    }
+  }
+  std::memcpy(tile, out, static_cast<size_t>(bytes));
+}
+
+int BfpInt8Weight(BfpFormat f, const uint8_t* tile, int64_t n, int64_t k) {
+  if (f == BfpFormat::kBfp8) return static_cast<int8_t>(tile[Bfp8Int8Byte(n, k)]);
+  const int nib = (tile[Bfp4Int8Byte(n, k)] >> ((k / 16) * 4)) & 0xf;
+  const int c = nib >= 8 ? nib - 16 : nib;
+  return c * (1 << tile[32 * (n / 16) + k]);
+}
+
+QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols) {
+  const int64_t k32 = (cols + kTile - 1) / kTile * kTile;
+  if (k32 == cols) return QuantizeActivations(x, n_tokens, x_stride, cols, QuantActivation::kA32);
+  std::vector<float> padded(static_cast<size_t>(std::max<int64_t>(1, n_tokens * k32)), 0.0f);
+  for (int64_t t = 0; t < n_tokens; ++t)
+    std::copy(x + t * x_stride, x + t * x_stride + cols, padded.data() + t * k32);
+  return QuantizeActivations(padded.data(), n_tokens, k32, k32, QuantActivation::kA32);
+}
+
+void BfpInt8PortableRange(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                          int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa,
+                          int64_t pb) {
+  const int64_t kt = w.k_tiles();
+  WC_CHECK(x.cols == kt * kTile && x.kind == QuantActivation::kA32, "bfp int8 input shape");
+  std::vector<float> acc(static_cast<size_t>(x.n_tokens * kTile));  // [token][32 rows]
+  int8_t q[kTile][kTile];                                           // [n][k] one tile
+  for (int64_t p = pa; p < pb; ++p) {
+    std::fill(acc.begin(), acc.end(), 0.0f);
+    for (int64_t b = 0; b < kt; ++b) {
+      const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
+      const float* dw = w.int8_scales() + (p * kt + b) * 2;
+      for (int64_t n = 0; n < kTile; ++n)
+        for (int64_t k = 0; k < kTile; ++k)
+          q[n][k] = static_cast<int8_t>(BfpInt8Weight(w.format(), tile, n, k));
+      for (int64_t t = 0; t < x.n_tokens; ++t) {
+        const int8_t* xq = x.Codes(t) + b * kTile;
+        const float dx = x.Dx(t)[b];
+        for (int64_t n = 0; n < kTile; ++n) {
+          int32_t s = 0;
+          for (int64_t k = 0; k < kTile; ++k) s += q[n][k] * xq[k];
+          float& a = acc[static_cast<size_t>(t * kTile + n)];
+          a = std::fma(dw[n / 16] * dx, static_cast<float>(s), a);
+        }
+      }
+    }
+    const int64_t r0 = std::max(p * kTile, row_begin), r1 = std::min(p * kTile + kTile, row_end);
+    for (int64_t t = 0; t < x.n_tokens; ++t)
+      for (int64_t r = r0; r < r1; ++r) {
+        const float v = acc[static_cast<size_t>(t * kTile + r - p * kTile)];
+        y[t * y_stride + (r - row_begin)] = bias ? v + bias[r] : v;
+      }
+  }
+}
+
+}  // namespace wc

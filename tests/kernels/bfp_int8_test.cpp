@@ -1,0 +1,236 @@
+// Block-float weights in 8-bit integers (kernels/gemm/bfp_int8.h, --matmul-precision int8): the
+// re-expressed weights against the definition computed here from tt-metal's own tile bytes, and
+// the GEMM bit for bit against the contract's chain computed here, for both formats, odd shapes,
+// 1..33 tokens, row ranges, bias, 1 and 2 threads, the VNNI kernel on and off. Plus its accuracy
+// against the exact product (a sanity bound, not the contract).
+#include <omp.h>
+
+#include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "kernels/cpu_kernels.h"
+#include "kernels/gemm/bfp_int8.h"
+#include "kernels/gemm/format_table.h"
+#include "kernels/gemm/gemm.h"
+#include "util/rng.h"
+
+namespace wc {
+namespace {
+
+// W [out, in] f32 whose columns' magnitudes differ by up to 2^12 (so a half tile's exponents span
+// more than bfp4's 4 powers in some blocks and less in others), with a zero column and a zero row.
+std::vector<float> MakeWeights(int64_t out, int64_t in, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> col_scale(static_cast<size_t>(in));
+  for (auto& s : col_scale)
+    s = static_cast<float>(std::ldexp(1.0, static_cast<int>(rng.Uniform() * 13) - 10));
+  std::vector<float> w(static_cast<size_t>(out * in));
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t k = 0; k < in; ++k)
+      w[static_cast<size_t>(r * in + k)] =
+          (r == 3 || k == 7)
+              ? 0.0f
+              : static_cast<float>(rng.Uniform() * 2 - 1) * col_scale[static_cast<size_t>(k)];
+  return w;
+}
+
+std::vector<float> MakeActivations(int64_t n, int64_t in, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> x(static_cast<size_t>(n * in));
+  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4 - 2);
+  return x;
+}
+
+PackedMatrix PackInt8(BfpFormat f, const std::vector<float>& w, int64_t out, int64_t in) {
+  return PackedMatrix::Pack(MatrixRef{DType::kF32, out, in, in, w.data()},
+                            f == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4,
+                            ActivationPrecision::kInt8, "w");
+}
+
+// The definition (bfp_int8.h) from tt-metal's tile bytes: every q[n, k] dW of tile (tk, tn).
+// Counts the half tiles kept exact and the ones whose low bits were rounded.
+void ExpectTileFollowsTheDefinition(BfpFormat f, const std::vector<float>& w, int64_t out,
+                                    int64_t in, const PackedMatrix& m, int64_t tk, int64_t tn,
+                                    int* exact_halves, int* rounded_halves) {
+  const MatrixRef ref{DType::kF32, out, in, in, w.data()};
+  uint32_t bits[32 * 32];
+  uint8_t tt[BfpTileBytes(BfpFormat::kBfp8)];
+  GatherBfpTile(ref, "w", tk, tn, bits);
+  PackBfpTile(f, bits, tt);
+  const int b = BfpMagnitudeBits(f), headroom = 7 - b;
+  for (int h = 0; h < 2; ++h) {
+    int e[32], c[32][16];
+    bool nonzero[32] = {};
+    int emax = 0, emin = 255;
+    for (int k = 0; k < 32; ++k) {
+      const int face = (k / 16) * 2 + h, i = k % 16;
+      e[k] = tt[face * 16 + i];
+      for (int j = 0; j < 16; ++j) {
+        int sign, mag;
+        if (f == BfpFormat::kBfp8) {
+          const uint8_t code = tt[64 + (face * 16 + i) * 16 + j];
+          sign = code >> 7, mag = code & 0x7f;
+        } else {
+          const uint8_t code = (tt[64 + (face * 16 + i) * 8 + j / 2] >> (4 * (j % 2))) & 0xf;
+          sign = code >> 3, mag = code & 7;
+        }
+        c[k][j] = sign ? -mag : mag;
+        nonzero[k] |= mag != 0;
+      }
+      if (nonzero[k]) emax = std::max(emax, e[k]), emin = std::min(emin, e[k]);
+    }
+    bool rounded = false;
+    for (int k = 0; k < 32; ++k)
+      for (int j = 0; j < 16; ++j) {
+        const int64_t r = 32 * tn + 16 * h + j, col = 32 * tk + k;
+        if (r >= out || col >= in) continue;
+        const int d = nonzero[k] ? e[k] - (emax - headroom) : 0;
+        // Rounded half to even by the FPU's default mode: an implementation apart from the code's.
+        const double q = d >= 0 ? std::ldexp(c[k][j], d) : std::nearbyint(std::ldexp(c[k][j], d));
+        rounded |= d < 0 && q != std::ldexp(c[k][j], d);
+        const float want = static_cast<float>(std::ldexp(q, emax - 133));
+        ASSERT_EQ(m.At(r, col), want) << "r " << r << " k " << col;
+        if (d >= 0) {  // exact: the decoded value itself
+          const float decoded = static_cast<float>(std::ldexp(c[k][j], e[k] - 127 - (b - 1)));
+          ASSERT_EQ(m.At(r, col), decoded);
+        }
+      }
+    if (emin <= emax) (emax - emin <= headroom ? *exact_halves : *rounded_halves) += 1;
+    if (emax - emin <= headroom) {
+      EXPECT_FALSE(rounded);  // exact wherever the span allows
+    }
+  }
+}
+
+TEST(BfpInt8, WeightsFollowTheDefinition) {
+  for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
+    const int64_t out = 70, in = 100;
+    const std::vector<float> w = MakeWeights(out, in, 11);
+    const PackedMatrix m = PackInt8(f, w, out, in);
+    EXPECT_EQ(m.precision(), ActivationPrecision::kInt8);
+    EXPECT_EQ(m.bytes(), static_cast<size_t>(3 * 4 * BfpTileBytes(f)));  // tt-metal's size
+    int exact = 0, rounded = 0;
+    for (int64_t tk = 0; tk < 4; ++tk)
+      for (int64_t tn = 0; tn < 3; ++tn)
+        ExpectTileFollowsTheDefinition(f, w, out, in, m, tk, tn, &exact, &rounded);
+    // The columns' spread puts half tiles on both sides of the exactness line (bfp8's line is
+    // equal exponents, which a random half tile never has).
+    EXPECT_GT(rounded, 0) << BfpFormatName(f);
+    if (f == BfpFormat::kBfp4) {
+      EXPECT_GT(exact, 0);
+    }
+    std::vector<float> row(static_cast<size_t>(in));
+    m.Row(5, row.data());
+    for (int64_t k = 0; k < in; ++k) EXPECT_EQ(row[static_cast<size_t>(k)], m.At(5, k));
+  }
+}
+
+// The contract's chain for y[t, r], from At's values and the activations' quantization.
+std::vector<float> ContractGemm(const PackedMatrix& m, const float* x, int64_t n, const float* bias,
+                                int64_t r0, int64_t r1) {
+  const int64_t in = m.cols(), k32 = (in + 31) / 32 * 32;
+  std::vector<float> padded(static_cast<size_t>(n * k32), 0.0f);
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t k = 0; k < in; ++k) padded[static_cast<size_t>(t * k32 + k)] = x[t * in + k];
+  const QuantInput q = QuantizeActivations(padded.data(), n, k32, k32, QuantActivation::kA32);
+  std::vector<float> y(static_cast<size_t>(n * (r1 - r0)));
+  for (int64_t t = 0; t < n; ++t)
+    for (int64_t r = r0; r < r1; ++r) {
+      float acc = 0.0f;
+      for (int64_t b = 0; b < k32 / 32; ++b) {
+        const float dw = m.bfp().int8_scales()[((r / 32) * (k32 / 32) + b) * 2 + (r % 32) / 16];
+        int32_t isum = 0;
+        for (int64_t k = 32 * b; k < std::min(in, 32 * b + 32); ++k) {
+          const float qw = m.At(r, k) / dw;
+          EXPECT_EQ(qw, std::nearbyint(qw));
+          EXPECT_LE(std::fabs(qw), 127.0f);
+          isum += static_cast<int32_t>(qw) * q.Codes(t)[k];
+        }
+        acc = std::fma(dw * q.Dx(t)[b], static_cast<float>(isum), acc);
+      }
+      y[static_cast<size_t>(t * (r1 - r0) + r - r0)] = bias ? acc + bias[r] : acc;
+    }
+  return y;
+}
+
+std::vector<float> RunGemm(const PackedMatrix& m, const std::vector<float>& x, int64_t n,
+                           const float* bias, int64_t r0, int64_t r1) {
+  std::vector<float> y(static_cast<size_t>(n * (r1 - r0)), -1.0f);
+  const GemmInput in = PackGemmInput(x.data(), n, m.cols(), m);
+  Gemm(in, m, bias, y.data(), r1 - r0, r0, r1);
+  return y;
+}
+
+TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
+  const int saved = omp_get_max_threads();
+  const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni);
+  for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
+    const int64_t out = 70, in = 100;
+    const std::vector<float> w = MakeWeights(out, in, 21);
+    const PackedMatrix m = PackInt8(f, w, out, in);
+    std::vector<float> bias(static_cast<size_t>(out));
+    for (int64_t r = 0; r < out; ++r) bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r);
+    for (int64_t n : {1, 2, 7, 8, 9, 33}) {
+      const std::vector<float> x = MakeActivations(n, in, 100 + n);
+      for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
+        for (const float* b : std::vector<const float*>{nullptr, bias.data()}) {
+          const std::vector<float> want = ContractGemm(m, x.data(), n, b, r0, r1);
+          for (int threads : {1, 2})
+            for (bool use_vnni : {false, true}) {
+              if (use_vnni && !vnni) continue;
+              omp_set_num_threads(threads);
+              SetKernelsEnabled(CpuKernels::kAvx512Vnni, use_vnni);
+              EXPECT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel,
+                        use_vnni ? GemmKernel::kBfpInt8Vnni : GemmKernel::kBfpInt8);
+              const std::vector<float> got = RunGemm(m, x, n, b, r0, r1);
+              ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+                  << BfpFormatName(f) << " n " << n << " rows " << r0 << ".." << r1 << " threads "
+                  << threads << " vnni " << use_vnni;
+            }
+          SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
+        }
+      }
+    }
+  }
+  omp_set_num_threads(saved);
+}
+
+// Against the exact product of the decoded weights (f32 activations): within a few percent of the
+// output's magnitude (8-bit activations, rounded low bits of small columns), never garbage.
+TEST(BfpInt8, CloseToTheExactProduct) {
+  for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
+    const int64_t out = 64, in = 256, n = 5;
+    Rng rng(3);
+    std::vector<float> w(static_cast<size_t>(out * in));
+    for (auto& v : w) v = static_cast<float>(rng.Uniform() * 2 - 1);
+    const std::vector<float> x = MakeActivations(n, in, 4);
+    const PackedMatrix exact =
+        PackedMatrix::Pack(MatrixRef{DType::kF32, out, in, in, w.data()},
+                           f == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4,
+                           ActivationPrecision::kF32, "w");
+    const std::vector<float> want = RunGemm(exact, x, n, nullptr, 0, out);
+    const std::vector<float> got = RunGemm(PackInt8(f, w, out, in), x, n, nullptr, 0, out);
+    double err = 0, norm = 0;
+    for (size_t i = 0; i < want.size(); ++i) {
+      err += (got[i] - want[i]) * (got[i] - want[i]);
+      norm += want[i] * want[i];
+    }
+    EXPECT_LT(std::sqrt(err / norm), 0.02) << BfpFormatName(f);
+    EXPECT_GT(std::sqrt(err / norm), 0.0) << BfpFormatName(f);  // 8-bit activations: not exact
+  }
+}
+
+// int8 is a block-float matrix's mode: a BF16 matrix asked for it takes bf16 activations.
+TEST(BfpInt8, Bf16MatricesKeepBf16Activations) {
+  std::vector<float> w(32 * 32, 0.5f);
+  const PackedMatrix m = PackedMatrix::Pack(MatrixRef{DType::kF32, 32, 32, 32, w.data()},
+                                            WeightFormat::kBF16, ActivationPrecision::kInt8, "w");
+  EXPECT_EQ(m.precision(), ActivationPrecision::kBF16);
+}
+
+}  // namespace
+}  // namespace wc
