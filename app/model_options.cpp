@@ -62,9 +62,9 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
   cmd->add_option("--matmul-precision", o.matmul_precision,
                   "Activations of BF16 weight matrices: bf16 (rounded, as llama.cpp and the "
                   "Wormhole: AMX tiles where the CPU has them) or f32 (exact products); int8: "
-                  "bfp8/bfp4 matrices multiply 8-bit activation blocks in integers (VNNI where "
-                  "the CPU has it; not exact: perplexity in docs/performance.md), BF16 ones as "
-                  "bf16. F32/F16 weights: f32")
+                  "bfp8/bfp4 matrices multiply 8-bit activation blocks in integers (VNNI or "
+                  "AVX2; not exact: perplexity in docs/performance.md), BF16 ones as bf16. "
+                  "F32/F16 weights: f32")
       ->capture_default_str();
   cmd->add_option("--weights", o.weights, kWeightsHelp)->capture_default_str();
   cmd->add_option("--chat-format", o.chat_format,

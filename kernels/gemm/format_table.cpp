@@ -57,6 +57,8 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kQuantInt8, "int8 blocks", CpuKernels::kPortable, GemmPeak::kInt8Dot},
     {GemmKernel::kBfpInt8Vnni, "int8 products, 16 rows a register, each tile expanded once",
      CpuKernels::kAvx512Vnni, GemmPeak::kInt8Vnni},
+    {GemmKernel::kBfpInt8Avx2, "int8 products, each tile expanded once", CpuKernels::kAvx2Int8,
+     GemmPeak::kInt8Dot},
     {GemmKernel::kBfpInt8, "int8 products", CpuKernels::kPortable, GemmPeak::kInt8Dot},
 };
 
@@ -76,6 +78,7 @@ constexpr GemmKernelRule kBf16Rules[] = {
 // with its measurement.
 constexpr GemmKernelRule kBfpRules[] = {
     {A::kInt8, C::kAvx512Vnni, 1, kMax, K::kBfpInt8Vnni},
+    {A::kInt8, C::kAvx2Int8, 1, kMax, K::kBfpInt8Avx2},
     {A::kInt8, C::kAny, 1, kMax, K::kBfpInt8},
     {A::kBF16, C::kAmxBf16, kBfpWidenOnceTokensAmx, kBfpAmxFusedMaxTokens, K::kBfpAmxFused},
     {A::kBF16, C::kAmxBf16, kBfpAmxFusedMaxTokens + 1, kMax, K::kBfpAmxWidened},
@@ -225,7 +228,8 @@ const GemmKernelRule& ChooseGemmKernel(WeightFormat f, ActivationPrecision preci
 std::string GemmKernelLabel(GemmKernel k) {
   const GemmKernelInfo& info = KernelInfo(k);
   std::string instructions = CpuKernelsName(info.cpu);
-  if (k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8Avx2Expanded)
+  if (k == GemmKernel::kQuantInt8Avx2 || k == GemmKernel::kQuantInt8Avx2Expanded ||
+      k == GemmKernel::kBfpInt8Avx2)
     instructions = "AVX2 vpmaddubsw";
   if (k == GemmKernel::kQuantInt8Vnni || k == GemmKernel::kBfpInt8Vnni)
     instructions = "AVX-512 vpdpbusd";

@@ -52,6 +52,8 @@ enum class GemmKernel : uint8_t {
   kBfpInt8Vnni,    // bfp tiles in bfp_int8.h's layout x int8 activations, vpdpbusd on a half tile
                    // (16 rows) a register, each half tile expanded once per chunk of tokens
                    // (quant_gemm_vnni.cpp)
+  kBfpInt8Avx2,    // the same integer sums, vpmaddubsw on a quarter tile (8 rows) a register
+                   // (bfp_int8_avx2.cpp)
   kBfpInt8,        // the same integer sums, portable C++ (bfp_int8.cpp)
 };
 

@@ -551,6 +551,7 @@ int GemmBfpTileTokens(const BfpPanels& w, int64_t n_tokens) {
     case GemmKernel::kBfpRowGroups:
       return kBfpRowGroupMaxTokens;
     case GemmKernel::kBfpInt8Vnni:
+    case GemmKernel::kBfpInt8Avx2:
     case GemmKernel::kBfpInt8:
       return 8;  // the VNNI loop's token tile
     default:
@@ -611,11 +612,13 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pa = row_begin / gemm::kPanelRows;
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   if (x.int8_ != nullptr) {
-    const bool vnni = KernelOf(w, x.n_tokens_) == GemmKernel::kBfpInt8Vnni;
+    const GemmKernel kernel = KernelOf(w, x.n_tokens_);
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
       const IeeeSubnormals ieee;
-      if (vnni)
+      if (kernel == GemmKernel::kBfpInt8Vnni)
         x86::BfpInt8Vnni(*x.int8_, w, bias, y, y_stride, row_begin, row_end, a, c);
+      else if (kernel == GemmKernel::kBfpInt8Avx2)
+        x86::BfpInt8Avx2(*x.int8_, w, bias, y, y_stride, row_begin, row_end, a, c);
       else
         BfpInt8PortableRange(*x.int8_, w, bias, y, y_stride, row_begin, row_end, a, c);
     });

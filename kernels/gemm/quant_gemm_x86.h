@@ -40,4 +40,9 @@ void QuantGemmVnni(const QuantInput& x, const QuantPanels& w, const float* bias,
 void BfpInt8Vnni(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb);
 
+// The same on AVX2 (bfp_int8_avx2.cpp: vpmaddubsw on |q| with q's sign on the activation, a
+// quarter tile a register). The same bits. Called where KernelsOn(kAvx2Int8).
+void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                 int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb);
+
 }  // namespace wc::x86

@@ -1,8 +1,8 @@
 // Block-float weights in 8-bit integers (kernels/gemm/bfp_int8.h, --matmul-precision int8): the
 // re-expressed weights against the definition computed here from tt-metal's own tile bytes, and
 // the GEMM bit for bit against the contract's chain computed here, for both formats, odd shapes,
-// 1..33 tokens, row ranges, bias, 1 and 2 threads, the VNNI kernel on and off. Plus its accuracy
-// against the exact product (a sanity bound, not the contract).
+// 1..33 tokens, row ranges, bias, 1 and 2 threads, each kernel (portable, AVX2, VNNI). Plus its
+// accuracy against the exact product (a sanity bound, not the contract).
 #include <omp.h>
 
 #include <cmath>
@@ -167,7 +167,7 @@ std::vector<float> RunGemm(const PackedMatrix& m, const std::vector<float>& x, i
 
 TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
   const int saved = omp_get_max_threads();
-  const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni);
+  const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni), avx2 = KernelsOn(CpuKernels::kAvx2Int8);
   for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
     const int64_t out = 70, in = 100;
     const std::vector<float> w = MakeWeights(out, in, 21);
@@ -180,18 +180,22 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
         for (const float* b : std::vector<const float*>{nullptr, bias.data()}) {
           const std::vector<float> want = ContractGemm(m, x.data(), n, b, r0, r1);
           for (int threads : {1, 2})
-            for (bool use_vnni : {false, true}) {
-              if (use_vnni && !vnni) continue;
+            for (GemmKernel kernel :
+                 {GemmKernel::kBfpInt8, GemmKernel::kBfpInt8Avx2, GemmKernel::kBfpInt8Vnni}) {
+              if ((kernel == GemmKernel::kBfpInt8Vnni && !vnni) ||
+                  (kernel == GemmKernel::kBfpInt8Avx2 && !avx2))
+                continue;
               omp_set_num_threads(threads);
-              SetKernelsEnabled(CpuKernels::kAvx512Vnni, use_vnni);
-              EXPECT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel,
-                        use_vnni ? GemmKernel::kBfpInt8Vnni : GemmKernel::kBfpInt8);
+              SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
+              SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
+              ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
               const std::vector<float> got = RunGemm(m, x, n, b, r0, r1);
               ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
                   << BfpFormatName(f) << " n " << n << " rows " << r0 << ".." << r1 << " threads "
-                  << threads << " vnni " << use_vnni;
+                  << threads << " kernel " << GemmKernelLabel(kernel);
             }
           SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
+          SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
         }
       }
     }

@@ -1,0 +1,174 @@
+// Block-float weights with int8 activations on AVX2 (bfp_int8.h's contract, quant_gemm_x86.h):
+// vpmaddubsw multiplies unsigned weight bytes by signed activation bytes, so each weight enters as
+// |q| with its sign moved onto the activation (vpsignb), as llama.cpp's Q8_0 AVX2 kernel does:
+// a pair of products is at most 2 x 127 x 127 < 2^15, so the 16-bit sums never saturate, and
+// vpmaddwd by ones widens them to exact int32 lanes. A register holds a quarter tile: 8 rows (one
+// 32-bit lane each, 4 consecutive k) x 4 k, the half tile's layout (bfp_int8.h) read 32 bytes at a
+// time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
+// (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
+// multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
+// Integer sums are exact and the float steps the contract's, so the bits are the portable and
+// VNNI kernels'.
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/gemm_schedule.h"
+#include "kernels/gemm/quant_gemm_x86.h"
+
+#pragma GCC push_options
+#pragma GCC target("avx2,fma,f16c")
+#include "kernels/gemm/quant_avx2-inl.h"
+
+namespace wc::x86 {
+namespace {
+
+using namespace quant_avx2;  // NOLINT: the helpers the AVX2 integer kernels share
+constexpr int kTile = 4;     // tokens a tile holds in registers
+// A chunk's activation codes and a segment's expanded quarter tiles (in L1), as the GGML types'
+// expanded kernel sizes them.
+constexpr int64_t kChunkBytes = 1 << 20;
+constexpr int64_t kSegmentBytes = 16 << 10;
+// The quarter tiles of a group lie a tile apart; the one this many tiles ahead is asked for (the
+// VNNI loop's distance, quant_gemm_vnni.cpp).
+constexpr int64_t kPrefetchTiles = 8;
+
+// A quarter tile expanded: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of
+// q's sign (the vpsignb source), e[16] the half tile's scale dW in every lane.
+constexpr int kStride = 17;
+
+template <BfpFormat F>
+void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
+  const int64_t h = quarter / 2, s = quarter % 2;
+  const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
+  if (b + kPrefetchTiles < w.k_tiles()) {
+    const uint8_t* ahead = tile + kPrefetchTiles * w.tile_bytes();
+    const int64_t codes = F == BfpFormat::kBfp8 ? 512 : 256;
+    if constexpr (F == BfpFormat::kBfp4)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + 32 * h), _MM_HINT_T0);
+    for (int64_t o = 32 * s; o < codes; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 + codes * h + o), _MM_HINT_T0);
+  }
+  if constexpr (F == BfpFormat::kBfp8) {
+    for (int v = 0; v < 8; ++v) {
+      const __m256i q = Load(tile + 64 + 512 * h + 64 * v + 32 * s);
+      e[v] = _mm256_abs_epi8(q);
+      e[8 + v] = q;
+    }
+  } else {
+    const uint8_t* shifts = tile + 32 * h;
+    const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i low = _mm256_set1_epi16(0x00FF);
+    // A nibble's two's-complement value, and its magnitude, looked up (vpshufb).
+    const __m256i value = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1,
+                                           0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+    const __m256i magnitude = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1,
+                                               2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1);
+    for (int v = 0; v < 4; ++v) {
+      const __m256i raw = Load(tile + 64 + 256 * h + 64 * v + 32 * s);
+      for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+        const int u = v + 4 * half;
+        const __m256i nib = _mm256_and_si256(half ? _mm256_srli_epi16(raw, 4) : raw, m4);
+        const __m256i a = _mm256_shuffle_epi8(magnitude, nib);
+        // |c| << shift of its k (at most 7 << 4 = 112): the even bytes (k 4 u, 4 u + 2) and the
+        // odd ones multiplied in 16-bit lanes by 2^shift, then put back together.
+        uint8_t sh[4];
+        std::memcpy(sh, shifts + 4 * u, 4);
+        const __m256i f_even = _mm256_set1_epi32((1 << sh[0]) | (1 << sh[2]) << 16);
+        const __m256i f_odd = _mm256_set1_epi32((1 << sh[1]) | (1 << sh[3]) << 16);
+        const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), f_even);
+        const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), f_odd);
+        e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
+        e[8 + u] = _mm256_shuffle_epi8(value, nib);
+      }
+    }
+  }
+  const float dw = w.int8_scales()[(p * w.k_tiles() + b) * 2 + h];
+  reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(dw);
+}
+
+// Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0): acc[t]
+// (8 rows) carried on with the contract's float step.
+template <int NT>
+void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput& x, int64_t t0,
+                    __m256 (&acc)[NT]) {
+  const __m256i ones = _mm256_set1_epi16(1);
+  for (int64_t b = b0; b < b1; ++b) {
+    const __m256i* e = ex + (b - b0) * kStride;
+    __m256i isum[NT];
+    const int8_t* xq[NT];
+    for (int t = 0; t < NT; ++t) {
+      xq[t] = x.Codes(t0 + t) + 32 * b;
+      isum[t] = _mm256_setzero_si256();
+    }
+    for (int v = 0; v < 8; ++v)
+      for (int t = 0; t < NT; ++t) {
+        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 4 * v), e[8 + v]);
+        isum[t] =
+            _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(e[v], xs), ones));
+      }
+    const __m256 d = _mm256_castsi256_ps(e[16]);
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
+                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+  }
+}
+
+template <BfpFormat F>
+void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+              int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  const int64_t chunk = std::max<int64_t>(
+      kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
+  const int64_t seg = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
+  // [seg][kStride] expanded vectors and [chunk][8] accumulators, this thread's (64-byte aligned).
+  auto* ex = static_cast<__m256i*>(
+      gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(static_cast<size_t>(seg * kStride * 32)));
+  auto* acc_buf = static_cast<float*>(
+      gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
+  const int64_t nb = w.k_tiles();
+  for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
+    const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
+    for (int64_t p = pa; p < pb; ++p)
+      for (int64_t quarter = 0; quarter < 4; ++quarter) {
+        const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
+        if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
+        for (int64_t s0 = 0; s0 < nb; s0 += seg) {
+          const int64_t s1 = std::min(nb, s0 + seg);
+          for (int64_t b = s0; b < s1; ++b)
+            ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
+          const bool first = s0 == 0, last = s1 == nb;
+          const auto tile = [&](auto nt, int64_t t) {
+            constexpr int NT = decltype(nt)::value;
+            __m256 acc[NT];
+            for (int i = 0; i < NT; ++i)
+              acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
+            TileOverBlocks<NT>(ex, s0, s1, x, t, acc);
+            if (last)
+              StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
+            else
+              for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_buf + (t - c0 + i) * kR, acc[i]);
+          };
+          int64_t t = c0;
+          for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
+          for (; t < c1; ++t) tile(std::integral_constant<int, 1>(), t);
+        }
+      }
+  }
+}
+
+}  // namespace
+
+void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                 int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  if (w.format() == BfpFormat::kBfp8)
+    Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  else
+    Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+}
+
+}  // namespace wc::x86
+
+#pragma GCC pop_options
