@@ -67,6 +67,8 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
                                            0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
     const __m256i magnitude = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1,
                                                2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1);
+    const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4,
+                                          8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int v = 0; v < 4; ++v) {
       const __m256i raw = Load(tile + 64 + 256 * h + 64 * v + 32 * s);
       for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
@@ -74,13 +76,12 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
         const __m256i nib = _mm256_and_si256(half ? _mm256_srli_epi16(raw, 4) : raw, m4);
         const __m256i a = _mm256_shuffle_epi8(magnitude, nib);
         // |c| << shift of its k (at most 7 << 4 = 112): the even bytes (k 4 u, 4 u + 2) and the
-        // odd ones multiplied in 16-bit lanes by 2^shift, then put back together.
-        uint8_t sh[4];
-        std::memcpy(sh, shifts + 4 * u, 4);
-        const __m256i f_even = _mm256_set1_epi32((1 << sh[0]) | (1 << sh[2]) << 16);
-        const __m256i f_odd = _mm256_set1_epi32((1 << sh[1]) | (1 << sh[3]) << 16);
-        const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), f_even);
-        const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), f_odd);
+        // odd ones multiplied in 16-bit lanes by 2^shift (looked up from the 4 counts broadcast
+        // from the header), then put back together.
+        const __m256i m = _mm256_shuffle_epi8(
+            pow2, _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u)));
+        const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
+        const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
         e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
         e[8 + u] = _mm256_shuffle_epi8(value, nib);
       }
