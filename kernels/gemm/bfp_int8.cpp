@@ -21,12 +21,14 @@ int RoundShiftRight(int c, int r) {
   return (c + (1 << (r - 1)) - 1 + ((c >> r) & 1)) >> r;
 }
 
-// Byte offsets of q[n, k] / c'[n, k] in the int8 layout (bfp_int8.h).
-int64_t Bfp8Int8Byte(int64_t n, int64_t k) {
-  return kBfpExponentBytes + 512 * (n / 16) + 64 * (k / 4) + 4 * (n % 16) + k % 4;
+constexpr int64_t kHeader = 32;  // a half tile's header bytes
+
+// Byte offsets of q[16 h + r, k] / c' in a half tile (bfp_int8.h).
+int64_t Bfp8Int8Byte(int64_t r, int64_t k) {
+  return kHeader + 64 * (k / 4) + 4 * r + k % 4;
 }
-int64_t Bfp4Int8Byte(int64_t n, int64_t k) {
-  return kBfpExponentBytes + 256 * (n / 16) + 64 * ((k % 16) / 4) + 4 * (n % 16) + k % 4;
+int64_t Bfp4Int8Byte(int64_t r, int64_t k) {
+  return kHeader + 64 * ((k % 16) / 4) + 4 * r + k % 4;
 }
 
 // The block exponent of (k, half h) in BfpPanels' bf16 layout (gemm_bfp.h).
@@ -36,8 +38,8 @@ int Bf16LayoutExponent(const uint8_t* tile, int64_t h, int64_t k) {
 
 }  // namespace
 
-void ConvertBfpTileToInt8(BfpFormat f, uint8_t* tile, float* scales) {
-  const int64_t bytes = BfpTileBytes(f);
+void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halves[2],
+                          float* scales) {
   const int headroom = 7 - BfpMagnitudeBits(f);  // L: bfp8 0, bfp4 4
   alignas(64) int8_t code[2][kTile][16];         // [half][k][row in the half]: signed codes
   if (f == BfpFormat::kBfp8) {
@@ -57,8 +59,9 @@ void ConvertBfpTileToInt8(BfpFormat f, uint8_t* tile, float* scales) {
           }
         }
   }
-  uint8_t out[BfpTileBytes(BfpFormat::kBfp8)] = {};
   for (int h = 0; h < 2; ++h) {
+    uint8_t* out = halves[h];
+    std::memset(out, 0, static_cast<size_t>(BfpInt8HalfBytes(f)));
     bool nonzero[kTile];
     int emax = 0;
     for (int k = 0; k < kTile; ++k) {
@@ -71,28 +74,27 @@ void ConvertBfpTileToInt8(BfpFormat f, uint8_t* tile, float* scales) {
     scales[h] = std::ldexp(1.0f, emax - 133);  // exact: 2^-133 .. 2^121
     for (int k = 0; k < kTile; ++k) {
       const int d = nonzero[k] ? Bf16LayoutExponent(tile, h, k) - (emax - headroom) : 0;
-      if (f == BfpFormat::kBfp4) out[32 * h + k] = static_cast<uint8_t>(std::max(d, 0));
+      if (f == BfpFormat::kBfp4) out[k] = static_cast<uint8_t>(std::max(d, 0));
       int8_t c[16];
       for (int r = 0; r < 16; ++r)
         c[r] = static_cast<int8_t>(d < 0 ? RoundShiftRight(code[h][k][r], -d) : code[h][k][r]);
       if (f == BfpFormat::kBfp8) {
-        uint8_t* o = out + kBfpExponentBytes + 512 * h + 64 * (k / 4) + k % 4;
+        uint8_t* o = out + Bfp8Int8Byte(0, k);
         for (int r = 0; r < 16; ++r) o[4 * r] = static_cast<uint8_t>(c[r]);
       } else {
-        uint8_t* o = out + kBfpExponentBytes + 256 * h + 64 * ((k % 16) / 4) + k % 4;
+        uint8_t* o = out + Bfp4Int8Byte(0, k);
         const int nib = (k / 16) * 4;
         for (int r = 0; r < 16; ++r) o[4 * r] |= static_cast<uint8_t>((c[r] & 0xf) << nib);
       }
     }
   }
-  std::memcpy(tile, out, static_cast<size_t>(bytes));
 }
 
-int BfpInt8Weight(BfpFormat f, const uint8_t* tile, int64_t n, int64_t k) {
-  if (f == BfpFormat::kBfp8) return static_cast<int8_t>(tile[Bfp8Int8Byte(n, k)]);
-  const int nib = (tile[Bfp4Int8Byte(n, k)] >> ((k / 16) * 4)) & 0xf;
+int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
+  if (f == BfpFormat::kBfp8) return static_cast<int8_t>(half[Bfp8Int8Byte(r, k)]);
+  const int nib = (half[Bfp4Int8Byte(r, k)] >> ((k / 16) * 4)) & 0xf;
   const int c = nib >= 8 ? nib - 16 : nib;
-  return c * (1 << tile[32 * (n / 16) + k]);
+  return c * (1 << half[k]);
 }
 
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols) {
@@ -114,11 +116,13 @@ void BfpInt8PortableRange(const QuantInput& x, const BfpPanels& w, const float* 
   for (int64_t p = pa; p < pb; ++p) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t b = 0; b < kt; ++b) {
-      const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
       const float* dw = w.int8_scales() + (p * kt + b) * 2;
-      for (int64_t n = 0; n < kTile; ++n)
+      for (int64_t n = 0; n < kTile; ++n) {
+        const uint8_t* half =
+            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(w.format(), kt, b, n / 16);
         for (int64_t k = 0; k < kTile; ++k)
-          q[n][k] = static_cast<int8_t>(BfpInt8Weight(w.format(), tile, n, k));
+          q[n][k] = static_cast<int8_t>(BfpInt8Weight(w.format(), half, n % 16, k));
+      }
       for (int64_t t = 0; t < x.n_tokens; ++t) {
         const int8_t* xq = x.Codes(t) + b * kTile;
         const float dx = x.Dx(t)[b];

@@ -27,14 +27,14 @@
 // depend on nothing but the row's weights and the token's activations: not on tokens per call,
 // row range, threads or SIMD target.
 //
-// Tile layout in this mode (BfpPanels with precision kInt8; the same bytes a tile as tt-metal's):
-//   bfp8 [0, 64)    unused (zero)
-//        [64, 1088) half h at 64 + 512 h: 8 vectors v of 16 lanes r of 4 bytes j: byte
-//                   64 + 512 h + 64 v + 4 r + j = q[16 h + r, 4 v + j] (int8)
-//   bfp4 [0, 64)    byte 32 h + k = the shift of k in half h (0..4)
-//        [64, 576)  half h at 64 + 256 h: 4 vectors v: byte 64 + 256 h + 64 v + 4 r + j = c' of
-//                   (16 h + r, 4 v + j) in its low nibble, of (16 h + r, 16 + 4 v + j) in its high
-//                   (two's complement)
+// Layout in this mode (BfpPanels with precision kInt8; the same bytes a tile as tt-metal's): each
+// panel holds its half tiles in two runs, half 0 of every k tile, then half 1 (a pass over one
+// half's rows reads one contiguous stream), each half tile BfpInt8HalfBytes(f) = 544 / 288 bytes:
+//   [0, 32)     bfp4: byte k = the shift of k (0..4); bfp8: unused (zero)
+//   [32, ...)   bfp8: 8 vectors v of 16 lanes r of 4 bytes j: byte 32 + 64 v + 4 r + j =
+//               q[16 h + r, 4 v + j] (int8)
+//               bfp4: 4 vectors v: byte 32 + 64 v + 4 r + j = c' of (16 h + r, 4 v + j) in its
+//               low nibble, of (16 h + r, 16 + 4 v + j) in its high (two's complement)
 // so an AVX-512 register of one vector holds a half tile's 16 rows x 4 k as vpdpbusd reads them
 // (quant_panels.h's lanes), and bfp4 needs a nibble split and a per-k shift to get there.
 // The scales dW live beside the tiles (BfpPanels::int8_scales(): [panels][k tiles][2] f32).
@@ -49,12 +49,22 @@ namespace wc {
 
 class BfpPanels;
 
-// Rewrites one tile, `tile` [BfpTileBytes(f)] in BfpPanels' bf16 layout (gemm_bfp.h), in place
-// into the layout above, and its two halves' scales into scales[2].
-void ConvertBfpTileToInt8(BfpFormat f, uint8_t* tile, float* scales);
+// Bytes of one half tile in the layout above.
+constexpr int64_t BfpInt8HalfBytes(BfpFormat f) {
+  return BfpTileBytes(f) / 2;
+}
+// Where half h of k tile tk lies in its panel (bytes from the panel's start).
+constexpr int64_t BfpInt8HalfOffset(BfpFormat f, int64_t k_tiles, int64_t tk, int64_t h) {
+  return (h * k_tiles + tk) * BfpInt8HalfBytes(f);
+}
 
-// q[n, k] of a tile in the layout above (n, k < 32).
-int BfpInt8Weight(BfpFormat f, const uint8_t* tile, int64_t n, int64_t k);
+// One tile, `tile` [BfpTileBytes(f)] in BfpPanels' bf16 layout (gemm_bfp.h), rewritten into the
+// layout above: half h into halves[h] [BfpInt8HalfBytes(f)], its scale into scales[h].
+void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halves[2],
+                          float* scales);
+
+// q[16 h + r, k] of a half tile `half` in the layout above (r < 16, k < 32).
+int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k);
 
 // x [n_tokens, x_stride] f32 (the first cols of each row read) quantized as the contract says
 // (zero-padded to whole k tiles).

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/quant_gemm_x86.h"
@@ -43,23 +44,20 @@ constexpr int kStride = 17;
 template <BfpFormat F>
 void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
   const int64_t h = quarter / 2, s = quarter % 2;
-  const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
-  if (b + kPrefetchTiles < w.k_tiles()) {
-    const uint8_t* ahead = tile + kPrefetchTiles * w.tile_bytes();
-    const int64_t codes = F == BfpFormat::kBfp8 ? 512 : 256;
-    if constexpr (F == BfpFormat::kBfp4)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + 32 * h), _MM_HINT_T0);
-    for (int64_t o = 32 * s; o < codes; o += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 + codes * h + o), _MM_HINT_T0);
-  }
+  const int64_t half_bytes = BfpInt8HalfBytes(F);
+  const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, w.k_tiles(), b, h);
+  if (b + kPrefetchTiles < w.k_tiles())
+    for (int64_t o = 0; o < half_bytes; o += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
+                   _MM_HINT_T0);
   if constexpr (F == BfpFormat::kBfp8) {
     for (int v = 0; v < 8; ++v) {
-      const __m256i q = Load(tile + 64 + 512 * h + 64 * v + 32 * s);
+      const __m256i q = Load(half + 32 + 64 * v + 32 * s);
       e[v] = _mm256_abs_epi8(q);
       e[8 + v] = q;
     }
   } else {
-    const uint8_t* shifts = tile + 32 * h;
+    const uint8_t* shifts = half;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i low = _mm256_set1_epi16(0x00FF);
     // A nibble's two's-complement value, and its magnitude, looked up (vpshufb).
@@ -70,7 +68,7 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
     const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4,
                                           8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
     for (int v = 0; v < 4; ++v) {
-      const __m256i raw = Load(tile + 64 + 256 * h + 64 * v + 32 * s);
+      const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
       for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
         const int u = v + 4 * half;
         const __m256i nib = _mm256_and_si256(half ? _mm256_srli_epi16(raw, 4) : raw, m4);

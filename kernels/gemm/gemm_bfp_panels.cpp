@@ -75,7 +75,12 @@ void BfpPanels::Init(BfpFormat f, int64_t rows, int64_t cols, ActivationPrecisio
 }
 
 void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
-  uint8_t* dst = data_.data() + p * panel_bytes() + tk * tile_bytes();
+  // With kInt8 the tile is built here, then its halves written where the int8 layout keeps them
+  // (bfp_int8.h), which is not one run.
+  alignas(64) uint8_t staged[BfpTileBytes(BfpFormat::kBfp8)] = {};
+  uint8_t* dst = precision_ == ActivationPrecision::kInt8
+                     ? staged
+                     : data_.data() + p * panel_bytes() + tk * tile_bytes();
   const int b_bits = BfpMagnitudeBits(format_);
   bool plain = true;
   for (int64_t k = 0; k < kTile; ++k) {
@@ -102,8 +107,12 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
     }
   }
   if (!plain) plain_[static_cast<size_t>(p)] = 0;
-  if (precision_ == ActivationPrecision::kInt8)
-    ConvertBfpTileToInt8(format_, dst, int8_scales_.data() + (p * k_tiles() + tk) * 2);
+  if (precision_ == ActivationPrecision::kInt8) {
+    uint8_t* panel = data_.data() + p * panel_bytes();
+    uint8_t* const halves[2] = {panel + BfpInt8HalfOffset(format_, k_tiles(), tk, 0),
+                                panel + BfpInt8HalfOffset(format_, k_tiles(), tk, 1)};
+    ConvertBfpTileToInt8(format_, staged, halves, int8_scales_.data() + (p * k_tiles() + tk) * 2);
+  }
 }
 
 BfpPanels BfpPanels::FromMatrix(BfpFormat f, const MatrixRef& w, const std::string& name,
@@ -183,9 +192,12 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
   const uint8_t* tile = data_.data() + (r / 32) * panel_bytes() + (k / 32) * tile_bytes();
   const int64_t n = r % 32, h = n / 16, lane = n % 16, kk = k % 32;
-  if (precision_ == ActivationPrecision::kInt8)
-    return static_cast<float>(BfpInt8Weight(format_, tile, n, kk)) *
+  if (precision_ == ActivationPrecision::kInt8) {
+    const uint8_t* half =
+        data_.data() + (r / 32) * panel_bytes() + BfpInt8HalfOffset(format_, k_tiles(), k / 32, h);
+    return static_cast<float>(BfpInt8Weight(format_, half, lane, kk)) *
            int8_scales_[static_cast<size_t>(((r / 32) * k_tiles() + k / 32) * 2 + h)];
+  }
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
   uint8_t code;
   if (format_ == BfpFormat::kBfp8) {

@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/quant_gemm_x86.h"
@@ -372,24 +373,22 @@ struct BfpInt8Halves {
   void ExpandBlock(int64_t i, int64_t b, __m512i* e) const {
     using L = Layout<GgmlQuant::kQ8_0>;
     const int64_t p = pa + i / 2, h = i % 2;
-    const uint8_t* tile = w.data() + p * w.panel_bytes() + b * w.tile_bytes();
+    const int64_t half_bytes = BfpInt8HalfBytes(F);
+    const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, w.k_tiles(), b, h);
     const __m512i flip = _mm512_set1_epi8(static_cast<char>(0x80));
-    // The half tiles of a pair lie a tile apart, a stride the hardware prefetchers follow too
-    // late for one token's call (memory-bound): the half tile kPrefetchTiles ahead is asked for.
-    if (b + kPrefetchTiles < w.k_tiles()) {
-      const uint8_t* ahead = tile + kPrefetchTiles * w.tile_bytes();
-      const int64_t codes = F == BfpFormat::kBfp8 ? 512 : 256;
-      if constexpr (F == BfpFormat::kBfp4)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + 32 * h), _MM_HINT_T0);
-      for (int64_t o = 0; o < codes; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(ahead + 64 + codes * h + o), _MM_HINT_T0);
-    }
+    // One token's call is bound by the read of the half tiles, one stream a pair: the one
+    // kPrefetchTiles ahead is asked for (docs/performance.md, "Block-float weights in 8-bit
+    // integers").
+    if (b + kPrefetchTiles < w.k_tiles())
+      for (int64_t o = 0; o < half_bytes; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
+                     _MM_HINT_T0);
     if constexpr (F == BfpFormat::kBfp8) {
-      const uint8_t* q = tile + 64 + 512 * h;
+      const uint8_t* q = half + 32;
       for (int v = 0; v < 8; ++v) e[v] = _mm512_xor_si512(_mm512_loadu_si512(q + 64 * v), flip);
     } else {
-      const uint8_t* q = tile + 64 + 256 * h;
-      const uint8_t* shifts = tile + 32 * h;
+      const uint8_t* q = half + 32;
+      const uint8_t* shifts = half;
       const __m512i m4 = _mm512_set1_epi8(0x0F);
       // A nibble's two's-complement value as a signed byte, looked up (vpshufb) in one step.
       const __m512i sign_extend = _mm512_broadcast_i32x4(
