@@ -6,7 +6,6 @@
 #include <omp.h>
 
 #include <cmath>
-#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm.h"
+#include "tests/test_util.h"
 #include "util/rng.h"
 
 namespace wc {
@@ -36,13 +36,6 @@ std::vector<float> MakeWeights(int64_t out, int64_t in, uint64_t seed) {
               ? 0.0f
               : static_cast<float>(rng.Uniform() * 2 - 1) * col_scale[static_cast<size_t>(k)];
   return w;
-}
-
-std::vector<float> MakeActivations(int64_t n, int64_t in, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> x(static_cast<size_t>(n * in));
-  for (auto& v : x) v = static_cast<float>(rng.Uniform() * 4 - 2);
-  return x;
 }
 
 PackedMatrix PackInt8(BfpFormat f, const std::vector<float>& w, int64_t out, int64_t in) {
@@ -175,7 +168,7 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
     std::vector<float> bias(static_cast<size_t>(out));
     for (int64_t r = 0; r < out; ++r) bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r);
     for (int64_t n : {1, 2, 7, 8, 9, 33}) {
-      const std::vector<float> x = MakeActivations(n, in, 100 + n);
+      const std::vector<float> x = test::RandomX(n, in, 100 + n);
       for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
         for (const float* b : std::vector<const float*>{nullptr, bias.data()}) {
           const std::vector<float> want = ContractGemm(m, x.data(), n, b, r0, r1);
@@ -190,7 +183,7 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
               SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
               ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
               const std::vector<float> got = RunGemm(m, x, n, b, r0, r1);
-              ASSERT_EQ(std::memcmp(got.data(), want.data(), want.size() * sizeof(float)), 0)
+              ASSERT_TRUE(test::SameBits(got, want))
                   << BfpFormatName(f) << " n " << n << " rows " << r0 << ".." << r1 << " threads "
                   << threads << " kernel " << GemmKernelLabel(kernel);
             }
@@ -211,7 +204,7 @@ TEST(BfpInt8, CloseToTheExactProduct) {
     Rng rng(3);
     std::vector<float> w(static_cast<size_t>(out * in));
     for (auto& v : w) v = static_cast<float>(rng.Uniform() * 2 - 1);
-    const std::vector<float> x = MakeActivations(n, in, 4);
+    const std::vector<float> x = test::RandomX(n, in, 4);
     const PackedMatrix exact =
         PackedMatrix::Pack(MatrixRef{DType::kF32, out, in, in, w.data()},
                            f == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4,
