@@ -79,6 +79,14 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   // The packing's parallel regions on a thread that ends with the load (util/openmp_thread.h).
   RunInOwnOpenMPPool([&] { m.model = DecoderModel::Load(m.dir, mo); });
   if (packing) packing->Finish();
+  // int8 is the block-float matrices' mode (kernels/gemm/bfp_int8.h): without one, the run would
+  // multiply as bf16 while its header said int8.
+  if (mo.matmul_precision == ActivationPrecision::kInt8 &&
+      m.model->weights().packed_formats().find("bfp") == std::string::npos)
+    throw Error(
+        Cat("--matmul-precision int8 multiplies block-float matrices, and this model's are ",
+            m.model->weights().packed_formats(),
+            "; add --weights bfp8 or bfp4 (or a group: mlp=bfp4)"));
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
     std::vector<int64_t> all(2 * static_cast<size_t>(o.tensor_parallel));  // [ranks, 2]

@@ -270,6 +270,14 @@ TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
   EXPECT_NE(bad.err.find("--matmul-precision 'int4' is not supported; choose bf16, f32 or int8"),
             std::string::npos)
       << bad.err;
+  // Without a block-float matrix int8 would change nothing: refused, naming what to add.
+  const RunResult none = RunWormchat(
+      {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int8"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("--matmul-precision int8 multiplies block-float matrices, and this "
+                          "model's are bf16; add --weights bfp8 or bfp4"),
+            std::string::npos)
+      << none.err;
 }
 
 }  // namespace
