@@ -122,6 +122,7 @@ class BfpPanels {
   // With precision kInt8 the tiles are in bfp_int8.h's layout (converted as they are packed) and
   // these are its half tiles' scales dW: [panels][k_tiles][2] f32. Empty otherwise.
   const float* int8_scales() const { return int8_scales_.data(); }
+  size_t int8_scale_bytes() const { return int8_scales_.size() * sizeof(float); }
 
   // W[r, k] (the exact decoded value; with kInt8 the value it multiplies as, q dW) and row r as
   // floats (tests; a tied head's lookup).

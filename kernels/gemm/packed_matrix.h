@@ -97,9 +97,10 @@ class PackedMatrix {
   const BfpPanels& bfp() const { return bfp_; }
   // A GGML-quantized matrix's groups (IsGgmlQuant(format())); empty otherwise.
   const QuantPanels& quant() const { return quant_; }
-  // Bytes held: the panels, or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()).
+  // Bytes held: the panels, or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()) and,
+  // with int8 activations, their half tiles' scales (8 bytes a tile).
   size_t bytes() const {
-    if (IsBfp(format_)) return bfp_.bytes();
+    if (IsBfp(format_)) return bfp_.bytes() + bfp_.int8_scale_bytes();
     if (IsGgmlQuant(format_)) return quant_.bytes();
     return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
   }

@@ -105,7 +105,9 @@ TEST(BfpInt8, WeightsFollowTheDefinition) {
     const std::vector<float> w = MakeWeights(out, in, 11);
     const PackedMatrix m = PackInt8(f, w, out, in);
     EXPECT_EQ(m.precision(), ActivationPrecision::kInt8);
-    EXPECT_EQ(m.bytes(), static_cast<size_t>(3 * 4 * BfpTileBytes(f)));  // tt-metal's size
+    // tt-metal's size, and a scale a half tile beside it.
+    EXPECT_EQ(m.bfp().bytes(), static_cast<size_t>(3 * 4 * BfpTileBytes(f)));
+    EXPECT_EQ(m.bytes(), static_cast<size_t>(3 * 4 * (BfpTileBytes(f) + 8)));
     int exact = 0, rounded = 0;
     for (int64_t tk = 0; tk < 4; ++tk)
       for (int64_t tn = 0; tn < 3; ++tn)
