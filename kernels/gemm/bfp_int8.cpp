@@ -11,9 +11,10 @@
 #include "util/error.h"
 
 namespace wc {
-namespace {
+// Named, not anonymous: unity builds put other files' file-local names (a kTile) beside these.
+namespace bfp_int8 {
 
-constexpr int kTile = static_cast<int>(kBfpTileDim);
+constexpr int kDim = static_cast<int>(kBfpTileDim);
 
 // c / 2^r rounded half to even (r >= 1; any r: beyond 8 every code rounds to 0).
 int RoundShiftRight(int c, int r) {
@@ -36,14 +37,14 @@ int Bf16LayoutExponent(const uint8_t* tile, int64_t h, int64_t k) {
   return tile[(k / 2) * 4 + 2 * h + k % 2];
 }
 
-}  // namespace
+}  // namespace bfp_int8
 
 void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halves[2],
                           float* scales) {
-  const int headroom = 7 - BfpMagnitudeBits(f);  // L: bfp8 0, bfp4 4
-  alignas(64) int8_t code[2][kTile][16];         // [half][k][row in the half]: signed codes
+  const int headroom = 7 - BfpMagnitudeBits(f);    // L: bfp8 0, bfp4 4
+  alignas(64) int8_t code[2][bfp_int8::kDim][16];  // [half][k][row in the half]: signed codes
   if (f == BfpFormat::kBfp8) {
-    for (int k = 0; k < kTile; ++k)
+    for (int k = 0; k < bfp_int8::kDim; ++k)
       for (int h = 0; h < 2; ++h)
         std::memcpy(code[h][k], tile + kBfpExponentBytes + 32 * k + 16 * h, 16);
   } else {
@@ -62,27 +63,28 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
   for (int h = 0; h < 2; ++h) {
     uint8_t* out = halves[h];
     std::memset(out, 0, static_cast<size_t>(BfpInt8HalfBytes(f)));
-    bool nonzero[kTile];
+    bool nonzero[bfp_int8::kDim];
     int emax = 0;
-    for (int k = 0; k < kTile; ++k) {
+    for (int k = 0; k < bfp_int8::kDim; ++k) {
       uint64_t lo, hi;
       std::memcpy(&lo, code[h][k], 8);
       std::memcpy(&hi, code[h][k] + 8, 8);
       nonzero[k] = (lo | hi) != 0;
-      if (nonzero[k]) emax = std::max(emax, Bf16LayoutExponent(tile, h, k));
+      if (nonzero[k]) emax = std::max(emax, bfp_int8::Bf16LayoutExponent(tile, h, k));
     }
     scales[h] = std::ldexp(1.0f, emax - 133);  // exact: 2^-133 .. 2^121
-    for (int k = 0; k < kTile; ++k) {
-      const int d = nonzero[k] ? Bf16LayoutExponent(tile, h, k) - (emax - headroom) : 0;
+    for (int k = 0; k < bfp_int8::kDim; ++k) {
+      const int d = nonzero[k] ? bfp_int8::Bf16LayoutExponent(tile, h, k) - (emax - headroom) : 0;
       if (f == BfpFormat::kBfp4) out[k] = static_cast<uint8_t>(std::max(d, 0));
       int8_t c[16];
       for (int r = 0; r < 16; ++r)
-        c[r] = static_cast<int8_t>(d < 0 ? RoundShiftRight(code[h][k][r], -d) : code[h][k][r]);
+        c[r] = static_cast<int8_t>(d < 0 ? bfp_int8::RoundShiftRight(code[h][k][r], -d)
+                                         : code[h][k][r]);
       if (f == BfpFormat::kBfp8) {
-        uint8_t* o = out + Bfp8Int8Byte(0, k);
+        uint8_t* o = out + bfp_int8::Bfp8Int8Byte(0, k);
         for (int r = 0; r < 16; ++r) o[4 * r] = static_cast<uint8_t>(c[r]);
       } else {
-        uint8_t* o = out + Bfp4Int8Byte(0, k);
+        uint8_t* o = out + bfp_int8::Bfp4Int8Byte(0, k);
         const int nib = (k / 16) * 4;
         for (int r = 0; r < 16; ++r) o[4 * r] |= static_cast<uint8_t>((c[r] & 0xf) << nib);
       }
@@ -91,14 +93,14 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
 }
 
 int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
-  if (f == BfpFormat::kBfp8) return static_cast<int8_t>(half[Bfp8Int8Byte(r, k)]);
-  const int nib = (half[Bfp4Int8Byte(r, k)] >> ((k / 16) * 4)) & 0xf;
+  if (f == BfpFormat::kBfp8) return static_cast<int8_t>(half[bfp_int8::Bfp8Int8Byte(r, k)]);
+  const int nib = (half[bfp_int8::Bfp4Int8Byte(r, k)] >> ((k / 16) * 4)) & 0xf;
   const int c = nib >= 8 ? nib - 16 : nib;
   return c * (1 << half[k]);
 }
 
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols) {
-  const int64_t k32 = (cols + kTile - 1) / kTile * kTile;
+  const int64_t k32 = (cols + bfp_int8::kDim - 1) / bfp_int8::kDim * bfp_int8::kDim;
   if (k32 == cols) return QuantizeActivations(x, n_tokens, x_stride, cols, QuantActivation::kA32);
   std::vector<float> padded(static_cast<size_t>(std::max<int64_t>(1, n_tokens * k32)), 0.0f);
   for (int64_t t = 0; t < n_tokens; ++t)
@@ -110,34 +112,36 @@ void BfpInt8PortableRange(const QuantInput& x, const BfpPanels& w, const float* 
                           int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa,
                           int64_t pb) {
   const int64_t kt = w.k_tiles();
-  WC_CHECK(x.cols == kt * kTile && x.kind == QuantActivation::kA32, "bfp int8 input shape");
-  std::vector<float> acc(static_cast<size_t>(x.n_tokens * kTile));  // [token][32 rows]
-  int8_t q[kTile][kTile];                                           // [n][k] one tile
+  WC_CHECK(x.cols == kt * bfp_int8::kDim && x.kind == QuantActivation::kA32,
+           "bfp int8 input shape");
+  std::vector<float> acc(static_cast<size_t>(x.n_tokens * bfp_int8::kDim));  // [token][32 rows]
+  int8_t q[bfp_int8::kDim][bfp_int8::kDim];                                  // [n][k] one tile
   for (int64_t p = pa; p < pb; ++p) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t b = 0; b < kt; ++b) {
       const float* dw = w.int8_scales() + (p * kt + b) * 2;
-      for (int64_t n = 0; n < kTile; ++n) {
+      for (int64_t n = 0; n < bfp_int8::kDim; ++n) {
         const uint8_t* half =
             w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(w.format(), kt, b, n / 16);
-        for (int64_t k = 0; k < kTile; ++k)
+        for (int64_t k = 0; k < bfp_int8::kDim; ++k)
           q[n][k] = static_cast<int8_t>(BfpInt8Weight(w.format(), half, n % 16, k));
       }
       for (int64_t t = 0; t < x.n_tokens; ++t) {
-        const int8_t* xq = x.Codes(t) + b * kTile;
+        const int8_t* xq = x.Codes(t) + b * bfp_int8::kDim;
         const float dx = x.Dx(t)[b];
-        for (int64_t n = 0; n < kTile; ++n) {
+        for (int64_t n = 0; n < bfp_int8::kDim; ++n) {
           int32_t s = 0;
-          for (int64_t k = 0; k < kTile; ++k) s += q[n][k] * xq[k];
-          float& a = acc[static_cast<size_t>(t * kTile + n)];
+          for (int64_t k = 0; k < bfp_int8::kDim; ++k) s += q[n][k] * xq[k];
+          float& a = acc[static_cast<size_t>(t * bfp_int8::kDim + n)];
           a = std::fma(dw[n / 16] * dx, static_cast<float>(s), a);
         }
       }
     }
-    const int64_t r0 = std::max(p * kTile, row_begin), r1 = std::min(p * kTile + kTile, row_end);
+    const int64_t r0 = std::max(p * bfp_int8::kDim, row_begin),
+                  r1 = std::min(p * bfp_int8::kDim + bfp_int8::kDim, row_end);
     for (int64_t t = 0; t < x.n_tokens; ++t)
       for (int64_t r = r0; r < r1; ++r) {
-        const float v = acc[static_cast<size_t>(t * kTile + r - p * kTile)];
+        const float v = acc[static_cast<size_t>(t * bfp_int8::kDim + r - p * bfp_int8::kDim)];
         y[t * y_stride + (r - row_begin)] = bias ? v + bias[r] : v;
       }
   }
