@@ -81,8 +81,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   if (packing) packing->Finish();
   // int8 is the block-float matrices' mode (kernels/gemm/bfp_int8.h): without one, the run would
   // multiply as bf16 while its header said int8.
-  if (mo.matmul_precision == ActivationPrecision::kInt8 &&
-      m.model->weights().packed_formats().find("bfp") == std::string::npos)
+  if (mo.matmul_precision == ActivationPrecision::kInt8 && !m.model->weights().holds_bfp())
     throw Error(
         Cat("--matmul-precision int8 multiplies block-float matrices, and this model's are ",
             m.model->weights().packed_formats(),

@@ -212,6 +212,13 @@ std::string ModelWeights::packed_formats() const {
   return s;
 }
 
+bool ModelWeights::holds_bfp() const {
+  for (const LayerWeights& l : layers)
+    for (const Linear* m : l.Linears())
+      if (IsBfp(m->p.format())) return true;
+  return IsBfp(lm_head_p.format());
+}
+
 void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
                         const PackProgress& progress) {
   int64_t total = SourceBytes(lm_head), before = 0;  // source bytes: all, and of matrices packed

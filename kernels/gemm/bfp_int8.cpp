@@ -119,10 +119,9 @@ void BfpInt8PortableRange(const QuantInput& x, const BfpPanels& w, const float* 
   for (int64_t p = pa; p < pb; ++p) {
     std::fill(acc.begin(), acc.end(), 0.0f);
     for (int64_t b = 0; b < kt; ++b) {
-      const float* dw = w.int8_scales() + (p * kt + b) * 2;
+      const float dw[2] = {w.Int8Scale(p, b, 0), w.Int8Scale(p, b, 1)};
       for (int64_t n = 0; n < bfp_int8::kDim; ++n) {
-        const uint8_t* half =
-            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(w.format(), kt, b, n / 16);
+        const uint8_t* half = w.Int8Half(p, b, n / 16);
         for (int64_t k = 0; k < bfp_int8::kDim; ++k)
           q[n][k] = static_cast<int8_t>(BfpInt8Weight(w.format(), half, n % 16, k));
       }

@@ -123,6 +123,13 @@ class BfpPanels {
   // these are its half tiles' scales dW: [panels][k_tiles][2] f32. Empty otherwise.
   const float* int8_scales() const { return int8_scales_.data(); }
   size_t int8_scale_bytes() const { return int8_scales_.size() * sizeof(float); }
+  // With kInt8: half h of k tile tk of panel p (bfp_int8.h's layout), and its scale dW.
+  const uint8_t* Int8Half(int64_t p, int64_t tk, int64_t h) const {
+    return data_.data() + p * panel_bytes() + (h * k_tiles() + tk) * tile_bytes() / 2;
+  }
+  float Int8Scale(int64_t p, int64_t tk, int64_t h) const {
+    return int8_scales_[static_cast<size_t>((p * k_tiles() + tk) * 2 + h)];
+  }
 
   // W[r, k] (the exact decoded value; with kInt8 the value it multiplies as, q dW) and row r as
   // floats (tests; a tied head's lookup).

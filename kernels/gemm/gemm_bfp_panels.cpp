@@ -192,12 +192,9 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
   const uint8_t* tile = data_.data() + (r / 32) * panel_bytes() + (k / 32) * tile_bytes();
   const int64_t n = r % 32, h = n / 16, lane = n % 16, kk = k % 32;
-  if (precision_ == ActivationPrecision::kInt8) {
-    const uint8_t* half =
-        data_.data() + (r / 32) * panel_bytes() + BfpInt8HalfOffset(format_, k_tiles(), k / 32, h);
-    return static_cast<float>(BfpInt8Weight(format_, half, lane, kk)) *
-           int8_scales_[static_cast<size_t>(((r / 32) * k_tiles() + k / 32) * 2 + h)];
-  }
+  if (precision_ == ActivationPrecision::kInt8)
+    return static_cast<float>(BfpInt8Weight(format_, Int8Half(r / 32, k / 32, h), lane, kk)) *
+           Int8Scale(r / 32, k / 32, h);
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
   uint8_t code;
   if (format_ == BfpFormat::kBfp8) {
