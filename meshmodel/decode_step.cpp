@@ -17,6 +17,7 @@ std::string GraphLabel(const DecodeStepOptions& o) {
   if (o.eth_links > 1) add(Cat(o.eth_links, " links"));
   if (o.flash_decode) add("FlashDecode");
   if (o.tokens_per_user > 1) add(Cat("verify ", o.tokens_per_user, " tokens a user"));
+  if (o.large_subblocks) add("large subblocks");
   return label.empty() ? "measured" : label;
 }
 
@@ -41,6 +42,7 @@ DecodeStepEstimate EstimateDecodeStep(const ModelConfig& c, const DecodeStepOpti
   g.flash_decode = o.flash_decode;
   g.dram_sharded = o.dram_sharded;
   g.tokens_per_user = o.tokens_per_user;
+  g.large_subblocks = o.large_subblocks;
   const TtGraph graph = BuildTtGraph(c, g);
 
   TtSoftware sw = MeasuredSoftware();

@@ -40,6 +40,9 @@ struct DecodeStepOptions {
   // speculation what-if's (meshmodel/speculation.h).
   int tokens_per_user = 1;
   int lm_head_fractures = 8;  // seed 001's fracture_vocab_factor (pads the vocabulary)
+  // what-if: the di/dt limit lifted, the 1 x 1 subblock matmuls at their largest subblocks
+  // (TtGraphOptions::large_subblocks).
+  bool large_subblocks = false;
 };
 
 // A group of same-named ops of the step ("qkv", "interleaved_to_sharded", "all_gather", ...).

@@ -100,6 +100,8 @@ std::vector<Scenario> TodaysWhatIfs(const DecodeStepOptions& base) {
   add("2 eth links", [](DecodeStepOptions& d) { d.eth_links = 2; });  // nothing on one chip
   add("BFP4_B MLP weights", [](DecodeStepOptions& d) { d.mlp_weights = TileFormat::kBFP4; });
   add("FlashDecode", [](DecodeStepOptions& d) { d.flash_decode = true; });  // decode only
+  // The di/dt workaround's 1 x 1 subblocks lifted (the prefill matmuls', and decode's few).
+  add("large subblocks", [](DecodeStepOptions& d) { d.large_subblocks = true; });
   add("today's (all but 800 MHz)", [](DecodeStepOptions& d) {
     d.dram_sharded = true;
     d.op_floors_2025 = true;

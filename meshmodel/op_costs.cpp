@@ -48,21 +48,29 @@ OpCost FlashDecodeCost(const TtOp& op, const TtSoftware& sw) {
 
 }  // namespace
 
-double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1) {
+double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1,
+                      int subblock_tiles) {
+  double plateau = sw.gemm_cycles_hifi4_bf16;
   switch (fidelity) {
     case MathFidelity::kLoFi:
-      return in0 == TileFormat::kBFP4 && in1 == TileFormat::kBFP4 ? sw.gemm_cycles_lofi_bfp4
-                                                                  : sw.gemm_cycles_lofi_bfp8;
+      plateau = in0 == TileFormat::kBFP4 && in1 == TileFormat::kBFP4 ? sw.gemm_cycles_lofi_bfp4
+                                                                     : sw.gemm_cycles_lofi_bfp8;
+      break;
     case MathFidelity::kHiFi2: {
       auto half = [&](TileFormat f) {
         return (f == TileFormat::kBF16 ? sw.gemm_cycles_hifi2_bf16 : sw.gemm_cycles_hifi2_bfp8) / 2;
       };
-      return half(in0) + half(in1);
+      plateau = half(in0) + half(in1);
+      break;
     }
     case MathFidelity::kHiFi4:
-      return sw.gemm_cycles_hifi4_bf16;
+      plateau = sw.gemm_cycles_hifi4_bf16;
+      break;
   }
-  return sw.gemm_cycles_hifi4_bf16;
+  if (subblock_tiles > 1) return plateau;
+  // #9723's ratio to the plateau of the format it measured (bf16 x BFP8_B at HiFi2).
+  const double measured_plateau = (sw.gemm_cycles_hifi2_bf16 + sw.gemm_cycles_hifi2_bfp8) / 2;
+  return plateau * sw.gemm_cycles_1x1_hifi2_bf16_bfp8 / measured_plateau;
 }
 
 TtSoftware MeasuredSoftware() {
@@ -89,16 +97,19 @@ OpCost CostOf(const TtOp& op, int chips, const WormholeChipSpec& chip, const TtS
       const int cols = std::max(1, op.cores / std::max(1, op.m_split));
       const double products =
           PerCore(op.m_tiles, op.m_split) * PerCore(op.n_tiles, cols) * op.k_tiles;
-      const double fused = op.tiles > 0 ? PerCore(op.tiles, op.cores) * op.passes : 0;
-      c.compute_us = Us(
-          products * GemmTileCycles(sw, op.fidelity, op.act, op.weights) + fused * sw.pass_cycles,
-          sw);
+      const double fused = op.tiles > 0 ? PerCore(op.tiles, op.cores) : 0;
+      c.compute_us =
+          Us(products * GemmTileCycles(sw, op.fidelity, op.act, op.weights, op.out_subblock_tiles) +
+                 fused * sw.fused_activation_tile_cycles,
+             sw);
       c.us = c.fixed_us + std::max(c.dram_us, c.compute_us);
       break;
     }
     case TtOpKind::kBatchedMatmul: {
       const double products = PerCore(op.batch, op.cores) * op.m_tiles * op.k_tiles * op.n_tiles;
-      c.compute_us = Us(products * GemmTileCycles(sw, op.fidelity, op.act, op.weights), sw);
+      c.compute_us =
+          Us(products * GemmTileCycles(sw, op.fidelity, op.act, op.weights, op.out_subblock_tiles),
+             sw);
       // Each core reads its operands from the cores that hold them (sharded, or one user's K
       // per core) at its NoC port.
       c.noc_us = Us(op.read_bytes / op.cores / sw.core_read_bytes_per_cycle, sw);

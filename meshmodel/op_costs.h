@@ -9,9 +9,10 @@
 //   every program   a fixed cost (firmware start, runtime arguments, circular buffers, the end
 //                   handshake: a data-movement program's, or a compute program's), then its body:
 //   kMatmul         max(weights + DRAM activations over the read rate of its DRAM layout,
-//                   output tiles per core x k tiles x measured cycles a tile product / clock)
-//   kBatchedMatmul  max(products per core x tile products x cycles a tile / clock, the bytes a
-//                   core reads from other cores' L1 at its NoC rate)
+//                   output tiles per core x k tiles x measured cycles a tile product (at its
+//                   output subblock) + fused activation tiles x their cycles, over the clock)
+//   kBatchedMatmul  max(products per core x tile products x cycles a tile (at its subblock) /
+//                   clock, the bytes a core reads from other cores' L1 at its NoC rate)
 //   kCompute        max(tiles per core x passes x pass cycles / clock, DRAM bytes / read rate)
 //   kDataMovement   max(read bytes, written bytes) over the cores' copy rate (a tile per NoC
 //                   round trip) and DRAM's interleaved rate
@@ -71,6 +72,21 @@ struct TtSoftware {
   double gemm_cycles_lofi_bfp8 = 29, gemm_cycles_lofi_bfp4 = 21;
   double gemm_cycles_hifi2_bfp8 = 41, gemm_cycles_hifi2_bf16 = 54;
   double gemm_cycles_hifi4_bf16 = 79;
+  // The same product with 1 x 1 output subblocks (the di/dt workaround of Falcon's prefill
+  // matmuls: every product re-unpacks both operands and packs its one output tile). Issue #9723
+  // (2024-06-26) timed Falcon-7B's prefill MLP as it ran - 8x8 cores, 1 x 1 subblocks, HiFi2,
+  // bf16 activations x BFP8_B weights: FF2 [1024, 18432] x [18432, 4608] took 2.38 ms, FF1
+  // [1024, 4608] x [4608, 18432] with its GELU fused 2.64 ms (5.28 and 4.76 at 2048 tokens).
+  // FF2 is a plain matmul: 4 x 18 output tiles a core x 576 k tiles = 41,472 products a core in
+  // 2,380,000 cycles at 1 GHz, less a compute program's fixed cost: 56.95 cycles a product, 1.20x
+  // the 47.5 of the plateau. Other formats and fidelities take that ratio of their own plateau
+  // (docs/tt-metal/prefill-costs.md section 6.1 writes the arithmetic out).
+  double gemm_1x1_products_ff2 = 4.0 * 18 * 576;
+  double gemm_cycles_1x1_hifi2_bf16_bfp8 = (2.38e6 - fixed_compute_cycles) / gemm_1x1_products_ff2;
+  // A fused activation (GELU, SiLU) on an output tile, in the packer: FF1 is FF2's product count
+  // on the same cores plus GELU on its 4 x 72 output tiles a core, so (2.64 - 2.38) ms over 288
+  // tiles: 903 cycles a tile (28 of the vector unit's 32-cycle passes).
+  double fused_activation_tile_cycles = (2.64e6 - 2.38e6) / (4.0 * 72);
   // scaled_dot_product_attention, causal, head_dim 64, BFP8 (tech_reports/FlashAttention @
   // 0f7aa9bbf2, n150 8x8): 14.4 / 18.1 / 20.9 / 22.5 TFLOP/s at S = 512 / 1k / 2k / 4k, FLOPs =
   // 2 b s^2 h d; shorter prompts take the 512 rate (none measured), between them log-linear.
@@ -91,8 +107,11 @@ struct TtSoftware {
 // The constants of the runs that measured tt-metal's published figures.
 TtSoftware MeasuredSoftware();
 
-// Cycles a core takes for one tile product at `fidelity` with `in0` x `in1` tiles.
-double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1);
+// Cycles a core takes for one tile product at `fidelity` with `in0` x `in1` tiles, in a matmul
+// whose output subblocks hold `subblock_tiles` tiles (1: 1 x 1, the measured #9723 cost; 2-8: the
+// GEMM report's plateau).
+double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in0, TileFormat in1,
+                      int subblock_tiles = 8);
 
 // One program's time and where it goes (microseconds).
 struct OpCost {

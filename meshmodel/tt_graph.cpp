@@ -7,6 +7,7 @@
 
 #include "model/lm_head.h"
 #include "util/error.h"
+#include "util/int_math.h"
 
 namespace wc {
 
@@ -128,8 +129,11 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
     TtOp kt = Compute("transpose", users_cores, u * s.kv_heads * s.p_t * s.hdt, kTransposePasses,
                       kvb, L, L);
     b.Layer(kt);
-    b.Layer(Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t,
-                    TileFormat::kBF16));
+    // ATTN_BATCHED_MM_PROGCFG: out_subblock 1 x 1 for both batched matmuls.
+    TtOp qk = Batched("attn_scores", users_cores, u * s.kv_heads, s.q_pad_t, s.hdt, s.p_t,
+                      TileFormat::kBF16);
+    qk.out_subblock_tiles = 1;
+    b.Layer(qk);
     TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
                       bf16, L, L);
     sm.fidelity = MathFidelity::kHiFi4;
@@ -137,8 +141,10 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
     b.Layer(update);
     b.Layer(Move("slice", 64, slice, D, slice, L));
     b.Layer(Move("interleaved_to_sharded", users_cores, slice, L, slice, L));
-    b.Layer(Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt,
-                    TileFormat::kBF16));
+    TtOp pv = Batched("attn_values", users_cores, u * s.kv_heads, s.q_pad_t, s.p_t, s.hdt,
+                      TileFormat::kBF16);
+    pv.out_subblock_tiles = 1;
+    b.Layer(pv);
     b.Layer(Move("sharded_to_interleaved", users_cores, q_pad, L, q_pad, L));
     b.Layer(Move("transpose", 64, q_pad, L, q_pad, L));
     b.Layer(Move("slice", 64, q_pad, L, q_bytes, L));  // unpad the heads
@@ -149,7 +155,8 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                     TileFormat::kBF16, D, D);
   ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
-  ff1.passes = kGeluPasses;
+  ff1.out_subblock_tiles =
+      1;  // h_to_4h: per_core_N 11, subblock 1 x 1 (falcon7b-graph.md section 5)
   b.Layer(ff1);
   GatedMlpOps(c, ff1, bf16, b);
   b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
@@ -161,8 +168,10 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
     b.Layer(add);
   }
   layer_norm(false);
-  b.Once(Matmul("lm_head", OneDCores(s.vocab_t, grid), s.ut, s.ht, s.vocab_t, s.w_lm,
-                o.dram_sharded, TileFormat::kBF16, D, D));
+  TtOp lm = Matmul("lm_head", OneDCores(s.vocab_t, grid), s.ut, s.ht, s.vocab_t, s.w_lm,
+                   o.dram_sharded, TileFormat::kBF16, D, D);
+  lm.out_subblock_tiles = 1;  // per_core_N 37: subblock 1 x 1
+  b.Once(lm);
 }
 
 // models/demos/t3000/falcon40b/tt/ at fc937bf74f ("BFLOAT8_B-SHARDED" decode config).
@@ -203,7 +212,9 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   b.Layer(Move("sharded_to_interleaved", grid, full, L, full, L));
   b.Layer(Move("interleaved_to_sharded", 8, full, L, full, L));
   // QKV on 8 cores of a row (QKV_MM_PROGCFG: grid (8, 1), in0_block_w 32, per_core_N 5).
-  b.Layer(Matmul("qkv", 8, s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, L, L));
+  TtOp qkv_mm = Matmul("qkv", 8, s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, L, L);
+  qkv_mm.out_subblock_tiles = 1;  // QKV_MM_PROGCFG: out_subblock 1 x 1
+  b.Layer(qkv_mm);
   const double qkv = s.ut * s.qkv_t * ab;
   b.Layer(Move("sharded_to_interleaved", 8, qkv, L, qkv, L));
   b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
@@ -239,18 +250,21 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   b.Layer(Move("sharded_to_interleaved", grid, shard, L, shard, L));
   b.Layer(Collective(TtOpKind::kAllGather, full));
   b.Layer(Move("interleaved_to_sharded", grid, full, L, full, L));
-  b.Layer(Matmul("dense", OneDCores(s.hct, grid), s.ut, s.ht, s.hct, s.w_attn, o.dram_sharded, A, L,
-                 L));
+  TtOp dense =
+      Matmul("dense", OneDCores(s.hct, grid), s.ut, s.ht, s.hct, s.w_attn, o.dram_sharded, A, L, L);
+  dense.out_subblock_tiles = 1;  // SELFOUT_MM_PROGCFG: 1 x 1
+  b.Layer(dense);
   b.Layer(Compute("add", grid, s.ut * s.hct, kAddPasses, ab, L, L));
   TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                     A, L, L);
-  ff1.tiles = s.ut * s.ffn_t;
-  ff1.passes = kGeluPasses;
+  ff1.tiles = s.ut * s.ffn_t;  // GELU fused; DENSE_H_TO_4H_MM_PROGCFG: subblock 1 x 4
   b.Layer(ff1);
   GatedMlpOps(c, ff1, ab, b);
   // The down projection's weights are split by rows: every chip has partial sums of all columns.
-  b.Layer(
-      Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, L, L));
+  TtOp ff2 =
+      Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, L, L);
+  ff2.out_subblock_tiles = 1;  // DENSE_4H_TO_H_MM_PROGCFG: 1 x 1
+  b.Layer(ff2);
   b.Layer(Move("sharded_to_interleaved", grid, full, L, full, L));
   b.Layer(Collective(TtOpKind::kReduceScatter, full));
   b.Layer(Move("interleaved_to_sharded", grid, shard, L, shard, L));
@@ -327,6 +341,19 @@ TtGraph BuildTtGraph(const ModelConfig& c, const TtGraphOptions& o) {
   else
     n == 1 ? tt::OneChipDecode(c, o, s, b) : tt::MultiChipDecode(c, o, s, b);
   g.ops = b.Take();
+  // The what-if: the subblock each 1 x 1 matmul would take without the workaround, from its block
+  // a core (the one-chip program accumulates in bf16: up to 8 tiles; the ring's in fp32: 4).
+  if (o.large_subblocks)
+    for (TtOp& op : g.ops) {
+      if (op.out_subblock_tiles != 1) continue;
+      if (op.kind == TtOpKind::kMatmul) {
+        const int cols = std::max(1, op.cores / std::max(1, op.m_split));
+        op.out_subblock_tiles = tt::LargestSubblockTiles(CeilDiv(op.m_tiles, op.m_split),
+                                                         CeilDiv(op.n_tiles, cols), n == 1 ? 8 : 4);
+      } else if (op.kind == TtOpKind::kBatchedMatmul) {
+        op.out_subblock_tiles = tt::LargestSubblockTiles(op.m_tiles, op.n_tiles, n == 1 ? 8 : 4);
+      }
+    }
   for (const TtOp& op : g.ops)
     if (op.kind == TtOpKind::kMatmul)
       g.weight_bytes +=

@@ -75,8 +75,13 @@ struct TtOp {
   TileFormat act = TileFormat::kBF16;      // in0's format (and the activations')
   bool dram_sharded = false;               // kMatmul: in1 sharded by DRAM bank (else interleaved)
   MathFidelity fidelity = MathFidelity::kLoFi;
-  // kCompute: tiles processed and passes over each (op_costs.h prices a pass); kMatmul: a fused
-  // activation's passes over `tiles` output tiles.
+  // kMatmul, kBatchedMatmul: tiles of the program's output subblock (out_subblock_h x
+  // out_subblock_w). 1 where tt-metal's program ran 1 x 1 (its di/dt and hang workarounds, as the
+  // graph files record them); the default stands for the 2-8 tile subblocks tt-metal's configs
+  // pick otherwise, which op_costs.h prices alike (the GEMM report's plateau).
+  int out_subblock_tiles = 8;
+  // kCompute: tiles processed and passes over each (op_costs.h prices a pass); kMatmul: output
+  // tiles a fused activation (GELU, SiLU) runs on.
   int64_t tiles = 0;
   double passes = 0;
   // Bytes the program reads and writes (kMatmul: in0 and the output; the weights are counted from
@@ -105,6 +110,10 @@ struct TtGraphOptions {
   // proposals runs k + 1). The matmuls and per-row ops get users x tokens_per_user rows; the
   // attention (FlashDecode only) k + 1 causal queries per user, reading its KV once.
   int tokens_per_user = 1;
+  // what-if: the di/dt limit lifted - every matmul the program ran with 1 x 1 output subblocks
+  // takes the largest its per-core block allows (tt-metal's rule: w the largest divisor of
+  // per_core_N up to 8, then h up to 8 / w; 4 with fp32 accumulation).
+  bool large_subblocks = false;
 };
 
 struct TtGraph {

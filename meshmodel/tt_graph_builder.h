@@ -25,8 +25,20 @@ inline constexpr double kSoftmaxPasses = 7;
 // rotary_embedding: x * cos, rotate-half (a matmul by a permutation tile), * sin, add: 4 passes.
 inline constexpr double kRotaryPasses = 4;
 inline constexpr double kAddPasses = 1;
-inline constexpr double kGeluPasses = 1;       // fused into the matmul's packer, approximate mode
 inline constexpr double kTransposePasses = 1;  // transpose_wh: an unpack with transpose and a copy
+
+// tt-metal's choice of output subblock for a block of per_core_m x per_core_n tiles (Falcon-40B's
+// matmul_1d_config / matmul_2d_config): w the largest divisor of per_core_n up to `max_tiles`,
+// then h the largest divisor of per_core_m with h x w up to `max_tiles` (8; 4 when the matmul
+// accumulates in fp32). Returns h x w.
+inline int LargestSubblockTiles(int64_t per_core_m, int64_t per_core_n, int max_tiles) {
+  int w = 1, h = 1;
+  for (int i = 1; i <= max_tiles; ++i)
+    if (per_core_n % i == 0) w = i;
+  for (int i = 1; i * w <= max_tiles; ++i)
+    if (per_core_m % i == 0) h = i;
+  return h * w;
+}
 
 // Accumulates the program's ops in order.
 class GraphBuilder {

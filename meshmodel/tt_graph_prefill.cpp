@@ -66,8 +66,12 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
   };
   layer_norm(true);
   if (c.mlp_norm()) layer_norm(true);  // a sequential layout's second norm (Falcon-7B: none)
-  b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, B, 56, 8,
-                        mt >= 64 ? 8 : 7, 16));
+  TtOp qkv = PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, B, 56, 8,
+                           mt >= 64 ? 8 : 7, 16);
+  // 2D: subblock 1 x 1 (auto-configured at 1024 tokens, per_core_N 19;
+  // FUSED_QKV_MM_OPTIMIZED_PROGCFG at 2048); 1D below 512 tokens: 2 x 3.
+  if (qkv.m_split > 1) qkv.out_subblock_tiles = 1;
+  b.Layer(qkv);
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
   HeadsAndRotary(b, s, mt, B, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
   const TtOp fill = Move("fill_cache", static_cast<int>(std::min<int64_t>(64, k_tiles)),
@@ -85,6 +89,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
     b.Layer(Move("interleaved_to_sharded", attn_cores, q_slice, D, q_slice, L));
     TtOp qk = Batched("attn_scores", attn_cores, rows, 1, s.hdt, mt, B);
     qk.fidelity = MathFidelity::kHiFi2;
+    qk.out_subblock_tiles = 1;  // both of the slice's matmuls: 1 x 1
     qk.read_bytes = q_slice + attn_cores * kt_bytes;
     b.Layer(qk);
     TtOp sm = Compute("softmax", attn_cores, rows * mt, kSoftmaxPasses, bf16, L, L);
@@ -94,6 +99,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
     b.Layer(sm);
     TtOp pv = Batched("attn_values", attn_cores, rows, 1, mt, s.hdt, B);
     pv.fidelity = MathFidelity::kHiFi2;
+    pv.out_subblock_tiles = 1;
     pv.read_bytes = rows * mt * bf16 + attn_cores * kt_bytes;
     b.Layer(pv);
     b.Layer(Move("sharded_to_interleaved", attn_cores, q_slice, L, q_slice, D));
@@ -104,8 +110,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
   const int64_t h_pad = RoundUp(s.ht, 8), f_pad = RoundUp(s.ffn_t, 64);
   if (mt < 32) {
     TtOp ff1 = PrefillMatmul("ff1", mt, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded, B, 56, 8, 7, 16);
-    ff1.tiles = mt * s.ffn_t;
-    ff1.passes = kGeluPasses;
+    ff1.tiles = mt * s.ffn_t;  // GELU fused
     b.Layer(ff1);
     GatedMlpOps(c, ff1, bf16, b);
     b.Layer(PrefillMatmul("ff2", mt, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, B, 56, 8, 7, 16));
@@ -119,12 +124,13 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
       ff1.m_split = 8;
       ff1.fidelity = MathFidelity::kHiFi2;
       ff1.tiles = m * f_pad;
-      ff1.passes = kGeluPasses;
+      ff1.out_subblock_tiles = 1;  // #9723: "subblocks (1, 1) (due to di/dt avoidance)"
       b.Layer(ff1);
       GatedMlpOps(c, ff1, bf16, b);
       TtOp ff2 = Matmul("ff2", 64, m, f_pad, h_pad, s.w_mlp, o.dram_sharded, B, L, L);
       ff2.m_split = 8;
       ff2.fidelity = MathFidelity::kHiFi2;
+      ff2.out_subblock_tiles = 1;
       b.Layer(ff2);
       b.Layer(Move("sharded_to_interleaved", 64, m * h_pad * bf16, L, m * h_pad * bf16, D));
     }
@@ -219,7 +225,11 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
   b.Layer(sdpa);
   b.Layer(Move("concat_heads", 64, q_tiles * ab, D, mt * s.hct * ab, D));
   b.Layer(Collective(TtOpKind::kAllGather, full));
-  b.Layer(PrefillMatmul("dense", mt, s.ht, s.hct, s.w_attn, o.dram_sharded, A, 32, 8, 8, 16));
+  // dense, FF1 and FF2: overwrite_subblock_w = h = 1 ("Workaround for non deterministic
+  // output/hang; issue: 7066"); QKV and the LM head keep falcon_prefill_matmul's own (2-8 tiles).
+  TtOp dense = PrefillMatmul("dense", mt, s.ht, s.hct, s.w_attn, o.dram_sharded, A, 32, 8, 8, 16);
+  dense.out_subblock_tiles = 1;
+  b.Layer(dense);
   b.Layer(Compute("add", 64, mt * s.hct, kAddPasses, bf16, D, D));
   const int64_t mlp_slices = CeilDiv(mt, 32), m = CeilDiv(mt, mlp_slices);
   for (int64_t i = 0; i < mlp_slices; ++i) {
@@ -228,12 +238,13 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
                  in, L));
     TtOp ff1 = PrefillMatmul("ff1", m, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded, A, 64, 8, 8, 16);
     ff1.read_from = ff1.write_to = L;
-    ff1.tiles = m * s.ffn_t;
-    ff1.passes = kGeluPasses;
+    ff1.tiles = m * s.ffn_t;  // GELU fused
+    ff1.out_subblock_tiles = 1;
     b.Layer(ff1);
     GatedMlpOps(c, ff1, ab, b);
     TtOp ff2 = PrefillMatmul("ff2", m, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, 64, 8, 8, 16);
     ff2.read_from = ff2.write_to = L;
+    ff2.out_subblock_tiles = 1;
     b.Layer(ff2);
     b.Layer(Move("sharded_to_interleaved", 64, in, L, in, D));
   }
