@@ -91,7 +91,55 @@ void Plot(const std::string& png, const std::vector<DeviceRow>& rows) {
   RunGnuplot(g.str(), png);
 }
 
+void WriteEstimatesCsv(const std::string& path, const std::vector<LayoutEstimate>& rows) {
+  std::ostringstream out;
+  out.precision(8);
+  out << "preset,mesh,chips,phase,users,ctx,unit,model,step_us,programs,program,layout,"
+         "compute_share,dram_share,fixed_share,eth_share,top_op,top_op_share\n";
+  for (const LayoutEstimate& r : rows) {
+    const DecodeStepEstimate& e = r.estimate;
+    const StepOp* top = TopOps(e, 1).front();
+    out << r.preset << "," << r.mesh << "," << e.chips << "," << TtPhaseName(r.phase) << ","
+        << r.users << "," << r.ctx << ","
+        << (r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user") << "," << r.model << ","
+        << e.step_us << "," << e.programs << "," << e.program << ",\"" << r.layout << "\","
+        << e.compute_us / e.step_us << "," << e.dram_us / e.step_us << "," << e.fixed_us / e.step_us
+        << "," << e.eth_us / e.step_us << "," << top->name << "," << top->us / e.step_us << "\n";
+  }
+  std::ofstream f(path);
+  f << out.str();
+  f.close();
+  if (!f) throw Error(Cat("--estimates-csv ", path, ": cannot write"));
+}
+
 }  // namespace
+
+std::vector<LayoutEstimate> RunLayoutEstimates() {
+  std::vector<LayoutEstimate> rows;
+  for (const char* preset : {"falcon-rw-1b", "falcon-rw-7b", "falcon3-1b", "falcon3-7b"}) {
+    const ModelConfig c = PresetConfig(preset);
+    for (const char* mesh : {"n150", "t3k", "galaxy"})
+      for (TtPhase phase : {TtPhase::kDecode, TtPhase::kPrefill}) {
+        DecodeStepOptions o;
+        o.mesh = mesh;
+        o.phase = phase;
+        o.users = phase == TtPhase::kPrefill ? 1 : 32;
+        o.ctx = phase == TtPhase::kPrefill ? std::min(2048, c.max_position_embeddings) : 128;
+        LayoutEstimate r;
+        r.preset = preset;
+        r.mesh = mesh;
+        r.phase = phase;
+        r.users = o.users;
+        r.ctx = o.ctx;
+        r.layout = LayoutDifferences(c);
+        r.estimate = EstimateDecodeStep(c, o);
+        r.model =
+            phase == TtPhase::kPrefill ? r.estimate.tokens_per_s : r.estimate.tokens_per_s_per_user;
+        rows.push_back(std::move(r));
+      }
+  }
+  return rows;
+}
 
 std::vector<DeviceRow> RunDeviceExperiment() {
   std::vector<DeviceRow> rows;
@@ -146,6 +194,21 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
       std::printf(" %s %.2f (%.2fx);", label.c_str(), v, v / r.model);
     std::printf("\n");
   }
+  const std::vector<LayoutEstimate> estimates = RunLayoutEstimates();
+  std::printf(
+      "\nLayouts tt-metal publishes no program for: estimates from the same op costs, the ops "
+      "each layout needs on the program of its chip count - no device figure to check them "
+      "against\n");
+  std::printf("  %-13s %-6s %-8s %5s %11s %9s  %s\n", "model", "mesh", "phase", "ctx", "estimate",
+              "ms", "layout");
+  for (const LayoutEstimate& r : estimates)
+    std::printf("  %-13s %-6s %-8s %5d %11.2f %9.2f  %s (%s)\n", r.preset.c_str(), r.mesh.c_str(),
+                TtPhaseName(r.phase), r.ctx, r.model, r.estimate.step_us / 1000.0, r.layout.c_str(),
+                r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user");
+  if (!o.estimates_csv.empty()) {
+    WriteEstimatesCsv(o.estimates_csv, estimates);
+    std::printf("estimates csv -> %s\n", o.estimates_csv.c_str());
+  }
   if (!o.csv.empty()) {
     WriteCsv(o.csv, rows);
     std::printf("csv -> %s\n", o.csv.c_str());
@@ -178,7 +241,19 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
                       {"what_ifs", what_ifs},
                       {"source", r.figure.source}});
     }
-    WriteJsonOutput(o.json, nlohmann::json{{"rows", list}}.dump(2));
+    nlohmann::json est = nlohmann::json::array();
+    for (const LayoutEstimate& r : estimates)
+      est.push_back({{"preset", r.preset},
+                     {"mesh", r.mesh},
+                     {"phase", TtPhaseName(r.phase)},
+                     {"users", r.users},
+                     {"ctx", r.ctx},
+                     {"unit", r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user"},
+                     {"estimate", r.model},
+                     {"step_us", r.estimate.step_us},
+                     {"program", r.estimate.program},
+                     {"layout", r.layout}});
+    WriteJsonOutput(o.json, nlohmann::json{{"rows", list}, {"estimates", est}}.dump(2));
   }
 }
 

@@ -23,8 +23,22 @@ struct DeviceRow {
 // Every figure of DeviceFigures(), modelled.
 std::vector<DeviceRow> RunDeviceExperiment();
 
+// The layouts the model seam added, which tt-metal publishes no program or figure for (Falcon-RW:
+// ALiBi, sequential; Falcon3: RMSNorm, SwiGLU, sequential): the whole step on n150, T3000 and
+// Galaxy from the same op costs (decode of 32 users at 128 cached positions; a 2048-token prefill).
+struct LayoutEstimate {
+  std::string preset, mesh;
+  TtPhase phase = TtPhase::kDecode;
+  int users = 32, ctx = 128;
+  std::string layout;  // LayoutDifferences
+  DecodeStepEstimate estimate;
+  double model = 0;  // decode tokens/s per user, prefill tokens/s
+};
+std::vector<LayoutEstimate> RunLayoutEstimates();
+
 struct DeviceExperimentOptions {
   std::string csv, json, plot;
+  std::string estimates_csv;  // RunLayoutEstimates, a row each
 };
 void RunDeviceExperimentCommand(const DeviceExperimentOptions& o);
 

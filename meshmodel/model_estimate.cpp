@@ -11,14 +11,15 @@ TileFormat ModelTileFormat(WeightFormat f) {
 }
 
 bool WholeModelIsEstimate(const ModelConfig& c) {
-  return c.alibi || c.gated_mlp || !c.parallel_attn || c.norm != NormKind::kLayerNorm;
+  return !LayoutDifferences(c).empty();
 }
 
-const char* WholeModelGraph(const ModelConfig& c) {
-  return WholeModelIsEstimate(c)
-             ? "an estimate from tt-metal's Falcon op costs; tt-metal publishes no figure for "
-               "this model"
-             : "tt-metal's measured program";
+std::string WholeModelGraph(const ModelConfig& c) {
+  const std::string differences = LayoutDifferences(c);
+  return differences.empty()
+             ? "tt-metal's measured program"
+             : "an estimate for this layout (" + differences +
+                   ") from tt-metal's Falcon op costs; no device figure to check it against";
 }
 
 double WholeModelUsPerToken(const DecoderModel& model, KVDType kv_dtype, const std::string& mesh,

@@ -24,7 +24,7 @@ TileFormat ModelTileFormat(WeightFormat f);
 // layouts it published (Falcon-7B/40B: RoPE, LayerNorm, GELU, parallel attention + MLP), else an
 // estimate built from the same op costs (a gated MLP's extra matmul, a sequential layout's second
 // norm; tt_graph_builder.h) for a model tt-metal publishes no figure of.
-const char* WholeModelGraph(const ModelConfig& c);
+std::string WholeModelGraph(const ModelConfig& c);
 // Whether WholeModelGraph is an estimate rather than tt-metal's measured program.
 bool WholeModelIsEstimate(const ModelConfig& c);
 

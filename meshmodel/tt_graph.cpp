@@ -92,7 +92,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   auto layer_norm = [&](bool in_layer) {
     // Block-sharded on 8 cores of a row (shard [32, 576]: hidden padded to 8 x 18 tiles).
     TtOp i2s = Move("interleaved_to_sharded", 8, act, D, act, L);
-    TtOp ln = Compute("layer_norm", 8, s.ut * s.ht, kLayerNormPasses, bf16, L, L);
+    TtOp ln = Compute(NormName(c), 8, s.ut * s.ht, NormPasses(c), bf16, L, L);
     ln.fidelity = MathFidelity::kHiFi4;
     TtOp s2i = Move("sharded_to_interleaved", 8, act, L, act, D);
     for (TtOp* op : {&i2s, &ln, &s2i}) in_layer ? b.Layer(*op) : b.Once(*op);
@@ -103,7 +103,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   b.Layer(Matmul("qkv", OneDCores(s.qkv_t, grid), s.ut, s.ht, s.qkv_t, s.w_attn, o.dram_sharded,
                  TileFormat::kBF16, D, D));
   // Heads on one core (num_blocks = 1); rotary a tile row of heads a core, into L1.
-  HeadsAndRotary(b, s, s.ut, TileFormat::kBF16, 1,
+  HeadsAndRotary(c, b, s, s.ut, TileFormat::kBF16, 1,
                  static_cast<int>(std::min<int64_t>(64, s.q_heads * s.ut)),
                  static_cast<int>(s.kv_heads * s.ut), D, L);
   const int64_t q_tiles = s.q_heads * s.ut * s.hdt;
@@ -111,9 +111,13 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   // The cache sliced to the attended positions, then sharded one user per core on 8x4.
   const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
   const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
+  // ALiBi's bias on the scores: every query head's row of the attended positions.
+  const TtOp alibi = AlibiBiasOp(users_cores, u * s.kv_heads * s.q_pad_t * s.p_t,
+                                 users_cores * s.kv_heads * s.q_pad_t * s.p_t);
   if (o.flash_decode) {
     b.Layer(update);
     b.Layer(update);
+    if (c.alibi) b.Layer(alibi);  // inside the fused op, priced as its own pass
     b.Layer(FlashDecodeOp(s, o.ctx));
   } else {
     b.Layer(update);
@@ -134,6 +138,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
                       TileFormat::kBF16);
     qk.out_subblock_tiles = 1;
     b.Layer(qk);
+    if (c.alibi) b.Layer(alibi);
     TtOp sm = Compute("softmax", users_cores, u * s.kv_heads * s.q_pad_t * s.p_t, kSoftmaxPasses,
                       bf16, L, L);
     sm.fidelity = MathFidelity::kHiFi4;
@@ -157,8 +162,7 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
   ff1.out_subblock_tiles =
       1;  // h_to_4h: per_core_N 11, subblock 1 x 1 (falcon7b-graph.md section 5)
-  b.Layer(ff1);
-  GatedMlpOps(c, ff1, bf16, b);
+  MlpUpOps(c, ff1, bf16, b);
   b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
                  TileFormat::kBF16, D, D));
   for (int a = 0; a < 2; ++a) {  // mlp + attention, then + residual: eltwise binary in DRAM
@@ -200,9 +204,9 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   // Layer norm on 8x4 width-sharded: gamma and beta read from DRAM as bf16 tiles of [32, hidden]
   // (pad_ln_params pads them to 32 rows), two tile rows a norm.
   auto layer_norm = [&](bool in_layer) {
-    TtOp ln = Compute("layer_norm", grid, s.ut * s.ht, kLayerNormPasses, ab, L, L);
+    TtOp ln = Compute(NormName(c), grid, s.ut * s.ht, NormPasses(c), ab, L, L);
     ln.fidelity = MathFidelity::kHiFi4;
-    ln.read_bytes += 2 * s.ht * bf16;
+    ln.read_bytes += NormParams(c) * s.ht * bf16;
     ln.read_from = D;
     in_layer ? b.Layer(ln) : b.Once(ln);
   };
@@ -218,15 +222,19 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   const double qkv = s.ut * s.qkv_t * ab;
   b.Layer(Move("sharded_to_interleaved", 8, qkv, L, qkv, L));
   b.Layer(Move("interleaved_to_sharded", 1, qkv, L, qkv, L));
-  HeadsAndRotary(b, s, s.ut, A, 1, static_cast<int>(s.q_heads), static_cast<int>(s.kv_heads), L, L);
+  HeadsAndRotary(c, b, s, s.ut, A, 1, static_cast<int>(s.q_heads), static_cast<int>(s.kv_heads), L,
+                 L);
   const int64_t q_tiles = s.q_heads * s.ut * s.hdt;
   const TtOp update = UpdateCacheOp(s, A);
   const double slice = u * s.kv_heads * s.p_t * s.hdt * kvb;
   const int users_cores = static_cast<int>(std::min<int64_t>(32, u));
   const int head_cores = static_cast<int>(s.q_heads);  // group_attn_matmul: a query head a core
+  const TtOp alibi =
+      AlibiBiasOp(std::min(16, head_cores), s.q_heads * s.ut * s.p_t, head_cores * s.p_t);
   if (o.flash_decode) {
     b.Layer(update);
     b.Layer(update);
+    if (c.alibi) b.Layer(alibi);
     b.Layer(FlashDecodeOp(s, o.ctx));
   } else {
     b.Layer(update);
@@ -237,6 +245,7 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
     // group_attn_matmul: each query head's core multiplies every user's query row (a tile row
     // of which one row is used) by that user's K^T, and then the scores by V.
     b.Layer(Batched("attn_scores", head_cores, s.q_heads * u, 1, s.hdt, s.p_t, A));
+    if (c.alibi) b.Layer(alibi);
     TtOp sm = Compute("softmax", std::min(16, head_cores), s.q_heads * s.ut * s.p_t, kSoftmaxPasses,
                       ab, L, L);
     sm.fidelity = MathFidelity::kHiFi4;
@@ -258,8 +267,7 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
   TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                     A, L, L);
   ff1.tiles = s.ut * s.ffn_t;  // GELU fused; DENSE_H_TO_4H_MM_PROGCFG: subblock 1 x 4
-  b.Layer(ff1);
-  GatedMlpOps(c, ff1, ab, b);
+  MlpUpOps(c, ff1, ab, b);
   // The down projection's weights are split by rows: every chip has partial sums of all columns.
   TtOp ff2 =
       Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, L, L);
@@ -276,6 +284,16 @@ void MultiChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes
 }
 
 }  // namespace tt
+
+std::string LayoutDifferences(const ModelConfig& c) {
+  std::string out;
+  auto add = [&out](const char* what) { out += (out.empty() ? "" : ", ") + std::string(what); };
+  if (c.alibi) add("ALiBi");
+  if (c.norm != NormKind::kLayerNorm) add("RMSNorm");
+  if (c.gated_mlp) add("SwiGLU MLP");
+  if (!c.parallel_attn) add("sequential attention and MLP");
+  return out;
+}
 
 TtGraph BuildTtGraph(const ModelConfig& c, const TtGraphOptions& o) {
   if (o.chips < 1) throw Error(Cat("a mesh needs at least one chip, got ", o.chips));

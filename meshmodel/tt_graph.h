@@ -125,6 +125,13 @@ struct TtGraph {
   double kv_bytes = 0;      // per chip, K/V cache bytes the attention reads a step
 };
 
+// How model `c`'s layout differs from the Falcon programs tt-metal ran and measured (RoPE,
+// LayerNorm, a GELU MLP, attention and MLP in parallel): "" for those, else the differences
+// ("RMSNorm, SwiGLU MLP, sequential attention and MLP"; "ALiBi, sequential attention and MLP").
+// The graph then runs the op list the layout needs on the same op costs: an estimate no device
+// figure checks.
+std::string LayoutDifferences(const ModelConfig& c);
+
 // The step of model `c` under `o` (decode, or the prefill of one prompt). Throws wc::Error for
 // users outside [1, 32] (decode) or other than 1 (prefill), ctx outside
 // [1, max_position_embeddings), or tokens_per_user outside [1, 17] or above 1 without decode's

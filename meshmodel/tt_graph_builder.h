@@ -19,6 +19,9 @@ namespace tt {
 // Layer norm (layernorm_sharded.cpp): x - mean needs a reduce (sum), a subtract, a square, a
 // second reduce, an add of epsilon and rsqrt, a multiply, then gamma and beta: 8 passes.
 inline constexpr double kLayerNormPasses = 8;
+// RMSNorm (Falcon3, an estimate): a square, a reduce, an add of epsilon and rsqrt, a multiply and
+// gamma: 5 passes; no mean, no beta.
+inline constexpr double kRmsNormPasses = 5;
 // scale_mask_softmax (softmax_sharded.cpp): scale, + mask, max reduce, subtract and exp, sum
 // reduce, reciprocal, multiply: 7 passes.
 inline constexpr double kSoftmaxPasses = 7;
@@ -90,12 +93,31 @@ inline TtOp Compute(const std::string& name, int cores, int64_t tiles, double pa
   return op;
 }
 
-// A gated MLP (SwiGLU, the Llama layout): tt-metal publishes no such Falcon program, so its
-// estimate runs the up projection's matmul a second time as the gate (its SiLU fused into the
-// packer as ff1's GELU is) and multiplies the two elementwise - the ops a gated layout adds after
-// `ff1`, on ff1's cores and tiles. Nothing for an ungated MLP.
-inline void GatedMlpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes, GraphBuilder& b) {
-  if (!c.gated_mlp) return;
+// The model's norm as a program: its name and passes (LayerNorm as tt-metal's Falcon ran it;
+// RMSNorm an estimate) and how many per-feature rows it reads (gamma and beta, or gamma alone).
+inline const char* NormName(const ModelConfig& c) {
+  return c.norm == NormKind::kRmsNorm ? "rms_norm" : "layer_norm";
+}
+inline double NormPasses(const ModelConfig& c) {
+  return c.norm == NormKind::kRmsNorm ? kRmsNormPasses : kLayerNormPasses;
+}
+inline int NormParams(const ModelConfig& c) {
+  return c.norm == NormKind::kRmsNorm ? 1 : 2;
+}
+
+// The MLP's first matmul (`ff1`, its activation fused on `tiles` output tiles), and for a gated
+// MLP (SwiGLU, the Llama layout) the ops the gate adds. tt-metal publishes no such Falcon
+// program, so its estimate runs ff1 as the up projection without an activation, the same matmul
+// again as the gate with its SiLU fused into the packer as ff1's GELU is, and multiplies the two
+// elementwise, on ff1's cores and tiles.
+inline void MlpUpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes, GraphBuilder& b) {
+  if (!c.gated_mlp) {
+    b.Layer(ff1);
+    return;
+  }
+  TtOp up = ff1;
+  up.tiles = 0;
+  b.Layer(up);
   TtOp gate = ff1;
   gate.name = "ff_gate";
   b.Layer(gate);
@@ -103,6 +125,17 @@ inline void GatedMlpOps(const ModelConfig& c, const TtOp& ff1, double tile_bytes
       Compute("gate_mul", ff1.cores, ff1.tiles, kAddPasses, tile_bytes, ff1.write_to, ff1.write_to);
   mul.read_bytes *= 2;
   b.Layer(mul);
+}
+
+// ALiBi (Falcon-RW, an estimate): each head's slope times the key position added to its scores,
+// one add pass over `score_tiles` on `cores`, the bias rows (`bias_tiles` bf16 tiles) read from
+// DRAM. It takes the place of the rotary embedding.
+inline TtOp AlibiBiasOp(int cores, int64_t score_tiles, int64_t bias_tiles) {
+  TtOp op = Compute("alibi_bias", cores, score_tiles, kAddPasses, 0, TtMemory::kL1, TtMemory::kL1);
+  op.read_bytes = bias_tiles * TileBytes(TileFormat::kBF16);
+  op.read_from = TtMemory::kDram;
+  op.write_bytes = 0;
+  return op;
 }
 
 // A weight matmul: [m, k] x [k, n] tiles on `cores` (1D: whole output columns a core, all rows),
@@ -200,11 +233,14 @@ inline TtOp FlashDecodeOp(const Shapes& s, int ctx) {
 
 // The fused QKV output split into heads (create_qkv_heads on `heads_cores`), then the rotary
 // embedding of Q (on up to `q_cores`) and of K (on up to a core a K tile), HiFi4: `rows` tile rows
-// of `act` tiles each, read from `from`, written to `to`.
-inline void HeadsAndRotary(GraphBuilder& b, const Shapes& s, int64_t rows, TileFormat act,
-                           int heads_cores, int q_cores, int k_cores, TtMemory from, TtMemory to) {
+// of `act` tiles each, read from `from`, written to `to`. An ALiBi model has no rotary embedding
+// (its bias goes on the scores: AlibiBiasOp).
+inline void HeadsAndRotary(const ModelConfig& c, GraphBuilder& b, const Shapes& s, int64_t rows,
+                           TileFormat act, int heads_cores, int q_cores, int k_cores, TtMemory from,
+                           TtMemory to) {
   const double qkv = rows * s.qkv_t * TileBytes(act);
   b.Layer(Move("create_qkv_heads", heads_cores, qkv, from, qkv, from));
+  if (c.alibi) return;
   const int64_t q_tiles = s.q_heads * rows * s.hdt, k_tiles = s.kv_heads * rows * s.hdt;
   TtOp rq = Compute("rotary_embedding", q_cores, q_tiles, kRotaryPasses, TileBytes(act), from, to);
   TtOp rk = Compute("rotary_embedding", k_cores, k_tiles, kRotaryPasses, TileBytes(act), from, to);

@@ -59,7 +59,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
   const int ln_cores = static_cast<int>(8 * std::min<int64_t>(8, mt));
   auto layer_norm = [&](bool in_layer) {
     TtOp i2s = Move("interleaved_to_sharded", ln_cores, act, D, act, L);
-    TtOp ln = Compute("layer_norm", ln_cores, mt * s.ht, kLayerNormPasses, bf16, L, L);
+    TtOp ln = Compute(NormName(c), ln_cores, mt * s.ht, NormPasses(c), bf16, L, L);
     ln.fidelity = MathFidelity::kHiFi4;
     TtOp s2i = Move("sharded_to_interleaved", ln_cores, act, L, act, D);
     for (TtOp* op : {&i2s, &ln, &s2i}) in_layer ? b.Layer(*op) : b.Once(*op);
@@ -73,7 +73,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
   if (qkv.m_split > 1) qkv.out_subblock_tiles = 1;
   b.Layer(qkv);
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
-  HeadsAndRotary(b, s, mt, B, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
+  HeadsAndRotary(c, b, s, mt, B, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
   const TtOp fill = Move("fill_cache", static_cast<int>(std::min<int64_t>(64, k_tiles)),
                          k_tiles * bf16, D, k_tiles * kvb, D);
   b.Layer(fill);
@@ -92,6 +92,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
     qk.out_subblock_tiles = 1;  // both of the slice's matmuls: 1 x 1
     qk.read_bytes = q_slice + attn_cores * kt_bytes;
     b.Layer(qk);
+    if (c.alibi) b.Layer(AlibiBiasOp(attn_cores, rows * mt, s.q_heads * mt));
     TtOp sm = Compute("softmax", attn_cores, rows * mt, kSoftmaxPasses, bf16, L, L);
     sm.read_bytes = slice_rows * mt * TileBytes(TileFormat::kBFP4);  // the mask, from DRAM
     sm.read_from = D;
@@ -111,8 +112,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
   if (mt < 32) {
     TtOp ff1 = PrefillMatmul("ff1", mt, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded, B, 56, 8, 7, 16);
     ff1.tiles = mt * s.ffn_t;  // GELU fused
-    b.Layer(ff1);
-    GatedMlpOps(c, ff1, bf16, b);
+    MlpUpOps(c, ff1, bf16, b);
     b.Layer(PrefillMatmul("ff2", mt, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, B, 56, 8, 7, 16));
   } else {
     // Hidden padded to 8-tile blocks, the MLP's width to 64 tiles; slices of 1024 rows.
@@ -125,8 +125,7 @@ void OneChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shapes&
       ff1.fidelity = MathFidelity::kHiFi2;
       ff1.tiles = m * f_pad;
       ff1.out_subblock_tiles = 1;  // #9723: "subblocks (1, 1) (due to di/dt avoidance)"
-      b.Layer(ff1);
-      GatedMlpOps(c, ff1, bf16, b);
+      MlpUpOps(c, ff1, bf16, b);
       TtOp ff2 = Matmul("ff2", 64, m, f_pad, h_pad, s.w_mlp, o.dram_sharded, B, L, L);
       ff2.m_split = 8;
       ff2.fidelity = MathFidelity::kHiFi2;
@@ -185,8 +184,8 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
     for (int64_t i = 0; i < ln_slices; ++i) {
       std::vector<TtOp> ops;
       ops.push_back(Move("interleaved_to_sharded", cores, slice, D, slice, L));
-      TtOp ln =
-          Compute("layer_norm", cores, rows * s.ht, kLayerNormPasses - (fused ? 0 : 2), ab, L, L);
+      TtOp ln = Compute(NormName(c), cores, rows * s.ht,
+                        NormPasses(c) - (fused ? 0 : NormParams(c)), ab, L, L);
       ln.fidelity = MathFidelity::kHiFi4;
       ops.push_back(ln);
       if (fused) ops.push_back(Move("sharded_to_interleaved", cores, slice, L, slice, D));
@@ -194,8 +193,7 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
         TtOp mul = Compute("bcast", cores, rows * s.ht, kAddPasses, ab, L, L);
         mul.read_bytes += s.ht * bf16;  // gamma (beta) row from DRAM
         mul.read_from = D;
-        ops.push_back(mul);
-        ops.push_back(mul);
+        for (int param = 0; param < NormParams(c); ++param) ops.push_back(mul);  // gamma (, beta)
         ops.push_back(Move("sharded_to_interleaved", cores, slice, L, slice, D));
       }
       for (const TtOp& op : ops) in_layer ? b.Layer(op) : b.Once(op);
@@ -207,7 +205,7 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
   norms(true, c.mlp_norm() ? 2 : 1, false);
   b.Layer(PrefillMatmul("qkv", mt, s.ht, s.qkv_t, s.w_attn, o.dram_sharded, A, 32, 8, 8, 16));
   const int64_t q_tiles = s.q_heads * mt * s.hdt, k_tiles = s.kv_heads * mt * s.hdt;
-  HeadsAndRotary(b, s, mt, A, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
+  HeadsAndRotary(c, b, s, mt, A, 64, 64, static_cast<int>(std::min<int64_t>(64, k_tiles)), D, D);
   for (int kv = 0; kv < 2; ++kv) {
     b.Layer(typecast(k_tiles));
     b.Layer(Move("fill_cache", static_cast<int>(std::min<int64_t>(64, k_tiles)), k_tiles * ab, D,
@@ -222,6 +220,8 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
   sdpa.k_tiles = s.hdt;
   sdpa.act = A;
   sdpa.fidelity = MathFidelity::kHiFi2;
+  // ALiBi inside the flash attention: a pass over each causal score tile it computes.
+  if (c.alibi) b.Layer(AlibiBiasOp(56, s.q_heads * mt * (mt + 1) / 2, s.q_heads * mt));
   b.Layer(sdpa);
   b.Layer(Move("concat_heads", 64, q_tiles * ab, D, mt * s.hct * ab, D));
   b.Layer(Collective(TtOpKind::kAllGather, full));
@@ -240,8 +240,7 @@ void MultiChipPrefill(const ModelConfig& c, const TtGraphOptions& o, const Shape
     ff1.read_from = ff1.write_to = L;
     ff1.tiles = m * s.ffn_t;  // GELU fused
     ff1.out_subblock_tiles = 1;
-    b.Layer(ff1);
-    GatedMlpOps(c, ff1, ab, b);
+    MlpUpOps(c, ff1, ab, b);
     TtOp ff2 = PrefillMatmul("ff2", m, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded, A, 64, 8, 8, 16);
     ff2.read_from = ff2.write_to = L;
     ff2.out_subblock_tiles = 1;

@@ -317,13 +317,13 @@ void RemoteChatSession::TakeServerFiguresLocked(const ServerFigures& s) {
   f.model_us_per_token = s.model_us_per_token;
   f.model_us_estimated = s.model_us_estimated;
   f.remote_note.clear();
-  f.panel_text = Cat("Server ", client_->address().url, "\nmodel ", model_, "\nrows busy ",
-                     s.rows_busy, " of ", s.user_rows, ", queue ", s.queue_length,
-                     "\n\nKV cache (the server's pool): ", s.kv_format, ", ", s.kv_blocks_used,
-                     " of ", s.kv_blocks_total, " blocks\n", "mesh ", s.mesh, ": whole model ",
-                     OneDecimal(s.model_us_per_token), " us per token",
-                     s.model_us_estimated ? " (an estimate)" : "",
-                     "\n\nThe core-grid panel needs the model in this process.");
+  f.panel_text = Cat(
+      "Server ", client_->address().url, "\nmodel ", model_, "\nrows busy ", s.rows_busy, " of ",
+      s.user_rows, ", queue ", s.queue_length, "\n\nKV cache (the server's pool): ", s.kv_format,
+      ", ", s.kv_blocks_used, " of ", s.kv_blocks_total, " blocks\n", "mesh ", s.mesh,
+      ": whole model ", OneDecimal(s.model_us_per_token), " us per token",
+      s.model_us_estimated ? " (an estimate: no device figure checks this layout)" : "",
+      "\n\nThe core-grid panel needs the model in this process.");
 }
 
 ChatFigures RemoteChatSession::figures() const {

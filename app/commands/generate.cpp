@@ -92,7 +92,7 @@ void PrintStats(const GenerateCmdOptions& o, const LoadedModel& m, const Attenti
   const int ctx = res.prompt_tokens + static_cast<int>(res.tokens.size());
   std::fprintf(stderr, "whole model: %.1f us/token on %s (%s, one user at %d cached positions)\n",
                WholeModelUsPerToken(*m.model, m.kv.dtype, m.model->options().mesh, 1, ctx),
-               m.model->options().mesh.c_str(), WholeModelGraph(m.model->config()), ctx);
+               m.model->options().mesh.c_str(), WholeModelGraph(m.model->config()).c_str(), ctx);
   if (!m.rank_weight_bytes.empty()) {
     int64_t total = 0;
     for (int64_t b : m.rank_weight_bytes) total += b;

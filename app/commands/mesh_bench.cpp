@@ -57,6 +57,11 @@ void RegisterMeshBench(CLI::App& app) {
   cmd->add_option("--csv", o->csv,
                   "Output CSV, one row per configuration (falcon40b-decode: per scenario and op)");
   cmd->add_option("--plot", o->plot, "Also draw the figures into this PNG (needs gnuplot)");
+  auto estimates_csv = std::make_shared<std::string>();
+  CLI::Option* estimates_flag = cmd->add_option(
+      "--estimates-csv", *estimates_csv,
+      "falcon-device: also write the estimates for the layouts tt-metal publishes no figure for "
+      "(Falcon-RW, Falcon3 on n150, t3k, galaxy) to this CSV");
   AddThreadsOption(cmd, o->threads);
   // falcon40b-decode only.
   std::vector<CLI::Option*> decode_flags = {
@@ -80,7 +85,9 @@ void RegisterMeshBench(CLI::App& app) {
                       "prompt)"),
       cmd->add_option("--json", d->json,
                       "falcon40b-decode, falcon-device: write the figures here as JSON")};
-  cmd->callback([o, d, decode_flags, cmd] {
+  cmd->callback([o, d, decode_flags, cmd, estimates_csv, estimates_flag] {
+    if (estimates_flag->count() > 0 && o->experiment != kDevice)
+      throw Error(Cat("--estimates-csv applies to --experiment ", kDevice, " only"));
     if (o->experiment == kDecodeStep) {
       ApplyThreads(o->threads);
       d->csv = o->csv;
@@ -96,7 +103,7 @@ void RegisterMeshBench(CLI::App& app) {
       for (const CLI::Option* f : decode_flags)
         if (f->count() > 0 && f->get_name() != "--json")
           throw Error(Cat(f->get_name(), " applies to --experiment ", kDecodeStep, " only"));
-      RunDeviceExperimentCommand({o->csv, d->json, o->plot});
+      RunDeviceExperimentCommand({o->csv, d->json, o->plot, *estimates_csv});
       return;
     }
     for (const CLI::Option* f : decode_flags)

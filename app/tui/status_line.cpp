@@ -107,7 +107,11 @@ std::string StatusLine(const StatusFigures& f, int width) {
   if (f.mesh_us_per_tok >= 0) {
     // The whole model's step as tt-metal's measured program runs it (meshmodel/model_estimate.h).
     const std::string mesh = "mesh " + Figure(f.mesh_us_per_tok) + " us/tok";
-    fields.push_back({mesh + (f.mesh_estimated ? " (estimate)" : " (tt-metal's graph)"), mesh, 1});
+    // A layout tt-metal published no program for (Falcon-RW, Falcon3) is an estimate nothing
+    // measured checks.
+    fields.push_back(
+        {mesh + (f.mesh_estimated ? " (estimate, no device figure)" : " (tt-metal's graph)"), mesh,
+         1});
   }
   if (!f.unavailable.empty()) fields.push_back({f.unavailable, f.unavailable, 1});
   // The chat file could not be written: kept whatever the width ("not saved" when narrow).

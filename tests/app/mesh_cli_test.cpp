@@ -159,6 +159,20 @@ TEST(DeviceFigures, CommandWritesTheTable) {
     EXPECT_TRUE(row["what_ifs"].contains("DRAM-sharded weights"));
   }
   EXPECT_EQ(test::ReadCsv(dir.File("t.csv")).size(), DeviceFigures().size());
+  // The layouts with no device figure: printed, in the JSON and (--estimates-csv) their own CSV.
+  EXPECT_NE(r.out.find("no device figure to check them against"), std::string::npos) << r.out;
+  ASSERT_EQ(j["estimates"].size(), RunLayoutEstimates().size());
+  for (const auto& e : j["estimates"]) EXPECT_FALSE(e["layout"].get<std::string>().empty());
+  const auto est = test::RunWormchat(
+      {"mesh-bench", "--experiment", "falcon-device", "--estimates-csv", dir.File("e.csv")});
+  ASSERT_EQ(est.exit_code, 0) << est.err;
+  EXPECT_EQ(test::ReadCsv(dir.File("e.csv")).size(), RunLayoutEstimates().size());
+  const auto misplaced = test::RunWormchat(
+      {"mesh-bench", "--experiment", "falcon40b-decode", "--estimates-csv", dir.File("f.csv")});
+  EXPECT_NE(misplaced.exit_code, 0);
+  EXPECT_NE(misplaced.err.find("--estimates-csv applies to --experiment falcon-device only"),
+            std::string::npos)
+      << misplaced.err;
   const auto bad = test::RunWormchat(
       {"mesh-bench", "--experiment", "falcon-device", "--csv", dir.File("u.csv"), "--users", "8"});
   EXPECT_NE(bad.exit_code, 0);

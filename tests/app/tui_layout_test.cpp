@@ -165,6 +165,16 @@ TEST(StatusLine, DropsLowPriorityFieldsThenAbbreviates) {
   EXPECT_EQ(StatusLine(f, 0), "");
 }
 
+// A layout tt-metal published no program for: the mesh figure says it is an estimate nothing
+// measured checks.
+TEST(StatusLine, AnEstimatedMeshFigureSaysSo) {
+  StatusFigures f = Generating();
+  f.mesh_estimated = true;
+  EXPECT_EQ(StatusLine(f, 200),
+            "generating | 23.4 tok/s | ttft 412 ms | ctx 812/2048 | kv 40% 12.5 MiB | mesh 85.2 "
+            "us/tok (estimate, no device figure) | seed 42");
+}
+
 TEST(StatusLine, TokensPerStepFollowTheSpeedAndGoAfterKvBeforeTtft) {
   StatusFigures f = Generating();
   f.tokens_per_step = 2.44;

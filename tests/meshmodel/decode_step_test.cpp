@@ -465,6 +465,35 @@ TEST(DeviceFigures, HeldBackFiguresStayInTheBand) {
   EXPECT_NEAR(prefill(2048) / 3355, 1.0, 0.3);
 }
 
+// The estimates for the layouts tt-metal publishes no figure for: the committed table
+// (meshmodel/plots/layout-estimates.csv, meshmodel/README.md's) is what the model computes, every
+// row names its layout, and more chips never make a step slower.
+TEST(DeviceFigures, LayoutEstimatesAreCommittedAndLabelled) {
+  const auto rows =
+      test::ReadCsv(std::string(WORMCHAT_TEST_DATA) + "/../meshmodel/plots/layout-estimates.csv");
+  const std::vector<LayoutEstimate> model = RunLayoutEstimates();
+  ASSERT_EQ(rows.size(), model.size());
+  ASSERT_EQ(model.size(), 4u * 3 * 2);  // Falcon-RW 1B/7B, Falcon3 1B/7B; 3 meshes; 2 phases
+  std::map<std::string, double> by_key;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const LayoutEstimate& m = model[i];
+    SCOPED_TRACE(m.preset + " " + m.mesh + " " + TtPhaseName(m.phase));
+    EXPECT_EQ(rows[i].at("preset"), m.preset);
+    EXPECT_EQ(rows[i].at("mesh"), m.mesh);
+    EXPECT_EQ(rows[i].at("layout"), m.layout);
+    EXPECT_FALSE(m.layout.empty());
+    EXPECT_NEAR(std::stod(rows[i].at("model")), m.model, 1e-5 * m.model);
+    EXPECT_GT(m.model, 0);
+    by_key[m.preset + TtPhaseName(m.phase) + m.mesh] = m.model;
+  }
+  for (const char* p : {"falcon-rw-1b", "falcon-rw-7b", "falcon3-1b", "falcon3-7b"})
+    for (const char* phase : {"decode", "prefill"}) {
+      const std::string k = std::string(p) + phase;
+      EXPECT_LT(by_key.at(k + "n150"), by_key.at(k + "t3k")) << k;
+      EXPECT_LT(by_key.at(k + "n150"), by_key.at(k + "galaxy")) << k;
+    }
+}
+
 // Lifting the di/dt workaround speeds up the compute-bound prefills and leaves the weight-bound
 // decode rows where they are.
 TEST(DecodeStep, LargeSubblocksMoveOnlyTheComputeBoundRows) {
@@ -491,28 +520,66 @@ TEST(DecodeStep, LargeSubblocksMoveOnlyTheComputeBoundRows) {
 namespace wc {
 namespace {
 
-// A gated MLP (Falcon3's SwiGLU) and a sequential layout's second norm add their ops to the
-// estimate, and the figure says it is one; Falcon-7B's measured program is unchanged.
-TEST(DecodeStep, AGatedMlpAndASecondNormAreEstimatedFromTheSameOpCosts) {
+// The layouts tt-metal published no program for are estimated from the same op costs with the
+// ops each needs: Falcon3's RMSNorm (5 passes, gamma only), SwiGLU (the up projection without an
+// activation, a gate matmul with SiLU fused, an elementwise multiply) and second norm; Falcon-RW's
+// ALiBi bias on the scores in place of the rotary embedding. Falcon's measured programs keep
+// their ops, and the figures say which is which.
+TEST(DecodeStep, NewLayoutsAreEstimatedFromTheSameOpCosts) {
   auto count = [](const TtGraph& g, const std::string& name) {
     int runs = 0;
     for (const TtOp& op : g.ops)
       if (op.name == name) runs += op.runs;
     return runs;
   };
+  auto first = [](const TtGraph& g, const std::string& name) {
+    for (const TtOp& op : g.ops)
+      if (op.name == name) return op;
+    ADD_FAILURE() << "no op " << name;
+    return TtOp{};
+  };
   ModelConfig f3 = PresetConfig("falcon3-7b");
+  const ModelConfig rw = PresetConfig("falcon-rw-7b");
   const ModelConfig f7 = PresetConfig("falcon-7b");
-  for (TtPhase phase : {TtPhase::kDecode, TtPhase::kPrefill}) {
-    TtGraphOptions o;
-    o.phase = phase;
-    if (phase == TtPhase::kPrefill) o.users = 1;
-    const TtGraph gated = BuildTtGraph(f3, o);
-    EXPECT_EQ(count(gated, "ff_gate"), f3.n_layers);
-    EXPECT_EQ(count(gated, "gate_mul"), f3.n_layers);
-    EXPECT_EQ(count(gated, "layer_norm"), 2 * f3.n_layers + 1);
-    EXPECT_EQ(count(BuildTtGraph(f7, o), "ff_gate"), 0);
-    EXPECT_EQ(count(BuildTtGraph(f7, o), "layer_norm"), f7.n_layers + 1);
-  }
+  for (int chips : {1, 8})
+    for (TtPhase phase : {TtPhase::kDecode, TtPhase::kPrefill}) {
+      SCOPED_TRACE(std::to_string(chips) + " chips, " + TtPhaseName(phase));
+      TtGraphOptions o;
+      o.chips = chips;
+      o.phase = phase;
+      if (phase == TtPhase::kPrefill) {
+        o.users = 1;
+        o.ctx = 1024;
+      }
+      const TtGraph gated = BuildTtGraph(f3, o);
+      EXPECT_EQ(count(gated, "ff_gate"), f3.n_layers * count(gated, "ff1") / f3.n_layers);
+      EXPECT_EQ(count(gated, "gate_mul"), count(gated, "ff_gate"));
+      EXPECT_EQ(first(gated, "ff1").tiles, 0);      // the up projection: no activation
+      EXPECT_GT(first(gated, "ff_gate").tiles, 0);  // SiLU
+      EXPECT_EQ(count(gated, "layer_norm"), 0);
+      if (chips == 1 || phase == TtPhase::kDecode) {
+        EXPECT_EQ(count(gated, "rms_norm"), 2 * f3.n_layers + 1);  // two a layer, and the final
+      } else {
+        // The ring's prefill norms once a layer, then broadcasts each norm's gamma (no beta).
+        EXPECT_EQ(count(gated, "rms_norm"), f3.n_layers + 1);
+        EXPECT_EQ(count(gated, "bcast"), 2 * f3.n_layers);
+      }
+      EXPECT_EQ(first(gated, "rms_norm").passes, chips == 1 || phase == TtPhase::kDecode ? 5 : 4);
+      EXPECT_GT(count(gated, "rotary_embedding"), 0);
+      EXPECT_EQ(count(gated, "alibi_bias"), 0);
+
+      const TtGraph alibi = BuildTtGraph(rw, o);
+      EXPECT_EQ(count(alibi, "rotary_embedding"), 0);
+      EXPECT_GE(count(alibi, "alibi_bias"), rw.n_layers);
+      EXPECT_EQ(count(alibi, "ff_gate"), 0);
+
+      const TtGraph falcon = BuildTtGraph(f7, o);
+      EXPECT_EQ(count(falcon, "ff_gate"), 0);
+      EXPECT_EQ(count(falcon, "alibi_bias"), 0);
+      EXPECT_EQ(count(falcon, "rms_norm"), 0);
+      EXPECT_GT(count(falcon, "rotary_embedding"), 0);
+      EXPECT_GT(first(falcon, "ff1").tiles, 0);  // GELU
+    }
   const double with_gate = EstimateDecodeStep(f3, DecodeStepOptions{}).step_us;
   f3.gated_mlp = false;
   EXPECT_GT(with_gate, EstimateDecodeStep(f3, DecodeStepOptions{}).step_us);
