@@ -7,6 +7,7 @@
 // time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
 // (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
+// One token of bfp4 (decode) expands nothing: OneTokenBfp4 puts the shifts on the token's codes.
 // Integer sums are exact and the float steps the contract's, so the bits are the portable and
 // VNNI kernels'.
 #include <immintrin.h>
@@ -116,6 +117,73 @@ void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput&
   }
 }
 
+// One token against bfp4 half tiles, nothing expanded to memory: the shift of each k goes onto
+// the token's codes instead of the weights (x' = x 2^shift, at most 127 x 16 in 16 bits, once a
+// half tile), the nibbles become signed bytes by one lookup and 16-bit lanes, and vpmaddwd sums
+// (k, k + 1) pairs of q x' into 32 bits. The products and so the integer sums are the expanded
+// kernel's; decode reads each weight once and spends a third of the expanded path's instructions
+// on it.
+void OneTokenBfp4(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(BfpFormat::kBfp4);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  // A nibble's value (bfp_int8.h's sign-magnitude codes as the expanded kernel reads them).
+  const __m256i value = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0,
+                                         1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+  const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8,
+                                        16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  // Row order after the pair sums are folded: [r0 r1 r4 r5 | r2 r3 r6 r7] -> r0 .. r7.
+  const __m256i rows = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
+  const int8_t* codes = x.Codes(0);
+  const float* dx = x.Dx(0);
+  alignas(32) int16_t xs[32];  // x' of the half tile's 32 k
+  for (int64_t p = pa; p < pb; ++p)
+    for (int64_t quarter = 0; quarter < 4; ++quarter) {
+      const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
+      if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
+      const int64_t h = quarter / 2, s = quarter % 2;
+      __m256 acc[1] = {_mm256_setzero_ps()};
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* half =
+            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(BfpFormat::kBfp4, nb, b, h);
+        if (b + kPrefetchTiles < nb)
+          for (int64_t o = 0; o < half_bytes; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
+                         _MM_HINT_T0);
+        // x' = x 2^shift of its k, 16-bit.
+        const __m256i m = _mm256_shuffle_epi8(pow2, Load(half));
+        const __m256i xq = Load(reinterpret_cast<const uint8_t*>(codes + 32 * b));
+        const __m256i x_lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(xq)),
+                                                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m)));
+        const __m256i x_hi =
+            _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(xq, 1)),
+                               _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1)));
+        _mm256_store_si256(reinterpret_cast<__m256i*>(xs), x_lo);
+        _mm256_store_si256(reinterpret_cast<__m256i*>(xs + 16), x_hi);
+        // Rows 0-3 and 4-7 of the quarter, a (k, k + 1) pair sum in each 32-bit lane.
+        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+        for (int v = 0; v < 4; ++v) {
+          const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
+          for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+            const __m256i q = _mm256_shuffle_epi8(
+                value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
+            int64_t k4;
+            std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
+            const __m256i xk = _mm256_set1_epi64x(k4);
+            lo = _mm256_add_epi32(
+                lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
+            hi = _mm256_add_epi32(
+                hi, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
+          }
+        }
+        const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
+        const float dw = w.int8_scales()[(p * nb + b) * 2 + h];
+        acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[b]), _mm256_cvtepi32_ps(isum), acc[0]);
+      }
+      StoreTile<1>(acc, 0, g, bias, y, y_stride, row_begin, row_end);
+    }
+}
+
 template <BfpFormat F>
 void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
               int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
@@ -164,6 +232,8 @@ void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, flo
                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
   if (w.format() == BfpFormat::kBfp8)
     Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  else if (x.n_tokens == 1)
+    OneTokenBfp4(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
   else
     Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
 }
