@@ -7,7 +7,8 @@
 // time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
 // (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
-// One token of bfp4 (decode) expands nothing: OneTokenBfp4 puts the shifts on the token's codes.
+// One token (decode) expands nothing and reads each half tile once for both its quarters:
+// OneTokenBfp4 puts the shifts on the token's codes, OneTokenBfp8 multiplies the bytes as they lie.
 // Integer sums are exact and the float steps the contract's, so the bits are the portable and
 // VNNI kernels'.
 #include <immintrin.h>
@@ -138,11 +139,15 @@ void OneTokenBfp4(const QuantInput& x, const BfpPanels& w, const float* bias, fl
   const float* dx = x.Dx(0);
   alignas(32) int16_t xs[32];  // x' of the half tile's 32 k
   for (int64_t p = pa; p < pb; ++p)
-    for (int64_t quarter = 0; quarter < 4; ++quarter) {
-      const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
-      if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
-      const int64_t h = quarter / 2, s = quarter % 2;
-      __m256 acc[1] = {_mm256_setzero_ps()};
+    for (int64_t h = 0; h < 2; ++h) {
+      // The half tile's two quarters (rows 8 g .. 8 g + 8, g = 4 p + 2 h + s) share its x' and
+      // read it in one pass.
+      const int64_t g0 = 4 * p + 2 * h;
+      bool active[2];
+      for (int s = 0; s < 2; ++s)
+        active[s] = 8 * (g0 + s) < row_end && 8 * (g0 + s) + 8 > row_begin;
+      if (!active[0] && !active[1]) continue;
+      __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* half =
             w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(BfpFormat::kBfp4, nb, b, h);
@@ -160,27 +165,72 @@ void OneTokenBfp4(const QuantInput& x, const BfpPanels& w, const float* bias, fl
                                _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1)));
         _mm256_store_si256(reinterpret_cast<__m256i*>(xs), x_lo);
         _mm256_store_si256(reinterpret_cast<__m256i*>(xs + 16), x_hi);
-        // Rows 0-3 and 4-7 of the quarter, a (k, k + 1) pair sum in each 32-bit lane.
-        __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-        for (int v = 0; v < 4; ++v) {
-          const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
-          for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
-            const __m256i q = _mm256_shuffle_epi8(
-                value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
-            int64_t k4;
-            std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
-            const __m256i xk = _mm256_set1_epi64x(k4);
-            lo = _mm256_add_epi32(
-                lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
-            hi = _mm256_add_epi32(
-                hi, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
+        const __m256 scale = _mm256_set1_ps(w.int8_scales()[(p * nb + b) * 2 + h] * dx[b]);
+        for (int s = 0; s < 2; ++s) {
+          // Rows 0-3 and 4-7 of the quarter, a (k, k + 1) pair sum in each 32-bit lane.
+          __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+          for (int v = 0; v < 4; ++v) {
+            const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
+            for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+              const __m256i q = _mm256_shuffle_epi8(
+                  value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
+              int64_t k4;
+              std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
+              const __m256i xk = _mm256_set1_epi64x(k4);
+              lo = _mm256_add_epi32(
+                  lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
+              hi = _mm256_add_epi32(
+                  hi, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
+            }
           }
+          const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
+          acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
         }
-        const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
-        const float dw = w.int8_scales()[(p * nb + b) * 2 + h];
-        acc[0] = _mm256_fmadd_ps(_mm256_set1_ps(dw * dx[b]), _mm256_cvtepi32_ps(isum), acc[0]);
       }
-      StoreTile<1>(acc, 0, g, bias, y, y_stride, row_begin, row_end);
+      for (int s = 0; s < 2; ++s)
+        if (active[s]) StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
+    }
+}
+
+// One token against bfp8 half tiles: the codes are bytes already, so the token's products come
+// straight from the half tile (|q| and q's sign onto the activation, as TileOverBlocks does), both
+// quarters of a half tile in one pass over it.
+void OneTokenBfp8(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(BfpFormat::kBfp8);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* codes = x.Codes(0);
+  const float* dx = x.Dx(0);
+  for (int64_t p = pa; p < pb; ++p)
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t g0 = 4 * p + 2 * h;
+      bool active[2];
+      for (int s = 0; s < 2; ++s)
+        active[s] = 8 * (g0 + s) < row_end && 8 * (g0 + s) + 8 > row_begin;
+      if (!active[0] && !active[1]) continue;
+      __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
+      for (int64_t b = 0; b < nb; ++b) {
+        const uint8_t* half =
+            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(BfpFormat::kBfp8, nb, b, h);
+        if (b + kPrefetchTiles < nb)
+          for (int64_t o = 0; o < half_bytes; o += 64)
+            _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
+                         _MM_HINT_T0);
+        const int8_t* xq = codes + 32 * b;
+        const __m256 scale = _mm256_set1_ps(w.int8_scales()[(p * nb + b) * 2 + h] * dx[b]);
+        for (int s = 0; s < 2; ++s) {
+          __m256i isum = _mm256_setzero_si256();
+          for (int v = 0; v < 8; ++v) {
+            const __m256i q = Load(half + 32 + 64 * v + 32 * s);
+            const __m256i xs = _mm256_sign_epi8(Bcast4(xq + 4 * v), q);
+            isum = _mm256_add_epi32(
+                isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), xs), ones));
+          }
+          acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
+        }
+      }
+      for (int s = 0; s < 2; ++s)
+        if (active[s]) StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
     }
 }
 
@@ -230,10 +280,12 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
 
 void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
-  if (w.format() == BfpFormat::kBfp8)
+  const bool bfp8 = w.format() == BfpFormat::kBfp8;
+  if (x.n_tokens == 1)
+    bfp8 ? OneTokenBfp8(x, w, bias, y, y_stride, row_begin, row_end, pa, pb)
+         : OneTokenBfp4(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  else if (bfp8)
     Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
-  else if (x.n_tokens == 1)
-    OneTokenBfp4(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
   else
     Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
 }
