@@ -7,8 +7,8 @@
 // time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
 // (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
-// One token (decode) expands nothing and reads each half tile once for both its quarters:
-// OneTokenBfp4 puts the shifts on the token's codes, OneTokenBfp8 multiplies the bytes as they lie.
+// One token (decode) expands nothing and reads each half tile once for both its quarters
+// (OneToken).
 // Integer sums are exact and the float steps the contract's, so the bits are the portable and
 // VNNI kernels'.
 #include <immintrin.h>
@@ -118,113 +118,85 @@ void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput&
   }
 }
 
-// One token against bfp4 half tiles, nothing expanded to memory: the shift of each k goes onto
-// the token's codes instead of the weights (x' = x 2^shift, at most 127 x 16 in 16 bits, once a
-// half tile), the nibbles become signed bytes by one lookup and 16-bit lanes, and vpmaddwd sums
-// (k, k + 1) pairs of q x' into 32 bits. The products and so the integer sums are the expanded
-// kernel's; decode reads each weight once and spends a third of the expanded path's instructions
-// on it.
-void OneTokenBfp4(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
-                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
-  const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(BfpFormat::kBfp4);
+// One token, nothing expanded to memory, each half tile read once for both its quarters (8 rows
+// each). bfp4: the shift of each k goes onto the token's code instead of the weight (x' = x
+// 2^shift, at most 127 x 16 in 16 bits, once a half tile), the nibbles become signed bytes by one
+// lookup and 16-bit lanes, and vpmaddwd sums (k, k + 1) pairs of q x' into 32 bits. bfp8: the
+// codes are bytes already, |q| and q's sign onto the activation as TileOverBlocks does. The
+// integer sums are the expanded kernel's, so the bits are; decode reads each weight once and
+// spends a fraction of the expanded path's instructions on it.
+template <BfpFormat F>
+void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+              int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(F);
+  const __m256i ones = _mm256_set1_epi16(1);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  // A nibble's value (bfp_int8.h's sign-magnitude codes as the expanded kernel reads them).
+  // A nibble's value (bfp_int8.h's codes as the expanded kernel reads them), 2^shift.
   const __m256i value = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0,
                                          1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
   const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8,
                                         16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  // Row order after the pair sums are folded: [r0 r1 r4 r5 | r2 r3 r6 r7] -> r0 .. r7.
+  // Row order after bfp4's pair sums are folded: [r0 r1 r4 r5 | r2 r3 r6 r7] -> r0 .. r7.
   const __m256i rows = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const int8_t* codes = x.Codes(0);
   const float* dx = x.Dx(0);
-  alignas(32) int16_t xs[32];  // x' of the half tile's 32 k
+  alignas(32) int16_t xs[32];  // bfp4: x' of the half tile's 32 k
   for (int64_t p = pa; p < pb; ++p)
     for (int64_t h = 0; h < 2; ++h) {
-      // The half tile's two quarters (rows 8 g .. 8 g + 8, g = 4 p + 2 h + s) share its x' and
-      // read it in one pass.
-      const int64_t g0 = 4 * p + 2 * h;
+      const int64_t g0 = 4 * p + 2 * h;  // quarter s: rows 8 (g0 + s) .. + 8
       bool active[2];
       for (int s = 0; s < 2; ++s)
         active[s] = 8 * (g0 + s) < row_end && 8 * (g0 + s) + 8 > row_begin;
       if (!active[0] && !active[1]) continue;
       __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
       for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* half =
-            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(BfpFormat::kBfp4, nb, b, h);
-        if (b + kPrefetchTiles < nb)
-          for (int64_t o = 0; o < half_bytes; o += 64)
-            _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
-                         _MM_HINT_T0);
-        // x' = x 2^shift of its k, 16-bit.
-        const __m256i m = _mm256_shuffle_epi8(pow2, Load(half));
-        const __m256i xq = Load(reinterpret_cast<const uint8_t*>(codes + 32 * b));
-        const __m256i x_lo = _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(xq)),
-                                                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m)));
-        const __m256i x_hi =
-            _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(xq, 1)),
-                               _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1)));
-        _mm256_store_si256(reinterpret_cast<__m256i*>(xs), x_lo);
-        _mm256_store_si256(reinterpret_cast<__m256i*>(xs + 16), x_hi);
-        const __m256 scale = _mm256_set1_ps(w.int8_scales()[(p * nb + b) * 2 + h] * dx[b]);
-        for (int s = 0; s < 2; ++s) {
-          // Rows 0-3 and 4-7 of the quarter, a (k, k + 1) pair sum in each 32-bit lane.
-          __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-          for (int v = 0; v < 4; ++v) {
-            const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
-            for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
-              const __m256i q = _mm256_shuffle_epi8(
-                  value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
-              int64_t k4;
-              std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
-              const __m256i xk = _mm256_set1_epi64x(k4);
-              lo = _mm256_add_epi32(
-                  lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
-              hi = _mm256_add_epi32(
-                  hi, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
-            }
-          }
-          const __m256i isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
-          acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
-        }
-      }
-      for (int s = 0; s < 2; ++s)
-        if (active[s]) StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
-    }
-}
-
-// One token against bfp8 half tiles: the codes are bytes already, so the token's products come
-// straight from the half tile (|q| and q's sign onto the activation, as TileOverBlocks does), both
-// quarters of a half tile in one pass over it.
-void OneTokenBfp8(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
-                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
-  const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(BfpFormat::kBfp8);
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int8_t* codes = x.Codes(0);
-  const float* dx = x.Dx(0);
-  for (int64_t p = pa; p < pb; ++p)
-    for (int64_t h = 0; h < 2; ++h) {
-      const int64_t g0 = 4 * p + 2 * h;
-      bool active[2];
-      for (int s = 0; s < 2; ++s)
-        active[s] = 8 * (g0 + s) < row_end && 8 * (g0 + s) + 8 > row_begin;
-      if (!active[0] && !active[1]) continue;
-      __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
-      for (int64_t b = 0; b < nb; ++b) {
-        const uint8_t* half =
-            w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(BfpFormat::kBfp8, nb, b, h);
+        const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, nb, b, h);
         if (b + kPrefetchTiles < nb)
           for (int64_t o = 0; o < half_bytes; o += 64)
             _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
                          _MM_HINT_T0);
         const int8_t* xq = codes + 32 * b;
+        if constexpr (F == BfpFormat::kBfp4) {
+          const __m256i m = _mm256_shuffle_epi8(pow2, Load(half));
+          const __m256i xv = Load(reinterpret_cast<const uint8_t*>(xq));
+          _mm256_store_si256(reinterpret_cast<__m256i*>(xs),
+                             _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(xv)),
+                                                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m))));
+          _mm256_store_si256(
+              reinterpret_cast<__m256i*>(xs + 16),
+              _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(xv, 1)),
+                                 _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1))));
+        }
         const __m256 scale = _mm256_set1_ps(w.int8_scales()[(p * nb + b) * 2 + h] * dx[b]);
         for (int s = 0; s < 2; ++s) {
-          __m256i isum = _mm256_setzero_si256();
-          for (int v = 0; v < 8; ++v) {
-            const __m256i q = Load(half + 32 + 64 * v + 32 * s);
-            const __m256i xs = _mm256_sign_epi8(Bcast4(xq + 4 * v), q);
-            isum = _mm256_add_epi32(
-                isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), xs), ones));
+          __m256i isum;
+          if constexpr (F == BfpFormat::kBfp4) {
+            // Rows 0-3 and 4-7, a (k, k + 1) pair sum in each 32-bit lane.
+            __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
+            for (int v = 0; v < 4; ++v) {
+              const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
+              for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+                const __m256i q = _mm256_shuffle_epi8(
+                    value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
+                int64_t k4;
+                std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
+                const __m256i xk = _mm256_set1_epi64x(k4);
+                lo = _mm256_add_epi32(
+                    lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
+                hi = _mm256_add_epi32(
+                    hi,
+                    _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
+              }
+            }
+            isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
+          } else {
+            isum = _mm256_setzero_si256();
+            for (int v = 0; v < 8; ++v) {
+              const __m256i q = Load(half + 32 + 64 * v + 32 * s);
+              const __m256i xs8 = _mm256_sign_epi8(Bcast4(xq + 4 * v), q);
+              isum = _mm256_add_epi32(
+                  isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), xs8), ones));
+            }
           }
           acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
         }
@@ -282,8 +254,8 @@ void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, flo
                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
   const bool bfp8 = w.format() == BfpFormat::kBfp8;
   if (x.n_tokens == 1)
-    bfp8 ? OneTokenBfp8(x, w, bias, y, y_stride, row_begin, row_end, pa, pb)
-         : OneTokenBfp4(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+    bfp8 ? OneToken<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb)
+         : OneToken<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
   else if (bfp8)
     Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
   else
