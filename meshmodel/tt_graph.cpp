@@ -160,8 +160,8 @@ void OneChipDecode(const ModelConfig& c, const TtGraphOptions& o, const Shapes& 
   TtOp ff1 = Matmul("ff1", OneDCores(s.ffn_t, grid), s.ut, s.ht, s.ffn_t, s.w_mlp, o.dram_sharded,
                     TileFormat::kBF16, D, D);
   ff1.tiles = s.ut * s.ffn_t;  // GELU on every output tile, fused
-  ff1.out_subblock_tiles =
-      1;  // h_to_4h: per_core_N 11, subblock 1 x 1 (falcon7b-graph.md section 5)
+  // h_to_4h: per_core_N 11, subblock 1 x 1 (falcon7b-graph.md section 5).
+  ff1.out_subblock_tiles = 1;
   MlpUpOps(c, ff1, bf16, b);
   b.Layer(Matmul("ff2", OneDCores(s.ht, grid), s.ut, s.ffn_t, s.ht, s.w_mlp, o.dram_sharded,
                  TileFormat::kBF16, D, D));
