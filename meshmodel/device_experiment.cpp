@@ -28,8 +28,15 @@ std::vector<const StepOp*> TopOps(const DecodeStepEstimate& e, size_t n) {
   return ops;
 }
 
+// A phase's headline figure and its unit: prompt tokens a second, or tokens a second a user.
+const char* Unit(TtPhase phase) {
+  return phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user";
+}
 const char* Unit(const DeviceFigure& f) {
-  return f.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user";
+  return Unit(f.phase);
+}
+double Headline(const DecodeStepEstimate& e, TtPhase phase) {
+  return phase == TtPhase::kPrefill ? e.tokens_per_s : e.tokens_per_s_per_user;
 }
 
 std::string Slug(const std::string& label) {
@@ -100,9 +107,8 @@ void WriteEstimatesCsv(const std::string& path, const std::vector<LayoutEstimate
     const DecodeStepEstimate& e = r.estimate;
     const StepOp* top = TopOps(e, 1).front();
     out << r.preset << "," << r.mesh << "," << e.chips << "," << TtPhaseName(r.phase) << ","
-        << r.users << "," << r.ctx << ","
-        << (r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user") << "," << r.model << ","
-        << e.step_us << "," << e.programs << "," << e.program << ",\"" << r.layout << "\","
+        << r.users << "," << r.ctx << "," << Unit(r.phase) << "," << r.model << "," << e.step_us
+        << "," << e.programs << "," << e.program << ",\"" << r.layout << "\","
         << e.compute_us / e.step_us << "," << e.dram_us / e.step_us << "," << e.fixed_us / e.step_us
         << "," << e.eth_us / e.step_us << "," << top->name << "," << top->us / e.step_us << "\n";
   }
@@ -133,8 +139,7 @@ std::vector<LayoutEstimate> RunLayoutEstimates() {
         r.ctx = o.ctx;
         r.layout = LayoutDifferences(c);
         r.estimate = EstimateDecodeStep(c, o);
-        r.model =
-            phase == TtPhase::kPrefill ? r.estimate.tokens_per_s : r.estimate.tokens_per_s_per_user;
+        r.model = Headline(r.estimate, phase);
         rows.push_back(std::move(r));
       }
   }
@@ -153,12 +158,11 @@ std::vector<DeviceRow> RunDeviceExperiment() {
     DeviceRow r;
     r.figure = f;
     r.estimate = EstimateDecodeStep(c, o);
-    const bool prefill = f.phase == TtPhase::kPrefill;
-    r.model = prefill ? r.estimate.tokens_per_s : r.estimate.tokens_per_s_per_user;
+    r.model = Headline(r.estimate, f.phase);
     r.ratio = r.model / f.measured;
     for (const Scenario& s : TodaysWhatIfs(o)) {
       const DecodeStepEstimate w = EstimateDecodeStep(c, s.options);
-      r.what_ifs.emplace_back(s.label, prefill ? w.tokens_per_s : w.tokens_per_s_per_user);
+      r.what_ifs.emplace_back(s.label, Headline(w, f.phase));
     }
     rows.push_back(std::move(r));
   }
@@ -204,7 +208,7 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
   for (const LayoutEstimate& r : estimates)
     std::printf("  %-13s %-6s %-8s %5d %11.2f %9.2f  %s (%s)\n", r.preset.c_str(), r.mesh.c_str(),
                 TtPhaseName(r.phase), r.ctx, r.model, r.estimate.step_us / 1000.0, r.layout.c_str(),
-                r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user");
+                Unit(r.phase));
   if (!o.estimates_csv.empty()) {
     WriteEstimatesCsv(o.estimates_csv, estimates);
     std::printf("estimates csv -> %s\n", o.estimates_csv.c_str());
@@ -248,7 +252,7 @@ void RunDeviceExperimentCommand(const DeviceExperimentOptions& o) {
                      {"phase", TtPhaseName(r.phase)},
                      {"users", r.users},
                      {"ctx", r.ctx},
-                     {"unit", r.phase == TtPhase::kPrefill ? "tokens/s" : "tokens/s/user"},
+                     {"unit", Unit(r.phase)},
                      {"estimate", r.model},
                      {"step_us", r.estimate.step_us},
                      {"program", r.estimate.program},

@@ -69,8 +69,8 @@ double GemmTileCycles(const TtSoftware& sw, MathFidelity fidelity, TileFormat in
   }
   if (subblock_tiles > 1) return plateau;
   // #9723's ratio to the plateau of the format it measured (bf16 x BFP8_B at HiFi2).
-  const double measured_plateau = (sw.gemm_cycles_hifi2_bf16 + sw.gemm_cycles_hifi2_bfp8) / 2;
-  return plateau * sw.gemm_cycles_1x1_hifi2_bf16_bfp8 / measured_plateau;
+  return plateau * sw.gemm_cycles_1x1_hifi2_bf16_bfp8 /
+         GemmTileCycles(sw, MathFidelity::kHiFi2, TileFormat::kBF16, TileFormat::kBFP8);
 }
 
 TtSoftware MeasuredSoftware() {

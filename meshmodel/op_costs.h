@@ -73,19 +73,17 @@ struct TtSoftware {
   double gemm_cycles_hifi2_bfp8 = 41, gemm_cycles_hifi2_bf16 = 54;
   double gemm_cycles_hifi4_bf16 = 79;
   // The same product with 1 x 1 output subblocks (the di/dt workaround of Falcon's prefill
-  // matmuls: every product re-unpacks both operands and packs its one output tile). Issue #9723
-  // (2024-06-26) timed Falcon-7B's prefill MLP as it ran - 8x8 cores, 1 x 1 subblocks, HiFi2,
-  // bf16 activations x BFP8_B weights: FF2 [1024, 18432] x [18432, 4608] took 2.38 ms, FF1
-  // [1024, 4608] x [4608, 18432] with its GELU fused 2.64 ms (5.28 and 4.76 at 2048 tokens).
-  // FF2 is a plain matmul: 4 x 18 output tiles a core x 576 k tiles = 41,472 products a core in
-  // 2,380,000 cycles at 1 GHz, less a compute program's fixed cost: 56.95 cycles a product, 1.20x
-  // the 47.5 of the plateau. Other formats and fidelities take that ratio of their own plateau
-  // (docs/tt-metal/prefill-costs.md section 6.1 writes the arithmetic out).
-  double gemm_1x1_products_ff2 = 4.0 * 18 * 576;
-  double gemm_cycles_1x1_hifi2_bf16_bfp8 = (2.38e6 - fixed_compute_cycles) / gemm_1x1_products_ff2;
-  // A fused activation (GELU, SiLU) on an output tile, in the packer: FF1 is FF2's product count
-  // on the same cores plus GELU on its 4 x 72 output tiles a core, so (2.64 - 2.38) ms over 288
-  // tiles: 903 cycles a tile (28 of the vector unit's 32-cycle passes).
+  // matmuls: every product re-unpacks both operands and packs its one output tile), from issue
+  // #9723's op timings of Falcon-7B's prefill MLP as it ran (8x8 cores, HiFi2, bf16 x BFP8_B):
+  // FF2 at 1024 tokens, a plain matmul of 4 x 18 output tiles a core x 576 k tiles, took 2.38 ms
+  // at 1 GHz; less a compute program's fixed cost of that time (not the "2025 op floors" what-if's)
+  // that is 56.95 cycles a product, 1.20x the plateau. Other formats and fidelities take that
+  // ratio of their own plateau (GemmTileCycles). docs/tt-metal/prefill-costs.md section 6.1
+  // writes the arithmetic out and checks it at 2048 tokens.
+  double gemm_cycles_1x1_hifi2_bf16_bfp8 = (2.38e6 - fixed_compute_cycles) / (4.0 * 18 * 576);
+  // A fused activation (GELU, SiLU) on an output tile, in the packer: FF1 runs FF2's product count
+  // on the same cores plus GELU on its 4 x 72 output tiles a core, 2.64 ms: (2.64 - 2.38) ms over
+  // 288 tiles, 903 cycles a tile (28 of the vector unit's 32-cycle passes).
   double fused_activation_tile_cycles = (2.64e6 - 2.38e6) / (4.0 * 72);
   // scaled_dot_product_attention, causal, head_dim 64, BFP8 (tech_reports/FlashAttention @
   // 0f7aa9bbf2, n150 8x8): 14.4 / 18.1 / 20.9 / 22.5 TFLOP/s at S = 512 / 1k / 2k / 4k, FLOPs =

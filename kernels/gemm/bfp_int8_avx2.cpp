@@ -39,6 +39,21 @@ constexpr int64_t kSegmentBytes = 16 << 10;
 // VNNI loop's distance, quant_gemm_vnni.cpp).
 constexpr int64_t kPrefetchTiles = 8;
 
+// A bfp4 nibble's two's-complement value, and its magnitude, as vpshufb tables; 2^shift of a
+// header's shift byte (0..4).
+inline __m256i NibbleValues() {
+  return _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5,
+                          6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
+}
+inline __m256i NibbleMagnitudes() {
+  return _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1, 2, 3, 4, 5, 6, 7, 8,
+                          7, 6, 5, 4, 3, 2, 1);
+}
+inline __m256i PowersOfTwo() {
+  return _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8, 16, 0, 0, 0,
+                          0, 0, 0, 0, 0, 0, 0, 0);
+}
+
 // A quarter tile expanded: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of
 // q's sign (the vpsignb source), e[16] the half tile's scale dW in every lane.
 constexpr int kStride = 17;
@@ -62,13 +77,7 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
     const uint8_t* shifts = half;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i low = _mm256_set1_epi16(0x00FF);
-    // A nibble's two's-complement value, and its magnitude, looked up (vpshufb).
-    const __m256i value = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1,
-                                           0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
-    const __m256i magnitude = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1, 0, 1,
-                                               2, 3, 4, 5, 6, 7, 8, 7, 6, 5, 4, 3, 2, 1);
-    const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4,
-                                          8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+    const __m256i value = NibbleValues(), magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
     for (int v = 0; v < 4; ++v) {
       const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
       for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
@@ -131,11 +140,7 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(F);
   const __m256i ones = _mm256_set1_epi16(1);
   const __m256i m4 = _mm256_set1_epi8(0x0F);
-  // A nibble's value (bfp_int8.h's codes as the expanded kernel reads them), 2^shift.
-  const __m256i value = _mm256_setr_epi8(0, 1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1, 0,
-                                         1, 2, 3, 4, 5, 6, 7, -8, -7, -6, -5, -4, -3, -2, -1);
-  const __m256i pow2 = _mm256_setr_epi8(1, 2, 4, 8, 16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 4, 8,
-                                        16, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  const __m256i value = NibbleValues(), pow2 = PowersOfTwo();
   // Row order after bfp4's pair sums are folded: [r0 r1 r4 r5 | r2 r3 r6 r7] -> r0 .. r7.
   const __m256i rows = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const int8_t* codes = x.Codes(0);
@@ -144,10 +149,7 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   for (int64_t p = pa; p < pb; ++p)
     for (int64_t h = 0; h < 2; ++h) {
       const int64_t g0 = 4 * p + 2 * h;  // quarter s: rows 8 (g0 + s) .. + 8
-      bool active[2];
-      for (int s = 0; s < 2; ++s)
-        active[s] = 8 * (g0 + s) < row_end && 8 * (g0 + s) + 8 > row_begin;
-      if (!active[0] && !active[1]) continue;
+      if (8 * g0 >= row_end || 8 * g0 + 16 <= row_begin) continue;
       __m256 acc[2][1] = {{_mm256_setzero_ps()}, {_mm256_setzero_ps()}};
       for (int64_t b = 0; b < nb; ++b) {
         const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, nb, b, h);
@@ -201,8 +203,9 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
         }
       }
+      // StoreTile writes only the rows in [row_begin, row_end).
       for (int s = 0; s < 2; ++s)
-        if (active[s]) StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
+        StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
     }
 }
 

@@ -42,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm/bfp_int8.h"
 #include "kernels/gemm/bfp_weights.h"
 #include "kernels/gemm/quant_gemm.h"
 #include "kernels/gemm/weight_format.h"
@@ -125,7 +126,7 @@ class BfpPanels {
   size_t int8_scale_bytes() const { return int8_scales_.size() * sizeof(float); }
   // With kInt8: half h of k tile tk of panel p (bfp_int8.h's layout), and its scale dW.
   const uint8_t* Int8Half(int64_t p, int64_t tk, int64_t h) const {
-    return data_.data() + p * panel_bytes() + (h * k_tiles() + tk) * tile_bytes() / 2;
+    return data_.data() + p * panel_bytes() + BfpInt8HalfOffset(format_, k_tiles(), tk, h);
   }
   float Int8Scale(int64_t p, int64_t tk, int64_t h) const {
     return int8_scales_[static_cast<size_t>((p * k_tiles() + tk) * 2 + h)];
