@@ -15,9 +15,9 @@
 namespace wc {
 namespace {
 
-constexpr int kFamilies = 6;
+constexpr int kFamilies = 7;
 
-std::atomic<bool> g_enabled[kFamilies] = {true, true, true, true, true, true};
+std::atomic<bool> g_enabled[kFamilies] = {true, true, true, true, true, true, true};
 
 // AVX-512 F, BW, DQ and VL (what every hand-written kernel is compiled for) within WORMCHAT_SIMD.
 // __builtin_cpu_supports takes only a literal, so each family names its own extensions below.
@@ -79,6 +79,11 @@ bool CpuHas(CpuKernels family) {
                               __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
       return has;
     }
+    case CpuKernels::kAvx2Gemm: {
+      static const bool has =
+          Avx2KernelsAllowed() && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+      return has;
+    }
   }
   return false;
 }
@@ -103,6 +108,8 @@ std::string CpuKernelsName(CpuKernels family) {
       return "AMX BF16";
     case CpuKernels::kAvx2Int8:
       return "AVX2 int8";
+    case CpuKernels::kAvx2Gemm:
+      return "AVX2 FMA";
     case CpuKernels::kPortable:
       break;
   }

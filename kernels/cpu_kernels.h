@@ -17,6 +17,8 @@ enum class CpuKernels : uint8_t {
   kAmxBf16Gemm,     // tdpbf16ps: the BF16 GEMM on AMX tiles (gemm_amx.h) and bfp4's one-token
                     // tile; AVX-512 allowed, and the OS's tile state enabled and granted to us
   kAvx2Int8,        // vpmaddubsw / vpmaddwd (AVX2, FMA, F16C): the quantized GEMM (quant_gemm.h)
+  kAvx2Gemm,        // AVX2 + FMA: the block-float GEMM's one-token tile where Highway's dispatch
+                    // runs its AVX2 target (gemm_bfp_one_token.h)
 };
 
 // True when this CPU has the family's instructions and WORMCHAT_SIMD (simd_limit.h) allows them;

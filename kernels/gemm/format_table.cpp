@@ -236,6 +236,8 @@ std::string GemmKernelLabel(GemmKernel k) {
   if (k == GemmKernel::kQuantInt8 || k == GemmKernel::kBfpInt8) instructions = "portable C++";
   if (k == GemmKernel::kBfpPanelTiles && KernelsOn(CpuKernels::kAvx512Gemm))
     instructions += ", one token AVX-512F";
+  if (k == GemmKernel::kBfpRowGroups && KernelsOn(CpuKernels::kAvx2Gemm) && instructions == "AVX2")
+    instructions += ", one token AVX2 FMA";
   return std::string(info.family) + " (" + instructions + ")";
 }
 

@@ -595,6 +595,7 @@ void SetGemmX86Kernels(bool enabled) {
   SetKernelsEnabled(CpuKernels::kAvx512Gemm, enabled);
   SetKernelsEnabled(CpuKernels::kAmxBf16Gemm, enabled);
   SetKernelsEnabled(CpuKernels::kAvx512Bf16Vbmi, enabled);
+  SetKernelsEnabled(CpuKernels::kAvx2Gemm, enabled);
 }
 
 }  // namespace wc

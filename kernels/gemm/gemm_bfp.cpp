@@ -642,6 +642,7 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   task.last_cols = w.cols() - (w.k_tiles() - 1) * 32;
   task.plain = w.plain_flags();
   task.one_token_avx512 = KernelsOn(CpuKernels::kAvx512Gemm);
+  task.one_token_avx2 = KernelsOn(CpuKernels::kAvx2Gemm);
   const int path = x.path_;
   const AmxGemmInput* amx = x.amx_.get();
   if (amx != nullptr && !x.widen_once_) {  // AMX, a k tile widened at a time

@@ -29,6 +29,13 @@ namespace wc {
 void BfpOneTokenTile(int magnitude_bits, int np, const float* x, const uint8_t* w,
                      int64_t panel_bytes, int64_t k_tiles, float* out);
 
+// The same chains on AVX2 + FMA (gemm_bfp_one_token_avx2.cpp) for one plain panel, out[n] = row n
+// (n < 32), x and w as above; with bfp4's codes taken as q 2^28 against x' 2^-28. The row-group
+// tiles' one-token case (gemm_bfp_row_groups.h) on the AVX2 target; needs AVX2 and FMA, and
+// MXCSR.FTZ set by the caller.
+void BfpOneTokenTileAvx2(int magnitude_bits, const float* x, const uint8_t* w, int64_t panel_bytes,
+                         int64_t k_tiles, float* out);
+
 // Tiles ahead of the one being multiplied whose lines the one-token tile prefetches, per panel:
 // decode is bound by the read rate, which the hardware prefetchers alone do not reach while the
 // widening keeps the core busy (measured: 63% -> 75% of the read bound for bfp8 on model B).

@@ -113,12 +113,22 @@ HWY_NOINLINE void GroupTile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
   }
 }
 
-// gemm::RunPanels' tile: one panel a call, any height up to kBfpRowGroupMaxTokens.
+// gemm::RunPanels' tile: one panel a call, any height up to kBfpRowGroupMaxTokens; one token on a
+// plain panel takes the AVX2 one-token tile on the AVX2 target (gemm_bfp_one_token.h): with the
+// block's unit on the activation, its widening is two or three operations a code where the row
+// groups' (for every token of a tile alike) is four.
 template <int B>
 struct GroupTileFn {
   int64_t panel_bytes, k_tiles;
+  const uint8_t* w0;     // panel 0
+  const uint8_t* plain;  // [panels] BfpPanels::PanelIsPlain
+  bool one_token_avx2;   // BfpTask's
   int MaxPanels(int /*mr*/) const { return 1; }
   void operator()(int mr, int /*np: 1*/, const float* xp, const uint8_t* w, float* out) const {
+#if HWY_TARGET == HWY_AVX2
+    if (mr == 1 && one_token_avx2 && plain[(w - w0) / panel_bytes] != 0)
+      return BfpOneTokenTileAvx2(B, xp, w, panel_bytes, k_tiles, out);
+#endif
     gemm::WithTileHeight(mr, [&](auto height) {
       constexpr int MR = decltype(height)::value;
       if constexpr (MR <= kBfpRowGroupMaxTokens) GroupTile<MR, B>(xp, w, panel_bytes, k_tiles, out);
@@ -142,9 +152,11 @@ void RowGroupsRange(const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
   if (task.magnitude_bits == 7) {
-    gemm::RunPanels(t, pa, pb, GroupTileFn<7>{t.panel_bytes, t.k_steps});
+    gemm::RunPanels(t, pa, pb,
+                    GroupTileFn<7>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx2});
   } else {
-    gemm::RunPanels(t, pa, pb, GroupTileFn<3>{t.panel_bytes, t.k_steps});
+    gemm::RunPanels(t, pa, pb,
+                    GroupTileFn<3>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx2});
   }
 #if HWY_ARCH_X86
   _mm_setcsr(csr);

@@ -2,7 +2,8 @@
 // the pairs path (bf16 activations) below BfpWidenOnceTokens on x86's targets of 16 vector
 // registers (AVX2, SSE4) and the portable ones (emulated 128-bit, scalar); the AVX-512 targets keep
 // gemm_bfp.cpp's panel tiles and the one-token AVX-512F tile, as do other architectures' (whose
-// vectors may be longer than a half panel's 16 rows).
+// vectors may be longer than a half panel's 16 rows). One token on a plain panel, on the AVX2
+// target, takes the AVX2 one-token tile instead (gemm_bfp_one_token.h).
 //
 // A row-group tile is MR <= kBfpRowGroupMaxTokens tokens by one panel, its 32 rows taken 16 at a
 // time (one half: one block exponent per k). Per k tile and half it runs the 16 even k's chains

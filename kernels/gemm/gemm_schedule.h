@@ -39,6 +39,7 @@ struct BfpTask {
   const uint8_t* plain = nullptr;  // [panels] BfpPanels::PanelIsPlain
   int64_t last_cols = 32;          // columns of the last k tile (1..32)
   bool one_token_avx512 = false;   // one token on plain panels: BfpOneTokenTile
+  bool one_token_avx2 = false;     // the row groups' one token on plain panels: ...Avx2
 };
 
 constexpr int kPanelRows = 32;

@@ -324,13 +324,19 @@ TEST_P(GemmBfpTest, OneTokenScaledActivations) {
         }
         std::vector<float> want(static_cast<size_t>(rows)), y(want.size());
         Gemm(x.data(), 1, ref.packed, nullptr, want.data());
-        for (bool hw : {true, false}) {
-          SetGemmX86Kernels(hw);
-          GemmBfp(x.data(), 1, m, nullptr, y.data());
-          ASSERT_TRUE(SameBits(y, want))
-              << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " variant "
-              << variant << (hw ? " " : " portable ");
+        // Each target: the AVX2 one takes the row groups' one-token tile (AVX2 FMA) or, with the
+        // x86 kernels off, the row-group tile itself.
+        for (const int64_t target : hwy::SupportedAndGeneratedTargets()) {
+          hwy::SetSupportedTargetsForTest(target);
+          for (bool hw : {true, false}) {
+            SetGemmX86Kernels(hw);
+            GemmBfp(x.data(), 1, m, nullptr, y.data());
+            ASSERT_TRUE(SameBits(y, want))
+                << FirstDifference(y, want) << " cols " << cols << " rows " << rows << " variant "
+                << variant << " " << hwy::TargetName(target) << (hw ? "" : " portable");
+          }
         }
+        hwy::SetSupportedTargetsForTest(0);
         SetGemmX86Kernels(true);
       }
     }
@@ -344,7 +350,7 @@ TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
   const F32Source s = MakeF32Source(rows, cols, 8, Values::kWide);
   const Reference ref = MakeReference(c.format, s, c.precision);
   const BfpPanels m = BfpPanels::FromMatrix(c.format, s.ref, "w", c.precision);
-  for (const int64_t n : {int64_t{3}, int64_t{14}, kBfpWidenOnceTokensAvx512 + 5}) {
+  for (const int64_t n : {int64_t{1}, int64_t{3}, int64_t{14}, kBfpWidenOnceTokensAvx512 + 5}) {
     const std::vector<float> x = RandomX(n, cols, 9);
     std::vector<float> want(static_cast<size_t>(n * rows));
     Gemm(x.data(), n, ref.packed, nullptr, want.data());
@@ -353,13 +359,15 @@ TEST_P(GemmBfpTest, EverySimdTargetGivesTheSameBits) {
     }
     const std::vector<int64_t> targets = hwy::SupportedAndGeneratedTargets();
     EXPECT_GE(targets.size(), 2u);
-    SetGemmX86Kernels(false);
     for (const int64_t target : targets) {
       hwy::SetSupportedTargetsForTest(target);
-      std::vector<float> y(want.size());
-      GemmBfp(x.data(), n, m, nullptr, y.data());
-      EXPECT_TRUE(SameBits(y, want))
-          << FirstDifference(y, want) << " " << hwy::TargetName(target) << " n " << n;
+      for (bool hw : {false, true}) {
+        SetGemmX86Kernels(hw);
+        std::vector<float> y(want.size());
+        GemmBfp(x.data(), n, m, nullptr, y.data());
+        EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " " << hwy::TargetName(target)
+                                       << " n " << n << " hw " << hw;
+      }
     }
     hwy::SetSupportedTargetsForTest(0);
     SetGemmX86Kernels(true);
@@ -427,8 +435,8 @@ TEST(GemmBfp, SimdLimitAvx2) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
     const std::string cmd =
         "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
-        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:GemmBfp*EveryElement*:GemmBfp*WidenOnce* > "
-        "/dev/null 2>&1";
+        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:*GemmBfpTest.EveryElement*:"
+        "*GemmBfpTest.WidenOnce*:*GemmBfpTest.OneTokenScaled* > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return;
   }
@@ -439,15 +447,17 @@ TEST(GemmBfp, SimdLimitAvx2) {
     const BfpPanels m = BfpPanels::FromMatrix(f, s.ref, "w", ActivationPrecision::kBF16);
     if (SimdLimitName() == "avx2") {
       EXPECT_EQ(GemmBfpKernelName(m), std::string(BfpFormatName(f)) +
-                                          ": bf16 row groups (AVX2); from " +
+                                          ": bf16 row groups (AVX2, one token AVX2 FMA); from " +
                                           std::to_string(kBfpWidenOnceTokensAvx2) +
                                           " tokens each panel widened once, bf16 pairs (AVX2)");
     }
-    const std::vector<float> x = RandomX(3, 100, 1);
-    std::vector<float> want(150), y(150);
-    Gemm(x.data(), 3, ref.packed, nullptr, want.data());
-    GemmBfp(x.data(), 3, m, nullptr, y.data());
-    EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want);
+    for (const int64_t n : {1, 3}) {
+      const std::vector<float> x = RandomX(n, 100, 1);
+      std::vector<float> want(static_cast<size_t>(n * 50)), y(want.size());
+      Gemm(x.data(), n, ref.packed, nullptr, want.data());
+      GemmBfp(x.data(), n, m, nullptr, y.data());
+      EXPECT_TRUE(SameBits(y, want)) << FirstDifference(y, want) << " n " << n;
+    }
   }
 }
 
