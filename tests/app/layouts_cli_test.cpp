@@ -131,14 +131,22 @@ TEST_P(LayoutsCliTest, ConvertedWeightsAreTheirFlagsWeights) {
 
 // WORMCHAT_SIMD=avx2 runs the AVX2 kernels on an AVX-512 machine (the same ones elsewhere): the
 // same tokens, as on every other layout.
+// Block-float weights too: decode's one token runs the AVX2 one-token tile there, the AVX-512F
+// one natively.
 TEST_P(LayoutsCliTest, TheSimdTargetChangesNoToken) {
   const std::string native = Gen({"--kv-dtype", "bf16"});
+  const std::string native_bfp4 = Gen({"--weights", "bfp4"});
+  const std::string native_bfp8 = Gen({"--weights", "bfp8"});
   setenv("WORMCHAT_SIMD", "avx2", 1);
   const std::string avx2 = Gen({"--kv-dtype", "bf16"});
   const std::string avx2_beams = Gen({"--beams", "2"});
+  const std::string avx2_bfp4 = Gen({"--weights", "bfp4"});
+  const std::string avx2_bfp8 = Gen({"--weights", "bfp8"});
   unsetenv("WORMCHAT_SIMD");
   EXPECT_EQ(avx2, native);
   EXPECT_EQ(avx2_beams, Gen({"--beams", "2"}));
+  EXPECT_EQ(avx2_bfp4, native_bfp4);
+  EXPECT_EQ(avx2_bfp8, native_bfp8);
 }
 
 // tt-metal publishes no program of these models: the whole-step figure is labelled an estimate.
