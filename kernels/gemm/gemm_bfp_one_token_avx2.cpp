@@ -105,21 +105,41 @@ WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) __m256 Widen4(__m256
   }
 }
 
-// bfp4's k = 2 kp + b (its code at bit kBit of the lanes) into the chains of both halves.
-//   lanes: rows 8 v .. 8 v + 7 of the k's chunk pair (half v / 2's chunk, its (v % 2)th 32 bytes).
-template <bool kScaled, int kBit, int b>
-WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) void Code4(__m256 (&acc)[2][4],
-                                                                       const __m256i (&lanes)[4],
-                                                                       const TileX& t, int kp) {
+// k = 2 kp + b into both halves' chains: per half its x' (or x) broadcast, per vector v of the
+// half (rows 8 v .. 8 v + 7) one FMA with codes(v, unit), the vector's codes widened.
+template <class Codes>
+WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) void IntoChains(__m256 (&acc)[2][4],
+                                                                            const TileX& t, int kp,
+                                                                            int b,
+                                                                            const Codes& codes) {
 #pragma GCC unroll 2
   for (int h = 0; h < 2; ++h) {
     const int e = 4 * kp + 2 * h + b;
     const __m256 x = _mm256_broadcast_ss(&t.xs[e]);
 #pragma GCC unroll 2
     for (int v = 2 * h; v < 2 * h + 2; ++v)
-      acc[b][v] = _mm256_fmadd_ps(x, Widen4<kScaled, kBit>(lanes[v], t.unit[e]), acc[b][v]);
+      acc[b][v] = _mm256_fmadd_ps(x, codes(v, t.unit[e]), acc[b][v]);
   }
 }
+
+// The codes of one k: bfp8's row of 32 bytes; bfp4's lanes (rows 8 v .. of the k's chunk pair:
+// half v / 2's chunk, its (v % 2)th 32 bytes), the code at bit kBit.
+template <bool kScaled>
+struct Codes8 {
+  const uint8_t* row;
+  WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) __m256 operator()(int v,
+                                                                                float unit) const {
+    return Widen8<kScaled>(row + 8 * v, unit);
+  }
+};
+template <bool kScaled, int kBit>
+struct Codes4 {
+  const __m256i* lanes;
+  WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) __m256 operator()(int v,
+                                                                                float unit) const {
+    return Widen4<kScaled, kBit>(lanes[v], unit);
+  }
+};
 
 // One k tile into the chains acc[b][v] (k parity b, rows 8 v .. 8 v + 7), k increasing in each.
 template <int B, bool kScaled>
@@ -129,17 +149,8 @@ WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) void Step(
 #pragma GCC unroll 2
     for (int kp = 0; kp < 16; ++kp) {
 #pragma GCC unroll 2
-      for (int b = 0; b < 2; ++b) {
-        const uint8_t* row = tile + 64 + 32 * (2 * kp + b);
-#pragma GCC unroll 2
-        for (int h = 0; h < 2; ++h) {
-          const int e = 4 * kp + 2 * h + b;
-          const __m256 x = _mm256_broadcast_ss(&t.xs[e]);
-#pragma GCC unroll 2
-          for (int v = 2 * h; v < 2 * h + 2; ++v)
-            acc[b][v] = _mm256_fmadd_ps(x, Widen8<kScaled>(row + 8 * v, t.unit[e]), acc[b][v]);
-        }
-      }
+      for (int b = 0; b < 2; ++b)
+        IntoChains(acc, t, kp, b, Codes8<kScaled>{tile + 64 + 32 * (2 * kp + b)});
     }
   } else {
     // Both halves of each k at once: 8 chains interleaved (one half's 4 would wait on the FMA's
@@ -149,14 +160,14 @@ WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) void Step(
       __m256i lanes[4];
       for (int v = 0; v < 4; ++v)
         lanes[v] = _mm256_load_si256(reinterpret_cast<const __m256i*>(chunks + 32 * v));
-      Code4<kScaled, 0, 0>(acc, lanes, t, 4 * g);
-      Code4<kScaled, 16, 1>(acc, lanes, t, 4 * g);
-      Code4<kScaled, 4, 0>(acc, lanes, t, 4 * g + 1);
-      Code4<kScaled, 20, 1>(acc, lanes, t, 4 * g + 1);
-      Code4<kScaled, 8, 0>(acc, lanes, t, 4 * g + 2);
-      Code4<kScaled, 24, 1>(acc, lanes, t, 4 * g + 2);
-      Code4<kScaled, 12, 0>(acc, lanes, t, 4 * g + 3);
-      Code4<kScaled, 28, 1>(acc, lanes, t, 4 * g + 3);
+      IntoChains(acc, t, 4 * g, 0, Codes4<kScaled, 0>{lanes});
+      IntoChains(acc, t, 4 * g, 1, Codes4<kScaled, 16>{lanes});
+      IntoChains(acc, t, 4 * g + 1, 0, Codes4<kScaled, 4>{lanes});
+      IntoChains(acc, t, 4 * g + 1, 1, Codes4<kScaled, 20>{lanes});
+      IntoChains(acc, t, 4 * g + 2, 0, Codes4<kScaled, 8>{lanes});
+      IntoChains(acc, t, 4 * g + 2, 1, Codes4<kScaled, 24>{lanes});
+      IntoChains(acc, t, 4 * g + 3, 0, Codes4<kScaled, 12>{lanes});
+      IntoChains(acc, t, 4 * g + 3, 1, Codes4<kScaled, 28>{lanes});
     }
   }
 }
