@@ -55,7 +55,8 @@ WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) __m256 XPerExponent(
 }
 
 // x' for a k tile: false when some nonzero x' is flushed (the product left the normals), in which
-// case t holds UnscaledStep's operands instead: x itself and the weights' units.
+// case t holds the unscaled step's operands instead (Step<B, false>): x itself and the weights'
+// units.
 //   x: the tile's 32 activations (bf16 values as f32); tile: its exponent bytes first.
 template <int B>
 WC_BFP_ONE_TOKEN_AVX2 inline __attribute__((always_inline)) bool ScaledX(
