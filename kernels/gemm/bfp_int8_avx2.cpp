@@ -96,7 +96,7 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
       }
     }
   }
-  const float dw = w.int8_scales()[(p * w.k_tiles() + b) * 2 + h];
+  const float dw = w.Int8Scale(p, b, h);
   reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(dw);
 }
 
@@ -169,7 +169,7 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(xv, 1)),
                                  _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1))));
         }
-        const __m256 scale = _mm256_set1_ps(w.int8_scales()[(p * nb + b) * 2 + h] * dx[b]);
+        const __m256 scale = _mm256_set1_ps(w.Int8Scale(p, b, h) * dx[b]);
         for (int s = 0; s < 2; ++s) {
           __m256i isum;
           if constexpr (F == BfpFormat::kBfp4) {

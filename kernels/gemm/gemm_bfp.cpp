@@ -282,20 +282,13 @@ HWY_NOINLINE void Tile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RESTRICT
 template <int B, bool kPairs>
 struct TileFn {
   int64_t panel_bytes, k_tiles;
-  const uint8_t* w0;      // panel 0
-  const uint8_t* plain;   // [panels] BfpPanels::PanelIsPlain
-  bool one_token_avx512;  // BfpTask's
+  const gemm::BfpTask* task;  // its plain flags
+  bool one_token_avx512;      // BfpTask's (false on the f32 path)
   int MaxPanels(int mr) const { return Fits<kPairs>(mr, 4) ? 4 : Fits<kPairs>(mr, 2) ? 2 : 1; }
-  bool Plain(const uint8_t* w, int np) const {
-    const int64_t p = (w - w0) / panel_bytes;
-    for (int i = 0; i < np; ++i)
-      if (plain[p + i] == 0) return false;
-    return true;
-  }
   template <int MR>
   void Run(int np, const float* xp, const uint8_t* w, float* out) const {
     if constexpr (MR <= MaxTokens<kPairs>()) {
-      const bool pl = MR == 1 && Plain(w, np);
+      const bool pl = MR == 1 && task->PanelsPlain(w, np);
       if (kPairs && pl && one_token_avx512)
         return BfpOneTokenTile(B, np, xp, w, panel_bytes, k_tiles, out);
       if constexpr (Fits<kPairs>(MR, 4)) {
@@ -407,7 +400,7 @@ template <int B>
 void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   const gemm::Task& t = task.base;
   if (path == kBfpPathF32) {
-    gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, t.w, task.plain, false});
+    gemm::RunPanels(t, pa, pb, TileFn<B, false>{t.panel_bytes, t.k_steps, &task, false});
     return;
   }
 #if WC_BFP_ROW_GROUP_TARGET
@@ -417,8 +410,8 @@ void RunB(int path, const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   const unsigned int csr = _mm_getcsr();
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
-  gemm::RunPanels(
-      t, pa, pb, TileFn<B, true>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx512});
+  gemm::RunPanels(t, pa, pb,
+                  TileFn<B, true>{t.panel_bytes, t.k_steps, &task, task.one_token_avx512});
 #if HWY_ARCH_X86
   _mm_setcsr(csr);
 #endif

@@ -120,13 +120,11 @@ HWY_NOINLINE void GroupTile(const float* HWY_RESTRICT xp, const uint8_t* HWY_RES
 template <int B>
 struct GroupTileFn {
   int64_t panel_bytes, k_tiles;
-  const uint8_t* w0;     // panel 0
-  const uint8_t* plain;  // [panels] BfpPanels::PanelIsPlain
-  bool one_token_avx2;   // BfpTask's
+  const gemm::BfpTask* task;  // its plain flags and one_token_avx2
   int MaxPanels(int /*mr*/) const { return 1; }
   void operator()(int mr, int /*np: 1*/, const float* xp, const uint8_t* w, float* out) const {
 #if HWY_TARGET == HWY_AVX2
-    if (mr == 1 && one_token_avx2 && plain[(w - w0) / panel_bytes] != 0)
+    if (mr == 1 && task->one_token_avx2 && task->PanelsPlain(w, 1))
       return BfpOneTokenTileAvx2(B, xp, w, panel_bytes, k_tiles, out);
 #endif
     gemm::WithTileHeight(mr, [&](auto height) {
@@ -152,11 +150,9 @@ void RowGroupsRange(const gemm::BfpTask& task, int64_t pa, int64_t pb) {
   _mm_setcsr(csr | 0x8000u);  // FTZ, as the BF16 GEMM's pairs kernel
 #endif
   if (task.magnitude_bits == 7) {
-    gemm::RunPanels(t, pa, pb,
-                    GroupTileFn<7>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx2});
+    gemm::RunPanels(t, pa, pb, GroupTileFn<7>{t.panel_bytes, t.k_steps, &task});
   } else {
-    gemm::RunPanels(t, pa, pb,
-                    GroupTileFn<3>{t.panel_bytes, t.k_steps, t.w, task.plain, task.one_token_avx2});
+    gemm::RunPanels(t, pa, pb, GroupTileFn<3>{t.panel_bytes, t.k_steps, &task});
   }
 #if HWY_ARCH_X86
   _mm_setcsr(csr);

@@ -40,6 +40,14 @@ struct BfpTask {
   int64_t last_cols = 32;          // columns of the last k tile (1..32)
   bool one_token_avx512 = false;   // one token on plain panels: BfpOneTokenTile
   bool one_token_avx2 = false;     // the row groups' one token on plain panels: ...Avx2
+
+  // True when np panels from the one at `w` (within base.w) are all plain.
+  bool PanelsPlain(const uint8_t* w, int np) const {
+    const int64_t p = (w - base.w) / base.panel_bytes;
+    for (int i = 0; i < np; ++i)
+      if (plain[p + i] == 0) return false;
+    return true;
+  }
 };
 
 constexpr int kPanelRows = 32;

@@ -413,7 +413,7 @@ struct BfpInt8Halves {
         }
       }
     }
-    const float dw = w.int8_scales()[(p * w.k_tiles() + b) * 2 + h];
+    const float dw = w.Int8Scale(p, b, h);
     reinterpret_cast<__m512*>(e + L::kD)[0] = _mm512_set1_ps(dw);
     reinterpret_cast<__m512*>(e + L::kM)[0] = _mm512_setzero_ps();
   }

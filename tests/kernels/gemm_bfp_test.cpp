@@ -433,10 +433,9 @@ TEST(GemmBfp, NonFiniteWeightsAreRefusedNamingTheTensor) {
 // and no AVX-512 kernel, the same bits as the reference.
 TEST(GemmBfp, SimdLimitAvx2) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
-    const std::string cmd =
-        "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
-        "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:*GemmBfpTest.EveryElement*:"
-        "*GemmBfpTest.WidenOnce*:*GemmBfpTest.OneTokenScaled* > /dev/null 2>&1";
+    const std::string cmd = "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
+                            "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:*GemmBfpTest.EveryElement*:"
+                            "*GemmBfpTest.WidenOnce*:*GemmBfpTest.OneTokenScaled* > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return;
   }
