@@ -430,10 +430,13 @@ TEST(GemmBfp, NonFiniteWeightsAreRefusedNamingTheTensor) {
 }
 
 // WORMCHAT_SIMD=avx2 in a subprocess (the limit is read once per process): Highway's AVX2 target
-// and no AVX-512 kernel, the same bits as the reference.
+// and no AVX-512 kernel, the same bits as the reference. The subprocess runs every test its filter
+// names: a sanitized build's shard variables (tests/CMakeLists.txt) are not passed on to it.
+constexpr const char* kWholeRun = "env -u GTEST_TOTAL_SHARDS -u GTEST_SHARD_INDEX ";
 TEST(GemmBfp, SimdLimitAvx2) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
-    const std::string cmd = "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
+    const std::string cmd = kWholeRun + std::string("WORMCHAT_SIMD=avx2 /proc/") +
+                            std::to_string(getpid()) +
                             "/exe --gtest_filter=GemmBfp.SimdLimitAvx2:*GemmBfpTest.EveryElement*:"
                             "*GemmBfpTest.WidenOnce*:*GemmBfpTest.OneTokenScaled* > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
@@ -465,7 +468,7 @@ TEST(GemmBfp, SimdLimitAvx2) {
 TEST(GemmBfp, NamingAKernelKeepsTheSimdLimit) {
   if (std::getenv("WORMCHAT_SIMD") == nullptr) {
     const std::string cmd =
-        "WORMCHAT_SIMD=avx2 /proc/" + std::to_string(getpid()) +
+        kWholeRun + std::string("WORMCHAT_SIMD=avx2 /proc/") + std::to_string(getpid()) +
         "/exe --gtest_filter=GemmBfp.NamingAKernelKeepsTheSimdLimit > /dev/null 2>&1";
     EXPECT_EQ(std::system(cmd.c_str()), 0) << cmd;
     return;
