@@ -86,6 +86,11 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
         Cat("--matmul-precision int8 multiplies block-float matrices, and this model's are ",
             m.model->weights().packed_formats(),
             "; add --weights bfp8 or bfp4 (or a group: mlp=bfp4)"));
+  // int16 is the BF16 matrices' mode (kernels/gemm/bf16_int16.h): the same, without one.
+  if (mo.matmul_precision == ActivationPrecision::kInt16 && !m.model->weights().holds_bf16())
+    throw Error(Cat("--matmul-precision int16 multiplies BF16 matrices, and this model's are ",
+                    m.model->weights().packed_formats(),
+                    "; add --weights bf16 (or a group: mlp=bf16)"));
   if (o.tensor_parallel > 1) {  // what each rank holds, for --stats
     const int64_t mine[2] = {m.model->weights().HeldBytes(), PeakRssBytes()};
     std::vector<int64_t> all(2 * static_cast<size_t>(o.tensor_parallel));  // [ranks, 2]

@@ -90,28 +90,58 @@ WC_BF16 double Bf16DotChains(int64_t iters, float* sink) {
 // pairs, vpmaddubsw (u8 x s8 pairs summed to s16), vpmaddwd by ones (s16 pairs to s32) and vpaddd
 // into the chain; 32 multiplies and 32 adds (64 operations) a triple.
 WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
-  const __m256i a = _mm256_set1_epi8(1), b = _mm256_set1_epi8(-1), ones = _mm256_set1_epi16(1);
+  // 8 chains from 2 x 4 operand pairs, so chains, operands and constants fit the 16 registers
+  // (with 8 operands GCC kept some on the stack, and the chains waited on their stores).
+  const __m256i a0 = _mm256_set1_epi8(1), a1 = _mm256_set1_epi8(2), ones = _mm256_set1_epi16(1);
   __m256i s0 = _mm256_set1_epi32(0), s1 = _mm256_set1_epi32(1), s2 = _mm256_set1_epi32(2);
   __m256i s3 = _mm256_set1_epi32(3), s4 = _mm256_set1_epi32(4), s5 = _mm256_set1_epi32(5);
   __m256i s6 = _mm256_set1_epi32(6), s7 = _mm256_set1_epi32(7);
-  __m256i bs[8];
-  for (int i = 0; i < 8; ++i) bs[i] = _mm256_add_epi8(b, _mm256_set1_epi8(static_cast<char>(i)));
+  __m256i b0 = _mm256_set1_epi8(-1), b1 = _mm256_set1_epi8(-2), b2 = _mm256_set1_epi8(-3);
+  __m256i b3 = _mm256_set1_epi8(-4);
   for (int64_t i = 0; i < iters; ++i) {
-#define WC_STEP(s, k) \
-  s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, bs[k]), ones))
-    WC_STEP(s0, 0), WC_STEP(s1, 1), WC_STEP(s2, 2), WC_STEP(s3, 3);
-    WC_STEP(s4, 4), WC_STEP(s5, 5), WC_STEP(s6, 6), WC_STEP(s7, 7);
+#define WC_STEP(s, a, b) \
+  s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones))
+    WC_STEP(s0, a0, b0), WC_STEP(s1, a0, b1), WC_STEP(s2, a0, b2), WC_STEP(s3, a0, b3);
+    WC_STEP(s4, a1, b0), WC_STEP(s5, a1, b1), WC_STEP(s6, a1, b2), WC_STEP(s7, a1, b3);
 #undef WC_STEP
-    // The operands look new each round, or the products would be hoisted out of the loop.
+    // The operands look new each round, or the products would be hoisted out of the loop; the
+    // chains stay in registers.
     __asm__ volatile(""
-                     : "+x"(bs[0]), "+x"(bs[1]), "+x"(bs[2]), "+x"(bs[3]), "+x"(bs[4]), "+x"(bs[5]),
-                       "+x"(bs[6]), "+x"(bs[7]));
+                     : "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3), "+x"(s0), "+x"(s1), "+x"(s2),
+                       "+x"(s3), "+x"(s4), "+x"(s5), "+x"(s6), "+x"(s7));
   }
   const __m256i s =
       _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)),
                        _mm256_add_epi32(_mm256_add_epi32(s4, s5), _mm256_add_epi32(s6, s7)));
   *sink += static_cast<float>(_mm256_extract_epi32(s, 0));
   return static_cast<double>(iters) * 8 * 64;
+}
+
+// As FmaChains, with the int16 GEMM's step (bf16_int16_avx2.cpp): vpmaddwd (16 s16 x s16 products
+// summed in pairs to s32) and vpaddd into the chain; 16 multiplies and 16 adds (32 operations) a
+// pair.
+WC_AVX2 double Int16Avx2Chains(int64_t iters, float* sink) {
+  // 8 chains from 2 x 4 operand pairs, held in registers as Int8Avx2Chains' are.
+  const __m256i a0 = _mm256_set1_epi16(3), a1 = _mm256_set1_epi16(5);
+  __m256i s0 = _mm256_set1_epi32(0), s1 = _mm256_set1_epi32(1), s2 = _mm256_set1_epi32(2);
+  __m256i s3 = _mm256_set1_epi32(3), s4 = _mm256_set1_epi32(4), s5 = _mm256_set1_epi32(5);
+  __m256i s6 = _mm256_set1_epi32(6), s7 = _mm256_set1_epi32(7);
+  __m256i b0 = _mm256_set1_epi16(-4), b1 = _mm256_set1_epi16(-3), b2 = _mm256_set1_epi16(-2);
+  __m256i b3 = _mm256_set1_epi16(-1);
+  for (int64_t i = 0; i < iters; ++i) {
+#define WC_STEP(s, a, b) s = _mm256_add_epi32(s, _mm256_madd_epi16(a, b))
+    WC_STEP(s0, a0, b0), WC_STEP(s1, a0, b1), WC_STEP(s2, a0, b2), WC_STEP(s3, a0, b3);
+    WC_STEP(s4, a1, b0), WC_STEP(s5, a1, b1), WC_STEP(s6, a1, b2), WC_STEP(s7, a1, b3);
+#undef WC_STEP
+    __asm__ volatile(""
+                     : "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3), "+x"(s0), "+x"(s1), "+x"(s2),
+                       "+x"(s3), "+x"(s4), "+x"(s5), "+x"(s6), "+x"(s7));
+  }
+  const __m256i s =
+      _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)),
+                       _mm256_add_epi32(_mm256_add_epi32(s4, s5), _mm256_add_epi32(s6, s7)));
+  *sink += static_cast<float>(_mm256_extract_epi32(s, 0));
+  return static_cast<double>(iters) * 8 * 32;
 }
 
 #define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
@@ -214,7 +244,7 @@ double Rate(F chains, double seconds) {
 
 }  // namespace
 
-PeakFlops MeasurePeakFlops(double seconds) {
+PeakFlops MeasurePeakFlops(double seconds, bool int16) {
   PeakFlops p;
   p.f32_fma =
       Rate([](int64_t n, float* s) { return HWY_DYNAMIC_DISPATCH(FmaChains)(n, s); }, seconds);
@@ -222,6 +252,7 @@ PeakFlops MeasurePeakFlops(double seconds) {
   if (CpuHas(CpuKernels::kAmxBf16Gemm)) p.amx_bf16 = Rate(AmxTileChains, seconds);
   if (CpuHas(CpuKernels::kAvx2Int8)) p.int8_avx2 = Rate(Int8Avx2Chains, seconds);
   if (CpuHas(CpuKernels::kAvx512Vnni)) p.int8_vnni = Rate(Int8VnniChains, seconds);
+  if (int16 && CpuHas(CpuKernels::kAvx2Int8)) p.int16_avx2 = Rate(Int16Avx2Chains, seconds);
   return p;
 }
 

@@ -219,6 +219,13 @@ bool ModelWeights::holds_bfp() const {
   return IsBfp(lm_head_p.format());
 }
 
+bool ModelWeights::holds_bf16() const {
+  for (const LayerWeights& l : layers)
+    for (const Linear* m : l.Linears())
+      if (m->p.format() == WeightFormat::kBF16) return true;
+  return lm_head_p.format() == WeightFormat::kBF16;
+}
+
 void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,
                         const PackProgress& progress) {
   int64_t total = SourceBytes(lm_head), before = 0;  // source bytes: all, and of matrices packed

@@ -119,8 +119,9 @@ struct ModelWeights {
   // The formats the packed matrices run in (the layers' projections and the LM head), as their
   // names joined by '+' in the format table's order, e.g. "Q4_0+Q6_K" for a GGUF Q4_0 file.
   std::string packed_formats() const;
-  // Whether any matrix is held in a block-float format (bfp8, bfp4).
+  // Whether any matrix is held in a block-float format (bfp8, bfp4); in bf16.
   bool holds_bfp() const;
+  bool holds_bf16() const;
 
   // Bytes of the packed matrices and vectors this process holds (the embeddings, read from the
   // page cache, not counted): a bfp matrix's tiles at tt-metal's size (1088 / 576 bytes a 32x32

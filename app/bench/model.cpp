@@ -71,6 +71,8 @@ ComputeBound BoundOf(GemmPeak p, const PeakFlops& peak) {
       return {peak.bf16_dot, "bf16 dot"};
     case GemmPeak::kInt8Vnni:
       return {peak.int8_vnni, "int8 VNNI"};
+    case GemmPeak::kInt16Dot:
+      return {peak.int16_avx2, "int16 AVX2"};
     default:
       return {peak.f32_fma, "f32 FMA"};
   }
@@ -198,7 +200,8 @@ void RunBenchModel(const BenchModelOptions& o) {
   // The peak, the probe and its passes run their parallel regions on threads of their own, so the
   // serving loop's workers spin at barriers as they do outside a benchmark (util/openmp_thread.h).
   PeakFlops peak;
-  RunInOwnOpenMPPool([&] { peak = MeasurePeakFlops(0.1); });
+  const bool int16 = ParseMatmulPrecision(o.run.matmul_precision) == ActivationPrecision::kInt16;
+  RunInOwnOpenMPPool([&] { peak = MeasurePeakFlops(0.1, int16); });
   LoadedModel m = LoadModel(o.run, /*need_tokenizer=*/o.speculation.NeedsTokenizer());
   if (o.speculation.print_workload) {
     std::printf("%s", ExtractPromptText(m).c_str());
@@ -230,10 +233,11 @@ void RunBenchModel(const BenchModelOptions& o) {
     return r > 0 ? Cat(r / 1e9, " ", unit) : std::string("none");
   };
   std::printf(
-      "machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s, int8 AVX2 %s, int8 VNNI %s\n",
+      "machine: f32 FMA %.1f GFLOP/s, bf16 dot %s, AMX bf16 %s, int8 AVX2 %s, int8 VNNI %s%s\n",
       peak.f32_fma / 1e9, rate(peak.bf16_dot, "GFLOP/s").c_str(),
       rate(peak.amx_bf16, "GFLOP/s").c_str(), rate(peak.int8_avx2, "GOP/s").c_str(),
-      rate(peak.int8_vnni, "GOP/s").c_str());
+      rate(peak.int8_vnni, "GOP/s").c_str(),
+      int16 ? Cat(", int16 AVX2 ", rate(peak.int16_avx2, "GOP/s")).c_str() : "");
   const WeightsMemory mem = MemoryOf(m, loop);
   PrintMemory("memory after load:", mem);
   std::fflush(stdout);
@@ -258,7 +262,8 @@ void RunBenchModel(const BenchModelOptions& o) {
                         {"bf16_dot_gflops", peak.bf16_dot / 1e9},
                         {"amx_bf16_gflops", peak.amx_bf16 / 1e9},
                         {"int8_avx2_gops", peak.int8_avx2 / 1e9},
-                        {"int8_vnni_gops", peak.int8_vnni / 1e9}};
+                        {"int8_vnni_gops", peak.int8_vnni / 1e9},
+                        {"int16_avx2_gops", peak.int16_avx2 / 1e9}};
 
   // Prefill, each GEMM call timed (kernels/gemm/gemm_profile.h).
   std::vector<double> prefill;

@@ -60,6 +60,8 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kBfpInt8Avx2, "int8 products, each tile expanded once", CpuKernels::kAvx2Int8,
      GemmPeak::kInt8Dot},
     {GemmKernel::kBfpInt8, "int8 products", CpuKernels::kPortable, GemmPeak::kInt8Dot},
+    {GemmKernel::kBf16Int16Avx2, "int16 products", CpuKernels::kAvx2Int8, GemmPeak::kInt16Dot},
+    {GemmKernel::kBf16Int16, "int16 products", CpuKernels::kPortable, GemmPeak::kInt16Dot},
 };
 
 using A = ActivationMatch;
@@ -73,6 +75,8 @@ constexpr GemmKernelRule kBf16Rules[] = {
     {A::kBF16, C::kAvx512Bf16, kBf16DotMinTokens, kMax, K::kBf16Dot},
     {A::kBF16, C::kAny, 1, kMax, K::kBf16Pairs},
     {A::kF32, C::kAny, 1, kMax, K::kBf16F32Act},
+    {A::kInt16, C::kAvx2Int8, 1, kMax, K::kBf16Int16Avx2},
+    {A::kInt16, C::kAny, 1, kMax, K::kBf16Int16},
 };
 // Thresholds: gemm_bfp.h's kBfpWidenOnceTokens* and gemm_bfp_amx.h's kBfpAmxFusedMaxTokens, each
 // with its measurement.
@@ -172,6 +176,8 @@ bool PrecisionFits(ActivationMatch m, ActivationPrecision p) {
       return p == ActivationPrecision::kBF16;
     case ActivationMatch::kInt8:
       return p == ActivationPrecision::kInt8;
+    case ActivationMatch::kInt16:
+      return p == ActivationPrecision::kInt16;
   }
   return false;
 }
@@ -233,7 +239,9 @@ std::string GemmKernelLabel(GemmKernel k) {
     instructions = "AVX2 vpmaddubsw";
   if (k == GemmKernel::kQuantInt8Vnni || k == GemmKernel::kBfpInt8Vnni)
     instructions = "AVX-512 vpdpbusd";
-  if (k == GemmKernel::kQuantInt8 || k == GemmKernel::kBfpInt8) instructions = "portable C++";
+  if (k == GemmKernel::kBf16Int16Avx2) instructions = "AVX2 vpmaddwd";
+  if (k == GemmKernel::kQuantInt8 || k == GemmKernel::kBfpInt8 || k == GemmKernel::kBf16Int16)
+    instructions = "portable C++";
   if (k == GemmKernel::kBfpPanelTiles && KernelsOn(CpuKernels::kAvx512Gemm))
     instructions += ", one token AVX-512F";
   if (k == GemmKernel::kBfpRowGroups && KernelsOn(CpuKernels::kAvx2Gemm) && instructions == "AVX2")

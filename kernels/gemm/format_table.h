@@ -55,10 +55,13 @@ enum class GemmKernel : uint8_t {
   kBfpInt8Avx2,    // the same integer sums, vpmaddubsw on a quarter tile (8 rows) a register
                    // (bfp_int8_avx2.cpp)
   kBfpInt8,        // the same integer sums, portable C++ (bfp_int8.cpp)
+  kBf16Int16Avx2,  // BF16 panels as int16 codes x 12-bit activations, vpmaddwd on 8 rows' pairs a
+                   // register (bf16_int16_avx2.cpp)
+  kBf16Int16,      // the same integer sums, portable C++ (bf16_int16.cpp)
 };
 
 // The instructions that bound a kernel's rate (kernels/peak.h measures each).
-enum class GemmPeak : uint8_t { kF32Fma, kBf16Dot, kInt8Dot, kInt8Vnni, kAmxBf16 };
+enum class GemmPeak : uint8_t { kF32Fma, kBf16Dot, kInt8Dot, kInt8Vnni, kAmxBf16, kInt16Dot };
 
 // What a kernel is: its name in printed kernel names, the CPU family it needs (kPortable: Highway's
 // dispatched target), and its peak.
@@ -84,7 +87,7 @@ enum class GemmCpu : uint8_t {
 bool GemmCpuHolds(GemmCpu c);
 
 // Which activation precision a rule takes (weight_format.h's ActivationPrecision).
-enum class ActivationMatch : uint8_t { kAny, kF32, kBF16, kInt8 };
+enum class ActivationMatch : uint8_t { kAny, kF32, kBF16, kInt8, kInt16 };
 
 struct GemmKernelRule {
   ActivationMatch precision;

@@ -41,6 +41,7 @@ enum GemmPath : int {
   kPathAmx = 5,
   kPathQuant = 6,    // GGML-quantized weights: the integer GEMM (quant_gemm.h)
   kPathBf16Dot = 7,  // BF16 panels on vdpbf16ps (gemm_bf16_dot.h)
+  kPathInt16 = 8,    // BF16 panels as int16 codes (bf16_int16.h)
 };
 }  // namespace wc
 #endif
@@ -435,6 +436,9 @@ int PathOf(const PackedMatrix& w, int64_t n_tokens) {
     case GemmKernel::kQuantInt8Vnni:
     case GemmKernel::kQuantInt8:
       return kPathQuant;
+    case GemmKernel::kBf16Int16Avx2:
+    case GemmKernel::kBf16Int16:
+      return kPathInt16;
     default:  // the block-float GEMM, which runs the bfp rules itself (gemm_bfp.cpp)
       return kPathBfp;
   }
@@ -480,6 +484,11 @@ GemmInput PackGemmInput(const float* x, int64_t n_tokens, int64_t x_stride, cons
         QuantizeActivations(x, n_tokens, x_stride, w.cols(), ActivationOf(w.quant().type())));
     return in;
   }
+  if (in.path_ == kPathInt16) {
+    in.int16_ = std::make_shared<const Int16Input>(
+        QuantizeInt16Activations(x, n_tokens, x_stride, w.cols()));
+    return in;
+  }
   if (in.path_ == kPathAmx) {
     in.amx_ = std::make_shared<const AmxGemmInput>(
         PackAmxGemmInput(x, n_tokens, x_stride, w.cols(), w.padded_cols()));
@@ -508,7 +517,7 @@ int GemmTileTokens(const PackedMatrix& w, int64_t n_tokens) {
   const int path = PathOf(w, n_tokens);
   if (path == kPathBfp) return GemmBfpTileTokens(w.bfp(), n_tokens);
   if (path == kPathAmx) return AmxGemmInput::kTileTokens;
-  if (path == kPathQuant) return 4;
+  if (path == kPathQuant || path == kPathInt16) return 4;
   if (path == kPathBf16Dot) return kBf16DotTileTokens;
   return HWY_DYNAMIC_DISPATCH(MaxTileTokens)(path);
 }
@@ -517,6 +526,8 @@ bool GemmInput::Serves(const PackedMatrix& w) const {
   if (path_ == kPathQuant)  // one quantization of x serves every matrix of its activation kind
     return IsGgmlQuant(w.format()) && quant_->kind == ActivationOf(w.quant().type()) &&
            quant_->cols == w.cols();
+  if (path_ == kPathInt16)  // one quantization of x serves every int16 matrix of its columns
+    return PathOf(w, n_tokens_) == kPathInt16 && x_cols_ == w.cols();
   return path_ != kPathBfp && path_ == PathOf(w, n_tokens_) && cols_ == w.padded_cols() &&
          x_cols_ == w.cols() && precision_ == w.precision();
 }
@@ -529,6 +540,9 @@ void Gemm(const GemmInput& x, const PackedMatrix& w, const float* bias, float* y
            "gemm input packed for another matrix");
   if (x.path_ == kPathQuant)
     return QuantGemm(*x.quant_, w.quant(), bias, y, y_stride, row_begin, row_end);
+  WC_CHECK((x.path_ == kPathInt16) == (w.precision() == ActivationPrecision::kInt16),
+           "gemm input packed for another matrix");
+  if (x.path_ == kPathInt16) return Int16Gemm(*x.int16_, w, bias, y, y_stride, row_begin, row_end);
   WC_CHECK(row_begin >= 0 && row_end <= w.rows() && row_begin <= row_end, "bad row range");
   WC_CHECK(x.cols_ == w.padded_cols(), "gemm input packed for another matrix");
   if (x.n_tokens_ == 0 || row_begin == row_end) return;

@@ -28,6 +28,7 @@
 #include <memory>
 #include <vector>
 
+#include "kernels/gemm/bf16_int16.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "kernels/gemm/quant_gemm.h"
@@ -67,6 +68,7 @@ class GemmInput {
   BfpGemmInput bfp_;  // path_ == the block-float path: the input (data_ empty)
   std::shared_ptr<const AmxGemmInput> amx_;  // path_ == AMX (gemm_amx.h): the input
   std::shared_ptr<const QuantInput> quant_;  // a GGML-quantized matrix's (quant_gemm.h)
+  std::shared_ptr<const Int16Input> int16_;  // a BF16 matrix's with kInt16 (bf16_int16.h)
 };
 
 // x: [n_tokens, x_stride] f32, of which the first w.cols() of each row are read.

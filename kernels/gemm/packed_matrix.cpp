@@ -4,7 +4,9 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <vector>
 
+#include "kernels/gemm/bf16_int16.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -61,6 +63,28 @@ void PackPanel(const MatrixRef& w, int64_t p, DType dtype, uint8_t* out) {
   }
 }
 
+// Packs rows [p * 32, p * 32 + 32) of w as bf16 values (PackPanel's rounding and flush) quantized
+// to int16 codes (bf16_int16.h) into `codes` (one panel, zeroed) and `exps` ([blocks][32]).
+void PackInt16Panel(const MatrixRef& w, int64_t p, int64_t blocks, int16_t* codes, int8_t* exps) {
+  const int64_t r0 = p * kPanel, n = std::min(kPanel, w.rows - r0);
+  std::vector<float> v(static_cast<size_t>(kPanel * 32));  // [32 rows][32 k] of one block
+  for (int64_t b = 0; b < blocks; ++b) {
+    std::fill(v.begin(), v.end(), 0.0f);
+    for (int64_t i = 0; i < n; ++i) {
+      const uint8_t* row = SourceRow(w, r0 + i);
+      for (int64_t k = b * 32; k < std::min(w.cols, b * 32 + 32); ++k) {
+        uint16_t h;
+        if (w.dtype == DType::kBF16)
+          std::memcpy(&h, row + 2 * k, 2);
+        else
+          h = F32ToBF16(SourceValue(row, w.dtype, k));
+        v[static_cast<size_t>(i * 32 + k - b * 32)] = BF16ToF32(FlushBF16Subnormal(h));
+      }
+    }
+    QuantizeInt16WeightBlock(v.data(), b, codes, exps + b * kPanel);
+  }
+}
+
 }  // namespace
 
 PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precision,
@@ -68,6 +92,8 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
   WC_CHECK(precision == ActivationPrecision::kF32 || w.dtype == DType::kBF16,
            "bf16 activations need a BF16 matrix");
   WC_CHECK(precision != ActivationPrecision::kInt8, "int8 activations need a block-float matrix");
+  WC_CHECK(precision != ActivationPrecision::kInt16 || w.dtype == DType::kBF16,
+           "int16 activations need a BF16 matrix");
   return Pack(w, FormatOfDType(w.dtype), precision, "", done);
 }
 
@@ -97,11 +123,13 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
       throw Error(
           Cat(name, ": ", WeightFormatName(format), " weights only as a GGUF file stores them"));
   }
-  // kInt8 is a block-float matrix's alone (bfp_int8.h): a BF16 one takes bf16 activations.
-  m.precision_ = m.dtype_ != DType::kBF16 ? ActivationPrecision::kF32
-                 : precision == ActivationPrecision::kInt8 && !IsBfp(format)
-                     ? ActivationPrecision::kBF16
-                     : precision;
+  // kInt8 is a block-float matrix's alone (bfp_int8.h): a BF16 one takes bf16 activations; kInt16
+  // a BF16 matrix's alone (bf16_int16.h): a block-float one takes bf16 activations.
+  m.precision_ =
+      m.dtype_ != DType::kBF16                                    ? ActivationPrecision::kF32
+      : precision == ActivationPrecision::kInt8 && !IsBfp(format) ? ActivationPrecision::kBF16
+      : precision == ActivationPrecision::kInt16 && IsBfp(format) ? ActivationPrecision::kBF16
+                                                                  : precision;
   m.rows_ = w.rows;
   m.cols_ = w.cols;
   if (IsBfp(format)) {  // the tiles themselves (no panels of values: padded_cols 0)
@@ -116,10 +144,19 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
   // Blocks of about 8 MiB of source, so `done` can release a large matrix while it is packed.
   const int64_t row_bytes = std::max<int64_t>(1, w.row_stride * DTypeSize(w.dtype));
   const int64_t block = std::max<int64_t>(1, (int64_t{8} << 20) / (kPanelRows * row_bytes));
+  const bool int16 = m.precision_ == ActivationPrecision::kInt16;
+  const int64_t blocks = m.padded_cols_ / 32;
+  if (int16) m.int16_exps_.assign(static_cast<size_t>(panels * blocks * kPanelRows), 0);
   for (int64_t p0 = 0; p0 < panels; p0 += block) {
     const int64_t p1 = std::min(panels, p0 + block);
 #pragma omp parallel for schedule(static)
-    for (int64_t p = p0; p < p1; ++p) PackPanel(w, p, m.dtype_, base + p * elems * esize);
+    for (int64_t p = p0; p < p1; ++p) {
+      if (int16)
+        PackInt16Panel(w, p, blocks, reinterpret_cast<int16_t*>(base + p * elems * esize),
+                       m.int16_exps_.data() + p * blocks * kPanelRows);
+      else
+        PackPanel(w, p, m.dtype_, base + p * elems * esize);
+    }
     if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
   }
   return m;
@@ -149,7 +186,8 @@ PackedMatrix PackedMatrix::FromBfpTiles(const BfpTileSlice& slice, ActivationPre
   PackedMatrix m;
   m.format_ = slice.whole.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
   m.dtype_ = precision == ActivationPrecision::kF32 ? DType::kF32 : DType::kBF16;
-  m.precision_ = precision;
+  // kInt16 is a BF16 matrix's mode (bf16_int16.h): a block-float one takes bf16 activations.
+  m.precision_ = precision == ActivationPrecision::kInt16 ? ActivationPrecision::kBF16 : precision;
   m.rows_ = slice.rows;
   m.cols_ = slice.cols;
   m.bfp_ = BfpPanels::FromTiles(slice, name, m.precision_, done);
@@ -172,6 +210,14 @@ float PackedMatrix::ValueAt(int64_t index) const {
   }
   uint16_t h;
   std::memcpy(&h, p, 2);
+  if (precision_ == ActivationPrecision::kInt16) {  // q dW of the element's row and block
+    const int64_t panel = index / panel_elems(), in_panel = index % panel_elems();
+    const int64_t k = in_panel / (2 * kPanelRows) * 2 + in_panel % 2;
+    const int64_t i = in_panel % (2 * kPanelRows) / 2;
+    const int8_t e =
+        int16_exps_[static_cast<size_t>((panel * (padded_cols_ / 32) + k / 32) * kPanelRows + i)];
+    return std::ldexp(static_cast<float>(static_cast<int16_t>(h)), e);
+  }
   return dtype_ == DType::kBF16 ? BF16ToF32(h) : F16ToF32(h);
 }
 

@@ -19,13 +19,15 @@
 // (BfpPanels, gemm_bfp.h: 1088 / 576 bytes a 32x32 tile, tt-metal's size), which the block-float
 // GEMM streams; it multiplies as its decoded values (the block-float contract) would as BF16
 // panels, or as F32 panels with kF32 activations, and dtype() names those panels.
-// (ActivationPrecision, how activations enter the products, is weight_format.h's.)
+// (ActivationPrecision, how activations enter the products, is weight_format.h's.) A BF16 matrix
+// packed for kInt16 activations holds int16 codes in its BF16 panels instead (bf16_int16.h).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/quant_panels.h"
@@ -97,12 +99,17 @@ class PackedMatrix {
   const BfpPanels& bfp() const { return bfp_; }
   // A GGML-quantized matrix's groups (IsGgmlQuant(format())); empty otherwise.
   const QuantPanels& quant() const { return quant_; }
-  // Bytes held: the panels, or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()) and,
-  // with int8 activations, their half tiles' scales (8 bytes a tile).
+  // A BF16 matrix with kInt16 activations (bf16_int16.h): its panels hold the int16 codes q in
+  // the BF16 layout, and the scales' exponents lie beside them, [panels][padded_cols / 32][32].
+  const int16_t* int16_codes() const { return reinterpret_cast<const int16_t*>(data_.data()); }
+  const int8_t* int16_exps() const { return int16_exps_.data(); }
+  // Bytes held: the panels (with int16 activations and their scales' exponents, a byte a row and
+  // 32 k), or a bfp matrix's tiles (tt-metal's size, BfpPanels::bytes()) and, with int8
+  // activations, their half tiles' scales (8 bytes a tile).
   size_t bytes() const {
     if (IsBfp(format_)) return bfp_.bytes() + bfp_.int8_scale_bytes();
     if (IsGgmlQuant(format_)) return quant_.bytes();
-    return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_));
+    return static_cast<size_t>(panels() * panel_elems() * DTypeSize(dtype_)) + int16_exps_.size();
   }
   bool empty() const { return rows_ == 0; }
 
@@ -127,6 +134,7 @@ class PackedMatrix {
   PageBuffer data_;    // [panels, panel_elems] of dtype_, 2 MiB aligned, huge pages (not bfp)
   BfpPanels bfp_;      // a bfp matrix's tiles, else empty
   QuantPanels quant_;  // a GGML-quantized matrix's groups, else empty
+  std::vector<int8_t> int16_exps_;  // kInt16: [panels][padded_cols / 32][32], else empty
 };
 
 }  // namespace wc
