@@ -100,6 +100,15 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
   reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(dw);
 }
 
+// The tile's sums held in registers across a step of 4 k: GCC 12 otherwise unrolls the steps,
+// sums the products in another order (integer adds reassociate) and keeps them on the stack.
+inline void PinSums(__m256i (&s)[4]) {
+  __asm__("" : "+x"(s[0]), "+x"(s[1]), "+x"(s[2]), "+x"(s[3]));
+}
+inline void PinSums(__m256i (&s)[1]) {
+  __asm__("" : "+x"(s[0]));
+}
+
 // Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0): acc[t]
 // (8 rows) carried on with the contract's float step.
 template <int NT>
@@ -114,12 +123,15 @@ void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput&
       xq[t] = x.Codes(t0 + t) + 32 * b;
       isum[t] = _mm256_setzero_si256();
     }
-    for (int v = 0; v < 8; ++v)
+#pragma GCC unroll 2
+    for (int v = 0; v < 8; ++v) {
       for (int t = 0; t < NT; ++t) {
         const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 4 * v), e[8 + v]);
         isum[t] =
             _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(e[v], xs), ones));
       }
+      PinSums(isum);
+    }
     const __m256 d = _mm256_castsi256_ps(e[16]);
     for (int t = 0; t < NT; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
