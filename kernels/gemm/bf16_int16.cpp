@@ -10,6 +10,7 @@
 
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm_schedule.h"
+#include "kernels/gemm/ieee_subnormals.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "util/error.h"
 
@@ -131,6 +132,7 @@ void Int16Gemm(const Int16Input& x, const PackedMatrix& w, const float* bias, fl
   const int64_t pa = row_begin / PackedMatrix::kPanelRows;
   const int64_t pb = (row_end + PackedMatrix::kPanelRows - 1) / PackedMatrix::kPanelRows;
   gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t b) {
+    const IeeeSubnormals ieee;  // the contract's float steps keep subnormals on every path
     if (k == GemmKernel::kBf16Int16Avx2)
       x86::Int16Avx2Range(x, w, bias, y, y_stride, row_begin, row_end, a, b);
     else

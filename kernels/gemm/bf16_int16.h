@@ -23,8 +23,11 @@
 //   isum = sum over the block's k of q[r, k] xq[t, k]   (exact in int32: |isum| <= 32 * 32640 *
 //                                                        2047 < 2^31)
 //   acc = fma(dW[r, b] * dx[t, b], float(isum), acc)   (float(isum) rounded to nearest even)
-// then y = acc + bias[r] when there is a bias: quant_gemm.h's Q8_0 step with d = dW. No step
-// depends on the tokens per call, the row range, the threads or the SIMD target.
+// then y = acc + bias[r] when there is a bias: quant_gemm.h's Q8_0 step with d = dW. The float
+// steps are IEEE's, subnormals included, whatever the calling thread's FTZ / DAZ (dW dx is
+// subnormal where the block's largest weight times its largest activation is under ~1e-30, and 0
+// under ~1e-37). No step depends on the tokens per call, the row range, the threads or the SIMD
+// target.
 //
 // Layout (PackedMatrix with format kBF16 and precision kInt16): the BF16 panels' own, int16 codes
 // in place of the bf16 values, panel[k / 2][32 rows][2] (so one 256-bit load holds 8 rows' (k, k +

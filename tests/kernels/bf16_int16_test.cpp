@@ -5,6 +5,9 @@
 // the same bits as that token alone; the packed values; the edge cases of the quantizers; and the
 // accuracy against the exact product (a sanity bound, not the contract).
 #include <omp.h>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include <cmath>
 #include <cstdint>
@@ -200,6 +203,38 @@ TEST(Bf16Int16, ANonFiniteActivationPoisonsItsTokenOnly) {
     EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(r)]));
     EXPECT_TRUE(std::isfinite(y[static_cast<size_t>(2 * out + r)]));
   }
+}
+
+// Tiny weights times tiny activations: each block's scale dW dx is subnormal (about 1e-43), kept
+// as IEEE's (the contract) by every kernel even when the calling thread flushes subnormals (FTZ /
+// DAZ), where it would make every output 0.
+TEST(Bf16Int16, TheFloatStepsKeepSubnormals) {
+  const int64_t out = 32, in = 64, n = 4;
+  std::vector<uint16_t> w(static_cast<size_t>(out * in));
+  Rng rng(12);
+  for (auto& v : w) v = F32ToBF16(static_cast<float>((rng.Uniform() * 2 - 1) * 1e-20));
+  std::vector<float> x = test::RandomX(n, in, 13);
+  for (auto& v : x) v *= 1e-16f;
+  const std::vector<float> want = Int16ContractGemm(w, in, x.data(), n, nullptr, 0, out);
+  int nonzero = 0;
+  for (float v : want) nonzero += v != 0;
+  ASSERT_GT(nonzero, out * n / 2);
+  const PackedMatrix m = PackInt16(w, out, in);
+  const bool avx2 = KernelsOn(CpuKernels::kAvx2Int8);
+  for (bool kernel : {false, true}) {
+    if (kernel && !avx2) continue;
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel);
+#if defined(__x86_64__)
+    const unsigned csr = _mm_getcsr();
+    _mm_setcsr(csr | 0x8040u);  // FTZ and DAZ on the calling thread
+#endif
+    const std::vector<float> got = RunInt16Gemm(m, x, n, nullptr, 0, out);
+#if defined(__x86_64__)
+    _mm_setcsr(csr);
+#endif
+    EXPECT_TRUE(test::SameBits(got, want)) << "avx2 kernel " << kernel;
+  }
+  SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
 }
 
 // Against the exact product of the bf16 weights and f32 activations: within 0.1% of the output's
