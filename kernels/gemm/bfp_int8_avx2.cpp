@@ -100,15 +100,6 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
   reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(dw);
 }
 
-// The tile's sums held in registers across a step of 4 k: GCC 12 otherwise unrolls the steps,
-// sums the products in another order (integer adds reassociate) and keeps them on the stack.
-inline void PinSums(__m256i (&s)[4]) {
-  __asm__("" : "+x"(s[0]), "+x"(s[1]), "+x"(s[2]), "+x"(s[3]));
-}
-inline void PinSums(__m256i (&s)[1]) {
-  __asm__("" : "+x"(s[0]));
-}
-
 // Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0): acc[t]
 // (8 rows) carried on with the contract's float step.
 template <int NT>

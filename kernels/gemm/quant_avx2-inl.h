@@ -1,6 +1,7 @@
 // What the quantized GEMM's two AVX2 kernels share (quant_gemm_avx2.cpp, the register tiles;
 // quant_gemm_avx2_expanded.cpp, many tokens): loads of the packed group blocks (quant_panels.h),
-// the K types' scale vectors, the Q5 types' 5th bits, and the store of a tile's rows. Included
+// the K types' scale vectors, the Q5 types' 5th bits, the store of a tile's rows, and the sums
+// kept in registers (also bfp_int8_avx2.cpp's). Included
 // inside each file's `#pragma GCC target("avx2,fma,f16c")` region, in namespace wc::x86.
 #pragma once
 
@@ -16,6 +17,17 @@
 namespace wc::x86::quant_avx2 {
 
 constexpr int kR = QuantPanels::kGroupRows;
+
+// A tile's integer sums (4 tokens' or 1's) held in registers at this point: GCC 12 otherwise
+// unrolls the k steps, reassociates the integer adds and keeps the products on the stack, each add
+// then waiting on a store and a load (a tile ran at two thirds of its rate; docs/performance.md,
+// "the AVX2 integer tiles in registers").
+inline void PinSums(__m256i (&s)[4]) {
+  __asm__("" : "+x"(s[0]), "+x"(s[1]), "+x"(s[2]), "+x"(s[3]));
+}
+inline void PinSums(__m256i (&s)[1]) {
+  __asm__("" : "+x"(s[0]));
+}
 
 // 4 activation bytes at p in every 32-bit lane.
 inline __m256i Bcast4(const void* p) {

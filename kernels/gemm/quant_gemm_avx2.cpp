@@ -46,6 +46,7 @@ void Group(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, i
           isum[t] =
               _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(aw, xs), ones));
         }
+        PinSums(isum);
       }
     } else {
       __m256i qh = _mm256_setzero_si256();
@@ -64,6 +65,7 @@ void Group(const QuantInput& x, const uint8_t* gp, int64_t gbytes, int64_t nb, i
                                              _mm256_maddubs_epi16(hi, Bcast4(xq + 16 + 4 * v)));
           isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p, ones));
         }
+        PinSums(isum);
       }
     }
     const __m256 d = Halves(blk);

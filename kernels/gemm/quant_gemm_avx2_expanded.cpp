@@ -156,11 +156,15 @@ inline void BlockSums(const __m256i* e, const QuantInput& x, int64_t t0, int64_t
   for (int v0 = 0; v0 < L::kVectors; v0 += kRun) {
     __m256i p[NT];
     for (int t = 0; t < NT; ++t) p[t] = _mm256_maddubs_epi16(e[v0], Bcast4(xq[t] + 4 * v0));
-    for (int v = v0 + 1; v < v0 + kRun; ++v)
+    PinSums(p);
+    for (int v = v0 + 1; v < v0 + kRun; ++v) {
       for (int t = 0; t < NT; ++t)
         p[t] = _mm256_add_epi16(p[t], _mm256_maddubs_epi16(e[v], Bcast4(xq[t] + 4 * v)));
+      PinSums(p);
+    }
     const __m256i f = IsKQuant(T) ? e[L::kSc + v0 / kSub] : ones;
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(p[t], f));
+    PinSums(isum);
   }
   if constexpr (T == GgmlQuant::kQ4_0 || T == GgmlQuant::kQ5_0) {
     for (int t = 0; t < NT; ++t) {
