@@ -86,26 +86,22 @@ WC_BF16 double Bf16DotChains(int64_t iters, float* sink) {
 
 #define WC_AVX2 __attribute__((target("avx2")))
 
-// As FmaChains, with the quantized GEMM's AVX2 integer step (quant_gemm_avx2.cpp): per 32 byte
-// pairs, vpmaddubsw (u8 x s8 pairs summed to s16), vpmaddwd by ones (s16 pairs to s32) and vpaddd
-// into the chain; 32 multiplies and 32 adds (64 operations) a triple.
-WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
-  // 8 chains from 2 x 4 operand pairs, so chains, operands and constants fit the 16 registers
-  // (with 8 operands GCC kept some on the stack, and the chains waited on their stores).
-  const __m256i a0 = _mm256_set1_epi8(1), a1 = _mm256_set1_epi8(2), ones = _mm256_set1_epi16(1);
+// 8 chains s += step(a, b) over 2 x 4 operand pairs, chains and operands held in registers (with
+// 8 operands, 18 registers, GCC kept some on the stack and each chain waited on its store: the
+// int8 peak read 290 GOP/s of 437; docs/performance.md, "the AVX2 integer tiles in registers").
+// Returns the operations of `iters` rounds, `ops` a step.
+template <typename Step>
+WC_AVX2 double IntegerChains(int64_t iters, float* sink, __m256i a0, __m256i a1, __m256i b0,
+                             __m256i b1, __m256i b2, __m256i b3, Step step, int ops) {
   __m256i s0 = _mm256_set1_epi32(0), s1 = _mm256_set1_epi32(1), s2 = _mm256_set1_epi32(2);
   __m256i s3 = _mm256_set1_epi32(3), s4 = _mm256_set1_epi32(4), s5 = _mm256_set1_epi32(5);
   __m256i s6 = _mm256_set1_epi32(6), s7 = _mm256_set1_epi32(7);
-  __m256i b0 = _mm256_set1_epi8(-1), b1 = _mm256_set1_epi8(-2), b2 = _mm256_set1_epi8(-3);
-  __m256i b3 = _mm256_set1_epi8(-4);
   for (int64_t i = 0; i < iters; ++i) {
-#define WC_STEP(s, a, b) \
-  s = _mm256_add_epi32(s, _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones))
-    WC_STEP(s0, a0, b0), WC_STEP(s1, a0, b1), WC_STEP(s2, a0, b2), WC_STEP(s3, a0, b3);
-    WC_STEP(s4, a1, b0), WC_STEP(s5, a1, b1), WC_STEP(s6, a1, b2), WC_STEP(s7, a1, b3);
-#undef WC_STEP
-    // The operands look new each round, or the products would be hoisted out of the loop; the
-    // chains stay in registers.
+    s0 = _mm256_add_epi32(s0, step(a0, b0)), s1 = _mm256_add_epi32(s1, step(a0, b1));
+    s2 = _mm256_add_epi32(s2, step(a0, b2)), s3 = _mm256_add_epi32(s3, step(a0, b3));
+    s4 = _mm256_add_epi32(s4, step(a1, b0)), s5 = _mm256_add_epi32(s5, step(a1, b1));
+    s6 = _mm256_add_epi32(s6, step(a1, b2)), s7 = _mm256_add_epi32(s7, step(a1, b3));
+    // The operands look new each round, or the products would be hoisted out of the loop.
     __asm__ volatile(""
                      : "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3), "+x"(s0), "+x"(s1), "+x"(s2),
                        "+x"(s3), "+x"(s4), "+x"(s5), "+x"(s6), "+x"(s7));
@@ -114,34 +110,33 @@ WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
       _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)),
                        _mm256_add_epi32(_mm256_add_epi32(s4, s5), _mm256_add_epi32(s6, s7)));
   *sink += static_cast<float>(_mm256_extract_epi32(s, 0));
-  return static_cast<double>(iters) * 8 * 64;
+  return static_cast<double>(iters) * 8 * ops;
 }
 
-// As FmaChains, with the int16 GEMM's step (bf16_int16_avx2.cpp): vpmaddwd (16 s16 x s16 products
-// summed in pairs to s32) and vpaddd into the chain; 16 multiplies and 16 adds (32 operations) a
-// pair.
-WC_AVX2 double Int16Avx2Chains(int64_t iters, float* sink) {
-  // 8 chains from 2 x 4 operand pairs, held in registers as Int8Avx2Chains' are.
-  const __m256i a0 = _mm256_set1_epi16(3), a1 = _mm256_set1_epi16(5);
-  __m256i s0 = _mm256_set1_epi32(0), s1 = _mm256_set1_epi32(1), s2 = _mm256_set1_epi32(2);
-  __m256i s3 = _mm256_set1_epi32(3), s4 = _mm256_set1_epi32(4), s5 = _mm256_set1_epi32(5);
-  __m256i s6 = _mm256_set1_epi32(6), s7 = _mm256_set1_epi32(7);
-  __m256i b0 = _mm256_set1_epi16(-4), b1 = _mm256_set1_epi16(-3), b2 = _mm256_set1_epi16(-2);
-  __m256i b3 = _mm256_set1_epi16(-1);
-  for (int64_t i = 0; i < iters; ++i) {
-#define WC_STEP(s, a, b) s = _mm256_add_epi32(s, _mm256_madd_epi16(a, b))
-    WC_STEP(s0, a0, b0), WC_STEP(s1, a0, b1), WC_STEP(s2, a0, b2), WC_STEP(s3, a0, b3);
-    WC_STEP(s4, a1, b0), WC_STEP(s5, a1, b1), WC_STEP(s6, a1, b2), WC_STEP(s7, a1, b3);
-#undef WC_STEP
-    __asm__ volatile(""
-                     : "+x"(b0), "+x"(b1), "+x"(b2), "+x"(b3), "+x"(s0), "+x"(s1), "+x"(s2),
-                       "+x"(s3), "+x"(s4), "+x"(s5), "+x"(s6), "+x"(s7));
+// The quantized GEMM's AVX2 integer step (quant_gemm_avx2.cpp): per 32 byte pairs, vpmaddubsw (u8
+// x s8 pairs summed to s16), vpmaddwd by ones (s16 pairs to s32), then vpaddd into the chain; 32
+// multiplies and 32 adds (64 operations).
+struct Int8Avx2Step {
+  __m256i ones;
+  WC_AVX2 __m256i operator()(__m256i a, __m256i b) const {
+    return _mm256_madd_epi16(_mm256_maddubs_epi16(a, b), ones);
   }
-  const __m256i s =
-      _mm256_add_epi32(_mm256_add_epi32(_mm256_add_epi32(s0, s1), _mm256_add_epi32(s2, s3)),
-                       _mm256_add_epi32(_mm256_add_epi32(s4, s5), _mm256_add_epi32(s6, s7)));
-  *sink += static_cast<float>(_mm256_extract_epi32(s, 0));
-  return static_cast<double>(iters) * 8 * 32;
+};
+WC_AVX2 double Int8Avx2Chains(int64_t iters, float* sink) {
+  return IntegerChains(iters, sink, _mm256_set1_epi8(1), _mm256_set1_epi8(2), _mm256_set1_epi8(-1),
+                       _mm256_set1_epi8(-2), _mm256_set1_epi8(-3), _mm256_set1_epi8(-4),
+                       Int8Avx2Step{_mm256_set1_epi16(1)}, 64);
+}
+
+// The int16 GEMM's step (bf16_int16_avx2.cpp): vpmaddwd (16 s16 x s16 products summed in pairs to
+// s32), then vpaddd into the chain; 16 multiplies and 16 adds (32 operations).
+struct Int16Avx2Step {
+  WC_AVX2 __m256i operator()(__m256i a, __m256i b) const { return _mm256_madd_epi16(a, b); }
+};
+WC_AVX2 double Int16Avx2Chains(int64_t iters, float* sink) {
+  return IntegerChains(iters, sink, _mm256_set1_epi16(3), _mm256_set1_epi16(5),
+                       _mm256_set1_epi16(-4), _mm256_set1_epi16(-3), _mm256_set1_epi16(-2),
+                       _mm256_set1_epi16(-1), Int16Avx2Step{}, 32);
 }
 
 #define WC_VNNI __attribute__((target("avx512f,avx512bw,avx512vnni")))
