@@ -212,18 +212,19 @@ std::string ModelWeights::packed_formats() const {
   return s;
 }
 
-bool ModelWeights::holds_bfp() const {
+bool ModelWeights::HoldsAny(bool (*is)(WeightFormat)) const {
   for (const LayerWeights& l : layers)
     for (const Linear* m : l.Linears())
-      if (IsBfp(m->p.format())) return true;
-  return IsBfp(lm_head_p.format());
+      if (is(m->p.format())) return true;
+  return is(lm_head_p.format());
+}
+
+bool ModelWeights::holds_bfp() const {
+  return HoldsAny([](WeightFormat f) { return IsBfp(f); });
 }
 
 bool ModelWeights::holds_bf16() const {
-  for (const LayerWeights& l : layers)
-    for (const Linear* m : l.Linears())
-      if (m->p.format() == WeightFormat::kBF16) return true;
-  return lm_head_p.format() == WeightFormat::kBF16;
+  return HoldsAny([](WeightFormat f) { return f == WeightFormat::kBF16; });
 }
 
 void ModelWeights::Pack(ActivationPrecision bf16_precision, const WeightSpec& spec,

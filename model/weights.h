@@ -122,6 +122,8 @@ struct ModelWeights {
   // Whether any matrix is held in a block-float format (bfp8, bfp4); in bf16.
   bool holds_bfp() const;
   bool holds_bf16() const;
+  // Whether any packed matrix (the layers' projections, the LM head) has a format `is` accepts.
+  bool HoldsAny(bool (*is)(WeightFormat)) const;
 
   // Bytes of the packed matrices and vectors this process holds (the embeddings, read from the
   // page cache, not counted): a bfp matrix's tiles at tt-metal's size (1088 / 576 bytes a 32x32

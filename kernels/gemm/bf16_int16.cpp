@@ -12,6 +12,7 @@
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/ieee_subnormals.h"
 #include "kernels/gemm/packed_matrix.h"
+#include "util/bf16.h"
 #include "util/error.h"
 
 namespace wc {
@@ -32,25 +33,27 @@ int64_t PairIndex(int64_t b, int64_t i, int64_t j) {
 
 }  // namespace bf16_int16
 
-void QuantizeInt16WeightBlock(const float* v, int64_t b, int16_t* codes, int8_t* exps) {
+void QuantizeInt16Panel(uint16_t* panel, int64_t blocks, int8_t* exps) {
   using namespace bf16_int16;  // NOLINT: this file's constants
-  for (int i = 0; i < kRows; ++i) {
-    const float* row = v + i * kBlock;
-    float m = 0;
-    for (int j = 0; j < kBlock; ++j) m = std::max(m, std::fabs(row[j]));
-    int e = kMinWeightExp;
-    if (m > 0) {
-      std::frexp(m, &e);
-      e = std::max(e, kMinWeightExp);
+  for (int64_t b = 0; b < blocks; ++b)
+    for (int i = 0; i < kRows; ++i) {
+      float m = 0;
+      for (int j = 0; j < kBlock; ++j)
+        m = std::max(m, std::fabs(BF16ToF32(panel[PairIndex(b, i, j)])));
+      int e = kMinWeightExp;
+      if (m > 0) {
+        std::frexp(m, &e);
+        e = std::max(e, kMinWeightExp);
+      }
+      exps[b * kRows + i] = static_cast<int8_t>(e - 15);
+      for (int j = 0; j < kBlock; ++j) {
+        uint16_t& h = panel[PairIndex(b, i, j)];
+        // h / 2^(e - 15): exact scaling by a power of two (no overflow: |h| < 2^e), then rounded
+        // half to even (the default rounding mode).
+        h = static_cast<uint16_t>(
+            static_cast<int16_t>(std::nearbyint(std::ldexp(BF16ToF32(h), 15 - e))));
+      }
     }
-    exps[i] = static_cast<int8_t>(e - 15);
-    for (int j = 0; j < kBlock; ++j) {
-      // row[j] / 2^(e - 15): exact scaling by a power of two (no overflow: |row[j]| < 2^e), then
-      // rounded half to even (the default rounding mode).
-      const float q = std::nearbyint(std::ldexp(row[j], 15 - e));
-      codes[PairIndex(b, i, j)] = static_cast<int16_t>(q);
-    }
-  }
 }
 
 Int16Input QuantizeInt16Activations(const float* x, int64_t n_tokens, int64_t x_stride,

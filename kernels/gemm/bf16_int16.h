@@ -42,11 +42,10 @@ namespace wc {
 
 class PackedMatrix;
 
-// Rows [0, n) of a panel's block of 32 k (bf16 values as floats, row i's at v[i * 32 + j]; rows
-// past n and k past the matrix are zeros) quantized as the contract says: q into the panel's
-// layout at codes (the panel's first element, block b's pairs at codes + b * 32 * 32), the
-// exponent bytes into exps[0, 32). Exact floats only: every v a bf16 value.
-void QuantizeInt16WeightBlock(const float* v, int64_t b, int16_t* codes, int8_t* exps);
+// A BF16 panel (PackedMatrix's layout, `blocks` blocks of 32 k, bf16 subnormals already flushed)
+// quantized in place as the contract says: each bf16 value replaced by its int16 code, each row's
+// block exponent e - 15 written to exps ([blocks][32]).
+void QuantizeInt16Panel(uint16_t* panel, int64_t blocks, int8_t* exps);
 
 // Token activations quantized as the contract says.
 //   codes: [n_tokens][cols] int16 (cols = K padded to 32), token t's blocks in k order

@@ -4,7 +4,6 @@
 #include <cmath>
 #include <cstring>
 #include <string>
-#include <vector>
 
 #include "kernels/gemm/bf16_int16.h"
 #include "util/bf16.h"
@@ -63,26 +62,13 @@ void PackPanel(const MatrixRef& w, int64_t p, DType dtype, uint8_t* out) {
   }
 }
 
-// Packs rows [p * 32, p * 32 + 32) of w as bf16 values (PackPanel's rounding and flush) quantized
-// to int16 codes (bf16_int16.h) into `codes` (one panel, zeroed) and `exps` ([blocks][32]).
-void PackInt16Panel(const MatrixRef& w, int64_t p, int64_t blocks, int16_t* codes, int8_t* exps) {
-  const int64_t r0 = p * kPanel, n = std::min(kPanel, w.rows - r0);
-  std::vector<float> v(static_cast<size_t>(kPanel * 32));  // [32 rows][32 k] of one block
-  for (int64_t b = 0; b < blocks; ++b) {
-    std::fill(v.begin(), v.end(), 0.0f);
-    for (int64_t i = 0; i < n; ++i) {
-      const uint8_t* row = SourceRow(w, r0 + i);
-      for (int64_t k = b * 32; k < std::min(w.cols, b * 32 + 32); ++k) {
-        uint16_t h;
-        if (w.dtype == DType::kBF16)
-          std::memcpy(&h, row + 2 * k, 2);
-        else
-          h = F32ToBF16(SourceValue(row, w.dtype, k));
-        v[static_cast<size_t>(i * 32 + k - b * 32)] = BF16ToF32(FlushBF16Subnormal(h));
-      }
-    }
-    QuantizeInt16WeightBlock(v.data(), b, codes, exps + b * kPanel);
-  }
+// The precision a BF16 or bfp matrix asked for `p` multiplies at: kInt8 is a block-float matrix's
+// mode alone (bfp_int8.h) and kInt16 a BF16 one's (bf16_int16.h); the other takes bf16 activations.
+ActivationPrecision PrecisionOf(WeightFormat f, ActivationPrecision p) {
+  if ((p == ActivationPrecision::kInt8 && !IsBfp(f)) ||
+      (p == ActivationPrecision::kInt16 && IsBfp(f)))
+    return ActivationPrecision::kBF16;
+  return p;
 }
 
 }  // namespace
@@ -123,13 +109,8 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
       throw Error(
           Cat(name, ": ", WeightFormatName(format), " weights only as a GGUF file stores them"));
   }
-  // kInt8 is a block-float matrix's alone (bfp_int8.h): a BF16 one takes bf16 activations; kInt16
-  // a BF16 matrix's alone (bf16_int16.h): a block-float one takes bf16 activations.
   m.precision_ =
-      m.dtype_ != DType::kBF16                                    ? ActivationPrecision::kF32
-      : precision == ActivationPrecision::kInt8 && !IsBfp(format) ? ActivationPrecision::kBF16
-      : precision == ActivationPrecision::kInt16 && IsBfp(format) ? ActivationPrecision::kBF16
-                                                                  : precision;
+      m.dtype_ != DType::kBF16 ? ActivationPrecision::kF32 : PrecisionOf(format, precision);
   m.rows_ = w.rows;
   m.cols_ = w.cols;
   if (IsBfp(format)) {  // the tiles themselves (no panels of values: padded_cols 0)
@@ -151,11 +132,10 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, WeightFormat format,
     const int64_t p1 = std::min(panels, p0 + block);
 #pragma omp parallel for schedule(static)
     for (int64_t p = p0; p < p1; ++p) {
-      if (int16)
-        PackInt16Panel(w, p, blocks, reinterpret_cast<int16_t*>(base + p * elems * esize),
-                       m.int16_exps_.data() + p * blocks * kPanelRows);
-      else
-        PackPanel(w, p, m.dtype_, base + p * elems * esize);
+      PackPanel(w, p, m.dtype_, base + p * elems * esize);
+      if (int16)  // the bf16 values become their codes in place (bf16_int16.h)
+        QuantizeInt16Panel(reinterpret_cast<uint16_t*>(base + p * elems * esize), blocks,
+                           m.int16_exps_.data() + p * blocks * kPanelRows);
     }
     if (done) done(p0 * kPanelRows, std::min(w.rows, p1 * kPanelRows));
   }
@@ -186,8 +166,7 @@ PackedMatrix PackedMatrix::FromBfpTiles(const BfpTileSlice& slice, ActivationPre
   PackedMatrix m;
   m.format_ = slice.whole.format == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4;
   m.dtype_ = precision == ActivationPrecision::kF32 ? DType::kF32 : DType::kBF16;
-  // kInt16 is a BF16 matrix's mode (bf16_int16.h): a block-float one takes bf16 activations.
-  m.precision_ = precision == ActivationPrecision::kInt16 ? ActivationPrecision::kBF16 : precision;
+  m.precision_ = PrecisionOf(m.format_, precision);
   m.rows_ = slice.rows;
   m.cols_ = slice.cols;
   m.bfp_ = BfpPanels::FromTiles(slice, name, m.precision_, done);

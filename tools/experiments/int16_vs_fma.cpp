@@ -1,10 +1,12 @@
 // Prefill-shaped GEMM on AVX2: f32 FMAs against 16-bit integer products (vpmaddwd) at the same
 // blocking, to see whether BF16 weights could run faster than the FMA rate on AVX2 machines in an
 // opt-in integer mode (issue 54). Weights: 16-bit integers, one power-of-two scale per row and 32 k
-// (a bf16 weight is exact in them when its exponent is within 7 of its block's largest); activations:
-// 12-bit integers (|q| <= 2047), one scale per token and 32 k, so 32 products of at most
-// 32767 x 2047 sum exactly in int32. Each block's int32 sum goes into an f32 accumulator once.
-// Build: g++ -O3 -mavx2 -mfma -fopenmp int16_vs_fma.cpp -o int16_vs_fma
+// (a bf16 weight is exact in them when its exponent is within 7 of its block's largest);
+// activations: 12-bit integers (|q| <= 2047), one scale per token and 32 k, so 32 products of at
+// most 32767 x 2047 sum exactly in int32. Each block's int32 sum goes into an f32 accumulator once.
+// Build: g++ -O3 -mavx2 -mfma -fopenmp [-DTOKENS=4..6] [-DPIN] int16_vs_fma.cpp -o int16_vs_fma
+// (TOKENS: a tile's tokens, default 5; PIN: hold the int16 sums in registers with an empty asm,
+// without which GCC 12 keeps some on the stack - with clang the tile needs no pin).
 // Run:   ./int16_vs_fma [tokens K N reps]   (one thread each kernel, then both threads)
 #include <immintrin.h>
 #include <omp.h>
@@ -18,11 +20,14 @@
 #include <random>
 #include <vector>
 
-constexpr int kRows = 8;     // rows a panel (one 32-bit lane each)
-constexpr int kPanels = 2;   // panels a register tile
+constexpr int kRows = 8;    // rows a panel (one 32-bit lane each)
+constexpr int kPanels = 2;  // panels a register tile
+#ifndef TOKENS
+#define TOKENS 5
+#endif
 constexpr int kTokens = TOKENS;  // tokens a register tile
-constexpr int kBlock = 32;   // k a scale covers
-constexpr int kChunk = 512;  // k a cache block covers (the weights' chunk stays in L1)
+constexpr int kBlock = 32;       // k a scale covers
+constexpr int kChunk = 512;      // k a cache block covers (the weights' chunk stays in L1)
 
 static double Now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -97,8 +102,8 @@ static void Int16Tile(const int16_t* w0, const int16_t* w1, const float* sw0, co
       float* yt = y + t * N;
       _mm256_storeu_ps(yt, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[0][t]), _mm256_mul_ps(s0, st),
                                            _mm256_loadu_ps(yt)));
-      _mm256_storeu_ps(yt + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[1][t]),
-                                               _mm256_mul_ps(s1, st), _mm256_loadu_ps(yt + 8)));
+      _mm256_storeu_ps(yt + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(acc[1][t]), _mm256_mul_ps(s1, st),
+                                               _mm256_loadu_ps(yt + 8)));
     }
   }
 }
