@@ -7,6 +7,10 @@
 // time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
 // (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
+// A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
+// chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
+// before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
+// docs/performance.md "bfp4 quarter tiles in 16-bit sums").
 // One token (decode) expands nothing and reads each half tile once for both its quarters
 // (OneToken).
 // Integer sums are exact and the float steps the contract's, so the bits are the portable and
@@ -54,12 +58,24 @@ inline __m256i PowersOfTwo() {
                           0, 0, 0, 0, 0, 0, 0, 0);
 }
 
-// A quarter tile expanded: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of
-// q's sign (the vpsignb source), e[16] the half tile's scale dW in every lane.
+// A quarter tile expanded (kStride vectors), in one of two forms.
+// Signed: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of q's sign (the
+// vpsignb source), multiplied by the token's signed codes. bfp8 always; bfp4 where some q of the
+// quarter tile is not a multiple of 4.
+// Quartered (bfp4, where every q is a multiple of 4: a half tile whose exponents span at most 2
+// powers of two, 98-99.8% of a checkpoint's; docs/performance.md): e[v] = q / 4 as signed bytes
+// (|q / 4| <= 28), e[8] lane r = 512 sum_k q[r, k] / 4. The token's codes enter as unsigned bytes
+// x + 128 (x ^ 0x80, made once per chunk), so vpmaddubsw needs no sign step, and two of its pair
+// sums (4 products, at most 4 x 255 x 28 < 2^15) add in 16 bits before one vpmaddwd by 4:
+//   sum_k q x = 4 sum_k (q / 4)(x + 128) - 512 sum_k q / 4,
+// exact in int32 either way, so the bits are the contract's.
+// e[16]: the half tile's scale dW in every lane.
 constexpr int kStride = 17;
+constexpr int kCorrection = 8;  // a quartered tile's e[kCorrection]
 
+// Writes the expanded quarter tile to e and returns whether it took the quartered form.
 template <BfpFormat F>
-void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
+bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
   const int64_t h = quarter / 2, s = quarter % 2;
   const int64_t half_bytes = BfpInt8HalfBytes(F);
   const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, w.k_tiles(), b, h);
@@ -67,17 +83,21 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
     for (int64_t o = 0; o < half_bytes; o += 64)
       _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
                    _MM_HINT_T0);
+  reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(w.Int8Scale(p, b, h));
   if constexpr (F == BfpFormat::kBfp8) {
     for (int v = 0; v < 8; ++v) {
       const __m256i q = Load(half + 32 + 64 * v + 32 * s);
       e[v] = _mm256_abs_epi8(q);
       e[8 + v] = q;
     }
+    return false;
   } else {
     const uint8_t* shifts = half;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
     const __m256i low = _mm256_set1_epi16(0x00FF);
     const __m256i value = NibbleValues(), magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
+    __m256i mag[8], sign[8];  // |q| and q's sign source, k 4 u .. 4 u + 3
+    __m256i low_bits = _mm256_setzero_si256();
     for (int v = 0; v < 4; ++v) {
       const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
       for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
@@ -91,37 +111,71 @@ void ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
             pow2, _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u)));
         const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
         const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
-        e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
-        e[8 + u] = _mm256_shuffle_epi8(value, nib);
+        mag[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
+        sign[u] = _mm256_shuffle_epi8(value, nib);
+        low_bits = _mm256_or_si256(low_bits, mag[u]);
       }
     }
+    if (!_mm256_testz_si256(low_bits, _mm256_set1_epi8(3))) {
+      for (int u = 0; u < 8; ++u) e[u] = mag[u], e[8 + u] = sign[u];
+      return false;
+    }
+    // q / 4: |q| >> 2 (below 2^7, so a 16-bit shift and a byte mask) with q's sign.
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    const __m256i m6 = _mm256_set1_epi8(0x3F);
+    __m256i row_sums = _mm256_setzero_si256();
+    for (int u = 0; u < 8; ++u) {
+      e[u] = _mm256_sign_epi8(_mm256_and_si256(_mm256_srli_epi16(mag[u], 2), m6), sign[u]);
+      row_sums =
+          _mm256_add_epi32(row_sums, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, e[u]), ones16));
+    }
+    e[kCorrection] = _mm256_slli_epi32(row_sums, 9);
+    return true;
   }
-  const float dw = w.Int8Scale(p, b, h);
-  reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(dw);
 }
 
-// Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0): acc[t]
-// (8 rows) carried on with the contract's float step.
+// Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0, its
+// form in quartered[b - b0]): acc[t] (8 rows) carried on with the contract's float step. flipped:
+// the tokens' codes as x ^ 0x80, token t's at flipped + (t - t0) * x.cols (bfp4 only).
 template <int NT>
-void TileOverBlocks(const __m256i* ex, int64_t b0, int64_t b1, const QuantInput& x, int64_t t0,
-                    __m256 (&acc)[NT]) {
-  const __m256i ones = _mm256_set1_epi16(1);
+void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_t b1,
+                    const QuantInput& x, const uint8_t* flipped, int64_t t0, __m256 (&acc)[NT]) {
+  const __m256i ones = _mm256_set1_epi16(1), fours = _mm256_set1_epi16(4);
   for (int64_t b = b0; b < b1; ++b) {
     const __m256i* e = ex + (b - b0) * kStride;
     __m256i isum[NT];
-    const int8_t* xq[NT];
-    for (int t = 0; t < NT; ++t) {
-      xq[t] = x.Codes(t0 + t) + 32 * b;
-      isum[t] = _mm256_setzero_si256();
-    }
-#pragma GCC unroll 2
-    for (int v = 0; v < 8; ++v) {
-      for (int t = 0; t < NT; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 4 * v), e[8 + v]);
-        isum[t] =
-            _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(e[v], xs), ones));
+    if (quartered[b - b0]) {
+      const uint8_t* xu[NT];
+      for (int t = 0; t < NT; ++t) xu[t] = flipped + t * x.cols + 32 * b;
+      for (int v = 0; v < 8; v += 2) {
+        __m256i pair[NT];
+        for (int t = 0; t < NT; ++t) pair[t] = _mm256_maddubs_epi16(Bcast4(xu[t] + 4 * v), e[v]);
+        PinSums(pair);
+        for (int t = 0; t < NT; ++t)
+          pair[t] =
+              _mm256_add_epi16(pair[t], _mm256_maddubs_epi16(Bcast4(xu[t] + 4 * v + 4), e[v + 1]));
+        PinSums(pair);
+        for (int t = 0; t < NT; ++t)
+          isum[t] = v == 0 ? _mm256_madd_epi16(pair[t], fours)
+                           : _mm256_add_epi32(isum[t], _mm256_madd_epi16(pair[t], fours));
+        PinSums(isum);
       }
-      PinSums(isum);
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_sub_epi32(isum[t], e[kCorrection]);
+    } else {
+      const int8_t* xq[NT];
+      for (int t = 0; t < NT; ++t) {
+        xq[t] = x.Codes(t0 + t) + 32 * b;
+        isum[t] = _mm256_setzero_si256();
+      }
+#pragma GCC unroll 2
+      for (int v = 0; v < 8; ++v) {
+        for (int t = 0; t < NT; ++t) {
+          const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 4 * v), e[8 + v]);
+          isum[t] =
+              _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(e[v], xs), ones));
+        }
+        PinSums(isum);
+      }
     }
     const __m256 d = _mm256_castsi256_ps(e[16]);
     for (int t = 0; t < NT; ++t)
@@ -217,30 +271,44 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
   const int64_t chunk = std::max<int64_t>(
       kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
-  const int64_t seg = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
-  // [seg][kStride] expanded vectors and [chunk][8] accumulators, this thread's (64-byte aligned).
-  auto* ex = static_cast<__m256i*>(
-      gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(static_cast<size_t>(seg * kStride * 32)));
+  constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
+  // [kSegmentBlocks][kStride] expanded vectors, [chunk][8] accumulators and (bfp4) [chunk][cols]
+  // flipped codes, this thread's (64-byte aligned).
+  auto* ex = static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
+      static_cast<size_t>(kSegmentBlocks * kStride * 32)));
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
+  auto* flipped = F == BfpFormat::kBfp4
+                      ? static_cast<uint8_t*>(gemm::ThreadBuffer<gemm::kFlippedCodesSlot>(
+                            static_cast<size_t>(chunk * x.cols)))
+                      : nullptr;
+  bool quartered[kSegmentBlocks];
   const int64_t nb = w.k_tiles();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
+    if (flipped != nullptr) {
+      const auto* codes = reinterpret_cast<const uint8_t*>(x.Codes(c0));
+      const __m256i top = _mm256_set1_epi8(static_cast<char>(0x80));
+      for (int64_t i = 0; i < (c1 - c0) * x.cols; i += 32)  // cols: whole k tiles
+        _mm256_store_si256(reinterpret_cast<__m256i*>(flipped + i),
+                           _mm256_xor_si256(Load(codes + i), top));
+    }
     for (int64_t p = pa; p < pb; ++p)
       for (int64_t quarter = 0; quarter < 4; ++quarter) {
         const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
         if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
-        for (int64_t s0 = 0; s0 < nb; s0 += seg) {
-          const int64_t s1 = std::min(nb, s0 + seg);
+        for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
+          const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
           for (int64_t b = s0; b < s1; ++b)
-            ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
+            quartered[b - s0] = ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
           const bool first = s0 == 0, last = s1 == nb;
           const auto tile = [&](auto nt, int64_t t) {
             constexpr int NT = decltype(nt)::value;
             __m256 acc[NT];
             for (int i = 0; i < NT; ++i)
               acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
-            TileOverBlocks<NT>(ex, s0, s1, x, t, acc);
+            TileOverBlocks<NT>(ex, quartered, s0, s1, x,
+                               flipped == nullptr ? nullptr : flipped + (t - c0) * x.cols, t, acc);
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else

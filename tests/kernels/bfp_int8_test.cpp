@@ -198,6 +198,65 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
   omp_set_num_threads(saved);
 }
 
+// bfp4's many-token AVX2 tile takes a quarter tile (8 rows x 32 k) in one of two forms: quartered
+// where every q is a multiple of 4 (unsigned x + 128 against q / 4, 16-bit pair sums), signed
+// otherwise (bfp_int8_avx2.cpp). Both forms here, mixed within a segment of expanded blocks, over
+// more k tiles than a segment holds and more tokens than a chunk, with the 16-bit sums at their
+// largest (rows of +-7 x 2^4 against tokens of +-127): the contract's bits on every kernel.
+TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
+  const int saved = omp_get_max_threads();
+  const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni), avx2 = KernelsOn(CpuKernels::kAvx2Int8);
+  const int64_t out = 40, in = 1125;  // 36 k tiles; the last one partial
+  Rng rng(41);
+  std::vector<float> w(static_cast<size_t>(out * in));
+  for (int64_t k = 0; k < in; ++k) {
+    // Every third k tile's columns spread over 2^12 (signed form); the rest alike (quartered).
+    const double scale =
+        (k / 32) % 3 == 1 ? std::ldexp(1.0, static_cast<int>(rng.Uniform() * 13) - 10) : 1.0;
+    for (int64_t r = 0; r < out; ++r)
+      w[static_cast<size_t>(r * in + k)] =
+          r < 2 ? (r == 0 ? 1.75f : -1.75f)  // code 7 at the block's exponent: q = +-112
+                : static_cast<float>((rng.Uniform() * 2 - 1) * scale);
+  }
+  const PackedMatrix m = PackInt8(BfpFormat::kBfp4, w, out, in);
+  // Count the forms from the weights' definition (At / dW).
+  int quartered = 0, signed_form = 0;
+  for (int64_t g = 0; g < (out + 7) / 8; ++g)
+    for (int64_t b = 0; b < (in + 31) / 32; ++b) {
+      bool multiple_of_4 = true;
+      for (int64_t r = 8 * g; r < std::min(out, 8 * g + 8); ++r)
+        for (int64_t k = 32 * b; k < std::min(in, 32 * b + 32); ++k) {
+          const float dw = m.bfp().int8_scales()[((r / 32) * 36 + b) * 2 + (r % 32) / 16];
+          multiple_of_4 &= static_cast<int>(m.At(r, k) / dw) % 4 == 0;
+        }
+      (multiple_of_4 ? quartered : signed_form) += 1;
+    }
+  EXPECT_GT(quartered, 40);
+  EXPECT_GT(signed_form, 20);
+  for (int64_t n : {3, 517}) {
+    std::vector<float> x = test::RandomX(n, in, 300 + n);
+    for (int64_t k = 0; k < in; ++k)
+      x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
+    const std::vector<float> want = ContractGemm(m, x.data(), n, nullptr, 0, out);
+    for (int threads : {1, 2})
+      for (GemmKernel kernel :
+           {GemmKernel::kBfpInt8, GemmKernel::kBfpInt8Avx2, GemmKernel::kBfpInt8Vnni}) {
+        if ((kernel == GemmKernel::kBfpInt8Vnni && !vnni) ||
+            (kernel == GemmKernel::kBfpInt8Avx2 && !avx2))
+          continue;
+        omp_set_num_threads(threads);
+        SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
+        SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
+        ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
+        ASSERT_TRUE(test::SameBits(RunGemm(m, x, n, nullptr, 0, out), want))
+            << "n " << n << " threads " << threads << " kernel " << GemmKernelLabel(kernel);
+      }
+    SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
+  }
+  omp_set_num_threads(saved);
+}
+
 // Against the exact product of the decoded weights (f32 activations): within a few percent of the
 // output's magnitude (8-bit activations, rounded low bits of small columns), never garbage.
 TEST(BfpInt8, CloseToTheExactProduct) {
