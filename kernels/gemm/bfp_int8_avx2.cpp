@@ -65,8 +65,8 @@ inline __m256i PowersOfTwo() {
 // Quartered (bfp4, where every q is a multiple of 4: a half tile whose exponents span at most 2
 // powers of two, 98-99.8% of a checkpoint's; docs/performance.md): e[v] = q / 4 as signed bytes
 // (|q / 4| <= 28), e[8] lane r = 512 sum_k q[r, k] / 4. The token's codes enter as unsigned bytes
-// x + 128 (x ^ 0x80, made once per chunk), so vpmaddubsw needs no sign step, and two of its pair
-// sums (4 products, at most 4 x 255 x 28 < 2^15) add in 16 bits before one vpmaddwd by 4:
+// x + 128 (x ^ 0x80, QuantInput::unsigned_codes), so vpmaddubsw needs no sign step, and two of its
+// pair sums (4 products, at most 4 x 255 x 28 < 2^15) add in 16 bits before one vpmaddwd by 4:
 //   sum_k q x = 4 sum_k (q / 4)(x + 128) - 512 sum_k q / 4,
 // exact in int32 either way, so the bits are the contract's.
 // e[16]: the half tile's scale dW in every lane.
@@ -135,18 +135,18 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
 }
 
 // Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0, its
-// form in quartered[b - b0]): acc[t] (8 rows) carried on with the contract's float step. flipped:
-// the tokens' codes as x ^ 0x80, token t's at flipped + (t - t0) * x.cols (bfp4 only).
+// form in quartered[b - b0]; a quartered one reads x.unsigned_codes): acc[t] (8 rows) carried on
+// with the contract's float step.
 template <int NT>
 void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_t b1,
-                    const QuantInput& x, const uint8_t* flipped, int64_t t0, __m256 (&acc)[NT]) {
+                    const QuantInput& x, int64_t t0, __m256 (&acc)[NT]) {
   const __m256i ones = _mm256_set1_epi16(1), fours = _mm256_set1_epi16(4);
   for (int64_t b = b0; b < b1; ++b) {
     const __m256i* e = ex + (b - b0) * kStride;
     __m256i isum[NT];
     if (quartered[b - b0]) {
       const uint8_t* xu[NT];
-      for (int t = 0; t < NT; ++t) xu[t] = flipped + t * x.cols + 32 * b;
+      for (int t = 0; t < NT; ++t) xu[t] = x.UnsignedCodes(t0 + t) + 32 * b;
       for (int v = 0; v < 8; v += 2) {
         __m256i pair[NT];
         for (int t = 0; t < NT; ++t) pair[t] = _mm256_maddubs_epi16(Bcast4(xu[t] + 4 * v), e[v]);
@@ -272,27 +272,16 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   const int64_t chunk = std::max<int64_t>(
       kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
   constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
-  // [kSegmentBlocks][kStride] expanded vectors, [chunk][8] accumulators and (bfp4) [chunk][cols]
-  // flipped codes, this thread's (64-byte aligned).
+  // [kSegmentBlocks][kStride] expanded vectors and [chunk][8] accumulators, this thread's (64-byte
+  // aligned).
   auto* ex = static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
       static_cast<size_t>(kSegmentBlocks * kStride * 32)));
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
-  auto* flipped = F == BfpFormat::kBfp4
-                      ? static_cast<uint8_t*>(gemm::ThreadBuffer<gemm::kFlippedCodesSlot>(
-                            static_cast<size_t>(chunk * x.cols)))
-                      : nullptr;
   bool quartered[kSegmentBlocks];
   const int64_t nb = w.k_tiles();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
-    if (flipped != nullptr) {
-      const auto* codes = reinterpret_cast<const uint8_t*>(x.Codes(c0));
-      const __m256i top = _mm256_set1_epi8(static_cast<char>(0x80));
-      for (int64_t i = 0; i < (c1 - c0) * x.cols; i += 32)  // cols: whole k tiles
-        _mm256_store_si256(reinterpret_cast<__m256i*>(flipped + i),
-                           _mm256_xor_si256(Load(codes + i), top));
-    }
     for (int64_t p = pa; p < pb; ++p)
       for (int64_t quarter = 0; quarter < 4; ++quarter) {
         const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
@@ -307,8 +296,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             __m256 acc[NT];
             for (int i = 0; i < NT; ++i)
               acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
-            TileOverBlocks<NT>(ex, quartered, s0, s1, x,
-                               flipped == nullptr ? nullptr : flipped + (t - c0) * x.cols, t, acc);
+            TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else

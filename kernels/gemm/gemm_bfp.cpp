@@ -563,8 +563,8 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
   if (w.precision() == ActivationPrecision::kInt8) {
-    in.int8_ =
-        std::make_shared<const QuantInput>(QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols()));
+    in.int8_ = std::make_shared<const QuantInput>(
+        QuantizeBfpInt8Input(w.format(), x, n_tokens, x_stride, w.cols()));
     return in;
   }
   const int64_t k32 = w.k_tiles() * 32;
@@ -606,6 +606,9 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   if (x.int8_ != nullptr) {
     const GemmKernel kernel = KernelOf(w, x.n_tokens_);
+    WC_CHECK(
+        w.format() != BfpFormat::kBfp4 || x.int8_->unsigned_codes.size() == x.int8_->codes.size(),
+        "gemm input packed for another matrix");
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
       const IeeeSubnormals ieee;
       if (kernel == GemmKernel::kBfpInt8Vnni)

@@ -152,7 +152,6 @@ enum ThreadBufferSlot : int {
   kQuantExpandedSlot = 3,  // quant_gemm_avx2_expanded.cpp: a segment's expanded blocks
   kQuantAccSlot = 4,       // and its tiles' accumulators between segments
   kBf16DotSumsSlot = 5,    // gemm_bf16_dot.cpp: the tiles' sums between k chunks
-  kFlippedCodesSlot = 6,   // bfp_int8_avx2.cpp: a chunk's activation codes as unsigned x + 128
 };
 template <int kSlot>
 void* ThreadBuffer(size_t bytes) {
