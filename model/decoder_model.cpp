@@ -1,6 +1,7 @@
 #include "model/decoder_model.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -30,27 +31,48 @@ void PollInterrupt(const DecoderModel::Interrupt& interrupted) {
   if (interrupted && interrupted()) throw PartialSums::Interrupted{};
 }
 
-// The group's GEMMs (kernels/gemm/gemm_group.h) in slices of about slice_macs multiply-adds,
-// polling `interrupted` between slices: a few milliseconds of work at most between polls. Results
-// are those of one Gemm call a part (a row's output never depends on the row range). Each slice is
-// whole panels, as many for every OpenMP thread (a slice's panels are split into one contiguous
-// range a thread): a slice of 3 panels on 2 threads left one thread idle a third of the time, which
-// made Falcon3-7B's down projection (128 tokens x 23040 columns a row) run at 72% of the GEMM's
-// speed (docs/performance.md, "The Llama layout").
+// The group's GEMMs (kernels/gemm/gemm_group.h) in pieces of about slice_macs / threads
+// multiply-adds a thread, polling `interrupted` on the calling thread before each of its pieces:
+// a few milliseconds of work at most between polls. Results are those of one Gemm call a part (a
+// row's output never depends on the row range). The pieces are whole panels, handed out in order
+// to whichever thread is free, in one parallel region: the GEMM was once run as slices of a region
+// each, split evenly, and on two vCPUs the faster thread waited at every slice's barrier for the
+// other (8% of a bfp4 prefill's samples spun there; docs/performance.md, "One region a GEMM").
+// Small GEMMs (decode: one slice) keep the even split, each thread one contiguous range.
 void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& interrupted,
                        int64_t slice_macs) {
   const int64_t panels = group.panels();
   const int64_t macs_per_panel =
       std::max<int64_t>(1, group.n_tokens() * group.cols() * PackedMatrix::kPanelRows);
   const int64_t threads = omp_in_parallel() ? 1 : std::max(1, omp_get_max_threads());
-  int64_t per_slice = std::max<int64_t>(1, interrupted ? slice_macs / macs_per_panel : panels);
-  const int64_t n_slices = (panels + per_slice - 1) / per_slice;
-  if (n_slices > 0) per_slice = (panels + n_slices - 1) / n_slices;  // even slices
-  per_slice = (per_slice + threads - 1) / threads * threads;         // as many panels a thread
-  for (int64_t p0 = 0; p0 < panels; p0 += per_slice) {
+  const int64_t per_slice = std::max<int64_t>(1, slice_macs / macs_per_panel);
+  if (!interrupted || per_slice >= panels) {
     PollInterrupt(interrupted);
-    group.Run(p0, std::min(panels, p0 + per_slice));
+    group.Run(0, panels);
+    return;
   }
+  const int64_t piece = std::max<int64_t>(1, per_slice / threads);
+  if (threads == 1) {
+    for (int64_t p0 = 0; p0 < panels; p0 += piece) {
+      PollInterrupt(interrupted);
+      group.Run(p0, std::min(panels, p0 + piece));
+    }
+    return;
+  }
+  std::atomic<int64_t> next{0};
+  std::atomic<bool> stop{false};
+#pragma omp parallel
+  {
+    const bool caller = omp_get_thread_num() == 0;  // `interrupted` runs on the calling thread
+    for (;;) {
+      if (caller && interrupted()) stop.store(true, std::memory_order_relaxed);
+      if (stop.load(std::memory_order_relaxed)) break;
+      const int64_t a = next.fetch_add(piece, std::memory_order_relaxed);
+      if (a >= panels) break;
+      group.Run(a, std::min(panels, a + piece));  // on this thread: inside the region
+    }
+  }
+  if (stop.load()) throw PartialSums::Interrupted{};
 }
 
 // A checkpoint tensor's role, the same in every layer: its name after the layer number, without
