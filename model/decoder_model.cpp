@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -61,17 +62,26 @@ void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& in
   }
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
+  std::exception_ptr poll_error;  // what `interrupted` threw, rethrown after the region
 #pragma omp parallel
   {
     const bool caller = omp_get_thread_num() == 0;  // `interrupted` runs on the calling thread
     for (;;) {
-      if (caller && interrupted()) stop.store(true, std::memory_order_relaxed);
+      if (caller) {
+        try {
+          if (interrupted()) stop.store(true, std::memory_order_relaxed);
+        } catch (...) {
+          poll_error = std::current_exception();
+          stop.store(true, std::memory_order_relaxed);
+        }
+      }
       if (stop.load(std::memory_order_relaxed)) break;
       const int64_t a = next.fetch_add(piece, std::memory_order_relaxed);
       if (a >= panels) break;
       group.Run(a, std::min(panels, a + piece));  // on this thread: inside the region
     }
   }
+  if (poll_error) std::rethrow_exception(poll_error);
   if (stop.load()) throw PartialSums::Interrupted{};
 }
 
