@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -160,9 +161,32 @@ std::vector<float> RunGemm(const PackedMatrix& m, const std::vector<float>& x, i
   return y;
 }
 
-TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
+// The GEMM on 1 and 2 threads and every kernel this CPU has (portable, AVX2, VNNI), each the
+// contract's bits `want`; `what` names the case in a failure. Leaves the kernels enabled as found.
+void ExpectEveryKernelGives(const std::vector<float>& want, const PackedMatrix& m,
+                            const std::vector<float>& x, int64_t n, const float* bias, int64_t r0,
+                            int64_t r1, const std::string& what) {
   const int saved = omp_get_max_threads();
   const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni), avx2 = KernelsOn(CpuKernels::kAvx2Int8);
+  for (int threads : {1, 2})
+    for (GemmKernel kernel :
+         {GemmKernel::kBfpInt8, GemmKernel::kBfpInt8Avx2, GemmKernel::kBfpInt8Vnni}) {
+      if ((kernel == GemmKernel::kBfpInt8Vnni && !vnni) ||
+          (kernel == GemmKernel::kBfpInt8Avx2 && !avx2))
+        continue;
+      omp_set_num_threads(threads);
+      SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
+      SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
+      EXPECT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
+      EXPECT_TRUE(test::SameBits(RunGemm(m, x, n, bias, r0, r1), want))
+          << what << " threads " << threads << " kernel " << GemmKernelLabel(kernel);
+    }
+  SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
+  SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
+  omp_set_num_threads(saved);
+}
+
+TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
   for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
     const int64_t out = 70, in = 100;
     const std::vector<float> w = MakeWeights(out, in, 21);
@@ -172,30 +196,14 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
     for (int64_t n : {1, 2, 7, 8, 9, 33}) {
       const std::vector<float> x = test::RandomX(n, in, 100 + n);
       for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
-        for (const float* b : std::vector<const float*>{nullptr, bias.data()}) {
-          const std::vector<float> want = ContractGemm(m, x.data(), n, b, r0, r1);
-          for (int threads : {1, 2})
-            for (GemmKernel kernel :
-                 {GemmKernel::kBfpInt8, GemmKernel::kBfpInt8Avx2, GemmKernel::kBfpInt8Vnni}) {
-              if ((kernel == GemmKernel::kBfpInt8Vnni && !vnni) ||
-                  (kernel == GemmKernel::kBfpInt8Avx2 && !avx2))
-                continue;
-              omp_set_num_threads(threads);
-              SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
-              SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
-              ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
-              const std::vector<float> got = RunGemm(m, x, n, b, r0, r1);
-              ASSERT_TRUE(test::SameBits(got, want))
-                  << BfpFormatName(f) << " n " << n << " rows " << r0 << ".." << r1 << " threads "
-                  << threads << " kernel " << GemmKernelLabel(kernel);
-            }
-          SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
-          SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
-        }
+        for (const float* b : std::vector<const float*>{nullptr, bias.data()})
+          ExpectEveryKernelGives(ContractGemm(m, x.data(), n, b, r0, r1), m, x, n, b, r0, r1,
+                                 std::string(BfpFormatName(f)) + " n " + std::to_string(n) +
+                                     " rows " + std::to_string(r0) + ".." + std::to_string(r1) +
+                                     (b ? " bias" : ""));
       }
     }
   }
-  omp_set_num_threads(saved);
 }
 
 // bfp4's many-token AVX2 tile takes a quarter tile (8 rows x 32 k) in one of two forms: quartered
@@ -204,8 +212,6 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
 // more k tiles than a segment holds and more tokens than a chunk, with the 16-bit sums at their
 // largest (rows of +-7 x 2^4 against tokens of +-127): the contract's bits on every kernel.
 TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
-  const int saved = omp_get_max_threads();
-  const bool vnni = KernelsOn(CpuKernels::kAvx512Vnni), avx2 = KernelsOn(CpuKernels::kAvx2Int8);
   const int64_t out = 40, in = 1125;  // 36 k tiles; the last one partial
   Rng rng(41);
   std::vector<float> w(static_cast<size_t>(out * in));
@@ -237,24 +243,9 @@ TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
     std::vector<float> x = test::RandomX(n, in, 300 + n);
     for (int64_t k = 0; k < in; ++k)
       x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
-    const std::vector<float> want = ContractGemm(m, x.data(), n, nullptr, 0, out);
-    for (int threads : {1, 2})
-      for (GemmKernel kernel :
-           {GemmKernel::kBfpInt8, GemmKernel::kBfpInt8Avx2, GemmKernel::kBfpInt8Vnni}) {
-        if ((kernel == GemmKernel::kBfpInt8Vnni && !vnni) ||
-            (kernel == GemmKernel::kBfpInt8Avx2 && !avx2))
-          continue;
-        omp_set_num_threads(threads);
-        SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
-        SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
-        ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
-        ASSERT_TRUE(test::SameBits(RunGemm(m, x, n, nullptr, 0, out), want))
-            << "n " << n << " threads " << threads << " kernel " << GemmKernelLabel(kernel);
-      }
-    SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);
-    SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2);
+    ExpectEveryKernelGives(ContractGemm(m, x.data(), n, nullptr, 0, out), m, x, n, nullptr, 0, out,
+                           "n " + std::to_string(n));
   }
-  omp_set_num_threads(saved);
 }
 
 // Against the exact product of the decoded weights (f32 activations): within a few percent of the
