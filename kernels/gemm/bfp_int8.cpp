@@ -74,7 +74,10 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
     }
     scales[h] = std::ldexp(1.0f, emax - 133);  // exact: 2^-133 .. 2^121
     for (int k = 0; k < bfp_int8::kDim; ++k) {
-      const int d = nonzero[k] ? bfp_int8::Bf16LayoutExponent(tile, h, k) - (emax - headroom) : 0;
+      // A k of zero codes takes the largest shift (its q are 0 whatever it is): a half tile's
+      // shifts alone then tell whether its exponents span at most 2 (bfp_int8_avx2.cpp).
+      const int d =
+          nonzero[k] ? bfp_int8::Bf16LayoutExponent(tile, h, k) - (emax - headroom) : headroom;
       if (f == BfpFormat::kBfp4) out[k] = static_cast<uint8_t>(std::max(d, 0));
       int8_t c[16];
       for (int r = 0; r < 16; ++r)

@@ -30,7 +30,8 @@
 // Layout in this mode (BfpPanels with precision kInt8; the same bytes a tile as tt-metal's): each
 // panel holds its half tiles in two runs, half 0 of every k tile, then half 1 (a pass over one
 // half's rows reads one contiguous stream), each half tile BfpInt8HalfBytes(f) = 544 / 288 bytes:
-//   [0, 32)     bfp4: byte k = the shift of k (0..4); bfp8: unused (zero)
+//   [0, 32)     bfp4: byte k = the shift of k (0..4; 4 for a k whose 16 codes are 0); bfp8: unused
+//               (zero)
 //   [32, ...)   bfp8: 8 vectors v of 16 lanes r of 4 bytes j: byte 32 + 64 v + 4 r + j =
 //               q[16 h + r, 4 v + j] (int8)
 //               bfp4: 4 vectors v: byte 32 + 64 v + 4 r + j = c' of (16 h + r, 4 v + j) in its

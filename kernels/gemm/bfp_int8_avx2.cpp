@@ -60,10 +60,11 @@ inline __m256i PowersOfTwo() {
 
 // A quarter tile expanded (kStride vectors), in one of two forms.
 // Signed: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of q's sign (the
-// vpsignb source), multiplied by the token's signed codes. bfp8 always; bfp4 where some q of the
-// quarter tile is not a multiple of 4.
-// Quartered (bfp4, where every q is a multiple of 4: a half tile whose exponents span at most 2
-// powers of two, 98-99.8% of a checkpoint's; docs/performance.md): e[v] = q / 4 as signed bytes
+// vpsignb source), multiplied by the token's signed codes. bfp8 always; bfp4 where some k's shift
+// is below 2.
+// Quartered (bfp4, where every k's shift is at least 2, so every q is a multiple of 4: a half tile
+// whose exponents span at most 2 powers of two, 98-99.8% of a checkpoint's; docs/performance.md):
+// e[v] = q / 4 as signed bytes
 // (|q / 4| <= 28), e[8] lane r = 512 sum_k q[r, k] / 4. The token's codes enter as unsigned bytes
 // x + 128 (x ^ 0x80, QuantInput::unsigned_codes), so vpmaddubsw needs no sign step, and two of its
 // pair sums (4 products, at most 4 x 255 x 28 < 2^15) add in 16 bits before one vpmaddwd by 4:
@@ -94,10 +95,36 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
   } else {
     const uint8_t* shifts = half;
     const __m256i m4 = _mm256_set1_epi8(0x0F);
+    const __m256i value = NibbleValues();
+    // Quartered when every k's shift is at least 2 (a k of zero codes is stored with 4,
+    // bfp_int8.h), the half tile's exponents then spanning at most 2: q / 4 = c 2^(shift - 2),
+    // the nibble's value doubled once or twice, chosen per byte by its k's shift.
+    const __m256i shift_below_2 = _mm256_cmpgt_epi8(_mm256_set1_epi8(2), Load(shifts));
+    if (_mm256_testz_si256(shift_below_2, shift_below_2)) {
+      const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+      const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+      __m256i row_sums = _mm256_setzero_si256();
+      for (int v = 0; v < 4; ++v) {
+        const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
+        for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
+          const int u = v + 4 * half;
+          const __m256i nib = _mm256_and_si256(half ? _mm256_srli_epi16(raw, 4) : raw, m4);
+          const __m256i c = _mm256_shuffle_epi8(value, nib);
+          const __m256i c2 = _mm256_add_epi8(c, c), c4 = _mm256_add_epi8(c2, c2);
+          // Byte j of each lane: k 4 u + j's shift (the 4 counts broadcast from the header).
+          const __m256i k_shift =
+              _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u));
+          e[u] = _mm256_blendv_epi8(_mm256_blendv_epi8(c, c2, _mm256_cmpeq_epi8(k_shift, three)),
+                                    c4, _mm256_cmpeq_epi8(k_shift, four));
+          row_sums = _mm256_add_epi32(row_sums,
+                                      _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, e[u]), ones16));
+        }
+      }
+      e[kCorrection] = _mm256_slli_epi32(row_sums, 9);
+      return true;
+    }
     const __m256i low = _mm256_set1_epi16(0x00FF);
-    const __m256i value = NibbleValues(), magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
-    __m256i mag[8], sign[8];  // |q| and q's sign source, k 4 u .. 4 u + 3
-    __m256i low_bits = _mm256_setzero_si256();
+    const __m256i magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
     for (int v = 0; v < 4; ++v) {
       const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
       for (int half = 0; half < 2; ++half) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
@@ -111,26 +138,11 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
             pow2, _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u)));
         const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
         const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
-        mag[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
-        sign[u] = _mm256_shuffle_epi8(value, nib);
-        low_bits = _mm256_or_si256(low_bits, mag[u]);
+        e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
+        e[8 + u] = _mm256_shuffle_epi8(value, nib);
       }
     }
-    if (!_mm256_testz_si256(low_bits, _mm256_set1_epi8(3))) {
-      for (int u = 0; u < 8; ++u) e[u] = mag[u], e[8 + u] = sign[u];
-      return false;
-    }
-    // q / 4: |q| >> 2 (below 2^7, so a 16-bit shift and a byte mask) with q's sign.
-    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
-    const __m256i m6 = _mm256_set1_epi8(0x3F);
-    __m256i row_sums = _mm256_setzero_si256();
-    for (int u = 0; u < 8; ++u) {
-      e[u] = _mm256_sign_epi8(_mm256_and_si256(_mm256_srli_epi16(mag[u], 2), m6), sign[u]);
-      row_sums =
-          _mm256_add_epi32(row_sums, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, e[u]), ones16));
-    }
-    e[kCorrection] = _mm256_slli_epi32(row_sums, 9);
-    return true;
+    return false;
   }
 }
 
