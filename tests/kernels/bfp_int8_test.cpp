@@ -225,20 +225,23 @@ TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
                 : static_cast<float>((rng.Uniform() * 2 - 1) * scale);
   }
   const PackedMatrix m = PackInt8(BfpFormat::kBfp4, w, out, in);
-  // Count the forms from the weights' definition (At / dW).
+  // Count the forms: quartered where every k of a half tile has a shift of at least 2 (the
+  // header; every q then a multiple of 4, checked from At / dW).
   int quartered = 0, signed_form = 0;
-  for (int64_t g = 0; g < (out + 7) / 8; ++g)
-    for (int64_t b = 0; b < (in + 31) / 32; ++b) {
-      bool multiple_of_4 = true;
-      for (int64_t r = 8 * g; r < std::min(out, 8 * g + 8); ++r)
-        for (int64_t k = 32 * b; k < std::min(in, 32 * b + 32); ++k) {
-          const float dw = m.bfp().int8_scales()[((r / 32) * 36 + b) * 2 + (r % 32) / 16];
-          multiple_of_4 &= static_cast<int>(m.At(r, k) / dw) % 4 == 0;
-        }
-      (multiple_of_4 ? quartered : signed_form) += 1;
-    }
-  EXPECT_GT(quartered, 40);
-  EXPECT_GT(signed_form, 20);
+  for (int64_t p = 0; p < m.bfp().panels(); ++p)
+    for (int64_t b = 0; b < m.bfp().k_tiles(); ++b)
+      for (int64_t h = 0; h < 2; ++h) {
+        const uint8_t* half = m.bfp().Int8Half(p, b, h);
+        bool all_at_least_2 = true;
+        for (int k = 0; k < 32; ++k) all_at_least_2 &= half[k] >= 2;
+        (all_at_least_2 ? quartered : signed_form) += 1;
+        for (int64_t r = 32 * p + 16 * h; all_at_least_2 && r < std::min(out, 32 * p + 16 * h + 16);
+             ++r)
+          for (int64_t k = 32 * b; k < std::min(in, 32 * b + 32); ++k)
+            EXPECT_EQ(static_cast<int>(m.At(r, k) / m.bfp().Int8Scale(p, b, h)) % 4, 0);
+      }
+  EXPECT_GT(quartered, 20);
+  EXPECT_GT(signed_form, 10);
   for (int64_t n : {3, 517}) {
     std::vector<float> x = test::RandomX(n, in, 300 + n);
     for (int64_t k = 0; k < in; ++k)
