@@ -38,7 +38,7 @@ void PollInterrupt(const DecoderModel::Interrupt& interrupted) {
 // row's output never depends on the row range). The pieces are whole panels, handed out in order
 // to whichever thread is free, in one parallel region: the GEMM was once run as slices of a region
 // each, split evenly, and on two vCPUs the faster thread waited at every slice's barrier for the
-// other (8% of a bfp4 prefill's samples spun there; docs/performance.md, "One region a GEMM").
+// other (13% of a bfp4 prefill's samples spun there; docs/performance.md, "One region a GEMM").
 // Small GEMMs (decode: one slice) keep the even split, each thread one contiguous range.
 void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& interrupted,
                        int64_t slice_macs) {
@@ -53,17 +53,10 @@ void InterruptibleGemm(const GemmGroup& group, const DecoderModel::Interrupt& in
     return;
   }
   const int64_t piece = std::max<int64_t>(1, per_slice / threads);
-  if (threads == 1) {
-    for (int64_t p0 = 0; p0 < panels; p0 += piece) {
-      PollInterrupt(interrupted);
-      group.Run(p0, std::min(panels, p0 + piece));
-    }
-    return;
-  }
   std::atomic<int64_t> next{0};
   std::atomic<bool> stop{false};
   std::exception_ptr poll_error;  // what `interrupted` threw, rethrown after the region
-#pragma omp parallel
+#pragma omp parallel              // one thread inside another region: the same loop, serially
   {
     const bool caller = omp_get_thread_num() == 0;  // `interrupted` runs on the calling thread
     for (;;) {

@@ -102,8 +102,8 @@ int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
   return c * (1 << half[k]);
 }
 
-QuantInput QuantizeBfpInt8Input(BfpFormat f, const float* x, int64_t n_tokens, int64_t x_stride,
-                                int64_t cols) {
+QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
+                                bool unsigned_codes) {
   const int64_t k32 = (cols + bfp_int8::kDim - 1) / bfp_int8::kDim * bfp_int8::kDim;
   QuantInput q;
   if (k32 == cols) {
@@ -114,7 +114,7 @@ QuantInput QuantizeBfpInt8Input(BfpFormat f, const float* x, int64_t n_tokens, i
       std::copy(x + t * x_stride, x + t * x_stride + cols, padded.data() + t * k32);
     q = QuantizeActivations(padded.data(), n_tokens, k32, k32, QuantActivation::kA32);
   }
-  if (f == BfpFormat::kBfp4) {
+  if (unsigned_codes) {
     q.unsigned_codes.resize(q.codes.size());
     for (size_t i = 0; i < q.codes.size(); ++i)
       q.unsigned_codes[i] = static_cast<uint8_t>(static_cast<uint8_t>(q.codes[i]) ^ 0x80);

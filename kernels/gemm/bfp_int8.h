@@ -68,9 +68,9 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
 int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k);
 
 // x [n_tokens, x_stride] f32 (the first cols of each row read) quantized as the contract says
-// (zero-padded to whole k tiles), for a matrix of format f (bfp4: with unsigned_codes too).
-QuantInput QuantizeBfpInt8Input(BfpFormat f, const float* x, int64_t n_tokens, int64_t x_stride,
-                                int64_t cols);
+// (zero-padded to whole k tiles); with unsigned_codes too when asked (the kernel reads them).
+QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
+                                bool unsigned_codes);
 
 // Panels [pa, pb) of w (precision kInt8) for every token of x into y (rows outside [row_begin,
 // row_end) computed and not stored), on the calling thread, portable C++: the contract's bits.

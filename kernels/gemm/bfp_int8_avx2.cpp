@@ -59,15 +59,16 @@ inline __m256i PowersOfTwo() {
 }
 
 // A bfp4 quarter tile's nibbles, vector u holding k 4 u .. 4 u + 3 (lane r = row r, byte j =
-// k 4 u + j), given to f(u, nibbles) for u = 0, 4, 1, 5, ...: each 32 bytes read once for its low
-// nibbles (k < 16) and its high ones.
+// k 4 u + j), given to f(u, nibbles, shifts) with byte j of every lane of `shifts` k 4 u + j's
+// shift (the header's 4 counts broadcast), for u = 0, 4, 1, 5, ...: each 32 bytes read once for
+// its low nibbles (k < 16) and its high ones.
 template <class F>
 inline void ForEachNibbleVector(const uint8_t* half, int64_t quarter_in_half, const F& f) {
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   for (int v = 0; v < 4; ++v) {
     const __m256i raw = Load(half + 32 + 64 * v + 32 * quarter_in_half);
-    f(v, _mm256_and_si256(raw, m4));
-    f(v + 4, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4));
+    f(v, _mm256_and_si256(raw, m4), Bcast4(half + 4 * v));
+    f(v + 4, _mm256_and_si256(_mm256_srli_epi16(raw, 4), m4), Bcast4(half + 4 * (v + 4)));
   }
 }
 
@@ -116,12 +117,9 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
       const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
       const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
       __m256i row_sums = _mm256_setzero_si256();
-      ForEachNibbleVector(half, s, [&](int u, __m256i nib) {
+      ForEachNibbleVector(half, s, [&](int u, __m256i nib, __m256i k_shift) {
         const __m256i c = _mm256_shuffle_epi8(value, nib);
         const __m256i c2 = _mm256_add_epi8(c, c), c4 = _mm256_add_epi8(c2, c2);
-        // Byte j of each lane: k 4 u + j's shift (the 4 counts broadcast from the header).
-        const __m256i k_shift =
-            _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u));
         e[u] = _mm256_blendv_epi8(_mm256_blendv_epi8(c, c2, _mm256_cmpeq_epi8(k_shift, three)), c4,
                                   _mm256_cmpeq_epi8(k_shift, four));
         row_sums = _mm256_add_epi32(row_sums,
@@ -132,13 +130,12 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
     }
     const __m256i low = _mm256_set1_epi16(0x00FF);
     const __m256i magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
-    ForEachNibbleVector(half, s, [&](int u, __m256i nib) {
+    ForEachNibbleVector(half, s, [&](int u, __m256i nib, __m256i k_shift) {
       const __m256i a = _mm256_shuffle_epi8(magnitude, nib);
       // |c| << shift of its k (at most 7 << 4 = 112): the even bytes (k 4 u, 4 u + 2) and the odd
-      // ones multiplied in 16-bit lanes by 2^shift (looked up from the 4 counts broadcast from the
-      // header), then put back together.
-      const __m256i m = _mm256_shuffle_epi8(
-          pow2, _mm256_set1_epi32(*reinterpret_cast<const int32_t*>(shifts + 4 * u)));
+      // ones multiplied in 16-bit lanes by 2^shift (looked up by the shift), then put back
+      // together.
+      const __m256i m = _mm256_shuffle_epi8(pow2, k_shift);
       const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
       const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
       e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));

@@ -446,6 +446,13 @@ GemmKernel KernelOf(const BfpPanels& w, int64_t n_tokens) {
   return ChooseGemmKernel(FormatOfBfp(w), w.precision(), n_tokens).kernel;
 }
 
+// Whether the int8 kernel for a call of w with n_tokens reads QuantInput::unsigned_codes: the
+// AVX2 kernel's quartered bfp4 tiles, many tokens only (one token multiplies the signed codes).
+bool ReadsUnsignedCodes(const BfpPanels& w, int64_t n_tokens) {
+  return w.format() == BfpFormat::kBfp4 && n_tokens > 1 &&
+         KernelOf(w, n_tokens) == GemmKernel::kBfpInt8Avx2;
+}
+
 int PathOf(const BfpPanels& w) {
   return w.precision() == ActivationPrecision::kF32 ? kBfpPathF32 : kBfpPathPairs;
 }
@@ -564,7 +571,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.panels_ = &w;
   if (w.precision() == ActivationPrecision::kInt8) {
     in.int8_ = std::make_shared<const QuantInput>(
-        QuantizeBfpInt8Input(w.format(), x, n_tokens, x_stride, w.cols()));
+        QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ReadsUnsignedCodes(w, n_tokens)));
     return in;
   }
   const int64_t k32 = w.k_tiles() * 32;
@@ -606,9 +613,9 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   if (x.int8_ != nullptr) {
     const GemmKernel kernel = KernelOf(w, x.n_tokens_);
-    WC_CHECK(
-        w.format() != BfpFormat::kBfp4 || x.int8_->unsigned_codes.size() == x.int8_->codes.size(),
-        "gemm input packed for another matrix");
+    WC_CHECK(!ReadsUnsignedCodes(w, x.n_tokens_) ||
+                 x.int8_->unsigned_codes.size() == x.int8_->codes.size(),
+             "gemm input packed for another matrix");
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
       const IeeeSubnormals ieee;
       if (kernel == GemmKernel::kBfpInt8Vnni)

@@ -52,8 +52,8 @@ struct QuantInput {
   std::vector<int8_t> codes;
   std::vector<float> dx;
   std::vector<int16_t> sums;
-  // bfp4 int8 inputs only (QuantizeBfpInt8Input): [n_tokens][cols] the codes as unsigned x + 128
-  // (x ^ 0x80), made once for every thread's panels (the AVX2 kernel's quartered tiles).
+  // bfp4 int8 inputs for the AVX2 kernel's many-token tiles only (QuantizeBfpInt8Input): [n_tokens]
+  // [cols] the codes as unsigned x + 128 (x ^ 0x80), made once for every thread's panels.
   std::vector<uint8_t> unsigned_codes;
   const int8_t* Codes(int64_t t) const { return codes.data() + t * cols; }
   const uint8_t* UnsignedCodes(int64_t t) const { return unsigned_codes.data() + t * cols; }

@@ -162,7 +162,8 @@ std::vector<float> RunGemm(const PackedMatrix& m, const std::vector<float>& x, i
 }
 
 // The GEMM on 1 and 2 threads and every kernel this CPU has (portable, AVX2, VNNI), each the
-// contract's bits `want`; `what` names the case in a failure. Leaves the kernels enabled as found.
+// contract's bits `want`; `what` names the case in a failure. Leaves the kernels enabled as found
+// (unless an assertion fails).
 void ExpectEveryKernelGives(const std::vector<float>& want, const PackedMatrix& m,
                             const std::vector<float>& x, int64_t n, const float* bias, int64_t r0,
                             int64_t r1, const std::string& what) {
@@ -177,8 +178,9 @@ void ExpectEveryKernelGives(const std::vector<float>& want, const PackedMatrix& 
       omp_set_num_threads(threads);
       SetKernelsEnabled(CpuKernels::kAvx512Vnni, kernel == GemmKernel::kBfpInt8Vnni);
       SetKernelsEnabled(CpuKernels::kAvx2Int8, kernel != GemmKernel::kBfpInt8);
-      EXPECT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
-      EXPECT_TRUE(test::SameBits(RunGemm(m, x, n, bias, r0, r1), want))
+      ASSERT_EQ(ChooseGemmKernel(m.format(), m.precision(), n).kernel, kernel);
+      const std::vector<float> got = RunGemm(m, x, n, bias, r0, r1);
+      ASSERT_TRUE(test::SameBits(got, want))
           << what << " threads " << threads << " kernel " << GemmKernelLabel(kernel);
     }
   SetKernelsEnabled(CpuKernels::kAvx512Vnni, vnni);

@@ -242,6 +242,68 @@ TEST(Batch, RowsAtDifferentPositionsMatchSeparateRuns) {
   }
 }
 
+// One fixture's forward pass interrupted at each of its poll points in turn, with matmuls in
+// slices of slice_macs (TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee)).
+void ExpectInterruptsLeaveNothing(const char* name, int64_t slice_macs) {
+  const std::string dir = test::FixtureDir(name);
+  ModelOptions options;
+  options.interrupt_slice_macs = slice_macs;
+  auto model = DecoderModel::Load(dir, options);
+  const auto ids = test::ReadFixtureIds(dir);
+  ASSERT_GE(ids.size(), 6u);
+  const size_t half = ids.size() / 2;
+  auto batch = [&](size_t from, size_t to) {
+    TokenBatch b;
+    for (size_t i = from; i < to; ++i) b.Add(ids[i], 1, static_cast<int>(i), true);
+    return b;
+  };
+  for (int block_size : {0, 4}) {
+    for (KVDType dtype : {KVDType::kBF16, KVDType::kInt8}) {
+      KVCacheOptions o;
+      o.dtype = dtype;
+      o.block_size = block_size;
+      const KVCacheShape shape = model->CacheShape(2, 64);
+      std::vector<float> want, logits;
+      int polls = 0;
+      {
+        KVCache cache(shape, o);
+        model->Forward(batch(0, half), cache, &logits);
+        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &want, [&] {
+          ++polls;
+          return false;
+        }));
+      }
+      ASSERT_GT(polls, model->config().n_layers);  // between layers and within them
+      // Pieces go to whichever thread is free and only the calling thread polls, so with
+      // one-panel pieces a pass's poll count varies: a poll k past this pass's last lets it
+      // finish (with the uninterrupted logits).
+      const bool pieces = slice_macs == 1 && omp_get_max_threads() > 1;
+      int interrupted = 0;
+      for (int k = 0; k < polls; ++k) {
+        KVCache cache(shape, o);
+        model->Forward(batch(0, half), cache, &logits);
+        logits.assign(3, 7.0f);
+        int seen = 0;
+        const bool finished =
+            model->Forward(batch(half, ids.size()), cache, &logits, [&] { return seen++ == k; });
+        if (finished) {
+          EXPECT_TRUE(pieces) << "poll " << k << " never came";
+          EXPECT_EQ(logits, want);
+        } else {
+          ++interrupted;
+          EXPECT_EQ(logits, std::vector<float>(3, 7.0f)) << "logits written by an interrupted pass";
+        }
+        ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &logits));
+        ASSERT_EQ(logits.size(), want.size());
+        EXPECT_EQ(0, std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)))
+            << name << ", block size " << block_size << ", " << KVDTypeName(dtype) << ", poll " << k
+            << ", slices of " << slice_macs;
+      }
+      EXPECT_GT(interrupted, 2 * model->config().n_layers);  // within the matmuls too
+    }
+  }
+}
+
 TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee) {
   // Interrupted at each of its poll points in turn (between layers, between matmul slices), the
   // forward pass returns false and leaves logits untouched; feeding the same positions again gives
@@ -250,66 +312,8 @@ TEST(Forward, AnInterruptedForwardLeavesNothingTheRerunCanSee) {
   // slices of one multiply-add, every matmul of more than one panel hands its panels out to the
   // threads in one region, and the interrupt lands between pieces inside it.
   for (const int64_t slice_macs : {ModelOptions{}.interrupt_slice_macs, int64_t{1}})
-    for (const char* name : {"newarch_gqa_bias_bf16", "llama_gqa2_tied_bias_bf16"}) {
-      const std::string dir = test::FixtureDir(name);
-      ModelOptions options;
-      options.interrupt_slice_macs = slice_macs;
-      auto model = DecoderModel::Load(dir, options);
-      const auto ids = test::ReadFixtureIds(dir);
-      ASSERT_GE(ids.size(), 6u);
-      const size_t half = ids.size() / 2;
-      auto batch = [&](size_t from, size_t to) {
-        TokenBatch b;
-        for (size_t i = from; i < to; ++i) b.Add(ids[i], 1, static_cast<int>(i), true);
-        return b;
-      };
-      for (int block_size : {0, 4}) {
-        for (KVDType dtype : {KVDType::kBF16, KVDType::kInt8}) {
-          KVCacheOptions o;
-          o.dtype = dtype;
-          o.block_size = block_size;
-          const KVCacheShape shape = model->CacheShape(2, 64);
-          std::vector<float> want, logits;
-          int polls = 0;
-          {
-            KVCache cache(shape, o);
-            model->Forward(batch(0, half), cache, &logits);
-            ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &want, [&] {
-              ++polls;
-              return false;
-            }));
-          }
-          ASSERT_GT(polls, model->config().n_layers);  // between layers and within them
-          // Pieces go to whichever thread is free and only the calling thread polls, so with
-          // one-panel pieces a pass's poll count varies: a poll k past this pass's last lets it
-          // finish (with the uninterrupted logits).
-          const bool pieces = slice_macs == 1 && omp_get_max_threads() > 1;
-          int interrupted = 0;
-          for (int k = 0; k < polls; ++k) {
-            KVCache cache(shape, o);
-            model->Forward(batch(0, half), cache, &logits);
-            logits.assign(3, 7.0f);
-            int seen = 0;
-            const bool finished = model->Forward(batch(half, ids.size()), cache, &logits,
-                                                 [&] { return seen++ == k; });
-            if (finished) {
-              EXPECT_TRUE(pieces) << "poll " << k << " never came";
-              EXPECT_EQ(logits, want);
-            } else {
-              ++interrupted;
-              EXPECT_EQ(logits, std::vector<float>(3, 7.0f))
-                  << "logits written by an interrupted pass";
-            }
-            ASSERT_TRUE(model->Forward(batch(half, ids.size()), cache, &logits));
-            ASSERT_EQ(logits.size(), want.size());
-            EXPECT_EQ(0, std::memcmp(logits.data(), want.data(), want.size() * sizeof(float)))
-                << name << ", block size " << block_size << ", " << KVDTypeName(dtype) << ", poll "
-                << k << ", slices of " << slice_macs;
-          }
-          EXPECT_GT(interrupted, 2 * model->config().n_layers);  // within the matmuls too
-        }
-      }
-    }
+    for (const char* name : {"newarch_gqa_bias_bf16", "llama_gqa2_tied_bias_bf16"})
+      ExpectInterruptsLeaveNothing(name, slice_macs);
 }
 
 TEST(Forward, RejectsOutOfRangeTokenAndPosition) {
