@@ -2,6 +2,7 @@
 
 #include <omp.h>
 
+#include <cmath>
 #include <cstring>
 
 #include "util/bf16.h"
@@ -11,6 +12,9 @@
 #define HWY_TARGET_INCLUDE "kernels/matmul.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+// (after highway.h, which it needs; a blank line keeps clang-format from sorting it first)
+
+#include "kernels/lane_sums-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace wc {
@@ -61,36 +65,36 @@ HWY_INLINE float ScalarW(TagF16, const uint16_t* p) {
 
 // res[t * NR + i] = dot(x[t * x_stride, 0:cols], w[i * w_stride, 0:cols]) for t < NT, i < NR: a
 // register tile of NR weight rows by NT tokens, so each loaded x vector feeds NR FMAs and each
-// weight vector NT. Every element takes the same operation sequence whatever the tile shape (the
-// header's contract): FMAs into two accumulators over alternating vectors of k, their sum reduced
-// across lanes, then a scalar tail in k order.
+// weight vector NT. Every element takes the same operation sequence whatever the tile shape and
+// the SIMD target (the header's contract): FMAs into lane_sums-inl.h's 16 lanes, their sum in its
+// tree, then a scalar tail in k order.
 template <int NR, int NT, class Tag>
 HWY_INLINE void DotTile(const float* HWY_RESTRICT x, int64_t x_stride,
                         const typename Tag::T* HWY_RESTRICT w, int64_t w_stride, int64_t cols,
                         float* res) {
   const hn::ScalableTag<float> df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  constexpr int kParts = SumParts<decltype(df)>();
+  const int64_t step = SumStep<decltype(df)>();
   using V = hn::Vec<decltype(df)>;
-  V a0[NT][NR], a1[NT][NR];
+  V acc[NT][NR][kParts];
   for (int t = 0; t < NT; ++t)
-    for (int i = 0; i < NR; ++i) a0[t][i] = a1[t][i] = hn::Zero(df);
+    for (int i = 0; i < NR; ++i)
+      for (int part = 0; part < kParts; ++part) acc[t][i][part] = hn::Zero(df);
   int64_t k = 0;
-  for (; k + 2 * nl <= cols; k += 2 * nl) {
-    V wv[NR];
-    for (int i = 0; i < NR; ++i) wv[i] = LoadW(Tag(), df, w + i * w_stride + k);
-    for (int t = 0; t < NT; ++t) {
-      const V xv = hn::LoadU(df, x + t * x_stride + k);
-      for (int i = 0; i < NR; ++i) a0[t][i] = hn::MulAdd(xv, wv[i], a0[t][i]);
-    }
-    for (int i = 0; i < NR; ++i) wv[i] = LoadW(Tag(), df, w + i * w_stride + k + nl);
-    for (int t = 0; t < NT; ++t) {
-      const V xv = hn::LoadU(df, x + t * x_stride + k + nl);
-      for (int i = 0; i < NR; ++i) a1[t][i] = hn::MulAdd(xv, wv[i], a1[t][i]);
+  for (; k + step <= cols; k += step) {
+    for (int part = 0; part < kParts; ++part) {
+      V wv[NR];
+      for (int i = 0; i < NR; ++i) wv[i] = LoadW(Tag(), df, w + i * w_stride + k + part * nl);
+      for (int t = 0; t < NT; ++t) {
+        const V xv = hn::LoadU(df, x + t * x_stride + k + part * nl);
+        for (int i = 0; i < NR; ++i) acc[t][i][part] = hn::MulAdd(xv, wv[i], acc[t][i][part]);
+      }
     }
   }
   for (int t = 0; t < NT; ++t) {
     for (int i = 0; i < NR; ++i) {
-      float s = hn::GetLane(hn::SumOfLanes(df, hn::Add(a0[t][i], a1[t][i])));
+      float s = SumOfLanes16(df, acc[t][i]);
       for (int64_t kk = k; kk < cols; ++kk)
         s += x[t * x_stride + kk] * ScalarW(Tag(), w + i * w_stride + kk);
       res[t * NR + i] = s;
@@ -102,7 +106,9 @@ template <class Tag>
 void RowsImpl(const float* x, int64_t n_tokens, int64_t x_stride, const MatrixRef& w,
               const float* bias, float* y, int64_t y_stride, int64_t row_begin, int64_t r0,
               int64_t r1) {
-  constexpr int kRows = 4, kTokens = 3;  // 24 accumulators + 4 weight vectors + 1 x vector
+  // AVX-512: 12 accumulators + 4 weight vectors + 1 x vector; a narrower target holds each
+  // accumulator in SumParts vectors, so it takes one token at a time (AVX2: 8 + 4 + 1).
+  constexpr int kRows = 4, kTokens = SumParts<hn::ScalableTag<float>>() == 1 ? 3 : 1;
   const auto* base = static_cast<const typename Tag::T*>(w.data);
   float res[kRows * kTokens];
   auto store = [&](int64_t t, int nt, int64_t r, int nr) {
@@ -157,7 +163,9 @@ void AxpyBF16Impl(float a, const uint16_t* v, float* out, int64_t n) {
   for (; i + nl <= n; i += nl) {
     hn::StoreU(hn::MulAdd(va, LoadW(TagBF16(), df, v + i), hn::LoadU(df, out + i)), df, out + i);
   }
-  for (; i < n; ++i) out[i] += a * BF16ToF32(v[i]);
+  // The tail fused as the vectors are, so which columns it takes (the target's width) shows in
+  // no bit.
+  for (; i < n; ++i) out[i] = std::fma(a, BF16ToF32(v[i]), out[i]);
 }
 
 const char* TargetName() {

@@ -4,7 +4,8 @@
 // Determinism contract: every output element y[t, r] is computed by exactly one thread with a
 // fixed sequence of operations that depends only on `cols` (never on the number of tokens in the
 // call, the row range, or the thread count). So a token's result is bit-identical whether it is
-// computed alone (decode) or among many (prefill), and on any OMP_NUM_THREADS.
+// computed alone (decode) or among many (prefill), and on any OMP_NUM_THREADS - and on any SIMD
+// target with FMA (AVX2, every AVX-512): a dot product is lane_sums-inl.h's 16 lanes and tree.
 #pragma once
 
 #include <cstdint>

@@ -174,6 +174,8 @@ Outcome ReplayFile(const std::string& path, const ReplayCmdOptions& o) {
     const std::string diff = DescribeDifference(t.turns[i], got, *runner.model().tokenizer);
     if (!diff.empty()) {
       std::printf("%s: turn %zu, %s\n", path.c_str(), i + 1, diff.c_str());
+      const std::string note = KvKernelsNote(t, runner.model());
+      if (!note.empty()) std::printf("  %s\n", note.c_str());
       return Outcome::kFailed;
     }
   }

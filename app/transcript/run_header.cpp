@@ -4,7 +4,9 @@
 #include <map>
 
 #include "attention/flash_decode.h"
+#include "kernels/attention/kernel_table.h"
 #include "kvcache/kv_cache.h"
+#include "kvcache/kv_formats.h"
 #include "mesh/wormhole_spec.h"
 #include "model/fingerprint.h"
 #include "model/weight_spec.h"
@@ -15,6 +17,12 @@ namespace wc {
 namespace {
 
 const char kDefaultModel[] = "default";
+const char kKvKernelsKey[] = "kv-kernels";
+
+// The K/V formats whose attention bits depend on the CPU family (decode_attention.h).
+bool KvBitsDependOnTheCpu(KVDType dtype) {
+  return dtype == KVDType::kFP8E4M3 || dtype == KVDType::kFP8E5M2 || dtype == KVDType::kBFP8;
+}
 
 // Each recorded field: its key, how to write it, how to read it back.
 struct Field {
@@ -136,11 +144,45 @@ const std::vector<Field>& Fields() {
        nullptr, [](const ModelRunOptions& o) { return o.speculation.mode == "draft"; }},
       SpeculationCount(run_option::kSpeculateK, &SpeculationOptions::k),
       SpeculationCount(run_option::kLookupNgram, &SpeculationOptions::lookup_ngram),
+      // Not an option but a fact of the recording machine, for the K/V formats whose bits depend
+      // on it: which kernels ran (KvKernelsOf). Replay takes no setting from it; a failing replay
+      // says when this CPU runs others (KvKernelsNote).
+      {kKvKernelsKey, [](const ModelRunOptions&, const LoadedModel& m) { return KvKernelsOf(m); },
+       [](ModelRunOptions&, const std::string& v) {
+         if (v != "bf16 dot" && v != "f32 FMA")
+           throw Error(Cat(kKvKernelsKey, ": '", v, "' is not bf16 dot or f32 FMA"));
+       },
+       nullptr,
+       [](const ModelRunOptions& o) {
+         return o.kv_dtype != "auto" && KvBitsDependOnTheCpu(ParseKVDType(o.kv_dtype));
+       }},
   };
   return fields;
 }
 
 }  // namespace
+
+std::string KvKernelsOf(const LoadedModel& m) {
+  if (!KvBitsDependOnTheCpu(m.kv.dtype)) return "";
+  RowsRef rows;  // the cache's K rows as the attention table sees them (no data: only the choice)
+  rows.format = RowFormatOf(QuantOf(m.kv.dtype));
+  rows.cols = m.model->config().head_dim();
+  rows.row_scale = HasScale(m.kv.dtype) && m.kv.scale == ScaleMode::kTokenHead;
+  return ChooseAttentionKernel(AttentionOp::kScores, rows, 1).family;
+}
+
+std::string KvKernelsNote(const Transcript& t, const LoadedModel& m) {
+  const std::string here = KvKernelsOf(m);
+  if (here.empty()) return "";
+  std::string recorded;
+  for (const TranscriptOption& entry : t.run)
+    if (entry.key == kKvKernelsKey) recorded = entry.value;
+  if (recorded == here) return "";
+  return Cat("(", KVDTypeName(m.kv.dtype), " K/V's bits depend on the CPU family: this CPU runs ",
+             here, " kernels, the recording ",
+             recorded.empty() ? "did not say which" : Cat("ran ", recorded),
+             "; docs/correctness.md#determinism)");
+}
 
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m) {
   std::vector<TranscriptOption> entries;

@@ -20,9 +20,19 @@ namespace wc {
 // spec, written only when not auto; auto when absent), ids (written only when true; false when
 // absent), and - not a token-changing option, but how replies were decoded, which replay repeats -
 // speculate (written only when not off; off when absent) with speculate-k and
-// lookup-ngram (written only when speculate is on). Not --threads: tokens are the same on any
-// thread count.
+// lookup-ngram (written only when speculate is on), and - not an option, a fact of the machine -
+// kv-kernels (KvKernelsOf, written only for fp8 and bfp8 K/V). Not --threads: tokens are the same
+// on any thread count.
 std::vector<TranscriptOption> RunOptionEntries(const ModelRunOptions& o, const LoadedModel& m);
+
+// The attention kernels of m's K/V on this CPU where their bits depend on it: "bf16 dot" (fp8 and
+// bfp8 on AVX-512 BF16: vdpbf16ps on the query and weights rounded to bf16) or "f32 FMA"; "" for
+// every other format, whose bits are the same on every CPU (docs/correctness.md#determinism).
+std::string KvKernelsOf(const LoadedModel& m);
+
+// For a replay of t on m that differs: a note in parentheses when t's `kv-kernels:` (or its
+// absence) is not what this CPU runs, so the difference reads as the CPU's; "" otherwise.
+std::string KvKernelsNote(const Transcript& t, const LoadedModel& m);
 
 // The header's run options as ModelRunOptions (model_dir from its model line: "default" is the
 // model in assets/, anything else a directory; threads 0). Throws wc::Error "FILE:LINE: ..." for

@@ -23,6 +23,7 @@
 // (after highway.h, which they need; a blank line keeps clang-format from sorting them first)
 
 #include "hwy/contrib/math/math-inl.h"
+#include "kernels/lane_sums-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace wc {
@@ -43,27 +44,36 @@ float MaxOfImpl(const float* x, int64_t n) {
   return r;
 }
 
+// The sum over lane_sums-inl.h's 16 lanes (x[p] in lane p mod 16), so its bits are the same on
+// every FMA target: a narrower target keeps one accumulator per part of the 16 lanes.
 float ExpShiftSumImpl(float* x, int64_t n, float shift) {
   const DF df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
+  constexpr int kParts = SumParts<DF>();
+  const int64_t step = SumStep<DF>();
   const VF vs = hn::Set(df, shift);
-  VF sum = hn::Zero(df);
+  VF sum[kParts];
+  for (int part = 0; part < kParts; ++part) sum[part] = hn::Zero(df);
   int64_t i = 0;
-  for (; i + nl <= n; i += nl) {
-    const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i), vs));
-    hn::StoreU(e, df, x + i);
-    sum = hn::Add(sum, e);
+  for (; i + step <= n; i += step) {
+    for (int part = 0; part < kParts; ++part) {
+      const VF e = hn::Exp(df, hn::Sub(hn::LoadU(df, x + i + part * nl), vs));
+      hn::StoreU(e, df, x + i + part * nl);
+      sum[part] = hn::Add(sum[part], e);
+    }
   }
   if (i < n) {  // the tail through the same vector code, padded with -inf (exp = 0)
-    HWY_ALIGN float tail[HWY_MAX_BYTES / sizeof(float)];
-    std::fill(tail, tail + nl, -std::numeric_limits<float>::infinity());
+    HWY_ALIGN float tail[kSumLanes];
+    std::fill(tail, tail + step, -std::numeric_limits<float>::infinity());
     std::memcpy(tail, x + i, static_cast<size_t>(n - i) * sizeof(float));
-    const VF e = hn::Exp(df, hn::Sub(hn::Load(df, tail), vs));
-    hn::Store(e, df, tail);
+    for (int part = 0; part < kParts; ++part) {
+      const VF e = hn::Exp(df, hn::Sub(hn::Load(df, tail + part * nl), vs));
+      hn::Store(e, df, tail + part * nl);
+      sum[part] = hn::Add(sum[part], e);
+    }
     std::memcpy(x + i, tail, static_cast<size_t>(n - i) * sizeof(float));
-    sum = hn::Add(sum, e);
   }
-  return hn::GetLane(hn::SumOfLanes(df, sum));
+  return SumOfLanes16(df, sum);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -11,7 +11,11 @@
 //
 // Determinism contract: every output is computed with a fixed sequence of operations that depends
 // only on the inputs and their sizes (never on threads or on what else is in the batch), so a
-// chunk's result is a pure function of the chunk.
+// chunk's result is a pure function of the chunk. The portable kernels' sequence does not depend
+// on the SIMD target either, wherever it has FMA (AVX2 and every AVX-512): their dot products and
+// sums run in lane_sums-inl.h's 16 lanes, the weighted rows' FMAs per element; the int8 kernels
+// are the same integers everywhere. Only fp8 and bfp8 K/V on AVX-512 BF16 take other bits (the
+// query and weights rounded to bf16 for vdpbf16ps: kernel_table.h).
 #pragma once
 
 #include <cstdint>

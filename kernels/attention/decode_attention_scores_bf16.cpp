@@ -1,6 +1,7 @@
 // The portable decode-attention scores of bf16 rows: two columns a 32-bit load (the even ones
-// shifted up, the odd ones masked) against a deinterleaved query where whole vectors cover a row,
-// score_rows-inl.h's widening loads otherwise.
+// shifted up, the odd ones masked) against a deinterleaved query where rows are whole 32-column
+// steps, score_rows-inl.h's widening loads otherwise; either way each score's bits are the same on
+// every FMA target (lane_sums-inl.h).
 #include "kernels/attention/decode_attention_scores.h"
 
 #include <cstdint>
@@ -23,7 +24,8 @@ namespace hn = hwy::HWY_NAMESPACE;
 // ScoreRows for BF16 K rows, 2 * lanes columns per load: one 32-bit load holds columns 2i (low
 // half) and 2i + 1 (high half), so the even columns are (bits << 16) and the odd ones
 // (bits & 0xffff0000) - no widening shuffles. qd is Q with each 2 * lanes block deinterleaved the
-// same way: [even columns, odd columns].
+// same way: [even columns, odd columns]. The 16 lanes of lane_sums-inl.h: lane i sums columns
+// 2i then 2i + 1 of every 32 (requires cols % 32 == 0), a narrower target taking them in parts.
 template <int NR, int NH>
 HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
                               const Half16Rows<DType::kBF16>& k, int64_t p, int64_t rows,
@@ -32,31 +34,40 @@ HWY_INLINE void ScoreRowsBF16(const float* HWY_RESTRICT qd, int64_t cols,
   const hn::RebindToUnsigned<DF> du;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
   const auto high = hn::Set(du, 0xffff0000u);
-  VF acc[NH][4];
-  for (int h = 0; h < NH; ++h)
-    for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
-  for (int64_t c = 0; c < cols; c += 2 * nl) {
-    VF ke[NR], ko[NR];
-    for (int r = 0; r < NR; ++r) {
-      const auto bits =
-          hn::LoadU(du, reinterpret_cast<const uint32_t*>(k.base + (p + r) * k.stride + c));
-      ke[r] = hn::BitCast(df, hn::ShiftLeft<16>(bits));
-      ko[r] = hn::BitCast(df, hn::And(bits, high));
-    }
-    for (int h = 0; h < NH; ++h) {
-      const VF qe = hn::LoadU(df, qd + h * cols + c), qo = hn::LoadU(df, qd + h * cols + c + nl);
+  constexpr int kParts = SumParts<DF>();
+  VF parts[NH][kParts];  // per head: each part's block sums of the NR rows (BlockSums4)
+  for (int part = 0; part < kParts; ++part) {
+    VF acc[NH][4];
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
+    for (int64_t c = 2 * nl * part; c < cols; c += 2 * kSumLanes) {
+      VF ke[NR], ko[NR];
       for (int r = 0; r < NR; ++r) {
-        acc[h][r] = hn::MulAdd(qe, ke[r], acc[h][r]);
-        acc[h][r] = hn::MulAdd(qo, ko[r], acc[h][r]);
+        const auto bits =
+            hn::LoadU(du, reinterpret_cast<const uint32_t*>(k.base + (p + r) * k.stride + c));
+        ke[r] = hn::BitCast(df, hn::ShiftLeft<16>(bits));
+        ko[r] = hn::BitCast(df, hn::And(bits, high));
+      }
+      for (int h = 0; h < NH; ++h) {
+        const VF qe = hn::LoadU(df, qd + h * cols + c), qo = hn::LoadU(df, qd + h * cols + c + nl);
+        for (int r = 0; r < NR; ++r) {
+          acc[h][r] = hn::MulAdd(qe, ke[r], acc[h][r]);
+          acc[h][r] = hn::MulAdd(qo, ko[r], acc[h][r]);
+        }
       }
     }
+    for (int h = 0; h < NH; ++h)
+      parts[h][part] = BlockSums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
   }
+  const hn::Full128<float> d4;
   for (int h = 0; h < NH; ++h) {
+    const auto scores4 =
+        hn::Mul(FoldBlocks(df, JoinParts<kParts>(parts[h])), hn::Set(d4, head_scale[h]));
     if (NR == 4) {
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], head_scale[h], scores + h * rows + p);
+      hn::StoreU(scores4, d4, scores + h * rows + p);
     } else {
-      float sums[4];
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], head_scale[h], sums);
+      HWY_ALIGN float sums[4];
+      hn::Store(scores4, d4, sums);
       for (int r = 0; r < NR; ++r) scores[h * rows + p + r] = sums[r];
     }
   }
@@ -98,7 +109,7 @@ void ScoresBF16(const float* q, int n_heads, const Half16Rows<DType::kBF16>& k, 
 void ScoresBF16Impl(const float* q, int n_heads, const RowsRef& k, const float* head_scale,
                     float* scores, const RowsRef& along_m) {
 #if HWY_TARGET != HWY_SCALAR
-  if (k.cols % (2 * static_cast<int64_t>(hn::Lanes(DF()))) == 0) {
+  if (k.cols % (2 * kSumLanes) == 0) {  // the same rule on every target: the same bits
     const Along along(along_m);
     WithRows<RowFormat::kBF16>(k, [&](const Half16Rows<DType::kBF16>& rows) {
       ScoresBF16(q, n_heads, rows, k.rows, k.cols, head_scale, scores, along);

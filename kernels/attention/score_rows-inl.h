@@ -1,5 +1,6 @@
 // The portable decode-attention scores, per SIMD target: f32 FMAs of the query heads with rows of
-// any format (row_sources-inl.h), heads in groups of 4 (head_groups-inl.h), four rows at a time.
+// any format (row_sources-inl.h), heads in groups of 4 (head_groups-inl.h), four rows at a time,
+// each a sum over lane_sums-inl.h's 16 lanes (so AVX2 and AVX-512 give the same bits).
 // ScoresOf<formats...> runs them on rows of those formats; each KV format's instantiation is
 // compiled in its own file (decode_attention_scores_*.cpp), side by side. A Highway per-target
 // header: included once per target by each of those files' foreach_target.
@@ -18,6 +19,7 @@
 #include "kernels/attention/head_groups-inl.h"
 #include "kernels/attention/kv_rows.h"
 #include "kernels/attention/row_sources-inl.h"
+#include "kernels/lane_sums-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace wc {
@@ -25,87 +27,88 @@ namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
 #if HWY_TARGET != HWY_SCALAR
-// The 128-bit blocks of v added together (one block for 128-bit targets).
-template <class D>
-HWY_INLINE auto FoldBlocks(D d, hn::Vec<D> v) {
-  if constexpr (hn::MaxLanes(D()) <= 4) {
-    (void)d;
-    return v;
-  } else {
-    const hn::Half<D> dh;
-    return FoldBlocks(dh, hn::Add(hn::LowerHalf(dh, v), hn::UpperHalf(dh, v)));
-  }
-}
-#endif
-
-// out[i] = (sum of the lanes of (a, b, c, d)[i]) * scale[i], i < 4, each with the same fixed
-// pairing (so a vector's sum does not depend on its position or on the other three).
-HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, const float* scale, float* out) {
-#if HWY_TARGET == HWY_SCALAR
-  out[0] = hn::GetLane(a) * scale[0];
-  out[1] = hn::GetLane(b) * scale[1];
-  out[2] = hn::GetLane(c) * scale[2];
-  out[3] = hn::GetLane(d) * scale[3];
-  (void)df;
-#else
+// Per 128-bit block, the block sums of (a, b, c, d): lane 4b + i of the result is the sum of the
+// four lanes of a, b, c or d (i = 0..3) in block b, (l0 + l2) + (l1 + l3) as lane_sums-inl.h.
+HWY_INLINE VF BlockSums4(DF df, VF a, VF b, VF c, VF d) {
   const hn::Repartition<uint64_t, DF> du64;
   // Per 128-bit block: [a0+a2, b0+b2, a1+a3, b1+b3] and the same for c, d.
   const VF ab = hn::Add(hn::InterleaveLower(df, a, b), hn::InterleaveUpper(df, a, b));
   const VF cd = hn::Add(hn::InterleaveLower(df, c, d), hn::InterleaveUpper(df, c, d));
-  // Per block: [a, b, c, d] partial sums; then the blocks added together.
-  const VF abcd = hn::Add(
+  // Per block: [a, b, c, d] partial sums.
+  return hn::Add(
       hn::BitCast(df, hn::InterleaveLower(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))),
       hn::BitCast(df, hn::InterleaveUpper(du64, hn::BitCast(du64, ab), hn::BitCast(du64, cd))));
-  const hn::Full128<float> d4;
-  hn::StoreU(hn::Mul(FoldBlocks(df, abcd), hn::LoadU(d4, scale)), d4, out);
+}
 #endif
-}
-HWY_INLINE void Sums4(DF df, VF a, VF b, VF c, VF d, float scale, float* out) {
-  const float s4[4] = {scale, scale, scale, scale};
-  Sums4(df, a, b, c, d, s4, out);
-}
 
 // The dot products of NR <= 4 rows (from row p) with NH <= 4 heads, one accumulator per row and
-// head: each Q vector is loaded once for the NR rows. A row's operations never depend on NR or
-// on the other rows, so grouping rows does not change any score.
+// head, each a sum over 16 lanes (lane_sums-inl.h): the same bits on every FMA target. Each Q
+// vector is loaded once for the NR rows. A row's operations never depend on NR or on the other
+// rows, so grouping rows does not change any score. A target narrower than 16 lanes walks the
+// columns once per part of the 16 lanes (AVX2: twice, columns 0-7 then 8-15 of every 16), so its
+// accumulators fit its registers as the AVX-512 ones do.
 template <int NR, int NH, class Rows>
 HWY_INLINE void ScoreRows(const float* HWY_RESTRICT q, int64_t cols, const Rows& k, int64_t p,
                           int64_t rows, const float* head_scale, float* HWY_RESTRICT scores) {
   const DF df;
   const int64_t nl = static_cast<int64_t>(hn::Lanes(df));
-  VF acc[NH][4];
-  for (int h = 0; h < NH; ++h)
-    for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
-  int64_t c = 0;
-  for (; c + nl <= cols; c += nl) {
-    VF kv[NR];
-    for (int r = 0; r < NR; ++r) kv[r] = k.Vec(df, p + r, c);
-    for (int h = 0; h < NH; ++h) {
-      const VF qv = hn::LoadU(df, q + h * cols + c);
-      for (int r = 0; r < NR; ++r) acc[h][r] = hn::MulAdd(qv, kv[r], acc[h][r]);
-    }
-  }
+  constexpr int kParts = SumParts<DF>();
+  const int64_t step = SumStep<DF>();
+  const int64_t whole = cols - cols % step;  // the columns the 16 lanes take; the rest in order
   // Scaled codes: (q . codes) * (head_scale * the row's scale); otherwise (q . row) * head_scale.
   float row_scale[4] = {1.0f, 1.0f, 1.0f, 1.0f};
   for (int r = 0; r < NR; ++r) {
     if constexpr (Rows::kScaled) row_scale[r] = k.Scale(p + r);
   }
+#if HWY_TARGET == HWY_SCALAR
+  (void)nl;
+  (void)kParts;
+  for (int h = 0; h < NH; ++h) {
+    for (int r = 0; r < NR; ++r) {
+      float sum = 0.0f;
+      for (int64_t c = 0; c < whole; ++c)
+        sum = hn::GetLane(
+            hn::MulAdd(hn::Set(df, q[h * cols + c]), k.Vec(df, p + r, c), hn::Set(df, sum)));
+      const float factor = Rows::kScaled ? head_scale[h] * row_scale[r] : head_scale[h];
+      scores[h * rows + p + r] = sum * factor;
+    }
+  }
+#else
+  VF parts[NH][kParts];  // per head: each part's block sums of the NR rows (BlockSums4)
+  for (int part = 0; part < kParts; ++part) {
+    VF acc[NH][4];
+    for (int h = 0; h < NH; ++h)
+      for (int r = 0; r < 4; ++r) acc[h][r] = hn::Zero(df);
+    for (int64_t c = part * nl; c < whole; c += step) {
+      VF kv[NR];
+      for (int r = 0; r < NR; ++r) kv[r] = k.Vec(df, p + r, c);
+      for (int h = 0; h < NH; ++h) {
+        const VF qv = hn::LoadU(df, q + h * cols + c);
+        for (int r = 0; r < NR; ++r) acc[h][r] = hn::MulAdd(qv, kv[r], acc[h][r]);
+      }
+    }
+    for (int h = 0; h < NH; ++h)
+      parts[h][part] = BlockSums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3]);
+  }
+  const hn::Full128<float> d4;
   for (int h = 0; h < NH; ++h) {
     float factor[4];
     for (int r = 0; r < 4; ++r)
       factor[r] = Rows::kScaled ? head_scale[h] * row_scale[r] : head_scale[h];
-    if (NR == 4 && c == cols) {  // whole rows in vectors: four scores per store
-      Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], factor, scores + h * rows + p);
+    const auto sums4 = FoldBlocks(df, JoinParts<kParts>(parts[h]));  // [row 0, .., row 3]
+    if (NR == 4 && whole == cols) {  // no columns left: four scores per store
+      hn::StoreU(hn::Mul(sums4, hn::LoadU(d4, factor)), d4, scores + h * rows + p);
       continue;
     }
-    float sums[4];
-    Sums4(df, acc[h][0], acc[h][1], acc[h][2], acc[h][3], 1.0f, sums);
+    HWY_ALIGN float sums[4];
+    hn::Store(sums4, d4, sums);
     for (int r = 0; r < NR; ++r) {
       float sum = sums[r];
-      for (int64_t cc = c; cc < cols; ++cc) sum += q[h * cols + cc] * k.At(p + r, cc);
+      for (int64_t c = whole; c < cols; ++c) sum += q[h * cols + c] * k.At(p + r, c);
       scores[h * rows + p + r] = sum * factor[r];
     }
   }
+#endif
 }
 
 // Scores of NH <= 4 heads against every row, four rows at a time.

@@ -98,6 +98,46 @@ TEST(TranscriptCli, AnEditedReplyFailsAtItsTurnAndToken) {
   EXPECT_NE(r.out.find("\n1 passed, 1 failed\n"), std::string::npos) << r.out;
 }
 
+// fp8 and bfp8 K/V take AVX-512 BF16 dot products where the CPU has them, f32 FMAs elsewhere:
+// other bits (docs/correctness.md). The header says which ran, and a replay that differs where
+// this CPU runs the other kernels says so under the difference. Every other format writes no line.
+TEST(TranscriptCli, Fp8AndBfp8RecordTheirKernelsAndAFailingReplayNamesAnother) {
+  test::TempDir dir;
+  const std::string t = Record(dir, {"--kv-dtype", "fp8-e5m2"});
+  const std::string text = test::ReadFile(t);
+  const bool bf16_dot = text.find("\nkv-kernels: bf16 dot\n") != std::string::npos;
+  EXPECT_TRUE(bf16_dot || text.find("\nkv-kernels: f32 FMA\n") != std::string::npos) << text;
+  EXPECT_EQ(Replay({t}).exit_code, 0);
+  // Recorded on the other family (so said), with a reply that differs: the note follows it.
+  const std::string here = bf16_dot ? "bf16 dot" : "f32 FMA";
+  const std::string other = bf16_dot ? "f32 FMA" : "bf16 dot";
+  std::string edited = EditId(text, 2, 3, "7");
+  edited.replace(edited.find("kv-kernels: " + here), 12 + here.size(), "kv-kernels: " + other);
+  const std::string bad = dir.File("bad.txt");
+  test::WriteFile(bad, edited);
+  const auto r = Replay({bad});
+  EXPECT_EQ(r.exit_code, 1) << Describe(r);
+  EXPECT_NE(r.out.find("  (fp8-e5m2 K/V's bits depend on the CPU family: this CPU runs " + here +
+                       " kernels, the recording ran " + other + "; docs/correctness.md"),
+            std::string::npos)
+      << r.out;
+  // The same kernels: no note. A value that is neither: the header's line is named.
+  test::WriteFile(bad, EditId(text, 2, 3, "7"));
+  const auto same = Replay({bad});
+  EXPECT_EQ(same.exit_code, 1) << Describe(same);
+  EXPECT_EQ(same.out.find("depend on the CPU family"), std::string::npos) << same.out;
+  std::string wrong = text;
+  wrong.replace(wrong.find("kv-kernels: " + here), 12 + here.size(), "kv-kernels: amx");
+  test::WriteFile(bad, wrong);
+  const auto refused = Replay({bad});
+  EXPECT_EQ(refused.exit_code, 2) << Describe(refused);
+  EXPECT_NE(refused.err.find("kv-kernels: 'amx' is not bf16 dot or f32 FMA"), std::string::npos)
+      << refused.err;
+  test::TempDir plain_dir;
+  EXPECT_EQ(test::ReadFile(Record(plain_dir, {"--kv-dtype", "int8"})).find("kv-kernels"),
+            std::string::npos);
+}
+
 TEST(TranscriptCli, AnotherModelExitsTwoNamingTheFile) {
   test::TempDir dir;
   const std::string t = Record(dir);

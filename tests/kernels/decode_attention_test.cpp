@@ -1,6 +1,7 @@
 // The decode-attention kernels (kernels/attention/decode_attention.h) against naive loops for F32,
 // BF16 and F16 rows, every head and row count around the SIMD groupings, and the determinism
-// contract: a row's score does not depend on the rows around it.
+// contract: a row's score does not depend on the rows around it, and no bit depends on the SIMD
+// target (lane_sums_oracle.h).
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -8,7 +9,9 @@
 
 #include <gtest/gtest.h>
 
+#include "hwy/targets.h"
 #include "kernels/attention/decode_attention.h"
+#include "tests/kernels/lane_sums_oracle.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
@@ -142,6 +145,76 @@ TEST(DecodeAttention, MaxAndShiftedExpSum) {
     EXPECT_NEAR(sum, ref, 1e-5 * ref);
   }
   EXPECT_EQ(MaxOf(nullptr, 0), -std::numeric_limits<float>::infinity());
+}
+
+// Every FMA target (AVX2, each AVX-512) gives the scores, the softmax's sums and the weighted rows
+// of lane_sums-inl.h's order, bit for bit: a transcript or logits file made on an AVX-512 machine
+// is the one an AVX2 machine makes. bf16 rows of whole 32-column steps take their pairs path
+// (lane i: column 2i, then 2i + 1, of every 32); other widths the 16 lanes with a tail.
+TEST(DecodeAttention, EveryFmaTargetGivesTheSixteenLaneOrder) {
+  const std::vector<int64_t> targets = test::FmaTargets();
+  ASSERT_FALSE(targets.empty()) << "no AVX2 on this CPU";
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16}) {
+    for (int64_t cols : {64, 80, 128, 40, 7}) {
+      const int heads = 5;
+      const int64_t rows = 37;
+      const Rows k = MakeRows(dtype, rows, cols, cols + 3);
+      const auto q = RandomVec(static_cast<size_t>(heads * cols), cols);  // products round
+      const bool pairs = dtype == DType::kBF16 && cols % 32 == 0;
+      std::vector<float> want(static_cast<size_t>(heads * rows));
+      for (int h = 0; h < heads; ++h) {
+        for (int64_t p = 0; p < rows; ++p) {
+          std::vector<float> a(&q[h * cols], &q[h * cols] + cols);
+          std::vector<float> b(&k.exact[p * cols], &k.exact[p * cols] + cols);
+          if (pairs) {  // index 32s + i holds column 32s + 2i, 32s + 16 + i column 32s + 2i + 1
+            const auto a0 = a, b0 = b;
+            for (int64_t c = 0; c < cols; c += 32)
+              for (int i = 0; i < 16; ++i)
+                for (int odd = 0; odd < 2; ++odd) {
+                  a[c + 16 * odd + i] = a0[c + 2 * i + odd];
+                  b[c + 16 * odd + i] = b0[c + 2 * i + odd];
+                }
+          }
+          want[h * rows + p] = test::SixteenLaneDot(a.data(), b.data(), cols) * 0.5f;
+        }
+      }
+      const auto w = RandomVec(static_cast<size_t>(heads * rows), cols + 1);
+      const auto o0 = RandomVec(static_cast<size_t>(heads * cols), cols + 2);
+      std::vector<float> want_o = o0;
+      for (int h = 0; h < heads; ++h)
+        for (int64_t c = 0; c < cols; ++c)
+          for (int64_t p = 0; p < rows; ++p)
+            want_o[h * cols + c] =
+                std::fma(w[h * rows + p], k.exact[p * cols + c], want_o[h * cols + c]);
+      for (const int64_t target : targets) {
+        hwy::SetSupportedTargetsForTest(target);
+        std::vector<float> scores(want.size());
+        AttentionScores(q.data(), heads, k.ref, 0.5f, scores.data());
+        EXPECT_TRUE(test::SameBits(scores, want))
+            << hwy::TargetName(target) << " " << DTypeName(dtype) << " cols " << cols;
+        std::vector<float> o = o0;
+        AccumulateWeightedRows(w.data(), rows, heads, k.ref, o.data());
+        EXPECT_TRUE(test::SameBits(o, want_o))
+            << hwy::TargetName(target) << " " << DTypeName(dtype) << " cols " << cols;
+      }
+      hwy::SetSupportedTargetsForTest(0);
+    }
+  }
+  for (int64_t n : {5, 16, 17, 100, 1000}) {
+    const auto x = RandomVec(static_cast<size_t>(n), n + 7);
+    std::vector<float> first;
+    for (const int64_t target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::vector<float> e = x;
+      const float sum = ExpShiftSum(e.data(), n, 1.0f);
+      float lanes[16] = {};
+      for (int64_t i = 0; i < n; ++i) lanes[i % 16] += e[i];
+      EXPECT_EQ(sum, test::TreeOf16(lanes)) << hwy::TargetName(target) << " n " << n;
+      if (first.empty()) first = e;
+      EXPECT_TRUE(test::SameBits(e, first)) << hwy::TargetName(target) << " n " << n;
+    }
+    hwy::SetSupportedTargetsForTest(0);
+  }
 }
 
 }  // namespace

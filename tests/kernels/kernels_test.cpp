@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include "hwy/targets.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "tests/kernels/lane_sums_oracle.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"
 #include "util/rng.h"
@@ -112,6 +114,35 @@ TEST_P(MatMulTest, TileShapesGiveIdenticalBits) {
       for (int64_t r = begin; r < end; ++r)
         ASSERT_EQ(slice[t * (end - begin) + r - begin], all[t * rows + r])
             << "rows from " << begin << ", token " << t << ", row " << r;
+  }
+}
+
+// Every FMA target (AVX2, each AVX-512) gives lane_sums-inl.h's order, bit for bit, whatever its
+// register tile: the reference attention's scores are the same on every machine.
+TEST_P(MatMulTest, EveryFmaTargetGivesTheSixteenLaneOrder) {
+  const std::vector<int64_t> targets = test::FmaTargets();
+  ASSERT_FALSE(targets.empty()) << "no AVX2 on this CPU";
+  for (int64_t cols : {7, 64, 100, 131}) {
+    const int64_t rows = 9, n = 5;
+    TestMatrix w = MakeMatrix(GetParam(), rows, cols, cols);
+    const std::vector<float> x = RandomVec(n * cols, cols + 1), bias = RandomVec(rows, 3);
+    std::vector<float> want(n * rows);
+    for (int64_t t = 0; t < n; ++t)
+      for (int64_t r = 0; r < rows; ++r)
+        want[t * rows + r] = test::SixteenLaneDot(&x[t * cols], &w.exact[r * cols], cols) + bias[r];
+    for (const int64_t target : targets) {
+      hwy::SetSupportedTargetsForTest(target);
+      std::vector<float> y(want.size());
+      MatMul(x.data(), n, w.ref, bias.data(), y.data());
+      EXPECT_TRUE(test::SameBits(y, want)) << hwy::TargetName(target) << " cols " << cols;
+      if (GetParam() == DType::kBF16) {  // the reference attention's P.V rows
+        std::vector<float> out = x, want_out = x;
+        AxpyBF16(0.375f, static_cast<const uint16_t*>(w.ref.data), out.data(), cols);
+        for (int64_t c = 0; c < cols; ++c) want_out[c] = std::fma(0.375f, w.exact[c], want_out[c]);
+        EXPECT_TRUE(test::SameBits(out, want_out)) << hwy::TargetName(target) << " cols " << cols;
+      }
+    }
+    hwy::SetSupportedTargetsForTest(0);
   }
 }
 
