@@ -178,6 +178,10 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
         xq[t] = x.Codes(t0 + t) + 32 * b;
         isum[t] = _mm256_setzero_si256();
       }
+      // No PinSums here: GCC 12 keeps these four sums in registers by itself, and the pin made it
+      // copy them between registers at every step of the unrolled loop (7 moves a pair of v,
+      // about an eighth of the loop's operations; bfp8 prefill +7.5% without,
+      // docs/performance.md "The same bits on AVX2 and AVX-512").
 #pragma GCC unroll 2
       for (int v = 0; v < 8; ++v) {
         for (int t = 0; t < NT; ++t) {
@@ -185,7 +189,6 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
           isum[t] =
               _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(e[v], xs), ones));
         }
-        PinSums(isum);
       }
     }
     const __m256 d = _mm256_castsi256_ps(e[16]);
