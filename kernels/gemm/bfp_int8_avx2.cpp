@@ -4,9 +4,12 @@
 // a pair of products is at most 2 x 127 x 127 < 2^15, so the 16-bit sums never saturate, and
 // vpmaddwd by ones widens them to exact int32 lanes. A register holds a quarter tile: 8 rows (one
 // 32-bit lane each, 4 consecutive k) x 4 k, the half tile's layout (bfp_int8.h) read 32 bytes at a
-// time. Each quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
-// (bfp4: nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
+// time. A bfp4 quarter tile is expanded once per chunk of tokens into |q| and a sign source in L1
+// (nibbles looked up, then each byte multiplied by its k's 2^shift in 16-bit lanes), then
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
+// A bfp8 quarter tile's codes are q already: each tile reads them in place and makes |q| with one
+// vpabsb (DirectTileOverBlocks; 8 decoding rows +25%, 32 rows +9%, prefill level, against
+// expanding them: docs/performance.md "bfp8 int8's signed tile unpinned").
 // A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
 // chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
 // before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
@@ -72,10 +75,9 @@ inline void ForEachNibbleVector(const uint8_t* half, int64_t quarter_in_half, co
   }
 }
 
-// A quarter tile expanded (kStride vectors), in one of two forms.
+// A bfp4 quarter tile expanded (kStride vectors), in one of two forms.
 // Signed: e[v] = |q| of k 4 v .. 4 v + 3 (lane r = row r), e[8 + v] a byte of q's sign (the
-// vpsignb source), multiplied by the token's signed codes. bfp8 always; bfp4 where some k's shift
-// is below 2.
+// vpsignb source), multiplied by the token's signed codes, where some k's shift is below 2.
 // Quartered (bfp4, where every k's shift is at least 2, so every q is a multiple of 4: a half tile
 // whose exponents span at most 2 powers of two, 98-99.8% of a checkpoint's; docs/performance.md):
 // e[v] = q / 4 as signed bytes
@@ -91,6 +93,7 @@ constexpr int kCorrection = 8;  // a quartered tile's e[kCorrection]
 // Writes the expanded quarter tile to e and returns whether it took the quartered form.
 template <BfpFormat F>
 bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
+  static_assert(F == BfpFormat::kBfp4, "bfp8 is read in place (DirectTileOverBlocks)");
   const int64_t h = quarter / 2, s = quarter % 2;
   const int64_t half_bytes = BfpInt8HalfBytes(F);
   const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, w.k_tiles(), b, h);
@@ -99,50 +102,41 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
       _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
                    _MM_HINT_T0);
   reinterpret_cast<__m256*>(e + 16)[0] = _mm256_set1_ps(w.Int8Scale(p, b, h));
-  if constexpr (F == BfpFormat::kBfp8) {
-    for (int v = 0; v < 8; ++v) {
-      const __m256i q = Load(half + 32 + 64 * v + 32 * s);
-      e[v] = _mm256_abs_epi8(q);
-      e[8 + v] = q;
-    }
-    return false;
-  } else {
-    const uint8_t* shifts = half;
-    const __m256i value = NibbleValues();
-    // Quartered when every k's shift is at least 2 (a k of zero codes is stored with 4,
-    // bfp_int8.h), the half tile's exponents then spanning at most 2: q / 4 = c 2^(shift - 2),
-    // the nibble's value doubled once or twice, chosen per byte by its k's shift.
-    const __m256i shift_below_2 = _mm256_cmpgt_epi8(_mm256_set1_epi8(2), Load(shifts));
-    if (_mm256_testz_si256(shift_below_2, shift_below_2)) {
-      const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
-      const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
-      __m256i row_sums = _mm256_setzero_si256();
-      ForEachNibbleVector(half, s, [&](int u, __m256i nib, __m256i k_shift) {
-        const __m256i c = _mm256_shuffle_epi8(value, nib);
-        const __m256i c2 = _mm256_add_epi8(c, c), c4 = _mm256_add_epi8(c2, c2);
-        e[u] = _mm256_blendv_epi8(_mm256_blendv_epi8(c, c2, _mm256_cmpeq_epi8(k_shift, three)), c4,
-                                  _mm256_cmpeq_epi8(k_shift, four));
-        row_sums = _mm256_add_epi32(row_sums,
-                                    _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, e[u]), ones16));
-      });
-      e[kCorrection] = _mm256_slli_epi32(row_sums, 9);
-      return true;
-    }
-    const __m256i low = _mm256_set1_epi16(0x00FF);
-    const __m256i magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
+  const uint8_t* shifts = half;
+  const __m256i value = NibbleValues();
+  // Quartered when every k's shift is at least 2 (a k of zero codes is stored with 4,
+  // bfp_int8.h), the half tile's exponents then spanning at most 2: q / 4 = c 2^(shift - 2),
+  // the nibble's value doubled once or twice, chosen per byte by its k's shift.
+  const __m256i shift_below_2 = _mm256_cmpgt_epi8(_mm256_set1_epi8(2), Load(shifts));
+  if (_mm256_testz_si256(shift_below_2, shift_below_2)) {
+    const __m256i three = _mm256_set1_epi8(3), four = _mm256_set1_epi8(4);
+    const __m256i ones8 = _mm256_set1_epi8(1), ones16 = _mm256_set1_epi16(1);
+    __m256i row_sums = _mm256_setzero_si256();
     ForEachNibbleVector(half, s, [&](int u, __m256i nib, __m256i k_shift) {
-      const __m256i a = _mm256_shuffle_epi8(magnitude, nib);
-      // |c| << shift of its k (at most 7 << 4 = 112): the even bytes (k 4 u, 4 u + 2) and the odd
-      // ones multiplied in 16-bit lanes by 2^shift (looked up by the shift), then put back
-      // together.
-      const __m256i m = _mm256_shuffle_epi8(pow2, k_shift);
-      const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
-      const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
-      e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
-      e[8 + u] = _mm256_shuffle_epi8(value, nib);
+      const __m256i c = _mm256_shuffle_epi8(value, nib);
+      const __m256i c2 = _mm256_add_epi8(c, c), c4 = _mm256_add_epi8(c2, c2);
+      e[u] = _mm256_blendv_epi8(_mm256_blendv_epi8(c, c2, _mm256_cmpeq_epi8(k_shift, three)), c4,
+                                _mm256_cmpeq_epi8(k_shift, four));
+      row_sums =
+          _mm256_add_epi32(row_sums, _mm256_madd_epi16(_mm256_maddubs_epi16(ones8, e[u]), ones16));
     });
-    return false;
+    e[kCorrection] = _mm256_slli_epi32(row_sums, 9);
+    return true;
   }
+  const __m256i low = _mm256_set1_epi16(0x00FF);
+  const __m256i magnitude = NibbleMagnitudes(), pow2 = PowersOfTwo();
+  ForEachNibbleVector(half, s, [&](int u, __m256i nib, __m256i k_shift) {
+    const __m256i a = _mm256_shuffle_epi8(magnitude, nib);
+    // |c| << shift of its k (at most 7 << 4 = 112): the even bytes (k 4 u, 4 u + 2) and the odd
+    // ones multiplied in 16-bit lanes by 2^shift (looked up by the shift), then put back
+    // together.
+    const __m256i m = _mm256_shuffle_epi8(pow2, k_shift);
+    const __m256i even = _mm256_mullo_epi16(_mm256_and_si256(a, low), _mm256_and_si256(m, low));
+    const __m256i odd = _mm256_mullo_epi16(_mm256_srli_epi16(a, 8), _mm256_srli_epi16(m, 8));
+    e[u] = _mm256_or_si256(_mm256_and_si256(even, low), _mm256_slli_epi16(odd, 8));
+    e[8 + u] = _mm256_shuffle_epi8(value, nib);
+  });
+  return false;
 }
 
 // Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0, its
@@ -192,6 +186,43 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
       }
     }
     const __m256 d = _mm256_castsi256_ps(e[16]);
+    for (int t = 0; t < NT; ++t)
+      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
+                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+  }
+}
+
+// bfp8's tile read in place: tokens [t0, t0 + NT) over blocks [b0, b1) of one quarter, its codes
+// q straight from the half tiles (`codes`: block b0's 8 vectors of this quarter, a half tile
+// apart from block to block; `scales`: block b0's dW, two floats apart), |q| made by one vpabsb
+// per vector and tile. The same integer sums and float step as the expanded signed form (so the
+// same bits), without the expansion's 17 stores a block: at 8 tokens a chunk they were a third of
+// the GEMM's time. `prefetch`: the first tile of a segment asks for the half tiles
+// kPrefetchTiles ahead.
+template <int NT>
+void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0, int64_t b1,
+                          const QuantInput& x, int64_t t0, bool prefetch, __m256 (&acc)[NT]) {
+  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* xq[NT];
+  for (int t = 0; t < NT; ++t) xq[t] = x.Codes(t0 + t);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* q8 = codes + (b - b0) * kHalf;
+    if (prefetch)
+      for (int64_t o = -32; o < kHalf - 32; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
+    __m256i isum[NT];
+    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+    for (int v = 0; v < 8; ++v) {
+      const __m256i q = Load(q8 + 64 * v);
+      const __m256i a = _mm256_abs_epi8(q);
+      for (int t = 0; t < NT; ++t) {
+        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 32 * b + 4 * v), q);
+        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, xs), ones));
+      }
+    }
+    const __m256 d = _mm256_set1_ps(scales[2 * (b - b0)]);
     for (int t = 0; t < NT; ++t)
       acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
                                _mm256_cvtepi32_ps(isum[t]), acc[t]);
@@ -302,15 +333,24 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
         if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
         for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
           const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
-          for (int64_t b = s0; b < s1; ++b)
-            quartered[b - s0] = ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
+          if constexpr (F == BfpFormat::kBfp4)
+            for (int64_t b = s0; b < s1; ++b)
+              quartered[b - s0] = ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
           const bool first = s0 == 0, last = s1 == nb;
           const auto tile = [&](auto nt, int64_t t) {
             constexpr int NT = decltype(nt)::value;
             __m256 acc[NT];
             for (int i = 0; i < NT; ++i)
               acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
-            TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
+            if constexpr (F == BfpFormat::kBfp8) {
+              const int64_t h = quarter / 2;
+              const uint8_t* codes = w.data() + p * w.panel_bytes() +
+                                     BfpInt8HalfOffset(F, nb, s0, h) + 32 + 32 * (quarter % 2);
+              const float* scales = w.int8_scales() + (p * nb + s0) * 2 + h;
+              DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == c0, acc);
+            } else {
+              TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
+            }
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else

@@ -253,6 +253,34 @@ TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
   }
 }
 
+// bfp8's many-token AVX2 tile reads its codes in place (no expansion), a segment of k tiles at a
+// time for every tile of a chunk's tokens: here over more k tiles than a segment holds, more tokens
+// than a chunk (and a tail of single tokens), a row range inside the panels and the sums at their
+// largest (codes of +-127 against tokens of +-127): the contract's bits on every kernel.
+TEST(BfpInt8, Bfp8InPlaceAcrossSegmentsAndChunks) {
+  const int64_t out = 70,
+                in = 1125;  // 36 k tiles, the last one partial; 3 panels, the last partial
+  Rng rng(43);
+  std::vector<float> w(static_cast<size_t>(out * in));
+  for (int64_t r = 0; r < out; ++r)
+    for (int64_t k = 0; k < in; ++k)
+      w[static_cast<size_t>(r * in + k)] =
+          r < 2 ? (r == 0 ? 1.984375f : -1.984375f)  // code 127 at the block's exponent
+                : static_cast<float>(
+                      (rng.Uniform() * 2 - 1) *
+                      std::ldexp(1.0, (k / 32) % 4 == 1 ? static_cast<int>(rng.Uniform() * 6) : 0));
+  const PackedMatrix m = PackInt8(BfpFormat::kBfp8, w, out, in);
+  EXPECT_EQ(m.bfp().k_tiles(), 36);
+  for (int64_t n : {6, 517}) {
+    std::vector<float> x = test::RandomX(n, in, 500 + n);
+    for (int64_t k = 0; k < in; ++k)
+      x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
+    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {9, 66}})
+      ExpectEveryKernelGives(ContractGemm(m, x.data(), n, nullptr, r0, r1), m, x, n, nullptr, r0,
+                             r1, "n " + std::to_string(n) + " rows " + std::to_string(r0));
+  }
+}
+
 // Against the exact product of the decoded weights (f32 activations): within a few percent of the
 // output's magnitude (8-bit activations, rounded low bits of small columns), never garbage.
 TEST(BfpInt8, CloseToTheExactProduct) {
