@@ -165,7 +165,7 @@ void AxpyBF16Impl(float a, const uint16_t* v, float* out, int64_t n) {
   }
   // The tail fused as the vectors are, so which columns it takes (the target's width) shows in
   // no bit.
-  for (; i < n; ++i) out[i] = std::fma(a, BF16ToF32(v[i]), out[i]);
+  for (; i < n; ++i) out[i] = std::fma(a, ScalarW(TagBF16(), v + i), out[i]);  // v: any alignment
 }
 
 const char* TargetName() {
