@@ -91,9 +91,9 @@ constexpr int kStride = 17;
 constexpr int kCorrection = 8;  // a quartered tile's e[kCorrection]
 
 // Writes the expanded quarter tile to e and returns whether it took the quartered form.
-template <BfpFormat F>
+// (bfp4 only: bfp8 is read in place, DirectTileOverBlocks.)
 bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __m256i* e) {
-  static_assert(F == BfpFormat::kBfp4, "bfp8 is read in place (DirectTileOverBlocks)");
+  constexpr BfpFormat F = BfpFormat::kBfp4;
   const int64_t h = quarter / 2, s = quarter % 2;
   const int64_t half_bytes = BfpInt8HalfBytes(F);
   const uint8_t* half = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, w.k_tiles(), b, h);
@@ -137,6 +137,16 @@ bool ExpandQuarter(const BfpPanels& w, int64_t p, int64_t quarter, int64_t b, __
     e[8 + u] = _mm256_shuffle_epi8(value, nib);
   });
   return false;
+}
+
+// The contract's float step of block b for tokens [t0, t0 + NT): acc[t] = fma(dW dx[t, b],
+// float(isum[t]), acc[t]), d = dW in every lane.
+template <int NT>
+inline void ContractStep(__m256 d, const QuantInput& x, int64_t t0, int64_t b,
+                         const __m256i (&isum)[NT], __m256 (&acc)[NT]) {
+  for (int t = 0; t < NT; ++t)
+    acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
+                             _mm256_cvtepi32_ps(isum[t]), acc[t]);
 }
 
 // Tokens [t0, t0 + NT) over blocks [b0, b1) of a quarter tile expanded from ex (block b0, its
@@ -185,10 +195,7 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
         }
       }
     }
-    const __m256 d = _mm256_castsi256_ps(e[16]);
-    for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
-                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    ContractStep<NT>(_mm256_castsi256_ps(e[16]), x, t0, b, isum, acc);
   }
 }
 
@@ -222,10 +229,7 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
         isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, xs), ones));
       }
     }
-    const __m256 d = _mm256_set1_ps(scales[2 * (b - b0)]);
-    for (int t = 0; t < NT; ++t)
-      acc[t] = _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_set1_ps(x.Dx(t0 + t)[b])),
-                               _mm256_cvtepi32_ps(isum[t]), acc[t]);
+    ContractStep<NT>(_mm256_set1_ps(scales[2 * (b - b0)]), x, t0, b, isum, acc);
   }
 }
 
@@ -317,10 +321,12 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   const int64_t chunk = std::max<int64_t>(
       kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
   constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
-  // [kSegmentBlocks][kStride] expanded vectors and [chunk][8] accumulators, this thread's (64-byte
-  // aligned).
-  auto* ex = static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
-      static_cast<size_t>(kSegmentBlocks * kStride * 32)));
+  // [kSegmentBlocks][kStride] expanded vectors (bfp4; bfp8 expands nothing) and [chunk][8]
+  // accumulators, this thread's (64-byte aligned).
+  auto* ex = F == BfpFormat::kBfp8
+                 ? nullptr
+                 : static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
+                       static_cast<size_t>(kSegmentBlocks * kStride * 32)));
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
   bool quartered[kSegmentBlocks];
@@ -335,7 +341,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
           if constexpr (F == BfpFormat::kBfp4)
             for (int64_t b = s0; b < s1; ++b)
-              quartered[b - s0] = ExpandQuarter<F>(w, p, quarter, b, ex + (b - s0) * kStride);
+              quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
           const bool first = s0 == 0, last = s1 == nb;
           const auto tile = [&](auto nt, int64_t t) {
             constexpr int NT = decltype(nt)::value;
