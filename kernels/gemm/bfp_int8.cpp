@@ -103,7 +103,7 @@ int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
 }
 
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                                bool unsigned_codes) {
+                                BfpInt8Codes extra) {
   const int64_t k32 = (cols + bfp_int8::kDim - 1) / bfp_int8::kDim * bfp_int8::kDim;
   QuantInput q;
   if (k32 == cols) {
@@ -114,10 +114,18 @@ QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stri
       std::copy(x + t * x_stride, x + t * x_stride + cols, padded.data() + t * k32);
     q = QuantizeActivations(padded.data(), n_tokens, k32, k32, QuantActivation::kA32);
   }
-  if (unsigned_codes) {
+  if (extra == BfpInt8Codes::kUnsigned) {
     q.unsigned_codes.resize(q.codes.size());
     for (size_t i = 0; i < q.codes.size(); ++i)
       q.unsigned_codes[i] = static_cast<uint8_t>(static_cast<uint8_t>(q.codes[i]) ^ 0x80);
+  } else if (extra == BfpInt8Codes::kBy8) {
+    const int64_t groups = q.n_tokens / 8, cols32 = q.cols;
+    q.codes_by8.resize(static_cast<size_t>(groups * 8 * cols32));
+    for (int64_t g = 0; g < groups; ++g)
+      for (int64_t j = 0; j < cols32 / 4; ++j)
+        for (int64_t t = 0; t < 8; ++t)
+          std::memcpy(q.codes_by8.data() + (g * cols32 / 4 + j) * 32 + 4 * t,
+                      q.Codes(8 * g + t) + 4 * j, 4);
   }
   return q;
 }

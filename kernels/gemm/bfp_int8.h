@@ -67,10 +67,14 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
 // q[16 h + r, k] of a half tile `half` in the layout above (r < 16, k < 32).
 int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k);
 
+// The further form of the codes a kernel reads besides QuantInput::codes: none, unsigned_codes
+// (the AVX2 bfp4 tiles) or codes_by8 (the AVX2 bfp8 tiles).
+enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8 };
+
 // x [n_tokens, x_stride] f32 (the first cols of each row read) quantized as the contract says
-// (zero-padded to whole k tiles); with unsigned_codes too when asked (the kernel reads them).
+// (zero-padded to whole k tiles), with the further form `extra` made once for every thread.
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                                bool unsigned_codes);
+                                BfpInt8Codes extra);
 
 // Panels [pa, pb) of w (precision kInt8) for every token of x into y (rows outside [row_begin,
 // row_end) computed and not stored), on the calling thread, portable C++: the contract's bits.

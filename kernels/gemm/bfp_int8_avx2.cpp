@@ -9,7 +9,9 @@
 // multiplied by every token of the chunk, as quant_gemm_avx2_expanded.cpp runs the GGML types.
 // A bfp8 quarter tile's codes are q already: each tile reads them in place and makes |q| with one
 // vpabsb (DirectTileOverBlocks; 8 decoding rows +25%, 32 rows +9%, prefill level, against
-// expanding them: docs/performance.md "bfp8 int8's signed tile unpinned").
+// expanding them: docs/performance.md "bfp8 int8's signed tile unpinned"). In calls of 16 tokens
+// or more, 8 tokens a tile share each |q| and take q's sign by vpxor, not vpsignb (DirectTile8;
+// prefill +7-9%, 32 rows +6-8%: "bfp8 int8 in 8-token tiles").
 // A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
 // chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
 // before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
@@ -199,13 +201,40 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
   }
 }
 
+// bfp8's corrections: lane r = -sum over block b's 32 k of min(q, 0) for row r of one quarter
+// (`q8`: its 8 vectors, 64 bytes apart), what DirectTile8's sign step adds to every token's sum,
+// and so where each block's sum starts. Pair sums are at least -254, eight at least -2032.
+inline __m256i Corrections(const uint8_t* q8) {
+  const __m256i ones8 = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
+  __m256i pairs = zero;
+  for (int v = 0; v < 8; ++v)
+    pairs = _mm256_sub_epi16(pairs,
+                             _mm256_maddubs_epi16(ones8, _mm256_min_epi8(Load(q8 + 64 * v), zero)));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// The contract's float step of block b for NT tokens whose float sums lie in L1: acc[t] =
+// fma(dW dx[t, b], float(isum[t]), acc[t]) (acc: [NT][8] f32, 32-byte aligned), dW dx one
+// vmulps of dW and dx broadcast from memory.
+template <int NT>
+inline void ContractStepInMemory(const float* dw, const float* const (&dx)[NT], int64_t b,
+                                 const __m256i (&isum)[NT], float* __restrict acc) {
+  __m256 d = _mm256_broadcast_ss(dw);
+  __asm__("" : "+x"(d));  // or GCC multiplies in a scalar and broadcasts the product
+  for (int t = 0; t < NT; ++t)
+    _mm256_store_ps(acc + 8 * t,
+                    _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss(dx[t] + b)),
+                                    _mm256_cvtepi32_ps(isum[t]), _mm256_load_ps(acc + 8 * t)));
+}
+
 // bfp8's tile read in place: tokens [t0, t0 + NT) over blocks [b0, b1) of one quarter, its codes
 // q straight from the half tiles (`codes`: block b0's 8 vectors of this quarter, a half tile
 // apart from block to block; `scales`: block b0's dW, two floats apart), |q| made by one vpabsb
-// per vector and tile. The same integer sums and float step as the expanded signed form (so the
-// same bits), without the expansion's 17 stores a block: at 8 tokens a chunk they were a third of
-// the GEMM's time. `prefetch`: the first tile of a segment asks for the half tiles
-// kPrefetchTiles ahead.
+// per vector and tile and q's sign put on the token's code by vpsignb. The same integer sums and
+// float step as the expanded signed form (so the same bits), without the expansion's 17 stores a
+// block: at 8 tokens a chunk they were a third of the GEMM's time. Calls of under 16 tokens and
+// the tokens past a call's last 8-token group (DirectTile8 takes the groups). `prefetch`: the
+// first tile of a segment asks for the half tiles kPrefetchTiles ahead.
 template <int NT>
 void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0, int64_t b1,
                           const QuantInput& x, int64_t t0, bool prefetch, __m256 (&acc)[NT]) {
@@ -232,6 +261,73 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
     ContractStep<NT>(_mm256_set1_ps(scales[2 * (b - b0)]), x, t0, b, isum, acc);
   }
 }
+
+// One token of an 8-token tile: its code group at byte XO of the block's interleaved codes, xor
+// the sign mask (ymm12), times |q| (ymm13), pairs widened by vpmaddwd into its sum %T.
+// clang-format off
+#define WC_BFP8_TOKEN(XO, T, TMP)                              \
+  "vpbroadcastd " #XO "(%9), %%ymm" #TMP "\n\t"                \
+  "vpxor %%ymm12, %%ymm" #TMP ", %%ymm" #TMP "\n\t"            \
+  "vpmaddubsw %%ymm" #TMP ", %%ymm13, %%ymm" #TMP "\n\t"       \
+  "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
+  "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
+// Code vector v of the block (bytes 64 v of the half tile, k 4 v .. 4 v + 3 of 8 rows): |q| and
+// the sign mask, then the 8 tokens (their codes at 32 v + 4 t).
+#define WC_BFP8_VECTOR(QO, XO)                                 \
+  "vmovdqu " #QO "(%8), %%ymm12\n\t"                           \
+  "vpabsb %%ymm12, %%ymm13\n\t"                                \
+  "vpcmpgtb %%ymm12, %11, %%ymm12\n\t"                         \
+  WC_BFP8_TOKEN(XO + 0, 0, 14) WC_BFP8_TOKEN(XO + 4, 1, 15)    \
+  WC_BFP8_TOKEN(XO + 8, 2, 14) WC_BFP8_TOKEN(XO + 12, 3, 15)   \
+  WC_BFP8_TOKEN(XO + 16, 4, 14) WC_BFP8_TOKEN(XO + 20, 5, 15)  \
+  WC_BFP8_TOKEN(XO + 24, 6, 14) WC_BFP8_TOKEN(XO + 28, 7, 15)
+// clang-format on
+
+// bfp8's tile of 8 tokens, group `group` of x.codes_by8 (tokens 8 group .. 8 group + 7), over
+// blocks [b0, b1) of one quarter (codes, scales and prefetch as DirectTileOverBlocks';
+// `corrections`: block b0's Corrections on), the float sums carried on in acc ([8][8] f32,
+// 32-byte aligned; 16 registers hold the 8 integer sums and the step's operands, not 8 more).
+// |q| is one vpabsb a vector shared by the 8 tokens, and q's sign goes onto each token's code by
+// xor with q's sign mask instead of vpsignb: ~x = -x - 1, so a negative q adds
+// |q| (-x - 1) = q x + q, and a block's sum, started at its correction, comes out sum_k q x
+// (exact: the pair sums stay within 2 x 127 x 128 < 2^15). vpsignb and vpabsb issue on the two
+// pipes the multiplies use, vpxor on any of four. The same integer sums and float step as the
+// portable kernel, so the same bits.
+// The integer loop is written out in assembly: as intrinsics, GCC 12 loaded all 8 tokens' codes
+// ahead and kept three of the 8 sums on the stack, each step then waiting on a store (1.60 cycles
+// a 32-product step on one Zen 5 core, against 1.43 so, and 1.56 for the vpsignb tile of 4
+// tokens; docs/performance.md "bfp8 int8 in 8-token tiles"). The 8 sums stay in registers, |q|,
+// the sign mask and two temporaries in ymm12-15.
+void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corrections, int64_t b0,
+                 int64_t b1, const QuantInput& x, int64_t group, bool prefetch,
+                 float* __restrict acc) {
+  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
+  const __m256i ones = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
+  const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
+  const float* dx[8];
+  for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* q8 = codes + (b - b0) * kHalf;
+    const int8_t* xb = xi + b * 256;
+    if (prefetch)
+      for (int64_t o = -32; o < kHalf - 32; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
+    __m256i isum[8];
+    for (int t = 0; t < 8; ++t) isum[t] = corrections[b - b0];
+    // clang-format off
+    __asm__(WC_BFP8_VECTOR(0, 0) WC_BFP8_VECTOR(64, 32) WC_BFP8_VECTOR(128, 64)
+            WC_BFP8_VECTOR(192, 96) WC_BFP8_VECTOR(256, 128) WC_BFP8_VECTOR(320, 160)
+            WC_BFP8_VECTOR(384, 192) WC_BFP8_VECTOR(448, 224)
+            : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+              "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+            : "r"(q8), "r"(xb), "x"(ones), "x"(zero)
+            : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+    // clang-format on
+    ContractStepInMemory<8>(scales + 2 * (b - b0), dx, b, isum, acc);
+  }
+}
+#undef WC_BFP8_VECTOR
+#undef WC_BFP8_TOKEN
 
 // One token, nothing expanded to memory, each half tile read once for both its quarters (8 rows
 // each). bfp4: the shift of each k goes onto the token's code instead of the weight (x' = x
@@ -319,7 +415,7 @@ template <BfpFormat F>
 void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
               int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
   const int64_t chunk = std::max<int64_t>(
-      kTile, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / kTile * kTile);
+      8, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / 8 * 8);
   constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
   // [kSegmentBlocks][kStride] expanded vectors (bfp4; bfp8 expands nothing) and [chunk][8]
   // accumulators, this thread's (64-byte aligned).
@@ -330,6 +426,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
   bool quartered[kSegmentBlocks];
+  __m256i corrections[kSegmentBlocks];  // bfp8: the segment's Corrections, block s0 first
   const int64_t nb = w.k_tiles();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
@@ -339,30 +436,58 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
         if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
         for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
           const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
-          if constexpr (F == BfpFormat::kBfp4)
+          // bfp8's codes, from block s0 on (a half tile apart), and their corrections.
+          const uint8_t* codes = w.data() + p * w.panel_bytes() +
+                                 BfpInt8HalfOffset(F, nb, s0, quarter / 2) + 32 +
+                                 32 * (quarter % 2);
+          if constexpr (F == BfpFormat::kBfp4) {
             for (int64_t b = s0; b < s1; ++b)
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
+          } else if (!x.codes_by8.empty()) {
+            // The first read of the segment's codes: it asks for the quarter's lines
+            // kPrefetchTiles half tiles ahead (the tiles then find the segment in L1).
+            constexpr int64_t kHalf = BfpInt8HalfBytes(F);
+            for (int64_t b = s0; b < s1; ++b) {
+              const uint8_t* q8 = codes + (b - s0) * kHalf;
+              if (b + kPrefetchTiles < nb)
+                for (int64_t o = 0; o < 512; o += 64)
+                  _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o),
+                               _MM_HINT_T0);
+              corrections[b - s0] = Corrections(q8);
+            }
+          }
           const bool first = s0 == 0, last = s1 == nb;
+          const float* scales = w.int8_scales() + (p * nb + s0) * 2 + quarter / 2;
+          int64_t t = c0;
+          if constexpr (F == BfpFormat::kBfp8) {
+            // 8-token groups, their float sums in L1 (acc_buf) between blocks as between
+            // segments; DirectTileOverBlocks takes the rest below.
+            if (!x.codes_by8.empty())
+              for (; t + 8 <= c1; t += 8) {
+                float* acc = acc_buf + (t - c0) * kR;
+                if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
+                DirectTile8(codes, scales, corrections, s0, s1, x, t / 8, t == c0, acc);
+                if (last) {
+                  __m256 sums[8];
+                  for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);
+                  StoreTile<8>(sums, t, g, bias, y, y_stride, row_begin, row_end);
+                }
+              }
+          }
           const auto tile = [&](auto nt, int64_t t) {
             constexpr int NT = decltype(nt)::value;
             __m256 acc[NT];
             for (int i = 0; i < NT; ++i)
               acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
-            if constexpr (F == BfpFormat::kBfp8) {
-              const int64_t h = quarter / 2;
-              const uint8_t* codes = w.data() + p * w.panel_bytes() +
-                                     BfpInt8HalfOffset(F, nb, s0, h) + 32 + 32 * (quarter % 2);
-              const float* scales = w.int8_scales() + (p * nb + s0) * 2 + h;
+            if constexpr (F == BfpFormat::kBfp8)
               DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == c0, acc);
-            } else {
+            else
               TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
-            }
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else
               for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_buf + (t - c0 + i) * kR, acc[i]);
           };
-          int64_t t = c0;
           for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
           for (; t < c1; ++t) tile(std::integral_constant<int, 1>(), t);
         }

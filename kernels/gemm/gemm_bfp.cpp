@@ -446,11 +446,16 @@ GemmKernel KernelOf(const BfpPanels& w, int64_t n_tokens) {
   return ChooseGemmKernel(FormatOfBfp(w), w.precision(), n_tokens).kernel;
 }
 
-// Whether the int8 kernel for a call of w with n_tokens reads QuantInput::unsigned_codes: the
-// AVX2 kernel's quartered bfp4 tiles, many tokens only (one token multiplies the signed codes).
-bool ReadsUnsignedCodes(const BfpPanels& w, int64_t n_tokens) {
-  return w.format() == BfpFormat::kBfp4 && n_tokens > 1 &&
-         KernelOf(w, n_tokens) == GemmKernel::kBfpInt8Avx2;
+// The further form of the codes the int8 kernel for a call of w with n_tokens reads: the AVX2
+// kernel's quartered bfp4 tiles unsigned_codes, its 8-token bfp8 tiles codes_by8; many tokens
+// only (one token multiplies the signed codes).
+BfpInt8Codes ExtraCodes(const BfpPanels& w, int64_t n_tokens) {
+  if (n_tokens <= 1 || KernelOf(w, n_tokens) != GemmKernel::kBfpInt8Avx2)
+    return BfpInt8Codes::kPlain;
+  if (w.format() == BfpFormat::kBfp4) return BfpInt8Codes::kUnsigned;
+  // bfp8's 8-token tiles from 16 tokens on: below, their corrections' extra read of the codes
+  // costs more than the tile saves (8 rows -7%; docs/performance.md "bfp8 int8 in 8-token tiles").
+  return n_tokens >= 16 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
 }
 
 int PathOf(const BfpPanels& w) {
@@ -571,7 +576,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.panels_ = &w;
   if (w.precision() == ActivationPrecision::kInt8) {
     in.int8_ = std::make_shared<const QuantInput>(
-        QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ReadsUnsignedCodes(w, n_tokens)));
+        QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ExtraCodes(w, n_tokens)));
     return in;
   }
   const int64_t k32 = w.k_tiles() * 32;
@@ -613,9 +618,13 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   const int64_t pb = (row_end + gemm::kPanelRows - 1) / gemm::kPanelRows;
   if (x.int8_ != nullptr) {
     const GemmKernel kernel = KernelOf(w, x.n_tokens_);
-    WC_CHECK(!ReadsUnsignedCodes(w, x.n_tokens_) ||
-                 x.int8_->unsigned_codes.size() == x.int8_->codes.size(),
-             "gemm input packed for another matrix");
+    const BfpInt8Codes extra = ExtraCodes(w, x.n_tokens_);
+    WC_CHECK(
+        (extra != BfpInt8Codes::kUnsigned ||
+         x.int8_->unsigned_codes.size() == x.int8_->codes.size()) &&
+            (extra != BfpInt8Codes::kBy8 ||
+             x.int8_->codes_by8.size() == static_cast<size_t>(x.n_tokens_ / 8 * 8 * x.int8_->cols)),
+        "gemm input packed for another matrix");
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
       const IeeeSubnormals ieee;
       if (kernel == GemmKernel::kBfpInt8Vnni)

@@ -55,7 +55,12 @@ struct QuantInput {
   // bfp4 int8 inputs for the AVX2 kernel's many-token tiles only (QuantizeBfpInt8Input): [n_tokens]
   // [cols] the codes as unsigned x + 128 (x ^ 0x80), made once for every thread's panels.
   std::vector<uint8_t> unsigned_codes;
+  // bfp8 int8 inputs for the AVX2 kernel's 8-token tiles only: [n_tokens / 8][cols / 4][8][4] the
+  // codes of each whole group of 8 tokens interleaved by 4 (k 4 j .. 4 j + 3 of its tokens side
+  // by side), so the tile reads all 8 through one pointer.
+  std::vector<int8_t> codes_by8;
   const int8_t* Codes(int64_t t) const { return codes.data() + t * cols; }
+  const int8_t* CodesBy8(int64_t group) const { return codes_by8.data() + group * 8 * cols; }
   const uint8_t* UnsignedCodes(int64_t t) const { return unsigned_codes.data() + t * cols; }
   const float* Dx(int64_t t) const { return dx.data() + t * blocks; }
   const int16_t* Sums(int64_t t) const {
