@@ -11,7 +11,7 @@
 // vpabsb (DirectTileOverBlocks; 8 decoding rows +25%, 32 rows +9%, prefill level, against
 // expanding them: docs/performance.md "bfp8 int8's signed tile unpinned"). In calls of 16 tokens
 // or more, 8 tokens a tile share each |q| and take q's sign by vpxor, not vpsignb (DirectTile8;
-// prefill +7-9%, 32 rows +6-8%: "bfp8 int8 in 8-token tiles").
+// docs/performance.md "bfp8 int8 in 8-token tiles").
 // A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
 // chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
 // before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
@@ -201,6 +201,15 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
   }
 }
 
+// bfp8's prefetch: the lines of the half tile kPrefetchTiles ahead of block b's (`q8`: its codes
+// of one quarter, 32 bytes into the half tile), when there is one (nb blocks).
+inline void PrefetchHalfAhead(const uint8_t* q8, int64_t b, int64_t nb) {
+  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
+  if (b + kPrefetchTiles >= nb) return;
+  for (int64_t o = -32; o < kHalf - 32; o += 64)
+    _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
+}
+
 // bfp8's corrections: lane r = -sum over block b's 32 k of min(q, 0) for row r of one quarter
 // (`q8`: its 8 vectors, 64 bytes apart), what DirectTile8's sign step adds to every token's sum,
 // and so where each block's sum starts. Pair sums are at least -254, eight at least -2032.
@@ -213,15 +222,14 @@ inline __m256i Corrections(const uint8_t* q8) {
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
-// The contract's float step of block b for NT tokens whose float sums lie in L1: acc[t] =
-// fma(dW dx[t, b], float(isum[t]), acc[t]) (acc: [NT][8] f32, 32-byte aligned), dW dx one
-// vmulps of dW and dx broadcast from memory.
-template <int NT>
-inline void ContractStepInMemory(const float* dw, const float* const (&dx)[NT], int64_t b,
-                                 const __m256i (&isum)[NT], float* __restrict acc) {
+// The contract's float step of block b for 8 tokens whose float sums lie in L1: acc[t] =
+// fma(dW dx[t, b], float(isum[t]), acc[t]) (acc: [8][8] f32, 32-byte aligned), dW dx one vmulps
+// of dW and dx broadcast from memory.
+inline void ContractStep8InMemory(const float* dw, const float* const (&dx)[8], int64_t b,
+                                  const __m256i (&isum)[8], float* __restrict acc) {
   __m256 d = _mm256_broadcast_ss(dw);
   __asm__("" : "+x"(d));  // or GCC multiplies in a scalar and broadcasts the product
-  for (int t = 0; t < NT; ++t)
+  for (int t = 0; t < 8; ++t)
     _mm256_store_ps(acc + 8 * t,
                     _mm256_fmadd_ps(_mm256_mul_ps(d, _mm256_broadcast_ss(dx[t] + b)),
                                     _mm256_cvtepi32_ps(isum[t]), _mm256_load_ps(acc + 8 * t)));
@@ -244,9 +252,7 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
   for (int t = 0; t < NT; ++t) xq[t] = x.Codes(t0 + t);
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* q8 = codes + (b - b0) * kHalf;
-    if (prefetch)
-      for (int64_t o = -32; o < kHalf - 32; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
+    if (prefetch) PrefetchHalfAhead(q8, b, x.blocks);
     __m256i isum[NT];
     for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
@@ -284,24 +290,22 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
 // clang-format on
 
 // bfp8's tile of 8 tokens, group `group` of x.codes_by8 (tokens 8 group .. 8 group + 7), over
-// blocks [b0, b1) of one quarter (codes, scales and prefetch as DirectTileOverBlocks';
+// blocks [b0, b1) of one quarter (codes and scales as DirectTileOverBlocks', no prefetch: the
+// corrections' pass read the segment first;
 // `corrections`: block b0's Corrections on), the float sums carried on in acc ([8][8] f32,
 // 32-byte aligned; 16 registers hold the 8 integer sums and the step's operands, not 8 more).
 // |q| is one vpabsb a vector shared by the 8 tokens, and q's sign goes onto each token's code by
 // xor with q's sign mask instead of vpsignb: ~x = -x - 1, so a negative q adds
 // |q| (-x - 1) = q x + q, and a block's sum, started at its correction, comes out sum_k q x
-// (exact: the pair sums stay within 2 x 127 x 128 < 2^15). On Zen 5 vpsignb and vpabsb issue on
-// the two pipes the multiplies use, vpxor on any of four (measured: a chain with vpsignb ran at
-// 86% of one with vpxor). The same integer sums and float step as the portable kernel, so the
-// same bits.
+// (exact: the pair sums stay within 2 x 127 x 128 < 2^15). vpsignb and vpabsb compete with the
+// multiplies for their pipes where vpxor does not (docs/performance.md "bfp8 int8 in 8-token
+// tiles"). The same integer sums and float step as the portable kernel, so the same bits.
 // The integer loop is written out in assembly: as intrinsics, GCC 12 loaded all 8 tokens' codes
-// ahead and kept three of the 8 sums on the stack, each step then waiting on a store (1.60 cycles
-// a 32-product step on one Zen 5 core, against 1.43 so, and 1.56 for the vpsignb tile of 4
-// tokens; docs/performance.md "bfp8 int8 in 8-token tiles"). The 8 sums stay in registers, |q|,
-// the sign mask and two temporaries in ymm12-15.
+// ahead and kept three of the 8 sums on the stack, each step then waiting on a store (slower
+// than the vpsignb tile it replaces; the same section). The 8 sums stay in registers, |q|, the
+// sign mask and two temporaries in ymm12-15.
 void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corrections, int64_t b0,
-                 int64_t b1, const QuantInput& x, int64_t group, bool prefetch,
-                 float* __restrict acc) {
+                 int64_t b1, const QuantInput& x, int64_t group, float* __restrict acc) {
   constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
   const __m256i ones = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
   const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
@@ -310,9 +314,6 @@ void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corre
   for (int64_t b = b0; b < b1; ++b) {
     const uint8_t* q8 = codes + (b - b0) * kHalf;
     const int8_t* xb = xi + b * 256;
-    if (prefetch)
-      for (int64_t o = -32; o < kHalf - 32; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
     __m256i isum[8];
     for (int t = 0; t < 8; ++t) isum[t] = corrections[b - b0];
     // clang-format off
@@ -324,7 +325,7 @@ void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corre
             : "r"(q8), "r"(xb), "x"(ones), "x"(zero)
             : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
     // clang-format on
-    ContractStepInMemory<8>(scales + 2 * (b - b0), dx, b, isum, acc);
+    ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
   }
 }
 #undef WC_BFP8_VECTOR
@@ -445,15 +446,11 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             for (int64_t b = s0; b < s1; ++b)
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
           } else if (!x.codes_by8.empty()) {
-            // The first read of the segment's codes: it asks for the quarter's lines
-            // kPrefetchTiles half tiles ahead (the tiles then find the segment in L1).
-            constexpr int64_t kHalf = BfpInt8HalfBytes(F);
+            // The first read of the segment's codes, so the one that prefetches (the 8-token
+            // tiles then find the segment in L1 and prefetch nothing).
             for (int64_t b = s0; b < s1; ++b) {
-              const uint8_t* q8 = codes + (b - s0) * kHalf;
-              if (b + kPrefetchTiles < nb)
-                for (int64_t o = 0; o < 512; o += 64)
-                  _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o),
-                               _MM_HINT_T0);
+              const uint8_t* q8 = codes + (b - s0) * BfpInt8HalfBytes(F);
+              PrefetchHalfAhead(q8, b, nb);
               corrections[b - s0] = Corrections(q8);
             }
           }
@@ -467,7 +464,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_buf + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
-                DirectTile8(codes, scales, corrections, s0, s1, x, t / 8, t == c0, acc);
+                DirectTile8(codes, scales, corrections, s0, s1, x, t / 8, acc);
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);

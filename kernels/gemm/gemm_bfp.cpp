@@ -454,7 +454,7 @@ BfpInt8Codes ExtraCodes(const BfpPanels& w, int64_t n_tokens) {
     return BfpInt8Codes::kPlain;
   if (w.format() == BfpFormat::kBfp4) return BfpInt8Codes::kUnsigned;
   // bfp8's 8-token tiles from 16 tokens on: below, their corrections' extra read of the codes
-  // costs more than the tile saves (8 rows -7%; docs/performance.md "bfp8 int8 in 8-token tiles").
+  // costs more than the tile saves (docs/performance.md "bfp8 int8 in 8-token tiles").
   return n_tokens >= 16 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
 }
 
