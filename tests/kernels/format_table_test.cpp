@@ -142,7 +142,8 @@ TEST(FormatTable, KernelsBelongToTheirFormats) {
                            k == GemmKernel::kQuantInt8Avx2Expanded ||
                            k == GemmKernel::kQuantInt8Vnni;
         EXPECT_EQ(quant, IsGgmlQuant(f)) << WeightFormatName(f);
-        const bool int8 = k == GemmKernel::kBfpInt8Vnni || k == GemmKernel::kBfpInt8;
+        const bool int8 = k == GemmKernel::kBfpInt8Vnni || k == GemmKernel::kBfpInt8Avx2 ||
+                          k == GemmKernel::kBfpInt8;
         const bool bfp = (k >= GemmKernel::kBfpF32Tiles && k <= GemmKernel::kBfpAmxWidened) || int8;
         EXPECT_EQ(bfp, IsBfp(f)) << WeightFormatName(f);
         // A bfp matrix takes the integer products exactly when asked for int8.
