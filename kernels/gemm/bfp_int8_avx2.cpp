@@ -43,6 +43,11 @@ constexpr int kTile = 4;     // tokens a tile holds in registers
 // A chunk's activation codes and a segment's expanded quarter tiles (in L1), as the GGML types'
 // expanded kernel sizes them.
 constexpr int64_t kChunkBytes = 1 << 20;
+// bfp8's chunk (tokens), at any width: a segment's sign pass and its weights' reads then count
+// once for 512 tokens, which outweighs the chunk's codes no longer fitting in L2 (at 18176 columns
+// 56-token chunks ran 10% slower; docs/performance.md "bfp8 int8: signs made once a segment,
+// chunks of 512").
+constexpr int64_t kBfp8Chunk = 512;
 constexpr int64_t kSegmentBytes = 16 << 10;
 // The quarter tiles of a group lie a tile apart; the one this many tiles ahead is asked for (the
 // VNNI loop's distance, quant_gemm_vnni.cpp).
@@ -210,15 +215,21 @@ inline void PrefetchHalfAhead(const uint8_t* q8, int64_t b, int64_t nb) {
     _mm_prefetch(reinterpret_cast<const char*>(q8 + kPrefetchTiles * kHalf + o), _MM_HINT_T0);
 }
 
-// bfp8's corrections: lane r = -sum over block b's 32 k of min(q, 0) for row r of one quarter
-// (`q8`: its 8 vectors, 64 bytes apart), what DirectTile8's sign step adds to every token's sum,
-// and so where each block's sum starts. Pair sums are at least -254, eight at least -2032.
-inline __m256i Corrections(const uint8_t* q8) {
+// bfp8's signs and magnitudes of one block of a quarter (`q8`: its 8 code vectors, 64 bytes
+// apart), what DirectTile8 multiplies by: sm [8 v][2][32] bytes, vector v's sign mask (0xFF where
+// q < 0) then its |q|. Returns the block's correction, lane r = -sum over its 32 k of min(q, 0)
+// for row r, what DirectTile8's sign step adds to every token's sum, and so where each block's
+// sum starts. Pair sums are at least -254, eight at least -2032.
+constexpr int64_t kSignBytes = 512;  // one block's sm
+inline __m256i SignsAndMagnitudes(const uint8_t* q8, uint8_t* sm) {
   const __m256i ones8 = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
   __m256i pairs = zero;
-  for (int v = 0; v < 8; ++v)
-    pairs = _mm256_sub_epi16(pairs,
-                             _mm256_maddubs_epi16(ones8, _mm256_min_epi8(Load(q8 + 64 * v), zero)));
+  for (int v = 0; v < 8; ++v) {
+    const __m256i q = Load(q8 + 64 * v);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sm + 64 * v), _mm256_cmpgt_epi8(zero, q));
+    _mm256_store_si256(reinterpret_cast<__m256i*>(sm + 64 * v + 32), _mm256_abs_epi8(q));
+    pairs = _mm256_sub_epi16(pairs, _mm256_maddubs_epi16(ones8, _mm256_min_epi8(q, zero)));
+  }
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
 }
 
@@ -277,12 +288,11 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
   "vpmaddubsw %%ymm" #TMP ", %%ymm13, %%ymm" #TMP "\n\t"       \
   "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
   "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
-// Code vector v of the block (bytes 64 v of the half tile, k 4 v .. 4 v + 3 of 8 rows): |q| and
-// the sign mask, then the 8 tokens (their codes at 32 v + 4 t).
+// Code vector v of the block (k 4 v .. 4 v + 3 of 8 rows): its sign mask and |q| (made once per
+// segment: SignsAndMagnitudes, 64 bytes a vector), then the 8 tokens (their codes at 32 v + 4 t).
 #define WC_BFP8_VECTOR(QO, XO)                                 \
-  "vmovdqu " #QO "(%8), %%ymm12\n\t"                           \
-  "vpabsb %%ymm12, %%ymm13\n\t"                                \
-  "vpcmpgtb %%ymm12, %11, %%ymm12\n\t"                         \
+  "vmovdqa " #QO "(%8), %%ymm12\n\t"                           \
+  "vmovdqa 32+" #QO "(%8), %%ymm13\n\t"                        \
   WC_BFP8_TOKEN(XO + 0, 0, 14) WC_BFP8_TOKEN(XO + 4, 1, 15)    \
   WC_BFP8_TOKEN(XO + 8, 2, 14) WC_BFP8_TOKEN(XO + 12, 3, 15)   \
   WC_BFP8_TOKEN(XO + 16, 4, 14) WC_BFP8_TOKEN(XO + 20, 5, 15)  \
@@ -290,29 +300,29 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
 // clang-format on
 
 // bfp8's tile of 8 tokens, group `group` of x.codes_by8 (tokens 8 group .. 8 group + 7), over
-// blocks [b0, b1) of one quarter (codes and scales as DirectTileOverBlocks', no prefetch: the
-// corrections' pass read the segment first;
-// `corrections`: block b0's Corrections on), the float sums carried on in acc ([8][8] f32,
-// 32-byte aligned; 16 registers hold the 8 integer sums and the step's operands, not 8 more).
-// |q| is one vpabsb a vector shared by the 8 tokens, and q's sign goes onto each token's code by
-// xor with q's sign mask instead of vpsignb: ~x = -x - 1, so a negative q adds
-// |q| (-x - 1) = q x + q, and a block's sum, started at its correction, comes out sum_k q x
-// (exact: the pair sums stay within 2 x 127 x 128 < 2^15). vpsignb and vpabsb compete with the
-// multiplies for their pipes where vpxor does not (docs/performance.md "bfp8 int8 in 8-token
-// tiles"). The same integer sums and float step as the portable kernel, so the same bits.
+// blocks [b0, b1) of one quarter, from the segment's signs and magnitudes (`signs`: block b0's
+// SignsAndMagnitudes on, 512 bytes a block; `corrections`: block b0's on; `scales` as
+// DirectTileOverBlocks'), the float sums carried on in acc ([8][8] f32, 32-byte aligned; 16
+// registers hold the 8 integer sums and the step's operands, not 8 more).
+// |q| and q's sign mask are made once a segment and shared by every 8 tokens of the chunk, and
+// q's sign goes onto each token's code by xor with the mask instead of vpsignb: ~x = -x - 1, so
+// a negative q adds |q| (-x - 1) = q x + q, and a block's sum, started at its correction, comes
+// out sum_k q x (exact: the pair sums stay within 2 x 127 x 128 < 2^15). vpsignb and vpabsb
+// compete with the multiplies for their pipes where vpxor and loads do not (docs/performance.md
+// "bfp8 int8 in 8-token tiles", "bfp8 int8: signs made once a segment, chunks of 512"). The same
+// integer sums and float step as the portable kernel, so the same bits.
 // The integer loop is written out in assembly: as intrinsics, GCC 12 loaded all 8 tokens' codes
 // ahead and kept three of the 8 sums on the stack, each step then waiting on a store (slower
 // than the vpsignb tile it replaces; the same section). The 8 sums stay in registers, |q|, the
 // sign mask and two temporaries in ymm12-15.
-void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corrections, int64_t b0,
+void DirectTile8(const uint8_t* signs, const float* scales, const __m256i* corrections, int64_t b0,
                  int64_t b1, const QuantInput& x, int64_t group, float* __restrict acc) {
-  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
-  const __m256i ones = _mm256_set1_epi16(1), zero = _mm256_setzero_si256();
+  const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
   const float* dx[8];
   for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
   for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* q8 = codes + (b - b0) * kHalf;
+    const uint8_t* sm = signs + (b - b0) * kSignBytes;
     const int8_t* xb = xi + b * 256;
     __m256i isum[8];
     for (int t = 0; t < 8; ++t) isum[t] = corrections[b - b0];
@@ -322,7 +332,7 @@ void DirectTile8(const uint8_t* codes, const float* scales, const __m256i* corre
             WC_BFP8_VECTOR(384, 192) WC_BFP8_VECTOR(448, 224)
             : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
               "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
-            : "r"(q8), "r"(xb), "x"(ones), "x"(zero)
+            : "r"(sm), "r"(xb), "x"(ones)
             : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
     // clang-format on
     ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
@@ -416,15 +426,18 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
 template <BfpFormat F>
 void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
               int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
-  const int64_t chunk = std::max<int64_t>(
-      8, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / 8 * 8);
+  // Tokens a chunk: bfp4's codes within kChunkBytes (in L2); bfp8's kBfp8Chunk whatever the width.
+  const int64_t chunk =
+      F == BfpFormat::kBfp8
+          ? kBfp8Chunk
+          : std::max<int64_t>(
+                8, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / 8 * 8);
   constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
-  // [kSegmentBlocks][kStride] expanded vectors (bfp4; bfp8 expands nothing) and [chunk][8]
-  // accumulators, this thread's (64-byte aligned).
-  auto* ex = F == BfpFormat::kBfp8
-                 ? nullptr
-                 : static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
-                       static_cast<size_t>(kSegmentBlocks * kStride * 32)));
+  // bfp4: [kSegmentBlocks][kStride] expanded vectors; bfp8: [kSegmentBlocks][kSignBytes] the
+  // segment's signs and magnitudes. And [chunk][8] accumulators. This thread's (64-byte aligned).
+  auto* ex = static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
+      static_cast<size_t>(kSegmentBlocks * std::max<int64_t>(kStride * 32, kSignBytes))));
+  auto* signs = reinterpret_cast<uint8_t*>(ex);
   auto* acc_buf = static_cast<float*>(
       gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
   bool quartered[kSegmentBlocks];
@@ -447,11 +460,11 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
           } else if (!x.codes_by8.empty()) {
             // The first read of the segment's codes, so the one that prefetches (the 8-token
-            // tiles then find the segment in L1 and prefetch nothing).
+            // tiles read only what it writes, in L1).
             for (int64_t b = s0; b < s1; ++b) {
               const uint8_t* q8 = codes + (b - s0) * BfpInt8HalfBytes(F);
               PrefetchHalfAhead(q8, b, nb);
-              corrections[b - s0] = Corrections(q8);
+              corrections[b - s0] = SignsAndMagnitudes(q8, signs + (b - s0) * kSignBytes);
             }
           }
           const bool first = s0 == 0, last = s1 == nb;
@@ -464,7 +477,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_buf + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
-                DirectTile8(codes, scales, corrections, s0, s1, x, t / 8, acc);
+                DirectTile8(signs, scales, corrections, s0, s1, x, t / 8, acc);
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);
