@@ -434,23 +434,28 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
                 8, std::min<int64_t>(512, kChunkBytes / std::max<int64_t>(1, x.cols)) / 8 * 8);
   constexpr int64_t kSegmentBlocks = std::max<int64_t>(1, kSegmentBytes / (kStride * 32));
   // bfp4: [kSegmentBlocks][kStride] expanded vectors; bfp8: [kSegmentBlocks][kSignBytes] the
-  // segment's signs and magnitudes. And [chunk][8] accumulators. This thread's (64-byte aligned).
+  // segment's signs and magnitudes. And [4 quarters][chunk][8] accumulators. This thread's
+  // (64-byte aligned).
   auto* ex = static_cast<__m256i*>(gemm::ThreadBuffer<gemm::kQuantExpandedSlot>(
       static_cast<size_t>(kSegmentBlocks * std::max<int64_t>(kStride * 32, kSignBytes))));
   auto* signs = reinterpret_cast<uint8_t*>(ex);
   auto* acc_buf = static_cast<float*>(
-      gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(chunk * kR * 4)));
+      gemm::ThreadBuffer<gemm::kQuantAccSlot>(static_cast<size_t>(4 * chunk * kR * 4)));
   bool quartered[kSegmentBlocks];
   __m256i corrections[kSegmentBlocks];  // bfp8: the segment's Corrections, block s0 first
   const int64_t nb = w.k_tiles();
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
+    // A panel's segments in order, its 4 quarters a segment: the chunk's codes of a segment are
+    // then read 4 times running (from L2, 480 KiB at 512 tokens), not once a quarter over the
+    // whole chunk's (from L3 at 512 tokens).
     for (int64_t p = pa; p < pb; ++p)
-      for (int64_t quarter = 0; quarter < 4; ++quarter) {
-        const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
-        if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
-        for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
-          const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
+      for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
+        const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
+        for (int64_t quarter = 0; quarter < 4; ++quarter) {
+          const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
+          if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
+          float* const acc_q = acc_buf + quarter * chunk * kR;  // this quarter's [chunk][8]
           // bfp8's codes, from block s0 on (a half tile apart), and their corrections.
           const uint8_t* codes = w.data() + p * w.panel_bytes() +
                                  BfpInt8HalfOffset(F, nb, s0, quarter / 2) + 32 +
@@ -475,7 +480,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             // segments; DirectTileOverBlocks takes the rest below.
             if (!x.codes_by8.empty())
               for (; t + 8 <= c1; t += 8) {
-                float* acc = acc_buf + (t - c0) * kR;
+                float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
                 DirectTile8(signs, scales, corrections, s0, s1, x, t / 8, acc);
                 if (last) {
@@ -489,7 +494,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             constexpr int NT = decltype(nt)::value;
             __m256 acc[NT];
             for (int i = 0; i < NT; ++i)
-              acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_buf + (t - c0 + i) * kR);
+              acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_q + (t - c0 + i) * kR);
             if constexpr (F == BfpFormat::kBfp8)
               DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == c0, acc);
             else
@@ -497,7 +502,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else
-              for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_buf + (t - c0 + i) * kR, acc[i]);
+              for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_q + (t - c0 + i) * kR, acc[i]);
           };
           for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
           for (; t < c1; ++t) tile(std::integral_constant<int, 1>(), t);
