@@ -10,8 +10,9 @@
 // A bfp8 quarter tile's codes are q already: each tile reads them in place and makes |q| with one
 // vpabsb (DirectTileOverBlocks; 8 decoding rows +25%, 32 rows +9%, prefill level, against
 // expanding them: docs/performance.md "bfp8 int8's signed tile unpinned"). In calls of 16 tokens
-// or more, 8 tokens a tile share each |q| and take q's sign by vpxor, not vpsignb (DirectTile8;
-// docs/performance.md "bfp8 int8 in 8-token tiles").
+// or more, a segment's |q| and sign masks are made once into L1 and 8 tokens a tile take q's sign
+// by vpxor, not vpsignb (DirectTile8; docs/performance.md "bfp8 int8 in 8-token tiles").
+// bfp8's chunks are 512 tokens, its segments outer to a panel's quarters (Quarters).
 // A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
 // chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
 // before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
