@@ -222,6 +222,10 @@ inline void PrefetchHalfAhead(const uint8_t* q8, int64_t b, int64_t nb) {
 // for row r, what DirectTile8's sign step adds to every token's sum, and so where each block's
 // sum starts. Pair sums are at least -254, eight at least -2032.
 constexpr int64_t kSignBytes = 512;  // one block's sm
+// Calls of this many tokens or more make the sign pass (DirectTile8); 8-15 take DirectTile8Signed:
+// for one group the pass costs more than it saves (8 rows 85 against 91 tok/s,
+// docs/performance.md "bfp8 int8 in 8-token tiles").
+constexpr int64_t kSignPassTokens = 16;
 inline __m256i SignsAndMagnitudes(const uint8_t* q8, uint8_t* sm) {
   const __m256i ones8 = _mm256_set1_epi8(1), zero = _mm256_setzero_si256();
   __m256i pairs = zero;
@@ -341,6 +345,60 @@ void DirectTile8(const uint8_t* signs, const float* scales, const __m256i* corre
 }
 #undef WC_BFP8_VECTOR
 #undef WC_BFP8_TOKEN
+
+// One token of an 8-token signed tile: its code group at byte XO, q's sign put on it by vpsignb
+// (q in ymm12), times |q| (ymm13), pairs widened by vpmaddwd into its sum %T.
+// clang-format off
+#define WC_BFP8_SIGNED_TOKEN(XO, T, TMP)                       \
+  "vpbroadcastd " #XO "(%9), %%ymm" #TMP "\n\t"                \
+  "vpsignb %%ymm12, %%ymm" #TMP ", %%ymm" #TMP "\n\t"          \
+  "vpmaddubsw %%ymm" #TMP ", %%ymm13, %%ymm" #TMP "\n\t"       \
+  "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
+  "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
+// Code vector v of the block read in place (64 v bytes into the quarter's codes) and its |q|,
+// then the 8 tokens.
+#define WC_BFP8_SIGNED_VECTOR(QO, XO)                                          \
+  "vmovdqu " #QO "(%8), %%ymm12\n\t"                                           \
+  "vpabsb %%ymm12, %%ymm13\n\t"                                                \
+  WC_BFP8_SIGNED_TOKEN(XO + 0, 0, 14) WC_BFP8_SIGNED_TOKEN(XO + 4, 1, 15)      \
+  WC_BFP8_SIGNED_TOKEN(XO + 8, 2, 14) WC_BFP8_SIGNED_TOKEN(XO + 12, 3, 15)     \
+  WC_BFP8_SIGNED_TOKEN(XO + 16, 4, 14) WC_BFP8_SIGNED_TOKEN(XO + 20, 5, 15)    \
+  WC_BFP8_SIGNED_TOKEN(XO + 24, 6, 14) WC_BFP8_SIGNED_TOKEN(XO + 28, 7, 15)
+// clang-format on
+
+// bfp8's tile of 8 tokens for calls of 8-15 (batched decode of 8 rows and more), where a
+// segment's sign pass would be made for one group only: DirectTile8's loop with q read in place,
+// |q| one vpabsb shared by the 8 tokens and q's sign put on each token's code by vpsignb, so no
+// corrections (codes, scales, prefetch as DirectTileOverBlocks'; group and acc as DirectTile8's).
+// Against that tile's 4 tokens twice: half the vpabsb, and the sums kept in registers.
+void DirectTile8Signed(const uint8_t* codes, const float* scales, int64_t b0, int64_t b1,
+                       const QuantInput& x, int64_t group, bool prefetch, float* __restrict acc) {
+  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
+  const __m256i ones = _mm256_set1_epi16(1);
+  const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
+  const float* dx[8];
+  for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
+  for (int64_t b = b0; b < b1; ++b) {
+    const uint8_t* q8 = codes + (b - b0) * kHalf;
+    if (prefetch) PrefetchHalfAhead(q8, b, x.blocks);
+    const int8_t* xb = xi + b * 256;
+    __m256i isum[8];
+    for (int t = 0; t < 8; ++t) isum[t] = _mm256_setzero_si256();
+    // clang-format off
+    __asm__(WC_BFP8_SIGNED_VECTOR(0, 0) WC_BFP8_SIGNED_VECTOR(64, 32)
+            WC_BFP8_SIGNED_VECTOR(128, 64) WC_BFP8_SIGNED_VECTOR(192, 96)
+            WC_BFP8_SIGNED_VECTOR(256, 128) WC_BFP8_SIGNED_VECTOR(320, 160)
+            WC_BFP8_SIGNED_VECTOR(384, 192) WC_BFP8_SIGNED_VECTOR(448, 224)
+            : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+              "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+            : "r"(q8), "r"(xb), "x"(ones)
+            : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+    // clang-format on
+    ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
+  }
+}
+#undef WC_BFP8_SIGNED_VECTOR
+#undef WC_BFP8_SIGNED_TOKEN
 
 // One token, nothing expanded to memory, each half tile read once for both its quarters (8 rows
 // each). bfp4: the shift of each k goes onto the token's code instead of the weight (x' = x
@@ -464,7 +522,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           if constexpr (F == BfpFormat::kBfp4) {
             for (int64_t b = s0; b < s1; ++b)
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
-          } else if (!x.codes_by8.empty()) {
+          } else if (x.n_tokens >= kSignPassTokens) {
             // The first read of the segment's codes, so the one that prefetches (the 8-token
             // tiles read only what it writes, in L1).
             for (int64_t b = s0; b < s1; ++b) {
@@ -483,7 +541,10 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
-                DirectTile8(signs, scales, corrections, s0, s1, x, t / 8, acc);
+                if (x.n_tokens >= kSignPassTokens)
+                  DirectTile8(signs, scales, corrections, s0, s1, x, t / 8, acc);
+                else
+                  DirectTile8Signed(codes, scales, s0, s1, x, t / 8, t == c0, acc);
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);

@@ -453,9 +453,8 @@ BfpInt8Codes ExtraCodes(const BfpPanels& w, int64_t n_tokens) {
   if (n_tokens <= 1 || KernelOf(w, n_tokens) != GemmKernel::kBfpInt8Avx2)
     return BfpInt8Codes::kPlain;
   if (w.format() == BfpFormat::kBfp4) return BfpInt8Codes::kUnsigned;
-  // bfp8's 8-token tiles from 16 tokens on: below, their corrections' extra read of the codes
-  // costs more than the tile saves (docs/performance.md "bfp8 int8 in 8-token tiles").
-  return n_tokens >= 16 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
+  // bfp8's 8-token tiles: every call of a whole group of 8 tokens or more.
+  return n_tokens >= 8 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
 }
 
 int PathOf(const BfpPanels& w) {

@@ -271,9 +271,10 @@ TEST(BfpInt8, Bfp8InPlaceAcrossSegmentsAndChunks) {
                       std::ldexp(1.0, (k / 32) % 4 == 1 ? static_cast<int>(rng.Uniform() * 6) : 0));
   const PackedMatrix m = PackInt8(BfpFormat::kBfp8, w, out, in);
   EXPECT_EQ(m.bfp().k_tiles(), 36);
-  // 6: the vpsignb tiles alone; 16: two 8-token tiles and nothing else; 517: 64 of them and a
+  // 6: the vpsignb tiles alone; 11: one 8-token tile without the sign pass (vpsignb), then a
+  // tail of 3; 16: two 8-token tiles with the sign pass and nothing else; 517: 64 of them and a
   // tail of 5; 1043: three chunks (512, 512, 19), the third starting its groups at token 1024.
-  for (int64_t n : {6, 16, 517, 1043}) {
+  for (int64_t n : {6, 11, 16, 517, 1043}) {
     std::vector<float> x = test::RandomX(n, in, 500 + n);
     for (int64_t k = 0; k < in; ++k)
       x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
