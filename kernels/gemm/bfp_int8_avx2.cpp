@@ -222,7 +222,7 @@ inline void PrefetchHalfAhead(const uint8_t* q8, int64_t b, int64_t nb) {
 // for row r, what DirectTile8's sign step adds to every token's sum, and so where each block's
 // sum starts. Pair sums are at least -254, eight at least -2032.
 constexpr int64_t kSignBytes = 512;  // one block's sm
-// Calls of this many tokens or more make the sign pass (DirectTile8); 8-15 take DirectTile8Signed:
+// Calls of this many tokens or more make the sign pass (DirectTile8); 8-15 take DirectTile8<false>:
 // for one group the pass costs more than it saves (8 rows 85 against 91 tok/s,
 // docs/performance.md "bfp8 int8 in 8-token tiles").
 constexpr int64_t kSignPassTokens = 16;
@@ -284,29 +284,41 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
   }
 }
 
-// One token of an 8-token tile: its code group at byte XO of the block's interleaved codes, xor
-// the sign mask (ymm12), times |q| (ymm13), pairs widened by vpmaddwd into its sum %T.
+// One token of an 8-token tile: its code group at byte XO, q's sign put on it by SIGN (vpxor with
+// the sign mask, or vpsignb by q; either in ymm12), times |q| (ymm13), pairs widened by vpmaddwd
+// into its sum %T.
 // clang-format off
-#define WC_BFP8_TOKEN(XO, T, TMP)                              \
+#define WC_BFP8_TOKEN(SIGN, XO, T, TMP)                        \
   "vpbroadcastd " #XO "(%9), %%ymm" #TMP "\n\t"                \
-  "vpxor %%ymm12, %%ymm" #TMP ", %%ymm" #TMP "\n\t"            \
+  #SIGN " %%ymm12, %%ymm" #TMP ", %%ymm" #TMP "\n\t"            \
   "vpmaddubsw %%ymm" #TMP ", %%ymm13, %%ymm" #TMP "\n\t"       \
   "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
   "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
-// Code vector v of the block (k 4 v .. 4 v + 3 of 8 rows): its sign mask and |q| (made once per
-// segment: SignsAndMagnitudes, 64 bytes a vector), then the 8 tokens (their codes at 32 v + 4 t).
-#define WC_BFP8_VECTOR(QO, XO)                                 \
+// The 8 tokens of code vector v (their codes at 32 v + 4 t).
+#define WC_BFP8_TOKENS(SIGN, XO)                                             \
+  WC_BFP8_TOKEN(SIGN, XO + 0, 0, 14) WC_BFP8_TOKEN(SIGN, XO + 4, 1, 15)      \
+  WC_BFP8_TOKEN(SIGN, XO + 8, 2, 14) WC_BFP8_TOKEN(SIGN, XO + 12, 3, 15)     \
+  WC_BFP8_TOKEN(SIGN, XO + 16, 4, 14) WC_BFP8_TOKEN(SIGN, XO + 20, 5, 15)    \
+  WC_BFP8_TOKEN(SIGN, XO + 24, 6, 14) WC_BFP8_TOKEN(SIGN, XO + 28, 7, 15)
+// Code vector v of the block (k 4 v .. 4 v + 3 of 8 rows), %8 its block's first byte.
+// With the sign pass: its sign mask and |q| (SignsAndMagnitudes, 64 bytes a vector), vpxor.
+#define WC_BFP8_MASKED_VECTOR(QO, XO)                          \
   "vmovdqa " #QO "(%8), %%ymm12\n\t"                           \
   "vmovdqa 32+" #QO "(%8), %%ymm13\n\t"                        \
-  WC_BFP8_TOKEN(XO + 0, 0, 14) WC_BFP8_TOKEN(XO + 4, 1, 15)    \
-  WC_BFP8_TOKEN(XO + 8, 2, 14) WC_BFP8_TOKEN(XO + 12, 3, 15)   \
-  WC_BFP8_TOKEN(XO + 16, 4, 14) WC_BFP8_TOKEN(XO + 20, 5, 15)  \
-  WC_BFP8_TOKEN(XO + 24, 6, 14) WC_BFP8_TOKEN(XO + 28, 7, 15)
+  WC_BFP8_TOKENS(vpxor, XO)
+// Without: q read in place (a half tile's codes, 64 bytes a vector), its |q|, vpsignb.
+#define WC_BFP8_SIGNED_VECTOR(QO, XO)                          \
+  "vmovdqu " #QO "(%8), %%ymm12\n\t"                           \
+  "vpabsb %%ymm12, %%ymm13\n\t"                                \
+  WC_BFP8_TOKENS(vpsignb, XO)
+#define WC_BFP8_BLOCK(VECTOR)                                                                \
+  VECTOR(0, 0) VECTOR(64, 32) VECTOR(128, 64) VECTOR(192, 96) VECTOR(256, 128)               \
+  VECTOR(320, 160) VECTOR(384, 192) VECTOR(448, 224)
 // clang-format on
 
 // bfp8's tile of 8 tokens, group `group` of x.codes_by8 (tokens 8 group .. 8 group + 7), over
-// blocks [b0, b1) of one quarter, from the segment's signs and magnitudes (`signs`: block b0's
-// SignsAndMagnitudes on, 512 bytes a block; `corrections`: block b0's on; `scales` as
+// blocks [b0, b1) of one quarter. kSignPass: from the segment's signs and magnitudes (`block0`:
+// block b0's SignsAndMagnitudes on, 512 bytes a block; `corrections`: block b0's on; `scales` as
 // DirectTileOverBlocks'), the float sums carried on in acc ([8][8] f32, 32-byte aligned; 16
 // registers hold the 8 integer sums and the step's operands, not 8 more).
 // |q| and q's sign mask are made once a segment and shared by every 8 tokens of the chunk, and
@@ -320,85 +332,48 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
 // ahead and kept three of the 8 sums on the stack, each step then waiting on a store (slower
 // than the vpsignb tile it replaces; the same section). The 8 sums stay in registers, |q|, the
 // sign mask and two temporaries in ymm12-15.
-void DirectTile8(const uint8_t* signs, const float* scales, const __m256i* corrections, int64_t b0,
-                 int64_t b1, const QuantInput& x, int64_t group, float* __restrict acc) {
-  const __m256i ones = _mm256_set1_epi16(1);
-  const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
-  const float* dx[8];
-  for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* sm = signs + (b - b0) * kSignBytes;
-    const int8_t* xb = xi + b * 256;
-    __m256i isum[8];
-    for (int t = 0; t < 8; ++t) isum[t] = corrections[b - b0];
-    // clang-format off
-    __asm__(WC_BFP8_VECTOR(0, 0) WC_BFP8_VECTOR(64, 32) WC_BFP8_VECTOR(128, 64)
-            WC_BFP8_VECTOR(192, 96) WC_BFP8_VECTOR(256, 128) WC_BFP8_VECTOR(320, 160)
-            WC_BFP8_VECTOR(384, 192) WC_BFP8_VECTOR(448, 224)
-            : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
-              "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
-            : "r"(sm), "r"(xb), "x"(ones)
-            : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
-    // clang-format on
-    ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
-  }
-}
-#undef WC_BFP8_VECTOR
-#undef WC_BFP8_TOKEN
-
-// One token of an 8-token signed tile: its code group at byte XO, q's sign put on it by vpsignb
-// (q in ymm12), times |q| (ymm13), pairs widened by vpmaddwd into its sum %T.
-// clang-format off
-#define WC_BFP8_SIGNED_TOKEN(XO, T, TMP)                       \
-  "vpbroadcastd " #XO "(%9), %%ymm" #TMP "\n\t"                \
-  "vpsignb %%ymm12, %%ymm" #TMP ", %%ymm" #TMP "\n\t"          \
-  "vpmaddubsw %%ymm" #TMP ", %%ymm13, %%ymm" #TMP "\n\t"       \
-  "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
-  "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
-// Code vector v of the block read in place (64 v bytes into the quarter's codes) and its |q|,
-// then the 8 tokens.
-#define WC_BFP8_SIGNED_VECTOR(QO, XO)                                          \
-  "vmovdqu " #QO "(%8), %%ymm12\n\t"                                           \
-  "vpabsb %%ymm12, %%ymm13\n\t"                                                \
-  WC_BFP8_SIGNED_TOKEN(XO + 0, 0, 14) WC_BFP8_SIGNED_TOKEN(XO + 4, 1, 15)      \
-  WC_BFP8_SIGNED_TOKEN(XO + 8, 2, 14) WC_BFP8_SIGNED_TOKEN(XO + 12, 3, 15)     \
-  WC_BFP8_SIGNED_TOKEN(XO + 16, 4, 14) WC_BFP8_SIGNED_TOKEN(XO + 20, 5, 15)    \
-  WC_BFP8_SIGNED_TOKEN(XO + 24, 6, 14) WC_BFP8_SIGNED_TOKEN(XO + 28, 7, 15)
-// clang-format on
-
-// bfp8's tile of 8 tokens for calls of 8-15 (batched decode of 8 rows and more), where a
-// segment's sign pass would be made for one group only: DirectTile8's loop with q read in place,
-// |q| one vpabsb shared by the 8 tokens and q's sign put on each token's code by vpsignb, so no
-// corrections (codes, scales, prefetch as DirectTileOverBlocks'; group and acc as DirectTile8's).
+// Calls of 8-15 tokens (kSignPassTokens) make no sign pass, where it would serve one group only:
+// kSignPass false reads q in place (`block0`: the quarter's codes at block b0, a half tile
+// apart; `corrections` unused), makes |q| by one vpabsb shared by the 8 tokens and puts q's sign
+// on each token's code by vpsignb, so its sums start at zero; `prefetch` as DirectTileOverBlocks'.
 // Against that tile's 4 tokens twice: half the vpabsb, and the sums kept in registers.
-void DirectTile8Signed(const uint8_t* codes, const float* scales, int64_t b0, int64_t b1,
-                       const QuantInput& x, int64_t group, bool prefetch, float* __restrict acc) {
-  constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
+template <bool kSignPass>
+void DirectTile8(const uint8_t* block0, const float* scales, const __m256i* corrections, int64_t b0,
+                 int64_t b1, const QuantInput& x, int64_t group, bool prefetch,
+                 float* __restrict acc) {
+  constexpr int64_t kBlockBytes = kSignPass ? kSignBytes : BfpInt8HalfBytes(BfpFormat::kBfp8);
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
   const float* dx[8];
   for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
   for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* q8 = codes + (b - b0) * kHalf;
-    if (prefetch) PrefetchHalfAhead(q8, b, x.blocks);
+    const uint8_t* wb = block0 + (b - b0) * kBlockBytes;
+    if (!kSignPass && prefetch) PrefetchHalfAhead(wb, b, x.blocks);
     const int8_t* xb = xi + b * 256;
     __m256i isum[8];
-    for (int t = 0; t < 8; ++t) isum[t] = _mm256_setzero_si256();
+    for (int t = 0; t < 8; ++t) isum[t] = kSignPass ? corrections[b - b0] : _mm256_setzero_si256();
     // clang-format off
-    __asm__(WC_BFP8_SIGNED_VECTOR(0, 0) WC_BFP8_SIGNED_VECTOR(64, 32)
-            WC_BFP8_SIGNED_VECTOR(128, 64) WC_BFP8_SIGNED_VECTOR(192, 96)
-            WC_BFP8_SIGNED_VECTOR(256, 128) WC_BFP8_SIGNED_VECTOR(320, 160)
-            WC_BFP8_SIGNED_VECTOR(384, 192) WC_BFP8_SIGNED_VECTOR(448, 224)
-            : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
-              "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
-            : "r"(q8), "r"(xb), "x"(ones)
-            : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+    if constexpr (kSignPass)
+      __asm__(WC_BFP8_BLOCK(WC_BFP8_MASKED_VECTOR)
+              : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+                "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+              : "r"(wb), "r"(xb), "x"(ones)
+              : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+    else
+      __asm__(WC_BFP8_BLOCK(WC_BFP8_SIGNED_VECTOR)
+              : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+                "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+              : "r"(wb), "r"(xb), "x"(ones)
+              : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
     // clang-format on
     ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
   }
 }
+#undef WC_BFP8_BLOCK
 #undef WC_BFP8_SIGNED_VECTOR
-#undef WC_BFP8_SIGNED_TOKEN
+#undef WC_BFP8_MASKED_VECTOR
+#undef WC_BFP8_TOKENS
+#undef WC_BFP8_TOKEN
 
 // One token, nothing expanded to memory, each half tile read once for both its quarters (8 rows
 // each). bfp4: the shift of each k goes onto the token's code instead of the weight (x' = x
@@ -542,9 +517,9 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
                 float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
                 if (x.n_tokens >= kSignPassTokens)
-                  DirectTile8(signs, scales, corrections, s0, s1, x, t / 8, acc);
+                  DirectTile8<true>(signs, scales, corrections, s0, s1, x, t / 8, false, acc);
                 else
-                  DirectTile8Signed(codes, scales, s0, s1, x, t / 8, t == c0, acc);
+                  DirectTile8<false>(codes, scales, nullptr, s0, s1, x, t / 8, t == c0, acc);
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);
