@@ -12,7 +12,7 @@
 #include <optional>
 #include <string_view>
 
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/quant_panels.h"
 
 namespace wc {
 

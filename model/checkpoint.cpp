@@ -1,6 +1,6 @@
 #include "model/checkpoint.h"
 
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/quant_panels.h"
 
 #include <set>
 

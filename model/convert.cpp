@@ -12,7 +12,7 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 #include "model/checkpoint.h"
 #include "model/config.h"
 #include "model/converted_checkpoint.h"

@@ -11,7 +11,8 @@
 //   model.safetensors  a matrix of a bfp group: its Hugging Face name, dtype U8, shape
 //                        [K/32, N/32, tile bytes]   K = in, N = out, each rounded up to 32
 //                      tiles in row-major order over the padded [K, N], each tile's bytes as
-//                      kernels/gemm/bfp_weights.h step 6 lays them out (1088 bytes bfp8, 576 bfp4);
+//                      kernels/gemm/bfp/bfp_weights.h step 6 lays them out (1088 bytes bfp8, 576
+//                      bfp4);
 //                      __metadata__ (string -> string) names, per such tensor,
 //                        "<tensor>.format": "bfp8" | "bfp4"
 //                        "<tensor>.shape":  "[out, in]"   (the Hugging Face shape, unpadded)
@@ -30,7 +31,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "model/checkpoint.h"
 #include "model/config.h"

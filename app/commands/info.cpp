@@ -130,7 +130,7 @@ void RunInfo(InfoCmdOptions o) {
             break;
           }
       }
-      // A quantized GGUF group: its type, held as stored (kernels/gemm/quant_panels.h).
+      // A quantized GGUF group: its type, held as stored (kernels/gemm/quant/quant_panels.h).
       const TensorInfo& t = ck->Raw(name);
       stored[i] = converted && IsBfp(*converted->Of(g)) ? *converted->Of(g)
                   : t.readable                          ? FormatOfDType(ck->Get(name, shape).dtype)

@@ -5,9 +5,9 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/gemm/gemm_bfp.h"
-#include "kernels/gemm/gemm_bfp_amx.h"
-#include "kernels/gemm/gemm_bfp_row_groups.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
+#include "kernels/gemm/bfp/gemm_bfp_amx.h"
+#include "kernels/gemm/bfp/gemm_bfp_row_groups.h"
 #include "util/error.h"
 
 namespace wc {

@@ -12,9 +12,9 @@
 #include <utility>
 
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/bf16/gemm_amx.h"
+#include "kernels/gemm/bf16/gemm_bf16_dot.h"
 #include "kernels/gemm/format_table.h"
-#include "kernels/gemm/gemm_amx.h"
-#include "kernels/gemm/gemm_bf16_dot.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "util/bf16.h"
 #include "util/error.h"

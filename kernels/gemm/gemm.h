@@ -28,10 +28,10 @@
 #include <memory>
 #include <vector>
 
-#include "kernels/gemm/bf16_int16.h"
+#include "kernels/gemm/bf16/bf16_int16.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/packed_matrix.h"
-#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/quant/quant_gemm.h"
 
 namespace wc {
 

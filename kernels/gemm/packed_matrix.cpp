@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm/bf16_int16.h"
+#include "kernels/gemm/bf16/bf16_int16.h"
 #include "util/bf16.h"
 #include "util/error.h"
 

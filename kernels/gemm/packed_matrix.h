@@ -29,8 +29,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm/gemm_bfp.h"
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
+#include "kernels/gemm/quant/quant_panels.h"
 #include "kernels/gemm/weight_format.h"
 #include "kernels/matmul.h"
 #include "util/page_buffer.h"

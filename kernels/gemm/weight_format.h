@@ -23,8 +23,8 @@
 #include <optional>
 #include <string_view>
 
-#include "kernels/gemm/bfp_weights.h"
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
+#include "kernels/gemm/quant/quant_panels.h"
 #include "kernels/matmul.h"
 
 namespace wc {

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm/ggml_quants.h"
+#include "kernels/gemm/quant/ggml_quants.h"
 
 namespace wc {
 
@@ -54,9 +54,9 @@ enum class GgmlType : uint32_t {
 
 enum class GgmlUse : uint8_t {
   kComputes,   // a safetensors dtype the engine runs (DTypeNamed: F32, F16, BF16)
-  kQuantized,  // a quantized weight type: run by the integer GEMM (kernels/gemm/quant_gemm.h),
-               // read exactly to f32 by to_f32
-  kRefused,    // named and refused
+  kQuantized,  // a quantized weight type: run by the integer GEMM
+               // (kernels/gemm/quant/quant_gemm.h), read exactly to f32 by to_f32
+  kRefused,  // named and refused
 };
 
 struct GgmlTypeInfo {
@@ -65,7 +65,7 @@ struct GgmlTypeInfo {
   int64_t block;     // values a block holds, along a row (ne[0])
   int64_t block_bytes;
   GgmlUse use = GgmlUse::kRefused;
-  DequantizeRowFn to_f32 = nullptr;  // set for kQuantized (kernels/gemm/ggml_quants.h)
+  DequantizeRowFn to_f32 = nullptr;  // set for kQuantized (kernels/gemm/quant/ggml_quants.h)
 };
 
 // The type numbered `id`, or nullptr for a number that names no GGML type.

@@ -1,4 +1,4 @@
-// BF16 weights in 16-bit integers (kernels/gemm/bf16_int16.h, --matmul-precision int16): the
+// BF16 weights in 16-bit integers (kernels/gemm/bf16/bf16_int16.h, --matmul-precision int16): the
 // GEMM bit for bit against the contract computed here from the bf16 weights and f32 activations
 // alone (its own quantization of both, 64-bit sums checked to fit 32 bits), odd shapes, 1..37
 // tokens, row ranges, bias, 1 and 2 threads, each kernel (portable, AVX2); every token of a call
@@ -18,7 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/bf16_int16.h"
+#include "kernels/gemm/bf16/bf16_int16.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm.h"
 #include "tests/test_util.h"

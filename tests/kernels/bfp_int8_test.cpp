@@ -1,4 +1,4 @@
-// Block-float weights in 8-bit integers (kernels/gemm/bfp_int8.h, --matmul-precision int8): the
+// Block-float weights in 8-bit integers (kernels/gemm/bfp/bfp_int8.h, --matmul-precision int8): the
 // re-expressed weights against the definition computed here from tt-metal's own tile bytes, and
 // the GEMM bit for bit against the contract's chain computed here, for both formats, odd shapes,
 // 1..33 tokens, row ranges, bias, 1 and 2 threads, each kernel (portable, AVX2, VNNI). Plus its
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/bfp_int8.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/gemm.h"
 #include "tests/test_util.h"

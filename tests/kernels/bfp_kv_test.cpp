@@ -1,6 +1,6 @@
 // The KV cache's BFP8_B block codec (kernels/attention/bfp_kv.h): 7 bits kept below the shared
 // exponent, signs kept, and rounding up past the exponent saturating at 127 rather than carrying.
-// The weight codec (kernels/gemm/bfp_weights.h, tt-metal's packer, which rounds differently) is
+// The weight codec (kernels/gemm/bfp/bfp_weights.h, tt-metal's packer, which rounds differently) is
 // tested in bfp_weights_test.cpp; bfp8 rows through the KV cache in
 // tests/kvcache/kv_formats_test.cpp and, read by the attention kernels, quantized_rows_test.cpp.
 #include <algorithm>

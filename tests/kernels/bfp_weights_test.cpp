@@ -1,4 +1,4 @@
-// Block-float weight tiles (kernels/gemm/bfp_weights.h): the six packing steps of issue 30 on
+// Block-float weight tiles (kernels/gemm/bfp/bfp_weights.h): the six packing steps of issue 30 on
 // hand-made blocks with codes worked out by hand, the tile byte layout on a matrix whose every
 // value names its (k, n), padding of odd shapes, exact decoding, dequantize(pack(W)) against the
 // format's bound, refusal of non-finite weights, and identical bytes however the packing is split.
@@ -13,7 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "hwy/targets.h"
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/rng.h"

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_bfp.h"
 
 namespace wc {
 namespace {

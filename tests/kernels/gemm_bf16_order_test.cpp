@@ -1,10 +1,10 @@
-// The BF16 GEMM's hand-written kernels in AMX's order - the AMX tiles (kernels/gemm/gemm_amx.h)
-// and the vdpbf16ps tiles (gemm_bf16_dot.h) - each against a scalar chain written out from
-// gemm_amx.h's order, bit for bit (memcmp): random shapes and token counts (every tile height),
-// row ranges inside panels, bias or not, long k (many chunks), PackedMatrix's own panels, special
-// values (subnormal activations, cancellation, wide exponents, overflow to inf, results at the
-// edge of x86's flush), panel splits and threads. Each kernel runs where the CPU has it. A
-// disabled benchmark prints GFLOP/s for a prefill shape.
+// The BF16 GEMM's hand-written kernels in AMX's order - the AMX tiles
+// (kernels/gemm/bf16/gemm_amx.h) and the vdpbf16ps tiles (gemm_bf16_dot.h) - each against a scalar
+// chain written out from gemm_amx.h's order, bit for bit (memcmp): random shapes and token counts
+// (every tile height), row ranges inside panels, bias or not, long k (many chunks), PackedMatrix's
+// own panels, special values (subnormal activations, cancellation, wide exponents, overflow to inf,
+// results at the edge of x86's flush), panel splits and threads. Each kernel runs where the CPU has
+// it. A disabled benchmark prints GFLOP/s for a prefill shape.
 #include <omp.h>
 
 #include <chrono>
@@ -20,8 +20,8 @@
 #include <gtest/gtest.h>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/gemm_amx.h"
-#include "kernels/gemm/gemm_bf16_dot.h"
+#include "kernels/gemm/bf16/gemm_amx.h"
+#include "kernels/gemm/bf16/gemm_bf16_dot.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "util/bf16.h"
 #include "util/rng.h"

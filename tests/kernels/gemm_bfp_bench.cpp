@@ -16,8 +16,8 @@
 
 #include <gtest/gtest.h>
 
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_bfp.h"
 #include "kernels/simd_limit.h"
 #include "util/bf16.h"
 #include "util/page_buffer.h"

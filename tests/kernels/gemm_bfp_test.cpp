@@ -1,9 +1,9 @@
-// The block-float GEMM (kernels/gemm/gemm_bfp.h) against its contract: every element bit for bit
-// the BF16 GEMM (kBF16) or F32 GEMM (kF32) on the dequantized matrix, for both formats, odd shapes,
-// decode (1 token) and prefill (1..40 tokens; in-register widening and panels widened once),
-// partial row ranges, bias, 1 and 2 threads, the AVX-512 kernel on and off, every SIMD target this
-// binary has and WORMCHAT_SIMD=avx2 (a subprocess). Plus the panels' values and their build from
-// tt-metal tiles.
+// The block-float GEMM (kernels/gemm/bfp/gemm_bfp.h) against its contract: every element bit for
+// bit the BF16 GEMM (kBF16) or F32 GEMM (kF32) on the dequantized matrix, for both formats, odd
+// shapes, decode (1 token) and prefill (1..40 tokens; in-register widening and panels widened
+// once), partial row ranges, bias, 1 and 2 threads, the AVX-512 kernel on and off, every SIMD
+// target this binary has and WORMCHAT_SIMD=avx2 (a subprocess). Plus the panels' values and their
+// build from tt-metal tiles.
 #include <omp.h>
 #include <unistd.h>
 #include <xmmintrin.h>
@@ -19,9 +19,9 @@
 
 #include "hwy/targets.h"
 #include "kernels/cpu_kernels.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
+#include "kernels/gemm/bfp/gemm_bfp_amx.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_bfp.h"
-#include "kernels/gemm/gemm_bfp_amx.h"
 #include "kernels/simd_limit.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"

@@ -14,9 +14,9 @@
 #include <gtest/gtest.h>
 #include <hwy/targets.h>
 
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/gemm_bfp.h"
 #include "kernels/gemm/packed_matrix.h"
 #include "tests/test_util.h"
 #include "util/bf16.h"

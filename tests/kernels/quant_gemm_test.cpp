@@ -1,4 +1,4 @@
-// The quantized GEMM (kernels/gemm/quant_gemm.h) and its panels (quant_panels.h): the packed
+// The quantized GEMM (kernels/gemm/quant/quant_gemm.h) and its panels (quant_panels.h): the packed
 // layout gives ggml's dequantized values for all eight types; the GEMM gives its contract's bits,
 // checked against a reference written here from the GGML blocks as the file holds them (not through
 // the panels), for odd shapes, 1..13 tokens, row ranges and bias; bits independent of tokens per
@@ -13,9 +13,9 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/gemm.h"
-#include "kernels/gemm/ggml_quants.h"
-#include "kernels/gemm/quant_gemm.h"
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/ggml_quants.h"
+#include "kernels/gemm/quant/quant_gemm.h"
+#include "kernels/gemm/quant/quant_panels.h"
 #include "util/bf16.h"
 #include "util/error.h"
 #include "util/rng.h"

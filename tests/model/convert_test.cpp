@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dist/thread_group.h"
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 #include "model/checkpoint.h"
 #include "model/convert.h"
 #include "model/converted_checkpoint.h"

@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/ggml_quants.h"
+#include "kernels/gemm/quant/ggml_quants.h"
 #include "model/checkpoint.h"
 #include "model/convert.h"
 #include "model/decoder_model.h"
@@ -109,8 +109,8 @@ TEST(GgufQuantized, ATypeWormchatDoesNotReadIsNamed) {
 }
 
 // A Q4_K_M file (Q4_K, Q5_0, Q6_K and Q8_0 tensors) runs as stored, on the integer GEMM
-// (kernels/gemm/quant_gemm.h): its logits are the exactly dequantized model's within the 8-bit
-// activations' error (issue 52's bound for K types against llama.cpp, 3.5e-2 of the largest
+// (kernels/gemm/quant/quant_gemm.h): its logits are the exactly dequantized model's within the
+// 8-bit activations' error (issue 52's bound for K types against llama.cpp, 3.5e-2 of the largest
 // logit), and the same bits on 1 or 2 threads, with or without the AVX2 kernels, one token at a
 // time or all at once.
 TEST(GgufQuantized, AQuantizedFileRunsAsStored) {

@@ -16,7 +16,7 @@
 
 #include <gtest/gtest.h>
 
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 #include "model/decoder_model.h"
 #include "model/safetensors.h"
 #include "model/weight_spec.h"

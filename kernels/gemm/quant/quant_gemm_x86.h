@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/quant/quant_gemm.h"
 
 namespace wc {
 class BfpPanels;

@@ -4,8 +4,8 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm/bfp_int8.h"
-#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "util/bf16.h"
 #include "util/error.h"
 

@@ -1,9 +1,9 @@
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/quant_panels.h"
 
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/gemm/ggml_quants.h"
+#include "kernels/gemm/quant/ggml_quants.h"
 #include "util/bf16.h"
 #include "util/error.h"
 

@@ -1,6 +1,6 @@
-// GGML's quantized weights (kernels/gemm/ggml_quants.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K,
-// Q6_K) repacked once at load for the integer GEMM (quant_gemm.h): rows interleaved by 8, each
-// weight kept in its own bits.
+// GGML's quantized weights (kernels/gemm/quant/ggml_quants.h: Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K,
+// Q5_K, Q6_K) repacked once at load for the integer GEMM (quant_gemm.h): rows interleaved by 8,
+// each weight kept in its own bits.
 //
 // Why this layout: the GEMM multiplies 8-bit activations by the codes with x86's byte dot products
 // (vpmaddubsw + vpmaddwd on AVX2, vpdpbusd with VNNI), which sum 4 neighbouring bytes into one

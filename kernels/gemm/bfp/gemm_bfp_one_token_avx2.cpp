@@ -12,7 +12,7 @@
 // interleaved.
 #include <immintrin.h>
 
-#include "kernels/gemm/gemm_bfp_one_token.h"
+#include "kernels/gemm/bfp/gemm_bfp_one_token.h"
 
 #define WC_BFP_ONE_TOKEN_AVX2 __attribute__((target("avx2,fma")))
 

@@ -1,9 +1,9 @@
-#include "kernels/gemm/gemm_bfp_amx.h"
+#include "kernels/gemm/bfp/gemm_bfp_amx.h"
 
 #include <immintrin.h>
 
-#include "kernels/gemm/amx_tiles.h"
-#include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/bf16/amx_tiles.h"
+#include "kernels/gemm/bf16/gemm_amx.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "util/error.h"
 

@@ -1,4 +1,4 @@
-#include "kernels/gemm/bfp_weights.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include "util/error.h"
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/gemm/bfp_weights.cpp"
+#define HWY_TARGET_INCLUDE "kernels/gemm/bfp/bfp_weights.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 

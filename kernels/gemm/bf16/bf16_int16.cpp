@@ -1,6 +1,6 @@
 // BF16 weights in 16-bit integers (bf16_int16.h): the weights' and the activations' quantization,
 // the portable kernel and the entry point that picks the format table's kernel.
-#include "kernels/gemm/bf16_int16.h"
+#include "kernels/gemm/bf16/bf16_int16.h"
 
 #include <omp.h>
 

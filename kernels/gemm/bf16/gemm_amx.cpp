@@ -1,4 +1,4 @@
-#include "kernels/gemm/gemm_amx.h"
+#include "kernels/gemm/bf16/gemm_amx.h"
 
 #include <immintrin.h>
 #include <omp.h>
@@ -8,7 +8,7 @@
 #include <new>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/amx_tiles.h"
+#include "kernels/gemm/bf16/amx_tiles.h"
 #include "util/error.h"
 
 // GCC 12 reports the "undefined" source operand inside its own AVX-512 intrinsics

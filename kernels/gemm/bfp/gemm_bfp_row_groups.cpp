@@ -1,10 +1,10 @@
 // The block-float GEMM's row-group tiles (gemm_bfp_row_groups.h): Highway, the targets
 // WC_BFP_ROW_GROUP_TARGET names; the others report themselves off and never run them.
-#include "kernels/gemm/gemm_bfp_row_groups.h"
+#include "kernels/gemm/bfp/gemm_bfp_row_groups.h"
 
 #include <cstdint>
 
-#include "kernels/gemm/gemm_bfp_one_token.h"
+#include "kernels/gemm/bfp/gemm_bfp_one_token.h"
 #include "util/error.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,10 +12,10 @@
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/gemm/gemm_bfp_row_groups.cpp"
+#define HWY_TARGET_INCLUDE "kernels/gemm/bfp/gemm_bfp_row_groups.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/gemm/bfp_widen-inl.h"
+#include "kernels/gemm/bfp/bfp_widen-inl.h"
 #include "kernels/gemm/exact_fma-inl.h"
 
 HWY_BEFORE_NAMESPACE();

@@ -15,13 +15,13 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/gemm/bf16_int16.h"
+#include "kernels/gemm/bf16/bf16_int16.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/packed_matrix.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-#include "kernels/gemm/quant_avx2-inl.h"
+#include "kernels/gemm/quant/quant_avx2-inl.h"
 
 namespace wc::x86 {
 namespace {

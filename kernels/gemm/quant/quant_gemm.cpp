@@ -1,6 +1,6 @@
 // The quantized GEMM (quant_gemm.h): activation quantization, the portable kernels, the choice of
 // kernel and the threading. The AVX2 kernels are quant_gemm_avx2.cpp.
-#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/quant/quant_gemm.h"
 
 #include <omp.h>
 
@@ -11,7 +11,7 @@
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/format_table.h"
 #include "kernels/gemm/ieee_subnormals.h"
-#include "kernels/gemm/quant_gemm_x86.h"
+#include "kernels/gemm/quant/quant_gemm_x86.h"
 #include "util/error.h"
 
 namespace wc {

@@ -12,7 +12,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/quant_panels.h"
 
 namespace wc::x86::quant_avx2 {
 

@@ -1,4 +1,4 @@
-#include "kernels/gemm/ggml_quants.h"
+#include "kernels/gemm/quant/ggml_quants.h"
 
 #include <cstring>
 

@@ -4,7 +4,7 @@
 // bfp4: vpermps of a 16-entry table by the code nibble) and multiplied into its 16
 // rows' even-k or odd-k chain with one FMA; at the tile's end (a 32-k block) the two chains are
 // added into the running sum (gemm.h's order).
-#include "kernels/gemm/gemm_bfp_one_token.h"
+#include "kernels/gemm/bfp/gemm_bfp_one_token.h"
 
 #include <immintrin.h>
 

@@ -43,8 +43,8 @@
 
 #include <cstdint>
 
-#include "kernels/gemm/bfp_weights.h"
-#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
+#include "kernels/gemm/quant/quant_gemm.h"
 
 namespace wc {
 

@@ -32,10 +32,10 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/gemm/bfp_int8.h"
-#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "kernels/gemm/gemm_schedule.h"
-#include "kernels/gemm/quant_gemm_x86.h"
+#include "kernels/gemm/quant/quant_gemm_x86.h"
 
 // Not quant_avx2-inl.h: its inline helpers are compiled for AVX2 in the AVX2 kernels' files, and
 // one compiled here for AVX-512 could be the copy the linker keeps for both.

@@ -1,6 +1,6 @@
 // The BF16 GEMM's vdpbf16ps tiles (gemm_bf16_dot.h): the tile, its schedule and the packing of
 // its activations.
-#include "kernels/gemm/gemm_bf16_dot.h"
+#include "kernels/gemm/bf16/gemm_bf16_dot.h"
 
 #include <immintrin.h>
 

@@ -10,11 +10,11 @@
 #include <algorithm>
 #include <cstring>
 
-#include "kernels/gemm/quant_gemm_x86.h"
+#include "kernels/gemm/quant/quant_gemm_x86.h"
 
 #pragma GCC push_options
 #pragma GCC target("avx2,fma,f16c")
-#include "kernels/gemm/quant_avx2-inl.h"
+#include "kernels/gemm/quant/quant_avx2-inl.h"
 
 namespace wc::x86 {
 namespace {

@@ -1,6 +1,6 @@
 // Block-float weights in 8-bit integers (bfp_int8.h): the tile conversion, the activations'
 // quantization and the portable kernel. The AVX-512 VNNI kernel is quant_gemm_vnni.cpp's.
-#include "kernels/gemm/bfp_int8.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 
 #include <omp.h>
 
-#include "kernels/gemm/gemm_bfp.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
 #include "util/error.h"
 
 namespace wc {

@@ -42,9 +42,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/gemm/bfp_int8.h"
-#include "kernels/gemm/bfp_weights.h"
-#include "kernels/gemm/quant_gemm.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
+#include "kernels/gemm/bfp/bfp_weights.h"
+#include "kernels/gemm/quant/quant_gemm.h"
 #include "kernels/gemm/weight_format.h"
 #include "kernels/matmul.h"
 #include "util/page_buffer.h"

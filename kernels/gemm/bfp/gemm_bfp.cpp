@@ -14,17 +14,17 @@
 #include <string>
 
 #include "kernels/cpu_kernels.h"
-#include "kernels/gemm/bfp_int8.h"
+#include "kernels/gemm/bf16/gemm_amx.h"
+#include "kernels/gemm/bf16/gemm_bf16_dot.h"
+#include "kernels/gemm/bfp/bfp_int8.h"
+#include "kernels/gemm/bfp/gemm_bfp.h"
+#include "kernels/gemm/bfp/gemm_bfp_amx.h"
+#include "kernels/gemm/bfp/gemm_bfp_one_token.h"
+#include "kernels/gemm/bfp/gemm_bfp_row_groups.h"
 #include "kernels/gemm/format_table.h"
-#include "kernels/gemm/gemm_amx.h"
-#include "kernels/gemm/gemm_bf16_dot.h"
-#include "kernels/gemm/gemm_bfp.h"
-#include "kernels/gemm/gemm_bfp_amx.h"
-#include "kernels/gemm/gemm_bfp_one_token.h"
-#include "kernels/gemm/gemm_bfp_row_groups.h"
 #include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/ieee_subnormals.h"
-#include "kernels/gemm/quant_gemm_x86.h"
+#include "kernels/gemm/quant/quant_gemm_x86.h"
 #include "util/bf16.h"
 #include "util/error.h"
 
@@ -33,10 +33,10 @@
 #endif
 
 #undef HWY_TARGET_INCLUDE
-#define HWY_TARGET_INCLUDE "kernels/gemm/gemm_bfp.cpp"
+#define HWY_TARGET_INCLUDE "kernels/gemm/bfp/gemm_bfp.cpp"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
-#include "kernels/gemm/bfp_widen-inl.h"
+#include "kernels/gemm/bfp/bfp_widen-inl.h"
 #include "kernels/gemm/exact_fma-inl.h"
 
 #ifndef WC_KERNELS_GEMM_BFP_PATHS_

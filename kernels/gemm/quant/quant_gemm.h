@@ -32,7 +32,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/gemm/quant_panels.h"
+#include "kernels/gemm/quant/quant_panels.h"
 
 namespace wc {
 
