@@ -335,39 +335,47 @@ void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0,
 // Calls of 8-15 tokens (kSignPassTokens) make no sign pass, where it would serve one group only:
 // kSignPass false reads q in place (`block0`: the quarter's codes at block b0, a half tile
 // apart; `corrections` unused), makes |q| by one vpabsb shared by the 8 tokens and puts q's sign
-// on each token's code by vpsignb, so its sums start at zero; `prefetch` as DirectTileOverBlocks'.
-// Against that tile's 4 tokens twice: half the vpabsb, and the sums kept in registers.
+// on each token's code by vpsignb, so its sums start at zero. Against that tile's 4 tokens twice:
+// half the vpabsb, and the sums kept in registers. These calls stream their weights from memory
+// once, so they run a whole panel's quarters together (`nq` of them, quarter i's block0[i],
+// scales[i] and acc[i]), each block's in turn: both half streams are read at one steady pace, each
+// asking for its lines kPrefetchTiles blocks ahead where prefetch[i] (the first quarter of its
+// half). Run quarter by quarter over a segment, the memory sat idle while the second quarter of
+// each half re-read the first's lines from L1 (docs/performance.md "bfp8 int8: 8 rows with the
+// quarters inner"). The sign pass's tiles take one quarter (nq 1) and no prefetch.
 template <bool kSignPass>
-void DirectTile8(const uint8_t* block0, const float* scales, const __m256i* corrections, int64_t b0,
-                 int64_t b1, const QuantInput& x, int64_t group, bool prefetch,
-                 float* __restrict acc) {
+void DirectTile8(const uint8_t* const* block0, const float* const* scales,
+                 const __m256i* corrections, int nq, int64_t b0, int64_t b1, const QuantInput& x,
+                 int64_t group, const bool* prefetch, float* const* acc) {
   constexpr int64_t kBlockBytes = kSignPass ? kSignBytes : BfpInt8HalfBytes(BfpFormat::kBfp8);
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
   const float* dx[8];
   for (int t = 0; t < 8; ++t) dx[t] = x.Dx(8 * group + t);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* wb = block0 + (b - b0) * kBlockBytes;
-    if (!kSignPass && prefetch) PrefetchHalfAhead(wb, b, x.blocks);
-    const int8_t* xb = xi + b * 256;
-    __m256i isum[8];
-    for (int t = 0; t < 8; ++t) isum[t] = kSignPass ? corrections[b - b0] : _mm256_setzero_si256();
-    // clang-format off
-    if constexpr (kSignPass)
-      __asm__(WC_BFP8_BLOCK(WC_BFP8_MASKED_VECTOR)
-              : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
-                "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
-              : "r"(wb), "r"(xb), "x"(ones)
-              : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
-    else
-      __asm__(WC_BFP8_BLOCK(WC_BFP8_SIGNED_VECTOR)
-              : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
-                "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
-              : "r"(wb), "r"(xb), "x"(ones)
-              : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
-    // clang-format on
-    ContractStep8InMemory(scales + 2 * (b - b0), dx, b, isum, acc);
-  }
+  for (int64_t b = b0; b < b1; ++b)
+    for (int i = 0; i < nq; ++i) {
+      const uint8_t* wb = block0[i] + (b - b0) * kBlockBytes;
+      if (!kSignPass && prefetch != nullptr && prefetch[i]) PrefetchHalfAhead(wb, b, x.blocks);
+      const int8_t* xb = xi + b * 256;
+      __m256i isum[8];
+      for (int t = 0; t < 8; ++t)
+        isum[t] = kSignPass ? corrections[b - b0] : _mm256_setzero_si256();
+      // clang-format off
+      if constexpr (kSignPass)
+        __asm__(WC_BFP8_BLOCK(WC_BFP8_MASKED_VECTOR)
+                : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+                  "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+                : "r"(wb), "r"(xb), "x"(ones)
+                : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+      else
+        __asm__(WC_BFP8_BLOCK(WC_BFP8_SIGNED_VECTOR)
+                : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+                  "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+                : "r"(wb), "r"(xb), "x"(ones)
+                : "xmm12", "xmm13", "xmm14", "xmm15", "memory");
+      // clang-format on
+      ContractStep8InMemory(scales[i] + 2 * (b - b0), dx, b, isum, acc[i]);
+    }
 }
 #undef WC_BFP8_BLOCK
 #undef WC_BFP8_SIGNED_VECTOR
@@ -483,7 +491,38 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
     // A panel's segments in order, its 4 quarters a segment: the chunk's codes of a segment are
     // then read 4 times running (from L2, 480 KiB at 512 tokens), not once a quarter over the
     // whole chunk's (from L3 at 512 tokens).
-    for (int64_t p = pa; p < pb; ++p)
+    for (int64_t p = pa; p < pb; ++p) {
+      // Calls of 8-15 tokens (bfp8): their first 8 over the whole panel, its quarters together
+      // (DirectTile8<false>); the rest below.
+      int64_t t_rest = c0;
+      if constexpr (F == BfpFormat::kBfp8)
+        if (x.n_tokens < kSignPassTokens && !x.codes_by8.empty() && c0 + 8 <= c1) {
+          const uint8_t* codes[4];
+          const float* scales[4];
+          float* acc[4];
+          bool prefetch[4];
+          int64_t groups[4];
+          int nq = 0;
+          for (int64_t quarter = 0; quarter < 4; ++quarter) {
+            const int64_t g = 4 * p + quarter;
+            if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
+            codes[nq] = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, nb, 0, quarter / 2) +
+                        32 + 32 * (quarter % 2);
+            scales[nq] = w.int8_scales() + p * nb * 2 + quarter / 2;
+            acc[nq] = acc_buf + quarter * chunk * kR;
+            std::memset(acc[nq], 0, sizeof(float) * 8 * kR);
+            prefetch[nq] = nq == 0 || groups[nq - 1] / 2 != g / 2;  // the half's first quarter
+            groups[nq++] = g;
+          }
+          DirectTile8<false>(codes, scales, nullptr, nq, 0, nb, x, c0 / 8, prefetch, acc);
+          for (int i = 0; i < nq; ++i) {
+            __m256 sums[8];
+            for (int r = 0; r < 8; ++r) sums[r] = _mm256_load_ps(acc[i] + r * kR);
+            StoreTile<8>(sums, c0, groups[i], bias, y, y_stride, row_begin, row_end);
+          }
+          t_rest = c0 + 8;
+        }
+      if (t_rest == c1) continue;
       for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
         const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
         for (int64_t quarter = 0; quarter < 4; ++quarter) {
@@ -508,18 +547,17 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           }
           const bool first = s0 == 0, last = s1 == nb;
           const float* scales = w.int8_scales() + (p * nb + s0) * 2 + quarter / 2;
-          int64_t t = c0;
+          int64_t t = t_rest;
           if constexpr (F == BfpFormat::kBfp8) {
             // 8-token groups, their float sums in L1 (acc_buf) between blocks as between
             // segments; DirectTileOverBlocks takes the rest below.
-            if (!x.codes_by8.empty())
+            if (!x.codes_by8.empty() && x.n_tokens >= kSignPassTokens)
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
-                if (x.n_tokens >= kSignPassTokens)
-                  DirectTile8<true>(signs, scales, corrections, s0, s1, x, t / 8, false, acc);
-                else
-                  DirectTile8<false>(codes, scales, nullptr, s0, s1, x, t / 8, t == c0, acc);
+                const uint8_t* block0 = signs;
+                DirectTile8<true>(&block0, &scales, corrections, 1, s0, s1, x, t / 8, nullptr,
+                                  &acc);
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);
@@ -533,7 +571,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             for (int i = 0; i < NT; ++i)
               acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_q + (t - c0 + i) * kR);
             if constexpr (F == BfpFormat::kBfp8)
-              DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == c0, acc);
+              DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == t_rest, acc);
             else
               TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
             if (last)
@@ -545,6 +583,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           for (; t < c1; ++t) tile(std::integral_constant<int, 1>(), t);
         }
       }
+    }
   }
 }
 
