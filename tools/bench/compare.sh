@@ -8,7 +8,8 @@
 # programs pick the same greedy tokens for a prompt, then, for each format pair (default
 # auto:auto, the checkpoint as stored in both), runs llama-bench (-p 512, -n 128) and
 # `wormchat bench model --weights OURS` alternately, --reps times each (default 3), and prints the
-# median tokens/s of each and their ratio. A pair such as bfp8:q8_0 or bfp4:q4_0 compares formats
+# median tokens/s of each and their ratio, then the median and the list of each alternation's
+# own ratio (paired). A pair such as bfp8:q8_0 or bfp4:q4_0 compares formats
 # of the same bytes per weight (8.5 and 4.5 bits): llama.cpp's file is made from the same GGUF by
 # its llama-quantize, wormchat packs at load; the two quantizers round differently, so the greedy
 # check is made on the checkpoint as stored only. OURS `gguf` runs wormchat on llama.cpp's own
@@ -198,8 +199,13 @@ for d in j["decode"][1:]:
     for kind in "${kinds[@]}"; do
       l=$(grep "^$kind " "$out/$tag.llama" | awk '{print $2}' | median)
       o=$(grep "^$kind " "$out/$tag.ours" | awk '{print $2}' | median)
-      printf '%-30s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f\n' \
-        "$label" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')"
+      # Each alternation's own ratio too: on a shared host whose speed drifts over minutes, a
+      # pair measured a minute apart cancels more of the drift than medians taken apart.
+      paired=$(paste <(grep "^$kind " "$out/$tag.ours" | awk '{print $2}') \
+        <(grep "^$kind " "$out/$tag.llama" | awk '{print $2}') | awk '{print $1 / $2}')
+      printf '%-30s %-8s wormchat %8.1f tok/s   llama.cpp %8.1f tok/s   ratio %.2f   paired %.2f (%s)\n' \
+        "$label" "$kind" "$o" "$l" "$(awk -v a="$o" -v b="$l" 'BEGIN {print a / b}')" \
+        "$(median <<< "$paired")" "$(sort -g <<< "$paired" | awk '{printf "%s%.2f", (NR > 1 ? " " : ""), $1}')"
     done
     pb=$(grep "^prefill_bound " "$out/$tag.ours" | awk '{print $2}' | median)
     l=$(grep "^prefill " "$out/$tag.llama" | awk '{print $2}' | median)
