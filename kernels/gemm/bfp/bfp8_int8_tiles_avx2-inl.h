@@ -60,37 +60,45 @@ inline void ContractStep8InMemory(const float* dw, const float* const (&dx)[8], 
                                     _mm256_cvtepi32_ps(isum[t]), _mm256_load_ps(acc + 8 * t)));
 }
 
-// bfp8's tile read in place: tokens [t0, t0 + NT) over blocks [b0, b1) of one quarter, its codes
-// q straight from the half tiles (`codes`: block b0's 8 vectors of this quarter, a half tile
-// apart from block to block; `scales`: block b0's dW, two floats apart), |q| made by one vpabsb
-// per vector and tile and q's sign put on the token's code by vpsignb. The same integer sums and
-// float step as the expanded signed form (so the same bits), without the expansion's 17 stores a
-// block: at 8 tokens a chunk they were a third of the GEMM's time. Calls of under 16 tokens and
-// the tokens past a call's last 8-token group (DirectTile8 takes the groups). `prefetch`: the
-// first tile of a segment asks for the half tiles kPrefetchTiles ahead.
+// bfp8's tile read in place: tokens [t0, t0 + NT) over blocks [b0, b1) of `nq` quarters, each
+// block's quarters in turn (quarter i: `codes[i]` its block b0's 8 vectors, a half tile apart
+// from block to block; `scales[i]` block b0's dW, two floats apart; `acc[i]` its float sums
+// [NT][8] f32, 32-byte aligned, carried in L1), |q| made by one vpabsb per vector and tile and q's
+// sign put on the token's code by vpsignb. The same integer sums and float step as the expanded
+// signed form (so the same bits), without the expansion's 17 stores a block: at 8 tokens a chunk
+// they were a third of the GEMM's time. Calls of under 16 tokens (a whole panel's quarters
+// together, as DirectTile8<false>: 2-7 tokens stream their weights from memory, docs/performance.md
+// "bfp8 int8: 8 rows with the quarters inner") and the tokens past a call's last 8-token group
+// (one quarter a segment). prefetch[i] (nullptr: none) asks for quarter i's half tiles
+// kPrefetchTiles blocks ahead.
 template <int NT>
-void DirectTileOverBlocks(const uint8_t* codes, const float* scales, int64_t b0, int64_t b1,
-                          const QuantInput& x, int64_t t0, bool prefetch, __m256 (&acc)[NT]) {
+void DirectTileOverBlocks(const uint8_t* const* codes, const float* const* scales, int nq,
+                          int64_t b0, int64_t b1, const QuantInput& x, int64_t t0,
+                          const bool* prefetch, float* const* acc) {
   constexpr int64_t kHalf = BfpInt8HalfBytes(BfpFormat::kBfp8);
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* xq[NT];
   for (int t = 0; t < NT; ++t) xq[t] = x.Codes(t0 + t);
-  for (int64_t b = b0; b < b1; ++b) {
-    const uint8_t* q8 = codes + (b - b0) * kHalf;
-    if (prefetch) PrefetchHalfAhead(q8, b, x.blocks);
-    __m256i isum[NT];
-    for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
+  for (int64_t b = b0; b < b1; ++b)
+    for (int i = 0; i < nq; ++i) {
+      const uint8_t* q8 = codes[i] + (b - b0) * kHalf;
+      if (prefetch != nullptr && prefetch[i]) PrefetchHalfAhead(q8, b, x.blocks);
+      __m256i isum[NT];
+      for (int t = 0; t < NT; ++t) isum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 2
-    for (int v = 0; v < 8; ++v) {
-      const __m256i q = Load(q8 + 64 * v);
-      const __m256i a = _mm256_abs_epi8(q);
-      for (int t = 0; t < NT; ++t) {
-        const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 32 * b + 4 * v), q);
-        isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, xs), ones));
+      for (int v = 0; v < 8; ++v) {
+        const __m256i q = Load(q8 + 64 * v);
+        const __m256i a = _mm256_abs_epi8(q);
+        for (int t = 0; t < NT; ++t) {
+          const __m256i xs = _mm256_sign_epi8(Bcast4(xq[t] + 32 * b + 4 * v), q);
+          isum[t] = _mm256_add_epi32(isum[t], _mm256_madd_epi16(_mm256_maddubs_epi16(a, xs), ones));
+        }
       }
+      __m256 sums[NT];
+      for (int t = 0; t < NT; ++t) sums[t] = _mm256_load_ps(acc[i] + 8 * t);
+      ContractStep<NT>(_mm256_set1_ps(scales[i][2 * (b - b0)]), x, t0, b, isum, sums);
+      for (int t = 0; t < NT; ++t) _mm256_store_ps(acc[i] + 8 * t, sums[t]);
     }
-    ContractStep<NT>(_mm256_set1_ps(scales[2 * (b - b0)]), x, t0, b, isum, acc);
-  }
 }
 
 // One token of an 8-token tile: its code group at byte XO, q's sign put on it by SIGN (vpxor with

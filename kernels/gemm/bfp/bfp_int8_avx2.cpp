@@ -171,11 +171,12 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
     // then read 4 times running (from L2, 480 KiB at 512 tokens), not once a quarter over the
     // whole chunk's (from L3 at 512 tokens).
     for (int64_t p = pa; p < pb; ++p) {
-      // Calls of 8-15 tokens (bfp8): their first 8 over the whole panel, its quarters together
-      // (DirectTile8<false>); the rest below.
-      int64_t t_rest = c0;
+      // bfp8 calls of under 16 tokens (decoding rows, verify steps) stream their weights from
+      // memory: each token tile runs over the whole panel with its quarters inner to each block
+      // (DirectTile8<false> for 8 tokens, DirectTileOverBlocks for 4 and 1), so both half streams
+      // are read at one pace. Later tiles find the panel in L2; the first prefetches.
       if constexpr (F == BfpFormat::kBfp8)
-        if (x.n_tokens < kSignPassTokens && !x.codes_by8.empty() && c0 + 8 <= c1) {
+        if (x.n_tokens < kSignPassTokens) {
           const uint8_t* codes[4];
           const float* scales[4];
           float* acc[4];
@@ -189,19 +190,34 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
                         32 + 32 * (quarter % 2);
             scales[nq] = w.int8_scales() + p * nb * 2 + quarter / 2;
             acc[nq] = acc_buf + quarter * chunk * kR;
-            std::memset(acc[nq], 0, sizeof(float) * 8 * kR);
             prefetch[nq] = nq == 0 || groups[nq - 1] / 2 != g / 2;  // the half's first quarter
             groups[nq++] = g;
           }
-          DirectTile8<false>(codes, scales, nullptr, nq, 0, nb, x, c0 / 8, prefetch, acc);
-          for (int i = 0; i < nq; ++i) {
-            __m256 sums[8];
-            for (int r = 0; r < 8; ++r) sums[r] = _mm256_load_ps(acc[i] + r * kR);
-            StoreTile<8>(sums, c0, groups[i], bias, y, y_stride, row_begin, row_end);
-          }
-          t_rest = c0 + 8;
+          // Tokens [t, t + NT) over the panel, into y.
+          const auto tile = [&](auto nt, int64_t t) {
+            constexpr int NT = decltype(nt)::value;
+            for (int i = 0; i < nq; ++i) std::memset(acc[i], 0, sizeof(float) * NT * kR);
+            const bool* ask = t == c0 ? prefetch : nullptr;
+            if constexpr (NT == 8)
+              DirectTile8<false>(codes, scales, nullptr, nq, 0, nb, x, t / 8, ask, acc);
+            else
+              DirectTileOverBlocks<NT>(codes, scales, nq, 0, nb, x, t, ask, acc);
+            for (int i = 0; i < nq; ++i) {
+              __m256 sums[NT];
+              for (int j = 0; j < NT; ++j) sums[j] = _mm256_load_ps(acc[i] + j * kR);
+              StoreTile<NT>(sums, t, groups[i], bias, y, y_stride, row_begin, row_end);
+            }
+          };
+          int64_t t = c0;
+          if (!x.codes_by8.empty() && t + 8 <= c1)
+            tile(std::integral_constant<int, 8>(), t), t += 8;
+          for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
+          // The last 1-3 in one pass over the panel.
+          if (c1 - t == 3) tile(std::integral_constant<int, 3>(), t);
+          if (c1 - t == 2) tile(std::integral_constant<int, 2>(), t);
+          if (c1 - t == 1) tile(std::integral_constant<int, 1>(), t);
+          continue;
         }
-      if (t_rest == c1) continue;
       for (int64_t s0 = 0; s0 < nb; s0 += kSegmentBlocks) {
         const int64_t s1 = std::min(nb, s0 + kSegmentBlocks);
         for (int64_t quarter = 0; quarter < 4; ++quarter) {
@@ -215,9 +231,10 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           if constexpr (F == BfpFormat::kBfp4) {
             for (int64_t b = s0; b < s1; ++b)
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
-          } else if (x.n_tokens >= kSignPassTokens) {
-            // The first read of the segment's codes, so the one that prefetches (the 8-token
-            // tiles read only what it writes, in L1).
+          } else {
+            // bfp8 calls of 16 tokens or more (the rest ran above): the sign pass, the first
+            // read of the segment's codes, so the one that prefetches (the 8-token tiles read
+            // only what it writes, in L1).
             for (int64_t b = s0; b < s1; ++b) {
               const uint8_t* q8 = codes + (b - s0) * BfpInt8HalfBytes(F);
               PrefetchHalfAhead(q8, b, nb);
@@ -226,11 +243,11 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           }
           const bool first = s0 == 0, last = s1 == nb;
           const float* scales = w.int8_scales() + (p * nb + s0) * 2 + quarter / 2;
-          int64_t t = t_rest;
+          int64_t t = c0;
           if constexpr (F == BfpFormat::kBfp8) {
             // 8-token groups, their float sums in L1 (acc_buf) between blocks as between
             // segments; DirectTileOverBlocks takes the rest below.
-            if (!x.codes_by8.empty() && x.n_tokens >= kSignPassTokens)
+            if (!x.codes_by8.empty())
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
@@ -246,17 +263,23 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           }
           const auto tile = [&](auto nt, int64_t t) {
             constexpr int NT = decltype(nt)::value;
+            float* const acc_t = acc_q + (t - c0) * kR;  // [NT][8]
             __m256 acc[NT];
-            for (int i = 0; i < NT; ++i)
-              acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_q + (t - c0 + i) * kR);
-            if constexpr (F == BfpFormat::kBfp8)
-              DirectTileOverBlocks<NT>(codes, scales, s0, s1, x, t, t == t_rest, acc);
-            else
+            if constexpr (F == BfpFormat::kBfp8) {
+              // The tail past the 8-token groups; the sign pass made the first read of the
+              // segment's codes.
+              if (first) std::memset(acc_t, 0, sizeof(float) * NT * kR);
+              DirectTileOverBlocks<NT>(&codes, &scales, 1, s0, s1, x, t, nullptr, &acc_t);
+              for (int i = 0; i < NT; ++i) acc[i] = _mm256_load_ps(acc_t + i * kR);
+            } else {
+              for (int i = 0; i < NT; ++i)
+                acc[i] = first ? _mm256_setzero_ps() : _mm256_load_ps(acc_t + i * kR);
               TileOverBlocks<NT>(ex, quartered, s0, s1, x, t, acc);
+            }
             if (last)
               StoreTile<NT>(acc, t, g, bias, y, y_stride, row_begin, row_end);
             else
-              for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_q + (t - c0 + i) * kR, acc[i]);
+              for (int i = 0; i < NT; ++i) _mm256_store_ps(acc_t + i * kR, acc[i]);
           };
           for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
           for (; t < c1; ++t) tile(std::integral_constant<int, 1>(), t);
