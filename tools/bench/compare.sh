@@ -156,7 +156,7 @@ print(" ".join(map(str, json.load(sys.stdin)["sequences"][0]["ids"])))')
     tag="$name.$ours_fmt-$theirs_fmt"
     : > "$out/$tag.llama"
     : > "$out/$tag.ours"
-    for ((r = 0; r < reps; ++r)); do
+    for ((rep = 0; rep < reps; ++rep)); do
       "$bench_bin/llama-bench" -m "$their_gguf" -p 512 -n 128 -t "$threads" -r 1 -o json \
         2>/dev/null | "$py" -c '
 import json, sys
@@ -166,8 +166,8 @@ for t in json.load(sys.stdin):
       if ((${#batched[@]})); then
         # Every row's 8 + 128 positions in one unified cache (llama-batched-bench's -kvu).
         ctx=256
-        for r in "${batched[@]}"; do
-          if ((r * 136 + 256 > ctx)); then ctx=$((r * 136 + 256)); fi
+        for rows_n in "${batched[@]}"; do
+          if ((rows_n * 136 + 256 > ctx)); then ctx=$((rows_n * 136 + 256)); fi
         done
         "$bench_bin/llama-batched-bench" -m "$their_gguf" -c "$ctx" -b 2048 -ub 512 -npp 8 \
           -ntg 128 -npl "$rows" -t "$threads" -tb "$threads" -kvu --output-format jsonl \
