@@ -173,8 +173,8 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
     for (int64_t p = pa; p < pb; ++p) {
       // bfp8 calls of under 16 tokens (decoding rows, verify steps) stream their weights from
       // memory: each token tile runs over the whole panel with its quarters inner to each block
-      // (DirectTile8<false> for 8 tokens, DirectTileOverBlocks for 4 and 1), so both half streams
-      // are read at one pace. Later tiles find the panel in L2; the first prefetches.
+      // (DirectTile8<false> for 8 tokens, DirectTileOverBlocks for 4 and the last 1-3), so both
+      // halves are read at one pace. Later tiles find the panel in L2; the first prefetches.
       if constexpr (F == BfpFormat::kBfp8)
         if (x.n_tokens < kSignPassTokens) {
           const uint8_t* codes[4];
@@ -209,8 +209,10 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             }
           };
           int64_t t = c0;
-          if (!x.codes_by8.empty() && t + 8 <= c1)
-            tile(std::integral_constant<int, 8>(), t), t += 8;
+          if (!x.codes_by8.empty() && t + 8 <= c1) {
+            tile(std::integral_constant<int, 8>(), t);
+            t += 8;
+          }
           for (; t + kTile <= c1; t += kTile) tile(std::integral_constant<int, kTile>(), t);
           // The last 1-3 in one pass over the panel.
           if (c1 - t == 3) tile(std::integral_constant<int, 3>(), t);
