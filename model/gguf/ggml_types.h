@@ -56,7 +56,7 @@ enum class GgmlUse : uint8_t {
   kComputes,   // a safetensors dtype the engine runs (DTypeNamed: F32, F16, BF16)
   kQuantized,  // a quantized weight type: run by the integer GEMM
                // (kernels/gemm/quant/quant_gemm.h), read exactly to f32 by to_f32
-  kRefused,  // named and refused
+  kRefused,    // named and refused
 };
 
 struct GgmlTypeInfo {
