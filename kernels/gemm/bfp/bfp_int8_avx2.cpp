@@ -165,6 +165,15 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   bool quartered[kSegmentBlocks];
   __m256i corrections[kSegmentBlocks];  // bfp8: the segment's Corrections, block s0 first
   const int64_t nb = w.k_tiles();
+  // Quarter `quarter` of panel p from block b on: bfp8's codes (its 8 vectors, a half tile apart
+  // from block to block) and its dW (two floats apart).
+  const auto quarter_codes = [&](int64_t p, int64_t quarter, int64_t b) {
+    return w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, nb, b, quarter / 2) + 32 +
+           32 * (quarter % 2);
+  };
+  const auto quarter_scales = [&](int64_t p, int64_t quarter, int64_t b) {
+    return w.int8_scales() + (p * nb + b) * 2 + quarter / 2;
+  };
   for (int64_t c0 = 0; c0 < x.n_tokens; c0 += chunk) {
     const int64_t c1 = std::min(x.n_tokens, c0 + chunk);
     // A panel's segments in order, its 4 quarters a segment: the chunk's codes of a segment are
@@ -186,9 +195,8 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           for (int64_t quarter = 0; quarter < 4; ++quarter) {
             const int64_t g = 4 * p + quarter;
             if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
-            codes[nq] = w.data() + p * w.panel_bytes() + BfpInt8HalfOffset(F, nb, 0, quarter / 2) +
-                        32 + 32 * (quarter % 2);
-            scales[nq] = w.int8_scales() + p * nb * 2 + quarter / 2;
+            codes[nq] = quarter_codes(p, quarter, 0);
+            scales[nq] = quarter_scales(p, quarter, 0);
             acc[nq] = acc_buf + quarter * chunk * kR;
             prefetch[nq] = nq == 0 || groups[nq - 1] / 2 != g / 2;  // the half's first quarter
             groups[nq++] = g;
@@ -226,10 +234,8 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           const int64_t g = 4 * p + quarter;  // rows 8 g .. 8 g + 8
           if (8 * g >= row_end || 8 * g + 8 <= row_begin) continue;
           float* const acc_q = acc_buf + quarter * chunk * kR;  // this quarter's [chunk][8]
-          // bfp8's codes, from block s0 on (a half tile apart), and their corrections.
-          const uint8_t* codes = w.data() + p * w.panel_bytes() +
-                                 BfpInt8HalfOffset(F, nb, s0, quarter / 2) + 32 +
-                                 32 * (quarter % 2);
+          // bfp8's codes, from block s0 on.
+          const uint8_t* codes = quarter_codes(p, quarter, s0);
           if constexpr (F == BfpFormat::kBfp4) {
             for (int64_t b = s0; b < s1; ++b)
               quartered[b - s0] = ExpandQuarter(w, p, quarter, b, ex + (b - s0) * kStride);
@@ -244,7 +250,7 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             }
           }
           const bool first = s0 == 0, last = s1 == nb;
-          const float* scales = w.int8_scales() + (p * nb + s0) * 2 + quarter / 2;
+          const float* scales = quarter_scales(p, quarter, s0);
           int64_t t = c0;
           if constexpr (F == BfpFormat::kBfp8) {
             // 8-token groups, their float sums in L1 (acc_buf) between blocks as between
