@@ -195,7 +195,7 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
     const PackedMatrix m = PackInt8(f, w, out, in);
     std::vector<float> bias(static_cast<size_t>(out));
     for (int64_t r = 0; r < out; ++r) bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r);
-    for (int64_t n : {1, 2, 7, 8, 9, 33}) {
+    for (int64_t n : {1, 2, 5, 6, 7, 8, 9, 33}) {
       const std::vector<float> x = test::RandomX(n, in, 100 + n);
       for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
         for (const float* b : std::vector<const float*>{nullptr, bias.data()})
@@ -212,7 +212,9 @@ TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
 // where every q is a multiple of 4 (unsigned x + 128 against q / 4, 16-bit pair sums), signed
 // otherwise (bfp_int8_avx2.cpp). Both forms here, mixed within a segment of expanded blocks, over
 // more k tiles than a segment holds and more tokens than a chunk, with the 16-bit sums at their
-// largest (rows of +-7 x 2^4 against tokens of +-127): the contract's bits on every kernel.
+// largest (rows of +-7 x 2^4 against tokens of +-127): the contract's bits on every kernel. 3
+// tokens take the few-token tile in 16-bit words instead (x' = x 2^4 at its largest), 7 the
+// expanded tile's 4 and three single tokens, 517 every path of the expanded one.
 TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
   const int64_t out = 40, in = 1125;  // 36 k tiles; the last one partial
   Rng rng(41);
@@ -244,7 +246,7 @@ TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
       }
   EXPECT_GT(quartered, 20);
   EXPECT_GT(signed_form, 10);
-  for (int64_t n : {3, 517}) {
+  for (int64_t n : {3, 7, 517}) {
     std::vector<float> x = test::RandomX(n, in, 300 + n);
     for (int64_t k = 0; k < in; ++k)
       x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;

@@ -21,8 +21,10 @@
 // chunk's codes made unsigned (x + 128): no sign step, and two vpmaddubsw results add in 16 bits
 // before each vpmaddwd (ExpandQuarter's comment; bfp4 prefill 160 -> 201 tok/s on B,
 // docs/performance.md "bfp4 quarter tiles in 16-bit sums").
-// One token (decode) expands nothing and reads each half tile once for both its quarters
-// (OneToken).
+// bfp8's one token (decode) expands nothing and reads each half tile once for both its quarters
+// (OneTokenBfp8); so do bfp4's calls of up to 6 tokens, multiplying 16-bit words (Bfp4Words,
+// Bfp4WordTile: 2 decoding rows 1.7x, one row 1.1x, docs/performance.md "bfp4 int8 in 16-bit
+// words").
 // Integer sums are exact and the float steps the contract's, so the bits are the portable and
 // VNNI kernels'.
 #include <immintrin.h>
@@ -62,25 +64,17 @@ constexpr int64_t kPrefetchTiles = 8;
 // After bfp8's: its tiles end in the float step defined there (ContractStep).
 #include "kernels/gemm/bfp/bfp4_int8_tiles_avx2-inl.h"
 
-// One token, nothing expanded to memory, each half tile read once for both its quarters (8 rows
-// each). bfp4: the shift of each k goes onto the token's code instead of the weight (x' = x
-// 2^shift, at most 127 x 16 in 16 bits, once a half tile), the nibbles become signed bytes by one
-// lookup and 16-bit lanes, and vpmaddwd sums (k, k + 1) pairs of q x' into 32 bits. bfp8: the
-// codes are bytes already, |q| and q's sign onto the activation as TileOverBlocks does. The
-// integer sums are the expanded kernel's, so the bits are; decode reads each weight once and
-// spends a fraction of the expanded path's instructions on it.
-template <BfpFormat F>
-void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
-              int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+// bfp8, one token: nothing expanded to memory, each half tile read once for both its quarters
+// (8 rows each), |q| and q's sign onto the activation as TileOverBlocks does. The integer sums are
+// the expanded kernel's, so the bits are; decode reads each weight once and spends a fraction of
+// the expanded path's instructions on it. (bfp4's calls of few tokens: Bfp4Words.)
+void OneTokenBfp8(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  constexpr BfpFormat F = BfpFormat::kBfp8;
   const int64_t nb = w.k_tiles(), half_bytes = BfpInt8HalfBytes(F);
   const __m256i ones = _mm256_set1_epi16(1);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  const __m256i value = NibbleValues(), pow2 = PowersOfTwo();
-  // Row order after bfp4's pair sums are folded: [r0 r1 r4 r5 | r2 r3 r6 r7] -> r0 .. r7.
-  const __m256i rows = _mm256_setr_epi32(0, 1, 4, 5, 2, 3, 6, 7);
   const int8_t* codes = x.Codes(0);
   const float* dx = x.Dx(0);
-  alignas(32) int16_t xs[32];  // bfp4: x' of the half tile's 32 k
   for (int64_t p = pa; p < pb; ++p)
     for (int64_t h = 0; h < 2; ++h) {
       const int64_t g0 = 4 * p + 2 * h;  // quarter s: rows 8 (g0 + s) .. + 8
@@ -93,47 +87,14 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             _mm_prefetch(reinterpret_cast<const char*>(half + kPrefetchTiles * half_bytes + o),
                          _MM_HINT_T0);
         const int8_t* xq = codes + 32 * b;
-        if constexpr (F == BfpFormat::kBfp4) {
-          const __m256i m = _mm256_shuffle_epi8(pow2, Load(half));
-          const __m256i xv = Load(reinterpret_cast<const uint8_t*>(xq));
-          _mm256_store_si256(reinterpret_cast<__m256i*>(xs),
-                             _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(xv)),
-                                                _mm256_cvtepu8_epi16(_mm256_castsi256_si128(m))));
-          _mm256_store_si256(
-              reinterpret_cast<__m256i*>(xs + 16),
-              _mm256_mullo_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(xv, 1)),
-                                 _mm256_cvtepu8_epi16(_mm256_extracti128_si256(m, 1))));
-        }
         const __m256 scale = _mm256_set1_ps(w.Int8Scale(p, b, h) * dx[b]);
         for (int s = 0; s < 2; ++s) {
-          __m256i isum;
-          if constexpr (F == BfpFormat::kBfp4) {
-            // Rows 0-3 and 4-7, a (k, k + 1) pair sum in each 32-bit lane.
-            __m256i lo = _mm256_setzero_si256(), hi = _mm256_setzero_si256();
-            for (int v = 0; v < 4; ++v) {
-              const __m256i raw = Load(half + 32 + 64 * v + 32 * s);
-              for (int nib = 0; nib < 2; ++nib) {  // k 4 v + j (low nibbles), 16 + 4 v + j (high)
-                const __m256i q = _mm256_shuffle_epi8(
-                    value, _mm256_and_si256(nib ? _mm256_srli_epi16(raw, 4) : raw, m4));
-                int64_t k4;
-                std::memcpy(&k4, xs + 4 * v + 16 * nib, 8);
-                const __m256i xk = _mm256_set1_epi64x(k4);
-                lo = _mm256_add_epi32(
-                    lo, _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_castsi256_si128(q)), xk));
-                hi = _mm256_add_epi32(
-                    hi,
-                    _mm256_madd_epi16(_mm256_cvtepi8_epi16(_mm256_extracti128_si256(q, 1)), xk));
-              }
-            }
-            isum = _mm256_permutevar8x32_epi32(_mm256_hadd_epi32(lo, hi), rows);
-          } else {
-            isum = _mm256_setzero_si256();
-            for (int v = 0; v < 8; ++v) {
-              const __m256i q = Load(half + 32 + 64 * v + 32 * s);
-              const __m256i xs8 = _mm256_sign_epi8(Bcast4(xq + 4 * v), q);
-              isum = _mm256_add_epi32(
-                  isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), xs8), ones));
-            }
+          __m256i isum = _mm256_setzero_si256();
+          for (int v = 0; v < 8; ++v) {
+            const __m256i q = Load(half + 32 + 64 * v + 32 * s);
+            const __m256i xs8 = _mm256_sign_epi8(Bcast4(xq + 4 * v), q);
+            isum = _mm256_add_epi32(
+                isum, _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_abs_epi8(q), xs8), ones));
           }
           acc[s][0] = _mm256_fmadd_ps(scale, _mm256_cvtepi32_ps(isum), acc[s][0]);
         }
@@ -141,6 +102,21 @@ void OneToken(const QuantInput& x, const BfpPanels& w, const float* bias, float*
       // StoreTile writes only the rows in [row_begin, row_end).
       for (int s = 0; s < 2; ++s)
         StoreTile<1>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
+    }
+}
+
+// bfp4, calls of 1..kBfp4WordTokens tokens: every token at once over each half of each panel.
+template <int NT>
+void Bfp4Words(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
+               int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
+  for (int64_t p = pa; p < pb; ++p)
+    for (int64_t h = 0; h < 2; ++h) {
+      const int64_t g0 = 4 * p + 2 * h;
+      if (8 * g0 >= row_end || 8 * g0 + 16 <= row_begin) continue;
+      __m256 acc[2][NT];
+      Bfp4WordTile<NT>(w, p, h, x, 0, acc);
+      for (int s = 0; s < 2; ++s)
+        StoreTile<NT>(acc[s], 0, g0 + s, bias, y, y_stride, row_begin, row_end);
     }
 }
 
@@ -301,14 +277,28 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
 
 void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
                  int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa, int64_t pb) {
-  const bool bfp8 = w.format() == BfpFormat::kBfp8;
-  if (x.n_tokens == 1)
-    bfp8 ? OneToken<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb)
-         : OneToken<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
-  else if (bfp8)
-    Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
-  else
-    Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  if (w.format() == BfpFormat::kBfp8) {
+    if (x.n_tokens == 1)
+      OneTokenBfp8(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+    else
+      Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+    return;
+  }
+  static_assert(kBfp4WordTokens == 6, "a case each");
+  switch (x.n_tokens) {
+#define WC_BFP4_WORDS(n) \
+  case n:                \
+    return Bfp4Words<n>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+    WC_BFP4_WORDS(1)
+    WC_BFP4_WORDS(2)
+    WC_BFP4_WORDS(3)
+    WC_BFP4_WORDS(4)
+    WC_BFP4_WORDS(5)
+    WC_BFP4_WORDS(6)
+#undef WC_BFP4_WORDS
+    default:
+      Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  }
 }
 
 }  // namespace wc::x86
