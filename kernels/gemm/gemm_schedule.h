@@ -124,9 +124,13 @@ void RunPanels(const Task& task, int64_t pa, int64_t pb, const TileFn& tile) {
   }
 }
 
-// Runs run(a, b) over panels [pa, pb): split into contiguous, balanced ranges, one per OpenMP
-// thread, or whole on the calling thread inside a parallel region or for a single panel. Each
-// panel's results do not depend on the split (every element is its own chain).
+// Runs run(a, b) over panels [pa, pb): contiguous chunks of about an eighth of a thread's share,
+// taken by the OpenMP threads in turn as each finishes its last (dynamic), or whole on the calling
+// thread inside a parallel region or for a single panel. On a shared host one core can run slower
+// for a while, and a static split then left the other waiting at the call's end (bfp8 int8
+// prefill of B, AVX2 kind, 139 against 167 tok/s in one such spell, level otherwise;
+// docs/performance.md "bfp4 int8 in 16-bit words"). Each panel's results do not depend on the
+// split (every element is its own chain), so the bits do not either.
 template <class RunFn>
 void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
   if (pa >= pb) return;
@@ -136,9 +140,11 @@ void ForThreadPanels(int64_t pa, int64_t pb, const RunFn& run) {
   }
 #pragma omp parallel
   {
-    const int64_t nth = omp_get_num_threads(), tid = omp_get_thread_num();
-    const int64_t a = pa + (pb - pa) * tid / nth, b = pa + (pb - pa) * (tid + 1) / nth;
-    if (a < b) run(a, b);
+    const int64_t nth = omp_get_num_threads();
+    const int64_t chunk = std::max<int64_t>(1, (pb - pa + 8 * nth - 1) / (8 * nth));
+    const int64_t n_chunks = (pb - pa + chunk - 1) / chunk;
+#pragma omp for schedule(dynamic, 1) nowait
+    for (int64_t i = 0; i < n_chunks; ++i) run(pa + i * chunk, std::min(pb, pa + (i + 1) * chunk));
   }
 }
 
