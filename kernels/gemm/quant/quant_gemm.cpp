@@ -10,6 +10,7 @@
 
 #include "kernels/cpu_kernels.h"
 #include "kernels/gemm/format_table.h"
+#include "kernels/gemm/gemm_schedule.h"
 #include "kernels/gemm/ieee_subnormals.h"
 #include "kernels/gemm/quant/quant_gemm_x86.h"
 #include "util/error.h"
@@ -218,14 +219,11 @@ void QuantGemm(const QuantInput& x, const QuantPanels& w, const float* bias, flo
   QuantCheckCall(x, w, row_begin, row_end);
   if (row_begin == row_end || x.n_tokens == 0) return;
   const int64_t g0 = row_begin / kQuantRows, g1 = (row_end + kQuantRows - 1) / kQuantRows;
-  if (omp_in_parallel()) return QuantRunGroups(x, w, bias, y, y_stride, row_begin, row_end, g0, g1);
-#pragma omp parallel
-  {
-    // Contiguous ranges of groups, balanced; each group's rows are one thread's.
-    const int64_t n = g1 - g0, nth = omp_get_num_threads(), th = omp_get_thread_num();
-    const int64_t a = g0 + n * th / nth, b = g0 + n * (th + 1) / nth;
+  // Chunks of groups taken by the threads as the packed GEMMs' panels are; each group's rows are
+  // one thread's.
+  gemm::ForThreadPanels(g0, g1, [&](int64_t a, int64_t b) {
     QuantRunGroups(x, w, bias, y, y_stride, row_begin, row_end, a, b);
-  }
+  });
 }
 
 }  // namespace wc
