@@ -160,6 +160,7 @@ void TileOverBlocks(const __m256i* ex, const bool* quartered, int64_t b0, int64_
 // quarters, so both quarters' reads stream at one pace. Integer sums exact, the float step
 // ContractStep's: the same bits as every other kernel.
 constexpr int kBfp4WordTokens = 6;
+static_assert(kBfp4WordTokens <= gemm::kMaxTileTokens, "dispatched by gemm::WithTileHeight");
 
 // x' of NT tokens over one half tile's 32 k (`half`: its header, byte k the shift of k): xs[t]
 // 32 int16 in the order the tile's pairs read, vector v's 8 words (k 4v, 4v+2, 4v+1, 4v+3, then
@@ -187,12 +188,12 @@ inline void Bfp4WordInputs(const uint8_t* half, const QuantInput& x, int64_t t0,
 }
 
 // The integer sums of G tokens (xs: their x', Bfp4WordInputs) over quarter s of one half tile:
-// isum[t] lane r = sum_k q[r, k] x[t, k] for row 8 s + r of the half.
+// isum[t] lane r = sum_k q[r, k] x[t, k] for row 8 s + r of the half. The loop over the 4 vectors
+// is not unrolled: GCC 12 otherwise makes every vector's words first and keeps them on the stack
+// (4 tokens ran at half speed).
 template <int G>
 inline void Bfp4WordSums(const uint8_t* half, int s, const int16_t (*xs)[32], __m256i (&isum)[G]) {
   for (int t = 0; t < G; ++t) isum[t] = _mm256_setzero_si256();
-    // Not unrolled: GCC 12 otherwise makes every v's words first and keeps them on the stack (4
-    // tokens ran at half speed).
 #pragma GCC unroll 1
   for (int v = 0; v < 4; ++v) {
     // Row r's lane: 16-bit words (byte 0's, byte 2's) or (byte 1's, byte 3's) nibbles: low

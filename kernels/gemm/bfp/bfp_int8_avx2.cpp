@@ -284,21 +284,13 @@ void BfpInt8Avx2(const QuantInput& x, const BfpPanels& w, const float* bias, flo
       Quarters<BfpFormat::kBfp8>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
     return;
   }
-  static_assert(kBfp4WordTokens == 6, "a case each");
-  switch (x.n_tokens) {
-#define WC_BFP4_WORDS(n) \
-  case n:                \
-    return Bfp4Words<n>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
-    WC_BFP4_WORDS(1)
-    WC_BFP4_WORDS(2)
-    WC_BFP4_WORDS(3)
-    WC_BFP4_WORDS(4)
-    WC_BFP4_WORDS(5)
-    WC_BFP4_WORDS(6)
-#undef WC_BFP4_WORDS
-    default:
-      Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
-  }
+  if (x.n_tokens > kBfp4WordTokens)
+    return Quarters<BfpFormat::kBfp4>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  gemm::WithTileHeight(static_cast<int>(x.n_tokens), [&](auto nt) {
+    constexpr int NT = decltype(nt)::value;
+    if constexpr (NT <= kBfp4WordTokens)
+      Bfp4Words<NT>(x, w, bias, y, y_stride, row_begin, row_end, pa, pb);
+  });
 }
 
 }  // namespace wc::x86
