@@ -79,13 +79,13 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   // The packing's parallel regions on a thread that ends with the load (util/openmp_thread.h).
   RunInOwnOpenMPPool([&] { m.model = DecoderModel::Load(m.dir, mo); });
   if (packing) packing->Finish();
-  // int8 is the block-float matrices' mode (kernels/gemm/bfp/bfp_int8.h): without one, the run
-  // would multiply as bf16 while its header said int8.
-  if (mo.matmul_precision == ActivationPrecision::kInt8 && !m.model->weights().holds_bfp())
-    throw Error(
-        Cat("--matmul-precision int8 multiplies block-float matrices, and this model's are ",
-            m.model->weights().packed_formats(),
-            "; add --weights bfp8 or bfp4 (or a group: mlp=bfp4)"));
+  // int8 and int7 are the block-float matrices' modes (kernels/gemm/bfp/bfp_int8.h): without one,
+  // the run would multiply as bf16 while its header said int8.
+  if (IsIntegerCodes(mo.matmul_precision) && !m.model->weights().holds_bfp())
+    throw Error(Cat("--matmul-precision ", o.matmul_precision,
+                    " multiplies block-float matrices, and this model's are ",
+                    m.model->weights().packed_formats(),
+                    "; add --weights bfp8 or bfp4 (or a group: mlp=bfp4)"));
   // int16 is the BF16 matrices' mode (kernels/gemm/bf16/bf16_int16.h): the same, without one.
   if (mo.matmul_precision == ActivationPrecision::kInt16 && !m.model->weights().holds_bf16())
     throw Error(Cat("--matmul-precision int16 multiplies BF16 matrices, and this model's are ",

@@ -63,7 +63,9 @@ void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o) {
                   "Activations of BF16 weight matrices: bf16 (rounded, as llama.cpp and the "
                   "Wormhole: AMX tiles where the CPU has them) or f32 (exact products); int8: "
                   "bfp8/bfp4 matrices multiply 8-bit activation blocks in integers (VNNI or "
-                  "AVX2; not exact: perplexity in docs/performance.md), BF16 ones as bf16; "
+                  "AVX2; not exact: perplexity in docs/performance.md), BF16 ones as bf16; int7: "
+                  "int8 with 7-bit activation blocks (bfp8 prefill on AVX2 without a sign step; "
+                  "perplexity in docs/performance.md); "
                   "int16: BF16 matrices as 16-bit integer codes times 12-bit activation blocks "
                   "(vpmaddwd on AVX2; not exact), block-float ones as bf16. F32/F16 weights: f32")
       ->capture_default_str();
@@ -83,8 +85,9 @@ ActivationPrecision ParseMatmulPrecision(const std::string& name) {
   if (name == "f32") return ActivationPrecision::kF32;
   if (name == "int8") return ActivationPrecision::kInt8;
   if (name == "int16") return ActivationPrecision::kInt16;
-  throw Error(
-      Cat("--matmul-precision '", name, "' is not supported; choose bf16, f32, int8 or int16"));
+  if (name == "int7") return ActivationPrecision::kInt7;
+  throw Error(Cat("--matmul-precision '", name,
+                  "' is not supported; choose bf16, f32, int8, int7 or int16"));
 }
 
 namespace {

@@ -52,8 +52,8 @@ struct ModelRunOptions {
   std::string reduction = "tree";   // --reduction
   int max_cores_per_head = 16;      // --max-cores-per-head
   int k_chunk_size = 0;             // --k-chunk-size (0 = auto)
-  std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 | int8 (bfp only) |
-                                          // int16 (BF16 only)
+  std::string matmul_precision = "bf16";  // --matmul-precision: bf16 | f32 | int8 / int7 (bfp
+                                          // only) | int16 (BF16 only)
   std::string weights = "auto";           // --weights SPEC (model/weight_spec.h)
   // --chat-format FILE: a chat_format.json that frames turns instead of the model directory's
   // chat_format.json or its tokenizer_config.json chat template (model/chat/chat_format.h).
@@ -80,7 +80,8 @@ inline ModelRunOptions ServingRunDefaults() {
 void AddModelRunOptions(CLI::App* cmd, ModelRunOptions& o);
 // The --weights flag's help (shared with info).
 extern const char kWeightsHelp[];
-// The ActivationPrecision named by --matmul-precision (bf16, f32, int8 or int16); throws wc::Error
+// The ActivationPrecision named by --matmul-precision (bf16, f32, int8, int7 or int16); throws
+// wc::Error
 // otherwise.
 ActivationPrecision ParseMatmulPrecision(const std::string& name);
 

@@ -101,8 +101,11 @@ const std::vector<Field>& Fields() {
       {"matmul-precision",
        [](const ModelRunOptions& o, const LoadedModel&) { return o.matmul_precision; },
        [](ModelRunOptions& o, const std::string& v) {
-         if (v != "bf16" && v != "f32" && v != "int8" && v != "int16")
-           throw Error(Cat("matmul-precision: '", v, "' is not bf16, f32, int8 or int16"));
+         try {
+           ParseMatmulPrecision(v);  // the one list of names (app/model_options.cpp)
+         } catch (const Error&) {
+           throw Error(Cat("matmul-precision: '", v, "' is not bf16, f32, int8, int7 or int16"));
+         }
          o.matmul_precision = v;
        },
        "bf16"},

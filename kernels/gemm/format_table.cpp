@@ -176,7 +176,7 @@ bool PrecisionFits(ActivationMatch m, ActivationPrecision p) {
     case ActivationMatch::kBF16:
       return p == ActivationPrecision::kBF16;
     case ActivationMatch::kInt8:
-      return p == ActivationPrecision::kInt8;
+      return IsIntegerCodes(p);
     case ActivationMatch::kInt16:
       return p == ActivationPrecision::kInt16;
   }

@@ -86,7 +86,8 @@ enum class GemmCpu : uint8_t {
 };
 bool GemmCpuHolds(GemmCpu c);
 
-// Which activation precision a rule takes (weight_format.h's ActivationPrecision).
+// Which activation precision a rule takes (weight_format.h's ActivationPrecision; kInt8 takes
+// kInt8 and kInt7, both integer codes).
 enum class ActivationMatch : uint8_t { kAny, kF32, kBF16, kInt8, kInt16 };
 
 struct GemmKernelRule {

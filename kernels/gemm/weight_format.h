@@ -55,12 +55,25 @@ enum class WeightFormat : uint8_t {
 //          quantized to 8-bit blocks of 32 (quant_gemm.h's A32) and the codes, re-expressed along
 //          K, multiplied in exact int32 sums, as llama.cpp multiplies Q8_0 / Q4_0. Not exact: the
 //          activations' 8 bits, and in some blocks the weights' low bits (bfp_int8.h).
+//   kInt7: kInt8 with activations quantized to 7-bit blocks (|code| <= 63, dx = amax / 63): the
+//          same kernels and contract, one bit less per activation, so that AVX2 can multiply
+//          x + 64 (unsigned, no sign step) by a bfp8 code as it is (bfp_int8.h). Not exact: its
+//          perplexity is measured beside int8's.
 //   kInt16: for BF16 matrices only (bf16_int16.h; a bfp matrix takes kBF16): the weights held as
 //          16-bit integers with a power-of-two scale a row and 32 k, activations quantized to
 //          12-bit blocks of 32, multiplied in exact int32 sums (vpmaddwd). Not exact: the
 //          activations' 12 bits a block, and the weights' bits below 2^-15 of their block's
 //          largest.
-enum class ActivationPrecision : uint8_t { kF32, kBF16, kInt8, kInt16 };
+enum class ActivationPrecision : uint8_t { kF32, kBF16, kInt8, kInt16, kInt7 };
+
+// kInt8 and kInt7: block-float weights times activations as 8-bit integer codes (bfp_int8.h).
+constexpr bool IsIntegerCodes(ActivationPrecision p) {
+  return p == ActivationPrecision::kInt8 || p == ActivationPrecision::kInt7;
+}
+// The largest activation code of such a precision: 127, or 63 for kInt7.
+constexpr int ActivationCodeMax(ActivationPrecision p) {
+  return p == ActivationPrecision::kInt7 ? 63 : 127;
+}
 
 // "f32", "f16", "bf16", "bfp8", "bfp4", and GGML's names of its types ("Q8_0", "Q4_K");
 // WeightFormatFromName is its inverse for the formats a matrix can be converted to (f32 .. bfp4;

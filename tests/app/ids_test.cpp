@@ -244,7 +244,7 @@ TEST(MatmulPrecision, TranscriptsRecordItAndReplay) {
   WriteFile(tmp.File("bad.txt"), bad);
   const RunResult refused = RunWormchat({"transcript", "replay", tmp.File("bad.txt")});
   EXPECT_NE(refused.exit_code, 0);
-  EXPECT_NE(refused.err.find("matmul-precision: 'f16' is not bf16, f32, int8 or int16"),
+  EXPECT_NE(refused.err.find("matmul-precision: 'f16' is not bf16, f32, int8, int7 or int16"),
             std::string::npos)
       << refused.err;
 }
@@ -269,7 +269,8 @@ TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
       {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int4"});
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(
-      bad.err.find("--matmul-precision 'int4' is not supported; choose bf16, f32, int8 or int16"),
+      bad.err.find(
+          "--matmul-precision 'int4' is not supported; choose bf16, f32, int8, int7 or int16"),
       std::string::npos)
       << bad.err;
   // Without a block-float matrix int8 would change nothing: refused, naming what to add.
@@ -278,6 +279,33 @@ TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--matmul-precision int8 multiplies block-float matrices, and this "
                           "model's are bf16; add --weights bfp8 or bfp4"),
+            std::string::npos)
+      << none.err;
+}
+
+// int7 (int8 with 7-bit activation blocks) is recorded with its weights and replays token for
+// token, with one thread as with two (its AVX2 bfp8 tiles differ from int8's); on a model without a
+// block-float matrix it is refused, naming the value given.
+TEST(MatmulPrecision, Int7IsRecordedAndReplays) {
+  TempDir tmp;
+  WriteFile(tmp.File("turns.txt"), "5 17 9 5 17 9 5 17 9 5 17 9 5 17 9 5 17 9\n3 4 3 4 3 4 3 4\n");
+  const std::string model = FixtureDir("mq_bias_bf16");
+  const RunResult rec =
+      RunWormchat({"transcript", "record", "--model", model, "--ids", "--weights", "bfp8",
+                   "--matmul-precision", "int7", "--turns", tmp.File("turns.txt"), "--out",
+                   tmp.File("t.txt"), "-n", "6", "--seed", "2"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string text = ReadFile(tmp.File("t.txt"));
+  EXPECT_NE(text.find("\nmatmul-precision: int7\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nweights: bfp8\n"), std::string::npos) << text;
+  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  const RunResult one = RunWormchat({"transcript", "replay", tmp.File("t.txt"), "--threads", "1"});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  const RunResult none = RunWormchat(
+      {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int7"});
+  EXPECT_NE(none.exit_code, 0);
+  EXPECT_NE(none.err.find("--matmul-precision int7 multiplies block-float matrices"),
             std::string::npos)
       << none.err;
 }

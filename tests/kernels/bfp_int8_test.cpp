@@ -39,11 +39,16 @@ std::vector<float> MakeWeights(int64_t out, int64_t in, uint64_t seed) {
   return w;
 }
 
-PackedMatrix PackInt8(BfpFormat f, const std::vector<float>& w, int64_t out, int64_t in) {
+// precision: kInt8, or kInt7 (the same layout and contract with 7-bit activation blocks).
+PackedMatrix PackInt8(BfpFormat f, const std::vector<float>& w, int64_t out, int64_t in,
+                      ActivationPrecision precision = ActivationPrecision::kInt8) {
   return PackedMatrix::Pack(MatrixRef{DType::kF32, out, in, in, w.data()},
                             f == BfpFormat::kBfp8 ? WeightFormat::kBfp8 : WeightFormat::kBfp4,
-                            ActivationPrecision::kInt8, "w");
+                            precision, "w");
 }
+
+constexpr ActivationPrecision kIntegerModes[] = {ActivationPrecision::kInt8,
+                                                 ActivationPrecision::kInt7};
 
 // The definition (bfp_int8.h) from tt-metal's tile bytes: every q[n, k] dW of tile (tk, tn).
 // Counts the half tiles kept exact and the ones whose low bits were rounded.
@@ -125,14 +130,18 @@ TEST(BfpInt8, WeightsFollowTheDefinition) {
   }
 }
 
-// The contract's chain for y[t, r], from At's values and the activations' quantization.
+// The contract's chain for y[t, r], from At's values and the activations' quantization (8-bit or
+// 7-bit blocks, as m's precision says).
 std::vector<float> ContractGemm(const PackedMatrix& m, const float* x, int64_t n, const float* bias,
                                 int64_t r0, int64_t r1) {
   const int64_t in = m.cols(), k32 = (in + 31) / 32 * 32;
   std::vector<float> padded(static_cast<size_t>(n * k32), 0.0f);
   for (int64_t t = 0; t < n; ++t)
     for (int64_t k = 0; k < in; ++k) padded[static_cast<size_t>(t * k32 + k)] = x[t * in + k];
-  const QuantInput q = QuantizeActivations(padded.data(), n, k32, k32, QuantActivation::kA32);
+  const int code_max = ActivationCodeMax(m.precision());
+  const QuantInput q =
+      QuantizeActivations(padded.data(), n, k32, k32, QuantActivation::kA32, code_max);
+  for (const int8_t c : q.codes) EXPECT_LE(std::abs(c), code_max);
   std::vector<float> y(static_cast<size_t>(n * (r1 - r0)));
   for (int64_t t = 0; t < n; ++t)
     for (int64_t r = r0; r < r1; ++r) {
@@ -188,24 +197,29 @@ void ExpectEveryKernelGives(const std::vector<float>& want, const PackedMatrix& 
   omp_set_num_threads(saved);
 }
 
+// Both integer modes: int7's AVX2 bfp8 tiles of 8 tokens (x + 64 against q) at 8 and 9 tokens
+// (the 8-15 calls' whole-panel tiles) and 33 (the segment pass's corrections).
 TEST(BfpInt8, GemmIsTheContractOnEveryKernelTokenCountAndSplit) {
-  for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
-    const int64_t out = 70, in = 100;
-    const std::vector<float> w = MakeWeights(out, in, 21);
-    const PackedMatrix m = PackInt8(f, w, out, in);
-    std::vector<float> bias(static_cast<size_t>(out));
-    for (int64_t r = 0; r < out; ++r) bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r);
-    for (int64_t n : {1, 2, 5, 6, 7, 8, 9, 33}) {
-      const std::vector<float> x = test::RandomX(n, in, 100 + n);
-      for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
-        for (const float* b : std::vector<const float*>{nullptr, bias.data()})
-          ExpectEveryKernelGives(ContractGemm(m, x.data(), n, b, r0, r1), m, x, n, b, r0, r1,
-                                 std::string(BfpFormatName(f)) + " n " + std::to_string(n) +
-                                     " rows " + std::to_string(r0) + ".." + std::to_string(r1) +
-                                     (b ? " bias" : ""));
+  for (const ActivationPrecision precision : kIntegerModes)
+    for (BfpFormat f : {BfpFormat::kBfp8, BfpFormat::kBfp4}) {
+      const int64_t out = 70, in = 100;
+      const std::vector<float> w = MakeWeights(out, in, 21);
+      const PackedMatrix m = PackInt8(f, w, out, in, precision);
+      std::vector<float> bias(static_cast<size_t>(out));
+      for (int64_t r = 0; r < out; ++r)
+        bias[static_cast<size_t>(r)] = 0.25f * static_cast<float>(r);
+      for (int64_t n : {1, 2, 5, 6, 7, 8, 9, 33}) {
+        const std::vector<float> x = test::RandomX(n, in, 100 + n);
+        for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {5, 61}}) {
+          for (const float* b : std::vector<const float*>{nullptr, bias.data()})
+            ExpectEveryKernelGives(ContractGemm(m, x.data(), n, b, r0, r1), m, x, n, b, r0, r1,
+                                   std::string(BfpFormatName(f)) + " code max " +
+                                       std::to_string(ActivationCodeMax(precision)) + " n " +
+                                       std::to_string(n) + " rows " + std::to_string(r0) + ".." +
+                                       std::to_string(r1) + (b ? " bias" : ""));
+        }
       }
     }
-  }
 }
 
 // bfp4's many-token AVX2 tile takes a quarter tile (8 rows x 32 k) in one of two forms: quartered
@@ -259,6 +273,8 @@ TEST(BfpInt8, Bfp4BothTileFormsAcrossSegmentsAndChunks) {
 // time for every tile of a chunk's tokens: here over more k tiles than a segment holds, more tokens
 // than a chunk (and a tail of single tokens), a row range inside the panels and the sums at their
 // largest (codes of +-127 against tokens of +-127): the contract's bits on every kernel.
+// With int7 the 8-token tiles multiply x + 64 (1..127) by q: the pair sums at their largest,
+// 2 x 127 x 127, and the corrections at theirs (rows of +-127 codes: -+64 x 127 x 32 a block).
 TEST(BfpInt8, Bfp8InPlaceAcrossSegmentsAndChunks) {
   const int64_t out = 70,
                 in = 1125;  // 36 k tiles, the last one partial; 3 panels, the last partial
@@ -271,18 +287,22 @@ TEST(BfpInt8, Bfp8InPlaceAcrossSegmentsAndChunks) {
                 : static_cast<float>(
                       (rng.Uniform() * 2 - 1) *
                       std::ldexp(1.0, (k / 32) % 4 == 1 ? static_cast<int>(rng.Uniform() * 6) : 0));
-  const PackedMatrix m = PackInt8(BfpFormat::kBfp8, w, out, in);
-  EXPECT_EQ(m.bfp().k_tiles(), 36);
-  // 6: the vpsignb tiles alone; 11: one 8-token tile without the sign pass (vpsignb), then a
-  // tail of 3; 16: two 8-token tiles with the sign pass and nothing else; 517: 64 of them and a
-  // tail of 5; 1043: three chunks (512, 512, 19), the third starting its groups at token 1024.
-  for (int64_t n : {6, 11, 16, 517, 1043}) {
-    std::vector<float> x = test::RandomX(n, in, 500 + n);
-    for (int64_t k = 0; k < in; ++k)
-      x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
-    for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {9, 66}})
-      ExpectEveryKernelGives(ContractGemm(m, x.data(), n, nullptr, r0, r1), m, x, n, nullptr, r0,
-                             r1, "n " + std::to_string(n) + " rows " + std::to_string(r0));
+  for (const ActivationPrecision precision : kIntegerModes) {
+    const PackedMatrix m = PackInt8(BfpFormat::kBfp8, w, out, in, precision);
+    EXPECT_EQ(m.bfp().k_tiles(), 36);
+    // 6: the vpsignb tiles alone; 11: one 8-token tile without the sign pass (vpsignb), then a
+    // tail of 3; 16: two 8-token tiles with the sign pass and nothing else; 517: 64 of them and a
+    // tail of 5; 1043: three chunks (512, 512, 19), the third starting its groups at token 1024.
+    for (int64_t n : {6, 11, 16, 517, 1043}) {
+      std::vector<float> x = test::RandomX(n, in, 500 + n);
+      for (int64_t k = 0; k < in; ++k)
+        x[static_cast<size_t>(k)] = 1.0f, x[static_cast<size_t>(in + k)] = -1.0f;
+      for (auto [r0, r1] : {std::pair<int64_t, int64_t>{0, out}, {9, 66}})
+        ExpectEveryKernelGives(ContractGemm(m, x.data(), n, nullptr, r0, r1), m, x, n, nullptr, r0,
+                               r1,
+                               "code max " + std::to_string(ActivationCodeMax(precision)) + " n " +
+                                   std::to_string(n) + " rows " + std::to_string(r0));
+    }
   }
 }
 

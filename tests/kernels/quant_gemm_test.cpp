@@ -380,9 +380,37 @@ TEST(QuantActivations, BlocksAsTheContractSays) {
   EXPECT_THROW(QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA256), InternalError);
 }
 
+// 7-bit blocks (--matmul-precision int7): 63 in place of 127, half steps to even, |code| <= 63; the
+// K types' blocks have no 7-bit form.
+TEST(QuantActivations, SevenBitBlocksAsTheContractSays) {
+  // amax 63 / 64, so 63 / amax is 64 exactly and multiples of 1 / 128 land on half steps.
+  std::vector<float> x(256, 0.0f);
+  x[0] = -0.984375f;    // -63
+  x[1] = 0.5f;          // 32
+  x[2] = 2.5f / 64.0f;  // 2.5 steps: to even (2)
+  x[3] = 3.5f / 64.0f;  // 3.5 steps: to even (4)
+  x[4] = 0.98f;         // 62.72: 63
+  for (const bool avx2 : {false, true}) {
+    SetKernelsEnabled(CpuKernels::kAvx2Int8, avx2 && CpuHas(CpuKernels::kAvx2Int8));
+    const QuantInput q = QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA32, 63);
+    EXPECT_EQ(q.code_max, 63);
+    EXPECT_EQ(q.Dx(0)[0], 1.0f / 64.0f);
+    EXPECT_EQ(q.Codes(0)[0], -63);
+    EXPECT_EQ(q.Codes(0)[1], 32);
+    EXPECT_EQ(q.Codes(0)[2], 2);
+    EXPECT_EQ(q.Codes(0)[3], 4);
+    EXPECT_EQ(q.Codes(0)[4], 63);
+    EXPECT_EQ(q.Sums(0)[0], -63 + 32 + 2 + 4 + 63);
+  }
+  SetKernelsEnabled(CpuKernels::kAvx2Int8, CpuHas(CpuKernels::kAvx2Int8));
+  EXPECT_THROW(QuantizeActivations(x.data(), 1, 256, 256, QuantActivation::kA256, 63),
+               InternalError);
+  EXPECT_THROW(QuantizeActivations(x.data(), 1, 32, 32, QuantActivation::kA32, 100), InternalError);
+}
+
 // The AVX2 quantizer gives the portable one's bits: codes, dx and sums, for ordinary blocks, half
 // steps, NaN, infinities, zero, subnormal and tiny blocks (127 / amax overflowing: zero), on 1 and
-// several threads.
+// several threads, 8-bit blocks and 7-bit.
 TEST(QuantActivations, Avx2QuantizerIsThePortableOnesBits) {
   Rng rng(21);
   const int64_t n = 9, cols = 4 * 256;
@@ -400,13 +428,15 @@ TEST(QuantActivations, Avx2QuantizerIsThePortableOnesBits) {
   x[192 + 3] = INFINITY;
   x[224 + 9] = -INFINITY;
   x[300] = 1e-45f;  // a subnormal in a normal block
-  for (const QuantActivation kind : {QuantActivation::kA32, QuantActivation::kA256}) {
+  for (const auto& [kind, code_max] : {std::pair{QuantActivation::kA32, 127},
+                                       {QuantActivation::kA256, 127},
+                                       {QuantActivation::kA32, 63}}) {
     SetKernelsEnabled(CpuKernels::kAvx2Int8, false);
-    const QuantInput want = QuantizeActivations(x.data(), n, cols, cols, kind);
+    const QuantInput want = QuantizeActivations(x.data(), n, cols, cols, kind, code_max);
     SetKernelsEnabled(CpuKernels::kAvx2Int8, true);
     for (const int threads : {1, 2}) {
       omp_set_num_threads(threads);
-      const QuantInput got = QuantizeActivations(x.data(), n, cols, cols, kind);
+      const QuantInput got = QuantizeActivations(x.data(), n, cols, cols, kind, code_max);
       EXPECT_EQ(got.codes, want.codes) << threads;
       EXPECT_EQ(got.sums, want.sums) << threads;
       ASSERT_EQ(got.dx.size(), want.dx.size());

@@ -31,7 +31,7 @@ inline void PrefetchHalfAhead(const uint8_t* q8, int64_t b, int64_t nb) {
 // for row r, what DirectTile8's sign step adds to every token's sum, and so where each block's
 // sum starts. Pair sums are at least -254, eight at least -2032.
 constexpr int64_t kSignBytes = 512;  // one block's sm
-// Calls of this many tokens or more make the sign pass (DirectTile8); 8-15 take DirectTile8<false>:
+// Calls of this many tokens or more make the sign pass (DirectTile8); 8-15 take its kSigned form:
 // for one group the pass costs more than it saves (8 rows 85 against 91 tok/s,
 // docs/performance.md "bfp8 int8 in 8-token tiles").
 constexpr int64_t kSignPassTokens = 16;
@@ -45,6 +45,18 @@ inline __m256i SignsAndMagnitudes(const uint8_t* q8, uint8_t* sm) {
     pairs = _mm256_sub_epi16(pairs, _mm256_maddubs_epi16(ones8, _mm256_min_epi8(q, zero)));
   }
   return _mm256_madd_epi16(pairs, _mm256_set1_epi16(1));
+}
+
+// int7's correction of one block of a quarter (`q8`: its 8 code vectors, 64 bytes apart): lane r =
+// -64 sum over the block's 32 k of q[r, k], what the int7 tiles' sums start at, so that adding
+// (x + 64) q over the block leaves sum_k q x. Byte pairs by vpmaddubsw against ones (at most 254
+// in magnitude, 8 vectors' at most 2032 in 16 bits), then one vpmaddwd by -64 (at most 260,096).
+inline __m256i Int7Correction(const uint8_t* q8) {
+  const __m256i ones8 = _mm256_set1_epi8(1);
+  __m256i pairs = _mm256_setzero_si256();
+  for (int v = 0; v < 8; ++v)
+    pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(ones8, Load(q8 + 64 * v)));
+  return _mm256_madd_epi16(pairs, _mm256_set1_epi16(-64));
 }
 
 // The contract's float step of block b for 8 tokens whose float sums lie in L1: acc[t] =
@@ -67,10 +79,10 @@ inline void ContractStep8InMemory(const float* dw, const float* const (&dx)[8], 
 // sign put on the token's code by vpsignb. The same integer sums and float step as the expanded
 // signed form (so the same bits), without the expansion's 17 stores a block: at 8 tokens a chunk
 // they were a third of the GEMM's time. Calls of under 16 tokens (a whole panel's quarters
-// together, as DirectTile8<false>: 2-7 tokens stream their weights from memory, docs/performance.md
-// "bfp8 int8: 8 rows with the quarters inner") and the tokens past a call's last 8-token group
-// (one quarter a segment). prefetch[i] (nullptr: none) asks for quarter i's half tiles
-// kPrefetchTiles blocks ahead.
+// together, as DirectTile8's kSigned form: 2-7 tokens stream their weights from memory,
+// docs/performance.md "bfp8 int8: 8 rows with the quarters inner") and the tokens past a call's
+// last 8-token group (one quarter a segment). prefetch[i] (nullptr: none) asks for quarter i's half
+// tiles kPrefetchTiles blocks ahead.
 template <int NT>
 void DirectTileOverBlocks(const uint8_t* const* codes, const float* const* scales, int nq,
                           int64_t b0, int64_t b1, const QuantInput& x, int64_t t0,
@@ -128,42 +140,66 @@ void DirectTileOverBlocks(const uint8_t* const* codes, const float* const* scale
   "vmovdqu " #QO "(%8), %%ymm12\n\t"                           \
   "vpabsb %%ymm12, %%ymm13\n\t"                                \
   WC_BFP8_TOKENS(vpsignb, XO)
+// int7: q read in place into ymm13 and multiplied as the signed operand by each token's x + 64
+// (unsigned): no sign step.
+#define WC_BFP8_OFFSET_TOKEN(XO, T, TMP)                      \
+  "vpbroadcastd " #XO "(%9), %%ymm" #TMP "\n\t"                \
+  "vpmaddubsw %%ymm13, %%ymm" #TMP ", %%ymm" #TMP "\n\t"       \
+  "vpmaddwd %10, %%ymm" #TMP ", %%ymm" #TMP "\n\t"             \
+  "vpaddd %%ymm" #TMP ", %" #T ", %" #T "\n\t"
+#define WC_BFP8_OFFSET_VECTOR(QO, XO)                                                     \
+  "vmovdqu " #QO "(%8), %%ymm13\n\t"                                                     \
+  WC_BFP8_OFFSET_TOKEN(XO + 0, 0, 14) WC_BFP8_OFFSET_TOKEN(XO + 4, 1, 15)                \
+  WC_BFP8_OFFSET_TOKEN(XO + 8, 2, 14) WC_BFP8_OFFSET_TOKEN(XO + 12, 3, 15)               \
+  WC_BFP8_OFFSET_TOKEN(XO + 16, 4, 14) WC_BFP8_OFFSET_TOKEN(XO + 20, 5, 15)              \
+  WC_BFP8_OFFSET_TOKEN(XO + 24, 6, 14) WC_BFP8_OFFSET_TOKEN(XO + 28, 7, 15)
 #define WC_BFP8_BLOCK(VECTOR)                                                                \
   VECTOR(0, 0) VECTOR(64, 32) VECTOR(128, 64) VECTOR(192, 96) VECTOR(256, 128)               \
   VECTOR(320, 160) VECTOR(384, 192) VECTOR(448, 224)
 // clang-format on
 
 // bfp8's tile of 8 tokens, group `group` of x.codes_by8 (tokens 8 group .. 8 group + 7), over
-// blocks [b0, b1) of one quarter. kSignPass: from the segment's signs and magnitudes (`block0`:
-// block b0's SignsAndMagnitudes on, 512 bytes a block; `corrections`: block b0's on; `scales` as
-// DirectTileOverBlocks'), the float sums carried on in acc ([8][8] f32, 32-byte aligned; 16
-// registers hold the 8 integer sums and the step's operands, not 8 more).
-// |q| and q's sign mask are made once a segment and shared by every 8 tokens of the chunk, and
-// q's sign goes onto each token's code by xor with the mask instead of vpsignb: ~x = -x - 1, so
-// a negative q adds |q| (-x - 1) = q x + q, and a block's sum, started at its correction, comes
-// out sum_k q x (exact: the pair sums stay within 2 x 127 x 128 < 2^15). vpsignb and vpabsb
-// compete with the multiplies for their pipes where vpxor and loads do not (docs/performance.md
-// "bfp8 int8 in 8-token tiles", "bfp8 int8: signs made once a segment, chunks of 512"). The same
-// integer sums and float step as the portable kernel, so the same bits.
+// blocks [b0, b1) of one quarter, in one of three forms (kForm); the float sums carried on in acc
+// ([8][8] f32, 32-byte aligned; 16 registers hold the 8 integer sums and the step's operands, not
+// 8 more), `scales` as DirectTileOverBlocks'.
+//
+// kSignPass: from the segment's signs and magnitudes (`block0`: block b0's SignsAndMagnitudes on,
+// 512 bytes a block; `corrections`: block b0's on). |q| and q's sign mask are made once a segment
+// and shared by every 8 tokens of the chunk, and q's sign goes onto each token's code by xor with
+// the mask instead of vpsignb: ~x = -x - 1, so a negative q adds |q| (-x - 1) = q x + q, and a
+// block's sum, started at its correction, comes out sum_k q x (exact: the pair sums stay within
+// 2 x 127 x 128 < 2^15). vpsignb and vpabsb compete with the multiplies for their pipes where
+// vpxor and loads do not (docs/performance.md "bfp8 int8 in 8-token tiles", "bfp8 int8: signs
+// made once a segment, chunks of 512"). The same integer sums and float step as the portable
+// kernel, so the same bits.
+//
 // The integer loop is written out in assembly: as intrinsics, GCC 12 loaded all 8 tokens' codes
-// ahead and kept three of the 8 sums on the stack, each step then waiting on a store (slower
-// than the vpsignb tile it replaces; the same section). The 8 sums stay in registers, |q|, the
-// sign mask and two temporaries in ymm12-15.
-// Calls of 8-15 tokens (kSignPassTokens) make no sign pass, where it would serve one group only:
-// kSignPass false reads q in place (`block0`: the quarter's codes at block b0, a half tile
-// apart; `corrections` unused), makes |q| by one vpabsb shared by the 8 tokens and puts q's sign
-// on each token's code by vpsignb, so its sums start at zero. Against that tile's 4 tokens twice:
-// half the vpabsb, and the sums kept in registers. These calls stream their weights from memory
-// once, so they run a whole panel's quarters together (`nq` of them, quarter i's block0[i],
-// scales[i] and acc[i]), each block's in turn: both half streams are read at one steady pace, each
-// asking for its lines kPrefetchTiles blocks ahead where prefetch[i] (the first quarter of its
-// half). Run quarter by quarter over a segment, the memory sat idle while the second quarter of
-// each half re-read the first's lines from L1 (docs/performance.md "bfp8 int8: 8 rows with the
+// ahead and kept three of the 8 sums on the stack, each step then waiting on a store (slower than
+// the vpsignb tile it replaces; the same section). The 8 sums stay in registers, |q|, the sign
+// mask and two temporaries in ymm12-15.
+//
+// kSigned: calls of 8-15 tokens (kSignPassTokens) make no sign pass, where it would serve one
+// group only. q is read in place (`block0`: the quarter's codes at block b0, a half tile apart;
+// `corrections` unused), |q| made by one vpabsb shared by the 8 tokens and q's sign put on each
+// token's code by vpsignb, so its sums start at zero. Against that tile's 4 tokens twice: half
+// the vpabsb, and the sums kept in registers. These calls stream their weights from memory once,
+// so they run a whole panel's quarters together (`nq` of them, quarter i's block0[i], scales[i]
+// and acc[i]), each block's in turn: both half streams are read at one steady pace, each asking
+// for its lines kPrefetchTiles blocks ahead where prefetch[i] (the first quarter of its half).
+// Run quarter by quarter over a segment, the memory sat idle while the second quarter of each
+// half re-read the first's lines from L1 (docs/performance.md "bfp8 int8: 8 rows with the
 // quarters inner"). The sign pass's tiles take one quarter (nq 1) and no prefetch.
-template <bool kSignPass>
+//
+// kOffset (int7, x.codes_by8 holding x + 64): q read in place as kSigned reads it, multiplied as
+// it lies by each token's x + 64 (WC_BFP8_OFFSET_VECTOR: 3 operations a token and vector against
+// the sign pass's 4), each block's sums started at its Int7Correction: `corrections` (block b0's
+// on, made by the segment pass) or, given none, made here for the 8 tokens (calls of 8-15).
+enum class Tile8Form : uint8_t { kSignPass, kSigned, kOffset };
+template <Tile8Form kForm>
 void DirectTile8(const uint8_t* const* block0, const float* const* scales,
                  const __m256i* corrections, int nq, int64_t b0, int64_t b1, const QuantInput& x,
                  int64_t group, const bool* prefetch, float* const* acc) {
+  constexpr bool kSignPass = kForm == Tile8Form::kSignPass;
   constexpr int64_t kBlockBytes = kSignPass ? kSignBytes : BfpInt8HalfBytes(BfpFormat::kBfp8);
   const __m256i ones = _mm256_set1_epi16(1);
   const int8_t* xi = x.CodesBy8(group);  // [blocks][8 v][8 t][4]
@@ -175,10 +211,18 @@ void DirectTile8(const uint8_t* const* block0, const float* const* scales,
       if (!kSignPass && prefetch != nullptr && prefetch[i]) PrefetchHalfAhead(wb, b, x.blocks);
       const int8_t* xb = xi + b * 256;
       __m256i isum[8];
-      for (int t = 0; t < 8; ++t)
-        isum[t] = kSignPass ? corrections[b - b0] : _mm256_setzero_si256();
+      const __m256i start = kForm == Tile8Form::kSigned           ? _mm256_setzero_si256()
+                            : kSignPass || corrections != nullptr ? corrections[b - b0]
+                                                                  : Int7Correction(wb);
+      for (int t = 0; t < 8; ++t) isum[t] = start;
       // clang-format off
-      if constexpr (kSignPass)
+      if constexpr (kForm == Tile8Form::kOffset)
+        __asm__(WC_BFP8_BLOCK(WC_BFP8_OFFSET_VECTOR)
+                : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
+                  "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
+                : "r"(wb), "r"(xb), "x"(ones)
+                : "xmm13", "xmm14", "xmm15", "memory");
+      else if constexpr (kSignPass)
         __asm__(WC_BFP8_BLOCK(WC_BFP8_MASKED_VECTOR)
                 : "+x"(isum[0]), "+x"(isum[1]), "+x"(isum[2]), "+x"(isum[3]), "+x"(isum[4]),
                   "+x"(isum[5]), "+x"(isum[6]), "+x"(isum[7])
@@ -195,6 +239,8 @@ void DirectTile8(const uint8_t* const* block0, const float* const* scales,
     }
 }
 #undef WC_BFP8_BLOCK
+#undef WC_BFP8_OFFSET_VECTOR
+#undef WC_BFP8_OFFSET_TOKEN
 #undef WC_BFP8_SIGNED_VECTOR
 #undef WC_BFP8_MASKED_VECTOR
 #undef WC_BFP8_TOKENS

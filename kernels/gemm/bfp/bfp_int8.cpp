@@ -105,16 +105,21 @@ int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
 }
 
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                                BfpInt8Codes extra) {
+                                int code_max, BfpInt8Codes extra) {
+  // codes_by8 holds x + 64 exactly when the codes are 7-bit (quant_gemm.h's QuantInput).
+  WC_CHECK(
+      (extra == BfpInt8Codes::kBy8Offset) ==
+          (extra != BfpInt8Codes::kPlain && extra != BfpInt8Codes::kUnsigned && code_max == 63),
+      "x + 64 by 8 tokens is the 7-bit codes' form, and theirs alone");
   const int64_t k32 = (cols + bfp_int8::kDim - 1) / bfp_int8::kDim * bfp_int8::kDim;
   QuantInput q;
   if (k32 == cols) {
-    q = QuantizeActivations(x, n_tokens, x_stride, cols, QuantActivation::kA32);
+    q = QuantizeActivations(x, n_tokens, x_stride, cols, QuantActivation::kA32, code_max);
   } else {
     std::vector<float> padded(static_cast<size_t>(std::max<int64_t>(1, n_tokens * k32)), 0.0f);
     for (int64_t t = 0; t < n_tokens; ++t)
       std::copy(x + t * x_stride, x + t * x_stride + cols, padded.data() + t * k32);
-    q = QuantizeActivations(padded.data(), n_tokens, k32, k32, QuantActivation::kA32);
+    q = QuantizeActivations(padded.data(), n_tokens, k32, k32, QuantActivation::kA32, code_max);
   }
   // The extra layouts are made on every thread, as the codes were (QuantizeActivations): serial,
   // one thread made 9 MB of them for a 512-token call at 18176 columns while the other waited.
@@ -125,15 +130,17 @@ QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stri
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < n; ++i)
       q.unsigned_codes[i] = static_cast<uint8_t>(static_cast<uint8_t>(q.codes[i]) ^ 0x80);
-  } else if (extra == BfpInt8Codes::kBy8) {
+  } else if (extra == BfpInt8Codes::kBy8 || extra == BfpInt8Codes::kBy8Offset) {
     const int64_t groups = q.n_tokens / 8, cols32 = q.cols;
+    const int8_t offset = extra == BfpInt8Codes::kBy8Offset ? 64 : 0;
     q.codes_by8.resize(static_cast<size_t>(groups * 8 * cols32));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < groups; ++g)
       for (int64_t j = 0; j < cols32 / 4; ++j)
         for (int64_t t = 0; t < 8; ++t)
-          std::memcpy(q.codes_by8.data() + (g * cols32 / 4 + j) * 32 + 4 * t,
-                      q.Codes(8 * g + t) + 4 * j, 4);
+          for (int64_t i = 0; i < 4; ++i)
+            q.codes_by8[static_cast<size_t>((g * cols32 / 4 + j) * 32 + 4 * t + i)] =
+                static_cast<int8_t>(q.Codes(8 * g + t)[4 * j + i] + offset);
   }
   return q;
 }

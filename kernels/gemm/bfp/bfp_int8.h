@@ -18,8 +18,16 @@
 // bfp4 weights stay exact wherever a half tile's exponents span at most 4 (the common case); bfp8
 // only where they are equal.
 //
+// --matmul-precision int7 is this mode with 7-bit activation blocks (quant_gemm.h's A32 with
+// code_max 63): the same layout, kernels and contract. Its one purpose is AVX2's bfp8 tiles of 8
+// tokens: x + 64 is then an unsigned byte (1..127) that vpmaddubsw multiplies by the signed code q
+// as it lies, and 64 sum_k q (a row's, per block: weights only) is taken off once, so the sign
+// step of the 8-bit form (a third of that loop's instructions) goes; its integer sums are the same
+// exact sum_k q x. The cost is the activations' eighth bit (perplexity: docs/performance.md).
+//
 // The GEMM contract (every kernel, bit for bit; tests/kernels/bfp_int8_test.cpp): activations
-// quantized as quant_gemm.h's A32 blocks (x zero-padded to K32; block b = k tile b), then y[t, r]
+// quantized as quant_gemm.h's A32 blocks (x zero-padded to K32; block b = k tile b; codes of at
+// most 127, or 63 with int7), then y[t, r]
 // computed by one thread, from acc = +0, for each k tile b in increasing order, with h the half of
 // row r's tile and isum = sum_k q[r, k] xq[t, k] (exact int32),
 //   acc = fma(dW[h, b] * dx[t, b], float(isum), acc)
@@ -68,13 +76,15 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
 int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k);
 
 // The further form of the codes a kernel reads besides QuantInput::codes: none, unsigned_codes
-// (the AVX2 bfp4 tiles) or codes_by8 (the AVX2 bfp8 tiles).
-enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8 };
+// (the AVX2 bfp4 tiles), codes_by8 (the AVX2 bfp8 tiles) or, for 7-bit codes only, codes_by8
+// holding x + 64 (1..127, the same byte read signed or unsigned; the AVX2 bfp8 int7 tiles).
+enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8, kBy8Offset };
 
 // x [n_tokens, x_stride] f32 (the first cols of each row read) quantized as the contract says
-// (zero-padded to whole k tiles), with the further form `extra` made once for every thread.
+// (zero-padded to whole k tiles; code_max 127, or 63 for int7), with the further form `extra` made
+// once for every thread.
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                                BfpInt8Codes extra);
+                                int code_max, BfpInt8Codes extra);
 
 // Panels [pa, pb) of w (precision kInt8) for every token of x into y (rows outside [row_begin,
 // row_end) computed and not stored), on the calling thread, portable C++: the contract's bits.

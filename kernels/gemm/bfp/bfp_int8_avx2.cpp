@@ -14,7 +14,9 @@
 // by vpxor, not vpsignb (DirectTile8; docs/performance.md "bfp8 int8 in 8-token tiles").
 // bfp8's chunks are 512 tokens, its segments outer to a panel's quarters (Quarters). Calls of
 // 8-15 tokens (8 decoding rows) run their first 8 over a whole panel, its quarters inner to each
-// block, so that both half streams are read from memory at one pace (DirectTile8<false>).
+// block, so that both half streams are read from memory at one pace (DirectTile8, kSigned).
+// With int7 (7-bit activations) the 8-token tiles multiply x + 64 by q as it lies and take
+// 64 sum q off once a block (DirectTile8, kOffset): no sign pass and no sign step.
 // bfp8's tiles are in bfp8_int8_tiles_avx2-inl.h, bfp4's in bfp4_int8_tiles_avx2-inl.h; this
 // file runs them over chunks, panels and segments, and holds the one-token tile.
 // A bfp4 quarter tile whose q are all multiples of 4 is expanded as q / 4 instead, against the
@@ -141,6 +143,9 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
   bool quartered[kSegmentBlocks];
   __m256i corrections[kSegmentBlocks];  // bfp8: the segment's Corrections, block s0 first
   const int64_t nb = w.k_tiles();
+  // int7 (bfp_int8.h): the 8-token tiles multiply x + 64 by q in place, their sums started at
+  // Int7Correction, and no sign pass is made.
+  const bool offset = x.code_max == 63 && !x.codes_by8.empty();
   // Quarter `quarter` of panel p from block b on: bfp8's codes (its 8 vectors, a half tile apart
   // from block to block) and its dW (two floats apart).
   const auto quarter_codes = [&](int64_t p, int64_t quarter, int64_t b) {
@@ -158,8 +163,9 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
     for (int64_t p = pa; p < pb; ++p) {
       // bfp8 calls of under 16 tokens (decoding rows, verify steps) stream their weights from
       // memory: each token tile runs over the whole panel with its quarters inner to each block
-      // (DirectTile8<false> for 8 tokens, DirectTileOverBlocks for 4 and the last 1-3), so both
-      // halves are read at one pace. Later tiles find the panel in L2; the first prefetches.
+      // (DirectTile8 kSigned or kOffset for 8 tokens, DirectTileOverBlocks for 4 and the last 1-3),
+      // so both halves are read at one pace. Later tiles find the panel in L2; the first
+      // prefetches.
       if constexpr (F == BfpFormat::kBfp8)
         if (x.n_tokens < kSignPassTokens) {
           const uint8_t* codes[4];
@@ -182,9 +188,14 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
             constexpr int NT = decltype(nt)::value;
             for (int i = 0; i < nq; ++i) std::memset(acc[i], 0, sizeof(float) * NT * kR);
             const bool* ask = t == c0 ? prefetch : nullptr;
-            if constexpr (NT == 8)
-              DirectTile8<false>(codes, scales, nullptr, nq, 0, nb, x, t / 8, ask, acc);
-            else
+            if constexpr (NT == 8) {
+              if (offset)
+                DirectTile8<Tile8Form::kOffset>(codes, scales, nullptr, nq, 0, nb, x, t / 8, ask,
+                                                acc);
+              else
+                DirectTile8<Tile8Form::kSigned>(codes, scales, nullptr, nq, 0, nb, x, t / 8, ask,
+                                                acc);
+            } else
               DirectTileOverBlocks<NT>(codes, scales, nq, 0, nb, x, t, ask, acc);
             for (int i = 0; i < nq; ++i) {
               __m256 sums[NT];
@@ -218,11 +229,13 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
           } else {
             // bfp8 calls of 16 tokens or more (the rest ran above): the sign pass, the first
             // read of the segment's codes, so the one that prefetches (the 8-token tiles read
-            // only what it writes, in L1).
+            // only what it writes, in L1). int7's pass makes the corrections alone, and its
+            // tiles read the codes it brought into L1.
             for (int64_t b = s0; b < s1; ++b) {
               const uint8_t* q8 = codes + (b - s0) * BfpInt8HalfBytes(F);
               PrefetchHalfAhead(q8, b, nb);
-              corrections[b - s0] = SignsAndMagnitudes(q8, signs + (b - s0) * kSignBytes);
+              corrections[b - s0] = offset ? Int7Correction(q8)
+                                           : SignsAndMagnitudes(q8, signs + (b - s0) * kSignBytes);
             }
           }
           const bool first = s0 == 0, last = s1 == nb;
@@ -235,9 +248,14 @@ void Quarters(const QuantInput& x, const BfpPanels& w, const float* bias, float*
               for (; t + 8 <= c1; t += 8) {
                 float* acc = acc_q + (t - c0) * kR;
                 if (first) std::memset(acc, 0, sizeof(float) * 8 * kR);
-                const uint8_t* block0 = signs;
-                DirectTile8<true>(&block0, &scales, corrections, 1, s0, s1, x, t / 8, nullptr,
-                                  &acc);
+                if (offset) {
+                  DirectTile8<Tile8Form::kOffset>(&codes, &scales, corrections, 1, s0, s1, x, t / 8,
+                                                  nullptr, &acc);
+                } else {
+                  const uint8_t* block0 = signs;
+                  DirectTile8<Tile8Form::kSignPass>(&block0, &scales, corrections, 1, s0, s1, x,
+                                                    t / 8, nullptr, &acc);
+                }
                 if (last) {
                   __m256 sums[8];
                   for (int i = 0; i < 8; ++i) sums[i] = _mm256_load_ps(acc + i * kR);

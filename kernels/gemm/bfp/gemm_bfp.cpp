@@ -453,8 +453,10 @@ BfpInt8Codes ExtraCodes(const BfpPanels& w, int64_t n_tokens) {
   if (n_tokens <= 1 || KernelOf(w, n_tokens) != GemmKernel::kBfpInt8Avx2)
     return BfpInt8Codes::kPlain;
   if (w.format() == BfpFormat::kBfp4) return BfpInt8Codes::kUnsigned;
-  // bfp8's 8-token tiles: every call of a whole group of 8 tokens or more.
-  return n_tokens >= 8 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
+  // bfp8's 8-token tiles: every call of a whole group of 8 tokens or more; with int7 as x + 64.
+  if (n_tokens < 8) return BfpInt8Codes::kPlain;
+  return w.precision() == ActivationPrecision::kInt7 ? BfpInt8Codes::kBy8Offset
+                                                     : BfpInt8Codes::kBy8;
 }
 
 int PathOf(const BfpPanels& w) {
@@ -573,9 +575,10 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.widen_once_ = WidensOnce(kernel);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
-  if (w.precision() == ActivationPrecision::kInt8) {
+  if (IsIntegerCodes(w.precision())) {
     in.int8_ = std::make_shared<const QuantInput>(
-        QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ExtraCodes(w, n_tokens)));
+        QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ActivationCodeMax(w.precision()),
+                             ExtraCodes(w, n_tokens)));
     return in;
   }
   const int64_t k32 = w.k_tiles() * 32;
@@ -618,12 +621,13 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
   if (x.int8_ != nullptr) {
     const GemmKernel kernel = KernelOf(w, x.n_tokens_);
     const BfpInt8Codes extra = ExtraCodes(w, x.n_tokens_);
-    WC_CHECK(
-        (extra != BfpInt8Codes::kUnsigned ||
-         x.int8_->unsigned_codes.size() == x.int8_->codes.size()) &&
-            (extra != BfpInt8Codes::kBy8 ||
-             x.int8_->codes_by8.size() == static_cast<size_t>(x.n_tokens_ / 8 * 8 * x.int8_->cols)),
-        "gemm input packed for another matrix");
+    WC_CHECK((extra != BfpInt8Codes::kUnsigned ||
+              x.int8_->unsigned_codes.size() == x.int8_->codes.size()) &&
+                 ((extra != BfpInt8Codes::kBy8 && extra != BfpInt8Codes::kBy8Offset) ||
+                  x.int8_->codes_by8.size() ==
+                      static_cast<size_t>(x.n_tokens_ / 8 * 8 * x.int8_->cols)) &&
+                 x.int8_->code_max == ActivationCodeMax(w.precision()),
+             "gemm input packed for another matrix");
     gemm::ForThreadPanels(pa, pb, [&](int64_t a, int64_t c) {
       const IeeeSubnormals ieee;
       if (kernel == GemmKernel::kBfpInt8Vnni)

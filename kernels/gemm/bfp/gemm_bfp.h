@@ -120,11 +120,11 @@ class BfpPanels {
   bool PanelIsPlain(int64_t p) const { return plain_[static_cast<size_t>(p)] != 0; }
   const uint8_t* plain_flags() const { return plain_.data(); }  // [panels] PanelIsPlain
 
-  // With precision kInt8 the tiles are in bfp_int8.h's layout (converted as they are packed) and
-  // these are its half tiles' scales dW: [panels][k_tiles][2] f32. Empty otherwise.
+  // With precision kInt8 or kInt7 the tiles are in bfp_int8.h's layout (converted as they are
+  // packed) and these are its half tiles' scales dW: [panels][k_tiles][2] f32. Empty otherwise.
   const float* int8_scales() const { return int8_scales_.data(); }
   size_t int8_scale_bytes() const { return int8_scales_.size() * sizeof(float); }
-  // With kInt8: half h of k tile tk of panel p (bfp_int8.h's layout), and its scale dW.
+  // With kInt8 / kInt7: half h of k tile tk of panel p (bfp_int8.h's layout), and its scale dW.
   const uint8_t* Int8Half(int64_t p, int64_t tk, int64_t h) const {
     return data_.data() + p * panel_bytes() + BfpInt8HalfOffset(format_, k_tiles(), tk, h);
   }
@@ -132,8 +132,8 @@ class BfpPanels {
     return int8_scales_[static_cast<size_t>((p * k_tiles() + tk) * 2 + h)];
   }
 
-  // W[r, k] (the exact decoded value; with kInt8 the value it multiplies as, q dW) and row r as
-  // floats (tests; a tied head's lookup).
+  // W[r, k] (the exact decoded value; with kInt8 / kInt7 the value it multiplies as, q dW) and row
+  // r as floats (tests; a tied head's lookup).
   float At(int64_t r, int64_t k) const;
   void Row(int64_t r, float* out) const;  // out: [cols] f32
 
@@ -148,7 +148,7 @@ class BfpPanels {
   int64_t rows_ = 0, cols_ = 0;
   PageBuffer data_;                 // [panels][k_tiles][tile_bytes], 2 MiB aligned, huge pages
   std::vector<uint8_t> plain_;      // [panels] PanelIsPlain
-  std::vector<float> int8_scales_;  // [panels][k_tiles][2] with kInt8 (bfp_int8.h), else empty
+  std::vector<float> int8_scales_;  // [panels][k_tiles][2] with kInt8 / kInt7, else empty
 };
 
 // Calls of at least BfpWidenOnceTokens(w) tokens widen each panel once instead of in registers per
@@ -189,7 +189,7 @@ int64_t BfpWidenOnceTokens(const BfpPanels& w);
 //   kBF16 portable:          [K32 / 2][h][2] f32 (bf16-rounded values)
 //   kBF16 AVX-512 BF16:      [K32 / 2][h] bf16 pairs as one float's bits (h <= 10 bfp8, 12 bfp4;
 //                            12 when the panels are widened once)
-//   kInt8:                   none: x quantized in 8-bit blocks (bfp_int8.h)
+//   kInt8, kInt7:            none: x quantized in 8-bit (7-bit) blocks (bfp_int8.h)
 class BfpGemmInput {
  public:
   int64_t n_tokens() const { return n_tokens_; }
@@ -209,7 +209,7 @@ class BfpGemmInput {
   std::shared_ptr<const AmxGemmInput> amx_;  // on AMX (gemm_amx.h, gemm_bfp_amx.h): the input
   bool dot_ = false;  // widened once for the vdpbf16ps tiles (gemm_bf16_dot.h): data_ in their
                       // layout
-  std::shared_ptr<const QuantInput> int8_;  // with kInt8 (bfp_int8.h): the quantized x
+  std::shared_ptr<const QuantInput> int8_;  // with kInt8 / kInt7 (bfp_int8.h): the quantized x
 };
 
 // MR: the most tokens one tile of w's kernel holds in a call of n_tokens (the input's tile height;

@@ -20,8 +20,9 @@ namespace {
 
 constexpr int kQuantRows = QuantPanels::kGroupRows;
 
-// The contract's block quantization of x[0:n] into q[0:n] (n = 32 or 256); returns dx.
-float QuantizeBlock(const float* x, int n, int8_t* q) {
+// The contract's block quantization of x[0:n] into q[0:n] (n = 32 or 256) with codes of at most
+// code_max (127, or 63 for 7-bit blocks); returns dx.
+float QuantizeBlock(const float* x, int n, int8_t* q, int code_max) {
   if (n != 32 && n != 256) __builtin_unreachable();  // (GCC 12 otherwise fears a huge memset)
   float amax = 0.0f;
   bool nan = false, inf = false;
@@ -40,13 +41,14 @@ float QuantizeBlock(const float* x, int n, int8_t* q) {
            : inf ? std::numeric_limits<float>::infinity()
                  : 0.0f;
   }
-  const float id = 127.0f / amax;
-  if (std::isinf(id)) {  // amax below 127 / FLT_MAX: the block counts as zero (quant_gemm.h)
+  const float m = static_cast<float>(code_max);
+  const float id = m / amax;
+  if (std::isinf(id)) {  // amax below m / FLT_MAX: the block counts as zero (quant_gemm.h)
     std::fill(q, q + n, 0);
     return 0.0f;
   }
   for (int i = 0; i < n; ++i) q[i] = static_cast<int8_t>(std::nearbyint(x[i] * id));
-  return amax / 127.0f;
+  return amax / m;
 }
 
 // The portable kernel: rows [g * 8, g * 8 + 8) of group g for tokens [t0, t1), accumulators in
@@ -168,11 +170,14 @@ void QuantCheckCall(const QuantInput& x, const QuantPanels& w, int64_t row_begin
 }  // namespace
 
 QuantInput QuantizeActivations(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                               QuantActivation kind) {
+                               QuantActivation kind, int code_max) {
   const int n = kind == QuantActivation::kA256 ? 256 : 32;
   WC_CHECK(cols % n == 0, "QuantizeActivations: ", cols, " columns are not blocks of ", n);
+  WC_CHECK(code_max == 127 || (code_max == 63 && kind == QuantActivation::kA32),
+           "QuantizeActivations: codes of at most ", code_max);
   QuantInput in;
   in.kind = kind;
+  in.code_max = code_max;
   in.n_tokens = n_tokens;
   in.cols = cols;
   in.blocks = cols / n;
@@ -194,8 +199,8 @@ QuantInput QuantizeActivations(const float* x, int64_t n_tokens, int64_t x_strid
         int8_t* q = in.codes.data() + t * cols + b * n;
         float* dx = in.dx.data() + t * in.blocks + b;
         int16_t* sums = in.sums.data() + (t * in.blocks + b) * sums_per_block;
-        if (avx2 && x86::QuantizeBlockAvx2(xb, n, q, sums, per_sum, dx)) continue;
-        *dx = QuantizeBlock(xb, n, q);
+        if (avx2 && x86::QuantizeBlockAvx2(xb, n, q, sums, per_sum, code_max, dx)) continue;
+        *dx = QuantizeBlock(xb, n, q, code_max);
         for (int s = 0; s < sums_per_block; ++s) {
           int sum = 0;
           for (int i = 0; i < per_sum; ++i) sum += q[s * per_sum + i];

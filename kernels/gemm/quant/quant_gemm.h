@@ -9,7 +9,9 @@
 // dx = amax / 127 and q[i] = round-half-even(x[i] * (127 / amax)) (each a single f32 operation,
 // so |q| <= 127), sum = the codes' sum. A non-finite amax makes dx that value and every code 0 (the
 // products come out NaN, as the float GEMM's would); an amax so small that 127 / amax overflows
-// (below 127 / FLT_MAX, about 3.7e-37) makes the block zero (dx = 0, every code 0).
+// (below 127 / FLT_MAX, about 3.7e-37) makes the block zero (dx = 0, every code 0). A32 blocks
+// may instead be 7-bit (code_max 63, --matmul-precision int7, bfp_int8.h): 63 in place of 127
+// throughout, so |q| <= 63; the products and sums below are the same.
 //
 // The contract: y[t, r] is computed by exactly one thread with a fixed sequence of operations
 // that depends only on the row's blocks and token t's quantized blocks: from acc = +0, for each
@@ -48,6 +50,7 @@ constexpr QuantActivation ActivationOf(GgmlQuant q) {
 //          16 codes' sum)
 struct QuantInput {
   QuantActivation kind = QuantActivation::kA32;
+  int code_max = 127;  // the largest |code|: 127, or 63 for 7-bit blocks
   int64_t n_tokens = 0, cols = 0, blocks = 0;
   std::vector<int8_t> codes;
   std::vector<float> dx;
@@ -57,7 +60,8 @@ struct QuantInput {
   std::vector<uint8_t> unsigned_codes;
   // bfp8 int8 inputs for the AVX2 kernel's 8-token tiles only: [n_tokens / 8][cols / 4][8][4] the
   // codes of each whole group of 8 tokens interleaved by 4 (k 4 j .. 4 j + 3 of its tokens side
-  // by side), so the tile reads all 8 through one pointer.
+  // by side), so the tile reads all 8 through one pointer. With 7-bit codes (code_max 63) these
+  // are x + 64 (1..127: the AVX2 bfp8 int7 tiles' unsigned operand).
   std::vector<int8_t> codes_by8;
   const int8_t* Codes(int64_t t) const { return codes.data() + t * cols; }
   const int8_t* CodesBy8(int64_t group) const { return codes_by8.data() + group * 8 * cols; }
@@ -69,8 +73,9 @@ struct QuantInput {
 };
 
 // x: [n_tokens, x_stride] f32, of which the first `cols` of each row are read; cols whole blocks.
+// code_max: 127, or 63 (kA32 only).
 QuantInput QuantizeActivations(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
-                               QuantActivation kind);
+                               QuantActivation kind, int code_max = 127);
 
 // y[t * y_stride + (r - row_begin)] = the contract's y[t, r] for t < x.n_tokens, r in [row_begin,
 // row_end). bias: [w.rows()] or nullptr. x must be quantized for w (ActivationOf(w.type()), the

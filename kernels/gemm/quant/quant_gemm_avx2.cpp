@@ -265,7 +265,8 @@ void Groups(const QuantInput& x, const QuantPanels& w, const float* bias, float*
 
 }  // namespace
 
-bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_sum, float* dx) {
+bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_sum, int code_max,
+                       float* dx) {
   const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7FFFFFFF));
   __m256 m = _mm256_setzero_ps();
   for (int i = 0; i < n; i += 8)
@@ -281,13 +282,14 @@ bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_
   h = _mm_max_ps(h, _mm_movehl_ps(h, h));
   h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
   const float amax = _mm_cvtss_f32(h);
-  const float id = 127.0f / amax;
+  const float top = static_cast<float>(code_max);
+  const float id = top / amax;
   if (!(amax > 0.0f) || !(amax <= 3.4028235e38f) || !(id <= 3.4028235e38f)) return false;
   const __m256 vid = _mm256_set1_ps(id);
   for (int s = 0; s < n / per_sum; ++s) {
     __m256i acc = _mm256_setzero_si256();
     for (int i = s * per_sum; i < (s + 1) * per_sum; i += 16) {
-      // Rounded to nearest even by vcvtps2dq under the default MXCSR, as nearbyint; |c| <= 127.
+      // Rounded to nearest even by vcvtps2dq under the default MXCSR, as nearbyint; |c| <= top.
       const __m256i c0 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i), vid));
       const __m256i c1 = _mm256_cvtps_epi32(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), vid));
       acc = _mm256_add_epi32(acc, _mm256_add_epi32(c0, c1));
@@ -302,7 +304,7 @@ bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_
     t = _mm_add_epi32(t, _mm_shuffle_epi32(t, _MM_SHUFFLE(2, 3, 0, 1)));
     sums[s] = static_cast<int16_t>(_mm_cvtsi128_si32(t));
   }
-  *dx = amax / 127.0f;
+  *dx = amax / top;
   return true;
 }
 

@@ -20,8 +20,9 @@ void QuantGemmAvx2(const QuantInput& x, const QuantPanels& w, const float* bias,
 // One block of n activations (32 or 256) quantized as the contract says, with the codes' sums over
 // each per_sum (16 or 32) values, on AVX2: the same bits as the portable quantizer. Returns false,
 // writing nothing, for a block the portable code must take (all zero, a NaN or infinity, or an
-// amax so small that 127 / amax overflows).
-bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_sum, float* dx);
+// amax so small that code_max / amax overflows). code_max: 127, or 63 (7-bit blocks).
+bool QuantizeBlockAvx2(const float* x, int n, int8_t* q, int16_t* sums, int per_sum, int code_max,
+                       float* dx);
 
 // The same for calls of many tokens (quant_gemm_avx2_expanded.cpp): each group block expanded to
 // 8-bit codes once per chunk of tokens. The same bits.
