@@ -81,7 +81,7 @@ LoadedModel LoadModel(const ModelRunOptions& o, bool need_tokenizer) {
   if (packing) packing->Finish();
   // int8 and int7 are the block-float matrices' modes (kernels/gemm/bfp/bfp_int8.h): without one,
   // the run would multiply as bf16 while its header said int8.
-  if (IsIntegerCodes(mo.matmul_precision) && !m.model->weights().holds_bfp())
+  if (IsInt8Codes(mo.matmul_precision) && !m.model->weights().holds_bfp())
     throw Error(Cat("--matmul-precision ", o.matmul_precision,
                     " multiplies block-float matrices, and this model's are ",
                     m.model->weights().packed_formats(),

@@ -58,7 +58,8 @@ constexpr GemmKernelInfo kKernels[] = {
     {GemmKernel::kBfpInt8Vnni, "int8 products, 16 rows a register, each tile expanded once",
      CpuKernels::kAvx512Vnni, GemmPeak::kInt8Vnni},
     {GemmKernel::kBfpInt8Avx2,
-     "int8 products, bfp4 in 16-bit words (1-6 tokens) or tiles expanded once, bfp8 read in place",
+     "int8 products, bfp4 in 16-bit words (1-6 tokens) or tiles expanded once, bfp8 read in place "
+     "(int7: x + 64, no sign step)",
      CpuKernels::kAvx2Int8, GemmPeak::kInt8Dot},
     {GemmKernel::kBfpInt8, "int8 products", CpuKernels::kPortable, GemmPeak::kInt8Dot},
     {GemmKernel::kBf16Int16Avx2, "int16 products", CpuKernels::kAvx2Int8, GemmPeak::kInt16Dot},
@@ -176,7 +177,7 @@ bool PrecisionFits(ActivationMatch m, ActivationPrecision p) {
     case ActivationMatch::kBF16:
       return p == ActivationPrecision::kBF16;
     case ActivationMatch::kInt8:
-      return IsIntegerCodes(p);
+      return IsInt8Codes(p);
     case ActivationMatch::kInt16:
       return p == ActivationPrecision::kInt16;
   }

@@ -66,7 +66,7 @@ void PackPanel(const MatrixRef& w, int64_t p, DType dtype, uint8_t* out) {
 // block-float matrix's modes alone (bfp_int8.h) and kInt16 a BF16 one's (bf16_int16.h); the other
 // takes bf16 activations.
 ActivationPrecision PrecisionOf(WeightFormat f, ActivationPrecision p) {
-  if ((IsIntegerCodes(p) && !IsBfp(f)) || (p == ActivationPrecision::kInt16 && IsBfp(f)))
+  if ((IsInt8Codes(p) && !IsBfp(f)) || (p == ActivationPrecision::kInt16 && IsBfp(f)))
     return ActivationPrecision::kBF16;
   return p;
 }
@@ -77,7 +77,7 @@ PackedMatrix PackedMatrix::Pack(const MatrixRef& w, ActivationPrecision precisio
                                 const RowsDone& done) {
   WC_CHECK(precision == ActivationPrecision::kF32 || w.dtype == DType::kBF16,
            "bf16 activations need a BF16 matrix");
-  WC_CHECK(!IsIntegerCodes(precision), "int8 / int7 activations need a block-float matrix");
+  WC_CHECK(!IsInt8Codes(precision), "int8 / int7 activations need a block-float matrix");
   WC_CHECK(precision != ActivationPrecision::kInt16 || w.dtype == DType::kBF16,
            "int16 activations need a BF16 matrix");
   return Pack(w, FormatOfDType(w.dtype), precision, "", done);

@@ -66,8 +66,9 @@ enum class WeightFormat : uint8_t {
 //          largest.
 enum class ActivationPrecision : uint8_t { kF32, kBF16, kInt8, kInt16, kInt7 };
 
-// kInt8 and kInt7: block-float weights times activations as 8-bit integer codes (bfp_int8.h).
-constexpr bool IsIntegerCodes(ActivationPrecision p) {
+// kInt8 and kInt7: block-float weights times activations as int8 codes (bfp_int8.h; int7 codes are
+// int8 codes within +-63).
+constexpr bool IsInt8Codes(ActivationPrecision p) {
   return p == ActivationPrecision::kInt8 || p == ActivationPrecision::kInt7;
 }
 // The largest activation code of such a precision: 127, or 63 for kInt7.

@@ -86,8 +86,9 @@ enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8, kBy8Offset };
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
                                 int code_max, BfpInt8Codes extra);
 
-// Panels [pa, pb) of w (precision kInt8) for every token of x into y (rows outside [row_begin,
-// row_end) computed and not stored), on the calling thread, portable C++: the contract's bits.
+// Panels [pa, pb) of w (precision kInt8 or kInt7) for every token of x into y (rows outside
+// [row_begin, row_end) computed and not stored), on the calling thread, portable C++: the
+// contract's bits.
 void BfpInt8PortableRange(const QuantInput& x, const BfpPanels& w, const float* bias, float* y,
                           int64_t y_stride, int64_t row_begin, int64_t row_end, int64_t pa,
                           int64_t pb);

@@ -575,7 +575,7 @@ BfpGemmInput PackBfpGemmInput(const float* x, int64_t n_tokens, int64_t x_stride
   in.widen_once_ = WidensOnce(kernel);
   in.n_tokens_ = n_tokens;
   in.panels_ = &w;
-  if (IsIntegerCodes(w.precision())) {
+  if (IsInt8Codes(w.precision())) {
     in.int8_ = std::make_shared<const QuantInput>(
         QuantizeBfpInt8Input(x, n_tokens, x_stride, w.cols(), ActivationCodeMax(w.precision()),
                              ExtraCodes(w, n_tokens)));

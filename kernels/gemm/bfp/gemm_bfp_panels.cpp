@@ -70,7 +70,7 @@ void BfpPanels::Init(BfpFormat f, int64_t rows, int64_t cols, ActivationPrecisio
   cols_ = cols;
   data_ = PageBuffer(static_cast<size_t>(std::max<int64_t>(1, panels() * panel_bytes())));
   plain_.assign(static_cast<size_t>(panels()), 1);
-  if (IsIntegerCodes(precision))
+  if (IsInt8Codes(precision))
     int8_scales_.assign(static_cast<size_t>(panels() * k_tiles() * 2), 0.0f);
 }
 
@@ -79,7 +79,7 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
   // them (bfp_int8.h), which is not one run.
   alignas(64) uint8_t staged[BfpTileBytes(BfpFormat::kBfp8)] = {};
   uint8_t* dst =
-      IsIntegerCodes(precision_) ? staged : data_.data() + p * panel_bytes() + tk * tile_bytes();
+      IsInt8Codes(precision_) ? staged : data_.data() + p * panel_bytes() + tk * tile_bytes();
   const int b_bits = BfpMagnitudeBits(format_);
   bool plain = true;
   for (int64_t k = 0; k < kTile; ++k) {
@@ -106,7 +106,7 @@ void BfpPanels::PutTile(int64_t tk, int64_t p, const uint8_t* tt) {
     }
   }
   if (!plain) plain_[static_cast<size_t>(p)] = 0;
-  if (IsIntegerCodes(precision_)) {
+  if (IsInt8Codes(precision_)) {
     uint8_t* panel = data_.data() + p * panel_bytes();
     uint8_t* const halves[2] = {panel + BfpInt8HalfOffset(format_, k_tiles(), tk, 0),
                                 panel + BfpInt8HalfOffset(format_, k_tiles(), tk, 1)};
@@ -191,7 +191,7 @@ float BfpPanels::At(int64_t r, int64_t k) const {
   WC_CHECK(r >= 0 && r < rows_ && k >= 0 && k < cols_, "element out of range");
   const uint8_t* tile = data_.data() + (r / 32) * panel_bytes() + (k / 32) * tile_bytes();
   const int64_t n = r % 32, h = n / 16, lane = n % 16, kk = k % 32;
-  if (IsIntegerCodes(precision_))
+  if (IsInt8Codes(precision_))
     return static_cast<float>(BfpInt8Weight(format_, Int8Half(r / 32, k / 32, h), lane, kk)) *
            Int8Scale(r / 32, k / 32, h);
   const uint8_t e = tile[(kk / 2) * 4 + 2 * h + kk % 2];
