@@ -249,22 +249,46 @@ TEST(MatmulPrecision, TranscriptsRecordItAndReplay) {
       << refused.err;
 }
 
+// Records a transcript of `turns` on the bf16 fixture with --matmul-precision `precision` (and
+// --weights `weights` unless empty), checks that its header names both, and replays it token for
+// token on the default threads and on one.
+void ExpectRecordedAndReplayed(const std::string& precision, const std::string& weights,
+                               const std::string& turns) {
+  TempDir tmp;
+  WriteFile(tmp.File("turns.txt"), turns);
+  std::vector<std::string> args = {"transcript",
+                                   "record",
+                                   "--model",
+                                   FixtureDir("mq_bias_bf16"),
+                                   "--ids",
+                                   "--matmul-precision",
+                                   precision,
+                                   "--turns",
+                                   tmp.File("turns.txt"),
+                                   "--out",
+                                   tmp.File("t.txt"),
+                                   "-n",
+                                   "6",
+                                   "--seed",
+                                   "2"};
+  if (!weights.empty()) args.insert(args.end(), {"--weights", weights});
+  const RunResult rec = RunWormchat(args);
+  ASSERT_EQ(rec.exit_code, 0) << rec.err;
+  const std::string text = ReadFile(tmp.File("t.txt"));
+  EXPECT_NE(text.find("\nmatmul-precision: " + precision + "\n"), std::string::npos) << text;
+  if (!weights.empty())
+    EXPECT_NE(text.find("\nweights: " + weights + "\n"), std::string::npos) << text;
+  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
+  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
+  const RunResult one = RunWormchat({"transcript", "replay", tmp.File("t.txt"), "--threads", "1"});
+  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+}
+
 // int8 (block-float matrices in integer products) is recorded beside the weights it applies to and
 // replays token for token; an unknown value on the command line is one line naming the flag.
 TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
-  TempDir tmp;
-  WriteFile(tmp.File("turns.txt"), "5 17 9\n3 4\n");
+  ExpectRecordedAndReplayed("int8", "bfp4", "5 17 9\n3 4\n");
   const std::string model = FixtureDir("mq_bias_bf16");
-  const RunResult rec =
-      RunWormchat({"transcript", "record", "--model", model, "--ids", "--weights", "bfp4",
-                   "--matmul-precision", "int8", "--turns", tmp.File("turns.txt"), "--out",
-                   tmp.File("t.txt"), "-n", "6", "--seed", "2"});
-  ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  const std::string text = ReadFile(tmp.File("t.txt"));
-  EXPECT_NE(text.find("\nmatmul-precision: int8\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nweights: bfp4\n"), std::string::npos) << text;
-  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
-  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
   const RunResult bad = RunWormchat(
       {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int4"});
   EXPECT_NE(bad.exit_code, 0);
@@ -283,27 +307,13 @@ TEST(MatmulPrecision, Int8IsRecordedWithItsWeightsAndReplays) {
       << none.err;
 }
 
-// int7 (int8 with 7-bit activation blocks) is recorded with its weights and replays token for
-// token, with one thread as with two (its AVX2 bfp8 tiles differ from int8's); on a model without a
-// block-float matrix it is refused, naming the value given.
+// int7 (int8 with 7-bit activation blocks) likewise, over turns long enough for its AVX2 bfp8
+// tiles of 8 tokens; on a model without a block-float matrix it is refused, naming the value.
 TEST(MatmulPrecision, Int7IsRecordedAndReplays) {
-  TempDir tmp;
-  WriteFile(tmp.File("turns.txt"), "5 17 9 5 17 9 5 17 9 5 17 9 5 17 9 5 17 9\n3 4 3 4 3 4 3 4\n");
-  const std::string model = FixtureDir("mq_bias_bf16");
-  const RunResult rec =
-      RunWormchat({"transcript", "record", "--model", model, "--ids", "--weights", "bfp8",
-                   "--matmul-precision", "int7", "--turns", tmp.File("turns.txt"), "--out",
-                   tmp.File("t.txt"), "-n", "6", "--seed", "2"});
-  ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  const std::string text = ReadFile(tmp.File("t.txt"));
-  EXPECT_NE(text.find("\nmatmul-precision: int7\n"), std::string::npos) << text;
-  EXPECT_NE(text.find("\nweights: bfp8\n"), std::string::npos) << text;
-  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
-  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
-  const RunResult one = RunWormchat({"transcript", "replay", tmp.File("t.txt"), "--threads", "1"});
-  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
-  const RunResult none = RunWormchat(
-      {"generate", "--model", model, "--ids", "5 17", "-n", "2", "--matmul-precision", "int7"});
+  ExpectRecordedAndReplayed("int7", "bfp8",
+                            "5 17 9 5 17 9 5 17 9 5 17 9 5 17 9 5 17 9\n3 4 3 4 3 4 3 4\n");
+  const RunResult none = RunWormchat({"generate", "--model", FixtureDir("mq_bias_bf16"), "--ids",
+                                      "5 17", "-n", "2", "--matmul-precision", "int7"});
   EXPECT_NE(none.exit_code, 0);
   EXPECT_NE(none.err.find("--matmul-precision int7 multiplies block-float matrices"),
             std::string::npos)
@@ -314,19 +324,7 @@ TEST(MatmulPrecision, Int7IsRecordedAndReplays) {
 // same with one thread as with two; on a model without a BF16 matrix it is refused, naming what
 // to add.
 TEST(MatmulPrecision, Int16IsRecordedAndReplays) {
-  TempDir tmp;
-  WriteFile(tmp.File("turns.txt"), "5 17 9\n3 4\n");
-  const std::string model = FixtureDir("mq_bias_bf16");
-  const RunResult rec = RunWormchat(
-      {"transcript", "record", "--model", model, "--ids", "--matmul-precision", "int16", "--turns",
-       tmp.File("turns.txt"), "--out", tmp.File("t.txt"), "-n", "6", "--seed", "2"});
-  ASSERT_EQ(rec.exit_code, 0) << rec.err;
-  const std::string text = ReadFile(tmp.File("t.txt"));
-  EXPECT_NE(text.find("\nmatmul-precision: int16\n"), std::string::npos) << text;
-  const RunResult replay = RunWormchat({"transcript", "replay", tmp.File("t.txt")});
-  EXPECT_EQ(replay.exit_code, 0) << replay.out << replay.err;
-  const RunResult one = RunWormchat({"transcript", "replay", tmp.File("t.txt"), "--threads", "1"});
-  EXPECT_EQ(one.exit_code, 0) << one.out << one.err;
+  ExpectRecordedAndReplayed("int16", "", "5 17 9\n3 4\n");
   const RunResult none = RunWormchat({"generate", "--model", FixtureDir("mq_f32"), "--ids", "5 17",
                                       "-n", "2", "--matmul-precision", "int16"});
   EXPECT_NE(none.exit_code, 0);
