@@ -131,7 +131,7 @@ TEST(CliErrors, InvalidSamplingParameters) {
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--lm-head-fractures", "3"},
               {"--lm-head-fractures 3"});
   ExpectError({"generate", "--model", m.path(), "--prompt", "hi", "--matmul-precision", "fp8"},
-              {"--matmul-precision 'fp8'", "bf16, f32, int8 or int16"});
+              {"--matmul-precision 'fp8'", "bf16, f32, int8, int7 or int16"});
 }
 
 TEST(CliErrors, BadIds) {
