@@ -500,9 +500,11 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
         }
         SendError(res, {500, "internal error: " + what, "server_error", "", ""});
       });
-  svr.set_logger([this](const httplib::Request&, const httplib::Response& res) {
-    metrics_.Answered(res.status);
-  });
+  // Counted as the answer's status line is about to be written (cpp-httplib calls this for every
+  // response, routed or not), not in the logger, which runs after the body is sent: a client that
+  // read /metrics right after a 401 could see that 401 not yet counted (CI, 2026-12-02).
+  svr.set_post_routing_handler(
+      [this](const httplib::Request&, httplib::Response& res) { metrics_.Answered(res.status); });
   svr.Get("/health", [h](const httplib::Request& q, httplib::Response& r) { h->Health(q, r); });
   svr.Get("/v1/models", [h](const httplib::Request& q, httplib::Response& r) { h->Models(q, r); });
   svr.Get("/metrics", [h](const httplib::Request& q, httplib::Response& r) { h->Metrics(q, r); });
