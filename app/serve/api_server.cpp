@@ -502,7 +502,7 @@ ApiServer::ApiServer(ServingLoop& loop, ApiModel model, ApiServerOptions options
       });
   // Counted as the answer's status line is about to be written (cpp-httplib calls this for every
   // response, routed or not), not in the logger, which runs after the body is sent: a client that
-  // read /metrics right after a 401 could see that 401 not yet counted (CI, 2026-12-02).
+  // reads /metrics right after an answer must find that answer counted.
   svr.set_post_routing_handler(
       [this](const httplib::Request&, httplib::Response& res) { metrics_.Answered(res.status); });
   svr.Get("/health", [h](const httplib::Request& q, httplib::Response& r) { h->Health(q, r); });

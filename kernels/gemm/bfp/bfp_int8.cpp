@@ -106,11 +106,6 @@ int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k) {
 
 QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stride, int64_t cols,
                                 int code_max, BfpInt8Codes extra) {
-  // codes_by8 holds x + 64 exactly when the codes are 7-bit (quant_gemm.h's QuantInput).
-  WC_CHECK(
-      (extra == BfpInt8Codes::kBy8Offset) ==
-          (extra != BfpInt8Codes::kPlain && extra != BfpInt8Codes::kUnsigned && code_max == 63),
-      "x + 64 by 8 tokens is the 7-bit codes' form, and theirs alone");
   const int64_t k32 = (cols + bfp_int8::kDim - 1) / bfp_int8::kDim * bfp_int8::kDim;
   QuantInput q;
   if (k32 == cols) {
@@ -130,9 +125,9 @@ QuantInput QuantizeBfpInt8Input(const float* x, int64_t n_tokens, int64_t x_stri
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t i = 0; i < n; ++i)
       q.unsigned_codes[i] = static_cast<uint8_t>(static_cast<uint8_t>(q.codes[i]) ^ 0x80);
-  } else if (extra == BfpInt8Codes::kBy8 || extra == BfpInt8Codes::kBy8Offset) {
+  } else if (extra == BfpInt8Codes::kBy8) {
     const int64_t groups = q.n_tokens / 8, cols32 = q.cols;
-    const int8_t offset = extra == BfpInt8Codes::kBy8Offset ? 64 : 0;
+    const int8_t offset = q.code_max == 63 ? 64 : 0;  // 7-bit codes: x + 64 (QuantInput)
     q.codes_by8.resize(static_cast<size_t>(groups * 8 * cols32));
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t g = 0; g < groups; ++g)

@@ -76,9 +76,9 @@ void ConvertBfpTileToInt8(BfpFormat f, const uint8_t* tile, uint8_t* const halve
 int BfpInt8Weight(BfpFormat f, const uint8_t* half, int64_t r, int64_t k);
 
 // The further form of the codes a kernel reads besides QuantInput::codes: none, unsigned_codes
-// (the AVX2 bfp4 tiles), codes_by8 (the AVX2 bfp8 tiles) or, for 7-bit codes only, codes_by8
-// holding x + 64 (1..127, the same byte read signed or unsigned; the AVX2 bfp8 int7 tiles).
-enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8, kBy8Offset };
+// (the AVX2 bfp4 tiles) or codes_by8 (the AVX2 bfp8 tiles; x + 64 for 7-bit codes, QuantInput's
+// comment).
+enum class BfpInt8Codes : uint8_t { kPlain, kUnsigned, kBy8 };
 
 // x [n_tokens, x_stride] f32 (the first cols of each row read) quantized as the contract says
 // (zero-padded to whole k tiles; code_max 127, or 63 for int7), with the further form `extra` made

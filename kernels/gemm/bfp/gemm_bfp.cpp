@@ -453,10 +453,8 @@ BfpInt8Codes ExtraCodes(const BfpPanels& w, int64_t n_tokens) {
   if (n_tokens <= 1 || KernelOf(w, n_tokens) != GemmKernel::kBfpInt8Avx2)
     return BfpInt8Codes::kPlain;
   if (w.format() == BfpFormat::kBfp4) return BfpInt8Codes::kUnsigned;
-  // bfp8's 8-token tiles: every call of a whole group of 8 tokens or more; with int7 as x + 64.
-  if (n_tokens < 8) return BfpInt8Codes::kPlain;
-  return w.precision() == ActivationPrecision::kInt7 ? BfpInt8Codes::kBy8Offset
-                                                     : BfpInt8Codes::kBy8;
+  // bfp8's 8-token tiles: every call of a whole group of 8 tokens or more (int7's as x + 64).
+  return n_tokens >= 8 ? BfpInt8Codes::kBy8 : BfpInt8Codes::kPlain;
 }
 
 int PathOf(const BfpPanels& w) {
@@ -623,7 +621,7 @@ void GemmBfp(const BfpGemmInput& x, const BfpPanels& w, const float* bias, float
     const BfpInt8Codes extra = ExtraCodes(w, x.n_tokens_);
     WC_CHECK((extra != BfpInt8Codes::kUnsigned ||
               x.int8_->unsigned_codes.size() == x.int8_->codes.size()) &&
-                 ((extra != BfpInt8Codes::kBy8 && extra != BfpInt8Codes::kBy8Offset) ||
+                 (extra != BfpInt8Codes::kBy8 ||
                   x.int8_->codes_by8.size() ==
                       static_cast<size_t>(x.n_tokens_ / 8 * 8 * x.int8_->cols)) &&
                  x.int8_->code_max == ActivationCodeMax(w.precision()),
